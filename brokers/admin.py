@@ -1,0 +1,35 @@
+from django.contrib import admin
+
+from .models import Broker, ClientSession, Connection, Message, Queue
+
+
+@admin.register(Broker)
+class BrokerAdmin(admin.ModelAdmin):
+    list_display = ["name", "description", "dead_letter_queue", "transaction_timeout_ms", "created_at"]
+    search_fields = ["name"]
+
+
+@admin.register(Queue)
+class QueueAdmin(admin.ModelAdmin):
+    list_display = ["name", "broker", "kind", "usage", "max_depth", "reserved_depth", "put_enabled", "get_enabled"]
+    list_filter = ["broker", "kind", "usage"]
+    search_fields = ["name"]
+    readonly_fields = ["reserved_depth", "next_commit_seq"]
+
+
+@admin.register(Message)
+class MessageAdmin(admin.ModelAdmin):
+    list_display = ["msg_id", "queue", "priority", "persistent", "put_time", "put_transaction", "get_transaction", "backout_count"]
+    list_filter = ["queue__broker", "persistent", "msg_type"]
+    search_fields = ["msg_id", "correl_id"]
+    raw_id_fields = ["queue", "put_transaction", "get_transaction"]
+
+
+@admin.register(Connection)
+class ConnectionAdmin(admin.ModelAdmin):
+    list_display = ["conn_id", "broker", "client_name", "current_transaction", "created_at", "closed_at"]
+
+
+@admin.register(ClientSession)
+class ClientSessionAdmin(admin.ModelAdmin):
+    list_display = ["client_name", "broker", "last_put_msg_id", "last_got_msg_id", "updated_at"]

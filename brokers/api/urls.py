@@ -1,0 +1,34 @@
+"""API routes. Broker and queue names may contain '/', so the name converter takes slashes
+and the most specific routes come first."""
+from django.urls import path, register_converter
+
+from . import views
+
+
+class NameConverter:
+    regex = r"[A-Za-z0-9._/%]{1,48}"
+
+    def to_python(self, value: str) -> str:
+        return value
+
+    def to_url(self, value: str) -> str:
+        return value
+
+
+register_converter(NameConverter, "name")
+
+urlpatterns = [
+    path("brokers/<name:broker>/queues/<name:queue>/messages/", views.MessagesView.as_view(), name="queue-messages"),
+    path("brokers/<name:broker>/queues/<name:queue>/get/", views.GetView.as_view(), name="queue-get"),
+    path("brokers/<name:broker>/queues/<name:queue>/", views.QueueDetailView.as_view(), name="queue-detail"),
+    path("brokers/<name:broker>/queues/", views.QueueListView.as_view(), name="queue-list"),
+    path("brokers/<name:broker>/transactions/", views.TransactionBeginView.as_view(), name="transaction-begin"),
+    path("brokers/<name:broker>/connections/", views.ConnectionOpenView.as_view(), name="connection-open"),
+    path("brokers/<name:broker>/", views.BrokerDetailView.as_view(), name="broker-detail"),
+    path("brokers/", views.BrokerListView.as_view(), name="broker-list"),
+    path("transactions/<str:transaction_id>/commit/", views.TransactionCommitView.as_view(), name="transaction-commit"),
+    path("transactions/<str:transaction_id>/rollback/", views.TransactionRollbackView.as_view(), name="transaction-rollback"),
+    path("transactions/<str:transaction_id>/check/", views.TransactionCheckView.as_view(), name="transaction-check"),
+    path("transactions/<str:transaction_id>/", views.TransactionDetailView.as_view(), name="transaction-detail"),
+    path("connections/<str:conn_id>/", views.ConnectionDetailView.as_view(), name="connection-detail"),
+]

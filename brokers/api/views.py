@@ -1,0 +1,265 @@
+"""REST views: validate the request, call one service, render. See API.md for the contract."""
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from transactions.manager import transaction_begin, transaction_check, transaction_commit, transaction_rollback
+from transactions.selectors import transaction_get, transaction_neighbours
+
+from ..exceptions import InvalidInput
+from ..selectors import broker_get, broker_list, connection_get, queue_depths, queue_get, queue_list
+from ..services.brokers import broker_alter, broker_define, broker_delete
+from ..services.connections import connection_close, connection_open, connection_view
+from ..services.message_input import message_input_parse, message_render
+from ..services.messages import message_browse, message_get, message_put
+from ..services.queues import queue_alter, queue_define, queue_delete
+from .render import broker_render, connection_render, queue_render, transaction_render
+
+
+# --- request helpers ----------------------------------------------------------------------
+
+def _body(request: Request) -> dict[str, Any]:
+    data = request.data
+    if data is None or data == {}:
+        return {}
+    if not isinstance(data, dict):
+        raise InvalidInput("The request body must be a JSON object.", errors={"body": ["Must be an object."]})
+    return data
+
+
+def _bool(data: dict, name: str, default: bool = False) -> bool:
+    value = data.get(name, default)
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.lower() in {"true", "false", "1", "0", "yes", "no"}:
+        return value.lower() in {"true", "1", "yes"}
+    raise InvalidInput(f"{name} must be true or false.", errors={name: ["Must be a boolean."]})
+
+
+def _number(data: dict, name: str, default: float, *, low: float, high: float, whole: bool = False) -> Any:
+    value = data.get(name, default)
+    if value is None:
+        value = default
+    if isinstance(value, str):
+        try:
+            value = float(value) if not whole else int(value)
+        except ValueError:
+            pass
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and (not whole or float(value).is_integer())
+    if not ok or not low <= value <= high:
+        kind = "a whole number" if whole else "a number"
+        raise InvalidInput(f"{name} must be {kind} from {low:g} to {high:g}.", errors={name: ["Out of range."]})
+    return int(value) if whole else float(value)
+
+
+def _text(data: dict, name: str) -> str | None:
+    value = data.get(name)
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise InvalidInput(f"{name} must be a string.", errors={name: ["Must be a string."]})
+    return value
+
+
+def _page(request: Request, rows: list[dict]) -> dict[str, Any]:
+    params = request.query_params
+    limit = _number(params, "limit", settings.BATON_API_PAGE_SIZE, low=1, high=1000, whole=True)
+    offset = _number(params, "offset", 0, low=0, high=10**9, whole=True)
+    return {"count": len(rows), "results": rows[offset:offset + limit]}
+
+
+def _purge(request: Request) -> bool:
+    return _bool(request.query_params, "purge")
+
+
+# --- brokers and queues -------------------------------------------------------------------
+
+class BrokerListView(APIView):
+    def get(self, request: Request) -> Response:
+        return Response(_page(request, [broker_render(b) for b in broker_list()]))
+
+    def post(self, request: Request) -> Response:
+        data = dict(_body(request))
+        name = data.pop("name", None)
+        if not isinstance(name, str):
+            raise InvalidInput("A broker needs a name.", errors={"name": ["Required."]})
+        return Response(broker_render(broker_define(name=name, **data)), status=201)
+
+
+class BrokerDetailView(APIView):
+    def get(self, request: Request, broker: str) -> Response:
+        return Response(broker_render(broker_get(name=broker)))
+
+    def patch(self, request: Request, broker: str) -> Response:
+        return Response(broker_render(broker_alter(name=broker, **_body(request))))
+
+    def delete(self, request: Request, broker: str) -> Response:
+        broker_delete(name=broker, purge=_purge(request))
+        return Response(status=204)
+
+
+class QueueListView(APIView):
+    def get(self, request: Request, broker: str) -> Response:
+        queues = list(queue_list(broker=broker))
+        depths = queue_depths(queue_ids=[q.pk for q in queues])
+        return Response(_page(request, [queue_render(q, depths[q.pk]) for q in queues]))
+
+    def post(self, request: Request, broker: str) -> Response:
+        data = dict(_body(request))
+        name = data.pop("name", None)
+        if not isinstance(name, str):
+            raise InvalidInput("A queue needs a name.", errors={"name": ["Required."]})
+        queue = queue_define(broker=broker, name=name, **data)
+        return Response(queue_render(queue, queue_depths(queue_ids=[queue.pk])[queue.pk]), status=201)
+
+
+class QueueDetailView(APIView):
+    def get(self, request: Request, broker: str, queue: str) -> Response:
+        q = queue_get(broker=broker, name=queue)
+        return Response(queue_render(q, queue_depths(queue_ids=[q.pk])[q.pk]))
+
+    def patch(self, request: Request, broker: str, queue: str) -> Response:
+        q = queue_alter(broker=broker, name=queue, **_body(request))
+        return Response(queue_render(q, queue_depths(queue_ids=[q.pk])[q.pk]))
+
+    def delete(self, request: Request, broker: str, queue: str) -> Response:
+        queue_delete(broker=broker, name=queue, purge=_purge(request))
+        return Response(status=204)
+
+
+# --- messages -----------------------------------------------------------------------------
+
+class MessagesView(APIView):
+    """GET browses, POST puts."""
+
+    def get(self, request: Request, broker: str, queue: str) -> Response:
+        params = request.query_params
+        if _bool(params, "ordered"):
+            raise InvalidInput("Ordered browsing is not available yet.", errors={"ordered": ["Not supported."]})
+        result = message_browse(
+            broker=broker, queue=queue, cursor=params.get("cursor") or None,
+            limit=_number(params, "limit", 50, low=1, high=settings.BATON_MAX_BATCH, whole=True),
+        )
+        b, q = result.queue.broker.name, result.queue.name
+        return Response({"messages": [message_render(m, broker=b, queue=q) for m in result.messages], "cursor": result.cursor})
+
+    def post(self, request: Request, broker: str, queue: str) -> Response:
+        data = _body(request)
+        if "messages" in data:
+            raw = data["messages"]
+            if not isinstance(raw, list):
+                raise InvalidInput("messages must be a list.", errors={"messages": ["Must be a list."]})
+            messages = [message_input_parse(m, where=f"messages[{i}].") for i, m in enumerate(raw)]
+        else:
+            single = {k: v for k, v in data.items() if k not in {"transaction", "syncpoint", "connection", "put_application"}}
+            messages = [message_input_parse(single)]
+        result = message_put(
+            broker=broker, queue=queue, messages=messages, transaction_id=_text(data, "transaction"),
+            syncpoint=_text(data, "syncpoint"), connection_id=_text(data, "connection"),
+            put_application=(_text(data, "put_application") or getattr(request.user, "username", ""))[:100],
+        )
+        b, q = result.queue.broker.name, result.queue.name
+        rendered = [message_render(m, broker=b, queue=q) for m in result.messages]
+        body: dict[str, Any] = {"messages": rendered} if "messages" in data else dict(rendered[0])
+        body["transaction"] = result.transaction_id
+        return Response(body, status=201)
+
+
+GET_OPTIONS = {
+    "wait", "transaction", "preemptive", "ordered", "msg_id", "correl_id", "group_id", "mode", "batch",
+    "commit_first", "syncpoint", "connection",
+}
+
+
+class GetView(APIView):
+    def post(self, request: Request, broker: str, queue: str) -> Response:
+        data = _body(request)
+        unknown = sorted(set(data) - GET_OPTIONS)
+        if unknown:
+            raise InvalidInput("The request is not valid.", errors={name: ["Unknown field."] for name in unknown})
+        for option in ("preemptive", "ordered"):
+            if _bool(data, option):
+                raise InvalidInput(f"{option} gets are not available yet.", errors={option: ["Not supported."]})
+        result = message_get(
+            broker=broker, queue=queue, transaction_id=_text(data, "transaction"), syncpoint=_text(data, "syncpoint"),
+            connection_id=_text(data, "connection"),
+            wait=_number(data, "wait", 0, low=0, high=settings.BATON_MAX_WAIT_S),
+            batch=_number(data, "batch", 1, low=1, high=settings.BATON_MAX_BATCH, whole=True),
+            msg_id=_text(data, "msg_id"), correl_id=_text(data, "correl_id"), group_id=_text(data, "group_id"),
+            mode=_text(data, "mode") or "destructive", commit_first=_bool(data, "commit_first"),
+        )
+        b, q = result.queue.broker.name, result.queue.name
+        body: dict[str, Any] = {"messages": [message_render(m, broker=b, queue=q) for m in result.messages],
+                                "transaction": result.transaction_id}
+        if not result.messages:
+            body["reason"] = result.reason
+        return Response(body)
+
+
+# --- transactions -------------------------------------------------------------------------
+
+def _transaction_body(transaction_id: str) -> dict[str, Any]:
+    upstream, downstream = transaction_neighbours(transaction_id=transaction_id)
+    return transaction_render(transaction_get(transaction_id=transaction_id), upstream=upstream, downstream=downstream)
+
+
+class TransactionBeginView(APIView):
+    def post(self, request: Request, broker: str) -> Response:
+        data = _body(request)
+        owner = broker_get(name=broker)
+        timeout_ms = _number(data, "timeout_ms", owner.transaction_timeout_ms, low=1, high=86_400_000, whole=True)
+        txn = transaction_begin(broker=owner.name, timeout_ms=timeout_ms)
+        return Response(_transaction_body(txn.id), status=201)
+
+
+class TransactionDetailView(APIView):
+    def get(self, request: Request, transaction_id: str) -> Response:
+        return Response(_transaction_body(transaction_id))
+
+
+class TransactionCommitView(APIView):
+    def post(self, request: Request, transaction_id: str) -> Response:
+        wait = _number(_body(request), "wait", 0, low=0, high=settings.BATON_MAX_WAIT_S)
+        outcome = transaction_commit(transaction_id=transaction_id, wait=wait)
+        if outcome.state == "committed":
+            return Response({"id": transaction_id, "state": "committed"})
+        return Response({"id": transaction_id, "state": outcome.state, "waiting_on": outcome.waiting_on}, status=202)
+
+
+class TransactionRollbackView(APIView):
+    def post(self, request: Request, transaction_id: str) -> Response:
+        outcome = transaction_rollback(transaction_id=transaction_id)
+        return Response({"id": transaction_id, "state": outcome.transaction.state,
+                         "reason": outcome.transaction.reason, "cascaded": outcome.cascaded})
+
+
+class TransactionCheckView(APIView):
+    def post(self, request: Request, transaction_id: str) -> Response:
+        wait = _number(_body(request), "wait", 0, low=0, high=settings.BATON_MAX_WAIT_S)
+        outcome = transaction_check(transaction_id=transaction_id, wait=wait)
+        body: dict[str, Any] = {"id": transaction_id, "result": outcome.result, "waiting_on": outcome.waiting_on}
+        if outcome.reason:
+            body["reason"] = outcome.reason
+        return Response(body)
+
+
+# --- connections --------------------------------------------------------------------------
+
+class ConnectionOpenView(APIView):
+    def post(self, request: Request, broker: str) -> Response:
+        view = connection_open(broker=broker, client_name=_body(request).get("client_name"))
+        return Response(connection_render(view), status=201)
+
+
+class ConnectionDetailView(APIView):
+    def get(self, request: Request, conn_id: str) -> Response:
+        return Response(connection_render(connection_view(connection=connection_get(conn_id=conn_id))))
+
+    def delete(self, request: Request, conn_id: str) -> Response:
+        connection_close(conn_id=conn_id)
+        return Response(status=204)

@@ -1,0 +1,13 @@
+from django.apps import AppConfig
+
+
+class BrokersConfig(AppConfig):
+    name = "brokers"
+    verbose_name = "Brokers"
+
+    def ready(self) -> None:
+        from transactions.resources import resource_manager_register
+
+        from .services.store import MessageStore
+
+        resource_manager_register(MessageStore())

@@ -1,0 +1,213 @@
+"""Brokers, queues, messages and connections.
+
+A message's put side and get side are two separate facts: ``put_transaction`` is set while
+its put is uncommitted, ``get_transaction`` while it is gotten under a unit of work not yet
+committed. A message with both set was pre-emptively gotten. ``available`` means neither
+is set (and no lock): the message can be gotten by anyone.
+"""
+from __future__ import annotations
+
+from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
+from django.db import models
+from django.db.models import Q
+
+NAME_PATTERN = r"^[A-Za-z0-9._/%]{1,48}$"
+name_validator = RegexValidator(NAME_PATTERN, "Use 1 to 48 characters of A-Z a-z 0-9 . _ / %.")
+
+DEFAULT_DEAD_LETTER_QUEUE = "SYSTEM.DEAD.LETTER.QUEUE"
+
+
+class Persistence(models.TextChoices):
+    #: Kept across broker restarts.
+    PERSISTENT = "persistent"
+    #: Discarded when the broker restarts.
+    NON_PERSISTENT = "non_persistent"
+
+
+class Broker(models.Model):
+    """A queue manager."""
+
+    name = models.CharField(max_length=48, unique=True, validators=[name_validator])
+    description = models.CharField(max_length=200, blank=True)
+    dead_letter_queue = models.CharField(max_length=48, default=DEFAULT_DEAD_LETTER_QUEUE, validators=[name_validator])
+    transaction_timeout_ms = models.PositiveIntegerField(default=120_000)
+    max_message_length = models.PositiveIntegerField(default=4 * 1024 * 1024)
+    default_persistence = models.CharField(max_length=16, choices=Persistence.choices, default=Persistence.PERSISTENT)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class QueueKind(models.TextChoices):
+    #: Holds messages.
+    LOCAL = "local"
+    #: Names a queue on another broker and the transmission queue that leads there.
+    REMOTE = "remote"
+    #: Another name for a queue on the same broker.
+    ALIAS = "alias"
+
+
+class QueueUsage(models.TextChoices):
+    #: Applications put and get here.
+    NORMAL = "normal"
+    #: Holds messages waiting for a channel to another broker.
+    TRANSMISSION = "transmission"
+
+
+class DeliverySequence(models.TextChoices):
+    #: Higher priority first, then read order.
+    PRIORITY = "priority"
+    #: Read order only; priority is ignored.
+    FIFO = "fifo"
+
+
+class ReadOrder(models.TextChoices):
+    #: The order in which messages were put.
+    PUT = "put"
+    #: The order in which their puts committed.
+    COMMIT = "commit"
+
+
+class EnforceOrder(models.TextChoices):
+    #: Gets are unordered unless they ask to be ordered.
+    NO = "no"
+    #: Every get is ordered.
+    YES = "yes"
+
+
+class Access(models.TextChoices):
+    #: Many consumers at once.
+    SHARED = "shared"
+    #: One consumer at a time.
+    EXCLUSIVE = "exclusive"
+
+
+class Queue(models.Model):
+    broker = models.ForeignKey(Broker, on_delete=models.CASCADE, related_name="queues")
+    name = models.CharField(max_length=48, validators=[name_validator])
+    kind = models.CharField(max_length=8, choices=QueueKind.choices, default=QueueKind.LOCAL)
+    usage = models.CharField(max_length=16, choices=QueueUsage.choices, default=QueueUsage.NORMAL)
+    description = models.CharField(max_length=200, blank=True)
+    max_depth = models.PositiveIntegerField(default=5000)
+    max_message_length = models.PositiveIntegerField(default=4 * 1024 * 1024)
+    put_enabled = models.BooleanField(default=True)
+    get_enabled = models.BooleanField(default=True)
+    default_priority = models.PositiveSmallIntegerField(default=0, validators=[MaxValueValidator(9)])
+    default_persistence = models.CharField(max_length=16, choices=Persistence.choices, default=Persistence.PERSISTENT)
+    delivery_sequence = models.CharField(max_length=8, choices=DeliverySequence.choices, default=DeliverySequence.PRIORITY)
+    read_order = models.CharField(max_length=8, choices=ReadOrder.choices, default=ReadOrder.PUT)
+    enforce_order = models.CharField(max_length=4, choices=EnforceOrder.choices, default=EnforceOrder.NO)
+    backout_threshold = models.PositiveIntegerField(default=0, help_text="0: never move backed-out messages.")
+    backout_queue = models.CharField(max_length=48, blank=True)
+    lock_duration_ms = models.PositiveIntegerField(default=30_000, validators=[MinValueValidator(1)])
+    default_access = models.CharField(max_length=16, choices=Access.choices, default=Access.SHARED)
+    # remote and alias definitions
+    remote_broker = models.CharField(max_length=48, blank=True)
+    remote_queue = models.CharField(max_length=48, blank=True)
+    transmission_queue = models.CharField(max_length=48, blank=True)
+    target_queue = models.CharField(max_length=48, blank=True, help_text="For an alias: the queue it names.")
+    # counters, changed only while the row is locked
+    reserved_depth = models.PositiveIntegerField(default=0, help_text="Messages on the queue, uncommitted puts included.")
+    next_commit_seq = models.BigIntegerField(default=1)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["broker", "name"], name="queue_unique_name")]
+
+    def __str__(self) -> str:
+        return f"{self.broker.name}/{self.name}" if self.broker_id else self.name
+
+
+class MessageType(models.TextChoices):
+    #: No reply expected.
+    DATAGRAM = "datagram"
+    #: A reply is expected on the reply-to queue.
+    REQUEST = "request"
+    #: Answers a request.
+    REPLY = "reply"
+    #: A report about another message.
+    REPORT = "report"
+
+
+_AVAILABLE = Q(put_transaction__isnull=True, get_transaction__isnull=True)
+
+
+class Message(models.Model):
+    """Its ``id`` is the put sequence: strictly increasing, so increasing per queue in put order."""
+
+    id = models.BigAutoField(primary_key=True)
+    queue = models.ForeignKey(Queue, on_delete=models.CASCADE, related_name="messages")
+    msg_id = models.CharField(max_length=48, unique=True)
+    correl_id = models.CharField(max_length=48, null=True, blank=True)
+    group_id = models.CharField(max_length=48, null=True, blank=True)
+    msg_type = models.CharField(max_length=8, choices=MessageType.choices, default=MessageType.DATAGRAM)
+    priority = models.PositiveSmallIntegerField(default=0)
+    persistent = models.BooleanField(default=True)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    format = models.CharField(max_length=100, blank=True)
+    reply_to_queue = models.CharField(max_length=48, blank=True)
+    reply_to_broker = models.CharField(max_length=48, blank=True)
+    report = models.JSONField(default=list, blank=True)
+    properties = models.JSONField(default=dict, blank=True)
+    put_time = models.DateTimeField()
+    put_application = models.CharField(max_length=100, blank=True)
+    backout_count = models.PositiveIntegerField(default=0)
+    delivery_count = models.PositiveIntegerField(default=0)
+    dead_letter_reason = models.CharField(max_length=200, blank=True)
+    dead_letter_queue = models.CharField(max_length=48, blank=True, help_text="Queue it was moved from.")
+    transmission_header = models.JSONField(null=True, blank=True, help_text="Destination broker and queue, on a transmission queue.")
+    body = models.BinaryField()
+    commit_seq = models.BigIntegerField(null=True, blank=True)
+    put_transaction = models.ForeignKey(
+        "transactions.Transaction", null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+        help_text="Set while the put is uncommitted.",
+    )
+    get_transaction = models.ForeignKey(
+        "transactions.Transaction", null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+        help_text="Set while it is gotten under a unit of work not yet committed.",
+    )
+    put_connection = models.CharField(max_length=48, blank=True)
+    get_connection = models.CharField(max_length=48, blank=True)
+
+    class Meta:
+        indexes = [
+            # the get path: priority queues, then FIFO queues, among available messages
+            models.Index("queue", models.F("priority").desc(), "id", name="msg_avail_priority", condition=_AVAILABLE),
+            models.Index("queue", "id", name="msg_avail_fifo", condition=_AVAILABLE),
+            models.Index("queue", "correl_id", name="msg_correl", condition=Q(correl_id__isnull=False)),
+            models.Index("queue", "group_id", name="msg_group", condition=Q(group_id__isnull=False)),
+            models.Index("expires_at", name="msg_expiry", condition=Q(expires_at__isnull=False)),
+            models.Index("put_transaction", name="msg_put_txn", condition=Q(put_transaction__isnull=False)),
+            models.Index("get_transaction", name="msg_get_txn", condition=Q(get_transaction__isnull=False)),
+            models.Index("persistent", name="msg_non_persistent", condition=Q(persistent=False)),
+        ]
+
+    def __str__(self) -> str:
+        return self.msg_id
+
+
+class Connection(models.Model):
+    """An application's session with a broker."""
+
+    conn_id = models.CharField(primary_key=True, max_length=48)
+    broker = models.ForeignKey(Broker, on_delete=models.CASCADE, related_name="connections")
+    client_name = models.CharField(max_length=100)
+    current_transaction = models.ForeignKey(
+        "transactions.Transaction", null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    closed_at = models.DateTimeField(null=True, blank=True)
+
+
+class ClientSession(models.Model):
+    """What a client name's connections remember across reconnects."""
+
+    broker = models.ForeignKey(Broker, on_delete=models.CASCADE, related_name="client_sessions")
+    client_name = models.CharField(max_length=100)
+    last_put_msg_id = models.CharField(max_length=48, blank=True)
+    last_got_msg_id = models.CharField(max_length=48, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["broker", "client_name"], name="session_unique_client")]

@@ -1,0 +1,59 @@
+"""Reads: brokers, queues, depths, connections."""
+from __future__ import annotations
+
+from django.db.models import Count, Q, QuerySet
+
+from .exceptions import BrokerNotFound, ConnectionNotFound, QueueNotFound
+from .models import Broker, ClientSession, Connection, Message, Queue
+
+
+def broker_get(*, name: str) -> Broker:
+    try:
+        return Broker.objects.get(name=name)
+    except Broker.DoesNotExist as exc:
+        raise BrokerNotFound(f"No broker named {name!r}.", broker=name) from exc
+
+
+def broker_list() -> QuerySet[Broker]:
+    return Broker.objects.order_by("name")
+
+
+def queue_get(*, broker: str, name: str) -> Queue:
+    try:
+        return Queue.objects.select_related("broker").get(broker__name=broker, name=name)
+    except Queue.DoesNotExist as exc:
+        broker_get(name=broker)  # a missing broker is the better error
+        raise QueueNotFound(f"No queue {name!r} on broker {broker!r}.", broker=broker, queue=name) from exc
+
+
+def queue_list(*, broker: str) -> QuerySet[Queue]:
+    return Queue.objects.filter(broker=broker_get(name=broker)).select_related("broker").order_by("name")
+
+
+def queue_depths(*, queue_ids: list[int]) -> dict[int, dict[str, int]]:
+    """Per queue: ``depth`` (committed messages, available or in flight), ``uncommitted_puts``,
+    ``in_flight`` and ``locked``."""
+    rows = (
+        Message.objects.filter(queue_id__in=queue_ids).values("queue_id").annotate(
+            depth=Count("id", filter=Q(put_transaction__isnull=True)),
+            uncommitted_puts=Count("id", filter=Q(put_transaction__isnull=False)),
+            in_flight=Count("id", filter=Q(get_transaction__isnull=False)),
+        )
+    )
+    depths = {qid: {"depth": 0, "uncommitted_puts": 0, "in_flight": 0, "locked": 0} for qid in queue_ids}
+    for row in rows:
+        depths[row["queue_id"]].update(
+            depth=row["depth"], uncommitted_puts=row["uncommitted_puts"], in_flight=row["in_flight"],
+        )
+    return depths
+
+
+def connection_get(*, conn_id: str) -> Connection:
+    try:
+        return Connection.objects.select_related("broker").get(conn_id=conn_id, closed_at__isnull=True)
+    except Connection.DoesNotExist as exc:
+        raise ConnectionNotFound(f"No open connection {conn_id}.", connection=conn_id) from exc
+
+
+def client_session_get(*, broker: Broker, client_name: str) -> ClientSession | None:
+    return ClientSession.objects.filter(broker=broker, client_name=client_name).first()

@@ -1,0 +1,53 @@
+"""Connections: an application's session with a broker, remembered by client name."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.db import transaction as db
+from django.utils import timezone
+
+from transactions.manager import transaction_rollback
+from transactions.models import OPEN_STATES, Transaction
+
+from ..ids import id_new
+from ..models import ClientSession, Connection
+from ..selectors import broker_get, client_session_get, connection_get
+from ..exceptions import InvalidInput
+
+
+@dataclass
+class ConnectionView:
+    connection: Connection
+    last_put_msg_id: str | None
+    last_got_msg_id: str | None
+
+
+def connection_view(*, connection: Connection) -> ConnectionView:
+    session = client_session_get(broker=connection.broker, client_name=connection.client_name)
+    return ConnectionView(
+        connection,
+        (session.last_put_msg_id or None) if session else None,
+        (session.last_got_msg_id or None) if session else None,
+    )
+
+
+def connection_open(*, broker: str, client_name: str) -> ConnectionView:
+    """Open a connection. Its id comes from the message-id generator; the client name's
+    last put and last got msg_id come back from earlier connections of the same name."""
+    if not isinstance(client_name, str) or not 1 <= len(client_name) <= 100:
+        raise InvalidInput("client_name must be 1 to 100 characters.", errors={"client_name": ["Required."]})
+    owner = broker_get(name=broker)
+    with db.atomic():
+        conn = Connection.objects.create(conn_id=id_new(), broker=owner, client_name=client_name)
+        ClientSession.objects.get_or_create(broker=owner, client_name=client_name)
+    return connection_view(connection=conn)
+
+
+def connection_close(*, conn_id: str) -> None:
+    """Close a connection. An open unit of work it began is rolled back (as when a JMS
+    session closes): a client that wants its work kept commits before it disconnects."""
+    conn = connection_get(conn_id=conn_id)
+    current = conn.current_transaction_id
+    if current and Transaction.objects.filter(pk=current, state__in=OPEN_STATES).exists():
+        transaction_rollback(transaction_id=current, reason="connection closed", require_open=False)
+    Connection.objects.filter(pk=conn.pk).update(closed_at=timezone.now(), current_transaction=None)

@@ -1,0 +1,65 @@
+"""Expiry, timeouts and restart recovery: the work the housekeeping task does every interval."""
+from __future__ import annotations
+
+from collections import Counter
+
+from django.db import transaction as db
+from django.utils import timezone
+
+from transactions.journal import journal_event, journal_record
+from transactions.manager import transaction_rollback, transactions_time_out
+from transactions.models import OPEN_STATES, JournalKind, Transaction
+
+from ..models import Message
+from .store import queue_release
+
+
+def messages_expire(*, limit: int = 1000) -> int:
+    """Remove up to ``limit`` expired messages that no unit of work holds. Reads the expiry
+    index from its oldest end, so it never scans a whole queue. Gets already never return
+    expired messages; this only reclaims their room."""
+    now = timezone.now()
+    with db.atomic():
+        rows = list(
+            Message.objects.filter(expires_at__lte=now, put_transaction__isnull=True, get_transaction__isnull=True)
+            .order_by("expires_at").values_list("id", "queue_id", "msg_id", "queue__name", "queue__broker__name")[:limit]
+        )
+        if not rows:
+            return 0
+        Message.objects.filter(pk__in=[r[0] for r in rows]).delete()
+        queue_release(counts=Counter(r[1] for r in rows))
+        journal_record(events=[
+            journal_event(JournalKind.EXPIRE, broker=r[4], queue=r[3], msg_id=r[2], at=now) for r in rows
+        ])
+    return len(rows)
+
+
+def housekeeping_run() -> dict[str, int]:
+    """One pass: time out overdue units of work, then remove expired messages."""
+    timed_out = transactions_time_out()
+    expired = 0
+    while (n := messages_expire()) > 0:
+        expired += n
+    return {"timed_out": len(timed_out), "expired": expired}
+
+
+def brokers_recover() -> dict[str, int]:
+    """What a broker restart does (``platform/up`` runs it before serving): units of work
+    left open by the previous run are rolled back, and non-persistent messages are
+    discarded, as IBM MQ does at queue manager restart."""
+    rolled_back = 0
+    for transaction_id in Transaction.objects.filter(state__in=OPEN_STATES).values_list("pk", flat=True):
+        if transaction_rollback(transaction_id=transaction_id, reason="broker restart", require_open=False).rolled_back_now:
+            rolled_back += 1
+    now = timezone.now()
+    with db.atomic():
+        rows = list(
+            Message.objects.filter(persistent=False)
+            .values_list("id", "queue_id", "msg_id", "queue__name", "queue__broker__name")
+        )
+        Message.objects.filter(pk__in=[r[0] for r in rows]).delete()
+        queue_release(counts=Counter(r[1] for r in rows))
+        journal_record(events=[
+            journal_event(JournalKind.DISCARD, broker=r[4], queue=r[3], msg_id=r[2], at=now) for r in rows
+        ])
+    return {"rolled_back": rolled_back, "discarded": len(rows)}

@@ -1,0 +1,337 @@
+"""Put, get and browse.
+
+Locking: a put locks the unit of work's row (if any), then the destination queue's row
+(its counters), then inserts. A get locks the unit of work's row (if any), then the
+chosen message rows (``SKIP LOCKED`` on PostgreSQL, so competing consumers take different
+messages), then, for a final get, the queue's row. On SQLite, IMMEDIATE transactions
+serialise all of it.
+"""
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import transaction as db
+from django.db.models import Q
+from django.utils import timezone
+
+from transactions.journal import journal_event, journal_record
+from transactions.manager import transaction_begin, transaction_commit, transaction_for_operation, transaction_timeouts_applied
+from transactions.models import JournalKind, Transaction, TransactionState
+from transactions.wakeups import wait_for
+
+from ..exceptions import GetInhibited, InvalidInput, MessageTooLarge, OptionsConflict, PutInhibited
+from ..ids import ids_new
+from ..models import Broker, Connection, DeliverySequence, Message, Persistence, Queue, QueueKind
+from ..selectors import connection_get, queue_get
+from .message_input import MessageInput
+from .store import client_sessions_note, queue_release, queue_reserve, queue_wakeup_key, queues_woken
+
+SYNCPOINT_CHOICES = {"yes", "no", "if_persistent"}
+GET_MODES = {"destructive", "browse", "peek_lock"}
+
+
+@dataclass
+class PutResult:
+    messages: list[Message]
+    queue: Queue
+    transaction_id: str | None
+
+
+@dataclass
+class GetResult:
+    messages: list[Message]
+    queue: Queue
+    transaction_id: str | None
+    reason: str | None = None
+
+
+@dataclass
+class BrowseResult:
+    messages: list[Message]
+    queue: Queue
+    cursor: str
+
+
+@dataclass
+class _Target:
+    named: Queue  # the queue the caller named (its defaults apply)
+    queue: Queue  # the local queue that receives the messages
+    header: dict | None = field(default=None)
+
+
+def _put_target(*, broker: str, queue: str) -> _Target:
+    named = queue_get(broker=broker, name=queue)
+    if not named.put_enabled:
+        raise PutInhibited(f"Puts are disabled on queue {queue!r}.", broker=broker, queue=queue)
+    if named.kind == QueueKind.ALIAS:
+        target = queue_get(broker=broker, name=named.target_queue)
+        if target.kind != QueueKind.LOCAL:
+            raise InvalidInput(f"Alias {queue!r} must name a local queue.", broker=broker, queue=queue)
+        if not target.put_enabled:
+            raise PutInhibited(f"Puts are disabled on queue {target.name!r}.", broker=broker, queue=target.name)
+        return _Target(named, target)
+    if named.kind == QueueKind.REMOTE:
+        xmitq = queue_get(broker=broker, name=named.transmission_queue)
+        if not xmitq.put_enabled:
+            raise PutInhibited(f"Puts are disabled on transmission queue {xmitq.name!r}.", broker=broker, queue=xmitq.name)
+        return _Target(named, xmitq, {"broker": named.remote_broker, "queue": named.remote_queue})
+    return _Target(named, named)
+
+
+def _get_source(*, broker: str, queue: str) -> Queue:
+    named = queue_get(broker=broker, name=queue)
+    source = named
+    if named.kind == QueueKind.ALIAS:
+        source = queue_get(broker=broker, name=named.target_queue)
+    if source.kind != QueueKind.LOCAL:
+        raise InvalidInput(f"Messages cannot be gotten from {named.kind} queue {queue!r}.", broker=broker, queue=queue)
+    if not named.get_enabled or not source.get_enabled:
+        raise GetInhibited(f"Gets are disabled on queue {queue!r}.", broker=broker, queue=queue)
+    return source
+
+
+def _unit_of_work(*, broker: Broker, transaction_id: str | None, wanted: bool, connection: Connection | None) -> Transaction | None:
+    """The unit of work an operation joins: the one named, else (when a syncpoint is wanted)
+    the connection's current one, begun if it has none, else a new one.
+    Caller holds an open database transaction."""
+    if transaction_id:
+        return transaction_for_operation(transaction_id=transaction_id, broker=broker.name)
+    if not wanted:
+        return None
+    if connection is not None:
+        current = connection.current_transaction_id
+        if current and Transaction.objects.filter(pk=current, state=TransactionState.ACTIVE).exists():
+            return transaction_for_operation(transaction_id=current, broker=broker.name)
+    txn = transaction_begin(
+        broker=broker.name, timeout_ms=broker.transaction_timeout_ms, owner=connection.conn_id if connection else "",
+    )
+    if connection is not None:
+        Connection.objects.filter(pk=connection.pk).update(current_transaction=txn)
+    return txn
+
+
+def _connection(conn_id: str | None, broker: Broker) -> Connection | None:
+    if not conn_id:
+        return None
+    conn = connection_get(conn_id=conn_id)
+    if conn.broker_id != broker.pk:
+        raise InvalidInput(f"Connection {conn_id} is to broker {conn.broker.name!r}, not {broker.name!r}.", connection=conn_id)
+    return conn
+
+
+def _syncpoint_checked(syncpoint: str | None, transaction_id: str | None) -> str:
+    if syncpoint is None:
+        return "yes" if transaction_id else "no"
+    if syncpoint not in SYNCPOINT_CHOICES:
+        raise InvalidInput("syncpoint must be yes, no or if_persistent.", errors={"syncpoint": ["Invalid choice."]})
+    if transaction_id and syncpoint == "no":
+        raise OptionsConflict("A put or get under a transaction cannot also ask for no syncpoint.")
+    return syncpoint
+
+
+def message_put(
+    *, broker: str, queue: str, messages: list[MessageInput], transaction_id: str | None = None,
+    syncpoint: str | None = None, connection_id: str | None = None, put_application: str = "",
+) -> PutResult:
+    """Put messages on a queue: under a unit of work (uncommitted until it commits), or
+    immediately. With ``syncpoint="if_persistent"`` persistent messages go under a unit of
+    work and non-persistent ones immediately. All or none are put: a full queue, a message
+    too long or a disabled queue refuses the whole call."""
+    if not messages:
+        raise InvalidInput("Give at least one message.", errors={"messages": ["Empty."]})
+    if len(messages) > settings.BATON_MAX_BATCH:
+        raise InvalidInput(f"At most {settings.BATON_MAX_BATCH} messages a call.", errors={"messages": ["Too many."]})
+    syncpoint = _syncpoint_checked(syncpoint, transaction_id)
+    now = timezone.now()
+    with transaction_timeouts_applied(), db.atomic():
+        target = _put_target(broker=broker, queue=queue)
+        owner = target.queue.broker
+        limit = min(target.named.max_message_length, target.queue.max_message_length, owner.max_message_length,
+                    settings.BATON_MAX_MESSAGE_LENGTH)
+        for index, msg in enumerate(messages):
+            if len(msg.body) > limit:
+                raise MessageTooLarge(
+                    f"Message {index} is {len(msg.body)} bytes; queue {target.queue.name!r} accepts at most {limit}.",
+                    index=index, length=len(msg.body), max_message_length=limit,
+                )
+        persistent = [
+            (m.persistence == Persistence.PERSISTENT)
+            or (m.persistence == "queue_default" and target.named.default_persistence == Persistence.PERSISTENT)
+            for m in messages
+        ]
+        under_uow = [syncpoint == "yes" or (syncpoint == "if_persistent" and p) for p in persistent]
+        conn = _connection(connection_id, owner)
+        txn = _unit_of_work(broker=owner, transaction_id=transaction_id, wanted=any(under_uow), connection=conn)
+        immediate = sum(1 for u in under_uow if not u)
+        base = queue_reserve(queue=target.queue, count=len(messages), commit_count=immediate)
+        rows = []
+        msg_ids = ids_new(len(messages))
+        for msg, msg_id, pers, uow in zip(messages, msg_ids, persistent, under_uow):
+            rows.append(Message(
+                queue=target.queue, msg_id=msg_id, correl_id=msg.correl_id, group_id=msg.group_id,
+                msg_type=msg.msg_type,
+                priority=msg.priority if msg.priority is not None else target.named.default_priority,
+                persistent=pers, expires_at=now + timedelta(milliseconds=msg.expiry_ms) if msg.expiry_ms else None,
+                format=msg.format, reply_to_queue=msg.reply_to_queue, reply_to_broker=msg.reply_to_broker,
+                report=msg.report, properties=msg.properties, put_time=now, put_application=put_application,
+                transmission_header=target.header, body=msg.body,
+                put_transaction=txn if uow else None,
+                commit_seq=None if uow else base,
+                put_connection=conn.conn_id if conn else "",
+            ))
+            if not uow:
+                base += 1
+        Message.objects.bulk_create(rows)
+        journal_record(events=[
+            journal_event(
+                JournalKind.PUT, broker=owner.name, queue=target.queue.name, msg_id=row.msg_id,
+                transaction_id=row.put_transaction_id, at=now, persistent=row.persistent, bytes=len(row.body),
+            ) for row in rows
+        ])
+        if immediate:
+            queues_woken([target.queue.pk])
+            if conn is not None:
+                last = [r.msg_id for r in rows if r.put_transaction_id is None][-1]
+                client_sessions_note(broker_id=owner.pk, put={conn.conn_id: last})
+    return PutResult(rows, target.queue, txn.id if txn else None)
+
+
+def _candidates(queue: Queue, *, now, msg_id: str | None, correl_id: str | None, group_id: str | None):
+    qs = Message.objects.filter(queue=queue, put_transaction__isnull=True, get_transaction__isnull=True).filter(
+        Q(expires_at__isnull=True) | Q(expires_at__gt=now)
+    )
+    if msg_id:
+        qs = qs.filter(msg_id=msg_id)
+    if correl_id:
+        qs = qs.filter(correl_id=correl_id)
+    if group_id:
+        qs = qs.filter(group_id=group_id)
+    if queue.delivery_sequence == DeliverySequence.PRIORITY:
+        return qs.order_by("-priority", "id")
+    return qs.order_by("id")
+
+
+def _get_once(
+    *, broker: str, queue: str, transaction_id: str | None, wanted: bool, connection_id: str | None, batch: int,
+    msg_id: str | None, correl_id: str | None, group_id: str | None,
+) -> GetResult:
+    now = timezone.now()
+    with transaction_timeouts_applied(), db.atomic():
+        source = _get_source(broker=broker, queue=queue)
+        owner = source.broker
+        conn = _connection(connection_id, owner)
+        txn = transaction_for_operation(transaction_id=transaction_id, broker=owner.name) if transaction_id else None
+        rows = list(
+            _candidates(source, now=now, msg_id=msg_id, correl_id=correl_id, group_id=group_id)
+            .select_for_update(skip_locked=True)[:batch]
+        )
+        if not rows:
+            return GetResult([], source, transaction_id, "no_match" if (msg_id or correl_id or group_id) else "empty")
+        if txn is None:  # begun only once there is something to get
+            txn = _unit_of_work(broker=owner, transaction_id=None, wanted=wanted, connection=conn)
+        ids = [m.pk for m in rows]
+        if txn is not None:
+            Message.objects.filter(pk__in=ids).update(
+                get_transaction=txn, get_connection=conn.conn_id if conn else "",
+            )
+            for m in rows:
+                m.get_transaction = txn
+        else:
+            Message.objects.filter(pk__in=ids).delete()
+            queue_release(counts={source.pk: len(rows)})
+            if conn is not None:
+                client_sessions_note(broker_id=owner.pk, got={conn.conn_id: rows[-1].msg_id})
+        journal_record(events=[
+            journal_event(
+                JournalKind.GET, broker=owner.name, queue=source.name, msg_id=m.msg_id,
+                transaction_id=txn.id if txn else None, at=now, put_time=m.put_time.isoformat(),
+            ) for m in rows
+        ])
+    return GetResult(rows, source, txn.id if txn else None)
+
+
+def message_get(
+    *, broker: str, queue: str, transaction_id: str | None = None, syncpoint: str | None = None,
+    connection_id: str | None = None, wait: float = 0, batch: int = 1, msg_id: str | None = None,
+    correl_id: str | None = None, group_id: str | None = None, mode: str = "destructive",
+    commit_first: bool = False,
+) -> GetResult:
+    """Get up to ``batch`` messages in delivery order (priority if the queue says so, then put
+    order), skipping expired ones. Under a unit of work the messages stay on the queue in
+    flight until it commits (a rollback returns them); otherwise the get is final. Waits up
+    to ``wait`` seconds for a message, without holding a database transaction meanwhile."""
+    if mode not in GET_MODES:
+        raise InvalidInput("mode must be destructive, browse or peek_lock.", errors={"mode": ["Invalid choice."]})
+    if mode != "destructive":
+        raise InvalidInput(f"Get mode {mode!r} is not available yet.", errors={"mode": ["Not supported."]})
+    if not 1 <= batch <= settings.BATON_MAX_BATCH:
+        raise InvalidInput(f"batch must be from 1 to {settings.BATON_MAX_BATCH}.", errors={"batch": ["Out of range."]})
+    if not 0 <= wait <= settings.BATON_MAX_WAIT_S:
+        raise InvalidInput(f"wait must be from 0 to {settings.BATON_MAX_WAIT_S} seconds.", errors={"wait": ["Out of range."]})
+    syncpoint = _syncpoint_checked(syncpoint, transaction_id)
+    if syncpoint == "if_persistent":
+        raise InvalidInput("A get takes syncpoint yes or no.", errors={"syncpoint": ["Invalid choice."]})
+    if commit_first:
+        if not connection_id:
+            raise OptionsConflict("commit_first needs a connection whose unit of work it commits.")
+        conn = connection_get(conn_id=connection_id)
+        if conn.current_transaction_id and transaction_id not in (None, conn.current_transaction_id):
+            raise OptionsConflict("commit_first commits the connection's unit of work; name no other transaction.")
+        if conn.current_transaction_id:
+            transaction_commit(transaction_id=conn.current_transaction_id)
+            transaction_id = None
+    wanted = syncpoint == "yes"
+
+    def once() -> GetResult:
+        return _get_once(
+            broker=broker, queue=queue, transaction_id=transaction_id, wanted=wanted, connection_id=connection_id,
+            batch=batch, msg_id=msg_id, correl_id=correl_id, group_id=group_id,
+        )
+
+    first = once()
+    if first.messages or wait <= 0:
+        return first
+    last = [first]
+
+    def attempt() -> GetResult | None:
+        last[0] = once()
+        return last[0] if last[0].messages else None
+
+    return wait_for(attempt, keys=[queue_wakeup_key(first.queue.pk)], wait_s=wait) or last[0]
+
+
+def _cursor_decode(cursor: str | None) -> int:
+    if not cursor:
+        return 0
+    try:
+        data = json.loads(base64.urlsafe_b64decode(cursor.encode("ascii") + b"==="))
+        after = int(data["after"])
+    except (ValueError, KeyError, TypeError, binascii.Error, UnicodeEncodeError) as exc:
+        raise InvalidInput("The cursor is not one this API gave out.", errors={"cursor": ["Invalid."]}) from exc
+    return after
+
+
+def _cursor_encode(after: int) -> str:
+    return base64.urlsafe_b64encode(json.dumps({"after": after}).encode()).decode("ascii").rstrip("=")
+
+
+def message_browse(*, broker: str, queue: str, cursor: str | None = None, limit: int = 50) -> BrowseResult:
+    """Look at available messages in put order without removing them. The cursor marks the
+    position after the last message returned; browsing again from it shows what came since."""
+    if not 1 <= limit <= settings.BATON_MAX_BATCH:
+        raise InvalidInput(f"limit must be from 1 to {settings.BATON_MAX_BATCH}.", errors={"limit": ["Out of range."]})
+    after = _cursor_decode(cursor)
+    source = queue_get(broker=broker, name=queue)
+    if source.kind == QueueKind.ALIAS:
+        source = queue_get(broker=broker, name=source.target_queue)
+    now = timezone.now()
+    rows = list(
+        Message.objects.filter(queue=source, id__gt=after, put_transaction__isnull=True, get_transaction__isnull=True)
+        .filter(Q(expires_at__isnull=True) | Q(expires_at__gt=now)).order_by("id")[:limit]
+    )
+    return BrowseResult(rows, source, _cursor_encode(rows[-1].pk if rows else after))

@@ -1,0 +1,196 @@
+"""The message store: queue counters, moving messages to backout and dead-letter queues,
+and the resource manager that carries units of work's effects on messages.
+
+Locking: a queue's row is locked by the UPDATE that changes its counters
+(``reserved_depth``, ``next_commit_seq``); commit sequences are assigned while it is held,
+so they follow commit order on PostgreSQL too. Functions here lock queue rows in queue id
+order, then message rows. Every function needs an open database transaction.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from typing import Iterable
+
+from django.db import connection
+from django.db.models import Count, F, Max, Min
+from django.utils import timezone
+
+from transactions.journal import journal_event, journal_record
+from transactions.models import JournalKind
+from transactions.wakeups import wakeup_notify_on_commit
+
+from ..exceptions import QueueFull
+from ..models import ClientSession, Connection, Message, Queue, QueueKind
+
+
+def queue_wakeup_key(queue_id: int) -> str:
+    return f"queue:{queue_id}"
+
+
+def queue_reserve(*, queue: Queue, count: int, commit_count: int, enforce_max_depth: bool = True) -> int:
+    """Reserve room for ``count`` messages and ``commit_count`` commit sequences on a queue;
+    return the first of those commit sequences. Locks the queue's row.
+
+    One statement does the depth check and the reservation, so competing putters can never
+    overshoot max_depth."""
+    table = Queue._meta.db_table
+    limit = "" if not enforce_max_depth else " AND reserved_depth + %s <= max_depth"
+    params: list = [count, commit_count, queue.pk] + ([count] if enforce_max_depth else [])
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {table} SET reserved_depth = reserved_depth + %s, next_commit_seq = next_commit_seq + %s"
+            f" WHERE id = %s{limit} RETURNING next_commit_seq",
+            params,
+        )
+        row = cursor.fetchone()
+    if row is None:
+        raise QueueFull(
+            f"Queue {queue.name!r} is full (max depth {queue.max_depth}).",
+            broker=queue.broker.name, queue=queue.name, max_depth=queue.max_depth,
+        )
+    return row[0] - commit_count
+
+
+def queue_release(*, counts: dict[int, int]) -> None:
+    """Give back room on queues whose messages were removed. Locks those queues' rows."""
+    for queue_id in sorted(counts):
+        if counts[queue_id]:
+            Queue.objects.filter(pk=queue_id).update(reserved_depth=F("reserved_depth") - counts[queue_id])
+
+
+def dead_letter_target(*, queue: Queue, prefer_backout: bool) -> Queue | None:
+    """Where a message that cannot stay on ``queue`` goes: its backout queue (if asked and
+    usable), else its broker's dead-letter queue, else nowhere (it stays)."""
+    names = ([queue.backout_queue] if prefer_backout and queue.backout_queue else []) + [queue.broker.dead_letter_queue]
+    for name in names:
+        target = Queue.objects.filter(broker_id=queue.broker_id, name=name, kind=QueueKind.LOCAL).first()
+        if target is not None and target.pk != queue.pk and target.put_enabled:
+            return target
+    return None
+
+
+def message_move(*, message: Message, source: Queue, target: Queue, reason: str) -> Message:
+    """Move a message to another queue on the same broker as a new put there (so it takes
+    its place at the end of the target's order), recording why and where from."""
+    base = queue_reserve(queue=target, count=1, commit_count=1, enforce_max_depth=False)
+    old_pk = message.pk
+    Message.objects.filter(pk=old_pk).delete()
+    queue_release(counts={source.pk: 1})
+    message.pk = None
+    message.id = None
+    message.queue = target
+    message.commit_seq = base
+    message.get_transaction = None
+    message.dead_letter_reason = reason
+    message.dead_letter_queue = source.name
+    message.save(force_insert=True)
+    journal_record(events=[journal_event(
+        JournalKind.DEAD_LETTER, broker=source.broker.name, queue=source.name, msg_id=message.msg_id,
+        target=target.name, reason=reason,
+    )])
+    wakeup_notify_on_commit([queue_wakeup_key(target.pk)])
+    return message
+
+
+def client_sessions_note(*, broker_id: int, put: dict[str, str] | None = None, got: dict[str, str] | None = None) -> None:
+    """Remember the last put / got msg_id per connection's client name (a persistent session).
+    ``put`` and ``got`` map connection id → msg_id."""
+    conn_ids = set(put or {}) | set(got or {})
+    if not conn_ids:
+        return
+    names = dict(Connection.objects.filter(conn_id__in=conn_ids).values_list("conn_id", "client_name"))
+    for conn_id, client_name in names.items():
+        changes = {}
+        if put and conn_id in put:
+            changes["last_put_msg_id"] = put[conn_id]
+        if got and conn_id in got:
+            changes["last_got_msg_id"] = got[conn_id]
+        ClientSession.objects.update_or_create(broker_id=broker_id, client_name=client_name, defaults=changes)
+
+
+class MessageStore:
+    """The resource manager for messages, registered with the transaction manager."""
+
+    def resources_commit(self, *, transaction_ids: list[str]) -> None:
+        """Gets under these transactions remove their messages; puts become available with
+        commit sequences in put order. A message both put and gotten inside the group is
+        removed without ever becoming available."""
+        got = list(
+            Message.objects.filter(get_transaction_id__in=transaction_ids)
+            .values_list("id", "queue_id", "msg_id", "get_connection", "queue__broker_id")
+        )
+        got_ids = [row[0] for row in got]
+        puts = (
+            Message.objects.filter(put_transaction_id__in=transaction_ids).exclude(pk__in=got_ids)
+            .values("queue_id").annotate(first=Min("id"), last=Max("id"), n=Count("id"))
+        )
+        put_by_connection = list(
+            Message.objects.filter(put_transaction_id__in=transaction_ids).exclude(pk__in=got_ids)
+            .exclude(put_connection="").order_by("id").values_list("put_connection", "msg_id", "queue__broker_id")
+        )
+        woken = []
+        for row in sorted(puts, key=lambda r: r["queue_id"]):
+            queue = Queue(pk=row["queue_id"], name="")
+            base = queue_reserve(queue=queue, count=0, commit_count=row["last"] - row["first"] + 1, enforce_max_depth=False)
+            Message.objects.filter(
+                queue_id=row["queue_id"], put_transaction_id__in=transaction_ids,
+            ).exclude(pk__in=got_ids).update(
+                put_transaction=None, commit_seq=F("id") - row["first"] + base,
+            )
+            woken.append(queue_wakeup_key(row["queue_id"]))
+        if got_ids:
+            Message.objects.filter(pk__in=got_ids).delete()
+            queue_release(counts=Counter(row[1] for row in got))
+        sessions: dict[int, tuple[dict[str, str], dict[str, str]]] = {}
+        for conn_id, msg_id, broker_id in put_by_connection:
+            sessions.setdefault(broker_id, ({}, {}))[0][conn_id] = msg_id
+        for _, _, msg_id, conn_id, broker_id in got:
+            if conn_id:
+                sessions.setdefault(broker_id, ({}, {}))[1][conn_id] = msg_id
+        for broker_id, (put_map, got_map) in sessions.items():
+            client_sessions_note(broker_id=broker_id, put=put_map, got=got_map)
+        wakeup_notify_on_commit(woken)
+
+    def resources_rollback(self, *, transaction_id: str, reason: str) -> None:
+        """Puts vanish; gets return with backout count + 1, and a message whose backout
+        count reaches its queue's backout threshold moves to the backout queue (or the
+        dead-letter queue) with the reason recorded."""
+        removed = Counter(
+            Message.objects.filter(put_transaction_id=transaction_id).values_list("queue_id", flat=True)
+        )
+        if removed:
+            Message.objects.filter(put_transaction_id=transaction_id).delete()
+            queue_release(counts=removed)
+        restored = list(
+            Message.objects.filter(get_transaction_id=transaction_id).select_related("queue__broker").order_by("id")
+        )
+        if not restored:
+            return
+        Message.objects.filter(get_transaction_id=transaction_id).update(
+            get_transaction=None, get_connection="", backout_count=F("backout_count") + 1,
+        )
+        now = timezone.now()
+        events = []
+        for message in restored:
+            message.get_transaction = None
+            message.get_connection = ""
+            message.backout_count += 1
+            queue = message.queue
+            events.append(journal_event(
+                JournalKind.BACKOUT, broker=queue.broker.name, queue=queue.name, transaction_id=transaction_id,
+                msg_id=message.msg_id, backout_count=message.backout_count, at=now,
+            ))
+            over = queue.backout_threshold and message.backout_count >= queue.backout_threshold
+            if over and message.put_transaction_id is None:
+                target = dead_letter_target(queue=queue, prefer_backout=True)
+                if target is not None:
+                    message_move(
+                        message=message, source=queue, target=target,
+                        reason=f"backout count {message.backout_count} reached threshold {queue.backout_threshold}",
+                    )
+        journal_record(events=events)
+        wakeup_notify_on_commit({queue_wakeup_key(m.queue_id) for m in restored})
+
+
+def queues_woken(queue_ids: Iterable[int]) -> None:
+    wakeup_notify_on_commit([queue_wakeup_key(q) for q in set(queue_ids)])

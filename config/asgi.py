@@ -1,0 +1,30 @@
+"""ASGI entry point: WebSockets through Django Channels, HTTP through Django's WSGI handler
+in a thread pool.
+
+HTTP goes through WSGI on purpose: under Django's ASGI handler every sync view runs in one
+shared thread, so a waiting get or a held commit would stall every other request. Here
+each request has a pool thread (and its own persistent database connection) for as long
+as it waits.
+"""
+import os
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+
+from django.core.asgi import get_asgi_application  # noqa: E402
+
+get_asgi_application()  # sets Django up before the imports below touch models
+
+from a2wsgi import WSGIMiddleware  # noqa: E402
+from channels.auth import AuthMiddlewareStack  # noqa: E402
+from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+from django.conf import settings  # noqa: E402
+
+from config.wsgi import application as wsgi_application  # noqa: E402
+from dashboard.routing import websocket_urlpatterns  # noqa: E402
+
+application = ProtocolTypeRouter(
+    {
+        "http": WSGIMiddleware(wsgi_application, workers=settings.BATON_HTTP_THREADS),
+        "websocket": AuthMiddlewareStack(URLRouter(websocket_urlpatterns)),
+    }
+)

@@ -1,0 +1,21 @@
+"""The Celery app: channel agents and housekeeping run on its worker fleet."""
+import os
+
+from celery import Celery
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+
+app = Celery("baton")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.autodiscover_tasks()
+
+
+@app.on_after_finalize.connect
+def _schedule_housekeeping(sender, **kwargs):
+    from django.conf import settings
+
+    sender.add_periodic_task(
+        settings.BATON_HOUSEKEEPING_INTERVAL_S,
+        sender.signature("brokers.tasks.housekeeping"),
+        name="housekeeping",
+    )

@@ -1,0 +1,7 @@
+"""Settings, one module per concern. Every value a deployment changes comes from the environment."""
+from .base import *  # noqa: F401,F403
+from .database import *  # noqa: F401,F403
+from .api import *  # noqa: F401,F403
+from .tasks import *  # noqa: F401,F403
+from .realtime import *  # noqa: F401,F403
+from .baton import *  # noqa: F401,F403

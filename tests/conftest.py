@@ -1,0 +1,37 @@
+"""Shared fixtures. Database tests use a SQLite file (WAL, IMMEDIATE) like the platform;
+the PostgreSQL suite sets DATABASE_URL to a server it starts itself."""
+from __future__ import annotations
+
+import pytest
+from rest_framework.test import APIClient
+
+from brokers.services.access import api_token_issue
+from brokers.services.brokers import broker_define
+from brokers.services.message_input import MessageInput
+from brokers.services.queues import queue_define
+
+
+@pytest.fixture
+def broker(db):
+    return broker_define(name="QM1", transaction_timeout_ms=60_000)
+
+
+@pytest.fixture
+def queue(broker):
+    return queue_define(broker="QM1", name="Q1")
+
+
+@pytest.fixture
+def api(db) -> APIClient:
+    client = APIClient()
+    token = api_token_issue(username="tester", create_user=True, superuser=True)
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token}")
+    return client
+
+
+def msgs(*bodies: str, **fields) -> list[MessageInput]:
+    return [MessageInput(body=b.encode(), **fields) for b in bodies]
+
+
+def bodies(result) -> list[str]:
+    return [bytes(m.body).decode() for m in result.messages]

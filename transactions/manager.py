@@ -1,0 +1,361 @@
+"""The transaction manager: begin, commit (held while upstreams are open), rollback with
+its downstream cascade, the ready-check, and timeouts.
+
+Locking (see docs/concurrency.md):
+
+* Every function here that changes state runs in one database transaction, and the
+  resource managers' effects run inside it, so states and effects change together.
+* Transaction rows are locked with ``SELECT ... FOR UPDATE`` (a no-op on SQLite, where
+  IMMEDIATE transactions serialise writers). A function locks the transaction it was
+  called for first, then the others it resolves with it, then resource rows (queues, then
+  messages) through the resource managers.
+* ``transaction_for_operation`` is for resource managers that add work to a unit of work:
+  the caller holds an open database transaction; it locks the transaction's row.
+"""
+from __future__ import annotations
+
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Iterator
+
+from django.db import transaction as db
+from django.utils import timezone
+
+from .exceptions import TransactionBackedOut, TransactionNotActive, TransactionNotFound
+from .journal import journal_event, journal_record
+from .models import OPEN_STATES, JournalKind, Link, Transaction, TransactionState
+from .resources import resource_managers
+from .wakeups import wait_for, wakeup_notify_on_commit
+
+
+class TransactionOverdue(Exception):
+    """Raised inside a database transaction that found its unit of work past its deadline;
+    :func:`transaction_timeouts_applied` rolls the unit of work back once that database
+    transaction has been undone."""
+
+    def __init__(self, transaction_id: str) -> None:
+        super().__init__(transaction_id)
+        self.transaction_id = transaction_id
+
+
+@dataclass
+class CommitOutcome:
+    transaction: Transaction
+    waiting_on: list[str] = field(default_factory=list)
+
+    @property
+    def state(self) -> str:
+        return self.transaction.state
+
+
+@dataclass
+class RollbackOutcome:
+    transaction: Transaction
+    cascaded: list[str] = field(default_factory=list)
+    #: False when the transaction had already resolved before this call.
+    rolled_back_now: bool = True
+
+
+@dataclass
+class CheckOutcome:
+    result: str  # ready | pending | backed_out
+    waiting_on: list[str] = field(default_factory=list)
+    reason: str = ""
+
+
+def _backed_out(txn: Transaction) -> TransactionBackedOut:
+    return TransactionBackedOut(
+        f"Transaction {txn.id} was rolled back: {txn.reason or 'rolled back'}.",
+        transaction=txn.id, reason=txn.reason,
+    )
+
+
+def _locked(transaction_id: str) -> Transaction:
+    try:
+        return Transaction.objects.select_for_update().get(pk=transaction_id)
+    except (Transaction.DoesNotExist, ValueError) as exc:
+        raise TransactionNotFound(f"No transaction {transaction_id}.", transaction=transaction_id) from exc
+
+
+def transaction_begin(*, broker: str, timeout_ms: int, owner: str = "") -> Transaction:
+    """Begin a unit of work on a broker. It is rolled back if still open after ``timeout_ms``."""
+    now = timezone.now()
+    with db.atomic():
+        txn = Transaction.objects.create(
+            broker=broker, owner=owner, created_at=now,
+            deadline_at=now + timedelta(milliseconds=timeout_ms) if timeout_ms > 0 else None,
+        )
+        journal_record(events=[journal_event(JournalKind.BEGIN, broker=broker, transaction_id=txn.id, at=now)])
+    return txn
+
+
+def transaction_for_operation(*, transaction_id: str, broker: str) -> Transaction:
+    """Lock an active unit of work so that a resource manager can add work to it.
+
+    Caller holds: an open database transaction. Raises :class:`TransactionOverdue` when the
+    deadline has passed (wrap the database transaction in :func:`transaction_timeouts_applied`)."""
+    txn = _locked(transaction_id)
+    if txn.state == TransactionState.ROLLED_BACK:
+        raise _backed_out(txn)
+    if txn.state != TransactionState.ACTIVE:
+        raise TransactionNotActive(
+            f"Transaction {txn.id} is {txn.state}; no more work can be added to it.",
+            transaction=txn.id, state=txn.state,
+        )
+    if txn.broker != broker:
+        raise TransactionNotActive(
+            f"Transaction {txn.id} belongs to broker {txn.broker}, not {broker}.", transaction=txn.id,
+        )
+    if txn.deadline_at is not None and txn.deadline_at <= timezone.now():
+        raise TransactionOverdue(txn.id)
+    return txn
+
+
+@contextmanager
+def transaction_timeouts_applied() -> Iterator[None]:
+    """Around a database transaction that may meet an overdue unit of work: once that
+    database transaction has been undone, roll the unit of work back for its timeout and
+    tell the caller it was backed out."""
+    try:
+        yield
+    except TransactionOverdue as exc:
+        outcome = transaction_rollback(transaction_id=exc.transaction_id, reason="timeout", require_open=False)
+        raise _backed_out(outcome.transaction) from exc
+
+
+def transaction_link(*, upstream_id: str, downstream: Transaction, resource_ref: str) -> None:
+    """Record that ``downstream`` pre-emptively consumed ``resource_ref`` put by ``upstream_id``.
+
+    Caller holds: an open database transaction, the downstream's row and the resource's row."""
+    Link.objects.get_or_create(upstream_id=upstream_id, downstream=downstream, resource_ref=resource_ref)
+    journal_record(events=[journal_event(
+        JournalKind.LINK, broker=downstream.broker, transaction_id=downstream.id, msg_id=resource_ref,
+        upstream=upstream_id,
+    )])
+
+
+# --- commit -----------------------------------------------------------------------------
+
+def _open_upstream_closure(start: Transaction, resolved: set[str]) -> dict[str, Transaction]:
+    """Every open transaction upstream of ``start`` (transitively, ``start`` included),
+    leaving out those already committed in this resolution. Locks each one it returns."""
+    members = {start.id: start}
+    frontier = [start.id]
+    while frontier:
+        upstream_ids = set(
+            Link.objects.filter(downstream_id__in=frontier).values_list("upstream_id", flat=True)
+        ) - members.keys() - resolved
+        frontier = []
+        if not upstream_ids:
+            break
+        for txn in Transaction.objects.select_for_update().filter(pk__in=sorted(upstream_ids), state__in=OPEN_STATES):
+            members[txn.id] = txn
+            frontier.append(txn.id)
+    return members
+
+
+def _open_downstream_ids(transaction_ids: list[str]) -> list[str]:
+    return list(
+        Link.objects.filter(upstream_id__in=transaction_ids, downstream__state__in=OPEN_STATES)
+        .values_list("downstream_id", flat=True).distinct()
+    )
+
+
+def _commit_resolution(start: Transaction) -> tuple[list[Transaction], list[str]]:
+    """Which transactions commit now because ``start`` asked to commit (or its last upstream
+    committed): ``start``'s open upstream closure if every member has asked to commit, and
+    then, transitively, every held downstream that this frees. Returns the transactions to
+    commit and, when ``start`` stays held, the open upstreams it waits on."""
+    to_commit: dict[str, Transaction] = {}
+    waiting_on: list[str] = []
+    worklist = [start]
+    while worklist:
+        txn = worklist.pop()
+        if txn.id in to_commit:
+            continue
+        closure = _open_upstream_closure(txn, set(to_commit))
+        if any(member.state != TransactionState.COMMIT_HELD for member in closure.values()):
+            if txn is start:
+                direct = set(Link.objects.filter(downstream_id=txn.id).values_list("upstream_id", flat=True))
+                waiting_on = sorted(direct & closure.keys())
+            continue
+        to_commit.update(closure)
+        for downstream in Transaction.objects.select_for_update().filter(
+            pk__in=_open_downstream_ids(list(closure)), state=TransactionState.COMMIT_HELD,
+        ):
+            if downstream.id not in to_commit:
+                worklist.append(downstream)
+    return list(to_commit.values()), waiting_on
+
+
+def _commit_step(transaction_id: str) -> CommitOutcome:
+    now = timezone.now()
+    with db.atomic():
+        txn = _locked(transaction_id)
+        if txn.state == TransactionState.ROLLED_BACK:
+            raise _backed_out(txn)
+        if txn.state == TransactionState.COMMITTED:
+            return CommitOutcome(txn)
+        if txn.deadline_at is not None and txn.deadline_at <= now:
+            raise TransactionOverdue(txn.id)
+        newly_held = txn.state == TransactionState.ACTIVE
+        txn.state = TransactionState.COMMIT_HELD
+        txn.commit_requested_at = txn.commit_requested_at or now
+        to_commit, waiting_on = _commit_resolution(txn)
+        if not to_commit:
+            Transaction.objects.filter(pk=txn.id).update(
+                state=TransactionState.COMMIT_HELD, commit_requested_at=txn.commit_requested_at,
+            )
+            if newly_held:
+                journal_record(events=[journal_event(
+                    JournalKind.HOLD, broker=txn.broker, transaction_id=txn.id, waiting_on=waiting_on, at=now,
+                )])
+            return CommitOutcome(txn, waiting_on)
+        _commit_apply(to_commit, requested_by=txn.id, now=now)
+        txn.state = TransactionState.COMMITTED
+        txn.resolved_at = now
+        return CommitOutcome(txn)
+
+
+def _commit_apply(members: list[Transaction], *, requested_by: str, now) -> None:
+    """Commit these transactions as one group. Caller holds their rows."""
+    ids = [m.id for m in members]
+    for manager in resource_managers():
+        manager.resources_commit(transaction_ids=ids)
+    Transaction.objects.filter(pk__in=ids).update(
+        state=TransactionState.COMMITTED, resolved_at=now,
+    )
+    events = []
+    for member in members:
+        events.append(journal_event(JournalKind.COMMIT, broker=member.broker, transaction_id=member.id, at=now))
+        if member.id != requested_by:
+            events.append(journal_event(
+                JournalKind.RELEASE, broker=member.broker, transaction_id=member.id, by=requested_by, at=now,
+            ))
+    journal_record(events=events)
+    wakeup_notify_on_commit(f"txn:{i}" for i in ids)
+
+
+def transaction_commit(*, transaction_id: str, wait: float = 0) -> CommitOutcome:
+    """Commit a unit of work. If an upstream transaction has not committed yet, the commit is
+    held (state ``commit_held``) and happens by itself, in the same database transaction as
+    the last upstream's commit; this call waits up to ``wait`` seconds for that.
+
+    Raises TransactionBackedOut if it was, or while waiting becomes, rolled back."""
+    with transaction_timeouts_applied():
+        outcome = _commit_step(transaction_id)
+    if outcome.state == TransactionState.COMMITTED or wait <= 0:
+        return outcome
+
+    def resolved() -> Transaction | None:
+        txn = Transaction.objects.get(pk=transaction_id)
+        return txn if txn.state in (TransactionState.COMMITTED, TransactionState.ROLLED_BACK) else None
+
+    txn = wait_for(resolved, keys=[f"txn:{transaction_id}"], wait_s=wait)
+    if txn is None:
+        return CommitOutcome(Transaction.objects.get(pk=transaction_id), transaction_waiting_on(transaction_id=transaction_id))
+    if txn.state == TransactionState.ROLLED_BACK:
+        raise _backed_out(txn)
+    return CommitOutcome(txn)
+
+
+# --- rollback ---------------------------------------------------------------------------
+
+def _rollback_one(txn: Transaction, *, reason: str, cause_id: str | None, now) -> None:
+    for manager in resource_managers():
+        manager.resources_rollback(transaction_id=txn.id, reason=reason)
+    Transaction.objects.filter(pk=txn.id).update(
+        state=TransactionState.ROLLED_BACK, reason=reason, cause_id=cause_id, resolved_at=now,
+    )
+    txn.state, txn.reason, txn.cause_id, txn.resolved_at = TransactionState.ROLLED_BACK, reason, cause_id, now
+
+
+def transaction_rollback(*, transaction_id: str, reason: str = "client", require_open: bool = True) -> RollbackOutcome:
+    """Roll back a unit of work: its puts vanish, its gets return, and every open
+    transaction downstream of it (transitively) is rolled back with reason
+    "cascade from <id>". The upstreams of a rolled-back transaction are untouched; the
+    links into it are removed, so what it had consumed pre-emptively can be taken again.
+
+    Rolling back a transaction that is already rolled back answers with its state again
+    (idempotent); a committed one raises TransactionNotActive."""
+    now = timezone.now()
+    with db.atomic():
+        txn = _locked(transaction_id)
+        if txn.state == TransactionState.ROLLED_BACK:
+            return RollbackOutcome(txn, rolled_back_now=False)
+        if txn.state == TransactionState.COMMITTED:
+            if not require_open:
+                return RollbackOutcome(txn, rolled_back_now=False)
+            raise TransactionNotActive(f"Transaction {txn.id} has already committed.", transaction=txn.id, state=txn.state)
+        # Collect the downstream cascade first (breadth first), then undo it from the far
+        # end back to the root, so each consumer returns what it took before its producer's
+        # puts vanish.
+        order = [txn]
+        seen = {txn.id}
+        frontier = [txn.id]
+        while frontier:
+            next_ids = [i for i in _open_downstream_ids(frontier) if i not in seen]
+            frontier = []
+            for downstream in Transaction.objects.select_for_update().filter(pk__in=sorted(next_ids), state__in=OPEN_STATES):
+                seen.add(downstream.id)
+                order.append(downstream)
+                frontier.append(downstream.id)
+        cascade_reason = f"cascade from {txn.id}"
+        events = []
+        for member in reversed(order[1:]):
+            _rollback_one(member, reason=cascade_reason, cause_id=txn.id, now=now)
+            events.append(journal_event(JournalKind.CASCADE, broker=member.broker, transaction_id=member.id, cause=txn.id, at=now))
+            events.append(journal_event(JournalKind.ROLLBACK, broker=member.broker, transaction_id=member.id, reason=cascade_reason, at=now))
+        _rollback_one(txn, reason=reason, cause_id=None, now=now)
+        events.append(journal_event(JournalKind.ROLLBACK, broker=txn.broker, transaction_id=txn.id, reason=reason, at=now))
+        # Only links whose downstream rolled back go: the upstream's side is untouched.
+        Link.objects.filter(downstream_id__in=[m.id for m in order]).delete()
+        journal_record(events=events)
+        wakeup_notify_on_commit(f"txn:{m.id}" for m in order)
+        return RollbackOutcome(txn, [m.id for m in order[1:]])
+
+
+# --- ready-check, waiting-on, timeouts --------------------------------------------------
+
+def transaction_waiting_on(*, transaction_id: str) -> list[str]:
+    return sorted(
+        Link.objects.filter(downstream_id=transaction_id, upstream__state__in=OPEN_STATES)
+        .values_list("upstream_id", flat=True).distinct()
+    )
+
+
+def _check_once(transaction_id: str) -> CheckOutcome:
+    try:
+        txn = Transaction.objects.get(pk=transaction_id)
+    except (Transaction.DoesNotExist, ValueError) as exc:
+        raise TransactionNotFound(f"No transaction {transaction_id}.", transaction=transaction_id) from exc
+    if txn.state == TransactionState.ROLLED_BACK:
+        return CheckOutcome("backed_out", reason=txn.reason)
+    waiting_on = transaction_waiting_on(transaction_id=transaction_id)
+    return CheckOutcome("pending", waiting_on) if waiting_on else CheckOutcome("ready")
+
+
+def transaction_check(*, transaction_id: str, wait: float = 0) -> CheckOutcome:
+    """The ready-check: whether every upstream of the transaction has committed (ready) or
+    it has been backed out, without committing it. Waits up to ``wait`` seconds while pending."""
+    outcome = wait_for(
+        lambda: (o if (o := _check_once(transaction_id)).result != "pending" else None),
+        keys=[f"txn:{transaction_id}"], wait_s=wait,
+    )
+    return outcome or _check_once(transaction_id)
+
+
+def transactions_time_out(*, limit: int = 500) -> list[str]:
+    """Roll back open transactions past their deadline (each cascading downstream).
+    Returns the ids it rolled back; the housekeeping task calls it every interval."""
+    now = timezone.now()
+    overdue = list(
+        Transaction.objects.filter(state__in=OPEN_STATES, deadline_at__lte=now)
+        .order_by("deadline_at").values_list("pk", flat=True)[:limit]
+    )
+    rolled_back = []
+    for transaction_id in overdue:
+        if transaction_rollback(transaction_id=transaction_id, reason="timeout", require_open=False).rolled_back_now:
+            rolled_back.append(transaction_id)
+    return rolled_back

@@ -1,0 +1,121 @@
+"""Units of work, the links between them, and the journal.
+
+The transaction manager knows nothing about queues: a transaction is scoped to a broker
+by name only, and resource managers (``transactions.resources``) carry the effects.
+"""
+import uuid
+
+from django.db import models
+
+
+def transaction_id_new() -> str:
+    return uuid.uuid4().hex
+
+
+class TransactionState(models.TextChoices):
+    #: Open: operations may still be added; nothing it did is visible to others yet.
+    ACTIVE = "active"
+    #: Its owner asked to commit, but an upstream transaction has not resolved yet;
+    #: the upstream's commit commits it, the upstream's rollback backs it out.
+    COMMIT_HELD = "commit_held"
+    #: Resolved: every effect is permanent.
+    COMMITTED = "committed"
+    #: Resolved: every effect was undone; ``reason`` says why.
+    ROLLED_BACK = "rolled_back"
+
+
+OPEN_STATES = (TransactionState.ACTIVE, TransactionState.COMMIT_HELD)
+
+
+class Transaction(models.Model):
+    id = models.CharField(primary_key=True, max_length=32, default=transaction_id_new, editable=False)
+    broker = models.CharField(max_length=48, db_index=True, help_text="Name of the broker the unit of work runs on.")
+    state = models.CharField(max_length=16, choices=TransactionState.choices, default=TransactionState.ACTIVE)
+    reason = models.CharField(max_length=200, blank=True, help_text="Why it was rolled back.")
+    cause = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+        help_text="The upstream transaction whose rollback cascaded to this one.",
+    )
+    owner = models.CharField(max_length=48, blank=True, help_text="Connection id that began it, if any.")
+    created_at = models.DateTimeField(auto_now_add=True)
+    deadline_at = models.DateTimeField(null=True, blank=True, help_text="Rolled back if still open at this time.")
+    commit_requested_at = models.DateTimeField(null=True, blank=True)
+    resolved_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [
+            models.Index(
+                fields=["deadline_at"], name="txn_open_deadline",
+                condition=models.Q(state__in=["active", "commit_held"]),
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.id} ({self.state})"
+
+    @property
+    def is_open(self) -> bool:
+        return self.state in OPEN_STATES
+
+
+class Link(models.Model):
+    """Upstream (producer of an uncommitted message) → downstream (its pre-emptive getter)."""
+
+    upstream = models.ForeignKey(Transaction, on_delete=models.CASCADE, related_name="downstream_links")
+    downstream = models.ForeignKey(Transaction, on_delete=models.CASCADE, related_name="upstream_links")
+    resource_ref = models.CharField(max_length=64, help_text="What made the link (a message id).")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["upstream", "downstream", "resource_ref"], name="link_unique"),
+        ]
+
+
+class JournalKind(models.TextChoices):
+    #: A unit of work began.
+    BEGIN = "begin"
+    #: A message was put (immediately, or under a unit of work).
+    PUT = "put"
+    #: A message was gotten (removed, or taken under a unit of work).
+    GET = "get"
+    #: A unit of work committed.
+    COMMIT = "commit"
+    #: A unit of work rolled back.
+    ROLLBACK = "rollback"
+    #: A message returned to its queue after a rollback, its backout count raised.
+    BACKOUT = "backout"
+    #: A message expired and was removed.
+    EXPIRE = "expire"
+    #: A message moved to a backout or dead-letter queue.
+    DEAD_LETTER = "dead_letter"
+    #: A pre-emptive get linked two transactions.
+    LINK = "link"
+    #: A commit was held on an unresolved upstream.
+    HOLD = "hold"
+    #: A held commit was released by its upstream's commit.
+    RELEASE = "release"
+    #: A rollback cascaded to a downstream transaction.
+    CASCADE = "cascade"
+    #: A message was peek-locked.
+    LOCK = "lock"
+    #: A batch moved over a channel.
+    TRANSFER = "transfer"
+    #: A non-persistent message was discarded at a broker restart.
+    DISCARD = "discard"
+
+
+class JournalEvent(models.Model):
+    """Append-only record of what happened; feeds the dashboard and the analytics jobs."""
+
+    id = models.BigAutoField(primary_key=True)
+    at = models.DateTimeField(db_index=True)
+    kind = models.CharField(max_length=16, choices=JournalKind.choices)
+    broker = models.CharField(max_length=48)
+    queue = models.CharField(max_length=48, blank=True)
+    transaction_id = models.CharField(max_length=32, blank=True)
+    msg_id = models.CharField(max_length=48, blank=True)
+    detail = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["id"]

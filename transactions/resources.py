@@ -1,0 +1,33 @@
+"""The resource-manager interface.
+
+A resource manager (the message store in ``brokers``) carries the effects of units of
+work. The transaction manager calls it inside the database transaction that changes the
+transactions' states, so effects and states change together or not at all.
+"""
+from __future__ import annotations
+
+from typing import Protocol
+
+
+class ResourceManager(Protocol):
+    def resources_commit(self, *, transaction_ids: list[str]) -> None:
+        """Make the effects of these transactions permanent (they commit as one group).
+
+        Caller holds: an open database transaction and the rows of these transactions."""
+
+    def resources_rollback(self, *, transaction_id: str, reason: str) -> None:
+        """Undo the effects of this transaction.
+
+        Caller holds: an open database transaction and this transaction's row."""
+
+
+_managers: list[ResourceManager] = []
+
+
+def resource_manager_register(manager: ResourceManager) -> None:
+    if not any(type(m) is type(manager) for m in _managers):
+        _managers.append(manager)
+
+
+def resource_managers() -> list[ResourceManager]:
+    return list(_managers)
