@@ -130,7 +130,7 @@ class MessageType(models.TextChoices):
     REPORT = "report"
 
 
-_AVAILABLE = Q(put_transaction__isnull=True, get_transaction__isnull=True)
+_NOT_GOTTEN = Q(get_transaction__isnull=True)
 
 
 class Message(models.Model):
@@ -172,9 +172,12 @@ class Message(models.Model):
 
     class Meta:
         indexes = [
-            # the get path: priority queues, then FIFO queues, among available messages
-            models.Index("queue", models.F("priority").desc(), "id", name="msg_avail_priority", condition=_AVAILABLE),
-            models.Index("queue", "id", name="msg_avail_fifo", condition=_AVAILABLE),
+            # The get path, for priority and FIFO queues. The put transaction is in the index
+            # so that ordinary gets skip uncommitted puts without reading their rows, and
+            # pre-emptive gets walk the same index.
+            models.Index("queue", models.F("priority").desc(), "id", "put_transaction", name="msg_get_priority",
+                         condition=_NOT_GOTTEN),
+            models.Index("queue", "id", "put_transaction", name="msg_get_fifo", condition=_NOT_GOTTEN),
             models.Index("queue", "correl_id", name="msg_correl", condition=Q(correl_id__isnull=False)),
             models.Index("queue", "group_id", name="msg_group", condition=Q(group_id__isnull=False)),
             models.Index("expires_at", name="msg_expiry", condition=Q(expires_at__isnull=False)),

@@ -20,10 +20,12 @@ from datetime import timedelta
 from typing import Iterator
 
 from django.db import transaction as db
+from django.db.models import Q
 from django.utils import timezone
 
 from .exceptions import TransactionBackedOut, TransactionNotActive, TransactionNotFound
 from .journal import journal_event, journal_record
+from .locks import link_graph_lock, link_graph_locking
 from .models import OPEN_STATES, JournalKind, Link, Transaction, TransactionState
 from .resources import resource_managers
 from .wakeups import wait_for, wakeup_notify_on_commit
@@ -124,15 +126,49 @@ def transaction_timeouts_applied() -> Iterator[None]:
         raise _backed_out(outcome.transaction) from exc
 
 
-def transaction_link(*, upstream_id: str, downstream: Transaction, resource_ref: str) -> None:
-    """Record that ``downstream`` pre-emptively consumed ``resource_ref`` put by ``upstream_id``.
+def transaction_links_add(*, downstream: Transaction, upstream_refs: list[tuple[str, str]]) -> None:
+    """Record that ``downstream`` pre-emptively consumed resources (``(upstream_id, ref)``
+    pairs: a message id and the transaction that put it, still uncommitted).
 
-    Caller holds: an open database transaction, the downstream's row and the resource's row."""
-    Link.objects.get_or_create(upstream_id=upstream_id, downstream=downstream, resource_ref=resource_ref)
-    journal_record(events=[journal_event(
-        JournalKind.LINK, broker=downstream.broker, transaction_id=downstream.id, msg_id=resource_ref,
-        upstream=upstream_id,
-    )])
+    Caller holds: an open database transaction, the exclusive link-graph lock (PostgreSQL),
+    the downstream's row and the resources' rows."""
+    if not upstream_refs:
+        return
+    now = timezone.now()
+    Link.objects.bulk_create(
+        [Link(upstream_id=u, downstream=downstream, resource_ref=ref, created_at=now) for u, ref in upstream_refs],
+        ignore_conflicts=True,
+    )
+    journal_record(events=[
+        journal_event(JournalKind.LINK, broker=downstream.broker, transaction_id=downstream.id, msg_id=ref,
+                      upstream=u, at=now)
+        for u, ref in upstream_refs
+    ])
+
+
+# --- the link-graph lock -----------------------------------------------------------------
+
+class _NeedsExclusive(Exception):
+    pass
+
+
+def _under_graph_lock(transaction_id: str, work):
+    """Run ``work()`` in one database transaction holding the link-graph lock: shared if the
+    transaction has no links, exclusive if it has (retrying exclusively when a link appears
+    between the look and the lock). See transactions/locks.py."""
+    if not link_graph_locking():
+        with db.atomic():
+            return work()
+    exclusive = False
+    while True:
+        try:
+            with db.atomic():
+                link_graph_lock(exclusive=exclusive)
+                if not exclusive and Link.objects.filter(Q(upstream_id=transaction_id) | Q(downstream_id=transaction_id)).exists():
+                    raise _NeedsExclusive
+                return work()
+        except _NeedsExclusive:
+            exclusive = True
 
 
 # --- commit -----------------------------------------------------------------------------
@@ -190,32 +226,35 @@ def _commit_resolution(start: Transaction) -> tuple[list[Transaction], list[str]
 
 
 def _commit_step(transaction_id: str) -> CommitOutcome:
+    return _under_graph_lock(transaction_id, lambda: _commit_locked(transaction_id))
+
+
+def _commit_locked(transaction_id: str) -> CommitOutcome:
     now = timezone.now()
-    with db.atomic():
-        txn = _locked(transaction_id)
-        if txn.state == TransactionState.ROLLED_BACK:
-            raise _backed_out(txn)
-        if txn.state == TransactionState.COMMITTED:
-            return CommitOutcome(txn)
-        if txn.deadline_at is not None and txn.deadline_at <= now:
-            raise TransactionOverdue(txn.id)
-        newly_held = txn.state == TransactionState.ACTIVE
-        txn.state = TransactionState.COMMIT_HELD
-        txn.commit_requested_at = txn.commit_requested_at or now
-        to_commit, waiting_on = _commit_resolution(txn)
-        if not to_commit:
-            Transaction.objects.filter(pk=txn.id).update(
-                state=TransactionState.COMMIT_HELD, commit_requested_at=txn.commit_requested_at,
-            )
-            if newly_held:
-                journal_record(events=[journal_event(
-                    JournalKind.HOLD, broker=txn.broker, transaction_id=txn.id, waiting_on=waiting_on, at=now,
-                )])
-            return CommitOutcome(txn, waiting_on)
-        _commit_apply(to_commit, requested_by=txn.id, now=now)
-        txn.state = TransactionState.COMMITTED
-        txn.resolved_at = now
+    txn = _locked(transaction_id)
+    if txn.state == TransactionState.ROLLED_BACK:
+        raise _backed_out(txn)
+    if txn.state == TransactionState.COMMITTED:
         return CommitOutcome(txn)
+    if txn.deadline_at is not None and txn.deadline_at <= now:
+        raise TransactionOverdue(txn.id)
+    newly_held = txn.state == TransactionState.ACTIVE
+    txn.state = TransactionState.COMMIT_HELD
+    txn.commit_requested_at = txn.commit_requested_at or now
+    to_commit, waiting_on = _commit_resolution(txn)
+    if not to_commit:
+        Transaction.objects.filter(pk=txn.id).update(
+            state=TransactionState.COMMIT_HELD, commit_requested_at=txn.commit_requested_at,
+        )
+        if newly_held:
+            journal_record(events=[journal_event(
+                JournalKind.HOLD, broker=txn.broker, transaction_id=txn.id, waiting_on=waiting_on, at=now,
+            )])
+        return CommitOutcome(txn, waiting_on)
+    _commit_apply(to_commit, requested_by=txn.id, now=now)
+    txn.state = TransactionState.COMMITTED
+    txn.resolved_at = now
+    return CommitOutcome(txn)
 
 
 def _commit_apply(members: list[Transaction], *, requested_by: str, now) -> None:
@@ -279,41 +318,44 @@ def transaction_rollback(*, transaction_id: str, reason: str = "client", require
 
     Rolling back a transaction that is already rolled back answers with its state again
     (idempotent); a committed one raises TransactionNotActive."""
+    return _under_graph_lock(transaction_id, lambda: _rollback_locked(transaction_id, reason, require_open))
+
+
+def _rollback_locked(transaction_id: str, reason: str, require_open: bool) -> RollbackOutcome:
     now = timezone.now()
-    with db.atomic():
-        txn = _locked(transaction_id)
-        if txn.state == TransactionState.ROLLED_BACK:
+    txn = _locked(transaction_id)
+    if txn.state == TransactionState.ROLLED_BACK:
+        return RollbackOutcome(txn, rolled_back_now=False)
+    if txn.state == TransactionState.COMMITTED:
+        if not require_open:
             return RollbackOutcome(txn, rolled_back_now=False)
-        if txn.state == TransactionState.COMMITTED:
-            if not require_open:
-                return RollbackOutcome(txn, rolled_back_now=False)
-            raise TransactionNotActive(f"Transaction {txn.id} has already committed.", transaction=txn.id, state=txn.state)
-        # Collect the downstream cascade first (breadth first), then undo it from the far
-        # end back to the root, so each consumer returns what it took before its producer's
-        # puts vanish.
-        order = [txn]
-        seen = {txn.id}
-        frontier = [txn.id]
-        while frontier:
-            next_ids = [i for i in _open_downstream_ids(frontier) if i not in seen]
-            frontier = []
-            for downstream in Transaction.objects.select_for_update().filter(pk__in=sorted(next_ids), state__in=OPEN_STATES):
-                seen.add(downstream.id)
-                order.append(downstream)
-                frontier.append(downstream.id)
-        cascade_reason = f"cascade from {txn.id}"
-        events = []
-        for member in reversed(order[1:]):
-            _rollback_one(member, reason=cascade_reason, cause_id=txn.id, now=now)
-            events.append(journal_event(JournalKind.CASCADE, broker=member.broker, transaction_id=member.id, cause=txn.id, at=now))
-            events.append(journal_event(JournalKind.ROLLBACK, broker=member.broker, transaction_id=member.id, reason=cascade_reason, at=now))
-        _rollback_one(txn, reason=reason, cause_id=None, now=now)
-        events.append(journal_event(JournalKind.ROLLBACK, broker=txn.broker, transaction_id=txn.id, reason=reason, at=now))
-        # Only links whose downstream rolled back go: the upstream's side is untouched.
-        Link.objects.filter(downstream_id__in=[m.id for m in order]).delete()
-        journal_record(events=events)
-        wakeup_notify_on_commit(f"txn:{m.id}" for m in order)
-        return RollbackOutcome(txn, [m.id for m in order[1:]])
+        raise TransactionNotActive(f"Transaction {txn.id} has already committed.", transaction=txn.id, state=txn.state)
+    # Collect the downstream cascade first (breadth first), then undo it from the far
+    # end back to the root, so each consumer returns what it took before its producer's
+    # puts vanish.
+    order = [txn]
+    seen = {txn.id}
+    frontier = [txn.id]
+    while frontier:
+        next_ids = [i for i in _open_downstream_ids(frontier) if i not in seen]
+        frontier = []
+        for downstream in Transaction.objects.select_for_update().filter(pk__in=sorted(next_ids), state__in=OPEN_STATES):
+            seen.add(downstream.id)
+            order.append(downstream)
+            frontier.append(downstream.id)
+    cascade_reason = f"cascade from {txn.id}"
+    events = []
+    for member in reversed(order[1:]):
+        _rollback_one(member, reason=cascade_reason, cause_id=txn.id, now=now)
+        events.append(journal_event(JournalKind.CASCADE, broker=member.broker, transaction_id=member.id, cause=txn.id, at=now))
+        events.append(journal_event(JournalKind.ROLLBACK, broker=member.broker, transaction_id=member.id, reason=cascade_reason, at=now))
+    _rollback_one(txn, reason=reason, cause_id=None, now=now)
+    events.append(journal_event(JournalKind.ROLLBACK, broker=txn.broker, transaction_id=txn.id, reason=reason, at=now))
+    # Only links whose downstream rolled back go: the upstream's side is untouched.
+    Link.objects.filter(downstream_id__in=[m.id for m in order]).delete()
+    journal_record(events=events)
+    wakeup_notify_on_commit(f"txn:{m.id}" for m in order)
+    return RollbackOutcome(txn, [m.id for m in order[1:]])
 
 
 # --- ready-check, waiting-on, timeouts --------------------------------------------------

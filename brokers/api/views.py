@@ -182,9 +182,8 @@ class GetView(APIView):
         unknown = sorted(set(data) - GET_OPTIONS)
         if unknown:
             raise InvalidInput("The request is not valid.", errors={name: ["Unknown field."] for name in unknown})
-        for option in ("preemptive", "ordered"):
-            if _bool(data, option):
-                raise InvalidInput(f"{option} gets are not available yet.", errors={option: ["Not supported."]})
+        if _bool(data, "ordered"):
+            raise InvalidInput("ordered gets are not available yet.", errors={"ordered": ["Not supported."]})
         result = message_get(
             broker=broker, queue=queue, transaction_id=_text(data, "transaction"), syncpoint=_text(data, "syncpoint"),
             connection_id=_text(data, "connection"),
@@ -192,6 +191,7 @@ class GetView(APIView):
             batch=_number(data, "batch", 1, low=1, high=settings.BATON_MAX_BATCH, whole=True),
             msg_id=_text(data, "msg_id"), correl_id=_text(data, "correl_id"), group_id=_text(data, "group_id"),
             mode=_text(data, "mode") or "destructive", commit_first=_bool(data, "commit_first"),
+            preemptive=_bool(data, "preemptive"),
         )
         b, q = result.queue.broker.name, result.queue.name
         body: dict[str, Any] = {"messages": [message_render(m, broker=b, queue=q) for m in result.messages],

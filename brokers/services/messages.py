@@ -20,7 +20,10 @@ from django.db.models import Q
 from django.utils import timezone
 
 from transactions.journal import journal_event, journal_record
-from transactions.manager import transaction_begin, transaction_commit, transaction_for_operation, transaction_timeouts_applied
+from transactions.locks import link_graph_lock, link_graph_locking
+from transactions.manager import (
+    transaction_begin, transaction_commit, transaction_for_operation, transaction_links_add, transaction_timeouts_applied,
+)
 from transactions.models import JournalKind, Transaction, TransactionState
 from transactions.wakeups import wait_for
 
@@ -193,18 +196,28 @@ def message_put(
                 transaction_id=row.put_transaction_id, at=now, persistent=row.persistent, bytes=len(row.body),
             ) for row in rows
         ])
+        queues_woken([target.queue.pk])  # pre-emptive getters wait for uncommitted puts too
         if immediate:
-            queues_woken([target.queue.pk])
             if conn is not None:
                 last = [r.msg_id for r in rows if r.put_transaction_id is None][-1]
                 client_sessions_note(broker_id=owner.pk, put={conn.conn_id: last})
     return PutResult(rows, target.queue, txn.id if txn else None)
 
 
-def _candidates(queue: Queue, *, now, msg_id: str | None, correl_id: str | None, group_id: str | None):
-    qs = Message.objects.filter(queue=queue, put_transaction__isnull=True, get_transaction__isnull=True).filter(
+def _candidates(
+    queue: Queue, *, now, msg_id: str | None, correl_id: str | None, group_id: str | None,
+    uncommitted_of_others: str | None = None,
+):
+    """Messages a get may take, in delivery order. With ``uncommitted_of_others`` (the
+    getter's transaction id) a pre-emptive get also sees other transactions' uncommitted
+    puts, never its own."""
+    qs = Message.objects.filter(queue=queue, get_transaction__isnull=True).filter(
         Q(expires_at__isnull=True) | Q(expires_at__gt=now)
     )
+    if uncommitted_of_others:
+        qs = qs.filter(Q(put_transaction__isnull=True) | ~Q(put_transaction=uncommitted_of_others))
+    else:
+        qs = qs.filter(put_transaction__isnull=True)
     if msg_id:
         qs = qs.filter(msg_id=msg_id)
     if correl_id:
@@ -216,22 +229,47 @@ def _candidates(queue: Queue, *, now, msg_id: str | None, correl_id: str | None,
     return qs.order_by("id")
 
 
+def _preemptive_needs_graph_lock(*, broker: str, queue: str, transaction_id: str | None, connection_id: str | None,
+                                 batch: int, match: dict) -> bool:
+    """Whether a pre-emptive get is about to take an uncommitted message, so must hold the
+    exclusive link-graph lock (PostgreSQL) before it locks any row. A look without locks."""
+    if not link_graph_locking():
+        return False
+    source = _get_source(broker=broker, queue=queue)
+    own = transaction_id
+    if own is None and connection_id:
+        own = Connection.objects.filter(pk=connection_id).values_list("current_transaction_id", flat=True).first()
+    rows = _candidates(source, now=timezone.now(), uncommitted_of_others=own or "-", **match)
+    return any(p is not None for p in rows.values_list("put_transaction_id", flat=True)[:batch])
+
+
 def _get_once(
     *, broker: str, queue: str, transaction_id: str | None, wanted: bool, connection_id: str | None, batch: int,
-    msg_id: str | None, correl_id: str | None, group_id: str | None,
+    msg_id: str | None, correl_id: str | None, group_id: str | None, preemptive: bool = False,
 ) -> GetResult:
+    match = {"msg_id": msg_id, "correl_id": correl_id, "group_id": group_id}
+    graph_lock = preemptive and _preemptive_needs_graph_lock(
+        broker=broker, queue=queue, transaction_id=transaction_id, connection_id=connection_id, batch=batch, match=match,
+    )
     now = timezone.now()
     with transaction_timeouts_applied(), db.atomic():
+        if graph_lock:
+            link_graph_lock(exclusive=True)
         source = _get_source(broker=broker, queue=queue)
         owner = source.broker
         conn = _connection(connection_id, owner)
         txn = transaction_for_operation(transaction_id=transaction_id, broker=owner.name) if transaction_id else None
+        if preemptive and txn is None:
+            txn = _unit_of_work(broker=owner, transaction_id=None, wanted=True, connection=conn)
+        # Without the graph lock on PostgreSQL, take committed messages only.
+        see_uncommitted = preemptive and (graph_lock or not link_graph_locking())
         rows = list(
-            _candidates(source, now=now, msg_id=msg_id, correl_id=correl_id, group_id=group_id)
+            _candidates(source, now=now, uncommitted_of_others=txn.id if see_uncommitted else None, **match)
             .select_for_update(skip_locked=True)[:batch]
         )
         if not rows:
-            return GetResult([], source, transaction_id, "no_match" if (msg_id or correl_id or group_id) else "empty")
+            return GetResult([], source, txn.id if txn else transaction_id,
+                             "no_match" if (msg_id or correl_id or group_id) else "empty")
         if txn is None:  # begun only once there is something to get
             txn = _unit_of_work(broker=owner, transaction_id=None, wanted=wanted, connection=conn)
         ids = [m.pk for m in rows]
@@ -241,6 +279,9 @@ def _get_once(
             )
             for m in rows:
                 m.get_transaction = txn
+            transaction_links_add(downstream=txn, upstream_refs=[
+                (m.put_transaction_id, m.msg_id) for m in rows if m.put_transaction_id is not None
+            ])
         else:
             Message.objects.filter(pk__in=ids).delete()
             queue_release(counts={source.pk: len(rows)})
@@ -250,6 +291,7 @@ def _get_once(
             journal_event(
                 JournalKind.GET, broker=owner.name, queue=source.name, msg_id=m.msg_id,
                 transaction_id=txn.id if txn else None, at=now, put_time=m.put_time.isoformat(),
+                preemptive=m.put_transaction_id is not None,
             ) for m in rows
         ])
     return GetResult(rows, source, txn.id if txn else None)
@@ -259,12 +301,16 @@ def message_get(
     *, broker: str, queue: str, transaction_id: str | None = None, syncpoint: str | None = None,
     connection_id: str | None = None, wait: float = 0, batch: int = 1, msg_id: str | None = None,
     correl_id: str | None = None, group_id: str | None = None, mode: str = "destructive",
-    commit_first: bool = False,
+    commit_first: bool = False, preemptive: bool = False,
 ) -> GetResult:
     """Get up to ``batch`` messages in delivery order (priority if the queue says so, then put
     order), skipping expired ones. Under a unit of work the messages stay on the queue in
     flight until it commits (a rollback returns them); otherwise the get is final. Waits up
-    to ``wait`` seconds for a message, without holding a database transaction meanwhile."""
+    to ``wait`` seconds for a message, without holding a database transaction meanwhile.
+
+    ``preemptive`` (only under a unit of work) may also take another transaction's
+    uncommitted put, linking that producer upstream of the getter: the getter's commit is
+    then held until the producer commits, and the producer's rollback backs it out."""
     if mode not in GET_MODES:
         raise InvalidInput("mode must be destructive, browse or peek_lock.", errors={"mode": ["Invalid choice."]})
     if mode != "destructive":
@@ -276,6 +322,8 @@ def message_get(
     syncpoint = _syncpoint_checked(syncpoint, transaction_id)
     if syncpoint == "if_persistent":
         raise InvalidInput("A get takes syncpoint yes or no.", errors={"syncpoint": ["Invalid choice."]})
+    if preemptive and syncpoint != "yes":
+        raise OptionsConflict("A pre-emptive get needs a unit of work: name a transaction or ask for syncpoint yes.")
     if commit_first:
         if not connection_id:
             raise OptionsConflict("commit_first needs a connection whose unit of work it commits.")
@@ -290,7 +338,7 @@ def message_get(
     def once() -> GetResult:
         return _get_once(
             broker=broker, queue=queue, transaction_id=transaction_id, wanted=wanted, connection_id=connection_id,
-            batch=batch, msg_id=msg_id, correl_id=correl_id, group_id=group_id,
+            batch=batch, msg_id=msg_id, correl_id=correl_id, group_id=group_id, preemptive=preemptive,
         )
 
     first = once()

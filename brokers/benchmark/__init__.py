@@ -1,0 +1,15 @@
+"""Throughput benchmark of the put and get paths (``python manage.py benchmark``).
+
+Measures messages per second for put+commit and get+commit of 1 KiB persistent messages,
+one message per unit of work and 100 per unit of work:
+
+* in-process: the services called directly (:mod:`.inprocess`);
+* REST: HTTP clients (:mod:`.rest`) against a real Uvicorn server started on a free
+  loopback port with the same command line as ``platform/up``.
+
+Everything runs on a scratch database (:mod:`.scratch`): a fresh SQLite file in a
+temporary directory unless a database URL is given. The parts that need Django on that
+database run in child processes (the command re-executed with ``--phase``) whose
+environment points ``DATABASE_URL`` and ``BATON_VAR_DIR`` there, so the calling process
+never touches the platform's own database. Nothing here asserts anything about timings.
+"""

@@ -1,0 +1,104 @@
+"""The in-process scenarios and the scratch database's setup. These run inside a child
+process whose settings point at the scratch database (see :mod:`.scratch`)."""
+from __future__ import annotations
+
+import sys
+import time
+
+from django.core.management import call_command
+
+from ..models import Persistence
+from ..services.message_input import MessageInput
+from ..services.messages import message_get, message_put
+from .report import (
+    BATCHES, REST_CLIENTS, WARMUP_QUEUE, BenchmarkError, Result, body_text, messages_rounded, queue_name,
+)
+
+#: Benchmark queues hold everything one scenario puts before its gets drain them.
+MAX_DEPTH = 999_999_999
+def scratch_setup(*, broker: str, username: str) -> dict:
+    """Migrate the scratch database, define the benchmark broker and its queues, and issue
+    the API token the HTTP clients use."""
+    from ..services.access import api_token_issue
+    from ..services.brokers import broker_define
+    from ..services.queues import queue_define
+
+    call_command("migrate", interactive=False, verbosity=0)
+    broker_define(name=broker, description="python manage.py benchmark")
+    names = [WARMUP_QUEUE] + [queue_name("in", 1, b) for b in BATCHES]
+    names += [queue_name("rest", c, b) for c in REST_CLIENTS for b in BATCHES]
+    for name in names:
+        queue_define(broker=broker, name=name, max_depth=MAX_DEPTH, default_persistence=Persistence.PERSISTENT)
+    return {"token": api_token_issue(username=username, create_user=True, superuser=True)}
+
+
+def scratch_cleanup(*, broker: str) -> None:
+    """Remove what a run left on a database that is not a throw-away file: the broker (with
+    its queues and any messages), its units of work and their journal."""
+    from transactions.models import JournalEvent, Link, Transaction
+
+    from ..services.brokers import broker_delete
+
+    broker_delete(name=broker, purge=True)
+    Link.objects.filter(downstream__broker=broker).delete()
+    Transaction.objects.filter(broker=broker).delete()
+    JournalEvent.objects.filter(broker=broker).delete()
+
+
+def _unit_put(*, broker: str, queue: str, inputs: list[MessageInput], timeout_ms: int) -> None:
+    from transactions.manager import transaction_begin, transaction_commit
+
+    txn = transaction_begin(broker=broker, timeout_ms=timeout_ms)
+    message_put(broker=broker, queue=queue, messages=inputs, transaction_id=txn.id)
+    transaction_commit(transaction_id=txn.id)
+
+
+def _unit_get(*, broker: str, queue: str, batch: int, timeout_ms: int) -> int:
+    from transactions.manager import transaction_begin, transaction_commit
+
+    txn = transaction_begin(broker=broker, timeout_ms=timeout_ms)
+    got = message_get(broker=broker, queue=queue, transaction_id=txn.id, batch=batch)
+    transaction_commit(transaction_id=txn.id)
+    return len(got.messages)
+
+
+def run_inprocess(*, broker: str, messages: int, progress: bool = False) -> list[Result]:
+    """Put+commit then get+commit ``messages`` messages per batch size, one unit of work
+    after another, calling the services directly (as a worker or channel agent would)."""
+    from ..selectors import broker_get
+
+    timeout_ms = broker_get(name=broker).transaction_timeout_ms
+    body = body_text().encode("ascii")
+
+    def inputs(n: int) -> list[MessageInput]:
+        return [MessageInput(body=body, persistence=Persistence.PERSISTENT) for _ in range(n)]
+
+    # Warm up: imports, prepared statements, the first connection and its PRAGMAs.
+    for _ in range(3):
+        _unit_put(broker=broker, queue=WARMUP_QUEUE, inputs=inputs(2), timeout_ms=timeout_ms)
+        _unit_get(broker=broker, queue=WARMUP_QUEUE, batch=2, timeout_ms=timeout_ms)
+
+    results = []
+    for batch in BATCHES:
+        queue = queue_name("in", 1, batch)
+        total = messages_rounded(messages, batch=batch)
+        units = total // batch
+        batch_inputs = inputs(batch)
+        if progress:
+            print(f"  in-process put+commit, batch {batch}: {total} messages", file=sys.stderr, flush=True)
+        start = time.perf_counter()
+        for _ in range(units):
+            _unit_put(broker=broker, queue=queue, inputs=batch_inputs, timeout_ms=timeout_ms)
+        results.append(Result("in-process", "put+commit", 1, batch, total, time.perf_counter() - start))
+
+        if progress:
+            print(f"  in-process get+commit, batch {batch}: {total} messages", file=sys.stderr, flush=True)
+        got = 0
+        start = time.perf_counter()
+        for _ in range(units):
+            got += _unit_get(broker=broker, queue=queue, batch=batch, timeout_ms=timeout_ms)
+        seconds = time.perf_counter() - start
+        if got != total:
+            raise BenchmarkError(f"in-process get+commit, batch {batch}: got {got} messages of the {total} put.")
+        results.append(Result("in-process", "get+commit", 1, batch, got, seconds))
+    return results
