@@ -38,3 +38,28 @@ java_ready() {  # Spark needs a Java runtime
     fi
   fi
 }
+
+postgres_start() {  # a throwaway PostgreSQL server for the tests; sets BATON_PG_URL
+  local bin
+  bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1 || true)
+  if [ -z "$bin" ]; then
+    echo "==> installing PostgreSQL (Debian packages)"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
+    bin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)
+  fi
+  PG_DIR=$(mktemp -d /tmp/baton-pg.XXXXXX)
+  local as_pg=()
+  if [ "$(id -u)" = 0 ]; then chown postgres "$PG_DIR"; as_pg=(runuser -u postgres --); fi
+  PG_PORT=$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  "${as_pg[@]}" "$bin/initdb" -D "$PG_DIR/data" -A trust -U baton >/dev/null
+  "${as_pg[@]}" "$bin/pg_ctl" -D "$PG_DIR/data" -l "$PG_DIR/log" -w -o \
+    "-p $PG_PORT -k $PG_DIR -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c max_connections=200" \
+    start >/dev/null
+  PG_STOP=("${as_pg[@]}" "$bin/pg_ctl" -D "$PG_DIR/data" -m fast stop)
+  export BATON_PG_URL="postgres://baton@127.0.0.1:$PG_PORT/baton"
+  "${as_pg[@]}" "$bin/createdb" -h 127.0.0.1 -p "$PG_PORT" -U baton baton
+}
+
+postgres_stop() {
+  if [ -n "${PG_DIR:-}" ]; then "${PG_STOP[@]}" >/dev/null 2>&1 || true; rm -rf "$PG_DIR"; fi
+}

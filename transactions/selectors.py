@@ -17,3 +17,32 @@ def transaction_neighbours(*, transaction_id: str) -> tuple[list[str], list[str]
     upstream = sorted(set(Link.objects.filter(downstream_id=transaction_id).values_list("upstream_id", flat=True)))
     downstream = sorted(set(Link.objects.filter(upstream_id=transaction_id).values_list("downstream_id", flat=True)))
     return upstream, downstream
+
+
+def transaction_graph(*, broker: str, recent: int = 200) -> dict:
+    """A broker's live transaction graph for the dashboard: its open transactions, the most
+    recently resolved ones (up to ``recent``), every transaction linked to those (on any
+    broker), and the links between them. Nodes: id, broker, state, reason; edges:
+    upstream, downstream, resource."""
+    from .models import OPEN_STATES
+
+    open_ids = set(Transaction.objects.filter(broker=broker, state__in=OPEN_STATES).values_list("id", flat=True))
+    recent_ids = set(
+        Transaction.objects.filter(broker=broker, resolved_at__isnull=False)
+        .order_by("-resolved_at").values_list("id", flat=True)[:recent]
+    )
+    core = open_ids | recent_ids
+    links = list(
+        Link.objects.filter(upstream_id__in=core).values_list("upstream_id", "downstream_id", "resource_ref")
+    ) + list(
+        Link.objects.filter(downstream_id__in=core).values_list("upstream_id", "downstream_id", "resource_ref")
+    )
+    links = sorted(set(links))
+    ids = core | {u for u, _, _ in links} | {d for _, d, _ in links}
+    nodes = [
+        {"id": t.id, "broker": t.broker, "state": t.state, "reason": t.reason or None,
+         "created_at": t.created_at.isoformat(), "resolved_at": t.resolved_at.isoformat() if t.resolved_at else None}
+        for t in Transaction.objects.filter(pk__in=ids).order_by("created_at")
+    ]
+    edges = [{"upstream": u, "downstream": d, "resource": r} for u, d, r in links]
+    return {"broker": broker, "nodes": nodes, "edges": edges}

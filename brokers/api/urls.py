@@ -22,6 +22,7 @@ urlpatterns = [
     path("brokers/<name:broker>/queues/<name:queue>/get/", views.GetView.as_view(), name="queue-get"),
     path("brokers/<name:broker>/queues/<name:queue>/", views.QueueDetailView.as_view(), name="queue-detail"),
     path("brokers/<name:broker>/queues/", views.QueueListView.as_view(), name="queue-list"),
+    path("brokers/<name:broker>/transactions/graph/", views.TransactionGraphView.as_view(), name="transaction-graph"),
     path("brokers/<name:broker>/transactions/", views.TransactionBeginView.as_view(), name="transaction-begin"),
     path("brokers/<name:broker>/connections/", views.ConnectionOpenView.as_view(), name="connection-open"),
     path("brokers/<name:broker>/", views.BrokerDetailView.as_view(), name="broker-detail"),

@@ -9,7 +9,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from transactions.manager import transaction_begin, transaction_check, transaction_commit, transaction_rollback
-from transactions.selectors import transaction_get, transaction_neighbours
+from transactions.selectors import transaction_get, transaction_graph, transaction_neighbours
 
 from ..exceptions import InvalidInput
 from ..selectors import broker_get, broker_list, connection_get, queue_depths, queue_get, queue_list
@@ -215,6 +215,13 @@ class TransactionBeginView(APIView):
         timeout_ms = _number(data, "timeout_ms", owner.transaction_timeout_ms, low=1, high=86_400_000, whole=True)
         txn = transaction_begin(broker=owner.name, timeout_ms=timeout_ms)
         return Response(_transaction_body(txn.id), status=201)
+
+
+class TransactionGraphView(APIView):
+    """The broker's live transaction graph: open and recent transactions and their links."""
+
+    def get(self, request: Request, broker: str) -> Response:
+        return Response(transaction_graph(broker=broker_get(name=broker).name))
 
 
 class TransactionDetailView(APIView):

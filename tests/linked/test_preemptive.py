@@ -233,3 +233,20 @@ def test_commit_wait_returns_committed_when_upstream_commits_meanwhile(transacti
     t.join(30)
     assert not t.is_alive(), "the held commit's wait did not end"
     assert result["state"] == "committed"
+
+
+def test_transaction_graph_shows_nodes_edges_and_states(queue):
+    from transactions.selectors import transaction_graph
+
+    producer = put_uncommitted("m1", "m2")
+    c1, c2 = begin(), begin()
+    pget(c1)
+    pget(c2)
+    transaction_commit(transaction_id=c1)
+    graph = transaction_graph(broker="QM1")
+    states = {n["id"]: n["state"] for n in graph["nodes"]}
+    assert states == {producer: "active", c1: "commit_held", c2: "active"}
+    assert sorted((e["upstream"], e["downstream"]) for e in graph["edges"]) == sorted([(producer, c1), (producer, c2)])
+    transaction_rollback(transaction_id=producer)
+    states = {n["id"]: n["state"] for n in transaction_graph(broker="QM1")["nodes"]}
+    assert set(states.values()) == {"rolled_back"}
