@@ -12,7 +12,7 @@ from django.db import models
 from django.db.models import Q
 
 NAME_PATTERN = r"^[A-Za-z0-9._/%]{1,48}$"
-name_validator = RegexValidator(NAME_PATTERN, "Use 1 to 48 characters of A-Z a-z 0-9 . _ / %.")
+name_validator = RegexValidator(NAME_PATTERN, "Use 1 to 48 characters of A-Z a-z 0-9 . _ / %%.")  # %% : Django formats it
 
 DEFAULT_DEAD_LETTER_QUEUE = "SYSTEM.DEAD.LETTER.QUEUE"
 
@@ -167,8 +167,10 @@ class Message(models.Model):
         "transactions.Transaction", null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
         help_text="Set while it is gotten under a unit of work not yet committed.",
     )
-    put_connection = models.CharField(max_length=48, blank=True)
-    get_connection = models.CharField(max_length=48, blank=True)
+    lock_token = models.CharField(max_length=32, null=True, blank=True, unique=True,
+                                  help_text="Set while the message is peek-locked.")
+    locked_until = models.DateTimeField(null=True, blank=True)
+    feedback = models.CharField(max_length=16, blank=True, help_text="On a report: coa, cod, expiry or exception.")
 
     class Meta:
         indexes = [
@@ -178,6 +180,11 @@ class Message(models.Model):
             models.Index("queue", models.F("priority").desc(), "id", "put_transaction", name="msg_get_priority",
                          condition=_NOT_GOTTEN),
             models.Index("queue", "id", "put_transaction", name="msg_get_fifo", condition=_NOT_GOTTEN),
+            # commit-ordered queues: gets in priority order, and ordered gets and browses
+            models.Index("queue", models.F("priority").desc(), "commit_seq", name="msg_commit_priority",
+                         condition=Q(get_transaction__isnull=True, commit_seq__isnull=False)),
+            models.Index("queue", "commit_seq", name="msg_commit_order", condition=Q(commit_seq__isnull=False)),
+            models.Index("locked_until", name="msg_lock_expiry", condition=Q(lock_token__isnull=False)),
             models.Index("queue", "correl_id", name="msg_correl", condition=Q(correl_id__isnull=False)),
             models.Index("queue", "group_id", name="msg_group", condition=Q(group_id__isnull=False)),
             models.Index("expires_at", name="msg_expiry", condition=Q(expires_at__isnull=False)),
@@ -199,6 +206,12 @@ class Connection(models.Model):
     current_transaction = models.ForeignKey(
         "transactions.Transaction", null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
     )
+    # what the client name's session will remember once ``pending_transaction`` commits
+    pending_transaction = models.ForeignKey(
+        "transactions.Transaction", null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+    )
+    pending_put_msg_id = models.CharField(max_length=48, blank=True)
+    pending_got_msg_id = models.CharField(max_length=48, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     closed_at = models.DateTimeField(null=True, blank=True)
 

@@ -38,12 +38,14 @@ def queue_depths(*, queue_ids: list[int]) -> dict[int, dict[str, int]]:
             depth=Count("id", filter=Q(put_transaction__isnull=True)),
             uncommitted_puts=Count("id", filter=Q(put_transaction__isnull=False)),
             in_flight=Count("id", filter=Q(get_transaction__isnull=False)),
+            locked=Count("id", filter=Q(lock_token__isnull=False, get_transaction__isnull=True)),
         )
     )
     depths = {qid: {"depth": 0, "uncommitted_puts": 0, "in_flight": 0, "locked": 0} for qid in queue_ids}
     for row in rows:
         depths[row["queue_id"]].update(
             depth=row["depth"], uncommitted_puts=row["uncommitted_puts"], in_flight=row["in_flight"],
+            locked=row["locked"],
         )
     return depths
 

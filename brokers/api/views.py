@@ -25,7 +25,9 @@ from .render import broker_render, connection_render, queue_render, transaction_
 
 def _body(request: Request) -> dict[str, Any]:
     data = request.data
-    if data is None or data == {}:
+    if not request.body if hasattr(request, "body") else False:
+        return {}
+    if hasattr(data, "dict") and not data:  # no body at all: an empty QueryDict
         return {}
     if not isinstance(data, dict):
         raise InvalidInput("The request body must be a JSON object.", errors={"body": ["Must be an object."]})
@@ -73,6 +75,14 @@ def _page(request: Request, rows: list[dict]) -> dict[str, Any]:
     return {"count": len(rows), "results": rows[offset:offset + limit]}
 
 
+def _changes(request: Request) -> dict[str, Any]:
+    """An alteration's fields. Names are how brokers and queues are addressed: no renames."""
+    data = dict(_body(request))
+    if "name" in data:
+        raise InvalidInput("Names cannot be changed; define a new object instead.", errors={"name": ["Cannot be altered."]})
+    return data
+
+
 def _purge(request: Request) -> bool:
     return _bool(request.query_params, "purge")
 
@@ -96,7 +106,7 @@ class BrokerDetailView(APIView):
         return Response(broker_render(broker_get(name=broker)))
 
     def patch(self, request: Request, broker: str) -> Response:
-        return Response(broker_render(broker_alter(name=broker, **_body(request))))
+        return Response(broker_render(broker_alter(name=broker, **_changes(request))))
 
     def delete(self, request: Request, broker: str) -> Response:
         broker_delete(name=broker, purge=_purge(request))
@@ -124,7 +134,7 @@ class QueueDetailView(APIView):
         return Response(queue_render(q, queue_depths(queue_ids=[q.pk])[q.pk]))
 
     def patch(self, request: Request, broker: str, queue: str) -> Response:
-        q = queue_alter(broker=broker, name=queue, **_body(request))
+        q = queue_alter(broker=broker, name=queue, **_changes(request))
         return Response(queue_render(q, queue_depths(queue_ids=[q.pk])[q.pk]))
 
     def delete(self, request: Request, broker: str, queue: str) -> Response:

@@ -7,22 +7,27 @@ import time
 
 from django.core.management import call_command
 
+from transactions.manager import transaction_begin, transaction_commit
+from transactions.models import JournalEvent, Transaction
+
 from ..models import Persistence
+from ..selectors import broker_get
+from ..services.access import api_token_issue
+from ..services.brokers import broker_define, broker_delete
 from ..services.message_input import MessageInput
 from ..services.messages import message_get, message_put
+from ..services.queues import queue_define
 from .report import (
-    BATCHES, REST_CLIENTS, WARMUP_QUEUE, BenchmarkError, Result, body_text, messages_rounded, queue_name,
+    BATCHES, REST_CLIENTS, WARMUP_QUEUE, BenchmarkError, Result, body_text, queue_name, scenario_messages,
 )
 
 #: Benchmark queues hold everything one scenario puts before its gets drain them.
 MAX_DEPTH = 999_999_999
+
+
 def scratch_setup(*, broker: str, username: str) -> dict:
     """Migrate the scratch database, define the benchmark broker and its queues, and issue
     the API token the HTTP clients use."""
-    from ..services.access import api_token_issue
-    from ..services.brokers import broker_define
-    from ..services.queues import queue_define
-
     call_command("migrate", interactive=False, verbosity=0)
     broker_define(name=broker, description="python manage.py benchmark")
     names = [WARMUP_QUEUE] + [queue_name("in", 1, b) for b in BATCHES]
@@ -35,27 +40,18 @@ def scratch_setup(*, broker: str, username: str) -> dict:
 def scratch_cleanup(*, broker: str) -> None:
     """Remove what a run left on a database that is not a throw-away file: the broker (with
     its queues and any messages), its units of work and their journal."""
-    from transactions.models import JournalEvent, Link, Transaction
-
-    from ..services.brokers import broker_delete
-
     broker_delete(name=broker, purge=True)
-    Link.objects.filter(downstream__broker=broker).delete()
-    Transaction.objects.filter(broker=broker).delete()
+    Transaction.objects.filter(broker=broker).delete()  # their links go with them
     JournalEvent.objects.filter(broker=broker).delete()
 
 
 def _unit_put(*, broker: str, queue: str, inputs: list[MessageInput], timeout_ms: int) -> None:
-    from transactions.manager import transaction_begin, transaction_commit
-
     txn = transaction_begin(broker=broker, timeout_ms=timeout_ms)
     message_put(broker=broker, queue=queue, messages=inputs, transaction_id=txn.id)
     transaction_commit(transaction_id=txn.id)
 
 
 def _unit_get(*, broker: str, queue: str, batch: int, timeout_ms: int) -> int:
-    from transactions.manager import transaction_begin, transaction_commit
-
     txn = transaction_begin(broker=broker, timeout_ms=timeout_ms)
     got = message_get(broker=broker, queue=queue, transaction_id=txn.id, batch=batch)
     transaction_commit(transaction_id=txn.id)
@@ -63,10 +59,9 @@ def _unit_get(*, broker: str, queue: str, batch: int, timeout_ms: int) -> int:
 
 
 def run_inprocess(*, broker: str, messages: int, progress: bool = False) -> list[Result]:
-    """Put+commit then get+commit ``messages`` messages per batch size, one unit of work
-    after another, calling the services directly (as a worker or channel agent would)."""
-    from ..selectors import broker_get
-
+    """Per batch size: put+commit, then get+commit, the scenario's messages (see
+    :func:`.report.scenario_messages`), one unit of work after another, calling the
+    services directly (as a worker or a channel agent would)."""
     timeout_ms = broker_get(name=broker).transaction_timeout_ms
     body = body_text().encode("ascii")
 
@@ -81,7 +76,7 @@ def run_inprocess(*, broker: str, messages: int, progress: bool = False) -> list
     results = []
     for batch in BATCHES:
         queue = queue_name("in", 1, batch)
-        total = messages_rounded(messages, batch=batch)
+        total = scenario_messages(messages, batch=batch)
         units = total // batch
         batch_inputs = inputs(batch)
         if progress:

@@ -55,10 +55,18 @@ class Result:
         return asdict(self)
 
 
-def messages_rounded(messages: int, *, batch: int, clients: int = 1) -> int:
-    """``messages`` rounded up so that every client does the same number of whole units of work."""
+#: The batch scenarios move this many times ``--messages`` (they are much faster; fewer
+#: messages would measure a handful of units of work).
+BATCH_MESSAGES_FACTOR = 10
+
+
+def scenario_messages(messages: int, *, batch: int, clients: int = 1) -> int:
+    """How many messages a scenario moves: ``messages`` for one message per unit of work,
+    ``BATCH_MESSAGES_FACTOR`` times that for batches, rounded up so that every client does
+    the same number of whole units of work."""
+    wanted = messages if batch == 1 else messages * BATCH_MESSAGES_FACTOR
     step = batch * clients
-    return max(step, -(-messages // step) * step)
+    return max(step, -(-wanted // step) * step)
 
 
 def table(results: list[Result]) -> str:

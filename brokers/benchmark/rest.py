@@ -9,7 +9,7 @@ from typing import Callable
 
 import httpx
 
-from .report import BATCHES, REST_CLIENTS, WARMUP_QUEUE, BenchmarkError, Result, body_text, messages_rounded, queue_name
+from .report import BATCHES, REST_CLIENTS, WARMUP_QUEUE, BenchmarkError, Result, body_text, scenario_messages, queue_name
 
 REQUEST_TIMEOUT_S = 120.0
 
@@ -148,7 +148,7 @@ def run_rest(*, base_url: str, token: str, broker: str, messages: int, progress:
     for clients in REST_CLIENTS:
         for batch in BATCHES:
             queue = queue_name("rest", clients, batch)
-            total = messages_rounded(messages, batch=batch, clients=clients)
+            total = scenario_messages(messages, batch=batch, clients=clients)
             units_each = total // batch // clients
 
             def put_unit(api: Api, queue: str = queue, batch: int = batch) -> int:

@@ -9,6 +9,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.utils import timezone
+
 from ..exceptions import InvalidInput
 from ..models import NAME_PATTERN, Message, MessageType
 
@@ -152,7 +154,7 @@ def message_render(m: Message, *, broker: str, queue: str) -> dict[str, Any]:
         "priority": m.priority,
         "persistence": "persistent" if m.persistent else "non_persistent",
         "expires_at": m.expires_at.isoformat() if m.expires_at else None,
-        "expiry_ms": None,
+        "expiry_ms": max(0, int((m.expires_at - timezone.now()).total_seconds() * 1000)) if m.expires_at else None,
         "format": m.format or None,
         "reply_to_queue": m.reply_to_queue or None,
         "reply_to_broker": m.reply_to_broker or None,

@@ -108,6 +108,21 @@ def client_sessions_note(*, broker_id: int, put: dict[str, str] | None = None, g
         ClientSession.objects.update_or_create(broker_id=broker_id, client_name=client_name, defaults=changes)
 
 
+def connection_pending_note(*, connection: Connection, transaction, put: str | None = None, got: str | None = None) -> None:
+    """Note the connection's last put / got msg_id under a unit of work; its client session
+    remembers them when that unit of work commits."""
+    changes: dict = {"pending_transaction": transaction}
+    if put:
+        changes["pending_put_msg_id"] = put
+    if got:
+        changes["pending_got_msg_id"] = got
+    if connection.pending_transaction_id not in (None, transaction.id):
+        changes.setdefault("pending_put_msg_id", "")
+        changes.setdefault("pending_got_msg_id", "")
+    Connection.objects.filter(pk=connection.pk).update(**changes)
+    connection.pending_transaction_id = transaction.id
+
+
 class MessageStore:
     """The resource manager for messages, registered with the transaction manager."""
 
@@ -115,18 +130,11 @@ class MessageStore:
         """Gets under these transactions remove their messages; puts become available with
         commit sequences in put order. A message both put and gotten inside the group is
         removed without ever becoming available."""
-        got = list(
-            Message.objects.filter(get_transaction_id__in=transaction_ids)
-            .values_list("id", "queue_id", "msg_id", "get_connection", "queue__broker_id")
-        )
+        got = list(Message.objects.filter(get_transaction_id__in=transaction_ids).values_list("id", "queue_id"))
         got_ids = [row[0] for row in got]
         puts = (
             Message.objects.filter(put_transaction_id__in=transaction_ids).exclude(pk__in=got_ids)
             .values("queue_id").annotate(first=Min("id"), last=Max("id"), n=Count("id"))
-        )
-        put_by_connection = list(
-            Message.objects.filter(put_transaction_id__in=transaction_ids).exclude(pk__in=got_ids)
-            .exclude(put_connection="").order_by("id").values_list("put_connection", "msg_id", "queue__broker_id")
         )
         woken = []
         for row in sorted(puts, key=lambda r: r["queue_id"]):
@@ -141,20 +149,25 @@ class MessageStore:
         if got_ids:
             Message.objects.filter(pk__in=got_ids).delete()
             queue_release(counts=Counter(row[1] for row in got))
-        sessions: dict[int, tuple[dict[str, str], dict[str, str]]] = {}
-        for conn_id, msg_id, broker_id in put_by_connection:
-            sessions.setdefault(broker_id, ({}, {}))[0][conn_id] = msg_id
-        for _, _, msg_id, conn_id, broker_id in got:
-            if conn_id:
-                sessions.setdefault(broker_id, ({}, {}))[1][conn_id] = msg_id
-        for broker_id, (put_map, got_map) in sessions.items():
-            client_sessions_note(broker_id=broker_id, put=put_map, got=got_map)
+        for conn in Connection.objects.filter(pending_transaction_id__in=transaction_ids):
+            client_sessions_note(
+                broker_id=conn.broker_id,
+                put={conn.conn_id: conn.pending_put_msg_id} if conn.pending_put_msg_id else None,
+                got={conn.conn_id: conn.pending_got_msg_id} if conn.pending_got_msg_id else None,
+            )
+        Connection.objects.filter(pending_transaction_id__in=transaction_ids).update(
+            pending_transaction=None, pending_put_msg_id="", pending_got_msg_id="",
+        )
+        woken.extend(queue_wakeup_key(q) for q in {row[1] for row in got})
         wakeup_notify_on_commit(woken)
 
     def resources_rollback(self, *, transaction_id: str, reason: str) -> None:
         """Puts vanish; gets return with backout count + 1, and a message whose backout
         count reaches its queue's backout threshold moves to the backout queue (or the
         dead-letter queue) with the reason recorded."""
+        Connection.objects.filter(pending_transaction_id=transaction_id).update(
+            pending_transaction=None, pending_put_msg_id="", pending_got_msg_id="",
+        )
         removed = Counter(
             Message.objects.filter(put_transaction_id=transaction_id).values_list("queue_id", flat=True)
         )
@@ -167,13 +180,12 @@ class MessageStore:
         if not restored:
             return
         Message.objects.filter(get_transaction_id=transaction_id).update(
-            get_transaction=None, get_connection="", backout_count=F("backout_count") + 1,
+            get_transaction=None, backout_count=F("backout_count") + 1,
         )
         now = timezone.now()
         events = []
         for message in restored:
             message.get_transaction = None
-            message.get_connection = ""
             message.backout_count += 1
             queue = message.queue
             events.append(journal_event(

@@ -1,7 +1,7 @@
 """Django core: apps, middleware, security, static files."""
 import secrets
 
-from .env import BASE_DIR, VAR_DIR, env_bool, env_list, env_str
+from .env import BASE_DIR, VAR_DIR, env_bool, env_list, env_str  # noqa: F401  (BASE_DIR is a setting)
 
 
 def _secret_key() -> str:

@@ -19,7 +19,7 @@ from pathlib import Path
 import django
 from django.core.management.base import BaseCommand, CommandError
 
-from brokers.benchmark.report import BenchmarkError, Result, table
+from brokers.benchmark.report import BATCH_MESSAGES_FACTOR, BenchmarkError, Result, table
 from brokers.benchmark.scratch import SCRATCH_FLAG, Scratch, base_dir, sigterm_as_interrupt, url_masked
 
 #: About a minute and a half for the whole run on a 2-core machine with SQLite.
@@ -50,8 +50,9 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument(
             "--messages", type=int, default=DEFAULT_MESSAGES, metavar="N",
-            help=f"Messages each scenario puts and then gets (default {DEFAULT_MESSAGES}); rounded up so that "
-                 "every client does the same number of whole units of work.",
+            help=f"Messages each one-message-per-unit-of-work scenario puts and then gets (default "
+                 f"{DEFAULT_MESSAGES}); the batch-of-100 scenarios move {BATCH_MESSAGES_FACTOR} times as many. "
+                 "Rounded up so that every client does the same number of whole units of work.",
         )
         parser.add_argument(
             "--database-url", metavar="URL",
@@ -104,7 +105,7 @@ class Command(BaseCommand):
         broker = f"BENCH.{secrets.token_hex(4).upper()}"
 
         results: list[Result] = []
-        facts = {"server": "(not started)"}
+        facts = {"server": "(not started)", "load": self._load()}
         started = time.monotonic()
         failure: str | None = None
         with sigterm_as_interrupt():
@@ -159,6 +160,15 @@ class Command(BaseCommand):
         return url_masked(scratch.database_url)
 
     @staticmethod
+    def _load() -> str:
+        """The 1-minute load average: figures measured on a busy machine are low."""
+        try:
+            one = os.getloadavg()[0]
+        except OSError:
+            return "unknown"
+        return f"{one:.2f}"
+
+    @staticmethod
     def _report(results: list[Result], *, command: list[str], facts: dict, elapsed: float) -> str:
         lines = [
             "Baton benchmark: 1 KiB persistent messages; a unit of work is begin + put (or get) + commit",
@@ -167,9 +177,11 @@ class Command(BaseCommand):
             f"server:    {facts['server']}",
             f"machine:   {platform.system()} {platform.machine()}, {os.cpu_count()} CPUs, "
             f"Python {platform.python_version()}, Django {django.get_version()}",
+            f"load avg:  {facts['load']} at the start, {Command._load()} at the end (1 min; other work on "
+            "the machine lowers every figure)",
             f"elapsed:   {elapsed:.1f} s",
             "",
-            table(results),
+            table(results) if results else "(no scenario completed)",
             "",
             "batch: messages per unit of work; REST: 3 requests per unit of work (begin, put or get, commit), "
             "clients are threads each with its own keep-alive connection.",
