@@ -15,7 +15,11 @@ python_pick() {
 }
 
 venv_ready() {  # $1: extras, e.g. "" or "[test]"
-  local extras="${1:-}" stamp="$ROOT/.venv/.installed${extras}"
+  local extras="${1:-}"
+  local stamp="$ROOT/.venv/.installed${extras}"
+  if [ -z "$extras" ] && [ -f "$ROOT/.venv/.installed[test]" ] && [ ! "$ROOT/pyproject.toml" -nt "$ROOT/.venv/.installed[test]" ]; then
+    stamp="$ROOT/.venv/.installed[test]"  # the test install includes everything the platform needs
+  fi
   if [ ! -x "$PY" ]; then
     echo "==> creating .venv"
     "$(python_pick)" -m venv "$ROOT/.venv"

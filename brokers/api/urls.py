@@ -31,5 +31,9 @@ urlpatterns = [
     path("transactions/<str:transaction_id>/rollback/", views.TransactionRollbackView.as_view(), name="transaction-rollback"),
     path("transactions/<str:transaction_id>/check/", views.TransactionCheckView.as_view(), name="transaction-check"),
     path("transactions/<str:transaction_id>/", views.TransactionDetailView.as_view(), name="transaction-detail"),
+    path("locks/<str:token>/complete/", views.LockCompleteView.as_view(), name="lock-complete"),
+    path("locks/<str:token>/abandon/", views.LockAbandonView.as_view(), name="lock-abandon"),
+    path("locks/<str:token>/renew/", views.LockRenewView.as_view(), name="lock-renew"),
+    path("locks/<str:token>/dead-letter/", views.LockDeadLetterView.as_view(), name="lock-dead-letter"),
     path("connections/<str:conn_id>/", views.ConnectionDetailView.as_view(), name="connection-detail"),
 ]

@@ -16,6 +16,7 @@ from ..selectors import broker_get, broker_list, connection_get, queue_depths, q
 from ..services.brokers import broker_alter, broker_define, broker_delete
 from ..services.connections import connection_close, connection_open, connection_view
 from ..services.message_input import message_input_parse, message_render
+from ..services.locks import lock_abandon, lock_complete, lock_dead_letter, lock_renew
 from ..services.messages import message_browse, message_get, message_put
 from ..services.queues import queue_alter, queue_define, queue_delete
 from .render import broker_render, connection_render, queue_render, transaction_render
@@ -149,10 +150,8 @@ class MessagesView(APIView):
 
     def get(self, request: Request, broker: str, queue: str) -> Response:
         params = request.query_params
-        if _bool(params, "ordered"):
-            raise InvalidInput("Ordered browsing is not available yet.", errors={"ordered": ["Not supported."]})
         result = message_browse(
-            broker=broker, queue=queue, cursor=params.get("cursor") or None,
+            broker=broker, queue=queue, cursor=params.get("cursor") or None, ordered=_bool(params, "ordered"),
             limit=_number(params, "limit", 50, low=1, high=settings.BATON_MAX_BATCH, whole=True),
         )
         b, q = result.queue.broker.name, result.queue.name
@@ -192,8 +191,6 @@ class GetView(APIView):
         unknown = sorted(set(data) - GET_OPTIONS)
         if unknown:
             raise InvalidInput("The request is not valid.", errors={name: ["Unknown field."] for name in unknown})
-        if _bool(data, "ordered"):
-            raise InvalidInput("ordered gets are not available yet.", errors={"ordered": ["Not supported."]})
         result = message_get(
             broker=broker, queue=queue, transaction_id=_text(data, "transaction"), syncpoint=_text(data, "syncpoint"),
             connection_id=_text(data, "connection"),
@@ -201,7 +198,7 @@ class GetView(APIView):
             batch=_number(data, "batch", 1, low=1, high=settings.BATON_MAX_BATCH, whole=True),
             msg_id=_text(data, "msg_id"), correl_id=_text(data, "correl_id"), group_id=_text(data, "group_id"),
             mode=_text(data, "mode") or "destructive", commit_first=_bool(data, "commit_first"),
-            preemptive=_bool(data, "preemptive"),
+            preemptive=_bool(data, "preemptive"), ordered=_bool(data, "ordered"),
         )
         b, q = result.queue.broker.name, result.queue.name
         body: dict[str, Any] = {"messages": [message_render(m, broker=b, queue=q) for m in result.messages],
@@ -209,6 +206,31 @@ class GetView(APIView):
         if not result.messages:
             body["reason"] = result.reason
         return Response(body)
+
+
+# --- peek-locks --------------------------------------------------------------------------
+
+class LockCompleteView(APIView):
+    def post(self, request: Request, token: str) -> Response:
+        outcome = lock_complete(token=token, transaction_id=_text(_body(request), "transaction"))
+        return Response({"lock_token": token, "outcome": outcome})
+
+
+class LockAbandonView(APIView):
+    def post(self, request: Request, token: str) -> Response:
+        return Response({"lock_token": token, "outcome": lock_abandon(token=token)})
+
+
+class LockRenewView(APIView):
+    def post(self, request: Request, token: str) -> Response:
+        message = lock_renew(token=token)
+        return Response({"lock_token": token, "locked_until": message.locked_until.isoformat()})
+
+
+class LockDeadLetterView(APIView):
+    def post(self, request: Request, token: str) -> Response:
+        message = lock_dead_letter(token=token, reason=_body(request).get("reason"))
+        return Response({"lock_token": token, "outcome": "dead_lettered", "queue": message.queue.name})
 
 
 # --- transactions -------------------------------------------------------------------------

@@ -11,6 +11,7 @@ from transactions.manager import transaction_rollback, transactions_time_out
 from transactions.models import OPEN_STATES, JournalKind, Transaction
 
 from ..models import Message
+from .locks import locks_expire
 from .store import queue_release
 
 
@@ -21,7 +22,8 @@ def messages_expire(*, limit: int = 1000) -> int:
     now = timezone.now()
     with db.atomic():
         rows = list(
-            Message.objects.filter(expires_at__lte=now, put_transaction__isnull=True, get_transaction__isnull=True)
+            Message.objects.filter(expires_at__lte=now, put_transaction__isnull=True, get_transaction__isnull=True,
+                                   lock_token__isnull=True)
             .order_by("expires_at").values_list("id", "queue_id", "msg_id", "queue__name", "queue__broker__name")[:limit]
         )
         if not rows:
@@ -37,10 +39,11 @@ def messages_expire(*, limit: int = 1000) -> int:
 def housekeeping_run() -> dict[str, int]:
     """One pass: time out overdue units of work, then remove expired messages."""
     timed_out = transactions_time_out()
+    unlocked = locks_expire()
     expired = 0
     while (n := messages_expire()) > 0:
         expired += n
-    return {"timed_out": len(timed_out), "expired": expired}
+    return {"timed_out": len(timed_out), "unlocked": unlocked, "expired": expired}
 
 
 def brokers_recover() -> dict[str, int]:

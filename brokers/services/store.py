@@ -174,6 +174,11 @@ class MessageStore:
         if removed:
             Message.objects.filter(put_transaction_id=transaction_id).delete()
             queue_release(counts=removed)
+        # A peek-locked message completed under this unit of work keeps its lock.
+        relocked = Message.objects.filter(get_transaction_id=transaction_id, lock_token__isnull=False)
+        relocked_queues = set(relocked.values_list("queue_id", flat=True))
+        if relocked_queues:
+            relocked.update(get_transaction=None)
         restored = list(
             Message.objects.filter(get_transaction_id=transaction_id).select_related("queue__broker").order_by("id")
         )

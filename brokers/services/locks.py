@@ -1,0 +1,151 @@
+"""Peek-lock: what happens to a peek-locked message after it was handed out.
+
+A peek-locked message carries ``lock_token`` and ``locked_until``; gets pass it over until
+its lock ends. Its holder then completes it (removed; under a unit of work: removed when
+that commits, and if that rolls back the lock stays), abandons it (unlocked at once),
+renews the lock, or dead-letters it. A lock that expires is released by housekeeping.
+Whenever a message comes back from a lock with a delivery count at its queue's backout
+threshold (> 0; the delivery limit) it moves to the dead-letter queue instead.
+
+Locking: the message row (``FOR UPDATE``), then the queue row for a removal or a move.
+"""
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.db import transaction as db
+from django.utils import timezone
+
+from transactions.journal import journal_event, journal_record
+from transactions.manager import transaction_for_operation, transaction_timeouts_applied
+from transactions.models import JournalKind
+
+from config.errors import BatonError, Conflict
+from ..models import Message
+from .store import dead_letter_target, message_move, queue_release, queues_woken
+
+
+class LockLost(BatonError):
+    """The lock has expired or was never given: the message may already be with someone else."""
+
+    code = "lock_lost"
+    status = 410
+
+
+class LockNotFound(BatonError):
+    """No message is locked with that token."""
+
+    code = "not_found"
+    status = 404
+
+
+def _locked_message(token: str, now) -> Message:
+    message = Message.objects.select_for_update().select_related("queue__broker").filter(lock_token=token).first()
+    if message is None:
+        raise LockNotFound(f"No message is locked with token {token}.", lock_token=token)
+    if message.get_transaction_id is None and message.locked_until <= now:
+        raise LockLost(f"The lock {token} expired at {message.locked_until.isoformat()}.", lock_token=token)
+    return message
+
+
+def _unlocked_or_dead_lettered(message: Message, *, reason_if_over: str) -> str:
+    """Release a lock; past the delivery limit, move the message to the dead-letter queue.
+    Caller holds the message row."""
+    queue = message.queue
+    if queue.backout_threshold and message.delivery_count >= queue.backout_threshold:
+        target = dead_letter_target(queue=queue, prefer_backout=False)
+        if target is not None:
+            message.lock_token = message.locked_until = None
+            message_move(message=message, source=queue, target=target, reason=reason_if_over)
+            return "dead_lettered"
+    Message.objects.filter(pk=message.pk).update(lock_token=None, locked_until=None)
+    queues_woken([queue.pk])
+    return "available"
+
+
+def lock_complete(*, token: str, transaction_id: str | None = None) -> str:
+    """Remove a locked message. Under a unit of work it is removed when that commits; if
+    that rolls back, the message is still locked (and the lock may still expire)."""
+    now = timezone.now()
+    with transaction_timeouts_applied(), db.atomic():
+        txn = None
+        if transaction_id:
+            # the unit of work's row before the message row: the order every get keeps
+            broker = Message.objects.filter(lock_token=token).values_list("queue__broker__name", flat=True).first()
+            txn = transaction_for_operation(transaction_id=transaction_id, broker=broker or "")
+        message = _locked_message(token, now)
+        if message.get_transaction_id is not None:
+            raise Conflict(f"The message locked with {token} is already being completed under a unit of work.",
+                           lock_token=token)
+        queue = message.queue
+        if txn is not None:
+            Message.objects.filter(pk=message.pk).update(get_transaction=txn)
+            outcome = "pending_commit"
+        else:
+            Message.objects.filter(pk=message.pk).delete()
+            queue_release(counts={queue.pk: 1})
+            queues_woken([queue.pk])
+            outcome = "completed"
+        journal_record(events=[journal_event(
+            JournalKind.GET, broker=queue.broker.name, queue=queue.name, msg_id=message.msg_id, at=now,
+            transaction_id=txn.id if txn else None, put_time=message.put_time.isoformat(), completed_lock=True,
+        )])
+    return outcome
+
+
+def lock_abandon(*, token: str) -> str:
+    """Give the message back at once (its delivery count stays raised)."""
+    now = timezone.now()
+    with db.atomic():
+        message = _locked_message(token, now)
+        if message.get_transaction_id is not None:
+            raise Conflict(f"The message locked with {token} is being completed under a unit of work.", lock_token=token)
+        return _unlocked_or_dead_lettered(
+            message, reason_if_over=f"delivery count {message.delivery_count} reached the delivery limit",
+        )
+
+
+def lock_renew(*, token: str) -> Message:
+    """Extend the lock by the queue's lock duration from now."""
+    now = timezone.now()
+    with db.atomic():
+        message = _locked_message(token, now)
+        message.locked_until = now + timedelta(milliseconds=message.queue.lock_duration_ms)
+        Message.objects.filter(pk=message.pk).update(locked_until=message.locked_until)
+    return message
+
+
+def lock_dead_letter(*, token: str, reason: str) -> Message:
+    """Move the locked message to the broker's dead-letter queue with the holder's reason."""
+    if not isinstance(reason, str) or not reason.strip() or len(reason) > 200:
+        from ..exceptions import InvalidInput
+
+        raise InvalidInput("A dead-letter reason of 1 to 200 characters is needed.", errors={"reason": ["Required."]})
+    now = timezone.now()
+    with db.atomic():
+        message = _locked_message(token, now)
+        if message.get_transaction_id is not None:
+            raise Conflict(f"The message locked with {token} is being completed under a unit of work.", lock_token=token)
+        target = dead_letter_target(queue=message.queue, prefer_backout=False)
+        if target is None:
+            raise Conflict("The broker has no usable dead-letter queue.", lock_token=token)
+        message.lock_token = message.locked_until = None
+        return message_move(message=message, source=message.queue, target=target, reason=reason.strip())
+
+
+def locks_expire(*, limit: int = 1000) -> int:
+    """Release locks that have run out (housekeeping); returns how many."""
+    now = timezone.now()
+    released = 0
+    with db.atomic():
+        expired = list(
+            Message.objects.select_for_update().select_related("queue__broker")
+            .filter(lock_token__isnull=False, locked_until__lte=now, get_transaction__isnull=True)
+            .order_by("locked_until")[:limit]
+        )
+        for message in expired:
+            _unlocked_or_dead_lettered(
+                message, reason_if_over=f"lock expired; delivery count {message.delivery_count} reached the delivery limit",
+            )
+            released += 1
+    return released

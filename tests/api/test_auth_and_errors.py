@@ -1,0 +1,105 @@
+"""REST contract: authentication and the shape of every error body (API.md, Conventions)."""
+from __future__ import annotations
+
+import pytest
+from rest_framework.test import APIClient
+
+pytestmark = pytest.mark.django_db
+
+
+def assert_error(response, status: int, code: str) -> dict:
+    """Every error is JSON ``{"code", "message", ...}`` with the given status."""
+    assert response.status_code == status, (response.status_code, response.content[:500])
+    body = response.json()
+    assert body["code"] == code, body
+    assert isinstance(body.get("message"), str) and body["message"], body
+    return body
+
+
+@pytest.mark.parametrize("method,path", [
+    ("get", "/api/brokers/"),
+    ("post", "/api/brokers/"),
+    ("get", "/api/brokers/QM1/"),
+    ("get", "/api/brokers/QM1/queues/Q1/"),
+    ("post", "/api/brokers/QM1/queues/Q1/messages/"),
+    ("post", "/api/brokers/QM1/queues/Q1/get/"),
+    ("post", "/api/brokers/QM1/transactions/"),
+    ("get", "/api/transactions/0123456789abcdef0123456789abcdef/"),
+    ("post", "/api/brokers/QM1/connections/"),
+])
+def test_no_token_is_401_not_authenticated(queue, method, path):
+    client = APIClient()
+    response = client.get(path) if method == "get" else client.post(path, {}, format="json")
+    assert_error(response, 401, "not_authenticated")
+    assert response.headers.get("WWW-Authenticate", "").startswith("Token")
+
+
+def test_bad_token_is_401_not_authenticated(queue):
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION="Token 0000000000000000000000000000000000000000")
+    assert_error(client.get("/api/brokers/"), 401, "not_authenticated")
+    assert_error(client.post("/api/brokers/QM1/queues/Q1/messages/", {"body": "x"}, format="json"),
+                 401, "not_authenticated")
+
+
+def test_malformed_authorization_header_is_401(queue):
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION="Token")
+    assert_error(client.get("/api/brokers/"), 401, "not_authenticated")
+    client.credentials(HTTP_AUTHORIZATION="Token a b")
+    assert_error(client.get("/api/brokers/"), 401, "not_authenticated")
+
+
+def test_unauthenticated_put_stores_nothing(api, queue):
+    APIClient().post("/api/brokers/QM1/queues/Q1/messages/", {"body": "x"}, format="json")
+    assert api.get("/api/brokers/QM1/queues/Q1/").json()["depth"] == 0
+
+
+def test_valid_token_is_accepted(api, broker):
+    response = api.get("/api/brokers/")
+    assert response.status_code == 200
+    assert [b["name"] for b in response.json()["results"]] == ["QM1"]
+
+
+def test_unknown_endpoint_is_json_404(api):
+    body = assert_error(api.get("/api/no-such-thing/"), 404, "not_found")
+    assert body["message"]
+
+
+def test_method_not_allowed_has_code_and_message(api, broker):
+    response = api.put("/api/brokers/", {}, format="json")
+    assert response.status_code == 405
+    body = response.json()
+    assert body["code"] and body["message"]
+
+
+def test_malformed_json_is_400_invalid(api, queue):
+    response = api.post("/api/brokers/QM1/queues/Q1/messages/", data=b'{"body": "x"', content_type="application/json")
+    assert_error(response, 400, "invalid")
+    assert api.get("/api/brokers/QM1/queues/Q1/").json()["depth"] == 0
+
+
+def test_non_json_content_type_is_an_error_with_code(api, queue):
+    response = api.post("/api/brokers/QM1/queues/Q1/messages/", data=b"body=x", content_type="application/x-www-form-urlencoded")
+    assert 400 <= response.status_code < 500
+    body = response.json()
+    assert body["code"] and body["message"]
+
+
+@pytest.mark.parametrize("raw", [b"[]", b'["x"]', b'"text"', b"5", b"null"])
+def test_json_body_that_is_not_an_object_is_400(api, queue, raw):
+    response = api.post("/api/brokers/QM1/queues/Q1/messages/", data=raw, content_type="application/json")
+    assert_error(response, 400, "invalid")
+    assert api.get("/api/brokers/QM1/queues/Q1/").json()["depth"] == 0
+
+
+def test_openapi_schema_is_served(api):
+    response = api.get("/api/schema/", HTTP_ACCEPT="application/json")
+    assert response.status_code == 200
+    doc = response.json()
+    assert str(doc["openapi"]).startswith("3.")
+    assert any(path.startswith("/api/brokers/") for path in doc["paths"])
+
+
+def test_schema_docs_page_is_served(api):
+    assert api.get("/api/schema/docs/").status_code == 200

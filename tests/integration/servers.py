@@ -1,0 +1,238 @@
+"""Real servers for the integration tests: Uvicorn, a Celery worker and Celery beat started
+as subprocesses from the current virtualenv against a fresh temporary var directory and
+SQLite database, the way ``platform/up`` starts them.
+
+Every wait here is a bounded polling loop that fails with a message saying what it waited
+for and what the processes wrote to stderr; nothing sleeps to synchronise.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, TypeVar
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[2]
+PYTHON = sys.executable
+T = TypeVar("T")
+
+#: Every platform currently running, so that a failing test can show the servers' logs.
+RUNNING: list["Platform"] = []
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def poll_until(check: Callable[[], T], *, timeout: float, what: str, interval: float = 0.05,
+               diagnostics: Callable[[], str] = lambda: "") -> T:
+    """Call ``check`` until it returns something truthy; fail after ``timeout`` seconds
+    saying ``what`` never happened. ``check`` may raise AssertionError to stop at once."""
+    deadline = time.monotonic() + timeout
+    last_error: BaseException | None = None
+    while True:
+        try:
+            result = check()
+        except (httpx.HTTPError, OSError) as exc:  # not up yet
+            result, last_error = None, exc
+        if result:
+            return result
+        if time.monotonic() >= deadline:
+            detail = f" (last error: {last_error!r})" if last_error else ""
+            raise AssertionError(f"Timed out after {timeout:g}s waiting for {what}{detail}\n{diagnostics()}")
+        time.sleep(interval)  # polling interval of a bounded loop, not synchronisation
+
+
+def tail(path: Path, limit: int = 6000) -> str:
+    try:
+        text = path.read_text(errors="replace")
+    except FileNotFoundError:
+        return "(no output)"
+    return text if len(text) <= limit else "…" + text[-limit:]
+
+
+def process_exited(pid: int) -> bool:
+    """True when ``pid`` no longer runs (gone, or a zombie nobody has reaped yet)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            state = f.read().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return True
+    return state in ("Z", "X")
+
+
+def session_processes(sid: int) -> list[int]:
+    """Pids of the live processes in session ``sid`` (Linux /proc)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except (FileNotFoundError, ProcessLookupError, PermissionError):
+            continue
+        # after the command name: state, ppid, pgrp, session, ...
+        if int(fields[3]) == sid and fields[0] not in ("Z", "X"):
+            pids.append(int(entry.name))
+    return pids
+
+
+@dataclass
+class Server:
+    name: str
+    proc: subprocess.Popen
+    stdout: Path
+    stderr: Path
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def logs(self) -> str:
+        return (f"--- {self.name} (pid {self.proc.pid}, exit {self.proc.poll()}) stderr ---\n{tail(self.stderr)}\n"
+                f"--- {self.name} stdout ---\n{tail(self.stdout, 2000)}\n")
+
+    def stop(self, timeout: float = 15) -> None:
+        """SIGTERM the server's process group, then SIGKILL what is left after ``timeout``."""
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(5)
+        # a process group may outlive its leader
+        for pid in session_processes(self.proc.pid):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+def base_env(var_dir: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    for name in ("DJANGO_SETTINGS_MODULE", "BATON_TEST_DATABASE", "BATON_REDIS_URL", "BATON_SECRET_KEY"):
+        env.pop(name, None)
+    env.update({
+        "BATON_VAR_DIR": str(var_dir),
+        "DATABASE_URL": f"sqlite:///{var_dir / 'baton.sqlite3'}",
+        "CELERY_BROKER_URL": "filesystem://",
+        "BATON_HOUSEKEEPING_INTERVAL_S": "0.2",
+        "PYTHONUNBUFFERED": "1",
+        "PATH": f"{Path(PYTHON).parent}{os.pathsep}{env.get('PATH', '')}",
+    })
+    return env
+
+
+def manage(env: dict[str, str], *args: str, timeout: float = 120, extra_env: dict[str, str] | None = None) -> str:
+    """Run ``python manage.py ...``; return its stdout, or fail showing its stderr."""
+    result = subprocess.run(
+        [PYTHON, "manage.py", *args], cwd=ROOT, env={**env, **(extra_env or {})},
+        capture_output=True, text=True, timeout=timeout,
+    )
+    if result.returncode != 0:
+        raise AssertionError(f"manage.py {' '.join(args)} failed ({result.returncode}):\n{result.stderr}\n{result.stdout}")
+    return result.stdout
+
+
+@dataclass
+class Platform:
+    """Uvicorn + Celery worker + Celery beat against ``var_dir``."""
+
+    var_dir: Path
+    port: int = field(default_factory=free_port)
+    servers: list[Server] = field(default_factory=list)
+    token: str = ""
+    username: str = "dash"
+    password: str = "dash-Secret-Pw-123"
+
+    @property
+    def env(self) -> dict[str, str]:
+        return base_env(self.var_dir)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def ws_url(self) -> str:
+        return f"ws://127.0.0.1:{self.port}"
+
+    def client(self, **kwargs) -> httpx.Client:
+        headers = {"Authorization": f"Token {self.token}"}
+        return httpx.Client(base_url=self.url, headers=headers, timeout=kwargs.pop("timeout", 30), **kwargs)
+
+    def logs(self) -> str:
+        return "".join(server.logs() for server in self.servers)
+
+    def _spawn(self, name: str, *args: str) -> Server:
+        out, err = self.var_dir / f"{name}.out", self.var_dir / f"{name}.err"
+        proc = subprocess.Popen(
+            [PYTHON, *args], cwd=ROOT, env=self.env, stdout=out.open("wb"), stderr=err.open("wb"),
+            stdin=subprocess.DEVNULL, start_new_session=True,
+        )
+        server = Server(name, proc, out, err)
+        self.servers.append(server)
+        return server
+
+    def _check_alive(self) -> None:
+        for server in self.servers:
+            if not server.alive():
+                raise AssertionError(f"{server.name} exited early with status {server.proc.returncode}\n{self.logs()}")
+
+    def start(self, *, timeout: float = 60) -> "Platform":
+        RUNNING.append(self)
+        # what platform/up prepares before it starts the servers
+        (self.var_dir / "celery" / "queue").mkdir(parents=True, exist_ok=True)
+        (self.var_dir / "celery" / "processed").mkdir(parents=True, exist_ok=True)
+        env = self.env
+        manage(env, "migrate", "--noinput", "-v0")
+        lines = [line for line in manage(env, "api_token", "tester", "--create-user", "--superuser").splitlines() if line.strip()]
+        assert len(lines) == 1 and len(lines[0].strip()) >= 20, f"api_token printed {lines!r}, not one token line"
+        self.token = lines[0].strip()
+        manage(env, "createsuperuser", "--noinput", "--username", self.username, "--email", "dash@example.com",
+               extra_env={"DJANGO_SUPERUSER_PASSWORD": self.password})
+
+        self._spawn("uvicorn", "-m", "uvicorn", "config.asgi:application", "--host", "127.0.0.1",
+                    "--port", str(self.port), "--lifespan", "off", "--log-level", "warning", "--no-access-log")
+        worker = self._spawn("worker", "-m", "celery", "-A", "config", "worker", "--pool", "threads",
+                             "--concurrency", "2", "--loglevel", "INFO")
+        beat = self._spawn("beat", "-m", "celery", "-A", "config", "beat", "--loglevel", "INFO",
+                           "--schedule", str(self.var_dir / "beat-schedule"))
+
+        def web_ready() -> bool:
+            self._check_alive()
+            with httpx.Client(timeout=2) as client:
+                response = client.get(f"{self.url}/api/brokers/", headers={"Authorization": f"Token {self.token}"})
+            return response.status_code == 200
+
+        def logged(server: Server, text: str) -> Callable[[], bool]:
+            def check() -> bool:
+                self._check_alive()
+                return text in tail(server.stderr, 10**7)
+            return check
+
+        poll_until(web_ready, timeout=timeout, what=f"Uvicorn to answer GET {self.url}/api/brokers/",
+                   diagnostics=self.logs)
+        poll_until(logged(worker, "ready."), timeout=timeout, what="the Celery worker to log 'ready.'",
+                   diagnostics=self.logs)
+        poll_until(logged(beat, "beat: Starting"), timeout=timeout, what="Celery beat to log 'beat: Starting'",
+                   diagnostics=self.logs)
+        return self
+
+    def stop(self) -> None:
+        for server in reversed(self.servers):
+            server.stop()
+        if self in RUNNING:
+            RUNNING.remove(self)

@@ -1,0 +1,97 @@
+"""The dashboard on the real server: the overview page needs a login, and the WebSocket
+/ws/overview/ pushes a fresh overview when queues change."""
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import time
+
+import httpx
+import pytest
+from websockets.asyncio.client import connect
+from websockets.exceptions import ConnectionClosed, InvalidStatus
+
+pytestmark = pytest.mark.integration
+
+
+def session_login(platform) -> httpx.Client:
+    """Sign in through /admin/login/ as the superuser with a password; the client keeps the cookies."""
+    client = httpx.Client(base_url=platform.url, follow_redirects=False, timeout=30)
+    page = client.get("/admin/login/")
+    assert page.status_code == 200, page.text[:500]
+    match = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text)
+    assert match, "no CSRF token on the admin login page"
+    response = client.post("/admin/login/?next=/admin/", data={
+        "username": platform.username, "password": platform.password,
+        "csrfmiddlewaretoken": match.group(1), "next": "/admin/",
+    })
+    assert response.status_code == 302, f"login failed: {response.status_code} {response.text[:500]}"
+    assert client.cookies.get("sessionid"), "no session cookie after signing in"
+    return client
+
+
+def test_overview_page_redirects_anonymous_to_login(platform):
+    response = httpx.get(f"{platform.url}/", follow_redirects=False, timeout=30)
+    assert response.status_code == 302
+    assert response.headers["location"].startswith("/admin/login/")
+    assert "next=/" in response.headers["location"]
+
+
+def test_overview_page_for_signed_in_user(platform, live_broker):
+    client = session_login(platform)
+    try:
+        response = client.get("/")
+    finally:
+        client.close()
+    assert response.status_code == 200
+    assert live_broker in response.text
+    assert "/ws/overview/" in response.text
+
+
+def queue_depth(overview: dict, broker: str, queue: str) -> int | None:
+    for b in overview["data"]["brokers"]:
+        if b["name"] == broker:
+            for q in b["queues"]:
+                if q["name"] == queue:
+                    return q["depth"]
+    return None
+
+
+def test_overview_websocket_pushes_new_depth_after_a_put(platform, http, live_broker):
+    client = session_login(platform)
+    session_id = client.cookies["sessionid"]
+    client.close()
+
+    async def follow() -> tuple[dict, dict]:
+        async with connect(f"{platform.ws_url}/ws/overview/", additional_headers={"Cookie": f"sessionid={session_id}"},
+                           open_timeout=15) as ws:
+            first = json.loads(await asyncio.wait_for(ws.recv(), 15))
+            assert first["type"] == "overview", first
+            assert live_broker in [b["name"] for b in first["data"]["brokers"]]
+            assert queue_depth(first, live_broker, "Q1") == 0
+
+            put = await asyncio.to_thread(
+                http.post, f"/api/brokers/{live_broker}/queues/Q1/messages/", json={"body": "for the dashboard"},
+            )
+            assert put.status_code == 201, put.text
+
+            deadline = time.monotonic() + 15
+            while True:
+                remaining = deadline - time.monotonic()
+                assert remaining > 0, "no overview with the new depth arrived within 15 s"
+                update = json.loads(await asyncio.wait_for(ws.recv(), remaining))
+                if update["type"] == "overview" and queue_depth(update, live_broker, "Q1") == 1:
+                    return first, update
+
+    first, update = asyncio.run(follow())
+    assert update["data"]["journal_position"] > first["data"]["journal_position"]
+
+
+def test_overview_websocket_refuses_anonymous(platform, live_broker):
+    async def attempt() -> None:
+        async with connect(f"{platform.ws_url}/ws/overview/", open_timeout=15) as ws:
+            await asyncio.wait_for(ws.recv(), 15)
+
+    with pytest.raises((InvalidStatus, ConnectionClosed)):
+        asyncio.run(attempt())

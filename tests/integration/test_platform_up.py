@@ -1,0 +1,126 @@
+"""``./platform/up`` itself: it prints the dashboard URL, serves the demo topology over HTTP,
+runs its worker and beat, and SIGTERM to its process group stops everything it started.
+
+It runs against a temporary SQLite database (DATABASE_URL) and var directory
+(BATON_VAR_DIR) on a free port, in its own session, so that every process it starts can
+be found (same session id) and checked after the SIGTERM."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from pathlib import Path
+
+import httpx
+import pytest
+
+from .servers import ROOT, base_env, free_port, manage, poll_until, process_exited, session_processes, tail
+
+pytestmark = pytest.mark.integration
+
+#: platform/up installs the project into .venv when its stamp is missing or older than
+#: pyproject.toml, which takes a while the first time.
+STARTUP_TIMEOUT_S = 240
+
+
+def cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+    except (FileNotFoundError, ProcessLookupError):
+        return ""
+
+
+def exercise_platform_up(root: Path, var_dir: Path) -> None:
+    port = free_port()
+    env = {**base_env(var_dir), "PORT": str(port), "BATON_DEMO": "1"}
+    out, err = var_dir / "up.out", var_dir / "up.err"
+    proc = subprocess.Popen(
+        [str(root / "platform" / "up")], cwd=root, env=env, stdout=out.open("wb"), stderr=err.open("wb"),
+        stdin=subprocess.DEVNULL, start_new_session=True,
+    )
+
+    def output() -> str:
+        logs = "".join(f"--- {path} ---\n{tail(path, 3000)}\n" for path in (
+            root / "var" / "log" / "worker.log", root / "var" / "log" / "beat.log") if path.exists())
+        return (f"--- platform/up (pid {proc.pid}, exit {proc.poll()}) stdout ---\n{tail(out)}\n"
+                f"--- platform/up stderr ---\n{tail(err)}\n{logs}")
+
+    def running() -> None:
+        if proc.poll() is not None:
+            raise AssertionError(f"platform/up exited with status {proc.returncode}\n{output()}")
+
+    try:
+        dashboard = f"http://localhost:{port}/"
+
+        def printed_dashboard() -> bool:
+            text = tail(out, 10**7)
+            if dashboard not in text and proc.poll() is not None:
+                raise AssertionError(f"platform/up exited with status {proc.returncode} before printing "
+                                     f"the dashboard URL\n{output()}")
+            return dashboard in text
+
+        poll_until(printed_dashboard, timeout=STARTUP_TIMEOUT_S, interval=0.1,
+                   what=f"platform/up to print the dashboard URL {dashboard}", diagnostics=output)
+
+        # the database is migrated by now: get a token from it as the README says
+        lines = [line for line in manage(env, "api_token", "admin", "--create-user", "--superuser").splitlines() if line]
+        assert len(lines) == 1, lines
+        headers = {"Authorization": f"Token {lines[0].strip()}"}
+        base = f"http://127.0.0.1:{port}"
+
+        def brokers() -> list[str] | None:
+            running()
+            response = httpx.get(f"{base}/api/brokers/", headers=headers, timeout=5)
+            return [b["name"] for b in response.json()["results"]] if response.status_code == 200 else None
+
+        names = poll_until(brokers, timeout=60, interval=0.1, what=f"GET {base}/api/brokers/ to answer 200",
+                           diagnostics=output)
+        assert {"BRK1", "BRK2"} <= set(names), names
+        queues = httpx.get(f"{base}/api/brokers/BRK1/queues/", headers=headers, timeout=30).json()["results"]
+        assert "ORDERS.IN" in [q["name"] for q in queues]
+        assert httpx.get(f"{base}/", follow_redirects=False, timeout=30).status_code == 302
+
+        started = {pid: cmdline(pid) for pid in session_processes(proc.pid)}
+        commands = list(started.values())
+        assert any("uvicorn" in c and "config.asgi:application" in c for c in commands), (commands, output())
+        assert any("celery" in c and " worker" in c for c in commands), (commands, output())
+        assert any("celery" in c and " beat" in c for c in commands), (commands, output())
+
+        # its worker and beat do the housekeeping: an expiring message is removed
+        queue = f"{base}/api/brokers/BRK2/queues/AUDIT/"
+        put = httpx.post(queue + "messages/", json={"body": "expires", "expiry_ms": 100}, headers=headers, timeout=30)
+        assert put.status_code == 201, put.text
+        def expired() -> bool:
+            running()
+            return httpx.get(queue, headers=headers, timeout=5).json()["depth"] == 0
+
+        poll_until(expired, timeout=20,
+                   interval=0.1, what="platform/up's worker and beat to remove an expired message",
+                   diagnostics=output)
+
+        os.killpg(proc.pid, signal.SIGTERM)
+
+        def all_exited() -> bool:
+            return all(process_exited(pid) for pid in started)
+
+        poll_until(all_exited, timeout=30, interval=0.1,
+                   what="every process platform/up started to exit after SIGTERM to its process group",
+                   diagnostics=lambda: "still running: " + repr(
+                       {pid: c for pid, c in started.items() if not process_exited(pid)}) + "\n" + output())
+        proc.wait(10)
+        assert session_processes(proc.pid) == [], {p: cmdline(p) for p in session_processes(proc.pid)}
+    finally:
+        if proc.poll() is None or session_processes(proc.pid):
+            for pid in session_processes(proc.pid):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                pass
+
+
+def test_platform_up_serves_the_demo_and_stops_on_sigterm(tmp_path):
+    exercise_platform_up(ROOT, tmp_path)
