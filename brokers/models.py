@@ -227,3 +227,28 @@ class ClientSession(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["broker", "client_name"], name="session_unique_client")]
+
+
+class ReactiveAction(models.TextChoices):
+    #: Remove the referenced message.
+    CANCEL = "cancel"
+    #: Replace the referenced message's body (it keeps its place).
+    REPLACE = "replace"
+    #: Give the referenced message the reactive message's priority.
+    REPRIORITISE = "reprioritise"
+
+
+class PendingReaction(models.Model):
+    """A reactive message put under a unit of work: applied when that commits, dropped if it
+    rolls back."""
+
+    transaction = models.ForeignKey("transactions.Transaction", on_delete=models.CASCADE, related_name="+")
+    queue = models.ForeignKey(Queue, on_delete=models.CASCADE, related_name="+")
+    msg_id = models.CharField(max_length=48)
+    target_msg_id = models.CharField(max_length=48)
+    action = models.CharField(max_length=16, choices=ReactiveAction.choices)
+    body = models.BinaryField()
+    priority = models.PositiveSmallIntegerField(null=True, blank=True)
+    report = models.JSONField(default=list, blank=True)
+    reply_to_queue = models.CharField(max_length=48, blank=True)
+    reply_to_broker = models.CharField(max_length=48, blank=True)

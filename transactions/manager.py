@@ -126,6 +126,16 @@ def transaction_timeouts_applied() -> Iterator[None]:
         raise _backed_out(outcome.transaction) from exc
 
 
+def transaction_mark(*, transaction: Transaction, mark: str) -> None:
+    """Note that the unit of work has effects of a kind its resource managers must look
+    for when it resolves (so that they need not look in every commit).
+
+    Caller holds: the transaction's row (from ``transaction_for_operation``)."""
+    if mark not in transaction.marks:
+        transaction.marks = [*transaction.marks, mark]
+        Transaction.objects.filter(pk=transaction.pk).update(marks=transaction.marks)
+
+
 def transaction_links_add(*, downstream: Transaction, upstream_refs: list[tuple[str, str]]) -> None:
     """Record that ``downstream`` pre-emptively consumed resources (``(upstream_id, ref)``
     pairs: a message id and the transaction that put it, still uncommitted).
@@ -261,7 +271,7 @@ def _commit_apply(members: list[Transaction], *, requested_by: str, now) -> None
     """Commit these transactions as one group. Caller holds their rows."""
     ids = [m.id for m in members]
     for manager in resource_managers():
-        manager.resources_commit(transaction_ids=ids)
+        manager.resources_commit(transaction_ids=ids, marks={mark for m in members for mark in m.marks})
     Transaction.objects.filter(pk__in=ids).update(
         state=TransactionState.COMMITTED, resolved_at=now,
     )
@@ -303,7 +313,7 @@ def transaction_commit(*, transaction_id: str, wait: float = 0) -> CommitOutcome
 
 def _rollback_one(txn: Transaction, *, reason: str, cause_id: str | None, now) -> None:
     for manager in resource_managers():
-        manager.resources_rollback(transaction_id=txn.id, reason=reason)
+        manager.resources_rollback(transaction_id=txn.id, reason=reason, marks=set(txn.marks))
     Transaction.objects.filter(pk=txn.id).update(
         state=TransactionState.ROLLED_BACK, reason=reason, cause_id=cause_id, resolved_at=now,
     )

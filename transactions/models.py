@@ -37,6 +37,8 @@ class Transaction(models.Model):
         help_text="The upstream transaction whose rollback cascaded to this one.",
     )
     owner = models.CharField(max_length=48, blank=True, help_text="Connection id that began it, if any.")
+    marks = models.JSONField(default=list, blank=True,
+                             help_text="What kinds of effects resource managers must look for at its resolution.")
     created_at = models.DateTimeField(auto_now_add=True)
     deadline_at = models.DateTimeField(null=True, blank=True, help_text="Rolled back if still open at this time.")
     commit_requested_at = models.DateTimeField(null=True, blank=True)
@@ -103,6 +105,8 @@ class JournalKind(models.TextChoices):
     TRANSFER = "transfer"
     #: A non-persistent message was discarded at a broker restart.
     DISCARD = "discard"
+    #: A reactive message acted (or could not act) on an earlier message.
+    REACT = "react"
 
 
 class JournalEvent(models.Model):

@@ -10,12 +10,14 @@ from typing import Protocol
 
 
 class ResourceManager(Protocol):
-    def resources_commit(self, *, transaction_ids: list[str]) -> None:
+    def resources_commit(self, *, transaction_ids: list[str], marks: set[str]) -> None:
         """Make the effects of these transactions permanent (they commit as one group).
+        ``marks`` is the union of their marks (see ``transaction_mark``): kinds of effect a
+        resource manager only needs to look for when one of them says so.
 
         Caller holds: an open database transaction and the rows of these transactions."""
 
-    def resources_rollback(self, *, transaction_id: str, reason: str) -> None:
+    def resources_rollback(self, *, transaction_id: str, reason: str, marks: set[str]) -> None:
         """Undo the effects of this transaction.
 
         Caller holds: an open database transaction and this transaction's row."""

@@ -12,6 +12,7 @@ from transactions.models import OPEN_STATES, JournalKind, Transaction
 
 from ..models import Message
 from .locks import locks_expire
+from .reports import EXPIRY, reports_send
 from .store import queue_release
 
 
@@ -24,15 +25,17 @@ def messages_expire(*, limit: int = 1000) -> int:
         rows = list(
             Message.objects.filter(expires_at__lte=now, put_transaction__isnull=True, get_transaction__isnull=True,
                                    lock_token__isnull=True)
-            .order_by("expires_at").values_list("id", "queue_id", "msg_id", "queue__name", "queue__broker__name")[:limit]
+            .select_related("queue__broker").defer("body").order_by("expires_at")[:limit]
         )
         if not rows:
             return 0
-        Message.objects.filter(pk__in=[r[0] for r in rows]).delete()
-        queue_release(counts=Counter(r[1] for r in rows))
+        Message.objects.filter(pk__in=[m.pk for m in rows]).delete()
+        queue_release(counts=Counter(m.queue_id for m in rows))
         journal_record(events=[
-            journal_event(JournalKind.EXPIRE, broker=r[4], queue=r[3], msg_id=r[2], at=now) for r in rows
+            journal_event(JournalKind.EXPIRE, broker=m.queue.broker.name, queue=m.queue.name, msg_id=m.msg_id, at=now)
+            for m in rows
         ])
+        reports_send(originals=[m for m in rows if m.report], feedback=EXPIRY)
     return len(rows)
 
 

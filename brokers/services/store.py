@@ -16,11 +16,20 @@ from django.db.models import Count, F, Max, Min
 from django.utils import timezone
 
 from transactions.journal import journal_event, journal_record
+from transactions.manager import transaction_mark
 from transactions.models import JournalKind
 from transactions.wakeups import wakeup_notify_on_commit
 
 from ..exceptions import QueueFull
 from ..models import ClientSession, Connection, Message, Queue, QueueKind
+from .reactions import reactions_commit, reactions_rollback
+from .reports import COA, COD, EXCEPTION, report_send, reports_send
+
+
+#: Transaction marks this resource manager sets (see transactions.manager.transaction_mark).
+MARK_SESSIONS = "sessions"
+MARK_REPORTS = "reports"
+MARK_REACTIONS = "reactions"
 
 
 def queue_wakeup_key(queue_id: int) -> str:
@@ -89,6 +98,8 @@ def message_move(*, message: Message, source: Queue, target: Queue, reason: str)
         target=target.name, reason=reason,
     )])
     wakeup_notify_on_commit([queue_wakeup_key(target.pk)])
+    report_send(original=message, broker_name=source.broker.name, queue_name=source.name, feedback=EXCEPTION,
+                reason=reason)
     return message
 
 
@@ -121,15 +132,23 @@ def connection_pending_note(*, connection: Connection, transaction, put: str | N
         changes.setdefault("pending_got_msg_id", "")
     Connection.objects.filter(pk=connection.pk).update(**changes)
     connection.pending_transaction_id = transaction.id
+    transaction_mark(transaction=transaction, mark=MARK_SESSIONS)
 
 
 class MessageStore:
     """The resource manager for messages, registered with the transaction manager."""
 
-    def resources_commit(self, *, transaction_ids: list[str]) -> None:
+    def resources_commit(self, *, transaction_ids: list[str], marks: set[str]) -> None:
         """Gets under these transactions remove their messages; puts become available with
         commit sequences in put order. A message both put and gotten inside the group is
         removed without ever becoming available."""
+        reported_puts, reported_gets = [], []
+        if MARK_REPORTS in marks:  # read before the commit changes or removes them
+            reported_puts = list(Message.objects.filter(put_transaction_id__in=transaction_ids)
+                                 .exclude(get_transaction_id__in=transaction_ids)
+                                 .exclude(reply_to_queue="").select_related("queue__broker"))
+            reported_gets = list(Message.objects.filter(get_transaction_id__in=transaction_ids)
+                                 .exclude(reply_to_queue="").select_related("queue__broker"))
         got = list(Message.objects.filter(get_transaction_id__in=transaction_ids).values_list("id", "queue_id"))
         got_ids = [row[0] for row in got]
         puts = (
@@ -149,25 +168,33 @@ class MessageStore:
         if got_ids:
             Message.objects.filter(pk__in=got_ids).delete()
             queue_release(counts=Counter(row[1] for row in got))
-        for conn in Connection.objects.filter(pending_transaction_id__in=transaction_ids):
-            client_sessions_note(
-                broker_id=conn.broker_id,
-                put={conn.conn_id: conn.pending_put_msg_id} if conn.pending_put_msg_id else None,
-                got={conn.conn_id: conn.pending_got_msg_id} if conn.pending_got_msg_id else None,
+        if MARK_SESSIONS in marks:
+            for conn in Connection.objects.filter(pending_transaction_id__in=transaction_ids):
+                client_sessions_note(
+                    broker_id=conn.broker_id,
+                    put={conn.conn_id: conn.pending_put_msg_id} if conn.pending_put_msg_id else None,
+                    got={conn.conn_id: conn.pending_got_msg_id} if conn.pending_got_msg_id else None,
+                )
+            Connection.objects.filter(pending_transaction_id__in=transaction_ids).update(
+                pending_transaction=None, pending_put_msg_id="", pending_got_msg_id="",
             )
-        Connection.objects.filter(pending_transaction_id__in=transaction_ids).update(
-            pending_transaction=None, pending_put_msg_id="", pending_got_msg_id="",
-        )
         woken.extend(queue_wakeup_key(q) for q in {row[1] for row in got})
         wakeup_notify_on_commit(woken)
+        reports_send(originals=reported_puts + [m for m in reported_gets if m.put_transaction_id], feedback=COA)
+        reports_send(originals=reported_gets, feedback=COD)
+        if MARK_REACTIONS in marks:
+            reactions_commit(transaction_ids=transaction_ids)
 
-    def resources_rollback(self, *, transaction_id: str, reason: str) -> None:
+    def resources_rollback(self, *, transaction_id: str, reason: str, marks: set[str]) -> None:
         """Puts vanish; gets return with backout count + 1, and a message whose backout
         count reaches its queue's backout threshold moves to the backout queue (or the
         dead-letter queue) with the reason recorded."""
-        Connection.objects.filter(pending_transaction_id=transaction_id).update(
-            pending_transaction=None, pending_put_msg_id="", pending_got_msg_id="",
-        )
+        if MARK_REACTIONS in marks:
+            reactions_rollback(transaction_id=transaction_id)
+        if MARK_SESSIONS in marks:
+            Connection.objects.filter(pending_transaction_id=transaction_id).update(
+                pending_transaction=None, pending_put_msg_id="", pending_got_msg_id="",
+            )
         removed = Counter(
             Message.objects.filter(put_transaction_id=transaction_id).values_list("queue_id", flat=True)
         )

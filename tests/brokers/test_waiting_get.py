@@ -8,7 +8,7 @@ import threading
 import pytest
 from django.db import connection
 
-from brokers.services import messages as messages_module
+from brokers.services.messages import get as messages_module
 from brokers.services.brokers import broker_define
 from brokers.services.messages import message_get, message_put
 from brokers.services.queues import queue_define

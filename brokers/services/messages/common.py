@@ -1,0 +1,114 @@
+"""What put, get and browse share: resolving queues, units of work and connections."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from transactions.manager import transaction_begin, transaction_for_operation
+from transactions.models import Transaction, TransactionState
+
+from ...exceptions import GetInhibited, InvalidInput, OptionsConflict, PutInhibited
+from ...models import Broker, Connection, Message, Queue, QueueKind
+from ...selectors import connection_get, queue_get
+
+SYNCPOINT_CHOICES = {"yes", "no", "if_persistent"}
+
+
+@dataclass
+class PutResult:
+    messages: list[Message]
+    queue: Queue
+    transaction_id: str | None
+
+
+@dataclass
+class GetResult:
+    messages: list[Message]
+    queue: Queue
+    transaction_id: str | None
+    reason: str | None = None
+
+
+@dataclass
+class BrowseResult:
+    messages: list[Message]
+    queue: Queue
+    cursor: str
+
+
+@dataclass
+class _Target:
+    named: Queue  # the queue the caller named (its defaults apply)
+    queue: Queue  # the local queue that receives the messages
+    header: dict | None = field(default=None)
+
+
+def _put_target(*, broker: str, queue: str) -> _Target:
+    named = queue_get(broker=broker, name=queue)
+    if not named.put_enabled:
+        raise PutInhibited(f"Puts are disabled on queue {queue!r}.", broker=broker, queue=queue)
+    if named.kind == QueueKind.ALIAS:
+        target = queue_get(broker=broker, name=named.target_queue)
+        if target.kind != QueueKind.LOCAL:
+            raise InvalidInput(f"Alias {queue!r} must name a local queue.", broker=broker, queue=queue)
+        if not target.put_enabled:
+            raise PutInhibited(f"Puts are disabled on queue {target.name!r}.", broker=broker, queue=target.name)
+        return _Target(named, target)
+    if named.kind == QueueKind.REMOTE:
+        xmitq = queue_get(broker=broker, name=named.transmission_queue)
+        if not xmitq.put_enabled:
+            raise PutInhibited(f"Puts are disabled on transmission queue {xmitq.name!r}.", broker=broker, queue=xmitq.name)
+        return _Target(named, xmitq, {"broker": named.remote_broker, "queue": named.remote_queue})
+    return _Target(named, named)
+
+
+def _get_source(*, broker: str, queue: str) -> Queue:
+    named = queue_get(broker=broker, name=queue)
+    source = named
+    if named.kind == QueueKind.ALIAS:
+        source = queue_get(broker=broker, name=named.target_queue)
+    if source.kind != QueueKind.LOCAL:
+        raise InvalidInput(f"Messages cannot be gotten from {named.kind} queue {queue!r}.", broker=broker, queue=queue)
+    if not named.get_enabled or not source.get_enabled:
+        raise GetInhibited(f"Gets are disabled on queue {queue!r}.", broker=broker, queue=queue)
+    return source
+
+
+def _unit_of_work(*, broker: Broker, transaction_id: str | None, wanted: bool, connection: Connection | None) -> Transaction | None:
+    """The unit of work an operation joins: the one named, else (when a syncpoint is wanted)
+    the connection's current one, begun if it has none, else a new one.
+    Caller holds an open database transaction."""
+    if transaction_id:
+        return transaction_for_operation(transaction_id=transaction_id, broker=broker.name)
+    if not wanted:
+        return None
+    if connection is not None:
+        current = connection.current_transaction_id
+        if current and Transaction.objects.filter(pk=current, state=TransactionState.ACTIVE).exists():
+            return transaction_for_operation(transaction_id=current, broker=broker.name)
+    txn = transaction_begin(
+        broker=broker.name, timeout_ms=broker.transaction_timeout_ms, owner=connection.conn_id if connection else "",
+    )
+    if connection is not None:
+        Connection.objects.filter(pk=connection.pk).update(current_transaction=txn)
+    return txn
+
+
+def _connection(conn_id: str | None, broker: Broker) -> Connection | None:
+    if not conn_id:
+        return None
+    conn = connection_get(conn_id=conn_id)
+    if conn.broker_id != broker.pk:
+        raise InvalidInput(f"Connection {conn_id} is to broker {conn.broker.name!r}, not {broker.name!r}.", connection=conn_id)
+    return conn
+
+
+def _syncpoint_checked(syncpoint: str | None, transaction_id: str | None) -> str:
+    if syncpoint is None:
+        return "yes" if transaction_id else "no"
+    if syncpoint not in SYNCPOINT_CHOICES:
+        raise InvalidInput("syncpoint must be yes, no or if_persistent.", errors={"syncpoint": ["Invalid choice."]})
+    if transaction_id and syncpoint == "no":
+        raise OptionsConflict("A put or get under a transaction cannot also ask for no syncpoint.")
+    return syncpoint
+
+

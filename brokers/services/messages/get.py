@@ -1,0 +1,255 @@
+"""Get: destructive, browse or peek-lock; final or under a unit of work; pre-emptive;
+ordered; waiting.
+
+Locking: the link-graph lock (exclusive, PostgreSQL, only for a pre-emptive get that may
+take an uncommitted put), the unit of work's row (if any), the queue's row (ordered gets),
+then the chosen message rows (``SKIP LOCKED`` for unordered gets, so competing consumers
+take different messages), then the queue's row for a final get. See docs/concurrency.md.
+"""
+from __future__ import annotations
+
+import uuid
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import transaction as db
+from django.db.models import F, Q
+from django.utils import timezone
+
+from transactions.journal import journal_event, journal_record
+from transactions.locks import link_graph_lock, link_graph_locking
+from transactions.manager import (
+    transaction_commit, transaction_for_operation, transaction_links_add, transaction_mark,
+    transaction_timeouts_applied,
+)
+from transactions.models import JournalKind
+from transactions.wakeups import wait_for
+
+from ...exceptions import InvalidInput, OptionsConflict
+from ...models import Connection, Message, Queue, ReadOrder
+from ...selectors import connection_get
+from ..message_input import HEX_ID
+from ..ordering import delivery_ordered, is_ordered, not_expired, ordered_pick
+from ..reports import COD, reports_send
+from ..store import (
+    MARK_REPORTS, client_sessions_note, connection_pending_note, queue_release, queue_wakeup_key, queues_woken,
+)
+from .common import GetResult, _connection, _get_source, _syncpoint_checked, _unit_of_work
+
+GET_MODES = {"destructive", "browse", "peek_lock"}
+
+
+def _candidates(
+    queue: Queue, *, now, msg_id: str | None, correl_id: str | None, group_id: str | None,
+    uncommitted_of_others: str | None = None,
+):
+    """Messages an unordered get may take, in delivery order: not in flight, not locked,
+    not expired. With ``uncommitted_of_others`` (the getter's transaction id) a pre-emptive
+    get also sees other transactions' uncommitted puts, never its own."""
+    qs = Message.objects.filter(queue=queue, get_transaction__isnull=True, lock_token__isnull=True).filter(
+        not_expired(now)
+    )
+    if uncommitted_of_others:
+        qs = qs.filter(Q(put_transaction__isnull=True) | ~Q(put_transaction=uncommitted_of_others))
+    elif queue.read_order == ReadOrder.COMMIT:
+        qs = qs.filter(commit_seq__isnull=False)
+    else:
+        qs = qs.filter(put_transaction__isnull=True)
+    if msg_id:
+        qs = qs.filter(msg_id=msg_id)
+    if correl_id:
+        qs = qs.filter(correl_id=correl_id)
+    if group_id:
+        qs = qs.filter(group_id=group_id)
+    return delivery_ordered(qs, queue, with_uncommitted=bool(uncommitted_of_others))
+
+
+def _preemptive_needs_graph_lock(*, broker: str, queue: str, transaction_id: str | None,
+                                 connection_id: str | None) -> bool:
+    """Whether a pre-emptive get may meet another transaction's uncommitted put, so must
+    hold the exclusive link-graph lock (PostgreSQL) before it locks any row. A look without
+    locks; if it says no, the get takes committed messages only."""
+    if not link_graph_locking():
+        return False
+    source = _get_source(broker=broker, queue=queue)
+    own = transaction_id
+    if own is None and connection_id:
+        own = Connection.objects.filter(pk=connection_id).values_list("current_transaction_id", flat=True).first()
+    uncommitted = Message.objects.filter(queue=source, put_transaction__isnull=False, get_transaction__isnull=True)
+    if own:
+        uncommitted = uncommitted.exclude(put_transaction=own)
+    return uncommitted.exists()
+
+
+def _options_checked(*, source: Queue, ordered: bool, preemptive: bool, mode: str, match: dict,
+                     under_uow: bool) -> None:
+    if ordered and preemptive and source.read_order == ReadOrder.COMMIT:
+        raise OptionsConflict("An ordered pre-emptive get is impossible on a commit-ordered queue: "
+                              "an uncommitted message has no place in commit order yet.")
+    if ordered and any(match.values()):
+        raise OptionsConflict("An ordered get takes the next message in order; it cannot also match by id.")
+    if mode != "destructive" and under_uow:
+        raise OptionsConflict(f"A {mode} get is not part of a unit of work "
+                              "(complete a peek-locked message under one instead).")
+
+
+def _locks_taken(rows: list[Message], *, source: Queue, now) -> None:
+    until = now + timedelta(milliseconds=source.lock_duration_ms)
+    for m in rows:
+        m.lock_token = uuid.uuid4().hex
+        m.locked_until = until
+        m.delivery_count += 1
+        Message.objects.filter(pk=m.pk).update(
+            lock_token=m.lock_token, locked_until=until, delivery_count=m.delivery_count,
+        )
+
+
+def _get_once(
+    *, broker: str, queue: str, transaction_id: str | None, wanted: bool, connection_id: str | None, batch: int,
+    msg_id: str | None, correl_id: str | None, group_id: str | None, preemptive: bool = False,
+    ordered: bool = False, mode: str = "destructive",
+) -> GetResult:
+    match = {"msg_id": msg_id, "correl_id": correl_id, "group_id": group_id}
+    graph_lock = preemptive and _preemptive_needs_graph_lock(
+        broker=broker, queue=queue, transaction_id=transaction_id, connection_id=connection_id,
+    )
+    now = timezone.now()
+    with transaction_timeouts_applied(), db.atomic():
+        if graph_lock:
+            link_graph_lock(exclusive=True)
+        source = _get_source(broker=broker, queue=queue)
+        ordered = is_ordered(source, ordered)
+        _options_checked(source=source, ordered=ordered, preemptive=preemptive, mode=mode, match=match,
+                         under_uow=bool(transaction_id or wanted or preemptive))
+        owner = source.broker
+        conn = _connection(connection_id, owner)
+        txn = transaction_for_operation(transaction_id=transaction_id, broker=owner.name) if transaction_id else None
+        if preemptive and txn is None:
+            txn = _unit_of_work(broker=owner, transaction_id=None, wanted=True, connection=conn)
+        # Without the graph lock on PostgreSQL, take committed messages only.
+        see_uncommitted = preemptive and (graph_lock or not link_graph_locking())
+        reason = None
+        if ordered:
+            list(Queue.objects.select_for_update().filter(pk=source.pk).values_list("pk"))  # one ordered getter at a time
+            pick = ordered_pick(source, now=now, batch=batch, own_transaction=txn.id if txn else None,
+                                preemptive=see_uncommitted)
+            rows, reason = pick.messages, pick.reason
+        else:
+            rows = list(
+                _candidates(source, now=now, uncommitted_of_others=txn.id if see_uncommitted else None, **match)
+                .select_for_update(skip_locked=True)[:batch]
+            )
+        if not rows:
+            reason = reason or ("no_match" if any(match.values()) else "empty")
+            return GetResult([], source, txn.id if txn else transaction_id, reason)
+        if mode == "browse":
+            return GetResult(rows, source, None)
+        if mode == "peek_lock":
+            _locks_taken(rows, source=source, now=now)
+            journal_record(events=[
+                journal_event(JournalKind.LOCK, broker=owner.name, queue=source.name, msg_id=m.msg_id, at=now,
+                              delivery_count=m.delivery_count)
+                for m in rows
+            ])
+            return GetResult(rows, source, None)
+        if txn is None:  # begun only once there is something to get
+            txn = _unit_of_work(broker=owner, transaction_id=None, wanted=wanted, connection=conn)
+        ids = [m.pk for m in rows]
+        if txn is not None:
+            Message.objects.filter(pk__in=ids).update(
+                get_transaction=txn, delivery_count=F("delivery_count") + 1,
+            )
+            for m in rows:
+                m.get_transaction = txn
+                m.delivery_count += 1
+            transaction_links_add(downstream=txn, upstream_refs=[
+                (m.put_transaction_id, m.msg_id) for m in rows if m.put_transaction_id is not None
+            ])
+            if conn is not None:
+                connection_pending_note(connection=conn, transaction=txn, got=rows[-1].msg_id)
+            if any(m.report for m in rows):
+                transaction_mark(transaction=txn, mark=MARK_REPORTS)
+        else:
+            Message.objects.filter(pk__in=ids).delete()
+            queue_release(counts={source.pk: len(rows)})
+            queues_woken([source.pk])  # an ordered getter may be waiting for this one to go
+            if conn is not None:
+                client_sessions_note(broker_id=owner.pk, got={conn.conn_id: rows[-1].msg_id})
+            for m in rows:
+                m.queue = source
+            reports_send(originals=[m for m in rows if m.report], feedback=COD)
+        journal_record(events=[
+            journal_event(
+                JournalKind.GET, broker=owner.name, queue=source.name, msg_id=m.msg_id,
+                transaction_id=txn.id if txn else None, at=now, put_time=m.put_time.isoformat(),
+                preemptive=m.put_transaction_id is not None,
+            ) for m in rows
+        ])
+    return GetResult(rows, source, txn.id if txn else None)
+
+
+def _match_id(name: str, value: str | None) -> str | None:
+    if value is None:
+        return None
+    if not HEX_ID.match(value):
+        raise InvalidInput(f"{name} must be 48 hexadecimal characters.", errors={name: ["Must be 48 hex characters."]})
+    return value.lower()
+
+
+def message_get(
+    *, broker: str, queue: str, transaction_id: str | None = None, syncpoint: str | None = None,
+    connection_id: str | None = None, wait: float = 0, batch: int = 1, msg_id: str | None = None,
+    correl_id: str | None = None, group_id: str | None = None, mode: str = "destructive",
+    commit_first: bool = False, preemptive: bool = False, ordered: bool = False,
+) -> GetResult:
+    """Get up to ``batch`` messages in delivery order (priority if the queue says so, then put
+    order), skipping expired ones. Under a unit of work the messages stay on the queue in
+    flight until it commits (a rollback returns them); otherwise the get is final. Waits up
+    to ``wait`` seconds for a message, without holding a database transaction meanwhile.
+
+    ``preemptive`` (only under a unit of work) may also take another transaction's
+    uncommitted put, linking that producer upstream of the getter: the getter's commit is
+    then held until the producer commits, and the producer's rollback backs it out."""
+    if mode not in GET_MODES:
+        raise InvalidInput("mode must be destructive, browse or peek_lock.", errors={"mode": ["Invalid choice."]})
+    if not 1 <= batch <= settings.BATON_MAX_BATCH:
+        raise InvalidInput(f"batch must be from 1 to {settings.BATON_MAX_BATCH}.", errors={"batch": ["Out of range."]})
+    if not 0 <= wait <= settings.BATON_MAX_WAIT_S:
+        raise InvalidInput(f"wait must be from 0 to {settings.BATON_MAX_WAIT_S} seconds.", errors={"wait": ["Out of range."]})
+    msg_id, correl_id, group_id = (_match_id(name, value) for name, value in
+                                   (("msg_id", msg_id), ("correl_id", correl_id), ("group_id", group_id)))
+    syncpoint = _syncpoint_checked(syncpoint, transaction_id)
+    if syncpoint == "if_persistent":
+        raise InvalidInput("A get takes syncpoint yes or no.", errors={"syncpoint": ["Invalid choice."]})
+    if preemptive and syncpoint != "yes":
+        raise OptionsConflict("A pre-emptive get needs a unit of work: name a transaction or ask for syncpoint yes.")
+    if commit_first:
+        if not connection_id:
+            raise OptionsConflict("commit_first needs a connection whose unit of work it commits.")
+        conn = connection_get(conn_id=connection_id)
+        if conn.current_transaction_id and transaction_id not in (None, conn.current_transaction_id):
+            raise OptionsConflict("commit_first commits the connection's unit of work; name no other transaction.")
+        if conn.current_transaction_id:
+            transaction_commit(transaction_id=conn.current_transaction_id)
+            transaction_id = None
+    wanted = syncpoint == "yes"
+
+    def once() -> GetResult:
+        return _get_once(
+            broker=broker, queue=queue, transaction_id=transaction_id, wanted=wanted, connection_id=connection_id,
+            batch=batch, msg_id=msg_id, correl_id=correl_id, group_id=group_id, preemptive=preemptive,
+            ordered=ordered, mode=mode,
+        )
+
+    first = once()
+    if first.messages or wait <= 0:
+        return first
+    last = [first]
+
+    def attempt() -> GetResult | None:
+        last[0] = once()
+        return last[0] if last[0].messages else None
+
+    return wait_for(attempt, keys=[queue_wakeup_key(first.queue.pk)], wait_s=wait) or last[0]
+
+
