@@ -40,6 +40,13 @@ class QueueFull(BatonError):
     status = 409
 
 
+class QueueInUse(BatonError):
+    """Another consumer holds the queue for exclusive input."""
+
+    code = "queue_in_use"
+    status = 409
+
+
 class NotEmpty(Conflict):
     """The object still holds messages or open units of work."""
 

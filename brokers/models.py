@@ -109,6 +109,9 @@ class Queue(models.Model):
     target_queue = models.CharField(max_length=48, blank=True, help_text="For an alias: the queue it names.")
     # counters, changed only while the row is locked
     reserved_depth = models.PositiveIntegerField(default=0, help_text="Messages on the queue, uncommitted puts included.")
+    # exclusive input: a lease held by one connection, renewed by its gets
+    exclusive_holder = models.CharField(max_length=48, blank=True)
+    exclusive_until = models.DateTimeField(null=True, blank=True)
     next_commit_seq = models.BigIntegerField(default=1)
     created_at = models.DateTimeField(auto_now_add=True)
 

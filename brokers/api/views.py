@@ -181,7 +181,7 @@ class MessagesView(APIView):
 
 GET_OPTIONS = {
     "wait", "transaction", "preemptive", "ordered", "msg_id", "correl_id", "group_id", "mode", "batch",
-    "commit_first", "syncpoint", "connection",
+    "commit_first", "syncpoint", "connection", "access",
 }
 
 
@@ -198,7 +198,7 @@ class GetView(APIView):
             batch=_number(data, "batch", 1, low=1, high=settings.BATON_MAX_BATCH, whole=True),
             msg_id=_text(data, "msg_id"), correl_id=_text(data, "correl_id"), group_id=_text(data, "group_id"),
             mode=_text(data, "mode") or "destructive", commit_first=_bool(data, "commit_first"),
-            preemptive=_bool(data, "preemptive"), ordered=_bool(data, "ordered"),
+            preemptive=_bool(data, "preemptive"), ordered=_bool(data, "ordered"), access=_text(data, "access"),
         )
         b, q = result.queue.broker.name, result.queue.name
         body: dict[str, Any] = {"messages": [message_render(m, broker=b, queue=q) for m in result.messages],

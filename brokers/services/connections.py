@@ -10,7 +10,7 @@ from transactions.manager import transaction_rollback
 from transactions.models import OPEN_STATES, Transaction
 
 from ..ids import id_new
-from ..models import ClientSession, Connection
+from ..models import ClientSession, Connection, Queue
 from ..selectors import broker_get, client_session_get, connection_get
 from ..exceptions import InvalidInput
 
@@ -51,3 +51,4 @@ def connection_close(*, conn_id: str) -> None:
     if current and Transaction.objects.filter(pk=current, state__in=OPEN_STATES).exists():
         transaction_rollback(transaction_id=current, reason="connection closed", require_open=False)
     Connection.objects.filter(pk=conn.pk).update(closed_at=timezone.now(), current_transaction=None)
+    Queue.objects.filter(exclusive_holder=conn.conn_id).update(exclusive_holder="", exclusive_until=None)

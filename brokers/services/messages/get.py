@@ -25,8 +25,8 @@ from transactions.manager import (
 from transactions.models import JournalKind
 from transactions.wakeups import wait_for
 
-from ...exceptions import InvalidInput, OptionsConflict
-from ...models import Connection, Message, Queue, ReadOrder
+from ...exceptions import InvalidInput, OptionsConflict, QueueInUse
+from ...models import Access, Connection, Message, Queue, ReadOrder
 from ...selectors import connection_get
 from ..message_input import HEX_ID
 from ..ordering import delivery_ordered, is_ordered, not_expired, ordered_pick
@@ -93,6 +93,31 @@ def _options_checked(*, source: Queue, ordered: bool, preemptive: bool, mode: st
                               "(complete a peek-locked message under one instead).")
 
 
+def _access_claimed(*, source: Queue, access: str | None, conn: Connection | None, now) -> None:
+    """Shared or exclusive input (the consumer's choice, else the queue's default). An
+    exclusive consumer must come through a connection; its claim is a lease renewed by each
+    of its gets and dropped when the connection closes or the lease runs out. While a claim
+    is live, every other consumer is refused with queue_in_use. Locks the queue's row when
+    it claims."""
+    access = access or source.default_access
+    holder = conn.conn_id if conn else ""
+    live = source.exclusive_holder and source.exclusive_until and source.exclusive_until > now
+    if access == Access.EXCLUSIVE:
+        if conn is None:
+            raise OptionsConflict("Exclusive input needs a connection to hold the claim.")
+        until = now + timedelta(milliseconds=settings.BATON_EXCLUSIVE_LEASE_MS)
+        claimed = Queue.objects.filter(pk=source.pk).filter(
+            Q(exclusive_holder="") | Q(exclusive_holder=holder) | Q(exclusive_until__isnull=True)
+            | Q(exclusive_until__lte=now)
+        ).update(exclusive_holder=holder, exclusive_until=until)
+        if claimed:
+            return
+    elif not live or source.exclusive_holder == holder:
+        return
+    raise QueueInUse(f"Queue {source.name!r} is open for exclusive input by another consumer.",
+                     broker=source.broker.name, queue=source.name)
+
+
 def _locks_taken(rows: list[Message], *, source: Queue, now) -> None:
     until = now + timedelta(milliseconds=source.lock_duration_ms)
     for m in rows:
@@ -107,7 +132,7 @@ def _locks_taken(rows: list[Message], *, source: Queue, now) -> None:
 def _get_once(
     *, broker: str, queue: str, transaction_id: str | None, wanted: bool, connection_id: str | None, batch: int,
     msg_id: str | None, correl_id: str | None, group_id: str | None, preemptive: bool = False,
-    ordered: bool = False, mode: str = "destructive",
+    ordered: bool = False, mode: str = "destructive", access: str | None = None,
 ) -> GetResult:
     match = {"msg_id": msg_id, "correl_id": correl_id, "group_id": group_id}
     graph_lock = preemptive and _preemptive_needs_graph_lock(
@@ -126,6 +151,7 @@ def _get_once(
         txn = transaction_for_operation(transaction_id=transaction_id, broker=owner.name) if transaction_id else None
         if preemptive and txn is None:
             txn = _unit_of_work(broker=owner, transaction_id=None, wanted=True, connection=conn)
+        _access_claimed(source=source, access=access, conn=conn, now=now)
         # Without the graph lock on PostgreSQL, take committed messages only.
         see_uncommitted = preemptive and (graph_lock or not link_graph_locking())
         reason = None
@@ -200,7 +226,7 @@ def message_get(
     *, broker: str, queue: str, transaction_id: str | None = None, syncpoint: str | None = None,
     connection_id: str | None = None, wait: float = 0, batch: int = 1, msg_id: str | None = None,
     correl_id: str | None = None, group_id: str | None = None, mode: str = "destructive",
-    commit_first: bool = False, preemptive: bool = False, ordered: bool = False,
+    commit_first: bool = False, preemptive: bool = False, ordered: bool = False, access: str | None = None,
 ) -> GetResult:
     """Get up to ``batch`` messages in delivery order (priority if the queue says so, then put
     order), skipping expired ones. Under a unit of work the messages stay on the queue in
@@ -210,6 +236,8 @@ def message_get(
     ``preemptive`` (only under a unit of work) may also take another transaction's
     uncommitted put, linking that producer upstream of the getter: the getter's commit is
     then held until the producer commits, and the producer's rollback backs it out."""
+    if access not in (None, "shared", "exclusive"):
+        raise InvalidInput("access must be shared or exclusive.", errors={"access": ["Invalid choice."]})
     if mode not in GET_MODES:
         raise InvalidInput("mode must be destructive, browse or peek_lock.", errors={"mode": ["Invalid choice."]})
     if not 1 <= batch <= settings.BATON_MAX_BATCH:
@@ -238,7 +266,7 @@ def message_get(
         return _get_once(
             broker=broker, queue=queue, transaction_id=transaction_id, wanted=wanted, connection_id=connection_id,
             batch=batch, msg_id=msg_id, correl_id=correl_id, group_id=group_id, preemptive=preemptive,
-            ordered=ordered, mode=mode,
+            ordered=ordered, mode=mode, access=access,
         )
 
     first = once()
