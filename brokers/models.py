@@ -141,7 +141,7 @@ class Message(models.Model):
 
     id = models.BigAutoField(primary_key=True)
     queue = models.ForeignKey(Queue, on_delete=models.CASCADE, related_name="messages")
-    msg_id = models.CharField(max_length=48, unique=True)
+    msg_id = models.CharField(max_length=48, db_index=True, help_text="Kept when a channel moves the message on.")
     correl_id = models.CharField(max_length=48, null=True, blank=True)
     group_id = models.CharField(max_length=48, null=True, blank=True)
     msg_type = models.CharField(max_length=8, choices=MessageType.choices, default=MessageType.DATAGRAM)
@@ -176,6 +176,7 @@ class Message(models.Model):
     feedback = models.CharField(max_length=16, blank=True, help_text="On a report: coa, cod, expiry or exception.")
 
     class Meta:
+        constraints = [models.UniqueConstraint(fields=["queue", "msg_id"], name="msg_unique_per_queue")]
         indexes = [
             # The get path, for priority and FIFO queues. The put transaction is in the index
             # so that ordinary gets skip uncommitted puts without reading their rows, and
@@ -230,6 +231,72 @@ class ClientSession(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["broker", "client_name"], name="session_unique_client")]
+
+
+class ChannelState(models.TextChoices):
+    #: No agent runs it.
+    STOPPED = "stopped"
+    #: Its agent is moving batches.
+    RUNNING = "running"
+    #: The last attempt failed (see ``last_error``); the agent retries with back-off.
+    RETRYING = "retrying"
+    #: A batch was sent but its outcome is not known yet; resolved when the agent restarts.
+    IN_DOUBT = "in_doubt"
+
+
+class Channel(models.Model):
+    """Moves messages from a transmission queue on a broker of this platform to the
+    destination queues of a target broker (here, or on another platform over HTTP), in
+    numbered batches."""
+
+    name = models.CharField(max_length=48, unique=True, validators=[name_validator])
+    source_broker = models.ForeignKey(Broker, on_delete=models.PROTECT, related_name="channels")
+    transmission_queue = models.CharField(max_length=48, validators=[name_validator])
+    target_broker = models.CharField(max_length=48, validators=[name_validator])
+    target_url = models.CharField(max_length=300, blank=True, help_text="Another platform's base URL; blank: this platform.")
+    target_token = models.CharField(max_length=200, blank=True)
+    batch_size = models.PositiveIntegerField(default=50, validators=[MinValueValidator(1), MaxValueValidator(1000)])
+    batch_interval_ms = models.PositiveIntegerField(default=200, validators=[MaxValueValidator(60_000)])
+    preemptive = models.BooleanField(default=False)
+    description = models.CharField(max_length=200, blank=True)
+    # what the operator asked for, and what the agent reports
+    enabled = models.BooleanField(default=False, help_text="Started (True) or stopped (False) by the operator.")
+    state = models.CharField(max_length=16, choices=ChannelState.choices, default=ChannelState.STOPPED)
+    batches_committed = models.PositiveBigIntegerField(default=0)
+    batches_backed_out = models.PositiveBigIntegerField(default=0)
+    messages_sent = models.PositiveBigIntegerField(default=0)
+    last_batch_seq = models.PositiveBigIntegerField(default=0)
+    last_error = models.TextField(blank=True)
+    retry_count = models.PositiveIntegerField(default=0)
+    next_attempt_at = models.DateTimeField(null=True, blank=True)
+    # the batch in doubt: sent (or about to be) and not yet resolved
+    in_doubt_seq = models.PositiveBigIntegerField(null=True, blank=True)
+    in_doubt_transaction = models.CharField(max_length=32, blank=True)
+    # at most one agent across the fleet: a lease in the database
+    lease_holder = models.CharField(max_length=100, blank=True)
+    lease_until = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class ChannelReceipt(models.Model):
+    """The receiving end's record of a channel: the last batch it committed and the batch it
+    holds provisionally (its unit of work held on a stand-in for the sender's)."""
+
+    channel_name = models.CharField(max_length=48)
+    source_broker = models.CharField(max_length=48)
+    target_broker = models.CharField(max_length=48)
+    last_committed_seq = models.PositiveBigIntegerField(default=0)
+    pending_seq = models.PositiveBigIntegerField(null=True, blank=True)
+    pending_transaction = models.CharField(max_length=32, blank=True)
+    pending_standin = models.CharField(max_length=32, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["channel_name", "source_broker"], name="receipt_unique_channel")]
 
 
 class ReactiveAction(models.TextChoices):

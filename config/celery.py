@@ -19,3 +19,8 @@ def _schedule_housekeeping(sender, **kwargs):
         sender.signature("brokers.tasks.housekeeping"),
         name="housekeeping",
     )
+    sender.add_periodic_task(
+        settings.BATON_HOUSEKEEPING_INTERVAL_S,
+        sender.signature("brokers.tasks.channels_supervise"),
+        name="channels-supervise",
+    )

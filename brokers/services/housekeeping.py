@@ -54,7 +54,9 @@ def brokers_recover() -> dict[str, int]:
     left open by the previous run are rolled back, and non-persistent messages are
     discarded, as IBM MQ does at queue manager restart."""
     rolled_back = 0
-    for transaction_id in Transaction.objects.filter(state__in=OPEN_STATES).values_list("pk", flat=True):
+    # A channel's units of work are in doubt, not lost: its agent resolves them with the receiver.
+    for transaction_id in (Transaction.objects.filter(state__in=OPEN_STATES).exclude(owner__startswith="channel:")
+                           .values_list("pk", flat=True)):
         if transaction_rollback(transaction_id=transaction_id, reason="broker restart", require_open=False).rolled_back_now:
             rolled_back += 1
     now = timezone.now()

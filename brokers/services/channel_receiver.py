@@ -1,0 +1,227 @@
+"""The receiving end of a channel (DESIGN §6, step 3 and the resolution calls).
+
+A batch arrives as a list of messages with their destination queues. The receiver begins
+T_r on the target broker, puts each message on its destination queue (unknown queue, put
+inhibited, too long or full → the dead-letter queue with the reason), and links T_r to a
+*stand-in* S for the sender's unit of work: S → T_r, and T_r asks to commit at once, so it
+is held on S. Applications on the target broker can pre-emptively get the messages at
+once. When the sender says commit, S commits and releases T_r in the same database
+transaction; when it says back out, S rolls back and the rollback cascades to T_r and to
+every application that consumed from it.
+
+The receipt row records the last committed batch and the pending one, so a batch sent
+twice is recognised (exactly once). Every call is idempotent.
+"""
+from __future__ import annotations
+
+import base64
+from datetime import datetime
+
+from django.db import transaction as db
+from django.utils import timezone
+
+from transactions.journal import journal_event, journal_record
+from transactions.locks import link_graph_lock
+from transactions.manager import (
+    transaction_begin, transaction_commit, transaction_links_add, transaction_rollback,
+)
+from transactions.models import JournalKind, Transaction, TransactionState
+
+from config.errors import InvalidInput
+from ..exceptions import QueueFull
+from ..models import ChannelReceipt, Message, Queue, QueueKind
+from ..selectors import broker_get
+from .store import queue_reserve, queues_woken
+
+#: What a status call can answer about batch n.
+COMMITTED, PENDING, BACKED_OUT, UNKNOWN = "committed", "pending", "backed_out", "unknown"
+
+MESSAGE_KEYS = {
+    "msg_id", "correl_id", "group_id", "msg_type", "priority", "persistent", "expires_at", "format",
+    "reply_to_queue", "reply_to_broker", "report", "properties", "put_time", "put_application", "feedback",
+    "body_base64", "destination",
+}
+
+
+def batch_message_render(m: Message) -> dict:
+    """A message as it travels in a batch: its descriptor (msg_id kept), body, destination."""
+    return {
+        "msg_id": m.msg_id, "correl_id": m.correl_id, "group_id": m.group_id, "msg_type": m.msg_type,
+        "priority": m.priority, "persistent": m.persistent,
+        "expires_at": m.expires_at.isoformat() if m.expires_at else None, "format": m.format,
+        "reply_to_queue": m.reply_to_queue, "reply_to_broker": m.reply_to_broker, "report": m.report,
+        "properties": m.properties, "put_time": m.put_time.isoformat(), "put_application": m.put_application,
+        "feedback": m.feedback, "body_base64": base64.b64encode(bytes(m.body)).decode("ascii"),
+        "destination": m.transmission_header or {},
+    }
+
+
+def _receipt(channel: str, source_broker: str, target_broker: str) -> ChannelReceipt:
+    receipt, _ = ChannelReceipt.objects.select_for_update().get_or_create(
+        channel_name=channel, source_broker=source_broker, defaults={"target_broker": target_broker},
+    )
+    return receipt
+
+
+def _status(receipt: ChannelReceipt, seq: int) -> str:
+    if seq <= receipt.last_committed_seq:
+        return COMMITTED
+    if receipt.pending_seq != seq:
+        return UNKNOWN
+    standin = Transaction.objects.filter(pk=receipt.pending_standin).values_list("state", flat=True).first()
+    if standin == TransactionState.COMMITTED:
+        return COMMITTED
+    if standin in (TransactionState.ROLLED_BACK, None):
+        return BACKED_OUT
+    return PENDING
+
+
+def _destination(broker, name: str) -> tuple[Queue | None, dict | None, str]:
+    """The local queue a message for ``name`` lands on, a transmission header if it travels
+    on, and a reason if it must be dead-lettered instead."""
+    queue = Queue.objects.select_related("broker").filter(broker=broker, name=name).first()
+    if queue is None:
+        return None, None, f"unknown destination queue {name!r} on broker {broker.name!r}"
+    if queue.kind == QueueKind.ALIAS:
+        target = Queue.objects.select_related("broker").filter(broker=broker, name=queue.target_queue).first()
+        if target is None or target.kind != QueueKind.LOCAL:
+            return None, None, f"alias {name!r} names no local queue"
+        queue = target
+    header = None
+    if queue.kind == QueueKind.REMOTE:  # a further hop
+        header = {"broker": queue.remote_broker, "queue": queue.remote_queue}
+        queue = Queue.objects.select_related("broker").filter(broker=broker, name=queue.transmission_queue).first()
+        if queue is None:
+            return None, None, f"transmission queue for {name!r} is missing"
+    if not queue.put_enabled:
+        return None, None, f"puts are disabled on queue {queue.name!r}"
+    return queue, header, ""
+
+
+def _dead_letter_queue(broker) -> Queue:
+    return Queue.objects.select_related("broker").get(broker=broker, name=broker.dead_letter_queue)
+
+
+def _put_received(*, broker, item: dict, txn: Transaction, now: datetime) -> str:
+    body = base64.b64decode(item["body_base64"])
+    name = (item.get("destination") or {}).get("queue") or ""
+    queue, header, reason = _destination(broker, name)
+    if queue is not None and len(body) > min(queue.max_message_length, broker.max_message_length):
+        queue, header, reason = None, None, f"message longer than queue {queue.name!r} accepts"
+    if queue is not None and Message.objects.filter(queue=queue, msg_id=item["msg_id"]).exists():
+        return "duplicate"  # already delivered (a batch cannot commit twice; this is a second guard)
+    if queue is not None:
+        try:
+            queue_reserve(queue=queue, count=1, commit_count=0)
+        except QueueFull:
+            queue, header, reason = None, None, f"queue {name!r} is full"
+    if queue is None:
+        queue = _dead_letter_queue(broker)
+        queue_reserve(queue=queue, count=1, commit_count=0, enforce_max_depth=False)
+    Message.objects.create(
+        queue=queue, msg_id=item["msg_id"], correl_id=item.get("correl_id"), group_id=item.get("group_id"),
+        msg_type=item.get("msg_type") or "datagram", priority=item.get("priority") or 0,
+        persistent=bool(item.get("persistent", True)),
+        expires_at=datetime.fromisoformat(item["expires_at"]) if item.get("expires_at") else None,
+        format=item.get("format") or "", reply_to_queue=item.get("reply_to_queue") or "",
+        reply_to_broker=item.get("reply_to_broker") or "", report=item.get("report") or [],
+        properties=item.get("properties") or {}, put_time=datetime.fromisoformat(item["put_time"]),
+        put_application=item.get("put_application") or "", feedback=item.get("feedback") or "",
+        body=body, put_transaction=txn, transmission_header=header,
+        dead_letter_reason=reason, dead_letter_queue=name if reason else "",
+    )
+    journal_record(events=[journal_event(
+        JournalKind.TRANSFER, broker=broker.name, queue=queue.name, msg_id=item["msg_id"], transaction_id=txn.id,
+        at=now, **({"dead_letter": reason} if reason else {}),
+    )])
+    queues_woken([queue.pk])
+    return "dead_lettered" if reason else "put"
+
+
+def _batch_checked(payload: dict) -> None:
+    problems = {}
+    for key, kind in (("channel", str), ("source_broker", str), ("target_broker", str), ("seq", int),
+                      ("messages", list)):
+        if not isinstance(payload.get(key), kind) or isinstance(payload.get(key), bool):
+            problems[key] = [f"Required ({kind.__name__})."]
+    if not problems:
+        for index, item in enumerate(payload["messages"]):
+            if not isinstance(item, dict) or not {"msg_id", "body_base64", "put_time"} <= set(item):
+                problems[f"messages[{index}]"] = ["A message needs msg_id, body_base64 and put_time."]
+    if problems:
+        raise InvalidInput("The batch is not valid.", errors=problems)
+
+
+def receiver_batch_receive(*, payload: dict) -> dict:
+    """Take batch ``seq`` of a channel: put its messages under T_r held on a stand-in for the
+    sender's unit of work. A batch already committed or already pending is not put again."""
+    _batch_checked(payload)
+    broker = broker_get(name=payload["target_broker"])
+    seq = payload["seq"]
+    now = timezone.now()
+    with db.atomic():
+        link_graph_lock(exclusive=True)
+        receipt = _receipt(payload["channel"], payload["source_broker"], broker.name)
+        status = _status(receipt, seq)
+        if status in (COMMITTED, PENDING):
+            return {"status": "received" if status == PENDING else COMMITTED, "seq": seq}
+        if receipt.pending_seq is not None and _status(receipt, receipt.pending_seq) == PENDING:
+            # an older batch is still pending: the sender gave up on it, so back it out
+            transaction_rollback(transaction_id=receipt.pending_standin, reason="superseded by a later batch",
+                                 require_open=False)
+        standin = transaction_begin(broker=broker.name, timeout_ms=0, owner=f"channel:{payload['channel']}:standin")
+        txn = transaction_begin(broker=broker.name, timeout_ms=0, owner=f"channel:{payload['channel']}:receiver")
+        outcomes = [_put_received(broker=broker, item=item, txn=txn, now=now) for item in payload["messages"]]
+        txn_row = Transaction.objects.select_for_update().get(pk=txn.pk)
+        transaction_links_add(downstream=txn_row, upstream_refs=[
+            (standin.id, f"batch:{payload['channel']}:{seq}"),
+        ])
+        ChannelReceipt.objects.filter(pk=receipt.pk).update(
+            pending_seq=seq, pending_transaction=txn.id, pending_standin=standin.id,
+        )
+        transaction_commit(transaction_id=txn.id)  # held on the stand-in until the sender says commit
+    return {"status": "received", "seq": seq, "dead_lettered": outcomes.count("dead_lettered"),
+            "duplicates": outcomes.count("duplicate")}
+
+
+def receiver_batch_commit(*, channel: str, source_broker: str, seq: int) -> dict:
+    """Commit batch ``seq``: the stand-in commits, releasing T_r (and what was held on it)."""
+    with db.atomic():
+        receipt = ChannelReceipt.objects.select_for_update().filter(channel_name=channel, source_broker=source_broker).first()
+        if receipt is None:
+            return {"status": UNKNOWN, "seq": seq}
+        status = _status(receipt, seq)
+        if status == PENDING:
+            transaction_commit(transaction_id=receipt.pending_standin)
+            status = COMMITTED
+        if status == COMMITTED and receipt.last_committed_seq < seq:
+            ChannelReceipt.objects.filter(pk=receipt.pk).update(
+                last_committed_seq=seq, pending_seq=None, pending_transaction="", pending_standin="",
+            )
+    return {"status": status, "seq": seq}
+
+
+def receiver_batch_backout(*, channel: str, source_broker: str, seq: int) -> dict:
+    """Back out batch ``seq``: the stand-in rolls back, cascading to T_r and to every
+    application that pre-emptively consumed its messages."""
+    cascaded: list[str] = []
+    with db.atomic():
+        receipt = ChannelReceipt.objects.select_for_update().filter(channel_name=channel, source_broker=source_broker).first()
+        if receipt is None:
+            return {"status": UNKNOWN, "seq": seq}
+        status = _status(receipt, seq)
+        if status == PENDING:
+            outcome = transaction_rollback(
+                transaction_id=receipt.pending_standin, reason=f"channel {channel} batch {seq} backed out",
+                require_open=False,
+            )
+            cascaded = outcome.cascaded
+            status = BACKED_OUT
+        if status == BACKED_OUT:
+            ChannelReceipt.objects.filter(pk=receipt.pk).update(pending_seq=None, pending_transaction="", pending_standin="")
+    return {"status": status, "seq": seq, "cascaded": cascaded}
+
+
+def receiver_batch_status(*, channel: str, source_broker: str, seq: int) -> dict:
+    receipt = ChannelReceipt.objects.filter(channel_name=channel, source_broker=source_broker).first()
+    return {"status": UNKNOWN if receipt is None else _status(receipt, seq), "seq": seq}
