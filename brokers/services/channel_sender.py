@@ -136,21 +136,17 @@ def _resolve(channel: Channel, transport: Transport, *, seq: int, txn_id: str, c
             transport.backout(seq)
             status = BACKED_OUT
     sent = Message.objects.filter(get_transaction_id=txn_id).count()
-    with db.atomic():
+    with db.atomic():  # T_s's outcome, the batch counters and the in-doubt record change together
         if status == COMMITTED:
             if Transaction.objects.filter(pk=txn_id, state__in=OPEN_STATES).exists():
                 transaction_commit(transaction_id=txn_id)
-            Channel.objects.filter(pk=channel.pk).update(in_doubt_seq=None, in_doubt_transaction="")
+            counters = {"batches_committed": F("batches_committed") + 1, "messages_sent": F("messages_sent") + sent}
         else:
             transaction_rollback(transaction_id=txn_id, reason=f"channel {channel.name} batch {seq} backed out",
                                  require_open=False)
-            Channel.objects.filter(pk=channel.pk).update(in_doubt_seq=None, in_doubt_transaction="")
+            counters = {"batches_backed_out": F("batches_backed_out") + 1}
+        Channel.objects.filter(pk=channel.pk).update(in_doubt_seq=None, in_doubt_transaction="", **counters)
     _crash_point("after_sender_commit", crash_at)
-    if status == COMMITTED:
-        Channel.objects.filter(pk=channel.pk).update(
-            batches_committed=F("batches_committed") + 1, messages_sent=F("messages_sent") + sent)
-    else:
-        Channel.objects.filter(pk=channel.pk).update(batches_backed_out=F("batches_backed_out") + 1)
     channel.in_doubt_seq, channel.in_doubt_transaction = None, ""
     return "committed" if status == COMMITTED else "backed_out"
 

@@ -20,20 +20,26 @@ from ..models import Message, MessageType, Queue, QueueKind, QueueUsage
 COA, COD, EXPIRY, EXCEPTION = "coa", "cod", "expiry", "exception"
 
 
-def _report_destination(*, original: Message, broker_name: str) -> tuple[Queue | None, dict | None]:
-    to_broker = original.reply_to_broker or broker_name
-    target = Queue.objects.select_related("broker").filter(broker__name=to_broker, name=original.reply_to_queue).first()
+def _local_queue(broker_name: str, name: str) -> Queue | None:
+    target = Queue.objects.select_related("broker").filter(broker__name=broker_name, name=name).first()
     if target is not None and target.kind == QueueKind.ALIAS:
         target = Queue.objects.select_related("broker").filter(broker=target.broker, name=target.target_queue).first()
-    if target is not None and target.kind == QueueKind.LOCAL:
-        return target, None
-    if to_broker != broker_name:  # another platform's broker: through its transmission queue
-        xmitq = Queue.objects.select_related("broker").filter(
-            broker__name=broker_name, name=to_broker, usage=QueueUsage.TRANSMISSION, kind=QueueKind.LOCAL,
-        ).first()
-        if xmitq is not None:
-            return xmitq, {"broker": to_broker, "queue": original.reply_to_queue}
-    return None, None
+    return target if target is not None and target.kind == QueueKind.LOCAL else None
+
+
+def _report_destination(*, original: Message, broker_name: str) -> tuple[Queue | None, dict | None]:
+    """The reply-to queue on this broker; for another broker, the transmission queue named
+    after it (so the report travels over the channel as any message would), else that
+    broker's queue directly if it is on this platform."""
+    to_broker = original.reply_to_broker or broker_name
+    if to_broker == broker_name:
+        return _local_queue(broker_name, original.reply_to_queue), None
+    xmitq = Queue.objects.select_related("broker").filter(
+        broker__name=broker_name, name=to_broker, usage=QueueUsage.TRANSMISSION, kind=QueueKind.LOCAL,
+    ).first()
+    if xmitq is not None:
+        return xmitq, {"broker": to_broker, "queue": original.reply_to_queue}
+    return _local_queue(to_broker, original.reply_to_queue), None
 
 
 def report_send(*, original: Message, broker_name: str, queue_name: str, feedback: str, reason: str = "") -> Message | None:
