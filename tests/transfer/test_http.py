@@ -1,0 +1,85 @@
+"""A channel between two platform instances (two processes, two databases) over HTTP, run
+by the real worker fleet that each platform starts."""
+from __future__ import annotations
+
+import pytest
+
+from tests.integration.servers import Platform, free_port, poll_until
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory):
+    a = Platform(tmp_path_factory.mktemp("platform-a"))
+    b = Platform(tmp_path_factory.mktemp("platform-b"))
+    try:
+        a.start()
+        b.start()
+        yield a, b
+    finally:
+        a.stop()
+        b.stop()
+
+
+def ok(response, status: int = 200):
+    assert response.status_code == status, response.text
+    return response.json() if response.content else None
+
+
+def test_messages_cross_platforms_exactly_once_and_channel_reports_status(pair):
+    a, b = pair
+    with a.client() as ha, b.client() as hb:
+        ok(hb.post("/api/brokers/", json={"name": "QMB"}), 201)
+        ok(hb.post("/api/brokers/QMB/queues/", json={"name": "IN"}), 201)
+        ok(ha.post("/api/brokers/", json={"name": "QMA"}), 201)
+        ok(ha.post("/api/brokers/QMA/queues/", json={"name": "QMB", "usage": "transmission"}), 201)
+        ok(ha.post("/api/brokers/QMA/queues/", json={"name": "RQ", "kind": "remote", "remote_broker": "QMB",
+                                                      "remote_queue": "IN", "transmission_queue": "QMB"}), 201)
+        ok(ha.post("/api/channels/", json={"name": "A.TO.B", "source_broker": "QMA", "transmission_queue": "QMB",
+                                           "target_broker": "QMB", "target_url": b.url, "target_token": b.token,
+                                           "batch_size": 10, "preemptive": True}), 201)
+        ok(ha.post("/api/channels/A.TO.B/start/"))
+        sent = ok(ha.post("/api/brokers/QMA/queues/RQ/messages/",
+                          json={"messages": [{"body": f"m{i}"} for i in range(25)]}), 201)["messages"]
+        poll_until(lambda: ok(hb.get("/api/brokers/QMB/queues/IN/"))["depth"] == 25, timeout=60,
+                   what="25 messages on platform B", diagnostics=lambda: a.logs() + b.logs())
+        got = ok(hb.post("/api/brokers/QMB/queues/IN/get/", json={"batch": 100}))["messages"]
+        assert sorted(m["msg_id"] for m in got) == sorted(m["msg_id"] for m in sent)
+        status = poll_until(lambda: (s := ok(ha.get("/api/channels/A.TO.B/")))["messages_sent"] == 25 and s,
+                            timeout=30, what="the channel's counters")
+        assert status["state"] == "running" and status["batches_committed"] >= 3 and status["last_error"] is None
+
+        # a producer's uncommitted batch crosses at once; the consumer on B is held until it commits
+        producer = ok(ha.post("/api/brokers/QMA/transactions/", json={}), 201)["id"]
+        ok(ha.post("/api/brokers/QMA/queues/RQ/messages/", json={"body": "early", "transaction": producer}), 201)
+        consumer = ok(hb.post("/api/brokers/QMB/transactions/", json={}), 201)["id"]
+        early = poll_until(lambda: ok(hb.post("/api/brokers/QMB/queues/IN/get/", json={
+            "transaction": consumer, "preemptive": True, "wait": 1}))["messages"], timeout=30,
+            what="the provisional message on B")
+        assert [m["body"] for m in early] == ["early"]
+        held = hb.post(f"/api/transactions/{consumer}/commit/", json={})
+        assert held.status_code == 202 and held.json()["state"] == "commit_held"
+        ok(ha.post(f"/api/transactions/{producer}/commit/", json={}))
+        poll_until(lambda: ok(hb.get(f"/api/transactions/{consumer}/"))["state"] == "committed", timeout=30,
+                   what="the held consumer on B to commit after the producer on A committed")
+
+
+def test_unreachable_target_makes_the_channel_retry_with_its_error(pair):
+    a, _ = pair
+    with a.client() as ha:
+        ok(ha.post("/api/brokers/", json={"name": "QMX"}), 201)
+        ok(ha.post("/api/brokers/QMX/queues/", json={"name": "FAR", "usage": "transmission"}), 201)
+        ok(ha.post("/api/brokers/QMX/queues/", json={"name": "RQ", "kind": "remote", "remote_broker": "FAR",
+                                                      "remote_queue": "IN", "transmission_queue": "FAR"}), 201)
+        ok(ha.post("/api/channels/", json={"name": "X.TO.NOWHERE", "source_broker": "QMX", "transmission_queue": "FAR",
+                                           "target_broker": "FAR", "target_url": f"http://127.0.0.1:{free_port()}",
+                                           "target_token": "x"}), 201)
+        ok(ha.post("/api/channels/X.TO.NOWHERE/start/"))
+        ok(ha.post("/api/brokers/QMX/queues/RQ/messages/", json={"body": "stuck"}), 201)
+        status = poll_until(lambda: (s := ok(ha.get("/api/channels/X.TO.NOWHERE/")))["state"] == "retrying" and s,
+                            timeout=30, what="the channel to report retrying")
+        assert "ConnectError" in status["last_error"] and status["retry_count"] >= 1
+        assert ok(ha.get("/api/brokers/QMX/queues/FAR/"))["depth"] == 1  # nothing lost
+        stopped = ok(ha.post("/api/channels/X.TO.NOWHERE/stop/"))
+        assert stopped["enabled"] is False
