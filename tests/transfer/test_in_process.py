@@ -14,6 +14,8 @@ from tests.transfer.conftest import two_brokers
 from transactions.manager import transaction_begin, transaction_commit, transaction_rollback
 from transactions.models import Transaction
 
+pytestmark = pytest.mark.linked  # also run on PostgreSQL
+
 
 def run_once(name: str) -> str:
     return channel_agent_run(name=name, holder="test", once=True, max_seconds=30)

@@ -18,7 +18,7 @@ from tests.conftest import msgs
 from tests.transfer.conftest import two_brokers
 from transactions.models import OPEN_STATES, Transaction
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.linked]  # linked: also run on PostgreSQL
 
 ROOT = Path(__file__).resolve().parents[2]
 
