@@ -25,10 +25,11 @@ class OverviewConsumer(AsyncJsonWebsocketConsumer):
             task.cancel()
 
     async def _follow(self) -> None:
-        position = -1
+        position = None
         while True:
             data = await database_sync_to_async(overview)()
-            if data["journal_position"] != position:
-                position = data["journal_position"]
+            fingerprint = (data["journal_position"], [tuple(sorted(c.items())) for c in data["channels"]])
+            if fingerprint != position:
+                position = fingerprint
                 await self.send_json({"type": "overview", "data": data})
             await asyncio.sleep(FOLLOW_INTERVAL_S)
