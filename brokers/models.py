@@ -7,6 +7,7 @@ is set (and no lock): the message can be gotten by anyone.
 """
 from __future__ import annotations
 
+from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 from django.db.models import Q
@@ -15,6 +16,19 @@ NAME_PATTERN = r"^[A-Za-z0-9._/%]{1,48}$"
 name_validator = RegexValidator(NAME_PATTERN, "Use 1 to 48 characters of A-Z a-z 0-9 . _ / %%.")  # %% : Django formats it
 
 DEFAULT_DEAD_LETTER_QUEUE = "SYSTEM.DEAD.LETTER.QUEUE"
+
+#: Words the REST API's paths use after a name; a name containing one as a '/'-separated
+#: part would make its URLs ambiguous.
+ROUTE_WORDS = {"queues", "messages", "get", "transactions", "connections", "graph"}
+
+
+def name_not_route(value: str) -> None:
+    parts = value.split("/")
+    if len(parts) > 1 and ROUTE_WORDS & set(parts):
+        raise ValidationError(
+            "A name with '/' may not have %(words)s as one of its parts (the REST API's paths use them).",
+            params={"words": ", ".join(sorted(ROUTE_WORDS))},
+        )
 
 
 class Persistence(models.TextChoices):
@@ -27,7 +41,7 @@ class Persistence(models.TextChoices):
 class Broker(models.Model):
     """A queue manager."""
 
-    name = models.CharField(max_length=48, unique=True, validators=[name_validator])
+    name = models.CharField(max_length=48, unique=True, validators=[name_validator, name_not_route])
     description = models.CharField(max_length=200, blank=True)
     dead_letter_queue = models.CharField(max_length=48, default=DEFAULT_DEAD_LETTER_QUEUE, validators=[name_validator])
     transaction_timeout_ms = models.PositiveIntegerField(default=120_000)
@@ -85,7 +99,7 @@ class Access(models.TextChoices):
 
 class Queue(models.Model):
     broker = models.ForeignKey(Broker, on_delete=models.CASCADE, related_name="queues")
-    name = models.CharField(max_length=48, validators=[name_validator])
+    name = models.CharField(max_length=48, validators=[name_validator, name_not_route])
     kind = models.CharField(max_length=8, choices=QueueKind.choices, default=QueueKind.LOCAL)
     usage = models.CharField(max_length=16, choices=QueueUsage.choices, default=QueueUsage.NORMAL)
     description = models.CharField(max_length=200, blank=True)

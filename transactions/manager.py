@@ -31,6 +31,15 @@ from .resources import resource_managers
 from .wakeups import wait_for, wakeup_notify_on_commit
 
 
+#: The mark of a transaction that has (or had) links: only those need the link graph read
+#: when they resolve.
+MARK_LINKED = "linked"
+
+
+def _linked(*transactions: Transaction) -> bool:
+    return any(MARK_LINKED in t.marks for t in transactions)
+
+
 class TransactionOverdue(Exception):
     """Raised inside a database transaction that found its unit of work past its deadline;
     :func:`transaction_timeouts_applied` rolls the unit of work back once that database
@@ -145,6 +154,9 @@ def transaction_links_add(*, downstream: Transaction, upstream_refs: list[tuple[
     if not upstream_refs:
         return
     now = timezone.now()
+    transaction_mark(transaction=downstream, mark=MARK_LINKED)
+    for upstream in Transaction.objects.filter(pk__in={u for u, _ in upstream_refs}):
+        transaction_mark(transaction=upstream, mark=MARK_LINKED)
     Link.objects.bulk_create(
         [Link(upstream_id=u, downstream=downstream, resource_ref=ref, created_at=now) for u, ref in upstream_refs],
         ignore_conflicts=True,
@@ -187,7 +199,7 @@ def _open_upstream_closure(start: Transaction, resolved: set[str]) -> dict[str, 
     """Every open transaction upstream of ``start`` (transitively, ``start`` included),
     leaving out those already committed in this resolution. Locks each one it returns."""
     members = {start.id: start}
-    frontier = [start.id]
+    frontier = [start.id] if _linked(start) else []
     while frontier:
         upstream_ids = set(
             Link.objects.filter(downstream_id__in=frontier).values_list("upstream_id", flat=True)
@@ -227,6 +239,8 @@ def _commit_resolution(start: Transaction) -> tuple[list[Transaction], list[str]
                 waiting_on = sorted(direct & closure.keys())
             continue
         to_commit.update(closure)
+        if not _linked(*closure.values()):
+            continue
         for downstream in Transaction.objects.select_for_update().filter(
             pk__in=_open_downstream_ids(list(closure)), state=TransactionState.COMMIT_HELD,
         ):
@@ -345,7 +359,7 @@ def _rollback_locked(transaction_id: str, reason: str, require_open: bool) -> Ro
     # puts vanish.
     order = [txn]
     seen = {txn.id}
-    frontier = [txn.id]
+    frontier = [txn.id] if _linked(txn) else []
     while frontier:
         next_ids = [i for i in _open_downstream_ids(frontier) if i not in seen]
         frontier = []
@@ -362,7 +376,8 @@ def _rollback_locked(transaction_id: str, reason: str, require_open: bool) -> Ro
     _rollback_one(txn, reason=reason, cause_id=None, now=now)
     events.append(journal_event(JournalKind.ROLLBACK, broker=txn.broker, transaction_id=txn.id, reason=reason, at=now))
     # Only links whose downstream rolled back go: the upstream's side is untouched.
-    Link.objects.filter(downstream_id__in=[m.id for m in order]).delete()
+    if _linked(*order):
+        Link.objects.filter(downstream_id__in=[m.id for m in order]).delete()
     journal_record(events=events)
     wakeup_notify_on_commit(f"txn:{m.id}" for m in order)
     return RollbackOutcome(txn, [m.id for m in order[1:]])

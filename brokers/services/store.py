@@ -12,7 +12,7 @@ from collections import Counter
 from typing import Iterable
 
 from django.db import connection
-from django.db.models import Count, F, Max, Min
+from django.db.models import F, Q
 from django.utils import timezone
 
 from transactions.journal import journal_event, journal_record
@@ -149,22 +149,27 @@ class MessageStore:
                                  .exclude(reply_to_queue="").select_related("queue__broker"))
             reported_gets = list(Message.objects.filter(get_transaction_id__in=transaction_ids)
                                  .exclude(reply_to_queue="").select_related("queue__broker"))
-        got = list(Message.objects.filter(get_transaction_id__in=transaction_ids).values_list("id", "queue_id"))
-        got_ids = [row[0] for row in got]
-        puts = (
-            Message.objects.filter(put_transaction_id__in=transaction_ids).exclude(pk__in=got_ids)
-            .values("queue_id").annotate(first=Min("id"), last=Max("id"), n=Count("id"))
-        )
+        members = set(transaction_ids)
+        touched = Message.objects.filter(
+            Q(put_transaction_id__in=transaction_ids) | Q(get_transaction_id__in=transaction_ids)
+        ).values_list("id", "queue_id", "put_transaction_id", "get_transaction_id")
+        got: list[tuple[int, int]] = []
+        puts: dict[int, list[int]] = {}
+        for pk, queue_id, put_txn, get_txn in touched:
+            if get_txn in members:
+                got.append((pk, queue_id))
+            elif put_txn in members:
+                puts.setdefault(queue_id, []).append(pk)
+        got_ids = [pk for pk, _ in got]
         woken = []
-        for row in sorted(puts, key=lambda r: r["queue_id"]):
-            queue = Queue(pk=row["queue_id"], name="")
-            base = queue_reserve(queue=queue, count=0, commit_count=row["last"] - row["first"] + 1, enforce_max_depth=False)
-            Message.objects.filter(
-                queue_id=row["queue_id"], put_transaction_id__in=transaction_ids,
-            ).exclude(pk__in=got_ids).update(
-                put_transaction=None, commit_seq=F("id") - row["first"] + base,
+        for queue_id in sorted(puts):  # queue rows in id order
+            first, last = min(puts[queue_id]), max(puts[queue_id])
+            base = queue_reserve(queue=Queue(pk=queue_id, name=""), count=0, commit_count=last - first + 1,
+                                 enforce_max_depth=False)
+            Message.objects.filter(pk__in=puts[queue_id]).update(
+                put_transaction=None, commit_seq=F("id") - first + base,
             )
-            woken.append(queue_wakeup_key(row["queue_id"]))
+            woken.append(queue_wakeup_key(queue_id))
         if got_ids:
             Message.objects.filter(pk__in=got_ids).delete()
             queue_release(counts=Counter(row[1] for row in got))

@@ -1,0 +1,54 @@
+"""Fixtures for the client tests: one real platform (Uvicorn, Celery worker and beat, after
+migrate and api_token, in a temporary directory) per session, started with the integration
+suite's helper, and a :class:`brokers.client.Client` talking to it."""
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from brokers.client import Client
+from tests.integration.servers import RUNNING, Platform
+
+_names = itertools.count(1)
+
+
+@pytest.fixture(scope="session")
+def platform(tmp_path_factory):
+    running = Platform(tmp_path_factory.mktemp("baton-client-var"))
+    try:
+        running.start()
+        yield running
+    finally:
+        running.stop()
+
+
+@pytest.fixture
+def client(platform):
+    with Client(platform.url, platform.token, timeout=30) as c:
+        yield c
+
+
+@pytest.fixture
+def other_client(platform):
+    """A second application, with its own connection pool."""
+    with Client(platform.url, platform.token, timeout=30) as c:
+        yield c
+
+
+@pytest.fixture
+def broker(client):
+    """A fresh broker with queue Q1, so tests do not share state."""
+    name = f"CL{next(_names)}"
+    client.define_broker(name, transaction_timeout_ms=60_000)
+    client.define_queue(name, "Q1")
+    return name
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if report.failed and RUNNING:
+        for running in RUNNING:
+            report.sections.append((f"server logs ({running.var_dir})", running.logs()))
