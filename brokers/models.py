@@ -187,6 +187,8 @@ class Message(models.Model):
     lock_token = models.CharField(max_length=32, null=True, blank=True, unique=True,
                                   help_text="Set while the message is peek-locked.")
     locked_until = models.DateTimeField(null=True, blank=True)
+    lapsed_lock_token = models.CharField(max_length=32, null=True, blank=True, db_index=True,
+                                         help_text="The last lock that expired, so its holder hears lock_lost.")
     feedback = models.CharField(max_length=16, blank=True, help_text="On a report: coa, cod, expiry or exception.")
 
     class Meta:
@@ -336,3 +338,37 @@ class PendingReaction(models.Model):
     report = models.JSONField(default=list, blank=True)
     reply_to_queue = models.CharField(max_length=48, blank=True)
     reply_to_broker = models.CharField(max_length=48, blank=True)
+
+
+from django.conf import settings as _settings  # noqa: E402  (for Grant only: kept beside it)
+
+
+class Grant(models.Model):
+    """What a user may do on a broker: ``put``, ``get``, ``browse`` and ``admin`` on one of its
+    queues (``queue``), or on every queue of it and on the broker itself (``queue`` blank).
+    Grants name their objects, as the REST API does: a grant made before a queue is defined
+    applies to it once it is, and one on a deleted broker or queue stays until revoked.
+    Superusers need none. See brokers.permissions for which action each request needs."""
+
+    ACTIONS = ("put", "get", "browse", "admin")
+
+    user = models.ForeignKey(_settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="baton_grants")
+    broker = models.CharField(max_length=48, validators=[name_validator])
+    queue = models.CharField(max_length=48, blank=True, validators=[name_validator],
+                             help_text="Blank: every queue of the broker, and the broker itself.")
+    may_put = models.BooleanField(default=False)
+    may_get = models.BooleanField(default=False)
+    may_browse = models.BooleanField(default=False)
+    may_admin = models.BooleanField(default=False)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user", "broker", "queue"], name="grant_unique_object")]
+
+    @property
+    def actions(self) -> list[str]:
+        return [action for action in self.ACTIONS if getattr(self, f"may_{action}")]
+
+    def __str__(self) -> str:
+        where = f"queue {self.queue} of broker {self.broker}" if self.queue else f"broker {self.broker}"
+        return f"{self.user} may {', '.join(self.actions) or 'nothing'} on {where}"

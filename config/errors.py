@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.conf import settings
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied, RequestDataTooBig
 from django.http import Http404, JsonResponse
 from rest_framework import exceptions as drf
 from rest_framework.response import Response
@@ -65,11 +66,31 @@ class OptionsConflict(BatonError):
     status = 409
 
 
+class PermissionDenied(BatonError):
+    """You may not do that."""
+
+    code = "permission_denied"
+    status = 403
+
+
 class MessageTooLarge(BatonError):
     """The message is longer than the queue accepts."""
 
     code = "message_too_large"
     status = 413
+
+
+def _request_too_large(context: dict) -> MessageTooLarge:
+    """Django refused to read a request body over DATA_UPLOAD_MAX_MEMORY_SIZE (its
+    RequestDataTooBig, a 400 by default): the same 413 as a message over the queue's limit."""
+    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    request = context.get("request")
+    details: dict[str, Any] = {"max_request_length": limit}
+    try:
+        details["length"] = int(request.META.get("CONTENT_LENGTH") or 0) if request is not None else None
+    except ValueError:
+        pass
+    return MessageTooLarge(f"The request body is larger than the {limit} bytes accepted.", **details)
 
 
 _DRF_CODES: list[tuple[type[Exception], str, int]] = [
@@ -98,6 +119,8 @@ def _auth_header(exc: Exception, context: dict) -> dict[str, str]:
 
 def api_exception_handler(exc: Exception, context: dict) -> Response | None:
     """Render every error as ``{"code", "message", ...details}`` with its status."""
+    if isinstance(exc, RequestDataTooBig):
+        exc = _request_too_large(context)
     if isinstance(exc, BatonError):
         return Response(exc.as_dict(), status=exc.status)
     if isinstance(exc, Http404):

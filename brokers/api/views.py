@@ -1,9 +1,13 @@
-"""REST views: validate the request, call one service, render. See API.md for the contract."""
+"""REST views: check the caller's permission (brokers.permissions), validate the request,
+call one service, render. See API.md for the contract; brokers.api.schema describes every
+operation's JSON for the OpenAPI schema."""
 from __future__ import annotations
 
 from typing import Any
 
 from django.conf import settings
+from django.core.exceptions import FieldDoesNotExist
+from django.db import models
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -11,7 +15,9 @@ from rest_framework.views import APIView
 from transactions.manager import transaction_begin, transaction_check, transaction_commit, transaction_rollback
 from transactions.selectors import transaction_get, transaction_graph, transaction_neighbours
 
+from .. import permissions as may
 from ..exceptions import InvalidInput
+from ..models import Broker, Queue
 from ..selectors import broker_get, broker_list, connection_get, queue_depths, queue_get, queue_list
 from ..services.brokers import broker_alter, broker_define, broker_delete
 from ..services.connections import connection_close, connection_open, connection_view
@@ -19,6 +25,7 @@ from ..services.message_input import message_input_parse, message_render
 from ..services.locks import lock_abandon, lock_complete, lock_dead_letter, lock_renew
 from ..services.messages import message_browse, message_get, message_put
 from ..services.queues import queue_alter, queue_define, queue_delete
+from . import schema as doc
 from .render import broker_render, connection_render, queue_render, transaction_render
 
 
@@ -76,12 +83,43 @@ def _page(request: Request, rows: list[dict]) -> dict[str, Any]:
     return {"count": len(rows), "results": rows[offset:offset + limit]}
 
 
-def _changes(request: Request) -> dict[str, Any]:
+_JSON_TYPES: list[tuple[type, type, str]] = [
+    (models.BooleanField, bool, "Must be true or false."),
+    (models.IntegerField, int, "Must be a whole number."),
+    (models.CharField, str, "Must be a string."),
+]
+
+
+def _definition(data: dict[str, Any], model: type[models.Model]) -> dict[str, Any]:
+    """A definition's fields, each of the JSON type its model field holds: Django's model
+    validation lets ``null``, ``{}`` or ``[]`` through for a field that may be blank, and
+    takes ``true`` for 1. Unknown fields are left to the service, which names them."""
+    errors: dict[str, list[str]] = {}
+    for name, value in data.items():
+        try:
+            field = model._meta.get_field(name)
+        except FieldDoesNotExist:
+            continue
+        if value is None:
+            if not field.null:
+                errors[name] = ["May not be null."]
+            continue
+        for field_class, json_type, problem in _JSON_TYPES:
+            if isinstance(field, field_class):
+                if not isinstance(value, json_type) or (json_type is int and isinstance(value, bool)):
+                    errors[name] = [problem]
+                break
+    if errors:
+        raise InvalidInput("The request is not valid.", errors=errors)
+    return data
+
+
+def _changes(request: Request, model: type[models.Model]) -> dict[str, Any]:
     """An alteration's fields. Names are how brokers and queues are addressed: no renames."""
     data = dict(_body(request))
     if "name" in data:
         raise InvalidInput("Names cannot be changed; define a new object instead.", errors={"name": ["Cannot be altered."]})
-    return data
+    return _definition(data, model)
 
 
 def _purge(request: Request) -> bool:
@@ -91,54 +129,73 @@ def _purge(request: Request) -> bool:
 # --- brokers and queues -------------------------------------------------------------------
 
 class BrokerListView(APIView):
+    @doc.brokers_list
     def get(self, request: Request) -> Response:
-        return Response(_page(request, [broker_render(b) for b in broker_list()]))
+        return Response(_page(request, [broker_render(b) for b in may.brokers_visible(request.user, broker_list())]))
 
+    @doc.brokers_define
     def post(self, request: Request) -> Response:
+        may.require_broker_define(request.user)
         data = dict(_body(request))
         name = data.pop("name", None)
         if not isinstance(name, str):
             raise InvalidInput("A broker needs a name.", errors={"name": ["Required."]})
-        return Response(broker_render(broker_define(name=name, **data)), status=201)
+        return Response(broker_render(broker_define(name=name, **_definition(data, Broker))), status=201)
 
 
 class BrokerDetailView(APIView):
+    @doc.brokers_display
     def get(self, request: Request, broker: str) -> Response:
+        may.require_broker_display(request.user, broker=broker)
         return Response(broker_render(broker_get(name=broker)))
 
+    @doc.brokers_alter
     def patch(self, request: Request, broker: str) -> Response:
-        return Response(broker_render(broker_alter(name=broker, **_changes(request))))
+        may.require_broker_admin(request.user, broker=broker)
+        return Response(broker_render(broker_alter(name=broker, **_changes(request, Broker))))
 
+    @doc.brokers_delete
     def delete(self, request: Request, broker: str) -> Response:
+        may.require_broker_admin(request.user, broker=broker)
         broker_delete(name=broker, purge=_purge(request))
         return Response(status=204)
 
 
 class QueueListView(APIView):
+    @doc.queues_list
     def get(self, request: Request, broker: str) -> Response:
-        queues = list(queue_list(broker=broker))
+        may.require_broker_display(request.user, broker=broker)
+        queues = may.queues_visible(request.user, broker=broker, queues=queue_list(broker=broker))
         depths = queue_depths(queue_ids=[q.pk for q in queues])
         return Response(_page(request, [queue_render(q, depths[q.pk]) for q in queues]))
 
+    @doc.queues_define
     def post(self, request: Request, broker: str) -> Response:
+        may.require_broker_admin(request.user, broker=broker)
         data = dict(_body(request))
         name = data.pop("name", None)
         if not isinstance(name, str):
             raise InvalidInput("A queue needs a name.", errors={"name": ["Required."]})
-        queue = queue_define(broker=broker, name=name, **data)
+        queue = queue_define(broker=broker, name=name, **_definition(data, Queue))
         return Response(queue_render(queue, queue_depths(queue_ids=[queue.pk])[queue.pk]), status=201)
 
 
 class QueueDetailView(APIView):
+    @doc.queues_display
     def get(self, request: Request, broker: str, queue: str) -> Response:
+        may.require_queue_display(request.user, broker=broker, queue=queue)
         q = queue_get(broker=broker, name=queue)
         return Response(queue_render(q, queue_depths(queue_ids=[q.pk])[q.pk]))
 
+    @doc.queues_alter
     def patch(self, request: Request, broker: str, queue: str) -> Response:
-        q = queue_alter(broker=broker, name=queue, **_changes(request))
+        may.require_queue_admin(request.user, broker=broker, queue=queue)
+        q = queue_alter(broker=broker, name=queue, **_changes(request, Queue))
         return Response(queue_render(q, queue_depths(queue_ids=[q.pk])[q.pk]))
 
+    @doc.queues_delete
     def delete(self, request: Request, broker: str, queue: str) -> Response:
+        may.require_queue_admin(request.user, broker=broker, queue=queue)
         queue_delete(broker=broker, name=queue, purge=_purge(request))
         return Response(status=204)
 
@@ -148,7 +205,9 @@ class QueueDetailView(APIView):
 class MessagesView(APIView):
     """GET browses, POST puts."""
 
+    @doc.messages_browse
     def get(self, request: Request, broker: str, queue: str) -> Response:
+        may.require_browse(request.user, broker=broker, queue=queue)
         params = request.query_params
         result = message_browse(
             broker=broker, queue=queue, cursor=params.get("cursor") or None, ordered=_bool(params, "ordered"),
@@ -157,7 +216,9 @@ class MessagesView(APIView):
         b, q = result.queue.broker.name, result.queue.name
         return Response({"messages": [message_render(m, broker=b, queue=q) for m in result.messages], "cursor": result.cursor})
 
+    @doc.messages_put
     def post(self, request: Request, broker: str, queue: str) -> Response:
+        may.require_put(request.user, broker=broker, queue=queue)
         data = _body(request)
         if "messages" in data:
             raw = data["messages"]
@@ -186,7 +247,9 @@ GET_OPTIONS = {
 
 
 class GetView(APIView):
+    @doc.messages_get
     def post(self, request: Request, broker: str, queue: str) -> Response:
+        may.require_get(request.user, broker=broker, queue=queue)
         data = _body(request)
         unknown = sorted(set(data) - GET_OPTIONS)
         if unknown:
@@ -211,24 +274,32 @@ class GetView(APIView):
 # --- peek-locks --------------------------------------------------------------------------
 
 class LockCompleteView(APIView):
+    @doc.locks_complete
     def post(self, request: Request, token: str) -> Response:
+        may.require_lock(request.user, token=token)
         outcome = lock_complete(token=token, transaction_id=_text(_body(request), "transaction"))
         return Response({"lock_token": token, "outcome": outcome})
 
 
 class LockAbandonView(APIView):
+    @doc.locks_abandon
     def post(self, request: Request, token: str) -> Response:
+        may.require_lock(request.user, token=token)
         return Response({"lock_token": token, "outcome": lock_abandon(token=token)})
 
 
 class LockRenewView(APIView):
+    @doc.locks_renew
     def post(self, request: Request, token: str) -> Response:
+        may.require_lock(request.user, token=token)
         message = lock_renew(token=token)
         return Response({"lock_token": token, "locked_until": message.locked_until.isoformat()})
 
 
 class LockDeadLetterView(APIView):
+    @doc.locks_dead_letter
     def post(self, request: Request, token: str) -> Response:
+        may.require_lock(request.user, token=token)
         message = lock_dead_letter(token=token, reason=_body(request).get("reason"))
         return Response({"lock_token": token, "outcome": "dead_lettered", "queue": message.queue.name})
 
@@ -241,10 +312,14 @@ def _transaction_body(transaction_id: str) -> dict[str, Any]:
 
 
 class TransactionBeginView(APIView):
+    @doc.transactions_begin
     def post(self, request: Request, broker: str) -> Response:
+        may.require_transaction_begin(request.user, broker=broker)
         data = _body(request)
         owner = broker_get(name=broker)
-        timeout_ms = _number(data, "timeout_ms", owner.transaction_timeout_ms, low=1, high=86_400_000, whole=True)
+        timeout_ms = owner.transaction_timeout_ms  # the broker's: 0 for no deadline
+        if data.get("timeout_ms") is not None:
+            timeout_ms = _number(data, "timeout_ms", timeout_ms, low=1, high=86_400_000, whole=True)
         txn = transaction_begin(broker=owner.name, timeout_ms=timeout_ms)
         return Response(_transaction_body(txn.id), status=201)
 
@@ -252,17 +327,23 @@ class TransactionBeginView(APIView):
 class TransactionGraphView(APIView):
     """The broker's live transaction graph: open and recent transactions and their links."""
 
+    @doc.transactions_graph
     def get(self, request: Request, broker: str) -> Response:
+        may.require_transaction_begin(request.user, broker=broker)
         return Response(transaction_graph(broker=broker_get(name=broker).name))
 
 
 class TransactionDetailView(APIView):
+    @doc.transactions_display
     def get(self, request: Request, transaction_id: str) -> Response:
+        may.require_transaction(request.user, transaction_id=transaction_id)
         return Response(_transaction_body(transaction_id))
 
 
 class TransactionCommitView(APIView):
+    @doc.transactions_commit
     def post(self, request: Request, transaction_id: str) -> Response:
+        may.require_transaction(request.user, transaction_id=transaction_id)
         wait = _number(_body(request), "wait", 0, low=0, high=settings.BATON_MAX_WAIT_S)
         outcome = transaction_commit(transaction_id=transaction_id, wait=wait)
         if outcome.state == "committed":
@@ -271,14 +352,18 @@ class TransactionCommitView(APIView):
 
 
 class TransactionRollbackView(APIView):
+    @doc.transactions_rollback
     def post(self, request: Request, transaction_id: str) -> Response:
+        may.require_transaction(request.user, transaction_id=transaction_id)
         outcome = transaction_rollback(transaction_id=transaction_id)
         return Response({"id": transaction_id, "state": outcome.transaction.state,
                          "reason": outcome.transaction.reason, "cascaded": outcome.cascaded})
 
 
 class TransactionCheckView(APIView):
+    @doc.transactions_check
     def post(self, request: Request, transaction_id: str) -> Response:
+        may.require_transaction(request.user, transaction_id=transaction_id)
         wait = _number(_body(request), "wait", 0, low=0, high=settings.BATON_MAX_WAIT_S)
         outcome = transaction_check(transaction_id=transaction_id, wait=wait)
         body: dict[str, Any] = {"id": transaction_id, "result": outcome.result, "waiting_on": outcome.waiting_on}
@@ -290,15 +375,21 @@ class TransactionCheckView(APIView):
 # --- connections --------------------------------------------------------------------------
 
 class ConnectionOpenView(APIView):
+    @doc.connections_open
     def post(self, request: Request, broker: str) -> Response:
+        may.require_connection_open(request.user, broker=broker)
         view = connection_open(broker=broker, client_name=_body(request).get("client_name"))
         return Response(connection_render(view), status=201)
 
 
 class ConnectionDetailView(APIView):
+    @doc.connections_display
     def get(self, request: Request, conn_id: str) -> Response:
+        may.require_connection(request.user, conn_id=conn_id)
         return Response(connection_render(connection_view(connection=connection_get(conn_id=conn_id))))
 
+    @doc.connections_close
     def delete(self, request: Request, conn_id: str) -> Response:
+        may.require_connection(request.user, conn_id=conn_id)
         connection_close(conn_id=conn_id)
         return Response(status=204)

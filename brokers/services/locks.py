@@ -41,6 +41,8 @@ class LockNotFound(BatonError):
 
 def _locked_message(token: str, now) -> Message:
     message = Message.objects.select_for_update().select_related("queue__broker").filter(lock_token=token).first()
+    if message is None and Message.objects.filter(lapsed_lock_token=token).exists():
+        raise LockLost(f"The lock {token} expired and the message was released.", lock_token=token)
     if message is None:
         raise LockNotFound(f"No message is locked with token {token}.", lock_token=token)
     if message.get_transaction_id is None and message.locked_until <= now:
@@ -48,17 +50,20 @@ def _locked_message(token: str, now) -> Message:
     return message
 
 
-def _unlocked_or_dead_lettered(message: Message, *, reason_if_over: str) -> str:
+def _unlocked_or_dead_lettered(message: Message, *, reason_if_over: str, lapsed: bool = False) -> str:
     """Release a lock; past the delivery limit, move the message to the dead-letter queue.
     Caller holds the message row."""
     queue = message.queue
     if queue.backout_threshold and message.delivery_count >= queue.backout_threshold:
         target = dead_letter_target(queue=queue, prefer_backout=False)
         if target is not None:
+            message.lapsed_lock_token = message.lock_token if lapsed else message.lapsed_lock_token
             message.lock_token = message.locked_until = None
             message_move(message=message, source=queue, target=target, reason=reason_if_over)
             return "dead_lettered"
-    Message.objects.filter(pk=message.pk).update(lock_token=None, locked_until=None)
+    Message.objects.filter(pk=message.pk).update(
+        lock_token=None, locked_until=None, **({"lapsed_lock_token": message.lock_token} if lapsed else {}),
+    )
     queues_woken([queue.pk])
     return "available"
 
@@ -146,6 +151,7 @@ def locks_expire(*, limit: int = 1000) -> int:
         for message in expired:
             _unlocked_or_dead_lettered(
                 message, reason_if_over=f"lock expired; delivery count {message.delivery_count} reached the delivery limit",
+                lapsed=True,
             )
             released += 1
     return released

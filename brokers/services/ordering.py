@@ -65,7 +65,8 @@ def ordered_pick(queue: Queue, *, now, batch: int, own_transaction: str | None, 
     for message in qs.order_by(key).iterator(chunk_size=max(batch * 2, 20)):
         if own_transaction and message.get_transaction_id == own_transaction:
             continue
-        if message.get_transaction_id is not None or (message.lock_token and message.locked_until > now):
+        # a lock counts until housekeeping releases it, as for unordered gets
+        if message.get_transaction_id is not None or message.lock_token:
             pick.reason = REASON_IN_FLIGHT
             break
         if message.put_transaction_id is not None:

@@ -5,8 +5,13 @@ The model is a dict of queues, each a list of message dicts in put-sequence orde
 (the id of the unit of work whose put is uncommitted, or None), ``get`` (the id of the
 unit of work that has it in flight, or None), ``backouts`` and ``origin`` (the queue it
 was moved from). It knows nothing of the implementation; after every step the engine must
-agree with it on depths, on the exact contents and order of a full browse, and on backout
-counts, and every get must return exactly what the model says.
+agree with it on depths (``queue_depths``), on the exact contents and order of a full
+browse (available messages only, in put order: uncommitted puts and in-flight gets are
+invisible), on backout counts and dead-letter origins, and on the room left under max depth
+(probed with puts inside a savepoint that is undone); every get must return exactly the
+messages, in exactly the order, that the model says.
+
+Each example runs on its own broker inside a savepoint that teardown rolls back.
 """
 from __future__ import annotations
 
@@ -16,7 +21,9 @@ import pytest
 from django.db import transaction as db
 from hypothesis import HealthCheck, event, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule, run_state_machine_as_test
+from hypothesis.stateful import (
+    RuleBasedStateMachine, initialize, invariant, precondition, rule, run_state_machine_as_test,
+)
 
 from brokers.exceptions import QueueFull
 from brokers.models import DEFAULT_DEAD_LETTER_QUEUE, Queue
@@ -31,9 +38,9 @@ from transactions.models import Transaction, TransactionState
 DLQ = DEFAULT_DEAD_LETTER_QUEUE
 #: name → (delivery sequence, max depth, backout threshold, backout queue)
 QUEUES = {
-    "PRIO": ("priority", 8, 1, "BOQ"),   # moves to its backout queue at the first backout
-    "FIFO": ("fifo", 8, 2, ""),          # moves to the dead-letter queue at 2 backouts
-    "PLAIN": ("priority", 5, 0, ""),     # never moves
+    "PRIO": ("priority", 5, 1, "BOQ"),   # moves to its backout queue at the first backout
+    "FIFO": ("fifo", 5, 2, ""),          # moves to the dead-letter queue at 2 backouts
+    "PLAIN": ("priority", 4, 0, ""),     # never moves
     "BOQ": ("fifo", 5000, 0, ""),
     DLQ: ("priority", 999_999_999, 0, ""),  # as broker_define makes it
 }
@@ -61,6 +68,7 @@ class QueueMachine(RuleBasedStateMachine):
         # the model
         self.queues: dict[str, list[dict]] = {name: [] for name in QUEUES}
         self.open: list[str] = []
+        self.touched: set[str] = set(QUEUES)  # queues changed since the last room check
         self.seq = itertools.count()
         self.bodies = itertools.count()
 
@@ -79,6 +87,7 @@ class QueueMachine(RuleBasedStateMachine):
         return self.open[index % len(self.open)]
 
     def _put(self, queue: str, priorities: list[int], txn: str | None) -> None:
+        self.touched.add(queue)
         bodies = [f"m{next(self.bodies)}" for _ in priorities]
         inputs = [MessageInput(body=b.encode(), priority=p) for b, p in zip(bodies, priorities)]
         fits = len(self.queues[queue]) + len(inputs) <= QUEUES[queue][1]
@@ -94,6 +103,7 @@ class QueueMachine(RuleBasedStateMachine):
                                        "get": None, "backouts": 0, "origin": ""})
 
     def _get(self, queue: str, batch: int, txn: str | None) -> None:
+        self.touched.add(queue)
         expected = self._available(queue)[:batch]
         result = message_get(broker=self.broker, queue=queue, batch=batch, transaction_id=txn)
         got = [(bytes(m.body).decode(), m.backout_count, m.priority) for m in result.messages]
@@ -107,6 +117,15 @@ class QueueMachine(RuleBasedStateMachine):
                 m["get"] = txn
 
     # --- rules -----------------------------------------------------------------------
+
+    @initialize(prefill=st.lists(st.tuples(st.sampled_from(PUT_QUEUES), st.integers(0, 9)), max_size=8),
+                begun=st.integers(0, MAX_OPEN))
+    def start(self, prefill: list[tuple[str, int]], begun: int) -> None:
+        """Start from queues with some committed messages and some units of work open."""
+        for queue, priority in prefill:
+            self._put(queue, [priority], None)
+        for _ in range(begun):
+            self.begin()
 
     @precondition(lambda self: len(self.open) < MAX_OPEN)
     @rule()
@@ -124,21 +143,26 @@ class QueueMachine(RuleBasedStateMachine):
     def put_in_transaction(self, queue: str, priorities: list[int], index: int) -> None:
         self._put(queue, priorities, self._txn(index))
 
-    @rule(queue=st.sampled_from(GET_QUEUES), batch=st.integers(1, 3))
-    def get_immediate(self, queue: str, batch: int) -> None:
-        self._get(queue, batch, None)
-
-    @precondition(lambda self: self.open)
-    @rule(queue=st.sampled_from(GET_QUEUES), batch=st.integers(1, 3), index=st.integers(0, MAX_OPEN - 1))
-    def get_in_transaction(self, queue: str, batch: int, index: int) -> None:
-        self._get(queue, batch, self._txn(index))
+    @rule(data=st.data(), batch=st.integers(1, 3), index=st.none() | st.integers(0, MAX_OPEN - 1))
+    def get(self, data, batch: int, index: int | None) -> None:
+        """Get immediately (index None) or under one of the open units of work, mostly from
+        a queue that has something to get."""
+        stocked = [name for name in QUEUES if self._available(name)]
+        if stocked and data.draw(st.booleans(), label="from a stocked queue"):
+            queue = data.draw(st.sampled_from(stocked), label="queue")
+        else:
+            queue = data.draw(st.sampled_from(GET_QUEUES), label="queue")
+        self._get(queue, batch, None if index is None or not self.open else self._txn(index))
 
     @precondition(lambda self: self.open)
     @rule(index=st.integers(0, MAX_OPEN - 1))
     def commit(self, index: int) -> None:
         txn = self._txn(index)
+        self.touched.update(QUEUES)
         assert transaction_commit(transaction_id=txn).state == TransactionState.COMMITTED
         self.open.remove(txn)
+        if any(m["get"] == txn for messages in self.queues.values() for m in messages):
+            event("commit of gets")
         for messages in self.queues.values():
             messages[:] = [m for m in messages if m["get"] != txn]
             for m in messages:
@@ -149,6 +173,7 @@ class QueueMachine(RuleBasedStateMachine):
     @rule(index=st.integers(0, MAX_OPEN - 1))
     def rollback(self, index: int) -> None:
         txn = self._txn(index)
+        self.touched.update(QUEUES)
         outcome = transaction_rollback(transaction_id=txn)
         assert outcome.transaction.state == TransactionState.ROLLED_BACK and outcome.cascaded == []
         self.open.remove(txn)
@@ -195,6 +220,24 @@ class QueueMachine(RuleBasedStateMachine):
             assert len(seen) == len(self._available(name))
 
     @invariant()
+    def room_agrees(self) -> None:
+        """On each queue the step touched: every message on it (uncommitted puts and
+        in-flight gets included) takes room up to max depth, so one more than the room
+        left is refused whole and the room left fits. Tried inside a savepoint that is then
+        undone, so the state does not change."""
+        for queue in sorted(self.touched & set(PUT_QUEUES)):
+            room = QUEUES[queue][1] - len(self.queues[queue])
+            probe = db.savepoint()
+            try:
+                with pytest.raises(QueueFull):
+                    message_put(broker=self.broker, queue=queue, messages=[MessageInput(body=b"p")] * (room + 1))
+                if room:
+                    message_put(broker=self.broker, queue=queue, messages=[MessageInput(body=b"p")] * room)
+            finally:
+                db.savepoint_rollback(probe)
+        self.touched.clear()
+
+    @invariant()
     def open_units_of_work_are_active(self) -> None:
         states = dict(Transaction.objects.filter(pk__in=self.open).values_list("pk", "state"))
         assert states == {t: TransactionState.ACTIVE for t in self.open}
@@ -202,6 +245,6 @@ class QueueMachine(RuleBasedStateMachine):
 
 def test_queues_agree_with_model(db):
     run_state_machine_as_test(QueueMachine, settings=settings(
-        max_examples=40, stateful_step_count=30, deadline=None, database=None,
+        max_examples=75, stateful_step_count=25, deadline=None, database=None,
         suppress_health_check=[HealthCheck.too_slow],
     ))

@@ -22,7 +22,7 @@ from transactions.manager import (
     transaction_commit, transaction_for_operation, transaction_links_add, transaction_mark,
     transaction_timeouts_applied,
 )
-from transactions.models import JournalKind
+from transactions.models import JournalKind, Transaction
 from transactions.wakeups import wait_for
 
 from ...exceptions import InvalidInput, OptionsConflict, QueueInUse
@@ -149,6 +149,10 @@ def _get_once(
         owner = source.broker
         conn = _connection(connection_id, owner)
         txn = transaction_for_operation(transaction_id=transaction_id, broker=owner.name) if transaction_id else None
+        if txn is None and wanted and conn is not None and conn.current_transaction_id:
+            # the connection's unit of work, if it has one, is this get's own (never begun here for nothing)
+            txn = _unit_of_work(broker=owner, transaction_id=None, wanted=True, connection=conn) \
+                if Transaction.objects.filter(pk=conn.current_transaction_id, state="active").exists() else None
         if preemptive and txn is None:
             txn = _unit_of_work(broker=owner, transaction_id=None, wanted=True, connection=conn)
         _access_claimed(source=source, access=access, conn=conn, now=now)

@@ -1,0 +1,23 @@
+from django.core.management.base import BaseCommand, CommandError
+
+from brokers.management.admin_cli import attribute_options_add, attributes_given, service_errors
+from brokers.models import Broker
+from brokers.services.brokers import BROKER_FIELDS, broker_alter
+
+
+class Command(BaseCommand):
+    help = ("Change a broker's attributes; those not given keep their values. "
+            "Naming a dead-letter queue that does not exist defines it.")
+
+    def add_arguments(self, parser):
+        parser.add_argument("name", help="the broker to alter")
+        attribute_options_add(parser, Broker, BROKER_FIELDS, with_defaults=False)
+
+    def handle(self, *args, name, **options):
+        changes = attributes_given(options, BROKER_FIELDS)
+        if not changes:
+            raise CommandError("Nothing to alter: give at least one attribute option (see --help).")
+        with service_errors():
+            broker_alter(name=name, **changes)
+        if options["verbosity"] > 0:
+            self.stdout.write(f"Broker {name!r} altered: {', '.join(sorted(changes))}.")

@@ -1,0 +1,190 @@
+"""Who may do what through the REST API: every check the views make, in one place.
+
+Actions are ``put``, ``get``, ``browse`` and ``admin``, granted per user (``Grant``) on one
+queue of a broker or on the whole broker (every queue of it, and the broker itself).
+Superusers may do everything. A refusal is 403 ``permission_denied`` naming the action and
+the object. Checks look at names only, before the service runs, so a caller without any
+grant on a broker learns nothing about what it holds (not even whether a queue exists).
+
+=====================================  =========================================================
+request                                needs
+=====================================  =========================================================
+list brokers                           shows the brokers the user holds any grant on
+define a broker                        superuser
+display a broker                       any action on the broker (broker-wide or on a queue of it)
+alter, delete a broker                 admin on the whole broker
+list queues                            any action on the broker; shows the queues the user holds
+                                       a grant on, or all of them with a broker-wide grant
+define a queue                         admin on the whole broker
+display a queue                        any action on the queue (queue or broker-wide grant)
+alter, delete a queue                  admin on the queue
+put                                    put on the queue
+get (destructive or peek-lock)         get on the queue
+browse                                 browse on the queue
+complete/abandon/renew/dead-letter     get on the locked message's queue
+begin, display, commit, rollback,      put, get or admin on the transaction's broker (broker-wide
+check a transaction; transaction graph or on any queue of it)
+open, display, close a connection      put or get on the connection's broker (broker-wide or on
+                                       any queue of it)
+=====================================  =========================================================
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TypeVar
+
+from django.db.models import Q
+
+from config.errors import PermissionDenied
+from transactions.models import Transaction
+
+from .models import Grant, Message, Queue
+from .selectors import connection_get
+
+T = TypeVar("T")
+ANY = frozenset(Grant.ACTIONS)
+TRANSACTION_ACTIONS = frozenset({"put", "get", "admin"})
+CONNECTION_ACTIONS = frozenset({"put", "get"})
+
+
+# --- what a user holds ---------------------------------------------------------------------
+
+def _superuser(user) -> bool:
+    return bool(getattr(user, "is_superuser", False))
+
+
+def _holding(actions: Iterable[str]) -> Q:
+    condition = Q(pk__in=[])
+    for action in actions:
+        condition |= Q(**{f"may_{action}": True})
+    return condition
+
+
+def _holds(user, actions: Iterable[str], *, broker: str, queue: str | None = None, anywhere: bool = False) -> bool:
+    """Does the user hold one of ``actions`` on the broker? With a ``queue``: by a grant on
+    that queue or a broker-wide one. Without: by a broker-wide grant, or with ``anywhere``
+    by a grant on any queue of the broker too."""
+    if _superuser(user):
+        return True
+    grants = Grant.objects.filter(_holding(actions), user=user, broker=broker)
+    if queue is not None:
+        grants = grants.filter(queue__in=["", queue])
+    elif not anywhere:
+        grants = grants.filter(queue="")
+    return grants.exists()
+
+
+def _refuse(actions: Iterable[str], *, broker: str, queue: str | None = None, anywhere: bool = False) -> None:
+    wanted = sorted(actions, key=Grant.ACTIONS.index)
+    what = wanted[0] if len(wanted) == 1 else f"{', '.join(wanted[:-1])} or {wanted[-1]}"
+    if queue is not None:
+        where = f"queue {queue!r} of broker {broker!r}"
+    elif anywhere:
+        where = f"broker {broker!r} (or any queue of it)"
+    else:
+        where = f"broker {broker!r} as a whole"
+    detail: dict = {"actions": wanted, "broker": broker}
+    if queue is not None:
+        detail["queue"] = queue
+    raise PermissionDenied(f"You may not do that: it needs {what} permission on {where}.", **detail)
+
+
+def _require(user, actions: Iterable[str], *, broker: str, queue: str | None = None, anywhere: bool = False) -> None:
+    actions = frozenset(actions)
+    if not _holds(user, actions, broker=broker, queue=queue, anywhere=anywhere):
+        _refuse(actions, broker=broker, queue=queue, anywhere=anywhere)
+
+
+# --- brokers and queues --------------------------------------------------------------------
+
+def require_broker_define(user) -> None:
+    if not _superuser(user):
+        raise PermissionDenied("You may not do that: only a superuser may define a broker.", actions=["admin"])
+
+
+def require_broker_display(user, *, broker: str) -> None:
+    _require(user, ANY, broker=broker, anywhere=True)
+
+
+def require_broker_admin(user, *, broker: str) -> None:
+    """Alter or delete the broker, or define a queue on it."""
+    _require(user, {"admin"}, broker=broker)
+
+
+def require_queue_display(user, *, broker: str, queue: str) -> None:
+    _require(user, ANY, broker=broker, queue=queue)
+
+
+def require_queue_admin(user, *, broker: str, queue: str) -> None:
+    _require(user, {"admin"}, broker=broker, queue=queue)
+
+
+def brokers_visible(user, brokers: Iterable[T]) -> list[T]:
+    """The brokers (objects with a ``name``) the user holds any grant on."""
+    brokers = list(brokers)
+    if _superuser(user):
+        return brokers
+    names = set(Grant.objects.filter(_holding(ANY), user=user).values_list("broker", flat=True))
+    return [b for b in brokers if b.name in names]
+
+
+def queues_visible(user, *, broker: str, queues: Iterable[Queue]) -> list[Queue]:
+    """The broker's queues the user holds a grant on (all of them with a broker-wide grant).
+    The view first checks that the user may see the broker (require_broker_display)."""
+    queues = list(queues)
+    if _superuser(user):
+        return queues
+    names = set(Grant.objects.filter(_holding(ANY), user=user, broker=broker).values_list("queue", flat=True))
+    return queues if "" in names else [q for q in queues if q.name in names]
+
+
+# --- messages ------------------------------------------------------------------------------
+
+def require_put(user, *, broker: str, queue: str) -> None:
+    _require(user, {"put"}, broker=broker, queue=queue)
+
+
+def require_get(user, *, broker: str, queue: str) -> None:
+    _require(user, {"get"}, broker=broker, queue=queue)
+
+
+def require_browse(user, *, broker: str, queue: str) -> None:
+    _require(user, {"browse"}, broker=broker, queue=queue)
+
+
+def require_lock(user, *, token: str) -> None:
+    """Settle a peek-lock: get on the queue the locked message is on. An unknown token is
+    left to the service (404)."""
+    if _superuser(user):
+        return
+    where = Message.objects.filter(lock_token=token).values_list("queue__broker__name", "queue__name").first()
+    if where is not None:
+        require_get(user, broker=where[0], queue=where[1])
+
+
+# --- transactions and connections ----------------------------------------------------------
+
+def require_transaction_begin(user, *, broker: str) -> None:
+    """Begin a unit of work on the broker, or see its transaction graph."""
+    _require(user, TRANSACTION_ACTIONS, broker=broker, anywhere=True)
+
+
+def require_transaction(user, *, transaction_id: str) -> None:
+    """Display, commit, roll back or check a unit of work: as for beginning one on its
+    broker. An unknown id is left to the service (404)."""
+    if _superuser(user):
+        return
+    broker = Transaction.objects.filter(pk=transaction_id).values_list("broker", flat=True).first()
+    if broker is not None:
+        require_transaction_begin(user, broker=broker)
+
+
+def require_connection_open(user, *, broker: str) -> None:
+    _require(user, CONNECTION_ACTIONS, broker=broker, anywhere=True)
+
+
+def require_connection(user, *, conn_id: str) -> None:
+    """Display or close a connection: as for opening one on its broker."""
+    if _superuser(user):
+        return
+    require_connection_open(user, broker=connection_get(conn_id=conn_id).broker.name)

@@ -1,0 +1,28 @@
+"""One local SparkSession for the whole test run: starting the JVM is most of the cost."""
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+
+#: Tests run tiny inputs, where compiling is the cost: the JVM's quick compiler only, and
+#: Spark's interpreted expressions instead of generated code (same results; Spark's own
+#: tests run both ways). About halves JVM start and the first queries.
+TEST_CONFIG = {
+    "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+    "spark.sql.codegen.wholeStage": "false",
+    "spark.sql.codegen.factoryMode": "NO_CODEGEN",
+    "spark.sql.shuffle.partitions": "1",
+}
+
+
+@pytest.fixture(scope="session")
+def spark():
+    if not (shutil.which("java") or os.environ.get("JAVA_HOME")):
+        pytest.skip("no Java runtime (Spark needs Java 17+; ./platform/test installs one)")
+    from spark_jobs.session import spark_session
+
+    session = spark_session("baton-tests", master="local[2]", config=TEST_CONFIG)
+    yield session
+    session.stop()
