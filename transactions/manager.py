@@ -297,7 +297,10 @@ def _commit_apply(members: list[Transaction], *, requested_by: str, now) -> None
                 JournalKind.RELEASE, broker=member.broker, transaction_id=member.id, by=requested_by, at=now,
             ))
     journal_record(events=events)
-    wakeup_notify_on_commit(f"txn:{i}" for i in ids)
+    woken = set(ids)
+    if _linked(*members):  # ready-checks of their consumers are waiting for exactly this
+        woken.update(Link.objects.filter(upstream_id__in=ids).values_list("downstream_id", flat=True))
+    wakeup_notify_on_commit(f"txn:{i}" for i in woken)
 
 
 def transaction_commit(*, transaction_id: str, wait: float = 0) -> CommitOutcome:
