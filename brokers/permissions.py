@@ -153,11 +153,12 @@ def require_browse(user, *, broker: str, queue: str) -> None:
 
 
 def require_lock(user, *, token: str) -> None:
-    """Settle a peek-lock: get on the queue the locked message is on. An unknown token is
-    left to the service (404)."""
+    """Settle a peek-lock: get on the queue the locked message is on (or was, for a lock
+    that lapsed). An unknown token is left to the service (404)."""
     if _superuser(user):
         return
-    where = Message.objects.filter(lock_token=token).values_list("queue__broker__name", "queue__name").first()
+    where = (Message.objects.filter(Q(lock_token=token) | Q(lapsed_lock_token=token))
+             .values_list("queue__broker__name", "queue__name").first())
     if where is not None:
         require_get(user, broker=where[0], queue=where[1])
 
