@@ -3,8 +3,10 @@
 Actions are ``put``, ``get``, ``browse`` and ``admin``, granted per user (``Grant``) on one
 queue of a broker or on the whole broker (every queue of it, and the broker itself).
 Superusers may do everything. A refusal is 403 ``permission_denied`` naming the action and
-the object. Checks look at names only, before the service runs, so a caller without any
-grant on a broker learns nothing about what it holds (not even whether a queue exists).
+the object. Checks run before the service. Those on brokers and queues look at names only,
+so a caller without a grant on a broker learns nothing about what it holds (not even
+whether a queue exists); those on transactions, connections and locks look up the broker
+or queue they belong to (an unknown id is the service's 404).
 
 =====================================  =========================================================
 request                                needs
@@ -19,13 +21,13 @@ define a queue                         admin on the whole broker
 display a queue                        any action on the queue (queue or broker-wide grant)
 alter, delete a queue                  admin on the queue
 put                                    put on the queue
-get (destructive or peek-lock)         get on the queue
-browse                                 browse on the queue
+get (destructive, browse, peek-lock)   get on the queue
+browse (GET .../messages/)             browse on the queue
 complete/abandon/renew/dead-letter     get on the locked message's queue
-begin, display, commit, rollback,      put, get or admin on the transaction's broker (broker-wide
-check a transaction; transaction graph or on any queue of it)
-open, display, close a connection      put or get on the connection's broker (broker-wide or on
-                                       any queue of it)
+begin, display, commit, roll back,     put, get or admin on the transaction's broker (broker-wide
+check a transaction; the graph         or on any queue of it)
+open, display, close a connection,     put or get on the connection's broker (broker-wide or on
+or name one in a put or get            any queue of it)
 =====================================  =========================================================
 """
 from __future__ import annotations
@@ -189,3 +191,10 @@ def require_connection(user, *, conn_id: str) -> None:
     if _superuser(user):
         return
     require_connection_open(user, broker=connection_get(conn_id=conn_id).broker.name)
+
+
+def require_connection_use(user, *, conn_id: str | None) -> None:
+    """A put or get that names a connection: as for displaying it. (A get with
+    ``commit_first`` commits the connection's unit of work before anything else is checked.)"""
+    if conn_id:
+        require_connection(user, conn_id=conn_id)

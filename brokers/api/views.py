@@ -228,9 +228,11 @@ class MessagesView(APIView):
         else:
             single = {k: v for k, v in data.items() if k not in {"transaction", "syncpoint", "connection", "put_application"}}
             messages = [message_input_parse(single)]
+        connection_id = _text(data, "connection")
+        may.require_connection_use(request.user, conn_id=connection_id)
         result = message_put(
             broker=broker, queue=queue, messages=messages, transaction_id=_text(data, "transaction"),
-            syncpoint=_text(data, "syncpoint"), connection_id=_text(data, "connection"),
+            syncpoint=_text(data, "syncpoint"), connection_id=connection_id,
             put_application=(_text(data, "put_application") or getattr(request.user, "username", ""))[:100],
         )
         b, q = result.queue.broker.name, result.queue.name
@@ -254,9 +256,11 @@ class GetView(APIView):
         unknown = sorted(set(data) - GET_OPTIONS)
         if unknown:
             raise InvalidInput("The request is not valid.", errors={name: ["Unknown field."] for name in unknown})
+        connection_id = _text(data, "connection")
+        may.require_connection_use(request.user, conn_id=connection_id)
         result = message_get(
             broker=broker, queue=queue, transaction_id=_text(data, "transaction"), syncpoint=_text(data, "syncpoint"),
-            connection_id=_text(data, "connection"),
+            connection_id=connection_id,
             wait=_number(data, "wait", 0, low=0, high=settings.BATON_MAX_WAIT_S),
             batch=_number(data, "batch", 1, low=1, high=settings.BATON_MAX_BATCH, whole=True),
             msg_id=_text(data, "msg_id"), correl_id=_text(data, "correl_id"), group_id=_text(data, "group_id"),

@@ -263,6 +263,18 @@ def test_connections_need_put_or_get_on_the_broker(two_brokers, as_user):
     assert getter.delete(f"/api/connections/{conn}/").status_code == 204
 
 
+def test_a_put_or_get_may_name_only_a_connection_the_user_may_use(two_brokers, as_user, api):
+    conn = api.post("/api/brokers/QM2/connections/", {"client_name": "theirs"}, format="json").json()["conn_id"]
+    txn = put(api, "/api/brokers/QM2/queues/Q1", connection=conn, syncpoint="yes").json()["transaction"]
+    alice = as_user("alice", ("QM1", "Q1", "put,get"))
+    denied(alice.post(f"{Q1}/get/", {"connection": conn, "commit_first": True}, format="json"), "'QM2'")
+    denied(put(alice, connection=conn), "'QM2'")
+    assert api.get(f"/api/transactions/{txn}/").json()["state"] == "active"  # not committed on QM2's behalf
+    mine = alice.post("/api/brokers/QM1/connections/", {"client_name": "mine"}, format="json").json()["conn_id"]
+    assert put(alice, connection=mine).status_code == 201
+    assert alice.post(f"{Q1}/get/", {"connection": mine, "commit_first": True}, format="json").status_code == 200
+
+
 def test_locks_need_get_on_the_locked_messages_queue(two_brokers, as_user, api):
     for _ in range(4):
         put(api)

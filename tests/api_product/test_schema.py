@@ -56,7 +56,7 @@ def test_every_api_route_is_documented(spec):
     documented = set(spec["paths"])
     for pattern in brokers.api.urls.urlpatterns:
         assert isinstance(pattern, URLPattern)
-        route = "/api/" + str(pattern.pattern).replace("<name:", "{").replace("<str:", "{").replace(">", "}")
+        route = "/api/" + str(pattern.pattern).replace("<name:", "{").replace("<str:", "{").replace("<id:", "{").replace(">", "}")
         assert route in documented, route
     assert get_resolver()  # the URLconf loads
 

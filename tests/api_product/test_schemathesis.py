@@ -26,7 +26,8 @@ from tests.integration.servers import PYTHON, ROOT, Server, base_env, free_port,
 
 pytestmark = pytest.mark.integration
 
-#: More examples or another seed for a longer hunt: BATON_FUZZ_EXAMPLES=200 BATON_FUZZ_SEED=7.
+#: More examples or another seed for a longer hunt: BATON_FUZZ_EXAMPLES=200 BATON_FUZZ_SEED=7; and
+#: BATON_FUZZ_DATABASE_URL=postgres://... to fuzz against PostgreSQL instead of SQLite.
 MAX_EXAMPLES = int(os.environ.get("BATON_FUZZ_EXAMPLES", "12"))
 CONFIG = {
     "seed": int(os.environ.get("BATON_FUZZ_SEED", "20251123")),
@@ -54,6 +55,8 @@ class LiveServer:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.env = {**base_env(var_dir), "BATON_MAX_WAIT_S": "1"}
+        if os.environ.get("BATON_FUZZ_DATABASE_URL"):  # e.g. an empty PostgreSQL database
+            self.env["DATABASE_URL"] = os.environ["BATON_FUZZ_DATABASE_URL"]
         self.server: Server | None = None
         self.token = ""
 

@@ -1,0 +1,59 @@
+"""The API's JSON parser: JSON as DRF parses it, refusing strings that no database can store.
+
+JSON may carry ``\\u0000`` and unpaired surrogate escapes (``\\ud800``). A lone surrogate
+cannot be encoded as UTF-8 at all (SQLite and PostgreSQL both fail, as does turning a
+message body into bytes), and PostgreSQL refuses NUL in text and in jsonb. Without this
+they surface as 500s deep in the services; here they are 400 ``invalid`` naming the field.
+A message's ``body`` (top level, or in ``messages``) may hold NUL: it is stored as bytes.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from rest_framework import parsers
+
+from config.errors import InvalidInput
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_NUL_OR_SURROGATE = re.compile("[\x00\ud800-\udfff]")
+
+
+def _problem(text: str, *, nul_allowed: bool) -> str | None:
+    found = (_SURROGATE if nul_allowed else _NUL_OR_SURROGATE).search(text)
+    if found is None:
+        return None
+    return "Must not contain NUL characters." if found.group() == "\x00" else "Not valid Unicode (a lone surrogate)."
+
+
+def _checked(value: Any, where: str, errors: dict[str, list[str]], *, body: bool = False) -> None:
+    if isinstance(value, str):
+        if problem := _problem(value, nul_allowed=body):
+            errors.setdefault(where or "body", []).append(problem)
+    elif isinstance(value, dict):
+        top = where == ""
+        for key, item in value.items():
+            name = f"{where}.{key}" if where else key
+            if problem := _problem(key, nul_allowed=False):
+                # named with the bad characters escaped: the error body must itself be UTF-8
+                errors.setdefault(name.encode("utf-8", "backslashreplace").decode(), []).append(f"Field name: {problem}")
+                continue
+            is_body = key == "body" and (top or re.fullmatch(r"messages\[\d+\]", where) is not None)
+            _checked(item, name, errors, body=is_body)
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            _checked(item, f"{where}[{index}]", errors)
+
+
+def json_storable(data: Any) -> Any:
+    """``data`` as parsed, or InvalidInput naming every string that cannot be stored."""
+    errors: dict[str, list[str]] = {}
+    _checked(data, "", errors)
+    if errors:
+        raise InvalidInput("The request holds text that cannot be stored.", errors=errors)
+    return data
+
+
+class JSONParser(parsers.JSONParser):
+    def parse(self, stream, media_type=None, parser_context=None):
+        return json_storable(super().parse(stream, media_type, parser_context))
