@@ -29,6 +29,16 @@ def api(db) -> APIClient:
     return client
 
 
+def database_url() -> str:
+    """The test database as a DATABASE_URL, for subprocesses that must work on it."""
+    from django.db import connection
+
+    s = connection.settings_dict
+    if connection.vendor == "sqlite":
+        return f"sqlite:///{s['NAME']}"
+    return f"postgres://{s['USER']}:{s.get('PASSWORD') or ''}@{s['HOST']}:{s['PORT']}/{s['NAME']}"
+
+
 def msgs(*bodies: str, **fields) -> list[MessageInput]:
     return [MessageInput(body=b.encode(), **fields) for b in bodies]
 

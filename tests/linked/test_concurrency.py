@@ -9,9 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from django.db import connection
 
 from brokers.services.messages import message_get
+from tests.conftest import database_url
 from transactions.manager import transactions_time_out
 from transactions.models import Transaction
 
@@ -20,15 +20,10 @@ pytestmark = [pytest.mark.linked, pytest.mark.django_db(transaction=True)]
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _database_url() -> str:
-    s = connection.settings_dict
-    if connection.vendor == "sqlite":
-        return f"sqlite:///{s['NAME']}"
-    return f"postgres://{s['USER']}:{s.get('PASSWORD') or ''}@{s['HOST']}:{s['PORT']}/{s['NAME']}"
 
 
 def test_producers_and_preemptive_consumers_in_separate_processes(queue, tmp_path):
-    env = dict(os.environ, DATABASE_URL=_database_url(), PYTHONPATH=str(ROOT))
+    env = dict(os.environ, DATABASE_URL=database_url(), PYTHONPATH=str(ROOT))
     workers = []
     for seed, role in enumerate(["producer", "producer", "consumer", "consumer", "consumer"], start=1):
         out = tmp_path / f"{role}-{seed}.jsonl"

@@ -9,12 +9,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from django.db import connection
 
 from brokers.models import Channel, Message
 from brokers.services.channel_sender import CRASH_POINTS, channel_agent_run
 from brokers.services.messages import message_get, message_put
-from tests.conftest import msgs
+from tests.conftest import database_url, msgs
 from tests.transfer.conftest import two_brokers
 from transactions.models import OPEN_STATES, Transaction
 
@@ -23,11 +22,6 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.linked]  # li
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _database_url() -> str:
-    s = connection.settings_dict
-    if connection.vendor == "sqlite":
-        return f"sqlite:///{s['NAME']}"
-    return f"postgres://{s['USER']}:{s.get('PASSWORD') or ''}@{s['HOST']}:{s['PORT']}/{s['NAME']}"
 
 
 @pytest.mark.parametrize("crash_at", CRASH_POINTS)
@@ -36,7 +30,7 @@ def test_agent_killed_at_each_step_delivers_exactly_once(crash_at):
     put = message_put(broker="QMA", queue="RQ.QMB", messages=msgs(*[f"m{i}" for i in range(5)])).messages
     proc = subprocess.run(
         [sys.executable, "manage.py", "channel_run", name, "--once", "--crash-at", crash_at],
-        cwd=ROOT, env=dict(os.environ, DATABASE_URL=_database_url()), capture_output=True, text=True, timeout=120,
+        cwd=ROOT, env=dict(os.environ, DATABASE_URL=database_url()), capture_output=True, text=True, timeout=120,
     )
     assert proc.returncode == -signal.SIGKILL, proc.stderr
     Channel.objects.filter(name=name).update(lease_until="2000-01-01T00:00:00Z")  # the dead agent's lease lapses
