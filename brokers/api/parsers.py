@@ -36,7 +36,8 @@ def _checked(value: Any, where: str, errors: dict[str, list[str]], *, body: bool
             name = f"{where}.{key}" if where else key
             if problem := _problem(key, nul_allowed=False):
                 # named with the bad characters escaped: the error body must itself be UTF-8
-                errors.setdefault(name.encode("utf-8", "backslashreplace").decode(), []).append(f"Field name: {problem}")
+                shown = name.encode("utf-8", "backslashreplace").decode()
+                errors.setdefault(shown, []).append(f"Field name: {problem}")
                 continue
             is_body = key == "body" and (top or re.fullmatch(r"messages\[\d+\]", where) is not None)
             _checked(item, name, errors, body=is_body)
