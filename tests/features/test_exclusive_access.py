@@ -10,6 +10,8 @@ from brokers.services.messages import message_get, message_put
 from brokers.services.queues import queue_define
 from tests.conftest import bodies, msgs
 
+pytestmark = pytest.mark.postgres  # also run on PostgreSQL
+
 
 def conn(name: str) -> str:
     return connection_open(broker="QM1", client_name=name).connection.conn_id

@@ -1,6 +1,8 @@
 """Reports (coa, cod, expiry, exception) and reactive messages (DESIGN §7)."""
 from __future__ import annotations
 
+import pytest
+
 from django.utils import timezone
 
 from brokers.models import Message
@@ -10,6 +12,8 @@ from brokers.services.messages import message_get, message_put
 from brokers.services.queues import queue_define
 from tests.conftest import bodies, msgs
 from transactions.manager import transaction_begin, transaction_commit, transaction_rollback
+
+pytestmark = pytest.mark.postgres  # also run on PostgreSQL
 
 
 def reports_on(queue: str = "REPLY") -> list[tuple[str, str]]:

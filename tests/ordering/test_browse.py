@@ -14,6 +14,8 @@ from brokers.services.queues import queue_alter
 
 from .conftest import BROKER, begin, browse, commit, get, put, rollback
 
+pytestmark = pytest.mark.postgres  # also run on PostgreSQL
+
 
 def _pages(queue: str, *, ordered: bool, limit: int, cursor: str | None = None):
     pages = []

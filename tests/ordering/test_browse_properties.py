@@ -22,6 +22,8 @@ from brokers.services.queues import queue_define
 
 from .conftest import BROKER, begin, browse, commit, put, rollback
 
+pytestmark = pytest.mark.postgres  # also run on PostgreSQL
+
 
 def _read_order_bodies(queue: str, read_order: str) -> list[str]:
     key = "commit_seq" if read_order == "commit" else "id"

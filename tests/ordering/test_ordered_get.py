@@ -17,6 +17,8 @@ from transactions.selectors import transaction_neighbours
 
 from .conftest import BROKER, begin, commit, drain, get, get_bodies, put, rollback
 
+pytestmark = pytest.mark.postgres  # also run on PostgreSQL
+
 
 def _row(body: str) -> Message:
     return next(m for m in Message.objects.all() if bytes(m.body) == body.encode())

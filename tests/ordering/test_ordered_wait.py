@@ -19,7 +19,7 @@ from tests.conftest import bodies
 
 from .conftest import BROKER, begin, commit, get, put, rollback
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres]  # postgres: also run on PostgreSQL
 
 WAIT_S = 20
 

@@ -20,6 +20,8 @@ from tests.conftest import bodies
 
 from .conftest import BROKER, begin, browse, commit, get, put, rollback
 
+pytestmark = pytest.mark.postgres  # also run on PostgreSQL
+
 DLQ = "SYSTEM.DEAD.LETTER.QUEUE"
 PAST = "2000-01-01T00:00:00Z"
 

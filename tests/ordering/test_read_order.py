@@ -9,6 +9,8 @@ from brokers.services.ordering import REASON_UNCOMMITTED
 
 from .conftest import begin, browse, commit, drain, put
 
+pytestmark = pytest.mark.postgres  # also run on PostgreSQL
+
 UNCOMMITTED = REASON_UNCOMMITTED
 
 
