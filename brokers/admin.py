@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from .models import Broker, ClientSession, Connection, Message, Queue
+from .models import Broker, Channel, ClientSession, Connection, Message, Queue
 
 
 @admin.register(Broker)
@@ -33,3 +33,11 @@ class ConnectionAdmin(admin.ModelAdmin):
 @admin.register(ClientSession)
 class ClientSessionAdmin(admin.ModelAdmin):
     list_display = ["client_name", "broker", "last_put_msg_id", "last_got_msg_id", "updated_at"]
+
+
+@admin.register(Channel)
+class ChannelAdmin(admin.ModelAdmin):
+    list_display = ["name", "source_broker", "transmission_queue", "target_broker", "state", "enabled",
+                    "batches_committed", "messages_sent", "last_error"]
+    readonly_fields = ["state", "batches_committed", "batches_backed_out", "messages_sent", "last_batch_seq",
+                       "in_doubt_seq", "in_doubt_transaction", "lease_holder", "lease_until", "last_error"]
