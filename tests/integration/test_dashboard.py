@@ -95,3 +95,35 @@ def test_overview_websocket_refuses_anonymous(platform, live_broker):
 
     with pytest.raises((InvalidStatus, ConnectionClosed)):
         asyncio.run(attempt())
+
+
+def test_overview_websocket_shows_a_channel_and_its_state(platform, http, live_broker):
+    """A channel defined and started through the API appears on the live overview with its
+    state as the worker fleet reports it."""
+    assert http.post(f"/api/brokers/{live_broker}/queues/", json={"name": "FAR", "usage": "transmission"}).status_code == 201
+    name = f"{live_broker}.TO.FAR"
+    response = http.post("/api/channels/", json={
+        "name": name, "source_broker": live_broker, "transmission_queue": "FAR", "target_broker": "FAR",
+        "target_url": "http://127.0.0.1:9", "target_token": "x"})
+    assert response.status_code == 201, response.text
+    assert http.post(f"/api/brokers/{live_broker}/queues/FAR/messages/", json={"body": "x"}).status_code == 201
+    assert http.post(f"/api/channels/{name}/start/").status_code == 200
+    client = session_login(platform)
+    session_id = client.cookies["sessionid"]
+    client.close()
+
+    async def follow() -> dict:
+        async with connect(f"{platform.ws_url}/ws/overview/", additional_headers={"Cookie": f"sessionid={session_id}"},
+                           open_timeout=15) as ws:
+            deadline = time.monotonic() + 30
+            while True:
+                remaining = deadline - time.monotonic()
+                assert remaining > 0, "the overview never showed the channel retrying"
+                update = json.loads(await asyncio.wait_for(ws.recv(), remaining))
+                channels = {c["name"]: c for c in update["data"].get("channels", [])}
+                if name in channels and channels[name]["state"] == "retrying":
+                    return channels[name]
+
+    channel = asyncio.run(follow())
+    assert channel["source_broker"] == live_broker and channel["last_error"]
+    http.post(f"/api/channels/{name}/stop/")
