@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from .models import Broker, Channel, ClientSession, Connection, Message, Queue
+from .models import Broker, Channel, ClientSession, Connection, Grant, Message, Queue
 
 
 @admin.register(Broker)
@@ -41,3 +41,9 @@ class ChannelAdmin(admin.ModelAdmin):
                     "batches_committed", "messages_sent", "last_error"]
     readonly_fields = ["state", "batches_committed", "batches_backed_out", "messages_sent", "last_batch_seq",
                        "in_doubt_seq", "in_doubt_transaction", "lease_holder", "lease_until", "last_error"]
+
+
+@admin.register(Grant)
+class GrantAdmin(admin.ModelAdmin):
+    list_display = ["user", "broker", "queue", "actions"]
+    list_filter = ["broker"]

@@ -85,7 +85,7 @@ def message_input_parse(data: Any, *, where: str = "") -> MessageInput:
         for p in problems:
             err(name, p)
     if (v := data.get("msg_type")) is not None:
-        if v in MessageType.values:
+        if isinstance(v, str) and v in MessageType.values:
             msg.msg_type = v
         else:
             err("msg_type", f"Must be one of {', '.join(MessageType.values)}.")
@@ -95,7 +95,7 @@ def message_input_parse(data: Any, *, where: str = "") -> MessageInput:
         else:
             err("priority", "Must be a whole number from 0 to 9.")
     if (v := data.get("persistence")) is not None:
-        if v in PERSISTENCE:
+        if isinstance(v, str) and v in PERSISTENCE:
             msg.persistence = v
         else:
             err("persistence", "Must be persistent, non_persistent or queue_default.")
@@ -128,7 +128,8 @@ def message_input_parse(data: Any, *, where: str = "") -> MessageInput:
         else:
             err("properties", "Must be an object.")
     if (v := data.get("refers_to")) is not None:
-        if (isinstance(v, dict) and v.get("action") in REACTIVE_ACTIONS and isinstance(v.get("msg_id"), str)
+        if (isinstance(v, dict) and isinstance(v.get("action"), str) and v["action"] in REACTIVE_ACTIONS
+                and isinstance(v.get("msg_id"), str)
                 and HEX_ID.match(v["msg_id"]) and set(v) <= {"msg_id", "action"}):
             msg.refers_to = {"msg_id": v["msg_id"].lower(), "action": v["action"]}
         else:

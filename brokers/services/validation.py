@@ -7,7 +7,31 @@ from django.db import models
 from ..exceptions import InvalidInput
 
 
+def _types_checked(instance: models.Model, exclude: list[str]) -> dict[str, list[str]]:
+    """Values of the wrong JSON type (full_clean lets a null through on a field that may be
+    blank, and would store an object as its text)."""
+    errors: dict[str, list[str]] = {}
+    for field in instance._meta.concrete_fields:
+        if field.name in exclude or field.primary_key or field.is_relation:
+            continue
+        value = getattr(instance, field.attname)
+        if isinstance(field, models.BooleanField):
+            ok = isinstance(value, bool)
+        elif isinstance(field, models.IntegerField):
+            ok = isinstance(value, int) and not isinstance(value, bool)
+        elif isinstance(field, (models.CharField, models.TextField)):
+            ok = isinstance(value, str)
+        else:
+            continue
+        if not ok and not (value is None and field.null):
+            errors[field.name] = [f"Must be a {'boolean' if isinstance(field, models.BooleanField) else 'whole number' if isinstance(field, models.IntegerField) else 'string'}."]
+    return errors
+
+
 def model_validated(instance: models.Model, *, exclude: list[str] | None = None) -> None:
+    errors = _types_checked(instance, exclude or [])
+    if errors:
+        raise InvalidInput("The request is not valid.", errors=errors)
     try:
         instance.full_clean(exclude=exclude, validate_unique=False, validate_constraints=False)
     except ValidationError as exc:

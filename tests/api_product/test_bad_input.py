@@ -82,9 +82,6 @@ def test_a_body_that_is_not_an_object_is_400(api, queue, raw):
     invalid(post_raw(api, f"{Q1}/get/", raw))
 
 
-@pytest.mark.xfail(strict=True, raises=TypeError, reason=(
-    "service bug: brokers.services.message_input.message_input_parse looks an object-valued persistence or "
-    "refers_to.action up in a set (TypeError, a 500); remove this mark once it answers 400"))
 @pytest.mark.parametrize("message", [
     {"body": "a", "persistence": {}},
     {"body": "a", "refers_to": {"msg_id": "0" * 48, "action": []}},

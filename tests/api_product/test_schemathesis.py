@@ -145,38 +145,9 @@ def test_live_schema_is_the_one_tested(live):
 _cases = itertools.count()
 
 
-def _messages(body) -> list:
-    if not isinstance(body, dict):
-        return []
-    batch = body.get("messages")
-    return [body, *(batch if isinstance(batch, list) else [])]
-
-
-def _unhashable_choice(case) -> bool:
-    """Service bug (brokers.services.message_input.message_input_parse): a ``persistence``
-    or ``refers_to.action`` that is an object or array is looked up in a set, raising
-    TypeError: a 500 instead of 400 invalid. Remove once the service is fixed."""
-    if not case.path.endswith("/messages/") or case.method != "POST":
-        return False
-    for message in _messages(case.body):
-        if not isinstance(message, dict):
-            continue
-        refers_to = message.get("refers_to")
-        action = refers_to.get("action") if isinstance(refers_to, dict) else None
-        if isinstance(message.get("persistence"), (dict, list)) or isinstance(action, (dict, list)):
-            return True
-    return False
-
-
-#: Inputs that reach known bugs in the services (see each one's docstring): not sent.
-KNOWN_SERVICE_BUGS = [_unhashable_choice]
-
-
 @schema.parametrize()
 @settings(suppress_health_check=[HealthCheck.function_scoped_fixture])  # live_ids: made once per operation
 def test_api_conforms_to_its_schema(case, live, live_ids):
-    if any(bug(case) for bug in KNOWN_SERVICE_BUGS):
-        return
     if next(_cases) % 2:
         for name, value in live_ids.items():
             if name in (case.path_parameters or {}):

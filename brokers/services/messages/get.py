@@ -259,6 +259,9 @@ def message_get(
         if not connection_id:
             raise OptionsConflict("commit_first needs a connection whose unit of work it commits.")
         conn = connection_get(conn_id=connection_id)
+        if conn.broker.name != broker:
+            raise InvalidInput(f"Connection {connection_id} is to broker {conn.broker.name!r}, not {broker!r}.",
+                               connection=connection_id)
         if conn.current_transaction_id and transaction_id not in (None, conn.current_transaction_id):
             raise OptionsConflict("commit_first commits the connection's unit of work; name no other transaction.")
         if conn.current_transaction_id:
