@@ -325,7 +325,7 @@ class TransactionBeginView(APIView):
         if data.get("timeout_ms") is not None:
             timeout_ms = _number(data, "timeout_ms", timeout_ms, low=1, high=86_400_000, whole=True)
         txn = transaction_begin(broker=owner.name, timeout_ms=timeout_ms)
-        return Response(_transaction_body(txn.id), status=201)
+        return Response(transaction_render(txn, upstream=[], downstream=[]), status=201)  # new: no links yet
 
 
 class TransactionGraphView(APIView):

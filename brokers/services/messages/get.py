@@ -138,8 +138,8 @@ def _get_once(
     graph_lock = preemptive and _preemptive_needs_graph_lock(
         broker=broker, queue=queue, transaction_id=transaction_id, connection_id=connection_id,
     )
-    now = timezone.now()
     with transaction_timeouts_applied(), db.atomic():
+        now = timezone.now()  # taken once this database transaction has begun (SQLite: holds the write lock)
         if graph_lock:
             link_graph_lock(exclusive=True)
         source = _get_source(broker=broker, queue=queue)

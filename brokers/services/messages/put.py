@@ -41,8 +41,8 @@ def message_put(
     if len(messages) > settings.BATON_MAX_BATCH:
         raise InvalidInput(f"At most {settings.BATON_MAX_BATCH} messages a call.", errors={"messages": ["Too many."]})
     syncpoint = _syncpoint_checked(syncpoint, transaction_id)
-    now = timezone.now()
     with transaction_timeouts_applied(), db.atomic():
+        now = timezone.now()  # taken once this database transaction has begun (SQLite: holds the write lock)
         target = _put_target(broker=broker, queue=queue)
         owner = target.queue.broker
         limit = min(target.named.max_message_length, target.queue.max_message_length, owner.max_message_length,
