@@ -155,8 +155,8 @@ def transaction_links_add(*, downstream: Transaction, upstream_refs: list[tuple[
         return
     now = timezone.now()
     transaction_mark(transaction=downstream, mark=MARK_LINKED)
-    for upstream in Transaction.objects.filter(pk__in={u for u, _ in upstream_refs}):
-        transaction_mark(transaction=upstream, mark=MARK_LINKED)
+    for upstream in Transaction.objects.select_for_update().filter(pk__in=sorted({u for u, _ in upstream_refs})):
+        transaction_mark(transaction=upstream, mark=MARK_LINKED)  # row locked: no lost update of its marks
     Link.objects.bulk_create(
         [Link(upstream_id=u, downstream=downstream, resource_ref=ref, created_at=now) for u, ref in upstream_refs],
         ignore_conflicts=True,

@@ -36,7 +36,7 @@ class Transaction(models.Model):
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
         help_text="The upstream transaction whose rollback cascaded to this one.",
     )
-    owner = models.CharField(max_length=48, blank=True, help_text="Connection id that began it, if any.")
+    owner = models.CharField(max_length=100, blank=True, help_text="Connection id or channel that began it, if any.")
     marks = models.JSONField(default=list, blank=True,
                              help_text="What kinds of effects resource managers must look for at its resolution.")
     created_at = models.DateTimeField(auto_now_add=True)
@@ -65,7 +65,7 @@ class Link(models.Model):
 
     upstream = models.ForeignKey(Transaction, on_delete=models.CASCADE, related_name="downstream_links")
     downstream = models.ForeignKey(Transaction, on_delete=models.CASCADE, related_name="upstream_links")
-    resource_ref = models.CharField(max_length=64, help_text="What made the link (a message id).")
+    resource_ref = models.CharField(max_length=120, help_text="What made the link (a message id, a channel batch).")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

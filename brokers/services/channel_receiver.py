@@ -171,7 +171,12 @@ def receiver_batch_receive(*, payload: dict) -> dict:
                                  require_open=False)
         standin = transaction_begin(broker=broker.name, timeout_ms=0, owner=f"channel:{payload['channel']}:standin")
         txn = transaction_begin(broker=broker.name, timeout_ms=0, owner=f"channel:{payload['channel']}:receiver")
-        outcomes = [_put_received(broker=broker, item=item, txn=txn, now=now) for item in payload["messages"]]
+        outcomes = []
+        for index, item in enumerate(payload["messages"]):
+            try:
+                outcomes.append(_put_received(broker=broker, item=item, txn=txn, now=now))
+            except (ValueError, TypeError, AttributeError, KeyError) as exc:  # undone with the whole batch
+                raise InvalidInput("The batch is not valid.", errors={f"messages[{index}]": [str(exc)[:200]]}) from exc
         txn_row = Transaction.objects.select_for_update().get(pk=txn.pk)
         transaction_links_add(downstream=txn_row, upstream_refs=[
             (standin.id, f"batch:{payload['channel']}:{seq}"),

@@ -125,13 +125,14 @@ def _resolve(channel: Channel, transport: Transport, *, seq: int, txn_id: str, c
             if result != "pending":
                 break
             channel.refresh_from_db(fields=["enabled"])
-            if not channel.enabled:
-                return "in_doubt"  # stopped while waiting: the batch stays in doubt
-            channel_lease_acquire(name=channel.name, holder=channel.lease_holder)
+            if not channel.enabled or not channel_lease_acquire(name=channel.name, holder=channel.lease_holder):
+                return "in_doubt"  # stopped, or the lease was lost: the batch stays in doubt
         if result == "ready":
-            transport.commit(seq)
+            answer = transport.commit(seq)["status"]
             _crash_point("after_receiver_commit", crash_at)
-            status = COMMITTED
+            # The receiver may have backed the batch out meanwhile (its stand-in timed out or
+            # was superseded): then T_s rolls back and its messages are sent again later.
+            status = COMMITTED if answer == COMMITTED else BACKED_OUT
         else:
             transport.backout(seq)
             status = BACKED_OUT
@@ -210,7 +211,9 @@ def channel_agent_run(*, name: str, holder: str, max_seconds: float = 50, once: 
                 break
             if channel.state == ChannelState.RETRYING or channel.last_error:
                 _set(channel, state=ChannelState.RUNNING, last_error="", retry_count=0, next_attempt_at=None)
-            channel_lease_acquire(name=name, holder=holder)
+            if not channel_lease_acquire(name=name, holder=holder):
+                ended = "lease_lost"  # another agent took over: stop at once
+                break
             if once and outcome != "idle":
                 ended = outcome
                 break

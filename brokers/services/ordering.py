@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from django.db import connection
 from django.db.models import F, Q, QuerySet
 
 from ..models import DeliverySequence, EnforceOrder, Message, Queue, ReadOrder
@@ -49,6 +50,20 @@ class OrderedPick:
     reason: str | None = None
 
 
+ORDERED_GETTERS_LOCK = 0x6F72_0000_0000  # + queue id
+
+
+def ordered_getters_lock(queue: Queue) -> None:
+    """Serialise ordered gets on a queue until the database transaction ends. On PostgreSQL
+    a transaction-scoped advisory lock per queue, not the queue's row: a putter holds its
+    unit of work's row and then wants the queue's row, and an ordered pre-emptive getter
+    marks the putter's unit of work as linked, so holding the queue row here could
+    deadlock. On SQLite writers are serialised already."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [ORDERED_GETTERS_LOCK + queue.pk])
+
+
 def ordered_pick(queue: Queue, *, now, batch: int, own_transaction: str | None, preemptive: bool) -> OrderedPick:
     """The next messages in the queue's order, stopping at the first one that cannot be
     taken now: in flight or locked by someone else (``next_in_order_in_flight``), or an
@@ -56,7 +71,7 @@ def ordered_pick(queue: Queue, *, now, batch: int, own_transaction: str | None, 
     (``next_in_order_uncommitted``). Messages the caller's own unit of work already holds
     are passed over, so one unit of work can take a run of messages in order.
 
-    Caller holds the queue's row lock, so ordered gets on a queue never interleave."""
+    Caller holds ``ordered_getters_lock``, so ordered gets on a queue never interleave."""
     key = order_key(queue)
     qs = Message.objects.filter(queue=queue).filter(not_expired(now))
     if key == "commit_seq":

@@ -60,6 +60,15 @@ def queue_reserve(*, queue: Queue, count: int, commit_count: int, enforce_max_de
     return row[0] - commit_count
 
 
+def queues_lock(*, queue_ids) -> None:
+    """Lock these queues' rows in id order before changing any of them, so that two commits
+    or rollbacks touching the same queues in different orders cannot deadlock (PostgreSQL;
+    on SQLite writers are serialised already)."""
+    ids = sorted(set(queue_ids))
+    if ids:
+        list(Queue.objects.select_for_update().filter(pk__in=ids).order_by("pk").values_list("pk", flat=True))
+
+
 def queue_release(*, counts: dict[int, int]) -> None:
     """Give back room on queues whose messages were removed. Locks those queues' rows."""
     for queue_id in sorted(counts):
@@ -161,8 +170,9 @@ class MessageStore:
             elif put_txn in members:
                 puts.setdefault(queue_id, []).append(pk)
         got_ids = [pk for pk, _ in got]
+        queues_lock(queue_ids=[*puts, *(queue_id for _, queue_id in got)])
         woken = []
-        for queue_id in sorted(puts):  # queue rows in id order
+        for queue_id in sorted(puts):
             first, last = min(puts[queue_id]), max(puts[queue_id])
             base = queue_reserve(queue=Queue(pk=queue_id, name=""), count=0, commit_count=last - first + 1,
                                  enforce_max_depth=False)
@@ -203,6 +213,15 @@ class MessageStore:
         removed = Counter(
             Message.objects.filter(put_transaction_id=transaction_id).values_list("queue_id", flat=True)
         )
+        touched = set(removed) | set(
+            Message.objects.filter(get_transaction_id=transaction_id).values_list("queue_id", flat=True)
+        )
+        if touched:  # and the backout and dead-letter queues messages may move to
+            names = Queue.objects.filter(pk__in=touched).values_list("broker_id", "backout_queue", "broker__dead_letter_queue")
+            targets = Queue.objects.none()
+            for broker_id, backout, dlq in names:
+                targets = targets | Queue.objects.filter(broker_id=broker_id, name__in=[n for n in (backout, dlq) if n])
+            queues_lock(queue_ids=touched | set(targets.values_list("pk", flat=True)))
         if removed:
             Message.objects.filter(put_transaction_id=transaction_id).delete()
             queue_release(counts=removed)

@@ -19,8 +19,10 @@ def _cursor_decode(cursor: str | None, order: str) -> int:
         return 0
     try:
         data = json.loads(base64.urlsafe_b64decode(cursor.encode("ascii") + b"==="))
-        after, by = int(data["after"]), data["by"]
-    except (ValueError, KeyError, TypeError, binascii.Error, UnicodeEncodeError) as exc:
+        after, by = data["after"], data["by"]
+        if not isinstance(after, int) or isinstance(after, bool) or not 0 <= after < 2**62:
+            raise ValueError(after)
+    except (ValueError, KeyError, TypeError, OverflowError, binascii.Error, UnicodeEncodeError) as exc:
         raise InvalidInput("The cursor is not one this API gave out.", errors={"cursor": ["Invalid."]}) from exc
     if by != order:
         raise InvalidInput("The cursor belongs to another kind of browse (ordered or not, or another read order).",

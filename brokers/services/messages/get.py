@@ -29,7 +29,7 @@ from ...exceptions import InvalidInput, OptionsConflict, QueueInUse
 from ...models import Access, Connection, Message, Queue, ReadOrder
 from ...selectors import connection_get
 from ..message_input import HEX_ID
-from ..ordering import delivery_ordered, is_ordered, not_expired, ordered_pick
+from ..ordering import REASON_IN_FLIGHT, delivery_ordered, is_ordered, not_expired, ordered_getters_lock, ordered_pick
 from ..reports import COD, reports_send
 from ..store import (
     MARK_REPORTS, client_sessions_note, connection_pending_note, queue_release, queue_wakeup_key, queues_woken,
@@ -118,15 +118,22 @@ def _access_claimed(*, source: Queue, access: str | None, conn: Connection | Non
                      broker=source.broker.name, queue=source.name)
 
 
+class _Raced(Exception):
+    """A chosen message was taken by a concurrent get between the choice and the update
+    (possible on PostgreSQL for ordered gets, which choose without row locks). The database
+    transaction is undone and the get answers as if the message were in flight."""
+
+
 def _locks_taken(rows: list[Message], *, source: Queue, now) -> None:
     until = now + timedelta(milliseconds=source.lock_duration_ms)
     for m in rows:
         m.lock_token = uuid.uuid4().hex
         m.locked_until = until
         m.delivery_count += 1
-        Message.objects.filter(pk=m.pk).update(
+        if not Message.objects.filter(pk=m.pk, get_transaction__isnull=True, lock_token__isnull=True).update(
             lock_token=m.lock_token, locked_until=until, delivery_count=m.delivery_count,
-        )
+        ):
+            raise _Raced
 
 
 def _get_once(
@@ -153,20 +160,21 @@ def _get_once(
             # the connection's unit of work, if it has one, is this get's own (never begun here for nothing)
             txn = _unit_of_work(broker=owner, transaction_id=None, wanted=True, connection=conn) \
                 if Transaction.objects.filter(pk=conn.current_transaction_id, state="active").exists() else None
-        if preemptive and txn is None:
-            txn = _unit_of_work(broker=owner, transaction_id=None, wanted=True, connection=conn)
+        if preemptive:
+            wanted = True  # a pre-emptive get is always under a unit of work (begun below if it finds something)
         _access_claimed(source=source, access=access, conn=conn, now=now)
         # Without the graph lock on PostgreSQL, take committed messages only.
         see_uncommitted = preemptive and (graph_lock or not link_graph_locking())
         reason = None
+        # a unit of work begun later has no puts of its own yet: "-" matches no transaction
+        own = txn.id if txn else "-"
         if ordered:
-            list(Queue.objects.select_for_update().filter(pk=source.pk).values_list("pk"))  # one ordered getter at a time
-            pick = ordered_pick(source, now=now, batch=batch, own_transaction=txn.id if txn else None,
-                                preemptive=see_uncommitted)
+            ordered_getters_lock(source)
+            pick = ordered_pick(source, now=now, batch=batch, own_transaction=own, preemptive=see_uncommitted)
             rows, reason = pick.messages, pick.reason
         else:
             rows = list(
-                _candidates(source, now=now, uncommitted_of_others=txn.id if see_uncommitted else None, **match)
+                _candidates(source, now=now, uncommitted_of_others=own if see_uncommitted else None, **match)
                 .select_for_update(skip_locked=True)[:batch]
             )
         if not rows:
@@ -186,9 +194,11 @@ def _get_once(
             txn = _unit_of_work(broker=owner, transaction_id=None, wanted=wanted, connection=conn)
         ids = [m.pk for m in rows]
         if txn is not None:
-            Message.objects.filter(pk__in=ids).update(
+            taken = Message.objects.filter(pk__in=ids, get_transaction__isnull=True, lock_token__isnull=True).update(
                 get_transaction=txn, delivery_count=F("delivery_count") + 1,
             )
+            if taken != len(ids):
+                raise _Raced
             for m in rows:
                 m.get_transaction = txn
                 m.delivery_count += 1
@@ -200,7 +210,9 @@ def _get_once(
             if any(m.report for m in rows):
                 transaction_mark(transaction=txn, mark=MARK_REPORTS)
         else:
-            Message.objects.filter(pk__in=ids).delete()
+            removed, _ = Message.objects.filter(pk__in=ids, get_transaction__isnull=True, lock_token__isnull=True).delete()
+            if removed != len(ids):
+                raise _Raced
             queue_release(counts={source.pk: len(rows)})
             queues_woken([source.pk])  # an ordered getter may be waiting for this one to go
             if conn is not None:
@@ -264,17 +276,21 @@ def message_get(
                                connection=connection_id)
         if conn.current_transaction_id and transaction_id not in (None, conn.current_transaction_id):
             raise OptionsConflict("commit_first commits the connection's unit of work; name no other transaction.")
-        if conn.current_transaction_id:
-            transaction_commit(transaction_id=conn.current_transaction_id)
-            transaction_id = None
+        current = conn.current_transaction_id
+        if current and Transaction.objects.filter(pk=current, state="active").exists():
+            transaction_commit(transaction_id=current)  # committed, or held until its upstreams commit
+        transaction_id = None
     wanted = syncpoint == "yes"
 
     def once() -> GetResult:
-        return _get_once(
-            broker=broker, queue=queue, transaction_id=transaction_id, wanted=wanted, connection_id=connection_id,
-            batch=batch, msg_id=msg_id, correl_id=correl_id, group_id=group_id, preemptive=preemptive,
-            ordered=ordered, mode=mode, access=access,
-        )
+        try:
+            return _get_once(
+                broker=broker, queue=queue, transaction_id=transaction_id, wanted=wanted,
+                connection_id=connection_id, batch=batch, msg_id=msg_id, correl_id=correl_id, group_id=group_id,
+                preemptive=preemptive, ordered=ordered, mode=mode, access=access,
+            )
+        except _Raced:
+            return GetResult([], _get_source(broker=broker, queue=queue), transaction_id, REASON_IN_FLIGHT)
 
     first = once()
     if first.messages or wait <= 0:
