@@ -46,7 +46,7 @@ from ..services.message_input import MessageInput
 from ..services.messages import message_get, message_put
 from ..services.queues import queue_define
 from .inprocess import MAX_DEPTH, scratch_cleanup
-from .report import BenchmarkError
+from .report import BenchmarkError, grid
 
 SCENARIOS = ("chain", "request-reply")
 
@@ -492,17 +492,6 @@ RATIO_ROW = re.compile(
 )
 
 
-def _grid(rows: list[tuple[str, ...]]) -> str:
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    lines = []
-    for n, row in enumerate(rows):
-        cells = [row[0].ljust(widths[0])] + [cell.rjust(widths[i]) for i, cell in enumerate(row) if i]
-        lines.append("  ".join(cells).rstrip())
-        if n == 0:
-            lines.append("  ".join("-" * w for w in widths))
-    return "\n".join(lines)
-
-
 def ratios(results: list[PipelineResult]) -> list[tuple[str, float, float, float]]:
     """Per scenario measured both ways: off seconds, on seconds, off / on."""
     out = []
@@ -520,10 +509,10 @@ def table(results: list[PipelineResult]) -> str:
          f"{r.work_ms:g}", f"{r.seconds:.3f}", f"{r.rate:.1f}")
         for r in results
     ]
-    text = _grid(rows)
+    text = grid(rows)
     pairs = ratios(results)
     if pairs:
-        text += "\n\n" + _grid([RATIO_HEADER] + [
+        text += "\n\n" + grid([RATIO_HEADER] + [
             (scenario, f"{off:.3f}", f"{on:.3f}", f"{ratio:.2f}x") for scenario, off, on, ratio in pairs
         ])
     return text

@@ -74,7 +74,12 @@ def table(results: list[Result]) -> str:
         (r.scenario, str(r.clients), str(r.batch), str(r.messages), f"{r.seconds:.2f}", f"{r.rate:.1f}")
         for r in results
     ]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(HEADER))]
+    return grid(rows)
+
+
+def grid(rows: list[tuple[str, ...]]) -> str:
+    """Rows as aligned text columns: the first left-aligned, the rest right-aligned, a rule under the header row."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = []
     for n, row in enumerate(rows):
         cells = [row[0].ljust(widths[0])] + [cell.rjust(widths[i]) for i, cell in enumerate(row) if i]

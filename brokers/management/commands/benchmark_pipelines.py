@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 import django
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from brokers.benchmark.pipelines import (
     CHANNEL_BATCH_INTERVAL_MS, CHANNEL_BATCH_SIZE, GET_BATCH, RUN_TIMEOUT_S, SCENARIOS, PipelineResult, table,
@@ -61,7 +61,7 @@ def phase_run(scratch: Scratch, name: str, **options) -> dict:
     return json.loads(result_file.read_text())
 
 
-class Command(BaseCommand):
+class Command(BenchmarkCommand):
     help = (
         "Measure end-to-end times of pipelines of units of work with pre-emptive gets off and on: a chain "
         "of stages (a producer and k consumer-producers, one unit of work each) and the request-reply of "
@@ -122,11 +122,6 @@ class Command(BaseCommand):
 
     # --- the benchmark ----------------------------------------------------------------------
 
-    def _progress(self, options, text: str) -> None:
-        if options["verbosity"] >= 1:
-            self.stderr.write(text)
-            self.stderr.flush()
-
     def handle(self, *args, **options):
         if options["phase"]:
             return self._phase(options)
@@ -145,14 +140,14 @@ class Command(BaseCommand):
         prefix = f"BP{secrets.token_hex(3).upper()}"
 
         results: list[PipelineResult] = []
-        facts = {"load": BenchmarkCommand._load()}
+        facts = {"load": self._load()}
         started = time.monotonic()
         failure: str | None = None
         with sigterm_as_interrupt():
             try:
                 with Scratch(database_url=database_url, keep=options["keep"]) as scratch:
                     self._progress(options, f"{COMMAND}: scratch directory {scratch.dir}")
-                    facts["database"] = BenchmarkCommand._database_facts(scratch)
+                    facts["database"] = self._database_facts(scratch)
                     try:
                         self._progress(options, f"{COMMAND}: migrating the scratch database")
                         phase_run(scratch, "setup", verbosity=0)
