@@ -154,8 +154,10 @@ class Message(models.Model):
     """Its ``id`` is the put sequence: strictly increasing, so increasing per queue in put order."""
 
     id = models.BigAutoField(primary_key=True)
-    queue = models.ForeignKey(Queue, on_delete=models.CASCADE, related_name="messages")
-    msg_id = models.CharField(max_length=48, db_index=True, help_text="Kept when a channel moves the message on.")
+    # Foreign keys without an index of their own: the partial indexes below serve every
+    # look-up, and each index costs every put and commit (docs/performance.md).
+    queue = models.ForeignKey(Queue, on_delete=models.CASCADE, related_name="messages", db_index=False)
+    msg_id = models.CharField(max_length=48, help_text="Kept when a channel moves the message on.")
     correl_id = models.CharField(max_length=48, null=True, blank=True)
     group_id = models.CharField(max_length=48, null=True, blank=True)
     msg_type = models.CharField(max_length=8, choices=MessageType.choices, default=MessageType.DATAGRAM)
@@ -178,21 +180,24 @@ class Message(models.Model):
     commit_seq = models.BigIntegerField(null=True, blank=True)
     put_transaction = models.ForeignKey(
         "transactions.Transaction", null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
-        help_text="Set while the put is uncommitted.",
+        db_index=False, help_text="Set while the put is uncommitted.",
     )
     get_transaction = models.ForeignKey(
         "transactions.Transaction", null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
-        help_text="Set while it is gotten under a unit of work not yet committed.",
+        db_index=False, help_text="Set while it is gotten under a unit of work not yet committed.",
     )
-    lock_token = models.CharField(max_length=32, null=True, blank=True, unique=True,
-                                  help_text="Set while the message is peek-locked.")
+    lock_token = models.CharField(max_length=32, null=True, blank=True, help_text="Set while the message is peek-locked.")
     locked_until = models.DateTimeField(null=True, blank=True)
-    lapsed_lock_token = models.CharField(max_length=32, null=True, blank=True, db_index=True,
+    lapsed_lock_token = models.CharField(max_length=32, null=True, blank=True,
                                          help_text="The last lock that expired, so its holder hears lock_lost.")
     feedback = models.CharField(max_length=16, blank=True, help_text="On a report: coa, cod, expiry or exception.")
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["queue", "msg_id"], name="msg_unique_per_queue")]
+        constraints = [
+            models.UniqueConstraint(fields=["queue", "msg_id"], name="msg_unique_per_queue"),
+            models.UniqueConstraint(fields=["lock_token"], name="msg_lock_token_unique",
+                                    condition=Q(lock_token__isnull=False)),
+        ]
         indexes = [
             # The get path, for priority and FIFO queues. The put transaction is in the index
             # so that ordinary gets skip uncommitted puts without reading their rows, and
@@ -211,10 +216,23 @@ class Message(models.Model):
             models.Index("put_transaction", name="msg_put_txn", condition=Q(put_transaction__isnull=False)),
             models.Index("get_transaction", name="msg_get_txn", condition=Q(get_transaction__isnull=False)),
             models.Index("persistent", name="msg_non_persistent", condition=Q(persistent=False)),
+            models.Index("lapsed_lock_token", name="msg_lapsed_lock", condition=Q(lapsed_lock_token__isnull=False)),
         ]
 
     def __str__(self) -> str:
         return self.msg_id
+
+
+class DefinitionsVersion(models.Model):
+    """One row whose ``version`` changes, to a new random value, in the same database
+    transaction as any change to a broker, a queue's definition or a grant. Database
+    triggers change it (migration 0002), so every writer, in any process, ORM or not, is
+    covered; processes cache definitions and compare this value in the statement that
+    starts each operation (brokers/definitions.py). Random, not counted: a rolled-back
+    change must never leave a version that a later, different change takes again."""
+
+    id = models.PositiveSmallIntegerField(primary_key=True, default=1)
+    version = models.BigIntegerField(default=0)
 
 
 class Connection(models.Model):

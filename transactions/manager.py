@@ -19,14 +19,14 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Iterator
 
-from django.db import transaction as db
-from django.db.models import Q
 from django.utils import timezone
 
+from . import queries
+from .durability import engine_step
 from .exceptions import TransactionBackedOut, TransactionNotActive, TransactionNotFound
 from .journal import journal_event, journal_record
 from .locks import link_graph_lock, link_graph_locking
-from .models import OPEN_STATES, JournalKind, Link, Transaction, TransactionState
+from .models import OPEN_STATES, JournalKind, Link, Transaction, TransactionState, transaction_id_new
 from .resources import resource_managers
 from .wakeups import wait_for, wakeup_notify_on_commit
 
@@ -83,20 +83,24 @@ def _backed_out(txn: Transaction) -> TransactionBackedOut:
 
 
 def _locked(transaction_id: str) -> Transaction:
-    try:
-        return Transaction.objects.select_for_update().get(pk=transaction_id)
-    except (Transaction.DoesNotExist, ValueError) as exc:
-        raise TransactionNotFound(f"No transaction {transaction_id}.", transaction=transaction_id) from exc
+    txn = queries.transaction_row(transaction_id=transaction_id, lock=True)
+    if txn is None:
+        raise TransactionNotFound(f"No transaction {transaction_id}.", transaction=transaction_id)
+    return txn
 
 
-def transaction_begin(*, broker: str, timeout_ms: int, owner: str = "") -> Transaction:
-    """Begin a unit of work on a broker. It is rolled back if still open after ``timeout_ms``."""
+def transaction_begin(*, broker: str, timeout_ms: int, owner: str = "", transaction_id: str | None = None) -> Transaction:
+    """Begin a unit of work on a broker. It is rolled back if still open after ``timeout_ms``.
+    ``transaction_id``: an id chosen beforehand (a get that took messages under it in the
+    same database transaction); a new one by default."""
     now = timezone.now()
-    with db.atomic():
-        txn = Transaction.objects.create(
-            broker=broker, owner=owner, created_at=now,
-            deadline_at=now + timedelta(milliseconds=timeout_ms) if timeout_ms > 0 else None,
-        )
+    txn = Transaction(
+        id=transaction_id or transaction_id_new(), broker=broker, owner=owner, created_at=now,
+        deadline_at=now + timedelta(milliseconds=timeout_ms) if timeout_ms > 0 else None,
+    )
+    with engine_step(durable=False):  # a new unit of work promises nothing yet
+        queries.transaction_insert(transaction_id=txn.id, broker=broker, owner=owner, created_at=now,
+                                   deadline_at=txn.deadline_at)
         journal_record(events=[journal_event(JournalKind.BEGIN, broker=broker, transaction_id=txn.id, at=now)])
     return txn
 
@@ -142,7 +146,7 @@ def transaction_mark(*, transaction: Transaction, mark: str) -> None:
     Caller holds: the transaction's row (from ``transaction_for_operation``)."""
     if mark not in transaction.marks:
         transaction.marks = [*transaction.marks, mark]
-        Transaction.objects.filter(pk=transaction.pk).update(marks=transaction.marks)
+        queries.transaction_marks_set(transaction_id=transaction.pk, marks=transaction.marks)
 
 
 def transaction_links_add(*, downstream: Transaction, upstream_refs: list[tuple[str, str]]) -> None:
@@ -174,19 +178,20 @@ class _NeedsExclusive(Exception):
     pass
 
 
-def _under_graph_lock(transaction_id: str, work):
-    """Run ``work()`` in one database transaction holding the link-graph lock: shared if the
-    transaction has no links, exclusive if it has (retrying exclusively when a link appears
-    between the look and the lock). See transactions/locks.py."""
+def _under_graph_lock(transaction_id: str, work, *, durable: bool):
+    """Run ``work()`` in one database transaction (durable or not, see
+    transactions/durability.py) holding the link-graph lock: shared if the transaction has
+    no links, exclusive if it has (retrying exclusively when a link appears between the look
+    and the lock). See transactions/locks.py."""
     if not link_graph_locking():
-        with db.atomic():
+        with engine_step(durable=durable):
             return work()
     exclusive = False
     while True:
         try:
-            with db.atomic():
+            with engine_step(durable=durable):
                 link_graph_lock(exclusive=exclusive)
-                if not exclusive and Link.objects.filter(Q(upstream_id=transaction_id) | Q(downstream_id=transaction_id)).exists():
+                if not exclusive and queries.links_exist(transaction_id=transaction_id):
                     raise _NeedsExclusive
                 return work()
         except _NeedsExclusive:
@@ -250,7 +255,7 @@ def _commit_resolution(start: Transaction) -> tuple[list[Transaction], list[str]
 
 
 def _commit_step(transaction_id: str) -> CommitOutcome:
-    return _under_graph_lock(transaction_id, lambda: _commit_locked(transaction_id))
+    return _under_graph_lock(transaction_id, lambda: _commit_locked(transaction_id), durable=True)
 
 
 def _commit_locked(transaction_id: str) -> CommitOutcome:
@@ -286,9 +291,7 @@ def _commit_apply(members: list[Transaction], *, requested_by: str, now) -> None
     ids = [m.id for m in members]
     for manager in resource_managers():
         manager.resources_commit(transaction_ids=ids, marks={mark for m in members for mark in m.marks})
-    Transaction.objects.filter(pk__in=ids).update(
-        state=TransactionState.COMMITTED, resolved_at=now,
-    )
+    queries.transactions_resolve(transaction_ids=ids, state=TransactionState.COMMITTED, resolved_at=now)
     events = []
     for member in members:
         events.append(journal_event(JournalKind.COMMIT, broker=member.broker, transaction_id=member.id, at=now))
@@ -331,9 +334,8 @@ def transaction_commit(*, transaction_id: str, wait: float = 0) -> CommitOutcome
 def _rollback_one(txn: Transaction, *, reason: str, cause_id: str | None, now) -> None:
     for manager in resource_managers():
         manager.resources_rollback(transaction_id=txn.id, reason=reason, marks=set(txn.marks))
-    Transaction.objects.filter(pk=txn.id).update(
-        state=TransactionState.ROLLED_BACK, reason=reason, cause_id=cause_id, resolved_at=now,
-    )
+    queries.transactions_resolve(transaction_ids=[txn.id], state=TransactionState.ROLLED_BACK, resolved_at=now,
+                                 reason=reason, cause_id=cause_id)
     txn.state, txn.reason, txn.cause_id, txn.resolved_at = TransactionState.ROLLED_BACK, reason, cause_id, now
 
 
@@ -345,7 +347,9 @@ def transaction_rollback(*, transaction_id: str, reason: str = "client", require
 
     Rolling back a transaction that is already rolled back answers with its state again
     (idempotent); a committed one raises TransactionNotActive."""
-    return _under_graph_lock(transaction_id, lambda: _rollback_locked(transaction_id, reason, require_open))
+    # Not synced: a rollback lost at power failure is done again by restart recovery.
+    return _under_graph_lock(transaction_id, lambda: _rollback_locked(transaction_id, reason, require_open),
+                             durable=False)
 
 
 def _rollback_locked(transaction_id: str, reason: str, require_open: bool) -> RollbackOutcome:
@@ -396,13 +400,12 @@ def transaction_waiting_on(*, transaction_id: str) -> list[str]:
 
 
 def _check_once(transaction_id: str) -> CheckOutcome:
-    try:
-        txn = Transaction.objects.get(pk=transaction_id)
-    except (Transaction.DoesNotExist, ValueError) as exc:
-        raise TransactionNotFound(f"No transaction {transaction_id}.", transaction=transaction_id) from exc
+    txn = queries.transaction_row(transaction_id=transaction_id, lock=False)
+    if txn is None:
+        raise TransactionNotFound(f"No transaction {transaction_id}.", transaction=transaction_id)
     if txn.state == TransactionState.ROLLED_BACK:
         return CheckOutcome("backed_out", reason=txn.reason)
-    waiting_on = transaction_waiting_on(transaction_id=transaction_id)
+    waiting_on = queries.open_upstreams(transaction_id=transaction_id) if _linked(txn) else []
     return CheckOutcome("pending", waiting_on) if waiting_on else CheckOutcome("ready")
 
 

@@ -8,11 +8,10 @@ order, then message rows. Every function needs an open database transaction.
 """
 from __future__ import annotations
 
-from collections import Counter
 from typing import Iterable
 
 from django.db import connection
-from django.db.models import F, Q
+from django.db.models import F
 from django.utils import timezone
 
 from transactions.journal import journal_event, journal_record
@@ -21,6 +20,7 @@ from transactions.models import JournalKind
 from transactions.wakeups import wakeup_notify_on_commit
 
 from ..exceptions import QueueFull
+from .. import queries
 from ..models import ClientSession, Connection, Message, Queue, QueueKind
 from .reactions import reactions_commit, reactions_rollback
 from .reports import COA, COD, EXCEPTION, report_send, reports_send
@@ -158,31 +158,17 @@ class MessageStore:
                                  .exclude(reply_to_queue="").select_related("queue__broker"))
             reported_gets = list(Message.objects.filter(get_transaction_id__in=transaction_ids)
                                  .exclude(reply_to_queue="").select_related("queue__broker"))
-        members = set(transaction_ids)
-        touched = Message.objects.filter(
-            Q(put_transaction_id__in=transaction_ids) | Q(get_transaction_id__in=transaction_ids)
-        ).values_list("id", "queue_id", "put_transaction_id", "get_transaction_id")
-        got: list[tuple[int, int]] = []
-        puts: dict[int, list[int]] = {}
-        for pk, queue_id, put_txn, get_txn in touched:
-            if get_txn in members:
-                got.append((pk, queue_id))
-            elif put_txn in members:
-                puts.setdefault(queue_id, []).append(pk)
-        got_ids = [pk for pk, _ in got]
-        queues_lock(queue_ids=[*puts, *(queue_id for _, queue_id in got)])
-        woken = []
+        puts, gets = queries.transaction_messages(transaction_ids=transaction_ids)
+        queries.queues_lock(queue_ids=[*puts, *gets])
         for queue_id in sorted(puts):
-            first, last = min(puts[queue_id]), max(puts[queue_id])
-            base = queue_reserve(queue=Queue(pk=queue_id, name=""), count=0, commit_count=last - first + 1,
-                                 enforce_max_depth=False)
-            Message.objects.filter(pk__in=puts[queue_id]).update(
-                put_transaction=None, commit_seq=F("id") - first + base,
-            )
-            woken.append(queue_wakeup_key(queue_id))
-        if got_ids:
-            Message.objects.filter(pk__in=got_ids).delete()
-            queue_release(counts=Counter(row[1] for row in got))
+            first, last = puts[queue_id]
+            base = queries.queue_reserve(queue_id=queue_id, count=0, commit_count=last - first + 1,
+                                         max_depth_checked=False)
+            queries.messages_commit_puts(transaction_ids=transaction_ids, queue_id=queue_id, first_id=first,
+                                         base_seq=base)
+        if gets:
+            queries.messages_delete_gotten(transaction_ids=transaction_ids)
+            queries.queues_release(counts=gets)
         if MARK_SESSIONS in marks:
             for conn in Connection.objects.filter(pending_transaction_id__in=transaction_ids):
                 client_sessions_note(
@@ -193,8 +179,7 @@ class MessageStore:
             Connection.objects.filter(pending_transaction_id__in=transaction_ids).update(
                 pending_transaction=None, pending_put_msg_id="", pending_got_msg_id="",
             )
-        woken.extend(queue_wakeup_key(q) for q in {row[1] for row in got})
-        wakeup_notify_on_commit(woken)
+        wakeup_notify_on_commit(queue_wakeup_key(q) for q in sorted({*puts, *gets}))
         reports_send(originals=reported_puts + [m for m in reported_gets if m.put_transaction_id], feedback=COA)
         reports_send(originals=reported_gets, feedback=COD)
         if MARK_REACTIONS in marks:
@@ -210,21 +195,21 @@ class MessageStore:
             Connection.objects.filter(pending_transaction_id=transaction_id).update(
                 pending_transaction=None, pending_put_msg_id="", pending_got_msg_id="",
             )
-        removed = Counter(
-            Message.objects.filter(put_transaction_id=transaction_id).values_list("queue_id", flat=True)
-        )
-        touched = set(removed) | set(
-            Message.objects.filter(get_transaction_id=transaction_id).values_list("queue_id", flat=True)
-        )
-        if touched:  # and the backout and dead-letter queues messages may move to
+        removed, got = queries.transaction_counts(transaction_id=transaction_id)
+        touched = set(removed) | set(got)
+        if not got:
+            queries.queues_lock(queue_ids=touched)
+        else:  # and the backout and dead-letter queues messages may move to
             names = Queue.objects.filter(pk__in=touched).values_list("broker_id", "backout_queue", "broker__dead_letter_queue")
             targets = Queue.objects.none()
             for broker_id, backout, dlq in names:
                 targets = targets | Queue.objects.filter(broker_id=broker_id, name__in=[n for n in (backout, dlq) if n])
             queues_lock(queue_ids=touched | set(targets.values_list("pk", flat=True)))
         if removed:
-            Message.objects.filter(put_transaction_id=transaction_id).delete()
-            queue_release(counts=removed)
+            queries.messages_delete_put(transaction_id=transaction_id)
+            queries.queues_release(counts=removed)
+        if not got:
+            return
         # A peek-locked message completed under this unit of work keeps its lock.
         relocked = Message.objects.filter(get_transaction_id=transaction_id, lock_token__isnull=False)
         relocked_queues = set(relocked.values_list("queue_id", flat=True))

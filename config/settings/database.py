@@ -1,19 +1,35 @@
 """The database. Embedded default: a SQLite file under var/ in WAL mode with IMMEDIATE
 transactions (so concurrent writers queue on the busy timeout instead of failing with
-"database is locked") and persistent connections. DATABASE_URL switches to PostgreSQL."""
+"database is locked") and persistent connections. DATABASE_URL switches to PostgreSQL.
+
+Durability (docs/performance.md): a reply that says committed means on disk. SQLite runs
+with ``synchronous=FULL`` (the WAL is synced at every commit) and PostgreSQL with
+``synchronous_commit=on``; database transactions whose commit promises nothing (a begin,
+an uncommitted put, a get under a unit of work) switch that off for themselves
+(``transactions.durability``), and the next durable commit's sync covers them.
+``BATON_SKIP_COMMIT_SYNC=1`` trades that away: commits are answered before they reach the
+disk, so a power failure (not a process crash) can lose the last committed messages."""
 import dj_database_url
 
-from .env import VAR_DIR, env_int, env_str
+from .env import VAR_DIR, env_bool, env_int, env_str
 
 DATABASE_URL = env_str("DATABASE_URL", f"sqlite:///{VAR_DIR / 'baton.sqlite3'}")
 
+#: Off by default. On: commits are not synced to disk before the reply (faster; a power
+#: failure can lose recently committed messages).
+BATON_SKIP_COMMIT_SYNC = env_bool("BATON_SKIP_COMMIT_SYNC", False)
+
 _db = dj_database_url.parse(DATABASE_URL, conn_max_age=None, conn_health_checks=True)
 if _db["ENGINE"] == "django.db.backends.sqlite3":
+    _sync = "NORMAL" if BATON_SKIP_COMMIT_SYNC else "FULL"
     _db["OPTIONS"] = {
         "transaction_mode": "IMMEDIATE",
         "timeout": env_int("BATON_SQLITE_BUSY_TIMEOUT_S", 30),
-        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        "init_command": f"PRAGMA journal_mode=WAL; PRAGMA synchronous={_sync};",
     }
     _db["TEST"] = {"NAME": env_str("BATON_TEST_DATABASE", str(VAR_DIR / "test.sqlite3"))}
+elif _db["ENGINE"].startswith("django.db.backends.postgresql"):
+    _commit = "off" if BATON_SKIP_COMMIT_SYNC else "on"
+    _db.setdefault("OPTIONS", {})["options"] = f"-c synchronous_commit={_commit}"
 
 DATABASES = {"default": _db}

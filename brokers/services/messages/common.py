@@ -8,7 +8,9 @@ from transactions.models import Transaction, TransactionState
 
 from ...exceptions import GetInhibited, InvalidInput, OptionsConflict, PutInhibited
 from ...models import Broker, Connection, Message, Queue, QueueKind
-from ...selectors import connection_get, queue_get
+from ...definitions import definitions_checked
+from ...definitions import queue_cached as queue_get
+from ...selectors import connection_get
 
 SYNCPOINT_CHOICES = {"yes", "no", "if_persistent"}
 
@@ -43,6 +45,7 @@ class _Target:
 
 
 def _put_target(*, broker: str, queue: str) -> _Target:
+    """Caller has checked the definitions cache in its database transaction."""
     named = queue_get(broker=broker, name=queue)
     if not named.put_enabled:
         raise PutInhibited(f"Puts are disabled on queue {queue!r}.", broker=broker, queue=queue)
@@ -61,7 +64,11 @@ def _put_target(*, broker: str, queue: str) -> _Target:
     return _Target(named, named)
 
 
-def _get_source(*, broker: str, queue: str) -> Queue:
+def _get_source(*, broker: str, queue: str, checked: bool = False) -> Queue:
+    """The local queue a get reads. ``checked``: the caller has just checked the
+    definitions cache in its database transaction (else it is checked here)."""
+    if not checked:
+        definitions_checked()
     named = queue_get(broker=broker, name=queue)
     source = named
     if named.kind == QueueKind.ALIAS:
@@ -73,7 +80,8 @@ def _get_source(*, broker: str, queue: str) -> Queue:
     return source
 
 
-def _unit_of_work(*, broker: Broker, transaction_id: str | None, wanted: bool, connection: Connection | None) -> Transaction | None:
+def _unit_of_work(*, broker: Broker, transaction_id: str | None, wanted: bool, connection: Connection | None,
+                  new_id: str | None = None) -> Transaction | None:
     """The unit of work an operation joins: the one named, else (when a syncpoint is wanted)
     the connection's current one, begun if it has none, else a new one.
     Caller holds an open database transaction."""
@@ -87,6 +95,7 @@ def _unit_of_work(*, broker: Broker, transaction_id: str | None, wanted: bool, c
             return transaction_for_operation(transaction_id=current, broker=broker.name)
     txn = transaction_begin(
         broker=broker.name, timeout_ms=broker.transaction_timeout_ms, owner=connection.conn_id if connection else "",
+        transaction_id=new_id,
     )
     if connection is not None:
         Connection.objects.filter(pk=connection.pk).update(current_transaction=txn)

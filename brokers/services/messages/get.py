@@ -12,21 +12,25 @@ import uuid
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import transaction as db
 from django.db.models import F, Q
 from django.utils import timezone
 
 from transactions.journal import journal_event, journal_record
+from transactions.durability import engine_step
 from transactions.locks import link_graph_lock, link_graph_locking
 from transactions.manager import (
     transaction_commit, transaction_for_operation, transaction_links_add, transaction_mark,
     transaction_timeouts_applied,
 )
-from transactions.models import JournalKind, Transaction
+from transactions.models import JournalKind, Transaction, transaction_id_new
 from transactions.wakeups import wait_for
 
-from ...exceptions import InvalidInput, OptionsConflict, QueueInUse
-from ...models import Access, Connection, Message, Queue, ReadOrder
+from ... import queries
+from config.errors import BatonError
+
+from ...definitions import definitions_checked
+from ...exceptions import InvalidInput, OptionsConflict, QueueInUse, QueueNotFound
+from ...models import Access, Connection, DeliverySequence, Message, Queue, ReadOrder
 from ...selectors import connection_get
 from ..message_input import HEX_ID
 from ..ordering import REASON_IN_FLIGHT, delivery_ordered, is_ordered, not_expired, ordered_getters_lock, ordered_pick
@@ -93,7 +97,8 @@ def _options_checked(*, source: Queue, ordered: bool, preemptive: bool, mode: st
                               "(complete a peek-locked message under one instead).")
 
 
-def _access_claimed(*, source: Queue, access: str | None, conn: Connection | None, now) -> None:
+def _access_claimed(*, source: Queue, lease: tuple[str, object], access: str | None, conn: Connection | None,
+                    now) -> None:
     """Shared or exclusive input (the consumer's choice, else the queue's default). An
     exclusive consumer must come through a connection; its claim is a lease renewed by each
     of its gets and dropped when the connection closes or the lease runs out. While a claim
@@ -101,7 +106,8 @@ def _access_claimed(*, source: Queue, access: str | None, conn: Connection | Non
     it claims."""
     access = access or source.default_access
     holder = conn.conn_id if conn else ""
-    live = source.exclusive_holder and source.exclusive_until and source.exclusive_until > now
+    lease_holder, lease_until = lease  # read fresh: the cached definition's copy is not kept current
+    live = lease_holder and lease_until and lease_until > now
     if access == Access.EXCLUSIVE:
         if conn is None:
             raise OptionsConflict("Exclusive input needs a connection to hold the claim.")
@@ -112,7 +118,7 @@ def _access_claimed(*, source: Queue, access: str | None, conn: Connection | Non
         ).update(exclusive_holder=holder, exclusive_until=until)
         if claimed:
             return
-    elif not live or source.exclusive_holder == holder:
+    elif not live or lease_holder == holder:
         return
     raise QueueInUse(f"Queue {source.name!r} is open for exclusive input by another consumer.",
                      broker=source.broker.name, queue=source.name)
@@ -136,6 +142,57 @@ def _locks_taken(rows: list[Message], *, source: Queue, now) -> None:
             raise _Raced
 
 
+def _source_and_lease(*, broker: str, queue: str) -> tuple[Queue, tuple[str, object]]:
+    """The queue a get reads, from the definitions cache checked by the same statement that
+    reads the queue's exclusive-input lease (one statement in the common case)."""
+    try:
+        source = _get_source(broker=broker, queue=queue, checked=True)
+        found = queries.definitions_version_and_lease(queue_id=source.pk)
+    except BatonError:  # perhaps only the cached definition says so: look again below
+        found = None
+    if found is None or not definitions_checked(found[0]):  # changed since cached: look again
+        definitions_checked()
+        source = _get_source(broker=broker, queue=queue, checked=True)
+        found = queries.definitions_version_and_lease(queue_id=source.pk)
+        if found is None:
+            raise QueueNotFound(f"No queue {queue!r} on broker {broker!r}.", broker=broker, queue=queue)
+    return source, (found[1], found[2])
+
+
+def _taken(rows: list[Message], *, source: Queue, owner, txn: Transaction | None, new_id: str | None,
+           wanted: bool, conn: Connection | None, now) -> GetResult:
+    """After ``queries.messages_take``: the unit of work's bookkeeping (begun now, under the
+    id the messages were taken with, if the get asked for one and had none), or a final
+    get's; then the journal."""
+    if txn is None and new_id is not None:
+        txn = _unit_of_work(broker=owner, transaction_id=None, wanted=wanted, connection=conn, new_id=new_id)
+    if txn is not None:
+        transaction_links_add(downstream=txn, upstream_refs=[
+            (m.put_transaction_id, m.msg_id) for m in rows if m.put_transaction_id is not None
+        ])
+        if conn is not None:
+            connection_pending_note(connection=conn, transaction=txn, got=rows[-1].msg_id)
+        if any(m.report for m in rows):
+            transaction_mark(transaction=txn, mark=MARK_REPORTS)
+    else:
+        queries.queues_release(counts={source.pk: len(rows)})
+        queues_woken([source.pk])  # an ordered getter may be waiting for this one to go
+        if conn is not None:
+            client_sessions_note(broker_id=owner.pk, got={conn.conn_id: rows[-1].msg_id})
+        for m in rows:
+            m.queue = source
+        if any(m.report for m in rows):
+            reports_send(originals=[m for m in rows if m.report], feedback=COD)
+    journal_record(events=[
+        journal_event(
+            JournalKind.GET, broker=owner.name, queue=source.name, msg_id=m.msg_id,
+            transaction_id=txn.id if txn else None, at=now, put_time=m.put_time.isoformat(),
+            preemptive=m.put_transaction_id is not None,
+        ) for m in rows
+    ])
+    return GetResult(rows, source, txn.id if txn else None)
+
+
 def _get_once(
     *, broker: str, queue: str, transaction_id: str | None, wanted: bool, connection_id: str | None, batch: int,
     msg_id: str | None, correl_id: str | None, group_id: str | None, preemptive: bool = False,
@@ -145,14 +202,16 @@ def _get_once(
     graph_lock = preemptive and _preemptive_needs_graph_lock(
         broker=broker, queue=queue, transaction_id=transaction_id, connection_id=connection_id,
     )
-    with transaction_timeouts_applied(), db.atomic():
+    under_uow = bool(transaction_id or wanted or preemptive)
+    # Only a final destructive get must be on disk when we answer (the message is gone).
+    with transaction_timeouts_applied(), engine_step(durable=not under_uow and mode == "destructive"):
         now = timezone.now()  # taken once this database transaction has begun (SQLite: holds the write lock)
         if graph_lock:
             link_graph_lock(exclusive=True)
-        source = _get_source(broker=broker, queue=queue)
+        source, lease = _source_and_lease(broker=broker, queue=queue)
         ordered = is_ordered(source, ordered)
         _options_checked(source=source, ordered=ordered, preemptive=preemptive, mode=mode, match=match,
-                         under_uow=bool(transaction_id or wanted or preemptive))
+                         under_uow=under_uow)
         owner = source.broker
         conn = _connection(connection_id, owner)
         txn = transaction_for_operation(transaction_id=transaction_id, broker=owner.name) if transaction_id else None
@@ -162,7 +221,7 @@ def _get_once(
                 if Transaction.objects.filter(pk=conn.current_transaction_id, state="active").exists() else None
         if preemptive:
             wanted = True  # a pre-emptive get is always under a unit of work (begun below if it finds something)
-        _access_claimed(source=source, access=access, conn=conn, now=now)
+        _access_claimed(source=source, lease=lease, access=access, conn=conn, now=now)
         # Without the graph lock on PostgreSQL, take committed messages only.
         see_uncommitted = preemptive and (graph_lock or not link_graph_locking())
         reason = None
@@ -172,6 +231,17 @@ def _get_once(
             ordered_getters_lock(source)
             pick = ordered_pick(source, now=now, batch=batch, own_transaction=own, preemptive=see_uncommitted)
             rows, reason = pick.messages, pick.reason
+        elif mode == "destructive":  # one statement chooses and takes them
+            new_id = None if txn is not None or not wanted else transaction_id_new()
+            rows = queries.messages_take(
+                queue_id=source.pk, now=now, limit=batch, get_transaction_id=txn.id if txn is not None else new_id,
+                priority_first=source.delivery_sequence == DeliverySequence.PRIORITY,
+                commit_ordered=source.read_order == ReadOrder.COMMIT,
+                uncommitted_of_others=own if see_uncommitted else None, match=match,
+            )
+            if rows:
+                return _taken(rows, source=source, owner=owner, txn=txn, new_id=new_id, wanted=wanted, conn=conn,
+                              now=now)
         else:
             rows = list(
                 _candidates(source, now=now, uncommitted_of_others=own if see_uncommitted else None, **match)

@@ -1,28 +1,32 @@
 """Put: immediately, or under a unit of work; reactive messages act on earlier ones.
 
 Locking: the unit of work's row (if any), then the destination queue's row (its counters,
-``store.queue_reserve``), then inserts. See docs/concurrency.md.
+``queries.queue_reserve``), then inserts. See docs/concurrency.md. The statements are in
+``brokers.queries`` and ``transactions.queries``.
 """
 from __future__ import annotations
 
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import transaction as db
 from django.utils import timezone
 
 from transactions.journal import journal_event, journal_record
+from transactions.durability import engine_step
 from transactions.manager import transaction_mark, transaction_timeouts_applied
 from transactions.models import JournalKind
 
-from ...exceptions import InvalidInput, MessageTooLarge
+from ... import queries
+from ...definitions import definitions_checked
+from ...exceptions import InvalidInput, MessageTooLarge, QueueFull
 from ...ids import ids_new
 from ...models import Message, PendingReaction, Persistence
+from ...queries import message_new
 from ..message_input import MessageInput
 from ..reactions import reaction_apply
 from ..reports import COA, reports_send
 from ..store import (
-    MARK_REACTIONS, MARK_REPORTS, client_sessions_note, connection_pending_note, queue_reserve, queues_woken,
+    MARK_REACTIONS, MARK_REPORTS, client_sessions_note, connection_pending_note, queues_woken,
 )
 from .common import PutResult, _connection, _put_target, _syncpoint_checked, _unit_of_work
 
@@ -41,59 +45,64 @@ def message_put(
     if len(messages) > settings.BATON_MAX_BATCH:
         raise InvalidInput(f"At most {settings.BATON_MAX_BATCH} messages a call.", errors={"messages": ["Too many."]})
     syncpoint = _syncpoint_checked(syncpoint, transaction_id)
-    with transaction_timeouts_applied(), db.atomic():
+    # Only a persistent message put outside a unit of work must be on disk when we answer.
+    durable = syncpoint == "no" and any(m.persistence != Persistence.NON_PERSISTENT for m in messages)
+    with transaction_timeouts_applied(), engine_step(durable=durable):
         now = timezone.now()  # taken once this database transaction has begun (SQLite: holds the write lock)
+        definitions_checked()
         target = _put_target(broker=broker, queue=queue)
-        owner = target.queue.broker
-        limit = min(target.named.max_message_length, target.queue.max_message_length, owner.max_message_length,
+        named, dest = target.named, target.queue
+        owner = dest.broker
+        limit = min(named.max_message_length, dest.max_message_length, owner.max_message_length,
                     settings.BATON_MAX_MESSAGE_LENGTH)
         for index, msg in enumerate(messages):
             if len(msg.body) > limit:
                 raise MessageTooLarge(
-                    f"Message {index} is {len(msg.body)} bytes; queue {target.queue.name!r} accepts at most {limit}.",
+                    f"Message {index} is {len(msg.body)} bytes; queue {dest.name!r} accepts at most {limit}.",
                     index=index, length=len(msg.body), max_message_length=limit,
                 )
+        queue_persistent = named.default_persistence == Persistence.PERSISTENT
         persistent = [
-            (m.persistence == Persistence.PERSISTENT)
-            or (m.persistence == "queue_default" and target.named.default_persistence == Persistence.PERSISTENT)
+            m.persistence == Persistence.PERSISTENT or (m.persistence == "queue_default" and queue_persistent)
             for m in messages
         ]
         under_uow = [syncpoint == "yes" or (syncpoint == "if_persistent" and p) for p in persistent]
         conn = _connection(connection_id, owner)
         txn = _unit_of_work(broker=owner, transaction_id=transaction_id, wanted=any(under_uow), connection=conn)
         rows = [
-            Message(
-                queue=target.queue, msg_id=msg_id, correl_id=msg.correl_id, group_id=msg.group_id,
-                msg_type=msg.msg_type,
-                priority=msg.priority if msg.priority is not None else target.named.default_priority,
+            message_new(
+                queue=dest, msg_id=msg_id, msg=msg, priority=msg.priority if msg.priority is not None else named.default_priority,
                 persistent=pers, expires_at=now + timedelta(milliseconds=msg.expiry_ms) if msg.expiry_ms else None,
-                format=msg.format, reply_to_queue=msg.reply_to_queue, reply_to_broker=msg.reply_to_broker,
-                report=msg.report, properties=msg.properties, put_time=now, put_application=put_application,
-                transmission_header=target.header, body=msg.body,
-                put_transaction=txn if uow else None,
+                put_time=now, put_application=put_application, transmission_header=target.header,
+                put_transaction_id=txn.id if uow else None,
             )
             for msg, msg_id, pers, uow in zip(messages, ids_new(len(messages)), persistent, under_uow)
         ]
         queued = [r for r, msg in zip(rows, messages) if msg.refers_to is None]
         if queued:
             immediate = [r for r in queued if r.put_transaction_id is None]
-            base = queue_reserve(queue=target.queue, count=len(queued), commit_count=len(immediate))
+            base = queries.queue_reserve(queue_id=dest.pk, count=len(queued), commit_count=len(immediate),
+                                         max_depth_checked=True)
+            if base is None:
+                raise QueueFull(f"Queue {dest.name!r} is full (max depth {dest.max_depth}).",
+                                broker=owner.name, queue=dest.name, max_depth=dest.max_depth)
             for seq, row in enumerate(immediate, start=base):
                 row.commit_seq = seq
-            Message.objects.bulk_create(queued)
+            queries.messages_insert(messages=queued)
             journal_record(events=[
                 journal_event(
-                    JournalKind.PUT, broker=owner.name, queue=target.queue.name, msg_id=row.msg_id,
+                    JournalKind.PUT, broker=owner.name, queue=dest.name, msg_id=row.msg_id,
                     transaction_id=row.put_transaction_id, at=now, persistent=row.persistent, bytes=len(row.body),
                 ) for row in queued
             ])
-            queues_woken([target.queue.pk])  # pre-emptive getters wait for uncommitted puts too
-            reports_send(originals=immediate, feedback=COA)
-            if txn is not None and any(r.report for r in queued if r.put_transaction_id is not None):
-                transaction_mark(transaction=txn, mark=MARK_REPORTS)
+            queues_woken([dest.pk])  # pre-emptive getters wait for uncommitted puts too
+            if any(r.report for r in queued):
+                reports_send(originals=[r for r in immediate if r.report], feedback=COA)
+                if txn is not None and any(r.report for r in queued if r.put_transaction_id is not None):
+                    transaction_mark(transaction=txn, mark=MARK_REPORTS)
         for row, msg in zip(rows, messages):
             if msg.refers_to is not None:
-                _reaction_put(row=row, msg=msg, queue=target.queue, txn=txn if row.put_transaction_id else None)
+                _reaction_put(row=row, msg=msg, queue=dest, txn=txn if row.put_transaction_id else None)
         if conn is not None:
             now_put = [r.msg_id for r in queued if r.put_transaction_id is None]
             later_put = [r.msg_id for r in queued if r.put_transaction_id is not None]
@@ -101,9 +110,7 @@ def message_put(
                 connection_pending_note(connection=conn, transaction=txn, put=later_put[-1])
             if now_put:
                 client_sessions_note(broker_id=owner.pk, put={conn.conn_id: now_put[-1]})
-    return PutResult(rows, target.queue, txn.id if txn else None)
-
-
+    return PutResult(rows, dest, txn.id if txn else None)
 
 
 def _reaction_put(*, row: Message, msg: MessageInput, queue, txn) -> None:

@@ -1,0 +1,348 @@
+"""The hot path's SQL for the message and queue tables: every statement that put, get,
+commit and rollback run on them, in one place, with the locks each one takes.
+
+Django's models define these tables (and migrations create them); the statements here are
+written by hand because the ORM costs more in Python per statement than the database
+spends running it (docs/performance.md). They run through Django's connection (so they
+join the caller's atomic block and show in ``CaptureQueriesContext``) with ``%s``
+placeholders on both databases.
+
+Lock order (docs/concurrency.md): link-graph lock → transaction rows → queue rows (in id
+order) → message rows. On SQLite every writer holds the database's write lock from
+``BEGIN IMMEDIATE``, so the row locks named below are taken on PostgreSQL only.
+"""
+from __future__ import annotations
+
+import json
+from datetime import timezone as dt_timezone
+from typing import Iterable, Sequence
+
+from django.core.serializers.json import DjangoJSONEncoder
+from django.db import connection
+from django.db.models.base import ModelState
+
+from .models import DefinitionsVersion, Message, Queue
+
+MESSAGE = Message._meta.db_table
+QUEUE = Queue._meta.db_table
+VERSION = DefinitionsVersion._meta.db_table
+
+#: Every column of a message row, in the order the statements below read them.
+MESSAGE_COLUMNS = tuple(f.attname for f in Message._meta.concrete_fields)
+_COLUMN_LIST = ", ".join(MESSAGE_COLUMNS)
+#: The columns a put writes (the rest keep their defaults: lock fields, dead-letter fields...).
+PUT_COLUMNS = (
+    "queue_id", "msg_id", "correl_id", "group_id", "msg_type", "priority", "persistent", "expires_at", "format",
+    "reply_to_queue", "reply_to_broker", "report", "properties", "put_time", "put_application", "backout_count",
+    "delivery_count", "dead_letter_reason", "dead_letter_queue", "transmission_header", "body", "commit_seq",
+    "put_transaction_id", "feedback",
+)
+_JSON_COLUMNS = {"report", "properties", "transmission_header"}
+_DATETIME_COLUMNS = {"expires_at", "put_time", "locked_until"}
+
+
+def _postgres() -> bool:
+    return connection.vendor == "postgresql"
+
+
+def _json_param() -> str:
+    return "%s::jsonb" if _postgres() else "%s"
+
+
+# --- definitions ----------------------------------------------------------------------------
+
+def definitions_version() -> int | None:
+    """The definitions version (brokers/definitions.py); None when its row is missing (a
+    flushed database: the next definition change writes it again). Takes no lock."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT version FROM {VERSION} WHERE id = 1")
+        row = cursor.fetchone()
+    return row[0] if row else None
+
+
+def definitions_version_and_lease(*, queue_id: int) -> tuple[int | None, str, object] | None:
+    """The definitions version and the queue's exclusive-input lease (holder, until), read
+    together by a get. Takes no lock. None if the queue has gone."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT (SELECT version FROM {VERSION} WHERE id = 1), exclusive_holder, exclusive_until"
+            f" FROM {QUEUE} WHERE id = %s", [queue_id],
+        )
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    return row[0], row[1], _aware(row[2])
+
+
+# --- queue counters -------------------------------------------------------------------------
+
+def queue_reserve(*, queue_id: int, count: int, commit_count: int, max_depth_checked: bool) -> int | None:
+    """Reserve room for ``count`` messages and ``commit_count`` commit sequences; return the
+    first of them, or None when the queue is full. Locks the queue's row (PostgreSQL) until
+    the database transaction ends: commit sequences are handed out in commit order."""
+    limit = " AND reserved_depth + %s <= max_depth" if max_depth_checked else ""
+    params: list = [count, commit_count, queue_id] + ([count] if max_depth_checked else [])
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {QUEUE} SET reserved_depth = reserved_depth + %s, next_commit_seq = next_commit_seq + %s"
+            f" WHERE id = %s{limit} RETURNING next_commit_seq", params,
+        )
+        row = cursor.fetchone()
+    return None if row is None else row[0] - commit_count
+
+
+def queues_release(*, counts: dict[int, int]) -> None:
+    """Give back room on queues whose messages went. Locks those queues' rows, in id order."""
+    with connection.cursor() as cursor:
+        for queue_id in sorted(counts):
+            if counts[queue_id]:
+                cursor.execute(f"UPDATE {QUEUE} SET reserved_depth = reserved_depth - %s WHERE id = %s",
+                               [counts[queue_id], queue_id])
+
+
+def queues_lock(*, queue_ids: Iterable[int]) -> None:
+    """Lock queue rows in id order before a commit or rollback changes several of them
+    (PostgreSQL; SQLite's writers are serialised already)."""
+    ids = sorted(set(queue_ids))
+    if ids and _postgres():
+        with connection.cursor() as cursor:
+            cursor.execute(f"SELECT id FROM {QUEUE} WHERE id = ANY(%s) ORDER BY id FOR UPDATE", [ids])
+
+
+# --- put ------------------------------------------------------------------------------------
+
+def messages_insert(*, messages: Sequence[Message]) -> None:
+    """Insert put messages in one multi-row statement, and give each instance its row id
+    (its put sequence). New rows: no lock beyond the queue row its reservation holds."""
+    j = _json_param()
+    one = "(" + ", ".join(j if c in _JSON_COLUMNS else "%s" for c in PUT_COLUMNS) + ")"
+    params: list = []
+    for m in messages:
+        params.extend(message_put_values(m))
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {MESSAGE} ({', '.join(PUT_COLUMNS)}) VALUES {', '.join([one] * len(messages))}"
+            " RETURNING id, msg_id", params,
+        )
+        ids = dict((msg_id, pk) for pk, msg_id in cursor.fetchall())
+    for m in messages:
+        m.id = ids[m.msg_id]
+
+
+# --- get ------------------------------------------------------------------------------------
+
+def _candidates_where(*, uncommitted_of_others: str | None, commit_ordered: bool, match: dict) -> tuple[str, list]:
+    where = ["queue_id = %s", "get_transaction_id IS NULL", "lock_token IS NULL",
+             "(expires_at IS NULL OR expires_at > %s)"]
+    params: list = []
+    if uncommitted_of_others:
+        where.append("(put_transaction_id IS NULL OR put_transaction_id <> %s)")
+        params.append(uncommitted_of_others)
+    elif commit_ordered:
+        where.append("commit_seq IS NOT NULL")
+    else:
+        where.append("put_transaction_id IS NULL")
+    for name in ("msg_id", "correl_id", "group_id"):
+        if match.get(name):
+            where.append(f"{name} = %s")
+            params.append(match[name])
+    return " AND ".join(where), params
+
+
+def _order_by(*, priority_first: bool, commit_ordered: bool, with_uncommitted: bool) -> str:
+    fields = ["priority DESC"] if priority_first else []
+    if commit_ordered and with_uncommitted:
+        fields += ["commit_seq IS NULL", "commit_seq", "id"]  # uncommitted puts after, in put order
+    else:
+        fields.append("commit_seq" if commit_ordered else "id")
+    return ", ".join(fields)
+
+
+def messages_take(*, queue_id: int, now, limit: int, get_transaction_id: str | None, priority_first: bool,
+                  commit_ordered: bool, uncommitted_of_others: str | None, match: dict) -> list[Message]:
+    """An unordered destructive get in one statement: choose up to ``limit`` messages in
+    delivery order and, under a unit of work, mark them gotten by it (delivery count + 1),
+    or else delete them. Returns them in delivery order.
+
+    PostgreSQL: the chosen rows are locked with ``FOR UPDATE SKIP LOCKED``, so competing
+    consumers take different messages; the outer statement re-checks that each is still
+    free. SQLite: the write lock is held already."""
+    where, extra = _candidates_where(uncommitted_of_others=uncommitted_of_others, commit_ordered=commit_ordered,
+                                     match=match)
+    order = _order_by(priority_first=priority_first, commit_ordered=commit_ordered,
+                      with_uncommitted=bool(uncommitted_of_others))
+    ops = connection.ops
+    choose = (f"SELECT id FROM {MESSAGE} WHERE {where} ORDER BY {order} LIMIT %s"
+              + (" FOR UPDATE SKIP LOCKED" if _postgres() else ""))
+    params = [queue_id, ops.adapt_datetimefield_value(now), *extra, limit]
+    if get_transaction_id is not None:
+        sql = (f"UPDATE {MESSAGE} SET get_transaction_id = %s, delivery_count = delivery_count + 1"
+               f" WHERE id IN ({choose}) AND get_transaction_id IS NULL AND lock_token IS NULL"
+               f" RETURNING {_COLUMN_LIST}")
+        params = [get_transaction_id, *params]
+    else:
+        sql = (f"DELETE FROM {MESSAGE} WHERE id IN ({choose}) AND get_transaction_id IS NULL"
+               f" AND lock_token IS NULL RETURNING {_COLUMN_LIST}")
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    messages = [message_from_row(row) for row in rows]
+    key = _sort_key(priority_first=priority_first, commit_ordered=commit_ordered)
+    messages.sort(key=key)  # RETURNING gives no order
+    return messages
+
+
+def _sort_key(*, priority_first: bool, commit_ordered: bool):
+    def key(m: Message):
+        seq = (m.commit_seq is None, m.commit_seq or 0, m.id) if commit_ordered else (m.id,)
+        return ((-m.priority,) if priority_first else ()) + seq
+    return key
+
+
+# --- commit and rollback --------------------------------------------------------------------
+
+def transaction_messages(*, transaction_ids: Sequence[str]) -> tuple[dict[int, tuple[int, int]], dict[int, int]]:
+    """What these units of work did to messages: per queue, the lowest and highest row id of
+    their uncommitted puts not also gotten inside the group, and per queue the number of
+    messages they got. Reads through the partial indexes on the put and get transaction;
+    takes no lock (the transaction rows held by the caller keep these rows still)."""
+    marks = ", ".join(["%s"] * len(transaction_ids))
+    ids = list(transaction_ids)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT queue_id, MIN(id), MAX(id) FROM {MESSAGE} WHERE put_transaction_id IN ({marks})"
+            f" AND (get_transaction_id IS NULL OR get_transaction_id NOT IN ({marks})) GROUP BY queue_id",
+            ids + ids,
+        )
+        puts = {queue_id: (low, high) for queue_id, low, high in cursor.fetchall()}
+        cursor.execute(
+            f"SELECT queue_id, COUNT(*) FROM {MESSAGE} WHERE get_transaction_id IN ({marks}) GROUP BY queue_id", ids,
+        )
+        gets = dict(cursor.fetchall())
+    return puts, gets
+
+
+def messages_commit_puts(*, transaction_ids: Sequence[str], queue_id: int, first_id: int, base_seq: int) -> None:
+    """Make a queue's committed puts available, with commit sequences in put order
+    (``id - first_id + base_seq``). Locks those message rows."""
+    marks = ", ".join(["%s"] * len(transaction_ids))
+    ids = list(transaction_ids)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {MESSAGE} SET put_transaction_id = NULL, commit_seq = id - %s + %s"
+            f" WHERE queue_id = %s AND put_transaction_id IN ({marks})"
+            f" AND (get_transaction_id IS NULL OR get_transaction_id NOT IN ({marks}))",
+            [first_id, base_seq, queue_id, *ids, *ids],
+        )
+
+
+def messages_delete_gotten(*, transaction_ids: Sequence[str]) -> None:
+    """Remove the messages these units of work got (a message also put inside the group
+    goes without ever having been available). Locks those rows."""
+    marks = ", ".join(["%s"] * len(transaction_ids))
+    with connection.cursor() as cursor:
+        cursor.execute(f"DELETE FROM {MESSAGE} WHERE get_transaction_id IN ({marks})", list(transaction_ids))
+
+
+# --- rows -----------------------------------------------------------------------------------
+
+def _aware(value):
+    if value is not None and value.tzinfo is None:
+        return value.replace(tzinfo=dt_timezone.utc)
+    return value
+
+
+_INDEX = {name: i for i, name in enumerate(MESSAGE_COLUMNS)}
+_JSON_AT = [i for name, i in _INDEX.items() if name in _JSON_COLUMNS]
+_DATETIME_AT = [i for name, i in _INDEX.items() if name in _DATETIME_COLUMNS]
+_BOOL_AT = [_INDEX["persistent"]]
+
+
+def message_from_row(row: Sequence) -> Message:
+    """A message model instance from a row in ``MESSAGE_COLUMNS`` order, without the ORM's
+    per-field converters (only the JSON, datetime, boolean and bytes columns need one)."""
+    values = list(row)
+    for i in _JSON_AT:
+        if isinstance(values[i], str):
+            values[i] = json.loads(values[i])
+    for i in _DATETIME_AT:
+        value = values[i]
+        if value is not None:
+            if isinstance(value, str):
+                from django.utils.dateparse import parse_datetime
+                value = parse_datetime(value)
+            values[i] = _aware(value)
+    for i in _BOOL_AT:
+        values[i] = bool(values[i])
+    body_at = _INDEX["body"]
+    if isinstance(values[body_at], memoryview):
+        values[body_at] = values[body_at].tobytes()
+    return _instance(dict(zip(MESSAGE_COLUMNS, values)))
+
+
+def transaction_counts(*, transaction_id: str) -> tuple[dict[int, int], dict[int, int]]:
+    """Per queue, how many messages a unit of work put (uncommitted) and got. No lock."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT queue_id, COUNT(*) FROM {MESSAGE} WHERE put_transaction_id = %s GROUP BY queue_id",
+                       [transaction_id])
+        puts = dict(cursor.fetchall())
+        cursor.execute(f"SELECT queue_id, COUNT(*) FROM {MESSAGE} WHERE get_transaction_id = %s GROUP BY queue_id",
+                       [transaction_id])
+        gets = dict(cursor.fetchall())
+    return puts, gets
+
+
+def messages_delete_put(*, transaction_id: str) -> None:
+    """Remove a rolled-back unit of work's puts. Locks those rows."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"DELETE FROM {MESSAGE} WHERE put_transaction_id = %s", [transaction_id])
+
+
+# --- message instances without the ORM's per-field work ---------------------------------------
+
+_DEFAULTS = {f.attname: (f.get_default() if f.has_default() else None) for f in Message._meta.concrete_fields}
+_DEFAULTS.update(id=None, report=None, properties=None, format="", reply_to_queue="", reply_to_broker="",
+                 put_application="", dead_letter_reason="", dead_letter_queue="", feedback="")
+_encoder = DjangoJSONEncoder()
+
+
+def _instance(values: dict, queue=None) -> Message:
+    """A ``Message`` built from column values. Equivalent to ``Message.from_db`` (Message has
+    no ``post_init`` receivers) at a fraction of its cost, which matters at 100 a call."""
+    m = Message.__new__(Message)
+    m.__dict__.update(values)
+    state = ModelState()
+    state.adding = False
+    state.db = connection.alias
+    if queue is not None:
+        state.fields_cache["queue"] = queue
+    m._state = state
+    return m
+
+
+def message_new(*, queue, msg_id: str, msg, priority: int, persistent: bool, expires_at, put_time,
+                put_application: str, transmission_header, put_transaction_id: str | None) -> Message:
+    """A message about to be put (``messages_insert`` writes it), from a validated input."""
+    values = dict(_DEFAULTS)
+    values.update(
+        queue_id=queue.pk, msg_id=msg_id, correl_id=msg.correl_id, group_id=msg.group_id, msg_type=msg.msg_type,
+        priority=priority, persistent=persistent, expires_at=expires_at, format=msg.format,
+        reply_to_queue=msg.reply_to_queue, reply_to_broker=msg.reply_to_broker, report=msg.report,
+        properties=msg.properties, put_time=put_time, put_application=put_application, backout_count=0,
+        delivery_count=0, transmission_header=transmission_header, body=msg.body,
+        put_transaction_id=put_transaction_id, get_transaction_id=None,
+    )
+    return _instance(values, queue)
+
+
+def message_put_values(m: Message) -> tuple:
+    """The row ``messages_insert`` writes for a message, in ``PUT_COLUMNS`` order."""
+    adapt = connection.ops.adapt_datetimefield_value
+    return (
+        m.queue_id, m.msg_id, m.correl_id, m.group_id, m.msg_type, m.priority, m.persistent, adapt(m.expires_at),
+        m.format, m.reply_to_queue, m.reply_to_broker, _encoder.encode(m.report or []),
+        _encoder.encode(m.properties or {}), adapt(m.put_time), m.put_application, m.backout_count,
+        m.delivery_count, m.dead_letter_reason, m.dead_letter_queue,
+        None if m.transmission_header is None else _encoder.encode(m.transmission_header), m.body, m.commit_seq,
+        m.put_transaction_id, m.feedback,
+    )

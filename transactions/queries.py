@@ -1,0 +1,139 @@
+"""The hot path's SQL for the transaction, link and journal tables: every statement that
+begin, put, get, commit, rollback and the ready-check run on them, in one place, with the
+locks each one takes. ``brokers.queries`` holds the message and queue side.
+
+Django's models define these tables; the statements are written by hand because the ORM
+costs more in Python per statement than the database spends running it
+(docs/performance.md). They run through Django's connection, so they join the caller's
+atomic block and show in ``CaptureQueriesContext``.
+
+Row locks (``FOR UPDATE``) are taken on PostgreSQL only; on SQLite every writer holds the
+database's write lock from ``BEGIN IMMEDIATE``. Lock order: link-graph lock → transaction
+rows → queue rows → message rows (docs/concurrency.md).
+"""
+from __future__ import annotations
+
+import json
+from datetime import timezone as dt_timezone
+from typing import Sequence
+
+from django.core.serializers.json import DjangoJSONEncoder
+from django.db import connection
+
+from .models import OPEN_STATES, JournalEvent, Link, Transaction
+
+TRANSACTION = Transaction._meta.db_table
+LINK = Link._meta.db_table
+JOURNAL = JournalEvent._meta.db_table
+
+TRANSACTION_COLUMNS = tuple(f.attname for f in Transaction._meta.concrete_fields)
+_TXN_COLUMN_LIST = ", ".join(TRANSACTION_COLUMNS)
+_JOURNAL_COLUMNS = ("at", "kind", "broker", "queue", "transaction_id", "msg_id", "detail")
+_DATETIMES = [i for i, name in enumerate(TRANSACTION_COLUMNS) if name.endswith("_at")]
+_MARKS_AT = TRANSACTION_COLUMNS.index("marks")
+_encoder = DjangoJSONEncoder()
+
+
+def _postgres() -> bool:
+    return connection.vendor == "postgresql"
+
+
+def _aware(value):
+    if value is not None and value.tzinfo is None:
+        return value.replace(tzinfo=dt_timezone.utc)
+    return value
+
+
+def transaction_from_row(row: Sequence) -> Transaction:
+    values = list(row)
+    for i in _DATETIMES:
+        values[i] = _aware(values[i])
+    if isinstance(values[_MARKS_AT], str):
+        values[_MARKS_AT] = json.loads(values[_MARKS_AT])
+    return Transaction.from_db(connection.alias, None, values)
+
+
+# --- transactions ---------------------------------------------------------------------------
+
+def transaction_insert(*, transaction_id: str, broker: str, owner: str, created_at, deadline_at) -> None:
+    """A new unit of work, active. A new row: no lock."""
+    ops = connection.ops
+    marks = "%s::jsonb" if _postgres() else "%s"
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {TRANSACTION} (id, broker, state, reason, owner, marks, created_at, deadline_at)"
+            f" VALUES (%s, %s, 'active', '', %s, {marks}, %s, %s)",
+            [transaction_id, broker, owner, "[]", ops.adapt_datetimefield_value(created_at),
+             ops.adapt_datetimefield_value(deadline_at)],
+        )
+
+
+def transaction_row(*, transaction_id: str, lock: bool) -> Transaction | None:
+    """A unit of work's row; ``lock``: ``FOR UPDATE`` (PostgreSQL) until the database
+    transaction ends."""
+    suffix = " FOR UPDATE" if lock and _postgres() else ""
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {_TXN_COLUMN_LIST} FROM {TRANSACTION} WHERE id = %s{suffix}", [transaction_id])
+        row = cursor.fetchone()
+    return None if row is None else transaction_from_row(row)
+
+
+def transactions_resolve(*, transaction_ids: Sequence[str], state: str, resolved_at, reason: str = "",
+                         cause_id: str | None = None) -> None:
+    """Set the final state of units of work whose rows the caller holds."""
+    marks = ", ".join(["%s"] * len(transaction_ids))
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {TRANSACTION} SET state = %s, resolved_at = %s, reason = %s, cause_id = %s WHERE id IN ({marks})",
+            [state, connection.ops.adapt_datetimefield_value(resolved_at), reason, cause_id, *transaction_ids],
+        )
+
+
+def transaction_marks_set(*, transaction_id: str, marks: list[str]) -> None:
+    """Rewrite a unit of work's marks. Caller holds its row."""
+    param = "%s::jsonb" if _postgres() else "%s"
+    with connection.cursor() as cursor:
+        cursor.execute(f"UPDATE {TRANSACTION} SET marks = {param} WHERE id = %s", [json.dumps(marks), transaction_id])
+
+
+# --- links ----------------------------------------------------------------------------------
+
+def links_exist(*, transaction_id: str) -> bool:
+    """Whether the unit of work has a link either way. No lock (the link-graph lock decides)."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT 1 FROM {LINK} WHERE upstream_id = %s OR downstream_id = %s LIMIT 1",
+                       [transaction_id, transaction_id])
+        return cursor.fetchone() is not None
+
+
+def open_upstreams(*, transaction_id: str) -> list[str]:
+    """The units of work upstream of this one that are still open (the ready-check). No lock."""
+    marks = ", ".join(["%s"] * len(OPEN_STATES))
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT DISTINCT l.upstream_id FROM {LINK} l JOIN {TRANSACTION} t ON t.id = l.upstream_id"
+            f" WHERE l.downstream_id = %s AND t.state IN ({marks}) ORDER BY l.upstream_id",
+            [transaction_id, *OPEN_STATES],
+        )
+        return [row[0] for row in cursor.fetchall()]
+
+
+# --- journal --------------------------------------------------------------------------------
+
+def journal_insert(*, events: list) -> None:
+    """Append journal events (``journal.Event`` tuples) with one ``executemany``. New rows."""
+    if not events:
+        return
+    adapt = connection.ops.adapt_datetimefield_value
+    detail = "%s::jsonb" if _postgres() else "%s"
+    sql = (f"INSERT INTO {JOURNAL} ({', '.join(_JOURNAL_COLUMNS)}) "
+           f"VALUES (%s, %s, %s, %s, %s, %s, {detail})")
+    last_at, last_value = None, None
+    rows = []
+    for e in events:
+        if e.at is not last_at:  # events of one operation share their time
+            last_at, last_value = e.at, adapt(e.at)
+        rows.append((last_value, e.kind, e.broker, e.queue, e.transaction_id, e.msg_id,
+                     _encoder.encode(e.detail) if e.detail else "{}"))
+    with connection.cursor() as cursor:
+        cursor.executemany(sql, rows)
