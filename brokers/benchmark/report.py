@@ -118,7 +118,7 @@ def table(results: list[Result]) -> str:
     """The results, then (when there is a plain baseline to compare with) the "Baton /
     plain" table."""
     rows = [HEADER] + [
-        (r.scenario, str(r.clients), str(r.batch), str(r.messages), f"{r.seconds:.2f}", f"{r.rate:.1f}")
+        (r.scenario, str(r.clients), str(r.batch), str(r.messages), f"{r.seconds:.3f}", f"{r.rate:.1f}")
         for r in results
     ]
     text = grid(rows)
