@@ -37,6 +37,30 @@ def scratch_setup(*, broker: str, username: str) -> dict:
     return {"token": api_token_issue(username=username, create_user=True, superuser=True)}
 
 
+def baton_durability() -> dict:
+    """What durability Baton's database connection runs with (after the warm-up, so that its
+    PRAGMAs or SETs have been made): SQLite's journal mode and synchronous level, or
+    PostgreSQL's synchronous_commit and fsync. Printed beside the plain baseline's, which
+    always runs with a sync at every commit."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        if connection.vendor == "sqlite":
+            cursor.execute("PRAGMA journal_mode")
+            mode = str(cursor.fetchone()[0]).upper()
+            cursor.execute("PRAGMA synchronous")
+            level = cursor.fetchone()[0]
+            return {"vendor": "sqlite", "journal_mode": mode,
+                    "synchronous": {0: "OFF", 1: "NORMAL", 2: "FULL", 3: "EXTRA"}.get(level, str(level))}
+        if connection.vendor == "postgresql":
+            facts = {"vendor": "postgresql"}
+            for name in ("synchronous_commit", "fsync"):
+                cursor.execute(f"SHOW {name}")
+                facts[name] = cursor.fetchone()[0]
+            return facts
+    return {"vendor": connection.vendor}
+
+
 def scratch_cleanup(*, broker: str) -> None:
     """Remove what a run left on a database that is not a throw-away file: the broker (with
     its queues and any messages), its units of work and their journal."""

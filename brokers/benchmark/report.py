@@ -11,9 +11,17 @@ BATCHES = (1, 100)
 REST_CLIENTS = (1, 8)
 
 HEADER = ("scenario", "clients", "batch", "messages", "seconds", "msgs/s")
+_SCENARIO = r"(?:in-process|REST) (?:put|get)\+commit|plain (?:SQLite|PostgreSQL) insert\+commit"
 ROW = re.compile(
-    r"^(?P<scenario>(?:in-process|REST) (?:put|get)\+commit)\s+(?P<clients>\d+)\s+(?P<batch>\d+)\s+"
+    rf"^(?P<scenario>{_SCENARIO})\s+(?P<clients>\d+)\s+(?P<batch>\d+)\s+"
     r"(?P<messages>\d+)\s+(?P<seconds>[\d.]+)\s+(?P<rate>[\d.]+)\s*$"
+)
+#: The second table: Baton's in-process rates over the plain rate at the same batch size.
+RATIO_TITLE = "Baton / plain"
+RATIO_HEADER = ("scenario", "batch", "msgs/s", "plain msgs/s", "Baton/plain")
+RATIO_ROW = re.compile(
+    r"^(?P<scenario>in-process (?:put|get)\+commit)\s+(?P<batch>\d+)\s+(?P<rate>[\d.]+)\s+"
+    r"(?P<plain>[\d.]+)\s+(?P<ratio>[\d.]+)x\s*$"
 )
 
 
@@ -36,8 +44,8 @@ class BenchmarkError(Exception):
 
 @dataclass
 class Result:
-    path: str  # "in-process" | "REST"
-    operation: str  # "put+commit" | "get+commit"
+    path: str  # "in-process" | "REST" | "plain SQLite" | "plain PostgreSQL"
+    operation: str  # "put+commit" | "get+commit" | "insert+commit" (plain)
     clients: int
     batch: int
     messages: int
@@ -50,6 +58,11 @@ class Result:
     @property
     def rate(self) -> float:
         return self.messages / self.seconds if self.seconds > 0 else 0.0
+
+    @property
+    def plain(self) -> bool:
+        """A plain-database baseline, not Baton."""
+        return self.path.startswith("plain ")
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -69,12 +82,55 @@ def scenario_messages(messages: int, *, batch: int, clients: int = 1) -> int:
     return max(step, -(-wanted // step) * step)
 
 
+def ratios(results: list[Result]) -> list[tuple[Result, Result, float]]:
+    """Each in-process Baton result with the plain baseline of the same batch size, and
+    Baton's rate over the plain rate. (REST is left out: its clients are another process
+    and several threads, the plain baseline one connection in process.)"""
+    plain = {r.batch: r for r in results if r.plain and r.clients == 1}
+    return [
+        (r, plain[r.batch], r.rate / plain[r.batch].rate)
+        for r in results
+        if r.path == "in-process" and r.batch in plain and plain[r.batch].rate > 0
+    ]
+
+
+def json_rows(results: list[Result]) -> list[dict]:
+    """One object per result (``--json``): the table's columns with full precision, and for
+    an in-process row that has a plain baseline, ``ratio_to_plain`` and the baseline's
+    scenario."""
+    by_result = {id(r): (p, ratio) for r, p, ratio in ratios(results)}
+    rows = []
+    for r in results:
+        row = {
+            "kind": "result", "scenario": r.scenario, "path": r.path, "operation": r.operation,
+            "clients": r.clients, "batch": r.batch, "messages": r.messages,
+            "seconds": round(r.seconds, 6), "msgs_per_s": round(r.rate, 3),
+        }
+        if id(r) in by_result:
+            p, ratio = by_result[id(r)]
+            row["plain_scenario"] = p.scenario
+            row["ratio_to_plain"] = round(ratio, 4)
+        rows.append(row)
+    return rows
+
+
 def table(results: list[Result]) -> str:
+    """The results, then (when there is a plain baseline to compare with) the "Baton /
+    plain" table."""
     rows = [HEADER] + [
-        (r.scenario, str(r.clients), str(r.batch), str(r.messages), f"{r.seconds:.2f}", f"{r.rate:.1f}")
+        (r.scenario, str(r.clients), str(r.batch), str(r.messages), f"{r.seconds:.3f}", f"{r.rate:.1f}")
         for r in results
     ]
-    return grid(rows)
+    text = grid(rows)
+    compared = ratios(results)
+    if compared:
+        plain_names = sorted({p.scenario for _, p, _ in compared})
+        text += (f"\n\n{RATIO_TITLE}: in-process rate over {' / '.join(plain_names)} at the same batch size\n"
+                 + grid([RATIO_HEADER] + [
+                     (r.scenario, str(r.batch), f"{r.rate:.1f}", f"{p.rate:.1f}", f"{ratio:.3f}x")
+                     for r, p, ratio in compared
+                 ]))
+    return text
 
 
 def grid(rows: list[tuple[str, ...]]) -> str:
@@ -99,4 +155,15 @@ def table_parse(text: str) -> list[dict]:
                 "scenario": m["scenario"], "clients": int(m["clients"]), "batch": int(m["batch"]),
                 "messages": int(m["messages"]), "seconds": float(m["seconds"]), "rate": float(m["rate"]),
             })
+    return rows
+
+
+def ratio_parse(text: str) -> list[dict]:
+    """The rows of a printed "Baton / plain" table."""
+    rows = []
+    for line in text.splitlines():
+        m = RATIO_ROW.match(line.strip())
+        if m:
+            rows.append({"scenario": m["scenario"], "batch": int(m["batch"]), "rate": float(m["rate"]),
+                         "plain": float(m["plain"]), "ratio": float(m["ratio"])})
     return rows

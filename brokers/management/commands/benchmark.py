@@ -14,12 +14,13 @@ import shlex
 import sqlite3
 import sys
 import time
+from contextlib import ExitStack
 from pathlib import Path
 
 import django
 from django.core.management.base import BaseCommand, CommandError
 
-from brokers.benchmark.report import BATCH_MESSAGES_FACTOR, BenchmarkError, Result, table
+from brokers.benchmark.report import BATCH_MESSAGES_FACTOR, BenchmarkError, Result, json_rows, table
 from brokers.benchmark.scratch import SCRATCH_FLAG, Scratch, base_dir, sigterm_as_interrupt, url_masked
 
 #: About a minute and a half for the whole run on a 2-core machine with SQLite.
@@ -41,10 +42,16 @@ class Command(BaseCommand):
     help = (
         "Measure messages per second for put+commit and get+commit of 1 KiB persistent messages, "
         "one message and 100 messages per unit of work, in-process (services called directly) and "
-        "through the REST API (a Uvicorn server started on a free loopback port; 1 and 8 clients). "
-        "Works on a scratch database: a fresh SQLite file in a temporary directory unless "
-        "--database-url names another (which it migrates and where it defines a broker of its own, "
-        "removed at the end)."
+        "through the REST API (a Uvicorn server started on a free loopback port; 1 and 8 clients), "
+        "beside a plain baseline measured in the same run on the same disk with a sync at every commit: "
+        "plain SQLite INSERT+COMMIT of 1 KiB blobs (a scratch file beside the database, WAL, "
+        "synchronous=FULL, BEGIN IMMEDIATE) or, on PostgreSQL, plain INSERT+COMMIT into a scratch table "
+        "(synchronous_commit=on). A second table gives Baton's in-process rates over the plain rate at "
+        "the same batch size. Works on a scratch database: a fresh SQLite file in a temporary directory "
+        "unless --database-url names another (which it migrates and where it defines a broker of its "
+        "own, removed at the end) or --postgres starts a throwaway server. With --json, stdout is JSON "
+        "lines: first one object with \"kind\": \"facts\" (command, database, durability, machine, load, "
+        "elapsed), then one object with \"kind\": \"result\" per result."
     )
 
     def add_arguments(self, parser):
@@ -52,15 +59,37 @@ class Command(BaseCommand):
             "--messages", type=int, default=DEFAULT_MESSAGES, metavar="N",
             help=f"Messages each one-message-per-unit-of-work scenario puts and then gets (default "
                  f"{DEFAULT_MESSAGES}); the batch-of-100 scenarios move {BATCH_MESSAGES_FACTOR} times as many. "
-                 "Rounded up so that every client does the same number of whole units of work.",
+                 "Rounded up so that every client does the same number of whole units of work. The plain "
+                 "baselines insert as many.",
         )
-        parser.add_argument(
+        target = parser.add_mutually_exclusive_group()
+        target.add_argument(
             "--database-url", metavar="URL",
             help="Benchmark this database (e.g. postgres://user:pw@127.0.0.1/scratch) instead of a fresh "
-                 "SQLite file. Use a scratch database: it is migrated.",
+                 "SQLite file. Use a scratch database: it is migrated. For PostgreSQL the plain baseline "
+                 "creates and drops a table of its own there.",
         )
-        parser.add_argument("--only", choices=["inprocess", "rest"], help="Run only these scenarios.")
-        parser.add_argument("--keep", action="store_true", help="Keep the scratch directory (database, server log).")
+        target.add_argument(
+            "--postgres", action="store_true",
+            help="Start a throwaway PostgreSQL server (Debian's binaries under /usr/lib/postgresql/*/bin, "
+                 "as the postgres user when root; loopback only; fsync=on, synchronous_commit=on), "
+                 "benchmark it against plain PostgreSQL, and stop it at the end.",
+        )
+        parser.add_argument(
+            "--only", choices=["inprocess", "plain", "rest"],
+            help="Run only these scenarios: inprocess (with its plain baseline, for the ratios), plain "
+                 "(the baseline alone), or rest.",
+        )
+        parser.add_argument(
+            "--json", action="store_true",
+            help='Print JSON lines instead of the tables: first {"kind": "facts", ...} (command, database, '
+                 'durability, machine, load, elapsed), then one {"kind": "result", ...} per result with '
+                 "scenario, path, operation, clients, batch, messages, seconds, msgs_per_s, and for an "
+                 "in-process result with a plain baseline at its batch size, plain_scenario and "
+                 "ratio_to_plain. Progress still goes to stderr.",
+        )
+        parser.add_argument("--keep", action="store_true",
+                            help="Keep the scratch directory (database, server log) and a --postgres server's.")
         # The command re-runs itself as a child on the scratch database for these.
         parser.add_argument("--phase", choices=PHASES, help=argparse.SUPPRESS)
         parser.add_argument("--result-file", help=argparse.SUPPRESS)
@@ -72,14 +101,14 @@ class Command(BaseCommand):
     def _phase(self, options) -> None:
         if os.environ.get(SCRATCH_FLAG) != "1":
             raise CommandError("--phase is internal: it runs only in the benchmark's own child processes.")
-        from brokers.benchmark.inprocess import run_inprocess, scratch_cleanup, scratch_setup
+        from brokers.benchmark.inprocess import baton_durability, run_inprocess, scratch_cleanup, scratch_setup
 
         phase, broker = options["phase"], options["broker"]
         if phase == "setup":
             result = scratch_setup(broker=broker, username=options["username"])
         elif phase == "inprocess":
             results = run_inprocess(broker=broker, messages=options["messages"], progress=options["verbosity"] >= 1)
-            result = {"results": [r.as_dict() for r in results]}
+            result = {"results": [r.as_dict() for r in results], "durability": baton_durability()}
         else:
             scratch_cleanup(broker=broker)
             result = {}
@@ -102,43 +131,106 @@ class Command(BaseCommand):
         command = [_python(), "manage.py", "benchmark", "--messages", str(messages)]
         command += ["--only", only] if only else []
         command += ["--database-url", url_masked(database_url)] if database_url else []
+        command += ["--postgres"] if options["postgres"] else []
+        command += ["--json"] if options["json"] else []
         broker = f"BENCH.{secrets.token_hex(4).upper()}"
 
         results: list[Result] = []
-        facts = {"server": "(not started)", "load": self._load()}
+        facts: dict = {"server": "(not started)", "load": self._load()}
         started = time.monotonic()
         failure: str | None = None
         with sigterm_as_interrupt():
             try:
-                with Scratch(database_url=database_url, keep=options["keep"]) as scratch:
-                    self._progress(options, f"benchmark: scratch directory {scratch.dir}")
-                    facts["database"] = self._database_facts(scratch)
-                    try:
-                        self._progress(options, "benchmark: migrating the scratch database and defining queues")
-                        token = scratch.phase("setup", broker=broker, username=BENCH_USER,
-                                              verbosity=options["verbosity"])["token"]
-                        if only in (None, "inprocess"):
-                            out = scratch.phase("inprocess", broker=broker, messages=messages,
-                                                verbosity=options["verbosity"])
-                            results += [Result(**r) for r in out["results"]]
-                        if only in (None, "rest"):
-                            results += self._rest(scratch, options, token=token, broker=broker, facts=facts)
-                    finally:
-                        if not scratch.own_database:
-                            try:
-                                scratch.phase("cleanup", broker=broker, verbosity=0)
-                            except BenchmarkError as exc:
-                                self.stderr.write(f"benchmark: could not remove broker {broker}: {exc}")
-                    if options["keep"]:
-                        self._progress(options, f"benchmark: kept {scratch.dir}")
+                with ExitStack() as stack:
+                    throwaway = None
+                    if options["postgres"]:
+                        from brokers.benchmark.pgserver import postgres_server
+
+                        self._progress(options, "benchmark: starting a throwaway PostgreSQL server")
+                        throwaway = stack.enter_context(postgres_server(keep=options["keep"]))
+                        database_url = throwaway.url
+                        self._progress(options, f"benchmark: PostgreSQL at {throwaway.url} ({throwaway.directory})")
+                    scratch = stack.enter_context(Scratch(database_url=database_url, keep=options["keep"]))
+                    self._run(scratch, options, broker=broker, throwaway=throwaway, facts=facts, results=results)
             except KeyboardInterrupt:
-                failure = "Interrupted (the server, if started, is stopped)."
+                failure = "Interrupted (the servers, if started, are stopped)."
             except BenchmarkError as exc:
                 failure = str(exc)
 
-        self.stdout.write(self._report(results, command=command, facts=facts, elapsed=time.monotonic() - started))
+        elapsed = time.monotonic() - started
+        if options["json"]:
+            self.stdout.write(self._json(results, command=command, facts=facts, elapsed=elapsed, failure=failure))
+        else:
+            self.stdout.write(self._report(results, command=command, facts=facts, elapsed=elapsed))
         if failure:
             raise CommandError(failure)
+
+    def _run(self, scratch: Scratch, options, *, broker: str, throwaway, facts: dict, results: list[Result]) -> None:
+        """The scenarios, in order: the plain baseline, in-process, REST."""
+        from brokers.benchmark.plain import database_kind
+
+        only, messages = options["only"], options["messages"]
+        self._progress(options, f"benchmark: scratch directory {scratch.dir}")
+        kind = database_kind(scratch.database_url)
+        facts["database"] = self._database_facts(scratch, throwaway=throwaway)
+        facts["database_kind"] = kind or "other"
+        if throwaway is not None:
+            facts["filesystem"] = filesystem(throwaway.directory)
+        if kind == "postgres":
+            from brokers.benchmark.plain import postgres_server_settings
+
+            try:
+                facts["postgres"] = postgres_server_settings(scratch.database_url)
+            except Exception as exc:  # psycopg's errors: the database cannot be reached
+                raise BenchmarkError(f"Cannot connect to {url_masked(scratch.database_url)}: {exc}") from exc
+        baton = only in (None, "inprocess", "rest")
+        try:
+            if baton:
+                self._progress(options, "benchmark: migrating the scratch database and defining queues")
+                token = scratch.phase("setup", broker=broker, username=BENCH_USER,
+                                      verbosity=options["verbosity"])["token"]
+            if only in (None, "inprocess", "plain"):
+                results += self._plain(scratch, options, kind=kind, facts=facts)
+            if only in (None, "inprocess"):
+                out = scratch.phase("inprocess", broker=broker, messages=messages, verbosity=options["verbosity"])
+                results += [Result(**r) for r in out["results"]]
+                facts["baton_durability"] = out.get("durability", {})
+            if only in (None, "rest"):
+                results += self._rest(scratch, options, token=token, broker=broker, facts=facts)
+        finally:
+            if baton and not scratch.own_database and throwaway is None:
+                try:
+                    scratch.phase("cleanup", broker=broker, verbosity=0)
+                except BenchmarkError as exc:
+                    self.stderr.write(f"benchmark: could not remove broker {broker}: {exc}")
+        if options["keep"]:
+            self._progress(options, f"benchmark: kept {scratch.dir}")
+
+    def _plain(self, scratch: Scratch, options, *, kind: str | None, facts: dict) -> list[Result]:
+        """The plain baseline on the scratch database's disk (SQLite: a file beside it) or
+        server (PostgreSQL: a table of its own)."""
+        from brokers.benchmark.plain import run_plain_postgres, run_plain_sqlite, sqlite_path
+
+        progress, messages = options["verbosity"] >= 1, options["messages"]
+        if kind == "sqlite":
+            directory = sqlite_path(scratch.database_url, base=base_dir()).parent
+            self._progress(options, f"benchmark: plain SQLite baseline in {directory}")
+            results, facts["plain_durability"] = run_plain_sqlite(directory=directory, messages=messages,
+                                                                 progress=progress)
+            facts["filesystem"] = filesystem(directory)
+            return results
+        if kind == "postgres":
+            self._progress(options, "benchmark: plain PostgreSQL baseline")
+            try:
+                results, facts["plain_durability"] = run_plain_postgres(database_url=scratch.database_url,
+                                                                       messages=messages, progress=progress)
+            except BenchmarkError:
+                raise
+            except Exception as exc:  # psycopg's errors
+                raise BenchmarkError(f"plain PostgreSQL baseline: {exc}") from exc
+            return results
+        self.stderr.write("benchmark: no plain baseline for this database (SQLite and PostgreSQL only).")
+        return []
 
     def _rest(self, scratch: Scratch, options, *, token: str, broker: str, facts: dict) -> list[Result]:
         from brokers.benchmark.rest import run_rest, server_ready
@@ -154,9 +246,11 @@ class Command(BaseCommand):
                 raise BenchmarkError(f"{exc}\nserver log:\n{scratch.log_tail('server.log')}") from exc
 
     @staticmethod
-    def _database_facts(scratch: Scratch) -> str:
+    def _database_facts(scratch: Scratch, *, throwaway=None) -> str:
         if scratch.own_database:
             return f"SQLite {sqlite3.sqlite_version} (WAL, IMMEDIATE), a fresh file in a temporary directory"
+        if throwaway is not None:
+            return throwaway.describe()
         return url_masked(scratch.database_url)
 
     @staticmethod
@@ -169,21 +263,104 @@ class Command(BaseCommand):
         return f"{one:.2f}"
 
     @staticmethod
+    def _durability(facts: dict) -> list[str]:
+        """What syncs each side's commits, and a warning for every figure that means less
+        than it seems."""
+        lines, warnings = [], []
+        baton, plain, pg = facts.get("baton_durability"), facts.get("plain_durability"), facts.get("postgres")
+        if pg:
+            lines.append(f"PostgreSQL {pg.get('server_version', '?')}: fsync={pg.get('fsync')}, "
+                         f"synchronous_commit={pg.get('synchronous_commit')} (the server's, as a new session "
+                         f"sees them), wal_sync_method={pg.get('wal_sync_method')}")
+            if pg.get("fsync") != "on":
+                warnings.append("the server runs with fsync off: nothing reaches the disk, every figure "
+                                "is meaningless")
+        if baton:
+            if baton.get("vendor") == "sqlite":
+                lines.append(f"Baton:  journal_mode={baton.get('journal_mode')}, "
+                             f"synchronous={baton.get('synchronous')} (its database connection)")
+                if plain and baton.get("synchronous") not in ("FULL", "EXTRA"):
+                    warnings.append(f"Baton's SQLite runs with synchronous={baton.get('synchronous')}: its "
+                                    "commits are not synced like the plain baseline's (FULL), so Baton / "
+                                    "plain compares unequal durability")
+            elif baton.get("vendor") == "postgresql":
+                lines.append(f"Baton:  synchronous_commit={baton.get('synchronous_commit')} (its database "
+                             "connection)")
+                if baton.get("synchronous_commit") != "on":
+                    warnings.append(f"Baton's connection runs with synchronous_commit="
+                                    f"{baton.get('synchronous_commit')}: Baton / plain compares unequal durability")
+        if plain:
+            if "synchronous" in plain:
+                lines.append(f"plain:  journal_mode={plain['journal_mode']}, synchronous={plain['synchronous']}, "
+                             "BEGIN IMMEDIATE ... COMMIT, a scratch file beside the database")
+            else:
+                session = plain.get("session", {})
+                lines.append(f"plain:  SET synchronous_commit=on (session: synchronous_commit="
+                             f"{session.get('synchronous_commit')}), a scratch table dropped at the end")
+        if facts.get("filesystem"):
+            lines.append(f"disk:   {facts['filesystem']}")
+            if facts["filesystem"].split()[0] in ("tmpfs", "ramfs"):
+                warnings.append("the scratch directory is in memory: a sync costs nothing there")
+        facts["warnings"] = warnings
+        return lines + [f"WARNING: {w}" for w in warnings]
+
+    @staticmethod
+    def _machine() -> str:
+        return (f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPUs, "
+                f"Python {platform.python_version()}, Django {django.get_version()}")
+
+    @staticmethod
+    def _json(results: list[Result], *, command: list[str], facts: dict, elapsed: float,
+              failure: str | None) -> str:
+        """JSON lines: the facts, then one object per result."""
+        Command._durability(facts)  # fills facts["warnings"]
+        head = {
+            "kind": "facts", "command": shlex.join(command), "database": facts.get("database", ""),
+            "database_kind": facts.get("database_kind"), "server": facts["server"], "machine": Command._machine(),
+            "load_start": facts["load"], "load_end": Command._load(), "elapsed_s": round(elapsed, 3),
+            "baton_durability": facts.get("baton_durability"), "plain_durability": facts.get("plain_durability"),
+            "postgres": facts.get("postgres"), "filesystem": facts.get("filesystem"),
+            "warnings": facts["warnings"], "error": failure,
+        }
+        return "\n".join(json.dumps(row) for row in [head] + json_rows(results))
+
+    @staticmethod
     def _report(results: list[Result], *, command: list[str], facts: dict, elapsed: float) -> str:
+        durability = Command._durability(facts)
         lines = [
             "Baton benchmark: 1 KiB persistent messages; a unit of work is begin + put (or get) + commit",
             f"command:   {shlex.join(command)}",
             f"database:  {facts.get('database', '')}",
             f"server:    {facts['server']}",
-            f"machine:   {platform.system()} {platform.machine()}, {os.cpu_count()} CPUs, "
-            f"Python {platform.python_version()}, Django {django.get_version()}",
+            f"machine:   {Command._machine()}",
             f"load avg:  {facts['load']} at the start, {Command._load()} at the end (1 min; other work on "
             "the machine lowers every figure)",
             f"elapsed:   {elapsed:.1f} s",
+        ]
+        if durability:
+            lines += ["durability:"] + [f"  {line}" for line in durability]
+        lines += [
             "",
             table(results) if results else "(no scenario completed)",
             "",
             "batch: messages per unit of work; REST: 3 requests per unit of work (begin, put or get, commit), "
-            "clients are threads each with its own keep-alive connection.",
+            "clients are threads each with its own keep-alive connection; plain: one connection in this "
+            "process, INSERT of 1 KiB blobs, a sync at every commit.",
         ]
         return "\n".join(lines)
+
+
+def filesystem(path: Path) -> str:
+    """The filesystem type and mount point holding ``path`` (from /proc/mounts), e.g.
+    "ext4 on /": a sync on tmpfs costs nothing."""
+    try:
+        mounts = [line.split()[:3] for line in Path("/proc/mounts").read_text().splitlines()]
+    except OSError:
+        return ""
+    resolved = str(Path(path).resolve())
+    best = ("", "")
+    for _device, mount, fstype in (m for m in mounts if len(m) == 3):
+        mount = mount.replace("\\040", " ")
+        if (resolved == mount or resolved.startswith(mount.rstrip("/") + "/")) and len(mount) >= len(best[0]):
+            best = (mount, fstype)
+    return f"{best[1]} on {best[0]}" if best[0] else ""
