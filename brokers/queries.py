@@ -14,12 +14,13 @@ order) → message rows. On SQLite every writer holds the database's write lock 
 from __future__ import annotations
 
 import json
-from datetime import timezone as dt_timezone
 from typing import Iterable, Sequence
 
 from django.core.serializers.json import DjangoJSONEncoder
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS
 from django.db.models.base import ModelState
+
+from transactions.queries import aware, cursor, dt_param, json_param, postgres
 
 from .models import DefinitionsVersion, Message, Queue
 
@@ -41,37 +42,29 @@ _JSON_COLUMNS = {"report", "properties", "transmission_header"}
 _DATETIME_COLUMNS = {"expires_at", "put_time", "locked_until"}
 
 
-def _postgres() -> bool:
-    return connection.vendor == "postgresql"
-
-
-def _json_param() -> str:
-    return "%s::jsonb" if _postgres() else "%s"
-
-
 # --- definitions ----------------------------------------------------------------------------
 
 def definitions_version() -> int | None:
     """The definitions version (brokers/definitions.py); None when its row is missing (a
     flushed database: the next definition change writes it again). Takes no lock."""
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT version FROM {VERSION} WHERE id = 1")
-        row = cursor.fetchone()
+    with cursor() as c:
+        c.execute(f"SELECT version FROM {VERSION} WHERE id = 1")
+        row = c.fetchone()
     return row[0] if row else None
 
 
 def definitions_version_and_lease(*, queue_id: int) -> tuple[int | None, str, object] | None:
     """The definitions version and the queue's exclusive-input lease (holder, until), read
     together by a get. Takes no lock. None if the queue has gone."""
-    with connection.cursor() as cursor:
-        cursor.execute(
+    with cursor() as c:
+        c.execute(
             f"SELECT (SELECT version FROM {VERSION} WHERE id = 1), exclusive_holder, exclusive_until"
             f" FROM {QUEUE} WHERE id = %s", [queue_id],
         )
-        row = cursor.fetchone()
+        row = c.fetchone()
     if row is None:
         return None
-    return row[0], row[1], _aware(row[2])
+    return row[0], row[1], aware(row[2])
 
 
 # --- queue counters -------------------------------------------------------------------------
@@ -82,21 +75,21 @@ def queue_reserve(*, queue_id: int, count: int, commit_count: int, max_depth_che
     the database transaction ends: commit sequences are handed out in commit order."""
     limit = " AND reserved_depth + %s <= max_depth" if max_depth_checked else ""
     params: list = [count, commit_count, queue_id] + ([count] if max_depth_checked else [])
-    with connection.cursor() as cursor:
-        cursor.execute(
+    with cursor() as c:
+        c.execute(
             f"UPDATE {QUEUE} SET reserved_depth = reserved_depth + %s, next_commit_seq = next_commit_seq + %s"
             f" WHERE id = %s{limit} RETURNING next_commit_seq", params,
         )
-        row = cursor.fetchone()
+        row = c.fetchone()
     return None if row is None else row[0] - commit_count
 
 
 def queues_release(*, counts: dict[int, int]) -> None:
     """Give back room on queues whose messages went. Locks those queues' rows, in id order."""
-    with connection.cursor() as cursor:
+    with cursor() as c:
         for queue_id in sorted(counts):
             if counts[queue_id]:
-                cursor.execute(f"UPDATE {QUEUE} SET reserved_depth = reserved_depth - %s WHERE id = %s",
+                c.execute(f"UPDATE {QUEUE} SET reserved_depth = reserved_depth - %s WHERE id = %s",
                                [counts[queue_id], queue_id])
 
 
@@ -104,9 +97,9 @@ def queues_lock(*, queue_ids: Iterable[int]) -> None:
     """Lock queue rows in id order before a commit or rollback changes several of them
     (PostgreSQL; SQLite's writers are serialised already)."""
     ids = sorted(set(queue_ids))
-    if ids and _postgres():
-        with connection.cursor() as cursor:
-            cursor.execute(f"SELECT id FROM {QUEUE} WHERE id = ANY(%s) ORDER BY id FOR UPDATE", [ids])
+    if ids and postgres():
+        with cursor() as c:
+            c.execute(f"SELECT id FROM {QUEUE} WHERE id = ANY(%s) ORDER BY id FOR UPDATE", [ids])
 
 
 # --- put ------------------------------------------------------------------------------------
@@ -114,17 +107,17 @@ def queues_lock(*, queue_ids: Iterable[int]) -> None:
 def messages_insert(*, messages: Sequence[Message]) -> None:
     """Insert put messages in one multi-row statement, and give each instance its row id
     (its put sequence). New rows: no lock beyond the queue row its reservation holds."""
-    j = _json_param()
+    j = json_param()
     one = "(" + ", ".join(j if c in _JSON_COLUMNS else "%s" for c in PUT_COLUMNS) + ")"
     params: list = []
     for m in messages:
         params.extend(message_put_values(m))
-    with connection.cursor() as cursor:
-        cursor.execute(
+    with cursor() as c:
+        c.execute(
             f"INSERT INTO {MESSAGE} ({', '.join(PUT_COLUMNS)}) VALUES {', '.join([one] * len(messages))}"
             " RETURNING id, msg_id", params,
         )
-        ids = dict((msg_id, pk) for pk, msg_id in cursor.fetchall())
+        ids = dict((msg_id, pk) for pk, msg_id in c.fetchall())
     for m in messages:
         m.id = ids[m.msg_id]
 
@@ -171,10 +164,9 @@ def messages_take(*, queue_id: int, now, limit: int, get_transaction_id: str | N
                                      match=match)
     order = _order_by(priority_first=priority_first, commit_ordered=commit_ordered,
                       with_uncommitted=bool(uncommitted_of_others))
-    ops = connection.ops
     choose = (f"SELECT id FROM {MESSAGE} WHERE {where} ORDER BY {order} LIMIT %s"
-              + (" FOR UPDATE SKIP LOCKED" if _postgres() else ""))
-    params = [queue_id, ops.adapt_datetimefield_value(now), *extra, limit]
+              + (" FOR UPDATE SKIP LOCKED" if postgres() else ""))
+    params = [queue_id, dt_param(now), *extra, limit]
     if get_transaction_id is not None:
         sql = (f"UPDATE {MESSAGE} SET get_transaction_id = %s, delivery_count = delivery_count + 1"
                f" WHERE id IN ({choose}) AND get_transaction_id IS NULL AND lock_token IS NULL"
@@ -183,9 +175,9 @@ def messages_take(*, queue_id: int, now, limit: int, get_transaction_id: str | N
     else:
         sql = (f"DELETE FROM {MESSAGE} WHERE id IN ({choose}) AND get_transaction_id IS NULL"
                f" AND lock_token IS NULL RETURNING {_COLUMN_LIST}")
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        rows = cursor.fetchall()
+    with cursor() as c:
+        c.execute(sql, params)
+        rows = c.fetchall()
     messages = [message_from_row(row) for row in rows]
     key = _sort_key(priority_first=priority_first, commit_ordered=commit_ordered)
     messages.sort(key=key)  # RETURNING gives no order
@@ -208,17 +200,17 @@ def transaction_messages(*, transaction_ids: Sequence[str]) -> tuple[dict[int, t
     takes no lock (the transaction rows held by the caller keep these rows still)."""
     marks = ", ".join(["%s"] * len(transaction_ids))
     ids = list(transaction_ids)
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT queue_id, MIN(id), MAX(id) FROM {MESSAGE} WHERE put_transaction_id IN ({marks})"
-            f" AND (get_transaction_id IS NULL OR get_transaction_id NOT IN ({marks})) GROUP BY queue_id",
-            ids + ids,
+    with cursor() as c:
+        c.execute(
+            f"SELECT 1, queue_id, MIN(id), MAX(id) FROM {MESSAGE} WHERE put_transaction_id IN ({marks})"
+            f" AND (get_transaction_id IS NULL OR get_transaction_id NOT IN ({marks})) GROUP BY queue_id"
+            f" UNION ALL SELECT 2, queue_id, COUNT(*), 0 FROM {MESSAGE} WHERE get_transaction_id IN ({marks})"
+            f" GROUP BY queue_id",
+            ids + ids + ids,
         )
-        puts = {queue_id: (low, high) for queue_id, low, high in cursor.fetchall()}
-        cursor.execute(
-            f"SELECT queue_id, COUNT(*) FROM {MESSAGE} WHERE get_transaction_id IN ({marks}) GROUP BY queue_id", ids,
-        )
-        gets = dict(cursor.fetchall())
+        rows = c.fetchall()
+    puts = {queue_id: (low, high) for side, queue_id, low, high in rows if side == 1}
+    gets = {queue_id: count for side, queue_id, count, _ in rows if side == 2}
     return puts, gets
 
 
@@ -227,8 +219,8 @@ def messages_commit_puts(*, transaction_ids: Sequence[str], queue_id: int, first
     (``id - first_id + base_seq``). Locks those message rows."""
     marks = ", ".join(["%s"] * len(transaction_ids))
     ids = list(transaction_ids)
-    with connection.cursor() as cursor:
-        cursor.execute(
+    with cursor() as c:
+        c.execute(
             f"UPDATE {MESSAGE} SET put_transaction_id = NULL, commit_seq = id - %s + %s"
             f" WHERE queue_id = %s AND put_transaction_id IN ({marks})"
             f" AND (get_transaction_id IS NULL OR get_transaction_id NOT IN ({marks}))",
@@ -240,17 +232,11 @@ def messages_delete_gotten(*, transaction_ids: Sequence[str]) -> None:
     """Remove the messages these units of work got (a message also put inside the group
     goes without ever having been available). Locks those rows."""
     marks = ", ".join(["%s"] * len(transaction_ids))
-    with connection.cursor() as cursor:
-        cursor.execute(f"DELETE FROM {MESSAGE} WHERE get_transaction_id IN ({marks})", list(transaction_ids))
+    with cursor() as c:
+        c.execute(f"DELETE FROM {MESSAGE} WHERE get_transaction_id IN ({marks})", list(transaction_ids))
 
 
 # --- rows -----------------------------------------------------------------------------------
-
-def _aware(value):
-    if value is not None and value.tzinfo is None:
-        return value.replace(tzinfo=dt_timezone.utc)
-    return value
-
 
 _INDEX = {name: i for i, name in enumerate(MESSAGE_COLUMNS)}
 _JSON_AT = [i for name, i in _INDEX.items() if name in _JSON_COLUMNS]
@@ -271,7 +257,7 @@ def message_from_row(row: Sequence) -> Message:
             if isinstance(value, str):
                 from django.utils.dateparse import parse_datetime
                 value = parse_datetime(value)
-            values[i] = _aware(value)
+            values[i] = aware(value)
     for i in _BOOL_AT:
         values[i] = bool(values[i])
     body_at = _INDEX["body"]
@@ -282,20 +268,20 @@ def message_from_row(row: Sequence) -> Message:
 
 def transaction_counts(*, transaction_id: str) -> tuple[dict[int, int], dict[int, int]]:
     """Per queue, how many messages a unit of work put (uncommitted) and got. No lock."""
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT queue_id, COUNT(*) FROM {MESSAGE} WHERE put_transaction_id = %s GROUP BY queue_id",
+    with cursor() as c:
+        c.execute(f"SELECT queue_id, COUNT(*) FROM {MESSAGE} WHERE put_transaction_id = %s GROUP BY queue_id",
                        [transaction_id])
-        puts = dict(cursor.fetchall())
-        cursor.execute(f"SELECT queue_id, COUNT(*) FROM {MESSAGE} WHERE get_transaction_id = %s GROUP BY queue_id",
+        puts = dict(c.fetchall())
+        c.execute(f"SELECT queue_id, COUNT(*) FROM {MESSAGE} WHERE get_transaction_id = %s GROUP BY queue_id",
                        [transaction_id])
-        gets = dict(cursor.fetchall())
+        gets = dict(c.fetchall())
     return puts, gets
 
 
 def messages_delete_put(*, transaction_id: str) -> None:
     """Remove a rolled-back unit of work's puts. Locks those rows."""
-    with connection.cursor() as cursor:
-        cursor.execute(f"DELETE FROM {MESSAGE} WHERE put_transaction_id = %s", [transaction_id])
+    with cursor() as c:
+        c.execute(f"DELETE FROM {MESSAGE} WHERE put_transaction_id = %s", [transaction_id])
 
 
 # --- message instances without the ORM's per-field work ---------------------------------------
@@ -313,7 +299,7 @@ def _instance(values: dict, queue=None) -> Message:
     m.__dict__.update(values)
     state = ModelState()
     state.adding = False
-    state.db = connection.alias
+    state.db = DEFAULT_DB_ALIAS
     if queue is not None:
         state.fields_cache["queue"] = queue
     m._state = state
@@ -337,7 +323,7 @@ def message_new(*, queue, msg_id: str, msg, priority: int, persistent: bool, exp
 
 def message_put_values(m: Message) -> tuple:
     """The row ``messages_insert`` writes for a message, in ``PUT_COLUMNS`` order."""
-    adapt = connection.ops.adapt_datetimefield_value
+    adapt = dt_param
     return (
         m.queue_id, m.msg_id, m.correl_id, m.group_id, m.msg_type, m.priority, m.persistent, adapt(m.expires_at),
         m.format, m.reply_to_queue, m.reply_to_broker, _encoder.encode(m.report or []),

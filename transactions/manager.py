@@ -94,8 +94,8 @@ def transaction_begin(*, broker: str, timeout_ms: int, owner: str = "", transact
     ``transaction_id``: an id chosen beforehand (a get that took messages under it in the
     same database transaction); a new one by default."""
     now = timezone.now()
-    txn = Transaction(
-        id=transaction_id or transaction_id_new(), broker=broker, owner=owner, created_at=now,
+    txn = queries.transaction_new(
+        transaction_id=transaction_id or transaction_id_new(), broker=broker, owner=owner, created_at=now,
         deadline_at=now + timedelta(milliseconds=timeout_ms) if timeout_ms > 0 else None,
     )
     with engine_step(durable=False):  # a new unit of work promises nothing yet

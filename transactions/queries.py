@@ -18,7 +18,9 @@ from datetime import timezone as dt_timezone
 from typing import Sequence
 
 from django.core.serializers.json import DjangoJSONEncoder
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, connections
+from django.db.backends.sqlite3.base import FORMAT_QMARK_REGEX
+from django.db.models.base import ModelState
 
 from .models import OPEN_STATES, JournalEvent, Link, Transaction
 
@@ -34,47 +36,145 @@ _MARKS_AT = TRANSACTION_COLUMNS.index("marks")
 _encoder = DjangoJSONEncoder()
 
 
-def _postgres() -> bool:
-    return connection.vendor == "postgresql"
+# --- plumbing shared with brokers.queries -------------------------------------------------------
+
+_qmark: dict[str, str] = {}
 
 
-def _aware(value):
+class _EngineCursor:
+    """The database driver's own cursor, used by the hot path instead of Django's wrapper
+    (which re-parses every statement's placeholders and goes through several layers per
+    call). Errors are still Django's; statements still use ``%s`` placeholders. While
+    queries are being logged (``CaptureQueriesContext``, DEBUG) Django's cursor is used
+    instead, so every statement stays visible to the statement counts."""
+
+    __slots__ = ("db", "raw", "sqlite")
+
+    def __init__(self, db) -> None:
+        db.ensure_connection()
+        self.db = db
+        self.raw = db.connection.cursor()
+        self.sqlite = db.vendor == "sqlite"
+
+    def _sql(self, sql: str) -> str:
+        if not self.sqlite:
+            return sql
+        converted = _qmark.get(sql)
+        if converted is None:
+            converted = FORMAT_QMARK_REGEX.sub("?", sql).replace("%%", "%")
+            if len(_qmark) < 4096:
+                _qmark[sql] = converted
+        return converted
+
+    def execute(self, sql: str, params=()):
+        with self.db.wrap_database_errors:
+            return self.raw.execute(self._sql(sql), params)
+
+    def executemany(self, sql: str, rows):
+        with self.db.wrap_database_errors:
+            return self.raw.executemany(self._sql(sql), rows)
+
+    def fetchone(self):
+        return self.raw.fetchone()
+
+    def fetchall(self):
+        return self.raw.fetchall()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.raw.close()
+
+
+def cursor():
+    """A cursor on the default database for one hot-path function (``with cursor() as c``)."""
+    db = connections[DEFAULT_DB_ALIAS]
+    if db.queries_logged:
+        return db.cursor()
+    return _EngineCursor(db)
+
+
+_vendor: list[str] = []
+
+
+def postgres() -> bool:
+    if not _vendor:  # the default database's vendor never changes in a process
+        _vendor.append(connections[DEFAULT_DB_ALIAS].vendor)
+    return _vendor[0] == "postgresql"
+
+
+def dt_param(value):
+    """A datetime as the database takes it: naive UTC text on SQLite (as Django writes it),
+    the aware value on PostgreSQL."""
+    if value is None or postgres():
+        return value
+    if value.tzinfo is not None:
+        value = value.astimezone(dt_timezone.utc).replace(tzinfo=None)
+    return value.isoformat(" ")
+
+
+def json_param() -> str:
+    return "%s::jsonb" if postgres() else "%s"
+
+
+def aware(value):
     if value is not None and value.tzinfo is None:
         return value.replace(tzinfo=dt_timezone.utc)
     return value
 
 
+def transaction_new(*, transaction_id: str, broker: str, owner: str, created_at, deadline_at) -> Transaction:
+    """The instance of a unit of work about to be begun (``transaction_insert`` writes it)."""
+    return _transaction_instance([
+        transaction_id, broker, "active", "", None, owner, [], created_at, deadline_at, None, None,
+    ])
+
+
+def _transaction_instance(values: list) -> Transaction:
+    txn = Transaction.__new__(Transaction)  # as from_db, without the ORM's per-field work
+    txn.__dict__.update(zip(TRANSACTION_COLUMNS, values))
+    state = ModelState()
+    state.adding, state.db = False, DEFAULT_DB_ALIAS
+    txn._state = state
+    return txn
+
+
 def transaction_from_row(row: Sequence) -> Transaction:
     values = list(row)
     for i in _DATETIMES:
-        values[i] = _aware(values[i])
+        values[i] = aware(values[i])
     if isinstance(values[_MARKS_AT], str):
         values[_MARKS_AT] = json.loads(values[_MARKS_AT])
-    return Transaction.from_db(connection.alias, None, values)
+    txn = Transaction.__new__(Transaction)  # as from_db, without the ORM's per-field work
+    txn.__dict__.update(zip(TRANSACTION_COLUMNS, values))
+    state = ModelState()
+    state.adding, state.db = False, DEFAULT_DB_ALIAS
+    txn._state = state
+    return txn
 
 
 # --- transactions ---------------------------------------------------------------------------
 
 def transaction_insert(*, transaction_id: str, broker: str, owner: str, created_at, deadline_at) -> None:
     """A new unit of work, active. A new row: no lock."""
-    ops = connection.ops
-    marks = "%s::jsonb" if _postgres() else "%s"
-    with connection.cursor() as cursor:
-        cursor.execute(
+    marks = json_param()
+    with cursor() as c:
+        c.execute(
             f"INSERT INTO {TRANSACTION} (id, broker, state, reason, owner, marks, created_at, deadline_at)"
             f" VALUES (%s, %s, 'active', '', %s, {marks}, %s, %s)",
-            [transaction_id, broker, owner, "[]", ops.adapt_datetimefield_value(created_at),
-             ops.adapt_datetimefield_value(deadline_at)],
+            [transaction_id, broker, owner, "[]", dt_param(created_at),
+             dt_param(deadline_at)],
         )
 
 
 def transaction_row(*, transaction_id: str, lock: bool) -> Transaction | None:
     """A unit of work's row; ``lock``: ``FOR UPDATE`` (PostgreSQL) until the database
     transaction ends."""
-    suffix = " FOR UPDATE" if lock and _postgres() else ""
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT {_TXN_COLUMN_LIST} FROM {TRANSACTION} WHERE id = %s{suffix}", [transaction_id])
-        row = cursor.fetchone()
+    suffix = " FOR UPDATE" if lock and postgres() else ""
+    with cursor() as c:
+        c.execute(f"SELECT {_TXN_COLUMN_LIST} FROM {TRANSACTION} WHERE id = %s{suffix}", [transaction_id])
+        row = c.fetchone()
     return None if row is None else transaction_from_row(row)
 
 
@@ -82,40 +182,40 @@ def transactions_resolve(*, transaction_ids: Sequence[str], state: str, resolved
                          cause_id: str | None = None) -> None:
     """Set the final state of units of work whose rows the caller holds."""
     marks = ", ".join(["%s"] * len(transaction_ids))
-    with connection.cursor() as cursor:
-        cursor.execute(
+    with cursor() as c:
+        c.execute(
             f"UPDATE {TRANSACTION} SET state = %s, resolved_at = %s, reason = %s, cause_id = %s WHERE id IN ({marks})",
-            [state, connection.ops.adapt_datetimefield_value(resolved_at), reason, cause_id, *transaction_ids],
+            [state, dt_param(resolved_at), reason, cause_id, *transaction_ids],
         )
 
 
 def transaction_marks_set(*, transaction_id: str, marks: list[str]) -> None:
     """Rewrite a unit of work's marks. Caller holds its row."""
-    param = "%s::jsonb" if _postgres() else "%s"
-    with connection.cursor() as cursor:
-        cursor.execute(f"UPDATE {TRANSACTION} SET marks = {param} WHERE id = %s", [json.dumps(marks), transaction_id])
+    param = json_param()
+    with cursor() as c:
+        c.execute(f"UPDATE {TRANSACTION} SET marks = {param} WHERE id = %s", [json.dumps(marks), transaction_id])
 
 
 # --- links ----------------------------------------------------------------------------------
 
 def links_exist(*, transaction_id: str) -> bool:
     """Whether the unit of work has a link either way. No lock (the link-graph lock decides)."""
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT 1 FROM {LINK} WHERE upstream_id = %s OR downstream_id = %s LIMIT 1",
+    with cursor() as c:
+        c.execute(f"SELECT 1 FROM {LINK} WHERE upstream_id = %s OR downstream_id = %s LIMIT 1",
                        [transaction_id, transaction_id])
-        return cursor.fetchone() is not None
+        return c.fetchone() is not None
 
 
 def open_upstreams(*, transaction_id: str) -> list[str]:
     """The units of work upstream of this one that are still open (the ready-check). No lock."""
     marks = ", ".join(["%s"] * len(OPEN_STATES))
-    with connection.cursor() as cursor:
-        cursor.execute(
+    with cursor() as c:
+        c.execute(
             f"SELECT DISTINCT l.upstream_id FROM {LINK} l JOIN {TRANSACTION} t ON t.id = l.upstream_id"
             f" WHERE l.downstream_id = %s AND t.state IN ({marks}) ORDER BY l.upstream_id",
             [transaction_id, *OPEN_STATES],
         )
-        return [row[0] for row in cursor.fetchall()]
+        return [row[0] for row in c.fetchall()]
 
 
 # --- journal --------------------------------------------------------------------------------
@@ -124,8 +224,8 @@ def journal_insert(*, events: list) -> None:
     """Append journal events (``journal.Event`` tuples) with one ``executemany``. New rows."""
     if not events:
         return
-    adapt = connection.ops.adapt_datetimefield_value
-    detail = "%s::jsonb" if _postgres() else "%s"
+    adapt = dt_param
+    detail = json_param()
     sql = (f"INSERT INTO {JOURNAL} ({', '.join(_JOURNAL_COLUMNS)}) "
            f"VALUES (%s, %s, %s, %s, %s, %s, {detail})")
     last_at, last_value = None, None
@@ -135,5 +235,5 @@ def journal_insert(*, events: list) -> None:
             last_at, last_value = e.at, adapt(e.at)
         rows.append((last_value, e.kind, e.broker, e.queue, e.transaction_id, e.msg_id,
                      _encoder.encode(e.detail) if e.detail else "{}"))
-    with connection.cursor() as cursor:
-        cursor.executemany(sql, rows)
+    with cursor() as c:
+        c.executemany(sql, rows)
