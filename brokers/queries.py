@@ -167,13 +167,17 @@ def messages_take(*, queue_id: int, now, limit: int, get_transaction_id: str | N
     choose = (f"SELECT id FROM {MESSAGE} WHERE {where} ORDER BY {order} LIMIT %s"
               + (" FOR UPDATE SKIP LOCKED" if postgres() else ""))
     params = [queue_id, dt_param(now), *extra, limit]
+    # PostgreSQL may run an IN (subquery with LIMIT) more than once and take more rows than
+    # asked: there the choice is a materialised CTE, evaluated exactly once.
+    chosen = (f"WITH chosen AS MATERIALIZED ({choose}) " if postgres() else "")
+    picked = "SELECT id FROM chosen" if postgres() else choose
     if get_transaction_id is not None:
-        sql = (f"UPDATE {MESSAGE} SET get_transaction_id = %s, delivery_count = delivery_count + 1"
-               f" WHERE id IN ({choose}) AND get_transaction_id IS NULL AND lock_token IS NULL"
+        sql = (f"{chosen}UPDATE {MESSAGE} SET get_transaction_id = %s, delivery_count = delivery_count + 1"
+               f" WHERE id IN ({picked}) AND get_transaction_id IS NULL AND lock_token IS NULL"
                f" RETURNING {_COLUMN_LIST}")
-        params = [get_transaction_id, *params]
+        params = [*params, get_transaction_id] if postgres() else [get_transaction_id, *params]
     else:
-        sql = (f"DELETE FROM {MESSAGE} WHERE id IN ({choose}) AND get_transaction_id IS NULL"
+        sql = (f"{chosen}DELETE FROM {MESSAGE} WHERE id IN ({picked}) AND get_transaction_id IS NULL"
                f" AND lock_token IS NULL RETURNING {_COLUMN_LIST}")
     with cursor() as c:
         c.execute(sql, params)
