@@ -1,0 +1,56 @@
+"""Durable and relaxed database transactions (transactions/durability.py): what the
+database is told to do at each step's commit."""
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+
+from brokers.services.messages import message_put
+from tests.conftest import msgs
+from transactions.durability import engine_step
+from transactions.manager import transaction_begin, transaction_commit
+
+pytestmark = pytest.mark.django_db(transaction=True)  # steps must be outermost transactions
+
+
+def level() -> str:
+    with connection.cursor() as cursor:
+        if connection.vendor == "sqlite":
+            cursor.execute("PRAGMA synchronous")
+            return {0: "off", 1: "normal", 2: "full", 3: "extra"}[cursor.fetchone()[0]]
+        cursor.execute("SHOW synchronous_commit")
+        return cursor.fetchone()[0]
+
+
+DURABLE = {"sqlite": "full", "postgresql": "on"}
+RELAXED = {"sqlite": "normal", "postgresql": "off"}
+
+
+def test_the_connection_is_durable_by_default():
+    assert level() == DURABLE[connection.vendor]
+
+
+def test_a_relaxed_step_skips_the_sync_and_puts_the_default_back():
+    with engine_step(durable=False):
+        assert level() == RELAXED[connection.vendor]
+    assert level() == DURABLE[connection.vendor]
+
+
+def test_a_durable_step_syncs():
+    with engine_step(durable=True):
+        assert level() == DURABLE[connection.vendor]
+
+
+def test_a_step_inside_a_callers_transaction_leaves_it_durable():
+    from django.db import transaction as db
+
+    with db.atomic():
+        with engine_step(durable=False):
+            assert level() == DURABLE[connection.vendor]
+
+
+def test_a_unit_of_work_ends_durable(queue):
+    txn = transaction_begin(broker="QM1", timeout_ms=60_000)
+    message_put(broker="QM1", queue="Q1", messages=msgs("a"), transaction_id=txn.id)
+    assert level() == DURABLE[connection.vendor]  # what any other write would commit with
+    assert transaction_commit(transaction_id=txn.id).state == "committed"
