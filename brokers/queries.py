@@ -20,7 +20,9 @@ from django.core.serializers.json import DjangoJSONEncoder
 from django.db import DEFAULT_DB_ALIAS
 from django.db.models.base import ModelState
 
-from transactions.queries import aware, cursor, dt_param, json_param, postgres
+from transactions.queries import (
+    TRANSACTION, TRANSACTION_COLUMNS, aware, cursor, dt_param, json_param, postgres, transaction_from_row,
+)
 
 from .models import DefinitionsVersion, Message, Queue
 
@@ -67,6 +69,20 @@ def definitions_version_and_lease(*, queue_id: int) -> tuple[int | None, str, ob
     return row[0], row[1], aware(row[2])
 
 
+def transaction_row_and_definitions_version(*, transaction_id: str):
+    """A put's first statement: the unit of work's row, locked ``FOR UPDATE`` (PostgreSQL)
+    until the database transaction ends, with the definitions version. None if there is
+    no such unit of work."""
+    lock = " FOR UPDATE" if postgres() else ""
+    with cursor() as c:
+        c.execute(
+            f"SELECT {', '.join(TRANSACTION_COLUMNS)}, (SELECT version FROM {VERSION} WHERE id = 1)"
+            f" FROM {TRANSACTION} WHERE id = %s{lock}", [transaction_id],
+        )
+        row = c.fetchone()
+    return None if row is None else (transaction_from_row(row[:-1]), row[-1])
+
+
 # --- queue counters -------------------------------------------------------------------------
 
 def queue_reserve(*, queue_id: int, count: int, commit_count: int, max_depth_checked: bool) -> int | None:
@@ -97,7 +113,7 @@ def queues_lock(*, queue_ids: Iterable[int]) -> None:
     """Lock queue rows in id order before a commit or rollback changes several of them
     (PostgreSQL; SQLite's writers are serialised already)."""
     ids = sorted(set(queue_ids))
-    if ids and postgres():
+    if len(ids) > 1 and postgres():  # one queue: the UPDATE that follows locks it
         with cursor() as c:
             c.execute(f"SELECT id FROM {QUEUE} WHERE id = ANY(%s) ORDER BY id FOR UPDATE", [ids])
 

@@ -105,12 +105,14 @@ def transaction_begin(*, broker: str, timeout_ms: int, owner: str = "", transact
     return txn
 
 
-def transaction_for_operation(*, transaction_id: str, broker: str) -> Transaction:
+def transaction_for_operation(*, transaction_id: str, broker: str, locked: Transaction | None = None) -> Transaction:
     """Lock an active unit of work so that a resource manager can add work to it.
 
     Caller holds: an open database transaction. Raises :class:`TransactionOverdue` when the
-    deadline has passed (wrap the database transaction in :func:`transaction_timeouts_applied`)."""
-    txn = _locked(transaction_id)
+    deadline has passed (wrap the database transaction in :func:`transaction_timeouts_applied`).
+    ``locked``: the row, if the caller has already read and locked it in this database
+    transaction."""
+    txn = locked if locked is not None and locked.id == transaction_id else _locked(transaction_id)
     if txn.state == TransactionState.ROLLED_BACK:
         raise _backed_out(txn)
     if txn.state != TransactionState.ACTIVE:
@@ -190,8 +192,9 @@ def _under_graph_lock(transaction_id: str, work, *, durable: bool):
     while True:
         try:
             with engine_step(durable=durable):
-                link_graph_lock(exclusive=exclusive)
-                if not exclusive and queries.links_exist(transaction_id=transaction_id):
+                if exclusive:
+                    link_graph_lock(exclusive=True)
+                elif queries.graph_lock_shared_and_links(transaction_id=transaction_id):
                     raise _NeedsExclusive
                 return work()
         except _NeedsExclusive:

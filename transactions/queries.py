@@ -198,6 +198,20 @@ def transaction_marks_set(*, transaction_id: str, marks: list[str]) -> None:
 
 # --- links ----------------------------------------------------------------------------------
 
+def graph_lock_shared_and_links(*, transaction_id: str) -> bool:
+    """PostgreSQL: take the link-graph lock shared (until the database transaction ends,
+    see transactions/locks.py) and say whether the unit of work has a link either way, in
+    one round trip."""
+    from .locks import LINK_GRAPH_LOCK_KEY
+
+    with cursor() as c:
+        c.execute(
+            f"SELECT pg_advisory_xact_lock_shared(%s), EXISTS (SELECT 1 FROM {LINK}"
+            f" WHERE upstream_id = %s OR downstream_id = %s)", [LINK_GRAPH_LOCK_KEY, transaction_id, transaction_id],
+        )
+        return c.fetchone()[1]
+
+
 def links_exist(*, transaction_id: str) -> bool:
     """Whether the unit of work has a link either way. No lock (the link-graph lock decides)."""
     with cursor() as c:
@@ -221,19 +235,25 @@ def open_upstreams(*, transaction_id: str) -> list[str]:
 # --- journal --------------------------------------------------------------------------------
 
 def journal_insert(*, events: list) -> None:
-    """Append journal events (``journal.Event`` tuples) with one ``executemany``. New rows."""
+    """Append journal events (``journal.Event`` tuples) in one multi-row ``INSERT`` (one
+    round trip on PostgreSQL, where ``executemany`` costs one per row). New rows."""
     if not events:
         return
-    adapt = dt_param
     detail = json_param()
-    sql = (f"INSERT INTO {JOURNAL} ({', '.join(_JOURNAL_COLUMNS)}) "
-           f"VALUES (%s, %s, %s, %s, %s, %s, {detail})")
+    one = f"(%s, %s, %s, %s, %s, %s, {detail})"
+    head = f"INSERT INTO {JOURNAL} ({', '.join(_JOURNAL_COLUMNS)}) VALUES "
     last_at, last_value = None, None
-    rows = []
-    for e in events:
-        if e.at is not last_at:  # events of one operation share their time
-            last_at, last_value = e.at, adapt(e.at)
-        rows.append((last_value, e.kind, e.broker, e.queue, e.transaction_id, e.msg_id,
-                     _encoder.encode(e.detail) if e.detail else "{}"))
     with cursor() as c:
-        c.executemany(sql, rows)
+        for start in range(0, len(events), _JOURNAL_CHUNK):
+            chunk = events[start:start + _JOURNAL_CHUNK]
+            params: list = []
+            for e in chunk:
+                if e.at is not last_at:  # events of one operation share their time
+                    last_at, last_value = e.at, dt_param(e.at)
+                params += (last_value, e.kind, e.broker, e.queue, e.transaction_id, e.msg_id,
+                           _encoder.encode(e.detail) if e.detail else "{}")
+            c.execute(head + ", ".join([one] * len(chunk)), params)
+
+
+#: Rows per journal INSERT (7 parameters each: well inside SQLite's 32,766 and PostgreSQL's 65,535).
+_JOURNAL_CHUNK = 1000

@@ -166,9 +166,9 @@ class MessageStore:
                                          max_depth_checked=False)
             queries.messages_commit_puts(transaction_ids=transaction_ids, queue_id=queue_id, first_id=first,
                                          base_seq=base)
-        if gets:
-            queries.messages_delete_gotten(transaction_ids=transaction_ids)
+        if gets:  # the queue rows first (lock order), then the messages
             queries.queues_release(counts=gets)
+            queries.messages_delete_gotten(transaction_ids=transaction_ids)
         if MARK_SESSIONS in marks:
             for conn in Connection.objects.filter(pending_transaction_id__in=transaction_ids):
                 client_sessions_note(
@@ -205,9 +205,9 @@ class MessageStore:
             for broker_id, backout, dlq in names:
                 targets = targets | Queue.objects.filter(broker_id=broker_id, name__in=[n for n in (backout, dlq) if n])
             queues_lock(queue_ids=touched | set(targets.values_list("pk", flat=True)))
-        if removed:
-            queries.messages_delete_put(transaction_id=transaction_id)
+        if removed:  # the queue rows first (lock order), then the messages
             queries.queues_release(counts=removed)
+            queries.messages_delete_put(transaction_id=transaction_id)
         if not got:
             return
         # A peek-locked message completed under this unit of work keeps its lock.

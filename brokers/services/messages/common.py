@@ -81,12 +81,12 @@ def _get_source(*, broker: str, queue: str, checked: bool = False) -> Queue:
 
 
 def _unit_of_work(*, broker: Broker, transaction_id: str | None, wanted: bool, connection: Connection | None,
-                  new_id: str | None = None) -> Transaction | None:
+                  new_id: str | None = None, locked: Transaction | None = None) -> Transaction | None:
     """The unit of work an operation joins: the one named, else (when a syncpoint is wanted)
     the connection's current one, begun if it has none, else a new one.
     Caller holds an open database transaction."""
     if transaction_id:
-        return transaction_for_operation(transaction_id=transaction_id, broker=broker.name)
+        return transaction_for_operation(transaction_id=transaction_id, broker=broker.name, locked=locked)
     if not wanted:
         return None
     if connection is not None:

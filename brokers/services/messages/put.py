@@ -49,7 +49,14 @@ def message_put(
     durable = syncpoint == "no" and any(m.persistence != Persistence.NON_PERSISTENT for m in messages)
     with transaction_timeouts_applied(), engine_step(durable=durable):
         now = timezone.now()  # taken once this database transaction has begun (SQLite: holds the write lock)
-        definitions_checked()
+        locked = None  # the unit of work's row, read with the definitions version when one is named
+        found = queries.transaction_row_and_definitions_version(transaction_id=transaction_id) \
+            if transaction_id else None
+        if found is None:
+            definitions_checked()
+        else:
+            locked, version = found
+            definitions_checked(version)
         target = _put_target(broker=broker, queue=queue)
         named, dest = target.named, target.queue
         owner = dest.broker
@@ -68,7 +75,8 @@ def message_put(
         ]
         under_uow = [syncpoint == "yes" or (syncpoint == "if_persistent" and p) for p in persistent]
         conn = _connection(connection_id, owner)
-        txn = _unit_of_work(broker=owner, transaction_id=transaction_id, wanted=any(under_uow), connection=conn)
+        txn = _unit_of_work(broker=owner, transaction_id=transaction_id, wanted=any(under_uow), connection=conn,
+                            locked=locked)
         rows = [
             message_new(
                 queue=dest, msg_id=msg_id, msg=msg, priority=msg.priority if msg.priority is not None else named.default_priority,
