@@ -61,6 +61,10 @@ class Migration(migrations.Migration):
 
 
 # --- the definitions version: triggers keep it in step with every definition change ----------
+# On SQLite, a later migration that rebuilds brokers_broker, brokers_queue or brokers_grant
+# (Django remakes the table for most column changes) drops these triggers with the old
+# table: such a migration must run triggers_create's SQLite statements again.
+# tests/brokers/test_definitions_cache.py fails if they are missing.
 
 #: Queue columns that define it (the rest are counters and the exclusive-input lease, which
 #: change on every operation and are never cached).

@@ -86,3 +86,16 @@ def test_a_change_made_by_another_process_is_seen_at_once(queue):
     assert proc.returncode == 0, proc.stderr
     with pytest.raises(PutInhibited):
         message_put(broker="QM1", queue="Q1", messages=msgs("b"))
+
+
+@pytest.mark.parametrize("statement", [
+    "UPDATE brokers_broker SET max_message_length = 10 WHERE name = 'QM1'",
+    "INSERT INTO brokers_grant (user_id, broker, queue, may_put, may_get, may_browse, may_admin, updated_at)"
+    " SELECT id, 'QM1', '', %s, %s, %s, %s, CURRENT_TIMESTAMP FROM auth_user",
+])
+def test_every_definition_table_changes_the_version(queue, django_user_model, statement):
+    django_user_model.objects.create(username="someone")
+    before = queries.definitions_version()
+    with connection.cursor() as cursor:
+        cursor.execute(statement, [True, False, False, False] if "%s" in statement else None)
+    assert queries.definitions_version() != before
