@@ -24,6 +24,8 @@ from django.conf import settings
 from django.db import connection
 from django.db import transaction as db
 
+from . import queries
+
 
 @contextmanager
 def engine_step(*, durable: bool) -> Iterator[None]:
@@ -43,7 +45,12 @@ def engine_step(*, durable: bool) -> Iterator[None]:
                 connection.connection.execute("PRAGMA synchronous=FULL")
         return
     with db.atomic():
+        queries.deferred_begin()
         if outermost and not durable and connection.vendor == "postgresql":
-            with connection.cursor() as cursor:
-                cursor.execute("SET LOCAL synchronous_commit TO OFF")
-        yield
+            queries.deferred("SET LOCAL synchronous_commit TO OFF")  # sent with the first statement
+        try:
+            yield
+        except BaseException:
+            queries.deferred_end(keep=False)
+            raise
+        queries.deferred_end(keep=True)

@@ -99,9 +99,10 @@ def transaction_begin(*, broker: str, timeout_ms: int, owner: str = "", transact
         deadline_at=now + timedelta(milliseconds=timeout_ms) if timeout_ms > 0 else None,
     )
     with engine_step(durable=False):  # a new unit of work promises nothing yet
+        # the journal first: on PostgreSQL it travels with the INSERT (queries.deferred)
+        journal_record(events=[journal_event(JournalKind.BEGIN, broker=broker, transaction_id=txn.id, at=now)])
         queries.transaction_insert(transaction_id=txn.id, broker=broker, owner=owner, created_at=now,
                                    deadline_at=txn.deadline_at)
-        journal_record(events=[journal_event(JournalKind.BEGIN, broker=broker, transaction_id=txn.id, at=now)])
     return txn
 
 

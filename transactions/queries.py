@@ -67,10 +67,19 @@ class _EngineCursor:
         return converted
 
     def execute(self, sql: str, params=()):
+        pending = None if self.sqlite else self.db.__dict__.get("_baton_pending")
+        if pending:  # PostgreSQL: send the deferred statements in the same round trip
+            self.db._baton_pending = []
+            sql = "; ".join([p_sql for p_sql, _ in pending] + [sql])
+            params = [value for _, p_params in pending for value in p_params] + list(params)
         with self.db.wrap_database_errors:
-            return self.raw.execute(self._sql(sql), params)
+            result = self.raw.execute(self._sql(sql), params)
+            for _ in pending or ():
+                self.raw.nextset()  # the caller reads its own statement's result
+        return result
 
     def executemany(self, sql: str, rows):
+        deferred_flush()
         with self.db.wrap_database_errors:
             return self.raw.executemany(self._sql(sql), rows)
 
@@ -93,6 +102,52 @@ def cursor():
     if db.queries_logged:
         return db.cursor()
     return _EngineCursor(db)
+
+
+def deferred(sql: str, params=()) -> None:
+    """A write whose result nothing reads before the database transaction commits (the
+    journal, ``SET LOCAL``). On PostgreSQL, inside an engine step, it is sent together with
+    the step's next statement, or at the step's end (``transactions.durability``), saving a
+    network round trip; otherwise it runs now. No ``%`` but placeholders in ``sql``."""
+    db = connections[DEFAULT_DB_ALIAS]
+    pending = db.__dict__.get("_baton_pending")
+    if pending is not None and db.vendor == "postgresql" and not db.queries_logged:
+        pending.append((sql, list(params)))
+        return
+    with cursor() as c:
+        c.execute(sql, params)
+
+
+def deferred_begin() -> None:
+    """An engine step begins: deferred writes are collected from here on (PostgreSQL)."""
+    db = connections[DEFAULT_DB_ALIAS]
+    if db.__dict__.get("_baton_pending"):
+        deferred_flush()
+    db._baton_pending = []
+
+
+def deferred_flush() -> None:
+    """Send the deferred writes now (an engine step's end, or before a statement that
+    cannot carry them)."""
+    db = connections[DEFAULT_DB_ALIAS]
+    pending = db.__dict__.get("_baton_pending")
+    if pending:
+        db._baton_pending = []
+        sql = "; ".join(p_sql for p_sql, _ in pending)
+        with db.wrap_database_errors:
+            raw = db.connection.cursor()
+            try:
+                raw.execute(sql, [value for _, p_params in pending for value in p_params])
+            finally:
+                raw.close()
+
+
+def deferred_end(*, keep: bool) -> None:
+    """An engine step ends: its deferred writes are sent (``keep``) or dropped with it."""
+    db = connections[DEFAULT_DB_ALIAS]
+    if keep:
+        deferred_flush()
+    db._baton_pending = None
 
 
 _vendor: list[str] = []
@@ -243,16 +298,15 @@ def journal_insert(*, events: list) -> None:
     one = f"(%s, %s, %s, %s, %s, %s, {detail})"
     head = f"INSERT INTO {JOURNAL} ({', '.join(_JOURNAL_COLUMNS)}) VALUES "
     last_at, last_value = None, None
-    with cursor() as c:
-        for start in range(0, len(events), _JOURNAL_CHUNK):
-            chunk = events[start:start + _JOURNAL_CHUNK]
-            params: list = []
-            for e in chunk:
-                if e.at is not last_at:  # events of one operation share their time
-                    last_at, last_value = e.at, dt_param(e.at)
-                params += (last_value, e.kind, e.broker, e.queue, e.transaction_id, e.msg_id,
-                           _encoder.encode(e.detail) if e.detail else "{}")
-            c.execute(head + ", ".join([one] * len(chunk)), params)
+    for start in range(0, len(events), _JOURNAL_CHUNK):
+        chunk = events[start:start + _JOURNAL_CHUNK]
+        params: list = []
+        for e in chunk:
+            if e.at is not last_at:  # events of one operation share their time
+                last_at, last_value = e.at, dt_param(e.at)
+            params += (last_value, e.kind, e.broker, e.queue, e.transaction_id, e.msg_id,
+                       _encoder.encode(e.detail) if e.detail else "{}")
+        deferred(head + ", ".join([one] * len(chunk)), params)
 
 
 #: Rows per journal INSERT (7 parameters each: well inside SQLite's 32,766 and PostgreSQL's 65,535).

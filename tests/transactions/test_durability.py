@@ -8,18 +8,21 @@ from django.db import connection
 from brokers.services.messages import message_put
 from tests.conftest import msgs
 from transactions.durability import engine_step
+from transactions.queries import cursor as engine_cursor
 from transactions.manager import transaction_begin, transaction_commit
 
 pytestmark = pytest.mark.django_db(transaction=True)  # steps must be outermost transactions
 
 
 def level() -> str:
-    with connection.cursor() as cursor:
+    """The level in effect for the engine's next statement (on PostgreSQL, ``SET LOCAL`` is
+    sent with that statement: transactions.queries.deferred)."""
+    with engine_cursor() as c:
         if connection.vendor == "sqlite":
-            cursor.execute("PRAGMA synchronous")
-            return {0: "off", 1: "normal", 2: "full", 3: "extra"}[cursor.fetchone()[0]]
-        cursor.execute("SHOW synchronous_commit")
-        return cursor.fetchone()[0]
+            c.execute("PRAGMA synchronous")
+            return {0: "off", 1: "normal", 2: "full", 3: "extra"}[c.fetchone()[0]]
+        c.execute("SHOW synchronous_commit")
+        return c.fetchone()[0]
 
 
 DURABLE = {"sqlite": "full", "postgresql": "on"}

@@ -96,13 +96,14 @@ def message_put(
                                 broker=owner.name, queue=dest.name, max_depth=dest.max_depth)
             for seq, row in enumerate(immediate, start=base):
                 row.commit_seq = seq
-            queries.messages_insert(messages=queued)
+            # the journal first: on PostgreSQL it travels with the INSERT (queries.deferred)
             journal_record(events=[
                 journal_event(
                     JournalKind.PUT, broker=owner.name, queue=dest.name, msg_id=row.msg_id,
                     transaction_id=row.put_transaction_id, at=now, persistent=row.persistent, bytes=len(row.body),
                 ) for row in queued
             ])
+            queries.messages_insert(messages=queued)
             queues_woken([dest.pk])  # pre-emptive getters wait for uncommitted puts too
             if any(r.report for r in queued):
                 reports_send(originals=[r for r in immediate if r.report], feedback=COA)
