@@ -295,7 +295,6 @@ def _commit_apply(members: list[Transaction], *, requested_by: str, now) -> None
     ids = [m.id for m in members]
     for manager in resource_managers():
         manager.resources_commit(transaction_ids=ids, marks={mark for m in members for mark in m.marks})
-    queries.transactions_resolve(transaction_ids=ids, state=TransactionState.COMMITTED, resolved_at=now)
     events = []
     for member in members:
         events.append(journal_event(JournalKind.COMMIT, broker=member.broker, transaction_id=member.id, at=now))
@@ -303,7 +302,8 @@ def _commit_apply(members: list[Transaction], *, requested_by: str, now) -> None
             events.append(journal_event(
                 JournalKind.RELEASE, broker=member.broker, transaction_id=member.id, by=requested_by, at=now,
             ))
-    journal_record(events=events)
+    journal_record(events=events)  # first: on PostgreSQL it travels with the UPDATE (queries.deferred)
+    queries.transactions_resolve(transaction_ids=ids, state=TransactionState.COMMITTED, resolved_at=now)
     woken = set(ids)
     if _linked(*members):  # ready-checks of their consumers are waiting for exactly this
         woken.update(Link.objects.filter(upstream_id__in=ids).values_list("downstream_id", flat=True))
