@@ -126,8 +126,18 @@ def messages_insert(*, messages: Sequence[Message]) -> None:
     j = json_param()
     one = "(" + ", ".join(j if c in _JSON_COLUMNS else "%s" for c in PUT_COLUMNS) + ")"
     params: list = []
+    adapted: dict = {}  # the messages of one put share their put time (and often their expiry)
+
+    def adapt(value):
+        if value is None:
+            return None
+        key = id(value)
+        if key not in adapted:
+            adapted[key] = dt_param(value)
+        return adapted[key]
+
     for m in messages:
-        params.extend(message_put_values(m))
+        params.extend(message_put_values(m, adapt))
     with cursor() as c:
         c.execute(
             f"INSERT INTO {MESSAGE} ({', '.join(PUT_COLUMNS)}) VALUES {', '.join([one] * len(messages))}"
@@ -269,8 +279,9 @@ def message_from_row(row: Sequence) -> Message:
     per-field converters (only the JSON, datetime, boolean and bytes columns need one)."""
     values = list(row)
     for i in _JSON_AT:
-        if isinstance(values[i], str):
-            values[i] = json.loads(values[i])
+        value = values[i]
+        if isinstance(value, str):
+            values[i] = [] if value == "[]" else {} if value == "{}" else json.loads(value)
     for i in _DATETIME_AT:
         value = values[i]
         if value is not None:
@@ -341,13 +352,12 @@ def message_new(*, queue, msg_id: str, msg, priority: int, persistent: bool, exp
     return _instance(values, queue)
 
 
-def message_put_values(m: Message) -> tuple:
+def message_put_values(m: Message, adapt=dt_param) -> tuple:
     """The row ``messages_insert`` writes for a message, in ``PUT_COLUMNS`` order."""
-    adapt = dt_param
     return (
         m.queue_id, m.msg_id, m.correl_id, m.group_id, m.msg_type, m.priority, m.persistent, adapt(m.expires_at),
-        m.format, m.reply_to_queue, m.reply_to_broker, _encoder.encode(m.report or []),
-        _encoder.encode(m.properties or {}), adapt(m.put_time), m.put_application, m.backout_count,
+        m.format, m.reply_to_queue, m.reply_to_broker, _encoder.encode(m.report) if m.report else "[]",
+        _encoder.encode(m.properties) if m.properties else "{}", adapt(m.put_time), m.put_application, m.backout_count,
         m.delivery_count, m.dead_letter_reason, m.dead_letter_queue,
         None if m.transmission_header is None else _encoder.encode(m.transmission_header), m.body, m.commit_seq,
         m.put_transaction_id, m.feedback,
