@@ -109,11 +109,13 @@ def queues_release(*, counts: dict[int, int]) -> None:
                                [counts[queue_id], queue_id])
 
 
-def queues_lock(*, queue_ids: Iterable[int]) -> None:
+def queues_lock(*, queue_ids: Iterable[int], even_one: bool = False) -> None:
     """Lock queue rows in id order before a commit or rollback changes several of them
-    (PostgreSQL; SQLite's writers are serialised already)."""
+    (PostgreSQL; SQLite's writers are serialised already). A single queue is left to the
+    counter ``UPDATE`` that follows (it locks the row before any message row is touched),
+    unless ``even_one`` (the caller changes message rows first)."""
     ids = sorted(set(queue_ids))
-    if len(ids) > 1 and postgres():  # one queue: the UPDATE that follows locks it
+    if postgres() and (len(ids) > 1 or (ids and even_one)):
         with cursor() as c:
             c.execute(f"SELECT id FROM {QUEUE} WHERE id = ANY(%s) ORDER BY id FOR UPDATE", [ids])
 

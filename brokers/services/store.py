@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from django.db import connection
 from django.db.models import F
 from django.utils import timezone
 
@@ -19,12 +18,11 @@ from transactions.manager import transaction_mark
 from transactions.models import JournalKind
 from transactions.wakeups import wakeup_notify_on_commit
 
-from ..exceptions import QueueFull
 from .. import queries
+from ..exceptions import QueueFull
 from ..models import ClientSession, Connection, Message, Queue, QueueKind
 from .reactions import reactions_commit, reactions_rollback
 from .reports import COA, COD, EXCEPTION, report_send, reports_send
-
 
 #: Transaction marks this resource manager sets (see transactions.manager.transaction_mark).
 MARK_SESSIONS = "sessions"
@@ -38,42 +36,29 @@ def queue_wakeup_key(queue_id: int) -> str:
 
 def queue_reserve(*, queue: Queue, count: int, commit_count: int, enforce_max_depth: bool = True) -> int:
     """Reserve room for ``count`` messages and ``commit_count`` commit sequences on a queue;
-    return the first of those commit sequences. Locks the queue's row.
-
-    One statement does the depth check and the reservation, so competing putters can never
-    overshoot max_depth."""
-    table = Queue._meta.db_table
-    limit = "" if not enforce_max_depth else " AND reserved_depth + %s <= max_depth"
-    params: list = [count, commit_count, queue.pk] + ([count] if enforce_max_depth else [])
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"UPDATE {table} SET reserved_depth = reserved_depth + %s, next_commit_seq = next_commit_seq + %s"
-            f" WHERE id = %s{limit} RETURNING next_commit_seq",
-            params,
-        )
-        row = cursor.fetchone()
-    if row is None:
+    return the first of those commit sequences. Locks the queue's row. One statement
+    (``queries.queue_reserve``) does the depth check and the reservation, so competing
+    putters can never overshoot max_depth."""
+    base = queries.queue_reserve(queue_id=queue.pk, count=count, commit_count=commit_count,
+                                 max_depth_checked=enforce_max_depth)
+    if base is None:
         raise QueueFull(
             f"Queue {queue.name!r} is full (max depth {queue.max_depth}).",
             broker=queue.broker.name, queue=queue.name, max_depth=queue.max_depth,
         )
-    return row[0] - commit_count
+    return base
 
 
 def queues_lock(*, queue_ids) -> None:
     """Lock these queues' rows in id order before changing any of them, so that two commits
     or rollbacks touching the same queues in different orders cannot deadlock (PostgreSQL;
     on SQLite writers are serialised already)."""
-    ids = sorted(set(queue_ids))
-    if ids:
-        list(Queue.objects.select_for_update().filter(pk__in=ids).order_by("pk").values_list("pk", flat=True))
+    queries.queues_lock(queue_ids=queue_ids, even_one=True)
 
 
 def queue_release(*, counts: dict[int, int]) -> None:
     """Give back room on queues whose messages were removed. Locks those queues' rows."""
-    for queue_id in sorted(counts):
-        if counts[queue_id]:
-            Queue.objects.filter(pk=queue_id).update(reserved_depth=F("reserved_depth") - counts[queue_id])
+    queries.queues_release(counts=counts)
 
 
 def dead_letter_target(*, queue: Queue, prefer_backout: bool) -> Queue | None:

@@ -15,8 +15,9 @@ from django.conf import settings
 from django.db.models import F, Q
 from django.utils import timezone
 
-from transactions.journal import journal_event, journal_record
+from config.errors import BatonError
 from transactions.durability import engine_step
+from transactions.journal import journal_event, journal_record
 from transactions.locks import link_graph_lock, link_graph_locking
 from transactions.manager import (
     transaction_commit, transaction_for_operation, transaction_links_add, transaction_mark,
@@ -26,8 +27,6 @@ from transactions.models import JournalKind, Transaction, transaction_id_new
 from transactions.wakeups import wait_for
 
 from ... import queries
-from config.errors import BatonError
-
 from ...definitions import definitions_checked
 from ...exceptions import InvalidInput, OptionsConflict, QueueInUse, QueueNotFound
 from ...models import Access, Connection, DeliverySequence, Message, Queue, ReadOrder

@@ -11,8 +11,8 @@ from datetime import timedelta
 from django.conf import settings
 from django.utils import timezone
 
-from transactions.journal import journal_event, journal_record
 from transactions.durability import engine_step
+from transactions.journal import journal_event, journal_record
 from transactions.manager import transaction_mark, transaction_timeouts_applied
 from transactions.models import JournalKind
 
