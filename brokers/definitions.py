@@ -5,7 +5,7 @@ process keeps the ones it has read, tagged with the definitions version
 (``DefinitionsVersion``, changed by database triggers in the same database transaction as
 any change to a broker, a queue's definition or a grant, by any process). An operation
 reads the version inside its own database transaction — in the statement it runs first
-anyway (``queries.definitions_version_and_lease`` for a get) — and drops the cache when it
+anyway (``queries.get_start`` for a get, with its unit of work's row) — and drops the cache when it
 differs, so a change committed before the operation began is always seen.
 
 What a cached queue must not be trusted for: its counters (``reserved_depth``,

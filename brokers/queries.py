@@ -55,18 +55,27 @@ def definitions_version() -> int | None:
     return row[0] if row else None
 
 
-def definitions_version_and_lease(*, queue_id: int) -> tuple[int | None, str, object] | None:
-    """The definitions version and the queue's exclusive-input lease (holder, until), read
-    together by a get. Takes no lock. None if the queue has gone."""
+def get_start(*, queue_id: int, transaction_id: str | None):
+    """A get's first statement: the definitions version, the queue's exclusive-input lease
+    (holder, until) and, for a get under a named unit of work, that unit of work's row,
+    locked ``FOR UPDATE`` (PostgreSQL) until the database transaction ends. Returns
+    ``(version, holder, until, unit_of_work)``, the last None when no transaction was named
+    or none has that id (the caller's own look-up then says why); None if the queue has gone."""
+    version = f"(SELECT version FROM {VERSION} WHERE id = 1)"
     with cursor() as c:
-        c.execute(
-            f"SELECT (SELECT version FROM {VERSION} WHERE id = 1), exclusive_holder, exclusive_until"
-            f" FROM {QUEUE} WHERE id = %s", [queue_id],
-        )
+        if transaction_id is not None:
+            lock = " FOR UPDATE OF t" if postgres() else ""
+            c.execute(
+                f"SELECT {version}, q.exclusive_holder, q.exclusive_until,"
+                f" {', '.join('t.' + name for name in TRANSACTION_COLUMNS)}"
+                f" FROM {QUEUE} q, {TRANSACTION} t WHERE q.id = %s AND t.id = %s{lock}", [queue_id, transaction_id],
+            )
+            row = c.fetchone()
+            if row is not None:
+                return row[0], row[1], aware(row[2]), transaction_from_row(row[3:])
+        c.execute(f"SELECT {version}, exclusive_holder, exclusive_until FROM {QUEUE} WHERE id = %s", [queue_id])
         row = c.fetchone()
-    if row is None:
-        return None
-    return row[0], row[1], aware(row[2])
+    return None if row is None else (row[0], row[1], aware(row[2]), None)
 
 
 def transaction_row_and_definitions_version(*, transaction_id: str):

@@ -141,21 +141,24 @@ def _locks_taken(rows: list[Message], *, source: Queue, now) -> None:
             raise _Raced
 
 
-def _source_and_lease(*, broker: str, queue: str) -> tuple[Queue, tuple[str, object]]:
+def _source_and_lease(*, broker: str, queue: str, transaction_id: str | None,
+                      ) -> tuple[Queue, tuple[str, object], Transaction | None]:
     """The queue a get reads, from the definitions cache checked by the same statement that
-    reads the queue's exclusive-input lease (one statement in the common case)."""
+    reads the queue's exclusive-input lease and, for a get under a named unit of work, its
+    row (locked): one statement in the common case. The row is None when that statement
+    could not read it (the caller reads it then)."""
     try:
         source = _get_source(broker=broker, queue=queue, checked=True)
-        found = queries.definitions_version_and_lease(queue_id=source.pk)
+        found = queries.get_start(queue_id=source.pk, transaction_id=transaction_id)
     except BatonError:  # perhaps only the cached definition says so: look again below
         found = None
     if found is None or not definitions_checked(found[0]):  # changed since cached: look again
         definitions_checked()
         source = _get_source(broker=broker, queue=queue, checked=True)
-        found = queries.definitions_version_and_lease(queue_id=source.pk)
+        found = queries.get_start(queue_id=source.pk, transaction_id=None)
         if found is None:
             raise QueueNotFound(f"No queue {queue!r} on broker {broker!r}.", broker=broker, queue=queue)
-    return source, (found[1], found[2])
+    return source, (found[1], found[2]), found[3]
 
 
 def _taken(rows: list[Message], *, source: Queue, owner, txn: Transaction | None, new_id: str | None,
@@ -207,13 +210,14 @@ def _get_once(
         now = timezone.now()  # taken once this database transaction has begun (SQLite: holds the write lock)
         if graph_lock:
             link_graph_lock(exclusive=True)
-        source, lease = _source_and_lease(broker=broker, queue=queue)
+        source, lease, locked = _source_and_lease(broker=broker, queue=queue, transaction_id=transaction_id)
         ordered = is_ordered(source, ordered)
         _options_checked(source=source, ordered=ordered, preemptive=preemptive, mode=mode, match=match,
                          under_uow=under_uow)
         owner = source.broker
         conn = _connection(connection_id, owner)
-        txn = transaction_for_operation(transaction_id=transaction_id, broker=owner.name) if transaction_id else None
+        txn = transaction_for_operation(transaction_id=transaction_id, broker=owner.name, locked=locked) \
+            if transaction_id else None
         if txn is None and wanted and conn is not None and conn.current_transaction_id:
             # the connection's unit of work, if it has one, is this get's own (never begun here for nothing)
             txn = _unit_of_work(broker=owner, transaction_id=None, wanted=True, connection=conn) \
