@@ -74,7 +74,7 @@ function showCounts(data) {
   depthChart.setData(depth);
 }
 
-follow("/ws/overview/", {
+follow(document.getElementById("brokers").dataset.socket, {
   onOpen: loadRates,
   onMessage: (msg) => {
     if (msg.type !== "overview") return;
