@@ -155,7 +155,7 @@ def message_page(*, broker: str, queue: str, cursor: str | None = None, limit: i
     now = timezone.now()
     return {
         "queue": q,
-        "messages": [{"m": m, "state": message_state(m, now)} for m in page],
+        "rows": [{"m": m, "state": message_state(m, now)} for m in page],
         "next": _browse_cursor(page[-1].id, "after") if page and more_after else None,
         "previous": _browse_cursor(page[0].id, "before") if page and more_before else None,
     }

@@ -75,9 +75,9 @@ def test_paging_both_ways(admin_client, queue):
     first = admin_client.get("/brokers/QM1/queues/Q1/")
     assert first.context["next"] and not first.context["previous"]
     second = admin_client.get(f"/brokers/QM1/queues/Q1/?cursor={first.context['next']}")
-    assert len(second.context["messages"]) == 5 and second.context["previous"] and not second.context["next"]
+    assert len(second.context["rows"]) == 5 and second.context["previous"] and not second.context["next"]
     back = admin_client.get(f"/brokers/QM1/queues/Q1/?cursor={second.context['previous']}")
-    assert [r["m"].msg_id for r in back.context["messages"]] == [r["m"].msg_id for r in first.context["messages"]]
+    assert [r["m"].msg_id for r in back.context["rows"]] == [r["m"].msg_id for r in first.context["rows"]]
 
 
 def test_put_then_purge_with_the_count_shown_first(admin_client, queue):

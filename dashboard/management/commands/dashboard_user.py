@@ -10,7 +10,8 @@ from dashboard.users import dashboard_user
 
 class Command(BaseCommand):
     help = ("Create or update a user who signs in to the dashboard, with a role on brokers: "
-            f"{', '.join(f'{r} ({'+'.join(a)})' for r, a in ROLES.items())}. The password comes from "
+            + ", ".join(f"{r} ({'+'.join(a)})" for r, a in ROLES.items())
+            + ". The password comes from "
             "BATON_USER_PASSWORD or is asked for.")
 
     def add_arguments(self, parser):
