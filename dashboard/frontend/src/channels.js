@@ -10,7 +10,7 @@ const brokers = JSON.parse(document.getElementById("brokers-data").textContent);
 let channels = JSON.parse(document.getElementById("channels-data").textContent);
 
 const cy = cytoscape({
-  container: document.getElementById("topology"), boxSelectionEnabled: false, wheelSensitivity: 0.3,
+  container: document.getElementById("topology"), boxSelectionEnabled: false, wheelSensitivity: 0.3, maxZoom: 1.2,
   style: [
     { selector: "node", style: { label: "data(id)", shape: "round-rectangle", width: 80, height: 32, "text-valign": "center",
       "font-size": 11, "background-color": cssVar("--panel"), "border-width": 2, "border-color": cssVar("--accent"), color: cssVar("--fg") } },
@@ -20,9 +20,19 @@ const cy = cytoscape({
   ],
 });
 
+const seen = new Map(); // channel -> {sent, at, rate}: messages per second between two pushes
+
+function rateOf(c) {
+  const now = Date.now() / 1000, last = seen.get(c.name);
+  let rate = last ? last.rate : 0;
+  if (last && now - last.at >= 1) rate = Math.max(0, (c.messages_sent - last.sent) / (now - last.at));
+  if (!last || now - last.at >= 1) seen.set(c.name, { sent: c.messages_sent, at: now, rate });
+  return rate;
+}
+
 function edgeData(c) {
   return { id: `ch:${c.name}`, source: c.source_broker, target: c.target_broker,
-    label: `${c.name}: ${c.messages_sent} msgs, ${c.state}`, colour: cssVar(STATE_COLOUR[c.state] || "--muted") };
+    label: `${c.name}: ${rateOf(c).toFixed(1)} msg/s, ${c.messages_sent} sent, ${c.state}`, colour: cssVar(STATE_COLOUR[c.state] || "--muted") };
 }
 
 function draw() {

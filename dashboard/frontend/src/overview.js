@@ -15,6 +15,8 @@ function chart(el, labels, colours) {
   const opts = {
     width: el.clientWidth || 400, height: 200,
     axes: [{ stroke: cssVar("--muted") }, { stroke: cssVar("--muted") }],
+    scales: { x: { time: true, range: () => { const now = Date.now() / 1000; return [now - windowS, now]; } },
+              y: { range: (u, min, max) => [0, Math.max(1, max * 1.1)] } },
     series: [{}, ...labels.map((label, i) => ({ label, stroke: colours[i], width: 2 }))],
   };
   return new uPlot(opts, [[], ...labels.map(() => [])], el);

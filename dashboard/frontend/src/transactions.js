@@ -7,10 +7,11 @@ import { cssVar, follow } from "./live.js";
 
 cytoscape.use(dagre);
 
-const GLYPH = { active: "●", commit_held: "⏸", committed: "✔", rolled_back: "✖" };
+const GLYPH = { active: "●", commit_held: "◆", committed: "✔", rolled_back: "✖" };
+const COLOUR = { active: "--active", commit_held: "--held", committed: "--committed", rolled_back: "--rolled_back" };
 const LABEL = { active: "active", commit_held: "commit held", committed: "committed", rolled_back: "rolled back" };
 const OPEN = new Set(["active", "commit_held"]);
-const ROW_WIDTH = 1800;
+let rowWidth = 1200;
 const GAP = 40;
 
 const root = document.getElementById("graph-root");
@@ -29,10 +30,12 @@ const timings = { firstRenderMs: null, updatesMs: [] };
 window.batonGraph = { timings, nodes, edges };
 
 const short = (id) => id.slice(0, 8);
+// message ids begin with their time: the part after it tells neighbours apart
+const shortMessage = (ref) => (/^[0-9a-f]{48}$/.test(ref) ? `msg …${ref.slice(8, 14)}` : ref.slice(0, 12));
 const edgeKey = (e) => `${e.upstream}>${e.downstream}>${e.resource}`;
 
 function style() {
-  const c = (state) => cssVar(`--${state}`);
+  const c = (state) => cssVar(COLOUR[state] || "--muted");
   return [
     { selector: "node", style: {
       label: "data(label)", "font-size": 10, color: cssVar("--fg"), "text-valign": "bottom", "text-margin-y": 3,
@@ -81,7 +84,7 @@ function addEdge(e, dirty) {
     dirty.add(id);
   }
   if (cy.getElementById(e.upstream).nonempty() && cy.getElementById(e.downstream).nonempty()) {
-    cy.add({ group: "edges", data: { id: key, source: e.upstream, target: e.downstream, label: short(e.resource) } });
+    cy.add({ group: "edges", data: { id: key, source: e.upstream, target: e.downstream, label: shortMessage(e.resource), resource: e.resource } });
   }
 }
 
@@ -128,7 +131,7 @@ function place(component) {
     component.layout({ name: "dagre", rankDir: "LR", nodeSep: 18, rankSep: 70, fit: false, animate: false }).run();
   }
   const bb = component.boundingBox({ includeLabels: false });
-  if (tile.x > 0 && tile.x + bb.w > ROW_WIDTH) tile = { x: 0, y: tile.y + tile.rowHeight + GAP, rowHeight: 0 };
+  if (tile.x > 0 && tile.x + bb.w > rowWidth) tile = { x: 0, y: tile.y + tile.rowHeight + GAP, rowHeight: 0 };
   const dx = tile.x - bb.x1, dy = tile.y - bb.y1;
   component.nodes().positions((n) => ({ x: n.position("x") + dx, y: n.position("y") + dy }));
   tile.x += bb.w + GAP;
@@ -138,6 +141,10 @@ function place(component) {
 function layoutAll() {
   tile = { x: 0, y: 0, rowHeight: 0 };
   const components = cy.elements().components().sort((a, b) => b.length - a.length);
+  // rows as wide as makes the tiling about as wide as the drawing area, relative to its height
+  const area = components.reduce((sum, c) => sum + (c.nodes().length * 60 + GAP) ** 1 * 60, 0);
+  const box = cy.container().getBoundingClientRect();
+  rowWidth = Math.max(400, Math.sqrt(area * (box.width / Math.max(box.height, 1))));
   cy.batch(() => components.forEach(place));
   cy.fit(undefined, 30);
 }
