@@ -126,14 +126,39 @@ function apply({ nodes: ns = [], edges: es = [], touched = null }) {
 
 // --- layout: one connected component at a time, tiled ------------------------------------
 
+// A chain (each unit of work linked to at most one upstream and one downstream) is laid
+// out in a row directly; dagre runs on anything else. Most components are chains, and one
+// dagre run costs about a millisecond even for two nodes.
+function chainOrder(component) {
+  const ns = component.nodes();
+  if (component.edges().length !== ns.length - 1) return null;
+  const roots = ns.filter((n) => n.indegree(false) === 0);
+  if (roots.length !== 1 || ns.some((n) => n.indegree(false) > 1 || n.outdegree(false) > 1)) return null;
+  const order = [];
+  for (let n = roots[0]; n && n.nonempty(); n = n.outgoers("node").first()) {
+    order.push(n);
+    if (order.length > ns.length) return null;
+  }
+  return order.length === ns.length ? order : null;
+}
+
 function place(component) {
   if (component.nodes().length > 1) {
-    component.layout({ name: "dagre", rankDir: "LR", nodeSep: 18, rankSep: 70, fit: false, animate: false }).run();
+    const chain = chainOrder(component);
+    if (chain) chain.forEach((n, i) => n.position({ x: i * 110, y: 0 }));
+    else component.layout({ name: "dagre", rankDir: "LR", nodeSep: 18, rankSep: 70, fit: false, animate: false }).run();
   }
-  const bb = component.boundingBox({ includeLabels: false });
+  // extents from the positions (cheaper than boundingBox(), which measures styles)
+  const ns = component.nodes();
+  let x1 = Infinity, y1 = Infinity, x2 = -Infinity, y2 = -Infinity;
+  ns.forEach((n) => {
+    const p = n.position();
+    x1 = Math.min(x1, p.x); y1 = Math.min(y1, p.y); x2 = Math.max(x2, p.x); y2 = Math.max(y2, p.y);
+  });
+  const bb = { x1: x1 - 30, y1: y1 - 20, w: x2 - x1 + 60, h: y2 - y1 + 50 };
   if (tile.x > 0 && tile.x + bb.w > rowWidth) tile = { x: 0, y: tile.y + tile.rowHeight + GAP, rowHeight: 0 };
   const dx = tile.x - bb.x1, dy = tile.y - bb.y1;
-  component.nodes().positions((n) => ({ x: n.position("x") + dx, y: n.position("y") + dy }));
+  ns.positions((n) => ({ x: n.position("x") + dx, y: n.position("y") + dy }));
   tile.x += bb.w + GAP;
   tile.rowHeight = Math.max(tile.rowHeight, bb.h);
 }
@@ -196,17 +221,18 @@ function showRow(id) {
     tr.querySelector('[data-c="id"]').title = id;
     tr.querySelector('[data-c="created"]').textContent = new Date(n.created_at).toLocaleTimeString();
     rows.set(id, tr);
-    tbody.append(tr);
+    (rowSink || tbody).append(tr);
   }
   tr.dataset.state = n.state;
   const state = tr.querySelector('[data-c="state"]');
   state.textContent = `${GLYPH[n.state] || ""} ${LABEL[n.state] || n.state}`;
   state.className = `state state-${n.state}`;
   tr.querySelector('[data-c="reason"]').textContent = reasonText(n);
-  tr.querySelector('[data-c="upstream"]').textContent = upstreamOf(id).map(short).join(" ");
-  tr.querySelector('[data-c="downstream"]').textContent = downstreamOf(id).map(short).join(" ");
-  tr.dataset.upstream = upstreamOf(id).join(" ");
-  tr.dataset.downstream = downstreamOf(id).join(" ");
+  const up = upstreamOf(id), down = downstreamOf(id);
+  tr.querySelector('[data-c="upstream"]').textContent = up.map(short).join(" ");
+  tr.querySelector('[data-c="downstream"]').textContent = down.map(short).join(" ");
+  tr.dataset.upstream = up.join(" ");
+  tr.dataset.downstream = down.join(" ");
 }
 
 function showDetail() {
@@ -264,20 +290,22 @@ tbody.addEventListener("keydown", (event) => {
 
 // --- filters ------------------------------------------------------------------------------
 
-function filterOut(n) {
+function filterOut() {
   const form = new FormData(filters);
   const states = new Set(form.getAll("state"));
   const age = Number(form.get("age")) * 1000;
   const search = String(form.get("search") || "").trim().toLowerCase();
-  return !states.has(n.state) || (age && Date.now() - Date.parse(n.created_at) < age) || (search && !n.id.includes(search));
+  const now = Date.now();
+  return (n) => !states.has(n.state) || (age && now - Date.parse(n.created_at) < age) || (search && !n.id.includes(search));
 }
 
 function applyFilters(ids = nodes.keys()) {
+  const isOut = filterOut();
   cy.batch(() => {
     for (const id of ids) {
       const n = nodes.get(id);
       if (!n) continue;
-      const out = Boolean(filterOut(n));
+      const out = Boolean(isOut(n));
       cy.getElementById(id).toggleClass("filtered", out);
       if (rows.get(id)) rows.get(id).hidden = out;
     }
@@ -290,6 +318,7 @@ filters.addEventListener("submit", (event) => event.preventDefault());
 
 // --- the socket ---------------------------------------------------------------------------
 
+let rowSink = null; // a fragment while the snapshot builds the table
 let pending = [];
 let scheduled = false;
 
@@ -316,16 +345,28 @@ function flush() {
 
 function snapshot(graph) {
   const started = performance.now();
+  const phases = {};
+  const mark = (name, since) => { phases[name] = Math.round(performance.now() - since); return performance.now(); };
+  let t = started;
   cy.elements().remove();
   nodes.clear(); edges.clear(); incident.clear(); rows.clear();
   tbody.replaceChildren();
   cy.batch(() => apply({ nodes: graph.nodes, edges: graph.edges }));
+  t = mark("model", t);
   layoutAll();
+  t = mark("layout", t);
+  rowSink = document.createDocumentFragment();
   for (const id of nodes.keys()) showRow(id);
+  tbody.append(rowSink);
+  rowSink = null;
+  t = mark("table", t);
   applyFilters();
   if (selected && nodes.has(selected)) select(selected, { center: true });
+  t = mark("filters", t);
   requestAnimationFrame(() => {
+    mark("paint", t);
     timings.firstRenderMs = performance.now() - started;
+    timings.phases = phases;
     root.dataset.ready = "true";
   });
 }
