@@ -18,9 +18,6 @@ ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-background-net
 VIEWER, VIEWER_PASSWORD = "viewer", "viewer-Secret-Pw-123"
 _names = itertools.count(1)
 
-# Playwright's sync API runs an event loop in this thread; Django would otherwise refuse
-# ORM calls from it (SynchronousOnlyOperation).
-os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
 
 def pytest_collection_modifyitems(config, items):
@@ -63,16 +60,28 @@ def fresh_broker(api):
     return name
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def chromium():
+    """Chromium for one test module. Module scope: Playwright's sync API keeps an event loop
+    running in this thread while it is open, which other tests' ``asyncio.run`` refuse; and
+    Django refuses ORM calls under a running loop unless DJANGO_ALLOW_ASYNC_UNSAFE is set,
+    which is done only for as long as the browser is open."""
     from playwright.sync_api import sync_playwright
 
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS, headless=True)
-        try:
-            yield browser
-        finally:
-            browser.close()
+    before = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    try:
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS, headless=True)
+            try:
+                yield browser
+            finally:
+                browser.close()
+    finally:
+        if before is None:
+            os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+        else:
+            os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = before
 
 
 class Console:
