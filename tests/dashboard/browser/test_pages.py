@@ -3,6 +3,7 @@ live badge turns live; a viewer sees only what it may; a foreign Origin is refus
 from __future__ import annotations
 
 import asyncio
+import re
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -85,3 +86,26 @@ def test_websocket_from_a_foreign_origin_is_refused(admin_page, site):
         run("http://evil.example")
     assert refused.value.response.status_code == 403
     assert '"overview"' in run(site.url)
+
+
+def test_stale_badge_when_the_socket_drops_then_it_reconnects(admin_page, site, api, fresh_broker):
+    """The page's WebSocket goes through Playwright's route (to the real server); closing it
+    from the test is a dropped connection as the page sees it."""
+    sockets = []
+
+    def relay(route) -> None:
+        route.connect_to_server()
+        sockets.append(route)
+
+    page = admin_page
+    page.route_web_socket(re.compile(r".*/ws/overview/$"), relay)
+    page.goto(f"{site.url}/")
+    badge = page.locator("#live-status")
+    expect(badge).to_have_attribute("data-live", "true")
+    sockets[0].close()
+    expect(badge).to_contain_text("stale")
+    expect(badge).to_have_attribute("data-live", "true")  # reconnected
+    assert len(sockets) >= 2
+    cell = page.locator(f'section[data-broker="{fresh_broker}"] tr[data-queue="Q1"] [data-field="available"]')
+    assert api.post(f"/api/brokers/{fresh_broker}/queues/Q1/messages/", json={"body": "x"}).status_code == 201
+    expect(cell).to_have_text("1")  # and is live again
