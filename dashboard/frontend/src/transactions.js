@@ -125,66 +125,81 @@ function apply({ nodes: ns = [], edges: es = [], touched = null }) {
 }
 
 // --- layout: one connected component at a time, tiled ------------------------------------
+// Components are found in the page's own model (not cytoscape's), positions computed into a
+// Map and written to the drawing in one pass.
 
-// A chain (each unit of work linked to at most one upstream and one downstream) is laid
-// out in a row directly; dagre runs on anything else. Most components are chains, and one
-// dagre run costs about a millisecond even for two nodes.
-function chainOrder(component) {
-  const ns = component.nodes();
-  if (component.edges().length !== ns.length - 1) return null;
-  const roots = ns.filter((n) => n.indegree(false) === 0);
-  if (roots.length !== 1 || ns.some((n) => n.indegree(false) > 1 || n.outdegree(false) > 1)) return null;
-  const order = [];
-  for (let n = roots[0]; n && n.nonempty(); n = n.outgoers("node").first()) {
-    order.push(n);
-    if (order.length > ns.length) return null;
-  }
-  return order.length === ns.length ? order : null;
+function neighbours(id) {
+  return new Set([...upstreamOf(id), ...downstreamOf(id)]);
 }
 
-function place(component) {
-  if (component.nodes().length > 1) {
-    const chain = chainOrder(component);
-    if (chain) chain.forEach((n, i) => n.position({ x: i * 110, y: 0 }));
-    else component.layout({ name: "dagre", rankDir: "LR", nodeSep: 18, rankSep: 70, fit: false, animate: false }).run();
+function componentOf(id, seen) {
+  const out = [id];
+  seen.add(id);
+  for (let i = 0; i < out.length; i++) {
+    for (const n of neighbours(out[i])) if (!seen.has(n) && nodes.has(n)) { seen.add(n); out.push(n); }
   }
-  // extents from the positions (cheaper than boundingBox(), which measures styles)
-  const ns = component.nodes();
+  return out;
+}
+
+// A chain (each unit of work linked to at most one upstream and one downstream, the usual
+// case) is laid out in a row directly; dagre runs on anything else.
+function chainOrder(ids) {
+  let root = null;
+  for (const id of ids) {
+    const up = new Set(upstreamOf(id)), down = new Set(downstreamOf(id));
+    if (up.size > 1 || down.size > 1) return null;
+    if (up.size === 0) { if (root) return null; root = id; }
+  }
+  const order = [];
+  for (let id = root; id; id = [...new Set(downstreamOf(id))][0]) {
+    order.push(id);
+    if (order.length > ids.length) return null;
+  }
+  return order.length === ids.length ? order : null;
+}
+
+function relativePositions(ids) {
+  const at = new Map();
+  if (ids.length === 1) { at.set(ids[0], { x: 0, y: 0 }); return at; }
+  const chain = chainOrder(ids);
+  if (chain) { chain.forEach((id, i) => at.set(id, { x: i * 110, y: 0 })); return at; }
+  const part = cy.collection(ids.map((id) => cy.getElementById(id)));
+  part.union(part.connectedEdges()).layout({ name: "dagre", rankDir: "LR", nodeSep: 18, rankSep: 70, fit: false, animate: false }).run();
+  part.forEach((n) => at.set(n.id(), { ...n.position() }));
+  return at;
+}
+
+function tiled(ids, into) {
+  const at = relativePositions(ids);
   let x1 = Infinity, y1 = Infinity, x2 = -Infinity, y2 = -Infinity;
-  ns.forEach((n) => {
-    const p = n.position();
-    x1 = Math.min(x1, p.x); y1 = Math.min(y1, p.y); x2 = Math.max(x2, p.x); y2 = Math.max(y2, p.y);
-  });
-  const bb = { x1: x1 - 30, y1: y1 - 20, w: x2 - x1 + 60, h: y2 - y1 + 50 };
-  if (tile.x > 0 && tile.x + bb.w > rowWidth) tile = { x: 0, y: tile.y + tile.rowHeight + GAP, rowHeight: 0 };
-  const dx = tile.x - bb.x1, dy = tile.y - bb.y1;
-  ns.positions((n) => ({ x: n.position("x") + dx, y: n.position("y") + dy }));
-  tile.x += bb.w + GAP;
-  tile.rowHeight = Math.max(tile.rowHeight, bb.h);
+  for (const p of at.values()) { x1 = Math.min(x1, p.x); y1 = Math.min(y1, p.y); x2 = Math.max(x2, p.x); y2 = Math.max(y2, p.y); }
+  const w = x2 - x1 + 60, h = y2 - y1 + 50;
+  if (tile.x > 0 && tile.x + w > rowWidth) tile = { x: 0, y: tile.y + tile.rowHeight + GAP, rowHeight: 0 };
+  for (const [id, p] of at) into.set(id, { x: p.x - x1 + 30 + tile.x, y: p.y - y1 + 20 + tile.y });
+  tile.x += w + GAP;
+  tile.rowHeight = Math.max(tile.rowHeight, h);
 }
 
 function layoutAll() {
   tile = { x: 0, y: 0, rowHeight: 0 };
-  const components = cy.elements().components().sort((a, b) => b.length - a.length);
-  // rows as wide as makes the tiling about as wide as the drawing area, relative to its height
-  const area = components.reduce((sum, c) => sum + (c.nodes().length * 60 + GAP) ** 1 * 60, 0);
+  const seen = new Set(), components = [];
+  for (const id of nodes.keys()) if (!seen.has(id)) components.push(componentOf(id, seen));
+  components.sort((a, b) => b.length - a.length);
+  // rows about as wide as makes the tiling match the drawing area's shape
+  const area = components.reduce((sum, c) => sum + (c.length * 110 + GAP) * 70, 0);
   const box = cy.container().getBoundingClientRect();
   rowWidth = Math.max(400, Math.sqrt(area * (box.width / Math.max(box.height, 1))));
-  cy.batch(() => components.forEach(place));
+  const at = new Map();
+  for (const c of components) tiled(c, at);
+  cy.batch(() => cy.nodes().positions((n) => at.get(n.id()) || { x: 0, y: 0 }));
   cy.fit(undefined, 30);
 }
 
 function layoutDirty(dirty) {
-  const seen = new Set();
-  cy.batch(() => {
-    for (const id of dirty) {
-      const node = cy.getElementById(id);
-      if (node.empty() || seen.has(id)) continue;
-      const component = node.component();
-      component.nodes().forEach((n) => seen.add(n.id()));
-      place(component);
-    }
-  });
+  const seen = new Set(), at = new Map();
+  for (const id of dirty) if (nodes.has(id) && !seen.has(id)) tiled(componentOf(id, seen), at);
+  if (!at.size) return;
+  cy.batch(() => cy.collection([...at.keys()].map((id) => cy.getElementById(id))).positions((n) => at.get(n.id())));
 }
 
 // --- the table and the detail panel -------------------------------------------------------

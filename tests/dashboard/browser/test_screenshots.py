@@ -38,6 +38,10 @@ def scene(api, broker: str) -> str:
     p4, c4 = linked_pair(api, broker)
     api.post(f"/api/transactions/{c4}/commit/", json={"wait": 0})
     api.post(f"/api/transactions/{p4}/commit/", json={})
+    fan = begin(api, broker)  # one producer, two pre-emptive consumers: laid out by dagre
+    api.post(f"/api/brokers/{broker}/queues/Q1/messages/", json={"messages": [{"body": "a"}, {"body": "b"}], "transaction": fan})
+    for _ in range(2):
+        api.post(f"/api/brokers/{broker}/queues/Q1/get/", json={"transaction": begin(api, broker), "preemptive": True})
     for _ in range(4):
         begin(api, broker)
     api.post(f"/api/brokers/{broker}/queues/", json={"name": "TO.FAR", "usage": "transmission"})
