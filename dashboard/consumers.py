@@ -1,35 +1,69 @@
-"""WebSocket consumers. The overview consumer follows the journal: whenever it has grown,
-it pushes a fresh overview, so changes made by any process (web or worker) show up."""
-import asyncio
+"""WebSocket consumers of the dashboard. They check who is asking, send a first snapshot,
+then relay what the process's journal follower (``follower.py``) publishes, cut down to
+what the user may see. Foreign origins are refused in ``routing.py``."""
+from __future__ import annotations
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
-from .selectors import overview
+from . import selectors
+from .access import visibility
+from .follower import FOLLOWER, OVERVIEW_GROUP, graph_group
 
-FOLLOW_INTERVAL_S = 0.5
 
+class _DashboardConsumer(AsyncJsonWebsocketConsumer):
+    groups_joined: list[str]
 
-class OverviewConsumer(AsyncJsonWebsocketConsumer):
-    async def connect(self) -> None:
+    async def _open(self) -> bool:
         user = self.scope.get("user")
         if user is None or not user.is_authenticated:
             await self.close(code=4401)
-            return
+            return False
+        self.seen = await database_sync_to_async(visibility)(user)
         await self.accept()
-        self._task = asyncio.create_task(self._follow())
+        return True
+
+    async def _join(self, group: str) -> None:
+        await self.channel_layer.group_add(group, self.channel_name)
+        self.groups_joined = [*getattr(self, "groups_joined", []), group]
+        FOLLOWER.subscribe()
 
     async def disconnect(self, code: int) -> None:
-        task = getattr(self, "_task", None)
-        if task is not None:
-            task.cancel()
+        for group in getattr(self, "groups_joined", []):
+            await self.channel_layer.group_discard(group, self.channel_name)
+            FOLLOWER.unsubscribe()
 
-    async def _follow(self) -> None:
-        position = None
-        while True:
-            data = await database_sync_to_async(overview)()
-            fingerprint = (data["journal_position"], [tuple(sorted(c.items())) for c in data["channels"]])
-            if fingerprint != position:
-                position = fingerprint
-                await self.send_json({"type": "overview", "data": data})
-            await asyncio.sleep(FOLLOW_INTERVAL_S)
+
+class OverviewConsumer(_DashboardConsumer):
+    """``/ws/overview/``: ``{"type": "overview", "data": ..., "counts": {broker: {kind: n}}}``."""
+
+    async def connect(self) -> None:
+        if not await self._open():
+            return
+        await self._join(OVERVIEW_GROUP)
+        data = await database_sync_to_async(selectors.overview)()
+        await self.send_json({"type": "overview", "data": selectors.overview_for(data, self.seen), "counts": {}})
+
+    async def overview_changed(self, event: dict) -> None:
+        counts = {b: c for b, c in event["counts"].items() if self.seen.broker(b)}
+        await self.send_json({"type": "overview", "data": selectors.overview_for(event["data"], self.seen),
+                              "counts": counts})
+
+
+class GraphConsumer(_DashboardConsumer):
+    """``/ws/brokers/<broker>/transactions/``: ``{"type": "graph", ...snapshot}`` first, then
+    ``{"type": "delta", "nodes", "edges", "touched"}``."""
+
+    async def connect(self) -> None:
+        if not await self._open():
+            return
+        broker = self.scope["url_route"]["kwargs"]["broker"]
+        if not self.seen.broker(broker):
+            await self.close(code=4403)
+            return
+        await self._join(graph_group(broker))
+        snapshot = await database_sync_to_async(selectors.graph_snapshot)(broker=broker)
+        await self.send_json({"type": "graph", **snapshot})
+
+    async def graph_changed(self, event: dict) -> None:
+        await self.send_json({"type": "delta", **event["delta"]})

@@ -1,5 +1,13 @@
+from channels.security.websocket import AllowedHostsOriginValidator
 from django.urls import path
 
-from .consumers import OverviewConsumer
+import brokers.api.urls  # noqa: F401  (registers the ``name`` converter)
 
-websocket_urlpatterns = [path("ws/overview/", OverviewConsumer.as_asgi())]
+from .consumers import GraphConsumer, OverviewConsumer
+
+# A browser always sends Origin on a WebSocket upgrade; one naming a host outside
+# ALLOWED_HOSTS (another site's page using the visitor's session cookie) is refused.
+websocket_urlpatterns = [
+    path("ws/overview/", AllowedHostsOriginValidator(OverviewConsumer.as_asgi())),
+    path("ws/brokers/<name:broker>/transactions/", AllowedHostsOriginValidator(GraphConsumer.as_asgi())),
+]

@@ -1,37 +1,249 @@
-"""What the dashboard shows, read through the brokers' selectors."""
+"""What the dashboard shows: reads only, through the brokers' and the transaction
+manager's selectors where they exist. Nothing here changes a message's state."""
 from __future__ import annotations
 
+import base64
+import json
+from datetime import timedelta
 from typing import Any
 
-from brokers.selectors import broker_list, queue_depths
-from brokers.models import Channel, Queue
-from transactions.models import JournalEvent
+from django.db.models import Count, Q
+from django.db.models.functions import Length, TruncMinute, TruncSecond
+from django.utils import timezone
+
+from brokers.models import Channel, Message, Queue
+from brokers.selectors import broker_get, broker_list, queue_get
+from transactions.models import JournalEvent, Link, Transaction
+from transactions.selectors import transaction_graph
+
+from config.errors import InvalidInput, NotFound
+
+from .access import Visibility
+
+#: Rate windows offered by the overview's charts: seconds -> bucket.
+RATE_WINDOWS = {60: "second", 600: "second", 3600: "minute", 86400: "minute"}
+RATE_KINDS = ("put", "get", "commit", "rollback")
+PAGE_SIZE = 25
+
+
+# --- queues and depths ---------------------------------------------------------------------
+
+def queue_counts(*, queue_ids: list[int]) -> dict[int, dict[str, int]]:
+    """Per queue, messages split by state: ``available`` (committed, not in flight, not
+    locked), ``uncommitted_puts``, ``in_flight`` (gotten under a unit of work, pre-emptive
+    gets of uncommitted puts included), ``locked`` (peek-locked); ``depth`` as the API has it
+    (committed messages, available or in flight)."""
+    rows = Message.objects.filter(queue_id__in=queue_ids).values("queue_id").annotate(
+        depth=Count("id", filter=Q(put_transaction__isnull=True)),
+        available=Count("id", filter=Q(put_transaction__isnull=True, get_transaction__isnull=True,
+                                       lock_token__isnull=True)),
+        uncommitted_puts=Count("id", filter=Q(put_transaction__isnull=False)),
+        in_flight=Count("id", filter=Q(get_transaction__isnull=False)),
+        locked=Count("id", filter=Q(lock_token__isnull=False, get_transaction__isnull=True)),
+    )
+    zero = {"depth": 0, "available": 0, "uncommitted_puts": 0, "in_flight": 0, "locked": 0}
+    counts = {qid: dict(zero) for qid in queue_ids}
+    for row in rows:
+        counts[row.pop("queue_id")].update(row)
+    return counts
+
+
+def _channel_row(c: Channel) -> dict[str, Any]:
+    return {"name": c.name, "source_broker": c.source_broker.name, "target_broker": c.target_broker,
+            "transmission_queue": c.transmission_queue, "remote": bool(c.target_url), "state": c.state,
+            "enabled": c.enabled, "preemptive": c.preemptive, "batch_size": c.batch_size,
+            "batches_committed": c.batches_committed, "batches_backed_out": c.batches_backed_out,
+            "messages_sent": c.messages_sent, "last_batch_seq": c.last_batch_seq,
+            "last_error": c.last_error or None}
+
+
+def channel_rows() -> list[dict[str, Any]]:
+    return [_channel_row(c) for c in Channel.objects.select_related("source_broker").order_by("name")]
+
+
+def journal_position() -> int:
+    return JournalEvent.objects.order_by("-id").values_list("id", flat=True).first() or 0
 
 
 def overview() -> dict[str, Any]:
+    """Every broker, queue and channel with counts: what the follower pushes to every
+    overview socket; each socket keeps only what its user may see (:func:`overview_for`)."""
     brokers = list(broker_list())
     queues = list(Queue.objects.select_related("broker").order_by("broker__name", "name"))
-    depths = queue_depths(queue_ids=[q.pk for q in queues])
-    last = JournalEvent.objects.order_by("-id").values_list("id", flat=True).first()
-    channels = [
-        {"name": c.name, "source_broker": c.source_broker.name, "target_broker": c.target_broker,
-         "remote": bool(c.target_url), "state": c.state, "preemptive": c.preemptive,
-         "batches_committed": c.batches_committed, "batches_backed_out": c.batches_backed_out,
-         "messages_sent": c.messages_sent, "last_error": c.last_error or None}
-        for c in Channel.objects.select_related("source_broker").order_by("name")
-    ]
+    counts = queue_counts(queue_ids=[q.pk for q in queues])
     return {
-        "journal_position": last or 0,
-        "channels": channels,
+        "journal_position": journal_position(),
+        "channels": channel_rows(),
         "brokers": [
-            {
-                "name": b.name,
-                "description": b.description,
-                "queues": [
-                    {"name": q.name, "kind": q.kind, "usage": q.usage, **depths[q.pk]}
-                    for q in queues if q.broker_id == b.pk
-                ],
-            }
+            {"name": b.name, "description": b.description,
+             "queues": [{"name": q.name, "kind": q.kind, "usage": q.usage, **counts[q.pk]}
+                        for q in queues if q.broker_id == b.pk]}
             for b in brokers
         ],
     }
+
+
+def overview_for(data: dict[str, Any], seen: Visibility) -> dict[str, Any]:
+    """``data`` from :func:`overview` cut down to what ``seen`` allows."""
+    if seen.everything:
+        return data
+    brokers = [
+        {**b, "queues": [q for q in b["queues"] if seen.queue(b["name"], q["name"])]}
+        for b in data["brokers"] if seen.broker(b["name"])
+    ]
+    channels = [c for c in data["channels"] if seen.broker(c["source_broker"]) or seen.broker(c["target_broker"])]
+    return {**data, "brokers": brokers, "channels": channels}
+
+
+def broker_page(*, broker: str, seen: Visibility) -> dict[str, Any]:
+    b = broker_get(name=broker)
+    queues = [q for q in Queue.objects.filter(broker=b).order_by("name") if seen.queue(broker, q.name)]
+    counts = queue_counts(queue_ids=[q.pk for q in queues])
+    open_units = Transaction.objects.filter(broker=broker, state__in=["active", "commit_held"]).count()
+    channels = [c for c in channel_rows() if broker in (c["source_broker"], c["target_broker"])]
+    return {"broker": b, "queues": [{"queue": q, **counts[q.pk]} for q in queues],
+            "open_units": open_units, "channels": channels}
+
+
+# --- the message browser -------------------------------------------------------------------
+
+def message_state(m: Message, now) -> str:
+    if m.expires_at is not None and m.expires_at <= now:
+        return "expired"
+    if m.put_transaction_id and m.get_transaction_id:
+        return "uncommitted_put, in_flight"
+    if m.put_transaction_id:
+        return "uncommitted_put"
+    if m.get_transaction_id:
+        return "in_flight"
+    if m.lock_token:
+        return "locked"
+    return "available"
+
+
+def _browse_cursor(position: int, direction: str) -> str:
+    return base64.urlsafe_b64encode(json.dumps([direction, position]).encode()).decode().rstrip("=")
+
+
+def _browse_cursor_read(cursor: str | None) -> tuple[str, int]:
+    if not cursor:
+        return "after", 0
+    try:
+        direction, position = json.loads(base64.urlsafe_b64decode(cursor.encode("ascii") + b"==="))
+        if direction not in ("after", "before") or not isinstance(position, int) or position < 0:
+            raise ValueError(cursor)
+    except (ValueError, TypeError, UnicodeEncodeError):
+        return "after", 0
+    return direction, position
+
+
+def message_page(*, broker: str, queue: str, cursor: str | None = None, limit: int = PAGE_SIZE) -> dict[str, Any]:
+    """One page of a queue's messages in put order, in every state (uncommitted puts, in
+    flight, locked and expired ones included), with the units of work that hold them.
+    A read: it changes nothing. Cursors page both ways."""
+    q = queue_get(broker=broker, name=queue)
+    direction, position = _browse_cursor_read(cursor)
+    rows = Message.objects.filter(queue=q).defer("body").annotate(size=Length("body"))
+    if direction == "after":
+        page = list(rows.filter(id__gt=position).order_by("id")[:limit + 1])
+        more_after, page = len(page) > limit, page[:limit]
+        more_before = bool(page) and rows.filter(id__lt=page[0].id).exists() or (not page and position > 0)
+    else:
+        page = list(rows.filter(id__lt=position).order_by("-id")[:limit + 1])
+        more_before, page = len(page) > limit, list(reversed(page[:limit]))
+        more_after = bool(page) and rows.filter(id__gt=page[-1].id).exists()
+    now = timezone.now()
+    return {
+        "queue": q,
+        "rows": [{"m": m, "state": message_state(m, now)} for m in page],
+        "next": _browse_cursor(page[-1].id, "after") if page and more_after else None,
+        "previous": _browse_cursor(page[0].id, "before") if page and more_before else None,
+    }
+
+
+def message_detail(*, broker: str, queue: str, msg_id: str) -> dict[str, Any]:
+    """One message with its body shown as text (when UTF-8), pretty JSON (when JSON), hex
+    and base64."""
+    q = queue_get(broker=broker, name=queue)
+    if not isinstance(msg_id, str) or len(msg_id) != 48:
+        raise InvalidInput("A message id is 48 hexadecimal characters.")
+    m = Message.objects.filter(queue=q, msg_id=msg_id.lower()).first()
+    if m is None:
+        raise NotFound(f"No message {msg_id} on queue {queue!r}.", broker=broker, queue=queue)
+    body = bytes(m.body)
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        text = None
+    pretty = None
+    if text is not None:
+        try:
+            pretty = json.dumps(json.loads(text), indent=2, ensure_ascii=False)
+        except ValueError:
+            pretty = None
+    shown = body[:65536]
+    hex_lines = [f"{i:08x}  {shown[i:i + 16].hex(' ')}" for i in range(0, len(shown), 16)]
+    return {"queue": q, "m": m, "state": message_state(m, timezone.now()), "length": len(body), "text": text,
+            "json": pretty, "hex": "\n".join(hex_lines), "hex_cut": len(body) > len(shown),
+            "base64": base64.b64encode(body).decode("ascii"), "body": body}
+
+
+def purge_count(*, broker: str, queue: str) -> int:
+    """Messages a purge would remove: the committed ones that are available now."""
+    q = queue_get(broker=broker, name=queue)
+    return Message.objects.filter(queue=q, put_transaction__isnull=True, get_transaction__isnull=True,
+                                  lock_token__isnull=True).count()
+
+
+# --- the transaction graph -----------------------------------------------------------------
+
+def graph_snapshot(*, broker: str, recent: int = 200) -> dict[str, Any]:
+    """The broker's live graph (open units of work, recent resolved ones, and what links
+    them), as the transaction manager reads it."""
+    return transaction_graph(broker=broker, recent=recent)
+
+
+def graph_delta(*, transaction_ids: set[str]) -> dict[str, Any]:
+    """The current state of these units of work and of every link touching them (and the
+    nodes at the far ends of those links). ``touched``: the ids whose links are complete
+    here, so a client drops links of theirs that are missing (a downstream rollback
+    removes its link)."""
+    links = sorted(set(
+        Link.objects.filter(Q(upstream_id__in=transaction_ids) | Q(downstream_id__in=transaction_ids))
+        .values_list("upstream_id", "downstream_id", "resource_ref")
+    ))
+    ids = set(transaction_ids) | {u for u, _, _ in links} | {d for _, d, _ in links}
+    nodes = [
+        {"id": t.id, "broker": t.broker, "state": t.state, "reason": t.reason or None,
+         "created_at": t.created_at.isoformat(), "resolved_at": t.resolved_at.isoformat() if t.resolved_at else None}
+        for t in Transaction.objects.filter(pk__in=ids)
+    ]
+    return {"nodes": nodes, "edges": [{"upstream": u, "downstream": d, "resource": r} for u, d, r in links],
+            "touched": sorted(transaction_ids)}
+
+
+# --- the journal, for the follower and the charts ------------------------------------------
+
+def journal_after(*, position: int, limit: int = 5000) -> list[tuple[int, str, str, str]]:
+    """(id, kind, broker, transaction_id) of the journal events after ``position``."""
+    return list(JournalEvent.objects.filter(id__gt=position).order_by("id")
+                .values_list("id", "kind", "broker", "transaction_id")[:limit])
+
+
+def journal_rates(*, window_s: int, seen: Visibility) -> dict[str, Any]:
+    """Puts, gets, commits and rollbacks per bucket (a second or a minute) over the last
+    ``window_s`` seconds, on the brokers the user sees."""
+    bucket = RATE_WINDOWS.get(window_s)
+    if bucket is None:
+        raise InvalidInput(f"window must be one of {', '.join(map(str, RATE_WINDOWS))} seconds.")
+    since = timezone.now() - timedelta(seconds=window_s)
+    trunc = TruncSecond if bucket == "second" else TruncMinute
+    rows = JournalEvent.objects.filter(at__gte=since, kind__in=RATE_KINDS)
+    if not seen.everything:
+        rows = rows.filter(broker__in=sorted(seen.brokers | {b for b, _ in seen.queues}))
+    rows = rows.annotate(t=trunc("at")).values("t", "kind").annotate(n=Count("id")).order_by("t")
+    series: dict[int, dict[str, int]] = {}
+    for row in rows:
+        series.setdefault(int(row["t"].timestamp()), dict.fromkeys(RATE_KINDS, 0))[row["kind"]] = row["n"]
+    return {"window": window_s, "bucket": 1 if bucket == "second" else 60,
+            "points": [{"t": t, **v} for t, v in sorted(series.items())]}

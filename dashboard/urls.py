@@ -1,5 +1,29 @@
+"""Dashboard routes. Broker and queue names may contain '/': the API's ``name`` converter
+takes slashes, so the most specific routes come first."""
+from django.contrib.auth import views as auth_views
 from django.urls import path
+
+import brokers.api.urls  # noqa: F401  (registers the ``name`` converter)
 
 from . import views
 
-urlpatterns = [path("", views.overview_page, name="dashboard-overview")]
+Q = "brokers/<name:broker>/queues/<name:queue>"
+
+urlpatterns = [
+    path("login/", auth_views.LoginView.as_view(template_name="dashboard/login.html",
+                                                redirect_authenticated_user=True), name="login"),
+    path("logout/", auth_views.LogoutView.as_view(next_page="login"), name="logout"),
+    path("", views.overview_page, name="dashboard-overview"),
+    path("rates/", views.rates_json, name="dashboard-rates"),
+    path(f"{Q}/messages/<str:msg_id>/body/", views.message_download, name="dashboard-message-body"),
+    path(f"{Q}/messages/<str:msg_id>/", views.message_page, name="dashboard-message"),
+    path(f"{Q}/put/", views.message_put, name="dashboard-put"),
+    path(f"{Q}/purge/", views.queue_purge, name="dashboard-purge"),
+    path(f"{Q}/", views.queue_page, name="dashboard-queue"),
+    path("brokers/<name:broker>/transactions/", views.transactions_page, name="dashboard-transactions"),
+    path("brokers/<name:broker>/", views.broker_page, name="dashboard-broker"),
+    path("channels/<name:name>/start/", views.channel_action, {"action": "start"}, name="dashboard-channel-start"),
+    path("channels/<name:name>/stop/", views.channel_action, {"action": "stop"}, name="dashboard-channel-stop"),
+    path("channels/", views.channels_page, name="dashboard-channels"),
+    path("analytics/", views.analytics_page, name="dashboard-analytics"),
+]

@@ -1,9 +1,150 @@
+"""Dashboard pages. Each view checks who asks, calls one selector or service, renders."""
+from __future__ import annotations
+
+from functools import wraps
+
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.shortcuts import render
+from django.http import HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_POST
 
-from .selectors import overview
+from brokers.services.channel_definitions import channel_start, channel_stop
+from config.errors import BatonError
+
+from . import selectors, services
+from .access import (
+    may, require_broker_seen, require_queue_action, require_queue_seen, require_superuser, visibility,
+)
 
 
-@login_required
+def page(view):
+    """Signed-in users only; a BatonError becomes an error page with its status."""
+    @login_required
+    @wraps(view)
+    def wrapped(request, *args, **kwargs):
+        try:
+            return view(request, *args, **kwargs)
+        except BatonError as exc:
+            return render(request, "dashboard/error.html", {"error": exc}, status=exc.status)
+    return wrapped
+
+
+@page
 def overview_page(request):
-    return render(request, "dashboard/overview.html", {"overview": overview()})
+    seen = visibility(request.user)
+    return render(request, "dashboard/overview.html",
+                  {"overview": selectors.overview_for(selectors.overview(), seen), "nav": "overview"})
+
+
+@page
+def rates_json(request):
+    try:
+        window = int(request.GET.get("window", "600"))
+    except ValueError:
+        window = -1
+    try:
+        return JsonResponse(selectors.journal_rates(window_s=window, seen=visibility(request.user)))
+    except BatonError as exc:
+        return JsonResponse(exc.as_dict(), status=exc.status)
+
+
+@page
+def broker_page(request, broker):
+    require_broker_seen(request.user, broker=broker)
+    data = selectors.broker_page(broker=broker, seen=visibility(request.user))
+    return render(request, "dashboard/broker.html", {**data, "nav": "overview"})
+
+
+def _queue_actions(user, broker: str, queue: str) -> dict[str, bool]:
+    return {"may_put": may(user, "put", broker=broker, queue=queue),
+            "may_purge": may(user, "admin", broker=broker, queue=queue)}
+
+
+@page
+def queue_page(request, broker, queue):
+    require_queue_seen(request.user, broker=broker, queue=queue)
+    data = selectors.message_page(broker=broker, queue=queue, cursor=request.GET.get("cursor"))
+    counts = selectors.queue_counts(queue_ids=[data["queue"].pk])[data["queue"].pk]
+    return render(request, "dashboard/queue.html", {
+        **data, "counts": counts, "broker_name": broker, "nav": "overview",
+        **_queue_actions(request.user, broker, queue)})
+
+
+@page
+def message_page(request, broker, queue, msg_id):
+    require_queue_seen(request.user, broker=broker, queue=queue)
+    data = selectors.message_detail(broker=broker, queue=queue, msg_id=msg_id)
+    return render(request, "dashboard/message.html", {**data, "broker_name": broker, "nav": "overview"})
+
+
+@page
+def message_download(request, broker, queue, msg_id):
+    require_queue_seen(request.user, broker=broker, queue=queue)
+    data = selectors.message_detail(broker=broker, queue=queue, msg_id=msg_id)
+    response = HttpResponse(data["body"], content_type="application/octet-stream")
+    response["Content-Disposition"] = f'attachment; filename="{data["m"].msg_id}.bin"'
+    return response
+
+
+@page
+@require_POST
+def message_put(request, broker, queue):
+    require_queue_seen(request.user, broker=broker, queue=queue)
+    require_queue_action(request.user, "put", broker=broker, queue=queue)
+    try:
+        msg_id = services.dashboard_put(
+            broker=broker, queue=queue, body=request.POST.get("body", ""), priority=request.POST.get("priority", ""),
+            format=request.POST.get("format", ""), properties=request.POST.get("properties", ""),
+            user=request.user.username)
+        messages.success(request, f"Put message {msg_id}.")
+    except BatonError as exc:
+        messages.error(request, f"Not put: {exc.message}")
+    return redirect(reverse("dashboard-queue", args=[broker, queue]))
+
+
+@page
+def queue_purge(request, broker, queue):
+    require_queue_seen(request.user, broker=broker, queue=queue)
+    require_queue_action(request.user, "admin", broker=broker, queue=queue)
+    if request.method == "POST":
+        try:
+            count = int(request.POST.get("count", ""))
+        except ValueError:
+            count = -1
+        removed = services.queue_purge(broker=broker, queue=queue, count=count)
+        messages.success(request, f"Purged {removed} message{'s' if removed != 1 else ''}.")
+        return redirect(reverse("dashboard-queue", args=[broker, queue]))
+    count = selectors.purge_count(broker=broker, queue=queue)
+    return render(request, "dashboard/purge.html",
+                  {"broker_name": broker, "queue_name": queue, "count": count, "nav": "overview"})
+
+
+@page
+def transactions_page(request, broker):
+    require_broker_seen(request.user, broker=broker)
+    return render(request, "dashboard/transactions.html", {"broker_name": broker, "nav": "transactions"})
+
+
+@page
+def channels_page(request):
+    seen = visibility(request.user)
+    data = selectors.overview_for(selectors.overview(), seen)
+    return render(request, "dashboard/channels.html", {
+        "channels": data["channels"], "brokers": data["brokers"], "nav": "channels",
+        "may_operate": request.user.is_superuser})
+
+
+@page
+@require_POST
+def channel_action(request, name, action):
+    require_superuser(request.user)
+    (channel_start if action == "start" else channel_stop)(name=name)
+    messages.success(request, f"Channel {name}: {action} requested.")
+    return redirect(reverse("dashboard-channels"))
+
+
+@page
+def analytics_page(request):
+    return render(request, "dashboard/analytics.html", {"nav": "analytics"})

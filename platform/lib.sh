@@ -67,3 +67,26 @@ postgres_start() {  # a throwaway PostgreSQL server for the tests; sets BATON_PG
 postgres_stop() {
   if [ -n "${PG_DIR:-}" ]; then "${PG_STOP[@]}" >/dev/null 2>&1 || true; rm -rf "$PG_DIR"; fi
 }
+
+assets_ready() {  # the dashboard's front-end assets: npm packages from the lockfile, bundled by esbuild
+  local dir="$ROOT/dashboard/frontend" stamp="$ROOT/dashboard/static/dashboard/dist/.built"
+  if ! command -v npm >/dev/null 2>&1; then
+    echo "Baton's dashboard needs Node.js 18+ and npm to build its assets." >&2; return 1
+  fi
+  if [ ! -f "$stamp" ] || [ -n "$(find "$dir/package-lock.json" "$dir/build.mjs" "$dir/src" -newer "$stamp" 2>/dev/null)" ]; then
+    echo "==> building the dashboard's assets (npm ci, esbuild)"
+    (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error && npm run --silent build)
+    touch "$stamp"
+  fi
+}
+
+chromium_ready() {  # the browser tests drive Debian's Chromium (never a downloaded one)
+  if [ ! -x /usr/bin/chromium ]; then
+    if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+      echo "==> installing Chromium for the dashboard's browser tests"
+      apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+    else
+      echo "warning: no /usr/bin/chromium; the dashboard's browser tests will be skipped" >&2
+    fi
+  fi
+}

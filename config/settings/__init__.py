@@ -5,3 +5,4 @@ from .api import *  # noqa: F401,F403
 from .tasks import *  # noqa: F401,F403
 from .realtime import *  # noqa: F401,F403
 from .baton import *  # noqa: F401,F403
+from .dashboard import *  # noqa: F401,F403

@@ -34,7 +34,7 @@ def session_login(platform) -> httpx.Client:
 def test_overview_page_redirects_anonymous_to_login(platform):
     response = httpx.get(f"{platform.url}/", follow_redirects=False, timeout=30)
     assert response.status_code == 302
-    assert response.headers["location"].startswith("/admin/login/")
+    assert response.headers["location"].startswith("/login/")
     assert "next=/" in response.headers["location"]
 
 
@@ -64,7 +64,7 @@ def test_overview_websocket_pushes_new_depth_after_a_put(platform, http, live_br
     client.close()
 
     async def follow() -> tuple[dict, dict]:
-        async with connect(f"{platform.ws_url}/ws/overview/", additional_headers={"Cookie": f"sessionid={session_id}"},
+        async with connect(f"{platform.ws_url}/ws/overview/", additional_headers={"Cookie": f"sessionid={session_id}", "Origin": platform.url},
                            open_timeout=15) as ws:
             first = json.loads(await asyncio.wait_for(ws.recv(), 15))
             assert first["type"] == "overview", first
@@ -113,7 +113,7 @@ def test_overview_websocket_shows_a_channel_and_its_state(platform, http, live_b
     client.close()
 
     async def follow() -> dict:
-        async with connect(f"{platform.ws_url}/ws/overview/", additional_headers={"Cookie": f"sessionid={session_id}"},
+        async with connect(f"{platform.ws_url}/ws/overview/", additional_headers={"Cookie": f"sessionid={session_id}", "Origin": platform.url},
                            open_timeout=15) as ws:
             deadline = time.monotonic() + 30
             while True:

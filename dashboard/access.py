@@ -1,0 +1,96 @@
+"""What a dashboard user may see and do, read from the brokers' grants.
+
+The dashboard shows a user the brokers and queues they may *browse* or *administer*
+(superusers: everything), and offers the buttons their grants allow. Roles are names
+for sets of grants (see docs/dashboard.md):
+
+=========  ==========================  ==============================================
+role       grant actions               the dashboard then offers
+=========  ==========================  ==============================================
+viewer     browse                      pages, message browser, the transaction graph
+operator   browse, put, get            + put a message
+admin      browse, put, get, admin     + purge a queue
+=========  ==========================  ==============================================
+
+Channels are started and stopped by superusers only, as in the REST API.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from brokers.models import Grant
+from config.errors import PermissionDenied
+
+ROLES: dict[str, tuple[str, ...]] = {
+    "viewer": ("browse",),
+    "operator": ("browse", "put", "get"),
+    "admin": ("browse", "put", "get", "admin"),
+}
+SEEING = ("browse", "admin")
+
+
+@dataclass(frozen=True)
+class Visibility:
+    """The brokers and queues a user sees. ``everything`` for superusers; otherwise
+    ``brokers``: broker names seen whole (a broker-wide grant), ``queues``: (broker,
+    queue) pairs seen one by one."""
+
+    everything: bool
+    brokers: frozenset[str] = frozenset()
+    queues: frozenset[tuple[str, str]] = frozenset()
+
+    def broker(self, name: str) -> bool:
+        return self.everything or name in self.brokers or any(b == name for b, _ in self.queues)
+
+    def queue(self, broker: str, name: str) -> bool:
+        return self.everything or broker in self.brokers or (broker, name) in self.queues
+
+
+def _grants(user, actions) -> list[tuple[str, str]]:
+    from django.db.models import Q
+
+    condition = Q(pk__in=[])
+    for action in actions:
+        condition |= Q(**{f"may_{action}": True})
+    return list(Grant.objects.filter(condition, user=user).values_list("broker", "queue"))
+
+
+def visibility(user) -> Visibility:
+    if getattr(user, "is_superuser", False):
+        return Visibility(everything=True)
+    rows = _grants(user, SEEING)
+    return Visibility(
+        everything=False,
+        brokers=frozenset(b for b, q in rows if not q),
+        queues=frozenset((b, q) for b, q in rows if q),
+    )
+
+
+def may(user, action: str, *, broker: str, queue: str) -> bool:
+    """Does the user hold ``action`` on the queue (by a queue or a broker-wide grant)?"""
+    if getattr(user, "is_superuser", False):
+        return True
+    return Grant.objects.filter(user=user, broker=broker, queue__in=["", queue], **{f"may_{action}": True}).exists()
+
+
+def require_broker_seen(user, *, broker: str) -> None:
+    if not visibility(user).broker(broker):
+        raise PermissionDenied(f"You may not see broker {broker!r}: it needs browse or admin permission.",
+                               broker=broker)
+
+
+def require_queue_seen(user, *, broker: str, queue: str) -> None:
+    if not visibility(user).queue(broker, queue):
+        raise PermissionDenied(f"You may not see queue {queue!r} of broker {broker!r}: it needs browse or admin "
+                               "permission.", broker=broker, queue=queue)
+
+
+def require_queue_action(user, action: str, *, broker: str, queue: str) -> None:
+    if not may(user, action, broker=broker, queue=queue):
+        raise PermissionDenied(f"You may not do that: it needs {action} permission on queue {queue!r}.",
+                               broker=broker, queue=queue, actions=[action])
+
+
+def require_superuser(user) -> None:
+    if not getattr(user, "is_superuser", False):
+        raise PermissionDenied("Only a superuser may do that.")

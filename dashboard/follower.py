@@ -1,0 +1,82 @@
+"""One journal follower per process: it reads the journal (and the channels' rows) every
+``BATON_DASHBOARD_FOLLOW_S`` seconds while at least one dashboard socket is open, and fans
+what changed out to channel-layer groups. Sockets never poll the database themselves.
+
+Groups: ``dash.overview`` gets a fresh overview (every broker; each socket cuts it down to
+what its user sees) and per-broker event counts for the rate charts; ``dash.graph.<hex of
+the broker name>`` gets the units of work that changed on that broker, with their links.
+With several web processes on Redis each process follows on its own; what they send is
+idempotent (snapshots and upserts).
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import Counter
+from typing import Any
+
+from channels.db import database_sync_to_async
+from channels.layers import get_channel_layer
+from django.conf import settings
+
+from . import selectors
+
+log = logging.getLogger(__name__)
+OVERVIEW_GROUP = "dash.overview"
+
+
+def graph_group(broker: str) -> str:
+    return "dash.graph." + broker.encode().hex()
+
+
+class Follower:
+    def __init__(self) -> None:
+        self.subscribers = 0
+        self.task: asyncio.Task | None = None
+
+    def subscribe(self) -> None:
+        self.subscribers += 1
+        if self.task is None or self.task.done():
+            self.task = asyncio.get_running_loop().create_task(self._run())
+
+    def unsubscribe(self) -> None:
+        self.subscribers = max(0, self.subscribers - 1)
+
+    async def _run(self) -> None:
+        layer = get_channel_layer()
+        position = await database_sync_to_async(selectors.journal_position)()
+        channels = None
+        while self.subscribers > 0:
+            try:
+                position, channels = await self._tick(layer, position, channels)
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # a database hiccup must not end the follower
+                log.exception("dashboard journal follower")
+            await asyncio.sleep(settings.BATON_DASHBOARD_FOLLOW_S)
+
+    async def _tick(self, layer, position: int, channels: Any) -> tuple[int, Any]:
+        events = await database_sync_to_async(selectors.journal_after)(position=position)
+        current_channels = await database_sync_to_async(selectors.channel_rows)()
+        if not events and current_channels == channels:
+            return position, channels
+        counts: dict[str, Counter] = {}
+        changed: dict[str, set[str]] = {}
+        for _, kind, broker, transaction_id in events:
+            if kind in selectors.RATE_KINDS:
+                counts.setdefault(broker, Counter())[kind] += 1
+            if transaction_id:
+                changed.setdefault(broker, set()).add(transaction_id)
+        data = await database_sync_to_async(selectors.overview)()
+        await layer.group_send(OVERVIEW_GROUP, {
+            "type": "overview.changed", "data": data,
+            "counts": {b: dict(c) for b, c in counts.items()},
+        })
+        for broker, ids in changed.items():
+            delta = await database_sync_to_async(selectors.graph_delta)(transaction_ids=ids)
+            await layer.group_send(graph_group(broker), {"type": "graph.changed", "delta": delta})
+        return (events[-1][0] if events else position), current_channels
+
+
+#: This process's follower.
+FOLLOWER = Follower()

@@ -1,0 +1,82 @@
+"""Screenshots of every page for docs/ (README links them). Skipped unless
+BATON_SCREENSHOTS names the folder to write to:
+
+    BATON_SCREENSHOTS=docs/screenshots .venv/bin/python -m pytest tests/dashboard/browser/test_screenshots.py
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import expect
+
+from .test_transaction_graph import begin, linked_pair
+
+OUT = os.environ.get("BATON_SCREENSHOTS")
+pytestmark = pytest.mark.skipif(not OUT, reason="set BATON_SCREENSHOTS to a folder to take the docs' screenshots")
+
+
+def scene(api, broker: str) -> str:
+    """Queues with messages in every state, linked units of work, a channel."""
+    api.post(f"/api/brokers/{broker}/queues/", json={"name": "ORDERS", "description": "orders from the web shop"})
+    for i in range(6):
+        api.post(f"/api/brokers/{broker}/queues/ORDERS/messages/", json={"body": f'{{"order": {i}, "item": "widget"}}',
+                                                                      "properties": {"region": "eu"}})
+    held = begin(api, broker)
+    api.post(f"/api/brokers/{broker}/queues/ORDERS/messages/", json={"body": "not committed yet", "transaction": held})
+    api.post(f"/api/brokers/{broker}/queues/ORDERS/get/", json={"transaction": begin(api, broker)})
+    for _ in range(3):
+        producer, consumer = linked_pair(api, broker)
+        api.post(f"/api/transactions/{consumer}/commit/", json={"wait": 0})
+    p2, c2 = linked_pair(api, broker)
+    third = begin(api, broker)
+    api.post(f"/api/brokers/{broker}/queues/Q2/messages/", json={"body": "next stage", "transaction": c2})
+    api.post(f"/api/brokers/{broker}/queues/Q2/get/", json={"transaction": third, "preemptive": True})
+    p3, c3 = linked_pair(api, broker)
+    api.post(f"/api/transactions/{p3}/rollback/", json={})
+    p4, c4 = linked_pair(api, broker)
+    api.post(f"/api/transactions/{c4}/commit/", json={"wait": 0})
+    api.post(f"/api/transactions/{p4}/commit/", json={})
+    fan = begin(api, broker)  # one producer, two pre-emptive consumers: laid out by dagre
+    api.post(f"/api/brokers/{broker}/queues/Q1/messages/", json={"messages": [{"body": "a"}, {"body": "b"}], "transaction": fan})
+    for _ in range(2):
+        api.post(f"/api/brokers/{broker}/queues/Q1/get/", json={"transaction": begin(api, broker), "preemptive": True})
+    for _ in range(4):
+        begin(api, broker)
+    api.post(f"/api/brokers/{broker}/queues/", json={"name": "TO.FAR", "usage": "transmission"})
+    api.post("/api/channels/", json={"name": f"{broker}.TO.FAR", "source_broker": broker, "transmission_queue": "TO.FAR",
+                                     "target_broker": "FAR", "target_url": "http://127.0.0.1:9", "target_token": "x"})
+    api.post(f"/api/brokers/{broker}/queues/TO.FAR/messages/", json={"body": "x"})
+    api.post(f"/api/channels/{broker}.TO.FAR/start/")
+    return producer
+
+
+def test_screenshots(admin_page, site, api, fresh_broker):
+    out = Path(OUT)
+    out.mkdir(parents=True, exist_ok=True)
+    page = admin_page
+    selected = scene(api, fresh_broker)
+    page.goto(f"{site.url}/")
+    expect(page.locator("#live-status")).to_have_attribute("data-live", "true")
+    page.screenshot(path=out / "overview.png", full_page=True)
+    page.goto(f"{site.url}/brokers/{fresh_broker}/")
+    page.screenshot(path=out / "broker.png", full_page=True)
+    page.goto(f"{site.url}/brokers/{fresh_broker}/queues/ORDERS/")
+    page.screenshot(path=out / "queue.png", full_page=True)
+    page.locator("#message-table tbody tr a").first.click()
+    page.screenshot(path=out / "message.png", full_page=True)
+    page.goto(f"{site.url}/brokers/{fresh_broker}/transactions/#{selected}")
+    expect(page.locator("#graph-root")).to_have_attribute("data-ready", "true")
+    page.screenshot(path=out / "transactions.png", full_page=True)
+    page.click("#theme-toggle")
+    page.screenshot(path=out / "transactions-dark.png", full_page=True)
+    page.click("#theme-toggle")
+    page.goto(f"{site.url}/channels/")
+    expect(page.locator("#live-status")).to_have_attribute("data-live", "true")
+    page.screenshot(path=out / "channels.png", full_page=True)
+    page.goto(f"{site.url}/analytics/")
+    page.screenshot(path=out / "analytics.png")
+    page.context.clear_cookies()
+    page.goto(f"{site.url}/login/")
+    page.screenshot(path=out / "login.png")

@@ -1,0 +1,77 @@
+"""The transaction graph page in a real browser: its table (#transaction-table, one row per
+unit of work with data-transaction-id and data-state) follows the platform live when a held
+commit is released and when a rollback cascades."""
+from __future__ import annotations
+
+from playwright.sync_api import expect
+
+
+def begin(api, broker: str) -> str:
+    response = api.post(f"/api/brokers/{broker}/transactions/", json={})
+    assert response.status_code == 201, response.text
+    return response.json()["id"]
+
+
+def linked_pair(api, broker: str) -> tuple[str, str]:
+    """A producer with an uncommitted put and a consumer that took it pre-emptively."""
+    producer, consumer = begin(api, broker), begin(api, broker)
+    put = api.post(f"/api/brokers/{broker}/queues/Q1/messages/", json={"body": "p", "transaction": producer})
+    assert put.status_code == 201, put.text
+    got = api.post(f"/api/brokers/{broker}/queues/Q1/get/", json={"transaction": consumer, "preemptive": True})
+    assert got.status_code == 200 and got.json()["messages"], got.text
+    return producer, consumer
+
+
+def row(page, transaction_id: str):
+    return page.locator(f'#transaction-table tr[data-transaction-id="{transaction_id}"]')
+
+
+def test_table_follows_a_held_commit_and_its_release(admin_page, site, api, fresh_broker):
+    page = admin_page
+    page.goto(f"{site.url}/brokers/{fresh_broker}/transactions/")
+    expect(page.locator("#graph-root")).to_have_attribute("data-ready", "true")
+    producer, consumer = linked_pair(api, fresh_broker)
+    expect(row(page, consumer)).to_have_attribute("data-state", "active")
+    expect(row(page, consumer)).to_have_attribute("data-upstream", producer)
+
+    held = api.post(f"/api/transactions/{consumer}/commit/", json={"wait": 0})
+    assert held.status_code == 202 and held.json()["state"] == "commit_held", held.text
+    expect(row(page, consumer)).to_have_attribute("data-state", "commit_held")
+    expect(row(page, consumer)).to_contain_text(f"held on {producer[:8]}")
+
+    row(page, consumer).click()  # the detail panel says why it is held
+    expect(page.locator('#detail [data-f="held"]')).to_contain_text(producer[:8])
+    row(page, producer).click()  # and what a rollback of the producer would cascade to
+    expect(page.locator('#detail [data-f="cascade"]')).to_contain_text(consumer[:8])
+
+    assert api.post(f"/api/transactions/{producer}/commit/", json={}).status_code == 200
+    expect(row(page, producer)).to_have_attribute("data-state", "committed")
+    expect(row(page, consumer)).to_have_attribute("data-state", "committed")
+    assert page.console.errors == []
+
+
+def test_table_follows_a_cascading_rollback(admin_page, site, api, fresh_broker):
+    page = admin_page
+    page.goto(f"{site.url}/brokers/{fresh_broker}/transactions/")
+    expect(page.locator("#graph-root")).to_have_attribute("data-ready", "true")
+    producer, consumer = linked_pair(api, fresh_broker)
+    expect(row(page, consumer)).to_have_attribute("data-state", "active")
+
+    response = api.post(f"/api/transactions/{producer}/rollback/", json={})
+    assert response.status_code == 200 and consumer in response.json()["cascaded"], response.text
+    expect(row(page, producer)).to_have_attribute("data-state", "rolled_back")
+    expect(row(page, consumer)).to_have_attribute("data-state", "rolled_back")
+    expect(row(page, consumer)).to_contain_text("cascade")
+    assert page.console.errors == []
+
+
+def test_filters_hide_rows(admin_page, site, api, fresh_broker):
+    page = admin_page
+    producer, consumer = linked_pair(api, fresh_broker)
+    page.goto(f"{site.url}/brokers/{fresh_broker}/transactions/")
+    expect(row(page, producer)).to_be_visible()
+    page.uncheck('#filters input[value="active"]')
+    expect(row(page, producer)).to_be_hidden()
+    page.check('#filters input[value="active"]')
+    expect(row(page, producer)).to_be_visible()
+    api.post(f"/api/transactions/{producer}/rollback/", json={})

@@ -1,0 +1,61 @@
+"""The dashboard's reads: counts split by state, cutting the overview down to a user's
+grants, graph deltas with their links."""
+from __future__ import annotations
+
+import pytest
+
+from brokers.services.message_input import MessageInput
+from brokers.services.messages import message_get, message_put
+from dashboard import selectors
+from dashboard.access import Visibility, visibility
+
+pytestmark = pytest.mark.django_db
+
+
+def test_counts_split_available_uncommitted_in_flight(queue):
+    message_put(broker="QM1", queue="Q1", messages=[MessageInput(body=b"a"), MessageInput(body=b"b")])
+    message_put(broker="QM1", queue="Q1", messages=[MessageInput(body=b"c")], syncpoint="yes")
+    message_get(broker="QM1", queue="Q1", syncpoint="yes")
+    counts = selectors.queue_counts(queue_ids=[queue.pk])[queue.pk]
+    assert counts == {"depth": 2, "available": 1, "uncommitted_puts": 1, "in_flight": 1, "locked": 0}
+
+
+def test_overview_cut_to_what_a_user_sees(two_brokers):
+    data = selectors.overview()
+    seen = Visibility(everything=False, brokers=frozenset(), queues=frozenset({("SEEN", "Q2")}))
+    cut = selectors.overview_for(data, seen)
+    assert [b["name"] for b in cut["brokers"]] == ["SEEN"]
+    assert [q["name"] for q in cut["brokers"][0]["queues"]] == ["Q2"]
+
+
+def test_roles_map_onto_grants(two_brokers):
+    from dashboard.users import dashboard_user
+
+    dashboard_user(username="op", password="long-enough", role="operator", brokers=["SEEN"])
+    from django.contrib.auth import get_user_model
+
+    user = get_user_model().objects.get(username="op")
+    seen = visibility(user)
+    assert seen.broker("SEEN") and not seen.broker("HIDDEN") and seen.queue("SEEN", "anything")
+    from dashboard.access import may
+
+    assert may(user, "put", broker="SEEN", queue="Q1") and not may(user, "admin", broker="SEEN", queue="Q1")
+
+
+def test_graph_delta_has_links_and_far_ends(queue):
+    producer = message_put(broker="QM1", queue="Q1", messages=[MessageInput(body=b"p")], syncpoint="yes")
+    consumer = message_get(broker="QM1", queue="Q1", syncpoint="yes", preemptive=True)
+    delta = selectors.graph_delta(transaction_ids={consumer.transaction_id})
+    assert {n["id"] for n in delta["nodes"]} == {producer.transaction_id, consumer.transaction_id}
+    assert [(e["upstream"], e["downstream"]) for e in delta["edges"]] == [(producer.transaction_id, consumer.transaction_id)]
+    assert delta["touched"] == [consumer.transaction_id]
+
+
+def test_admin_bootstrap_shows_a_password_once(db):
+    from django.contrib.auth import authenticate
+
+    from dashboard.users import admin_bootstrap
+
+    password = admin_bootstrap()
+    assert password and authenticate(username="admin", password=password)
+    assert admin_bootstrap() is None
