@@ -24,10 +24,11 @@ from transactions.queries import (
     TRANSACTION, TRANSACTION_COLUMNS, aware, cursor, dt_param, json_param, postgres, transaction_from_row,
 )
 
-from .models import DefinitionsVersion, Message, Queue
+from .models import Broker, DefinitionsVersion, Message, Queue
 
 MESSAGE = Message._meta.db_table
 QUEUE = Queue._meta.db_table
+BROKER = Broker._meta.db_table
 VERSION = DefinitionsVersion._meta.db_table
 
 #: Every column of a message row, in the order the statements below read them.
@@ -373,3 +374,28 @@ def message_put_values(m: Message, adapt=dt_param) -> tuple:
         None if m.transmission_header is None else _encoder.encode(m.transmission_header), m.body, m.commit_seq,
         m.put_transaction_id, m.feedback,
     )
+
+
+def queues_backout_info(*, queue_ids: Iterable[int]) -> dict[int, tuple[str, str, int]]:
+    """Per queue: its name, its broker's name and its backout threshold. No lock."""
+    ids = sorted(set(queue_ids))
+    marks = ", ".join(["%s"] * len(ids))
+    with cursor() as c:
+        c.execute(f"SELECT q.id, q.name, b.name, q.backout_threshold FROM {QUEUE} q JOIN {BROKER} b"
+                  f" ON b.id = q.broker_id WHERE q.id IN ({marks})", ids)
+        return {queue_id: (name, broker, threshold) for queue_id, name, broker, threshold in c.fetchall()}
+
+
+def messages_restore(*, transaction_id: str) -> list[tuple[int, str, int, bool]]:
+    """A rolled-back unit of work's gets return: available again, backout count + 1 — except
+    a peek-locked message completed under it, which keeps its lock and its count. Returns
+    ``(queue_id, msg_id, backout_count, backed_out)`` in put order. Locks those rows."""
+    with cursor() as c:
+        c.execute(
+            f"UPDATE {MESSAGE} SET get_transaction_id = NULL,"
+            f" backout_count = backout_count + CASE WHEN lock_token IS NULL THEN 1 ELSE 0 END"
+            f" WHERE get_transaction_id = %s RETURNING id, queue_id, msg_id, backout_count, lock_token IS NULL",
+            [transaction_id],
+        )
+        rows = sorted(c.fetchall())
+    return [(queue_id, msg_id, backout_count, bool(backed_out)) for _, queue_id, msg_id, backout_count, backed_out in rows]

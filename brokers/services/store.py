@@ -182,6 +182,10 @@ class MessageStore:
             )
         removed, got = queries.transaction_counts(transaction_id=transaction_id)
         touched = set(removed) | set(got)
+        names = queries.queues_backout_info(queue_ids=got) if got else {}
+        if not any(threshold for _, _, threshold in names.values()):  # nothing can move: the hot path
+            self._rollback_plain(transaction_id=transaction_id, removed=removed, touched=touched, names=names)
+            return
         if not got:
             queries.queues_lock(queue_ids=touched)
         else:  # and the backout and dead-letter queues messages may move to
@@ -228,6 +232,29 @@ class MessageStore:
                     )
         journal_record(events=events)
         wakeup_notify_on_commit({queue_wakeup_key(m.queue_id) for m in restored})
+
+
+    @staticmethod
+    def _rollback_plain(*, transaction_id: str, removed: dict[int, int], touched: set[int],
+                        names: dict[int, tuple[str, str, int]]) -> None:
+        """A rollback whose gets cannot move any message (no backout threshold on their
+        queues): the queue rows are locked first, then puts go and gets return in two
+        statements."""
+        queries.queues_lock(queue_ids=touched, even_one=True)
+        if removed:
+            queries.queues_release(counts=removed)
+            queries.messages_delete_put(transaction_id=transaction_id)
+        if not names:
+            return
+        restored = queries.messages_restore(transaction_id=transaction_id)
+        now = timezone.now()
+        journal_record(events=[
+            journal_event(
+                JournalKind.BACKOUT, broker=names[queue_id][1], queue=names[queue_id][0], transaction_id=transaction_id,
+                msg_id=msg_id, backout_count=backout_count, at=now,
+            ) for queue_id, msg_id, backout_count, backed_out in restored if backed_out
+        ])
+        wakeup_notify_on_commit(sorted({queue_wakeup_key(queue_id) for queue_id, *_ in restored}))
 
 
 def queues_woken(queue_ids: Iterable[int]) -> None:
