@@ -399,3 +399,19 @@ def messages_restore(*, transaction_id: str) -> list[tuple[int, str, int, bool]]
         )
         rows = sorted(c.fetchall())
     return [(queue_id, msg_id, backout_count, bool(backed_out)) for _, queue_id, msg_id, backout_count, backed_out in rows]
+
+
+def messages_take_chosen(*, ids: list[int], get_transaction_id: str | None) -> bool:
+    """Take messages an ordered get chose (without locks): mark them gotten by the unit of
+    work (delivery count + 1), or delete them for a final get — all of them, or none when
+    one was taken meanwhile (False; the caller undoes its database transaction). Locks
+    those rows."""
+    marks = ", ".join(["%s"] * len(ids))
+    free = f"id IN ({marks}) AND get_transaction_id IS NULL AND lock_token IS NULL"
+    with cursor() as c:
+        if get_transaction_id is not None:
+            c.execute(f"UPDATE {MESSAGE} SET get_transaction_id = %s, delivery_count = delivery_count + 1"
+                      f" WHERE {free}", [get_transaction_id, *ids])
+        else:
+            c.execute(f"DELETE FROM {MESSAGE} WHERE {free}", ids)
+        return c.rowcount == len(ids)

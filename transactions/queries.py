@@ -89,6 +89,10 @@ class _EngineCursor:
     def fetchall(self):
         return self.raw.fetchall()
 
+    @property
+    def rowcount(self) -> int:
+        return self.raw.rowcount
+
     def __enter__(self):
         return self
 

@@ -12,7 +12,7 @@ import uuid
 from datetime import timedelta
 
 from django.conf import settings
-from django.db.models import F, Q
+from django.db.models import Q
 from django.utils import timezone
 
 from config.errors import BatonError
@@ -35,7 +35,7 @@ from ..message_input import HEX_ID
 from ..ordering import REASON_IN_FLIGHT, delivery_ordered, is_ordered, not_expired, ordered_getters_lock, ordered_pick
 from ..reports import COD, reports_send
 from ..store import (
-    MARK_REPORTS, client_sessions_note, connection_pending_note, queue_release, queue_wakeup_key, queues_woken,
+    MARK_REPORTS, client_sessions_note, connection_pending_note, queue_wakeup_key, queues_woken,
 )
 from .common import GetResult, _connection, _get_source, _syncpoint_checked, _unit_of_work
 
@@ -263,44 +263,17 @@ def _get_once(
                 for m in rows
             ])
             return GetResult(rows, source, None)
-        if txn is None:  # begun only once there is something to get
-            txn = _unit_of_work(broker=owner, transaction_id=None, wanted=wanted, connection=conn)
+        # An ordered get chose without taking: take what it chose (a concurrent get may have
+        # been first on PostgreSQL: then it answers as in flight), then the same bookkeeping.
+        new_id = None if txn is not None or not wanted else transaction_id_new()
         ids = [m.pk for m in rows]
-        if txn is not None:
-            taken = Message.objects.filter(pk__in=ids, get_transaction__isnull=True, lock_token__isnull=True).update(
-                get_transaction=txn, delivery_count=F("delivery_count") + 1,
-            )
-            if taken != len(ids):
-                raise _Raced
-            for m in rows:
-                m.get_transaction = txn
+        if not queries.messages_take_chosen(ids=ids, get_transaction_id=txn.id if txn is not None else new_id):
+            raise _Raced
+        for m in rows:
+            if txn is not None or new_id is not None:
+                m.get_transaction_id = txn.id if txn is not None else new_id
                 m.delivery_count += 1
-            transaction_links_add(downstream=txn, upstream_refs=[
-                (m.put_transaction_id, m.msg_id) for m in rows if m.put_transaction_id is not None
-            ])
-            if conn is not None:
-                connection_pending_note(connection=conn, transaction=txn, got=rows[-1].msg_id)
-            if any(m.report for m in rows):
-                transaction_mark(transaction=txn, mark=MARK_REPORTS)
-        else:
-            removed, _ = Message.objects.filter(pk__in=ids, get_transaction__isnull=True, lock_token__isnull=True).delete()
-            if removed != len(ids):
-                raise _Raced
-            queue_release(counts={source.pk: len(rows)})
-            queues_woken([source.pk])  # an ordered getter may be waiting for this one to go
-            if conn is not None:
-                client_sessions_note(broker_id=owner.pk, got={conn.conn_id: rows[-1].msg_id})
-            for m in rows:
-                m.queue = source
-            reports_send(originals=[m for m in rows if m.report], feedback=COD)
-        journal_record(events=[
-            journal_event(
-                JournalKind.GET, broker=owner.name, queue=source.name, msg_id=m.msg_id,
-                transaction_id=txn.id if txn else None, at=now, put_time=m.put_time.isoformat(),
-                preemptive=m.put_transaction_id is not None,
-            ) for m in rows
-        ])
-    return GetResult(rows, source, txn.id if txn else None)
+        return _taken(rows, source=source, owner=owner, txn=txn, new_id=new_id, wanted=wanted, conn=conn, now=now)
 
 
 def _match_id(name: str, value: str | None) -> str | None:
