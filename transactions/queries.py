@@ -190,13 +190,22 @@ def transaction_new(*, transaction_id: str, broker: str, owner: str, created_at,
     ])
 
 
-def _transaction_instance(values: list) -> Transaction:
-    txn = Transaction.__new__(Transaction)  # as from_db, without the ORM's per-field work
-    txn.__dict__.update(zip(TRANSACTION_COLUMNS, values))
+def model_instance(model, values: dict, fields_cache: dict | None = None):
+    """A model instance from column values (attribute names), as ``from_db`` builds it but
+    without the ORM's per-field work; for models without ``post_init`` receivers (Message,
+    Transaction), which matters at 100 instances a call."""
+    obj = model.__new__(model)
+    obj.__dict__.update(values)
     state = ModelState()
     state.adding, state.db = False, DEFAULT_DB_ALIAS
-    txn._state = state
-    return txn
+    if fields_cache:
+        state.fields_cache.update(fields_cache)
+    obj._state = state
+    return obj
+
+
+def _transaction_instance(values: list) -> Transaction:
+    return model_instance(Transaction, dict(zip(TRANSACTION_COLUMNS, values)))
 
 
 def transaction_from_row(row: Sequence) -> Transaction:
@@ -205,12 +214,7 @@ def transaction_from_row(row: Sequence) -> Transaction:
         values[i] = aware(values[i])
     if isinstance(values[_MARKS_AT], str):
         values[_MARKS_AT] = json.loads(values[_MARKS_AT])
-    txn = Transaction.__new__(Transaction)  # as from_db, without the ORM's per-field work
-    txn.__dict__.update(zip(TRANSACTION_COLUMNS, values))
-    state = ModelState()
-    state.adding, state.db = False, DEFAULT_DB_ALIAS
-    txn._state = state
-    return txn
+    return _transaction_instance(values)
 
 
 # --- transactions ---------------------------------------------------------------------------
