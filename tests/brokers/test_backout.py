@@ -149,3 +149,15 @@ def test_put_disabled_backout_queue_falls_back_to_dead_letter_queue(broker):
     get_and_back_out("Q")
     assert Message.objects.filter(queue__name="BOQ").count() == 0
     assert [bytes(m.body).decode() for m in browse(DLQ)] == ["a"]
+
+
+def test_each_backed_out_message_is_journaled_with_its_count(queue):
+    from transactions.models import JournalEvent
+
+    message_put(broker="QM1", queue="Q1", messages=msgs("a", "b"))
+    txn = transaction_begin(broker="QM1", timeout_ms=60_000)
+    message_get(broker="QM1", queue="Q1", transaction_id=txn.id, batch=2)
+    transaction_rollback(transaction_id=txn.id)
+    events = JournalEvent.objects.filter(transaction_id=txn.id, kind="backout").order_by("id")
+    assert [(e.queue, e.broker, e.detail["backout_count"]) for e in events] == [("Q1", "QM1", 1), ("Q1", "QM1", 1)]
+    assert [m.backout_count for m in browse("Q1")] == [1, 1]
