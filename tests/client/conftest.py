@@ -8,19 +8,15 @@ import itertools
 import pytest
 
 from brokers.client import Client
-from tests.integration.servers import RUNNING, Platform
+from tests.integration.servers import RUNNING, platform_started
 
 _names = itertools.count(1)
 
 
 @pytest.fixture(scope="session")
 def platform(tmp_path_factory):
-    running = Platform(tmp_path_factory.mktemp("baton-client-var"))
-    try:
-        running.start()
+    with platform_started(tmp_path_factory.mktemp("baton-client-var")) as running:
         yield running
-    finally:
-        running.stop()
 
 
 @pytest.fixture

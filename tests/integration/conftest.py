@@ -7,19 +7,15 @@ import itertools
 
 import pytest
 
-from .servers import RUNNING, Platform
+from .servers import RUNNING, platform_started
 
 _names = itertools.count(1)
 
 
 @pytest.fixture(scope="session")
 def platform(tmp_path_factory):
-    running = Platform(tmp_path_factory.mktemp("baton-var"))
-    try:
-        running.start()
+    with platform_started(tmp_path_factory.mktemp("baton-var")) as running:
         yield running
-    finally:
-        running.stop()
 
 
 @pytest.fixture

@@ -13,9 +13,10 @@ import socket
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, TypeVar
+from typing import Callable, Iterator, TypeVar
 
 import httpx
 
@@ -236,3 +237,15 @@ class Platform:
             server.stop()
         if self in RUNNING:
             RUNNING.remove(self)
+
+
+@contextmanager
+def platform_started(directory: Path) -> Iterator["Platform"]:
+    """A platform started in ``directory`` for the length of the block (a session fixture's
+    body), stopped on the way out whatever happens."""
+    running = Platform(directory)
+    try:
+        running.start()
+        yield running
+    finally:
+        running.stop()

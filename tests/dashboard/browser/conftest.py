@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.servers import RUNNING, Platform, manage
+from tests.integration.servers import RUNNING, manage, platform_started
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking",
@@ -36,12 +36,8 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(scope="session")
 def site(tmp_path_factory):
-    running = Platform(tmp_path_factory.mktemp("baton-dash"))
-    try:
-        running.start()
+    with platform_started(tmp_path_factory.mktemp("baton-dash")) as running:
         yield running
-    finally:
-        running.stop()
 
 
 @pytest.fixture
