@@ -24,11 +24,25 @@ put                                    put on the queue
 get (destructive, browse, peek-lock)   get on the queue
 browse (GET .../messages/)             browse on the queue
 complete/abandon/renew/dead-letter     get on the locked message's queue
-begin, display, commit, roll back,     put, get or admin on the transaction's broker (broker-wide
-check a transaction; the graph         or on any queue of it)
+begin a transaction                    put, get or admin on the transaction's broker (broker-wide
+                                       or on any queue of it)
+display, commit, roll back, check a    its owner (who began it) with put, get or admin on its
+transaction; put, get or complete a    broker; a superuser; or admin on its broker (as a whole).
+lock under it                          Anyone else: 404 ``not_found``, as for an unknown id
+the transaction graph                  any action on the broker (it shows every unit of work
+                                       there, but acting on one needs the above)
 open, display, close a connection,     put or get on the connection's broker (broker-wide or on
-or name one in a put or get            any queue of it)
+or name one in a put or get            any queue of it); joining its current unit of work is
+                                       acting on that unit of work
 =====================================  =========================================================
+
+Ownership of units of work (API.md): a unit of work belongs to the user who began it,
+explicitly or by a put or get that began one (``Transaction.user``). Units of work begun by
+system code (channel agents, management commands, the dashboard's own puts) belong to no
+user: only superusers and the broker's admins may act on them. The service functions that
+take a ``user`` (``message_put``, ``message_get``, ``lock_complete``) check the unit of
+work they join with :func:`require_transaction_owner` on the row they have locked, so
+every transport that passes its user gets the rule; ``user=None`` is system code.
 """
 from __future__ import annotations
 
@@ -38,6 +52,7 @@ from typing import TypeVar
 from django.db.models import Q
 
 from config.errors import PermissionDenied
+from transactions.exceptions import TransactionNotFound
 from transactions.models import Transaction
 
 from .models import Grant, Message, Queue
@@ -172,14 +187,65 @@ def require_transaction_begin(user, *, broker: str) -> None:
     _require(user, TRANSACTION_ACTIONS, broker=broker, anywhere=True)
 
 
+def require_transaction_graph(user, *, broker: str) -> None:
+    """See the broker's transaction graph: any action on the broker."""
+    _require(user, ANY, broker=broker, anywhere=True)
+
+
+def _not_found(transaction_id: str) -> TransactionNotFound:
+    # the same answer as for an id that does not exist: nothing is confirmed
+    return TransactionNotFound(f"No transaction {transaction_id}.", transaction=transaction_id)
+
+
+def _acts_on(user, *, transaction_id: str, broker: str, user_id: int | None, owner_checked: bool = False) -> None:
+    """The ownership rule for a unit of work known to exist. ``owner_checked``: the caller
+    has checked the operation's own permission on the broker (a put or get), which covers
+    its owner."""
+    if user_id is not None and user_id == getattr(user, "pk", None):
+        if not owner_checked:
+            require_transaction_begin(user, broker=broker)  # its owner, while they may still work on the broker
+    elif not _holds(user, {"admin"}, broker=broker):
+        raise _not_found(transaction_id)
+
+
 def require_transaction(user, *, transaction_id: str) -> None:
-    """Display, commit, roll back or check a unit of work: as for beginning one on its
-    broker. An unknown id is left to the service (404)."""
+    """Display, commit, roll back or check a unit of work: its owner (with put, get or
+    admin on its broker), a superuser, or a user with admin on its broker; anyone else gets
+    404 ``not_found``. An unknown id is left to the service (404)."""
     if _superuser(user):
         return
-    broker = Transaction.objects.filter(pk=transaction_id).values_list("broker", flat=True).first()
-    if broker is not None:
-        require_transaction_begin(user, broker=broker)
+    row = Transaction.objects.filter(pk=transaction_id).values_list("broker", "user_id").first()
+    if row is not None:
+        _acts_on(user, transaction_id=transaction_id, broker=row[0], user_id=row[1])
+
+
+def transaction_graph_for(user, graph: dict) -> dict:
+    """A transaction graph (``transactions.selectors.transaction_graph``) as the user may see
+    it: nodes on brokers they hold any grant on (a linked unit of work on another broker is
+    left out, with its links), each with ``yours``: whether they may act on it."""
+    nodes = graph["nodes"]
+    if not _superuser(user):
+        seen = set(Grant.objects.filter(_holding(ANY), user=user).values_list("broker", flat=True))
+        nodes = [n for n in nodes if n["broker"] in seen]
+    administered = None if _superuser(user) else set(
+        Grant.objects.filter(user=user, queue="", may_admin=True).values_list("broker", flat=True))
+    owners = dict(Transaction.objects.filter(pk__in=[n["id"] for n in nodes]).values_list("id", "user_id"))
+    me = getattr(user, "pk", None)
+    nodes = [{**n, "yours": administered is None or n["broker"] in administered
+              or (owners.get(n["id"]) is not None and owners.get(n["id"]) == me)} for n in nodes]
+    ids = {n["id"] for n in nodes}
+    edges = [e for e in graph["edges"] if e["upstream"] in ids and e["downstream"] in ids]
+    return {**graph, "nodes": nodes, "edges": edges}
+
+
+def require_transaction_owner(user, *, transaction: Transaction) -> None:
+    """The service layer's check before it adds work to (or commits) a unit of work whose row
+    it has read: the rule of :func:`require_transaction`, without a query when the user owns
+    it (the operation's own permission was checked first). ``user`` None is system code."""
+    if user is None or _superuser(user):
+        return
+    _acts_on(user, transaction_id=transaction.pk, broker=transaction.broker, user_id=transaction.user_id,
+             owner_checked=True)
 
 
 def require_connection_open(user, *, broker: str) -> None:

@@ -89,20 +89,24 @@ def _locked(transaction_id: str) -> Transaction:
     return txn
 
 
-def transaction_begin(*, broker: str, timeout_ms: int, owner: str = "", transaction_id: str | None = None) -> Transaction:
+def transaction_begin(*, broker: str, timeout_ms: int, owner: str = "", transaction_id: str | None = None,
+                      user_id: int | None = None) -> Transaction:
     """Begin a unit of work on a broker. It is rolled back if still open after ``timeout_ms``.
     ``transaction_id``: an id chosen beforehand (a get that took messages under it in the
-    same database transaction); a new one by default."""
+    same database transaction); a new one by default. ``user_id``: the user it belongs to
+    (docs/permissions.md, "Ownership of units of work"); None for system code (channel
+    agents, management commands), whose units of work only superusers and the broker's
+    admins may act on."""
     now = timezone.now()
     txn = queries.transaction_new(
         transaction_id=transaction_id or transaction_id_new(), broker=broker, owner=owner, created_at=now,
-        deadline_at=now + timedelta(milliseconds=timeout_ms) if timeout_ms > 0 else None,
+        deadline_at=now + timedelta(milliseconds=timeout_ms) if timeout_ms > 0 else None, user_id=user_id,
     )
     with engine_step(durable=False):  # a new unit of work promises nothing yet
         # the journal first: on PostgreSQL it travels with the INSERT (queries.deferred)
         journal_record(events=[journal_event(JournalKind.BEGIN, broker=broker, transaction_id=txn.id, at=now)])
         queries.transaction_insert(transaction_id=txn.id, broker=broker, owner=owner, created_at=now,
-                                   deadline_at=txn.deadline_at)
+                                   deadline_at=txn.deadline_at, user_id=user_id)
     return txn
 
 

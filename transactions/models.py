@@ -5,6 +5,7 @@ by name only, and resource managers (``transactions.resources``) carry the effec
 """
 import uuid
 
+from django.conf import settings
 from django.db import models
 
 
@@ -43,6 +44,11 @@ class Transaction(models.Model):
     deadline_at = models.DateTimeField(null=True, blank=True, help_text="Rolled back if still open at this time.")
     commit_requested_at = models.DateTimeField(null=True, blank=True)
     resolved_at = models.DateTimeField(null=True, blank=True)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+        help_text="The user who began it, who alone (with superusers and the broker's admins) may act on it; "
+                  "empty for units of work begun by channel agents and other system code.",
+    )
 
     class Meta:
         indexes = [

@@ -183,10 +183,11 @@ def aware(value):
     return value
 
 
-def transaction_new(*, transaction_id: str, broker: str, owner: str, created_at, deadline_at) -> Transaction:
+def transaction_new(*, transaction_id: str, broker: str, owner: str, created_at, deadline_at,
+                    user_id: int | None = None) -> Transaction:
     """The instance of a unit of work about to be begun (``transaction_insert`` writes it)."""
     return _transaction_instance([
-        transaction_id, broker, "active", "", None, owner, [], created_at, deadline_at, None, None,
+        transaction_id, broker, "active", "", None, owner, [], created_at, deadline_at, None, None, user_id,
     ])
 
 
@@ -219,15 +220,16 @@ def transaction_from_row(row: Sequence) -> Transaction:
 
 # --- transactions ---------------------------------------------------------------------------
 
-def transaction_insert(*, transaction_id: str, broker: str, owner: str, created_at, deadline_at) -> None:
-    """A new unit of work, active. A new row: no lock."""
+def transaction_insert(*, transaction_id: str, broker: str, owner: str, created_at, deadline_at,
+                       user_id: int | None = None) -> None:
+    """A new unit of work, active, belonging to ``user_id`` (None: system code). A new row: no lock."""
     marks = json_param()
     with cursor() as c:
         c.execute(
-            f"INSERT INTO {TRANSACTION} (id, broker, state, reason, owner, marks, created_at, deadline_at)"
-            f" VALUES (%s, %s, 'active', '', %s, {marks}, %s, %s)",
+            f"INSERT INTO {TRANSACTION} (id, broker, state, reason, owner, marks, created_at, deadline_at, user_id)"
+            f" VALUES (%s, %s, 'active', '', %s, {marks}, %s, %s, %s)",
             [transaction_id, broker, owner, "[]", dt_param(created_at),
-             dt_param(deadline_at)],
+             dt_param(deadline_at), user_id],
         )
 
 

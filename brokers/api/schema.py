@@ -394,6 +394,7 @@ class GraphNodeSerializer(s.Serializer):
     reason = s.CharField(allow_null=True)
     created_at = s.DateTimeField()
     resolved_at = s.DateTimeField(allow_null=True)
+    yours = s.BooleanField(help_text="Whether you may act on it: you began it, administer its broker, or are a superuser.")
 
 
 class GraphEdgeSerializer(s.Serializer):

@@ -234,6 +234,7 @@ class MessagesView(APIView):
             broker=broker, queue=queue, messages=messages, transaction_id=_text(data, "transaction"),
             syncpoint=_text(data, "syncpoint"), connection_id=connection_id,
             put_application=(_text(data, "put_application") or getattr(request.user, "username", ""))[:100],
+            user=request.user,  # ownership of units of work (brokers.permissions)
         )
         b, q = result.queue.broker.name, result.queue.name
         rendered = [message_render(m, broker=b, queue=q) for m in result.messages]
@@ -266,6 +267,7 @@ class GetView(APIView):
             msg_id=_text(data, "msg_id"), correl_id=_text(data, "correl_id"), group_id=_text(data, "group_id"),
             mode=_text(data, "mode") or "destructive", commit_first=_bool(data, "commit_first"),
             preemptive=_bool(data, "preemptive"), ordered=_bool(data, "ordered"), access=_text(data, "access"),
+            user=request.user,  # ownership of units of work (brokers.permissions)
         )
         b, q = result.queue.broker.name, result.queue.name
         body: dict[str, Any] = {"messages": [message_render(m, broker=b, queue=q) for m in result.messages],
@@ -281,7 +283,7 @@ class LockCompleteView(APIView):
     @doc.locks_complete
     def post(self, request: Request, token: str) -> Response:
         may.require_lock(request.user, token=token)
-        outcome = lock_complete(token=token, transaction_id=_text(_body(request), "transaction"))
+        outcome = lock_complete(token=token, transaction_id=_text(_body(request), "transaction"), user=request.user)
         return Response({"lock_token": token, "outcome": outcome})
 
 
@@ -324,7 +326,7 @@ class TransactionBeginView(APIView):
         timeout_ms = owner.transaction_timeout_ms  # the broker's: 0 for no deadline
         if data.get("timeout_ms") is not None:
             timeout_ms = _number(data, "timeout_ms", timeout_ms, low=1, high=86_400_000, whole=True)
-        txn = transaction_begin(broker=owner.name, timeout_ms=timeout_ms)
+        txn = transaction_begin(broker=owner.name, timeout_ms=timeout_ms, user_id=request.user.pk)  # its owner
         return Response(transaction_render(txn, upstream=[], downstream=[]), status=201)  # new: no links yet
 
 
@@ -333,8 +335,8 @@ class TransactionGraphView(APIView):
 
     @doc.transactions_graph
     def get(self, request: Request, broker: str) -> Response:
-        may.require_transaction_begin(request.user, broker=broker)
-        return Response(transaction_graph(broker=broker_get(name=broker).name))
+        may.require_transaction_graph(request.user, broker=broker)
+        return Response(may.transaction_graph_for(request.user, transaction_graph(broker=broker_get(name=broker).name)))
 
 
 class TransactionDetailView(APIView):

@@ -17,11 +17,12 @@ from django.db import transaction as db
 from django.utils import timezone
 
 from transactions.journal import journal_event, journal_record
-from transactions.manager import transaction_for_operation, transaction_timeouts_applied
+from transactions.manager import transaction_timeouts_applied
 from transactions.models import JournalKind
 
 from config.errors import BatonError, Conflict
 from ..models import Message
+from .messages.common import unit_of_work_joined
 from .store import dead_letter_target, message_move, queue_release, queues_woken
 
 
@@ -68,16 +69,17 @@ def _unlocked_or_dead_lettered(message: Message, *, reason_if_over: str, lapsed:
     return "available"
 
 
-def lock_complete(*, token: str, transaction_id: str | None = None) -> str:
+def lock_complete(*, token: str, transaction_id: str | None = None, user=None) -> str:
     """Remove a locked message. Under a unit of work it is removed when that commits; if
-    that rolls back, the message is still locked (and the lock may still expire)."""
+    that rolls back, the message is still locked (and the lock may still expire). The unit
+    of work must be ``user``'s (docs/permissions.md; None: system code)."""
     now = timezone.now()
     with transaction_timeouts_applied(), db.atomic():
         txn = None
         if transaction_id:
             # the unit of work's row before the message row: the order every get keeps
             broker = Message.objects.filter(lock_token=token).values_list("queue__broker__name", flat=True).first()
-            txn = transaction_for_operation(transaction_id=transaction_id, broker=broker or "")
+            txn = unit_of_work_joined(transaction_id=transaction_id, broker=broker or "", user=user)
         message = _locked_message(token, now)
         if message.get_transaction_id is not None:
             raise Conflict(f"The message locked with {token} is already being completed under a unit of work.",

@@ -3,10 +3,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from transactions import queries as transaction_queries
+from transactions.exceptions import TransactionNotFound
 from transactions.manager import transaction_begin, transaction_for_operation
 from transactions.models import Transaction, TransactionState
 
-from ...exceptions import GetInhibited, InvalidInput, OptionsConflict, PutInhibited
+from ... import permissions as may
+from ...exceptions import ConnectionNotFound, GetInhibited, InvalidInput, OptionsConflict, PutInhibited
 from ...models import Broker, Connection, Message, Queue, QueueKind
 from ...definitions import definitions_checked
 from ...definitions import queue_cached as queue_get
@@ -80,22 +83,48 @@ def _get_source(*, broker: str, queue: str, checked: bool = False) -> Queue:
     return source
 
 
+def _user_id(user) -> int | None:
+    return getattr(user, "pk", None)
+
+
+def unit_of_work_joined(*, transaction_id: str, broker: str, user,
+                        locked: Transaction | None = None) -> Transaction:
+    """The named unit of work, locked, for an operation to add work to: its owner is checked
+    (``brokers.permissions.require_transaction_owner``, 404 for anyone else) before its
+    state, so a stranger learns nothing about it. ``user`` None is system code."""
+    if user is not None:
+        if locked is None or locked.id != transaction_id:
+            locked = transaction_queries.transaction_row(transaction_id=transaction_id, lock=True)
+        if locked is not None:
+            may.require_transaction_owner(user, transaction=locked)
+    return transaction_for_operation(transaction_id=transaction_id, broker=broker, locked=locked)
+
+
+def _connection_unit_joined(*, connection: Connection, broker: str, user) -> Transaction:
+    """The connection's current unit of work, for a put or get naming the connection. Someone
+    else's: the connection is not confirmed to exist (404)."""
+    try:
+        return unit_of_work_joined(transaction_id=connection.current_transaction_id, broker=broker, user=user)
+    except TransactionNotFound:
+        raise ConnectionNotFound(f"No open connection {connection.conn_id}.", connection=connection.conn_id) from None
+
+
 def _unit_of_work(*, broker: Broker, transaction_id: str | None, wanted: bool, connection: Connection | None,
-                  new_id: str | None = None, locked: Transaction | None = None) -> Transaction | None:
+                  new_id: str | None = None, locked: Transaction | None = None, user=None) -> Transaction | None:
     """The unit of work an operation joins: the one named, else (when a syncpoint is wanted)
-    the connection's current one, begun if it has none, else a new one.
-    Caller holds an open database transaction."""
+    the connection's current one, begun if it has none, else a new one, belonging to
+    ``user`` (None: system code). Caller holds an open database transaction."""
     if transaction_id:
-        return transaction_for_operation(transaction_id=transaction_id, broker=broker.name, locked=locked)
+        return unit_of_work_joined(transaction_id=transaction_id, broker=broker.name, user=user, locked=locked)
     if not wanted:
         return None
     if connection is not None:
         current = connection.current_transaction_id
         if current and Transaction.objects.filter(pk=current, state=TransactionState.ACTIVE).exists():
-            return transaction_for_operation(transaction_id=current, broker=broker.name)
+            return _connection_unit_joined(connection=connection, broker=broker.name, user=user)
     txn = transaction_begin(
         broker=broker.name, timeout_ms=broker.transaction_timeout_ms, owner=connection.conn_id if connection else "",
-        transaction_id=new_id,
+        transaction_id=new_id, user_id=_user_id(user),
     )
     if connection is not None:
         Connection.objects.filter(pk=connection.pk).update(current_transaction=txn)

@@ -17,10 +17,11 @@ from django.utils import timezone
 
 from config.errors import BatonError
 from transactions.durability import engine_step
+from transactions.exceptions import TransactionNotFound
 from transactions.journal import journal_event, journal_record
 from transactions.locks import link_graph_lock, link_graph_locking
 from transactions.manager import (
-    transaction_commit, transaction_for_operation, transaction_links_add, transaction_mark,
+    transaction_commit, transaction_links_add, transaction_mark,
     transaction_timeouts_applied,
 )
 from transactions.models import JournalKind, Transaction, transaction_id_new
@@ -28,7 +29,8 @@ from transactions.wakeups import wait_for
 
 from ... import queries
 from ...definitions import definitions_checked
-from ...exceptions import InvalidInput, OptionsConflict, QueueInUse, QueueNotFound
+from ... import permissions as may
+from ...exceptions import ConnectionNotFound, InvalidInput, OptionsConflict, QueueInUse, QueueNotFound
 from ...models import Access, Connection, DeliverySequence, Message, Queue, ReadOrder
 from ...selectors import connection_get
 from ..message_input import HEX_ID
@@ -37,7 +39,7 @@ from ..reports import COD, reports_send
 from ..store import (
     MARK_REPORTS, client_sessions_note, connection_pending_note, queue_wakeup_key, queues_woken,
 )
-from .common import GetResult, _connection, _get_source, _syncpoint_checked, _unit_of_work
+from .common import GetResult, _connection, _get_source, _syncpoint_checked, _unit_of_work, unit_of_work_joined
 
 GET_MODES = {"destructive", "browse", "peek_lock"}
 
@@ -162,12 +164,13 @@ def _source_and_lease(*, broker: str, queue: str, transaction_id: str | None,
 
 
 def _taken(rows: list[Message], *, source: Queue, owner, txn: Transaction | None, new_id: str | None,
-           wanted: bool, conn: Connection | None, now) -> GetResult:
+           wanted: bool, conn: Connection | None, now, user=None) -> GetResult:
     """After ``queries.messages_take``: the unit of work's bookkeeping (begun now, under the
     id the messages were taken with, if the get asked for one and had none), or a final
     get's; then the journal."""
     if txn is None and new_id is not None:
-        txn = _unit_of_work(broker=owner, transaction_id=None, wanted=wanted, connection=conn, new_id=new_id)
+        txn = _unit_of_work(broker=owner, transaction_id=None, wanted=wanted, connection=conn, new_id=new_id,
+                            user=user)
     if txn is not None:
         transaction_links_add(downstream=txn, upstream_refs=[
             (m.put_transaction_id, m.msg_id) for m in rows if m.put_transaction_id is not None
@@ -198,7 +201,7 @@ def _taken(rows: list[Message], *, source: Queue, owner, txn: Transaction | None
 def _get_once(
     *, broker: str, queue: str, transaction_id: str | None, wanted: bool, connection_id: str | None, batch: int,
     msg_id: str | None, correl_id: str | None, group_id: str | None, preemptive: bool = False,
-    ordered: bool = False, mode: str = "destructive", access: str | None = None,
+    ordered: bool = False, mode: str = "destructive", access: str | None = None, user=None,
 ) -> GetResult:
     match = {"msg_id": msg_id, "correl_id": correl_id, "group_id": group_id}
     graph_lock = preemptive and _preemptive_needs_graph_lock(
@@ -216,11 +219,11 @@ def _get_once(
                          under_uow=under_uow)
         owner = source.broker
         conn = _connection(connection_id, owner)
-        txn = transaction_for_operation(transaction_id=transaction_id, broker=owner.name, locked=locked) \
+        txn = unit_of_work_joined(transaction_id=transaction_id, broker=owner.name, user=user, locked=locked) \
             if transaction_id else None
         if txn is None and wanted and conn is not None and conn.current_transaction_id:
             # the connection's unit of work, if it has one, is this get's own (never begun here for nothing)
-            txn = _unit_of_work(broker=owner, transaction_id=None, wanted=True, connection=conn) \
+            txn = _unit_of_work(broker=owner, transaction_id=None, wanted=True, connection=conn, user=user) \
                 if Transaction.objects.filter(pk=conn.current_transaction_id, state="active").exists() else None
         if preemptive:
             wanted = True  # a pre-emptive get is always under a unit of work (begun below if it finds something)
@@ -244,7 +247,7 @@ def _get_once(
             )
             if rows:
                 return _taken(rows, source=source, owner=owner, txn=txn, new_id=new_id, wanted=wanted, conn=conn,
-                              now=now)
+                              now=now, user=user)
         else:
             rows = list(
                 _candidates(source, now=now, uncommitted_of_others=own if see_uncommitted else None, **match)
@@ -273,7 +276,8 @@ def _get_once(
             if txn is not None or new_id is not None:
                 m.get_transaction_id = txn.id if txn is not None else new_id
                 m.delivery_count += 1
-        return _taken(rows, source=source, owner=owner, txn=txn, new_id=new_id, wanted=wanted, conn=conn, now=now)
+        return _taken(rows, source=source, owner=owner, txn=txn, new_id=new_id, wanted=wanted, conn=conn, now=now,
+                      user=user)
 
 
 def _match_id(name: str, value: str | None) -> str | None:
@@ -289,6 +293,7 @@ def message_get(
     connection_id: str | None = None, wait: float = 0, batch: int = 1, msg_id: str | None = None,
     correl_id: str | None = None, group_id: str | None = None, mode: str = "destructive",
     commit_first: bool = False, preemptive: bool = False, ordered: bool = False, access: str | None = None,
+    user=None,
 ) -> GetResult:
     """Get up to ``batch`` messages in delivery order (priority if the queue says so, then put
     order), skipping expired ones. Under a unit of work the messages stay on the queue in
@@ -297,7 +302,11 @@ def message_get(
 
     ``preemptive`` (only under a unit of work) may also take another transaction's
     uncommitted put, linking that producer upstream of the getter: the getter's commit is
-    then held until the producer commits, and the producer's rollback backs it out."""
+    then held until the producer commits, and the producer's rollback backs it out.
+
+    ``user``: who gets (a transport passes its authenticated user): a unit of work it joins
+    or commits first must be theirs (docs/permissions.md), one it begins is theirs. None:
+    system code."""
     if access not in (None, "shared", "exclusive"):
         raise InvalidInput("access must be shared or exclusive.", errors={"access": ["Invalid choice."]})
     if mode not in GET_MODES:
@@ -324,6 +333,14 @@ def message_get(
             raise OptionsConflict("commit_first commits the connection's unit of work; name no other transaction.")
         current = conn.current_transaction_id
         if current and Transaction.objects.filter(pk=current, state="active").exists():
+            if user is not None:
+                row = Transaction.objects.filter(pk=current).first()
+                if row is not None:
+                    try:
+                        may.require_transaction_owner(user, transaction=row)
+                    except TransactionNotFound:
+                        raise ConnectionNotFound(f"No open connection {connection_id}.",
+                                                 connection=connection_id) from None
             transaction_commit(transaction_id=current)  # committed, or held until its upstreams commit
         transaction_id = None
     wanted = syncpoint == "yes"
@@ -333,7 +350,7 @@ def message_get(
             return _get_once(
                 broker=broker, queue=queue, transaction_id=transaction_id, wanted=wanted,
                 connection_id=connection_id, batch=batch, msg_id=msg_id, correl_id=correl_id, group_id=group_id,
-                preemptive=preemptive, ordered=ordered, mode=mode, access=access,
+                preemptive=preemptive, ordered=ordered, mode=mode, access=access, user=user,
             )
         except _Raced:
             return GetResult([], _get_source(broker=broker, queue=queue), transaction_id, REASON_IN_FLIGHT)

@@ -33,13 +33,16 @@ from .common import PutResult, _connection, _put_target, _syncpoint_checked, _un
 
 def message_put(
     *, broker: str, queue: str, messages: list[MessageInput], transaction_id: str | None = None,
-    syncpoint: str | None = None, connection_id: str | None = None, put_application: str = "",
+    syncpoint: str | None = None, connection_id: str | None = None, put_application: str = "", user=None,
 ) -> PutResult:
     """Put messages on a queue: under a unit of work (uncommitted until it commits), or
     immediately. With ``syncpoint="if_persistent"`` persistent messages go under a unit of
     work and non-persistent ones immediately. All or none are put: a full queue, a message
     too long or a disabled queue refuses the whole call. A message with ``refers_to`` is a
-    reactive message: it acts on an earlier message instead of being queued."""
+    reactive message: it acts on an earlier message instead of being queued.
+
+    ``user``: who puts (a transport passes its authenticated user): a unit of work it joins
+    must be theirs (docs/permissions.md), one it begins is theirs. None: system code."""
     if not messages:
         raise InvalidInput("Give at least one message.", errors={"messages": ["Empty."]})
     if len(messages) > settings.BATON_MAX_BATCH:
@@ -76,7 +79,7 @@ def message_put(
         under_uow = [syncpoint == "yes" or (syncpoint == "if_persistent" and p) for p in persistent]
         conn = _connection(connection_id, owner)
         txn = _unit_of_work(broker=owner, transaction_id=transaction_id, wanted=any(under_uow), connection=conn,
-                            locked=locked)
+                            locked=locked, user=user)
         rows = [
             message_new(
                 queue=dest, msg_id=msg_id, msg=msg, priority=msg.priority if msg.priority is not None else named.default_priority,
