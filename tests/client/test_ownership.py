@@ -1,0 +1,55 @@
+"""Ownership of units of work through the Python client against a live platform: two users
+with the same grants, each with a token made by ``manage.py api_token``; the one who did not
+begin a unit of work meets NotFound for everything done to it, and it is left as it was."""
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from brokers.client import Client, NotFound, Transaction
+from tests.integration.servers import manage
+
+_users = itertools.count(1)
+
+
+@pytest.fixture
+def two_users(platform, broker):
+    """Clients for two users, each with put, get and browse on ``broker``."""
+    clients = []
+    for _ in range(2):
+        name = f"owner{next(_users)}"
+        token = manage(platform.env, "api_token", name, "--create-user").strip().splitlines()[-1]
+        manage(platform.env, "grant", name, "--broker", broker, "--actions", "put,get,browse")
+        clients.append(Client(platform.url, token, timeout=30))
+    yield clients
+    for c in clients:
+        c.close()
+
+
+def test_another_user_meets_not_found_and_changes_nothing(two_users, broker, client):
+    alice, bob = two_users
+    txn = alice.transaction(broker)
+    txn.put("Q1", "alice's")
+    stolen = Transaction(bob, {"id": txn.id, "broker": broker})  # bob knows the id (say, from the graph)
+    for attempt in (stolen.refresh, stolen.commit, stolen.rollback, stolen.check,
+                    lambda: stolen.put("Q1", "bob's"), lambda: stolen.get("Q1", preemptive=True),
+                    lambda: bob.display_transaction(txn.id)):
+        with pytest.raises(NotFound):
+            attempt()
+    assert client.display_queue(broker, "Q1")["uncommitted_puts"] == 1
+    assert txn.refresh().state == "active"
+    graph = {n["id"]: n for n in bob.transaction_graph(broker)["nodes"]}
+    assert graph[txn.id]["yours"] is False
+    assert txn.commit().committed
+    assert client.display_queue(broker, "Q1")["depth"] == 1
+
+
+def test_the_owner_and_a_superuser_may_act(two_users, broker, client):
+    alice, _ = two_users
+    with alice.transaction(broker) as txn:
+        txn.put("Q1", "one")
+    assert txn.state == "committed"
+    other = alice.transaction(broker)
+    Transaction(client, {"id": other.id, "broker": broker}).rollback()  # the platform's superuser
+    assert other.refresh().state == "rolled_back"
