@@ -1,15 +1,28 @@
 """Django core: apps, middleware, security, static files."""
 import secrets
 
+from django.core.exceptions import ImproperlyConfigured
+
 from .env import BASE_DIR, VAR_DIR, env_bool, env_list, env_str  # noqa: F401  (BASE_DIR is a setting)
+
+
+#: ``embedded`` (the default: one machine, ./platform/up) or ``production``
+#: (config/settings/production.py).
+BATON_ENV = env_str("BATON_ENV", "embedded").strip().lower()
+if BATON_ENV not in ("embedded", "production"):
+    raise ImproperlyConfigured(f"BATON_ENV must be embedded or production, not {BATON_ENV!r}.")
 
 
 def _secret_key() -> str:
     """The key comes from BATON_SECRET_KEY; an embedded install without one gets a random key
-    generated once and kept under var/, so there is never a shared default secret."""
+    generated once and kept under var/, so there is never a shared default secret. In
+    production the key is required."""
     key = env_str("BATON_SECRET_KEY", "")
     if key:
         return key
+    if BATON_ENV == "production":
+        raise ImproperlyConfigured("Set BATON_SECRET_KEY (a random string of at least 50 characters) "
+                                   "with BATON_ENV=production.")
     path = VAR_DIR / "secret_key"
     if path.exists():
         return path.read_text().strip()
