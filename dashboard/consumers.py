@@ -63,7 +63,7 @@ class GraphConsumer(_DashboardConsumer):
             return
         await self._join(graph_group(broker))
         snapshot = await database_sync_to_async(selectors.graph_snapshot)(broker=broker)
-        await self.send_json({"type": "graph", **snapshot})
+        await self.send_json({"type": "graph", **selectors.graph_for(snapshot, self.seen)})
 
     async def graph_changed(self, event: dict) -> None:
-        await self.send_json({"type": "delta", **event["delta"]})
+        await self.send_json({"type": "delta", **selectors.graph_for(event["delta"], self.seen)})

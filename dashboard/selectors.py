@@ -203,6 +203,19 @@ def graph_snapshot(*, broker: str, recent: int = 200) -> dict[str, Any]:
     return transaction_graph(broker=broker, recent=recent)
 
 
+def graph_for(graph: dict[str, Any], seen: Visibility) -> dict[str, Any]:
+    """A graph snapshot or delta cut down to what ``seen`` allows: units of work on brokers
+    the user does not see (linked to one of this broker's) are left out, with their links.
+    The graph only shows; acting on a unit of work needs ownership (docs/permissions.md)."""
+    if seen.everything:
+        return graph
+    hidden = {n["id"] for n in graph["nodes"] if not seen.broker(n["broker"])}
+    if not hidden:
+        return graph
+    return {**graph, "nodes": [n for n in graph["nodes"] if n["id"] not in hidden],
+            "edges": [e for e in graph["edges"] if e["upstream"] not in hidden and e["downstream"] not in hidden]}
+
+
 def graph_delta(*, transaction_ids: set[str]) -> dict[str, Any]:
     """The current state of these units of work and of every link touching them (and the
     nodes at the far ends of those links). ``touched``: the ids whose links are complete
