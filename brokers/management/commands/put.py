@@ -6,6 +6,7 @@ from dataclasses import replace
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from brokers.exceptions import MessageTooLarge
 from brokers.management.admin_cli import service_errors
 from brokers.services.message_input import MessageInput, message_input_parse
 from brokers.services.messages import message_put
@@ -54,8 +55,15 @@ class Command(BaseCommand):
         stream = stdin if stdin is not None else sys.stdin
         if getattr(stream, "isatty", lambda: False)():
             self.stderr.write("Reading the message body from standard input; end it with Ctrl-D.")
-        data = stream.buffer.read() if hasattr(stream, "buffer") else stream.read()
-        return data.encode("utf-8") if isinstance(data, str) else bytes(data)
+        # Read no more than the longest message any queue takes, and one byte to tell it is longer.
+        limit = settings.BATON_MAX_MESSAGE_LENGTH
+        data = stream.buffer.read(limit + 1) if hasattr(stream, "buffer") else stream.read(limit + 1)
+        data = data.encode("utf-8") if isinstance(data, str) else bytes(data)
+        if len(data) > limit:
+            with service_errors():
+                raise MessageTooLarge(f"The message on standard input is longer than the {limit} bytes any queue "
+                                      "accepts (BATON_MAX_MESSAGE_LENGTH).", max_message_length=limit)
+        return data
 
     def handle(self, *args, broker, queue, body, count, syncpoint, **options):
         if count < 1:
