@@ -3,6 +3,8 @@ then relay what the process's journal follower (``follower.py``) publishes, cut 
 what the user may see. Foreign origins are refused in ``routing.py``."""
 from __future__ import annotations
 
+import time
+
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
@@ -11,8 +13,33 @@ from .access import visibility
 from .follower import FOLLOWER, OVERVIEW_GROUP, graph_group
 
 
+#: The dashboard's sockets only push; a browser has nothing to send on them. A frame is
+#: answered ``{"type": "error", "code": "invalid"}``; one over this many bytes with
+#: ``message_too_large`` and the socket is closed (1009); more than ``FRAMES_PER_MINUTE``
+#: frames in a minute: ``throttled`` and closed (1008). Nothing a frame says changes anything.
+MAX_FRAME_BYTES = 4096
+FRAMES_PER_MINUTE = 60
+
+
 class _DashboardConsumer(AsyncJsonWebsocketConsumer):
     groups_joined: list[str]
+    frames: list[float]
+
+    async def receive(self, text_data=None, bytes_data=None, **kwargs) -> None:
+        size = len(text_data.encode()) if text_data is not None else len(bytes_data or b"")
+        now = time.monotonic()
+        self.frames = [t for t in getattr(self, "frames", []) if now - t < 60] + [now]
+        if size > MAX_FRAME_BYTES:
+            await self._refuse("message_too_large", f"A frame may have at most {MAX_FRAME_BYTES} bytes.", close=1009)
+        elif len(self.frames) > FRAMES_PER_MINUTE:
+            await self._refuse("throttled", f"At most {FRAMES_PER_MINUTE} frames a minute.", close=1008)
+        else:
+            await self._refuse("invalid", "This socket only sends; it takes no messages.")
+
+    async def _refuse(self, code: str, message: str, *, close: int | None = None) -> None:
+        await self.send_json({"type": "error", "code": code, "message": message})
+        if close is not None:
+            await self.close(code=close)
 
     async def _open(self) -> bool:
         user = self.scope.get("user")

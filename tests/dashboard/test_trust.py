@@ -106,3 +106,52 @@ def test_graph_socket_of_an_admin_shows_everything(admin_client, two_brokers):
     Link.objects.create(upstream=upstream, downstream=downstream, resource_ref="batch 1")
     graph = first_frame(admin_client, "/ws/brokers/SEEN/transactions/", "http://localhost")
     assert {n["id"] for n in graph["nodes"]} == {upstream.id, downstream.id} and len(graph["edges"]) == 1
+
+
+def replies_to(client, path: str, frames: list[str]) -> list:
+    """Open a socket from the site's origin, read its first push, send ``frames``; what came
+    back: JSON frames, and ``("closed", code)`` when it closed."""
+    cookie = f"sessionid={client.cookies['sessionid'].value}"
+    headers = [(b"host", b"localhost"), (b"origin", b"http://localhost"), (b"cookie", cookie.encode())]
+    scope = {"type": "websocket", "path": path, "raw_path": path.encode(), "headers": headers,
+             "query_string": b"", "subprotocols": []}
+
+    async def attempt():
+        communicator = ApplicationCommunicator(APP, scope)
+        await communicator.send_input({"type": "websocket.connect"})
+        seen = []
+        try:
+            assert (await communicator.receive_output(10))["type"] == "websocket.accept"
+            assert json.loads((await communicator.receive_output(10))["text"])["type"] == "overview"
+            for frame in frames:
+                await communicator.send_input({"type": "websocket.receive", "text": frame})
+                answer = await communicator.receive_output(10)
+                while answer["type"] == "websocket.send" and json.loads(answer["text"])["type"] != "error":
+                    answer = await communicator.receive_output(10)  # a live push between
+                seen.append(json.loads(answer["text"]) if answer["type"] == "websocket.send" else answer)
+                if answer["type"] == "websocket.send" and seen[-1]["code"] != "invalid":
+                    closed = await communicator.receive_output(10)
+                    seen.append(("closed", closed.get("code")))
+                    break
+            return seen
+        finally:
+            await communicator.send_input({"type": "websocket.disconnect", "code": 1000})
+            try:
+                await communicator.wait(5)
+            except Exception:
+                communicator.future.cancel()
+            await sync_to_async(connections.close_all, thread_sensitive=True)()
+
+    return asyncio.run(attempt())
+
+
+@pytest.mark.django_db(transaction=True)
+def test_frames_sent_to_a_dashboard_socket_are_refused_with_their_code(viewer_client):
+    from dashboard.consumers import FRAMES_PER_MINUTE, MAX_FRAME_BYTES
+
+    answers = replies_to(viewer_client, "/ws/overview/", ['{"op": "purge"}', "not json", "x" * (MAX_FRAME_BYTES + 1)])
+    assert [a["code"] for a in answers[:3]] == ["invalid", "invalid", "message_too_large"]
+    assert answers[3] == ("closed", 1009)
+    answers = replies_to(viewer_client, "/ws/overview/", ["{}"] * (FRAMES_PER_MINUTE + 1))
+    assert [a["code"] for a in answers[:-1]] == ["invalid"] * FRAMES_PER_MINUTE + ["throttled"]
+    assert answers[-1] == ("closed", 1008)
