@@ -4,6 +4,7 @@ JSON may carry ``\\u0000`` and unpaired surrogate escapes (``\\ud800``). A lone 
 cannot be encoded as UTF-8 at all (SQLite and PostgreSQL both fail, as does turning a
 message body into bytes), and PostgreSQL refuses NUL in text and in jsonb. Without this
 they surface as 500s deep in the services; here they are 400 ``invalid`` naming the field.
+So is JSON nested deeper than ``MAX_DEPTH`` (the decoder itself would fail with a RecursionError).
 A message's ``body`` (top level, or in ``messages``) may hold NUL: it is stored as bytes.
 """
 from __future__ import annotations
@@ -26,7 +27,19 @@ def _problem(text: str, *, nul_allowed: bool) -> str | None:
     return "Must not contain NUL characters." if found.group() == "\x00" else "Not valid Unicode (a lone surrogate)."
 
 
-def _checked(value: Any, where: str, errors: dict[str, list[str]], *, body: bool = False) -> None:
+#: Deepest nesting of arrays and objects a request may have (the API's own bodies go three
+#: deep); deeper JSON is 400 ``invalid``, as is JSON too deep for the decoder itself.
+MAX_DEPTH = 32
+
+
+def _too_deep() -> InvalidInput:
+    return InvalidInput(f"The request body nests arrays and objects more than {MAX_DEPTH} levels deep.",
+                        errors={"body": ["Nested too deeply."]})
+
+
+def _checked(value: Any, where: str, errors: dict[str, list[str]], *, body: bool = False, depth: int = 0) -> None:
+    if depth > MAX_DEPTH:
+        raise _too_deep()
     if isinstance(value, str):
         if problem := _problem(value, nul_allowed=body):
             errors.setdefault(where or "body", []).append(problem)
@@ -40,10 +53,10 @@ def _checked(value: Any, where: str, errors: dict[str, list[str]], *, body: bool
                 errors.setdefault(shown, []).append(f"Field name: {problem}")
                 continue
             is_body = key == "body" and (top or re.fullmatch(r"messages\[\d+\]", where) is not None)
-            _checked(item, name, errors, body=is_body)
+            _checked(item, name, errors, body=is_body, depth=depth + 1)
     elif isinstance(value, list):
         for index, item in enumerate(value):
-            _checked(item, f"{where}[{index}]", errors)
+            _checked(item, f"{where}[{index}]", errors, depth=depth + 1)
 
 
 def json_storable(data: Any) -> Any:
@@ -57,4 +70,8 @@ def json_storable(data: Any) -> Any:
 
 class JSONParser(parsers.JSONParser):
     def parse(self, stream, media_type=None, parser_context=None):
-        return json_storable(super().parse(stream, media_type, parser_context))
+        try:
+            data = super().parse(stream, media_type, parser_context)
+        except RecursionError:  # nested deeper than the decoder goes: not a 500
+            raise _too_deep() from None
+        return json_storable(data)

@@ -53,8 +53,8 @@ def _bool(data: dict, name: str, default: bool = False) -> bool:
 
 def _number(data: dict, name: str, default: float, *, low: float, high: float, whole: bool = False) -> Any:
     value = data.get(name, default)
-    if value is None:
-        value = default
+    if value is None and name in data:  # issue 16: null is not a number (the schema's negative data)
+        raise InvalidInput(f"{name} must be a number, not null.", errors={name: ["May not be null."]})
     if isinstance(value, str):
         try:
             value = float(value) if not whole else int(value)
@@ -230,6 +230,9 @@ class MessagesView(APIView):
             messages = [message_input_parse(single)]
         connection_id = _text(data, "connection")
         may.require_connection_use(request.user, conn_id=connection_id)
+        if len(_text(data, "put_application") or "") > 100:  # issue 16: refused, not cut short
+            raise InvalidInput("put_application may have at most 100 characters.",
+                               errors={"put_application": ["Too long."]})
         result = message_put(
             broker=broker, queue=queue, messages=messages, transaction_id=_text(data, "transaction"),
             syncpoint=_text(data, "syncpoint"), connection_id=connection_id,
@@ -324,7 +327,7 @@ class TransactionBeginView(APIView):
         data = _body(request)
         owner = broker_get(name=broker)
         timeout_ms = owner.transaction_timeout_ms  # the broker's: 0 for no deadline
-        if data.get("timeout_ms") is not None:
+        if "timeout_ms" in data:  # issue 16: null is refused too
             timeout_ms = _number(data, "timeout_ms", timeout_ms, low=1, high=86_400_000, whole=True)
         txn = transaction_begin(broker=owner.name, timeout_ms=timeout_ms, user_id=request.user.pk)  # its owner
         return Response(transaction_render(txn, upstream=[], downstream=[]), status=201)  # new: no links yet

@@ -3,8 +3,13 @@ from __future__ import annotations
 
 from django.core.exceptions import ValidationError
 from django.db import models
+from django.db.backends.base.operations import BaseDatabaseOperations
 
 from ..exceptions import InvalidInput
+
+#: What each integer field holds on every database (PostgreSQL's ranges): SQLite would store
+#: a larger number, and the same definition must mean the same on both.
+_INTEGER_RANGES = BaseDatabaseOperations.integer_field_ranges
 
 
 def _types_checked(instance: models.Model, exclude: list[str]) -> dict[str, list[str]]:
@@ -19,6 +24,10 @@ def _types_checked(instance: models.Model, exclude: list[str]) -> dict[str, list
             ok = isinstance(value, bool)
         elif isinstance(field, models.IntegerField):
             ok = isinstance(value, int) and not isinstance(value, bool)
+            low, high = _INTEGER_RANGES.get(field.get_internal_type(), (None, None))
+            if ok and low is not None and not low <= value <= high:
+                errors[field.name] = [f"Must be from {low} to {high}."]
+                continue
         elif isinstance(field, (models.CharField, models.TextField)):
             ok = isinstance(value, str)
         else:

@@ -168,3 +168,26 @@ def test_a_malformed_rate_stops_startup():
     result = subprocess.run([sys.executable, "-c", "import django; django.setup()"], env=env,
                             capture_output=True, text=True, cwd=settings.BASE_DIR, timeout=60, check=False)
     assert result.returncode != 0 and "BATON_API_RATE" in result.stderr
+
+
+# --- JSON shape -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("body", [
+    "[" * 100_000 + "]" * 100_000,  # deeper than the JSON decoder goes
+    '{"body": "x", "properties": ' + '{"a": ' * 40 + "1" + "}" * 40 + "}",  # deeper than MAX_DEPTH
+    '{"messages": [' + "[" * 40 + "]" * 40 + "]}",
+])
+def test_json_nested_too_deeply_is_400_and_puts_nothing(api, queue, body):
+    response = api.generic("POST", f"{Q1}/messages/", body, content_type="application/json")
+    assert error(response, 400, "invalid")["errors"] == {"body": ["Nested too deeply."]}
+    assert api.get(f"{Q1}/").json()["depth"] == 0
+
+
+def test_numbers_json_cannot_hold_are_400(api, queue):
+    error(api.generic("POST", f"{Q1}/messages/", '{"body": "x", "priority": 1' + "0" * 5000 + "}",
+                      content_type="application/json"), 400, "invalid")
+    error(api.post(f"{Q1}/get/", {"wait": None}, format="json"), 400, "invalid")
+    error(api.post("/api/brokers/QM1/", {}, format="json"), 405, "method_not_allowed")
+    error(api.post("/api/brokers/QM1/queues/", {"name": "BIG", "max_depth": 2 ** 31}, format="json"), 400, "invalid")
+    assert api.get("/api/brokers/QM1/queues/BIG/").status_code == 404
+    assert api.get(f"{Q1}/").json()["depth"] == 0

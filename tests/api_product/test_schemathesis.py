@@ -2,15 +2,19 @@
 the platform (a fresh temporary var directory and SQLite database), as a superuser.
 
 Checks: no 5xx (``not_a_server_error``) and every response conforms to the schema
-(``response_schema_conformance``). Bounded: a few examples per operation, no shrinking,
-waits capped at 1 s on the server (BATON_MAX_WAIT_S), so the run stays well under three
-minutes.
+(``response_schema_conformance``). Data the schema forbids (schemathesis' negative mode:
+wrong types, out-of-range numbers, unknown fields, missing required ones) must be refused
+with a 4xx (``negative_data_rejection``) and must change nothing: the live database's
+tables are read before and after each such request and compared. Bounded: a few examples
+per operation, no shrinking, waits capped at 1 s on the server (BATON_MAX_WAIT_S), so the
+run stays well under three minutes.
 """
 from __future__ import annotations
 
 import itertools
 import json
 import os
+import sqlite3
 import subprocess
 
 import httpx
@@ -20,7 +24,7 @@ from hypothesis import HealthCheck, settings
 schemathesis = pytest.importorskip("schemathesis")
 
 from schemathesis.checks import not_a_server_error
-from schemathesis.specs.openapi.checks import response_schema_conformance
+from schemathesis.specs.openapi.checks import negative_data_rejection, response_schema_conformance
 
 from tests.integration.servers import PYTHON, ROOT, Server, base_env, free_port, manage, poll_until
 
@@ -34,7 +38,17 @@ CONFIG = {
     "generation": {"max-examples": MAX_EXAMPLES, "no-shrink": True, "database": "none", "mode": "all"},
     "phases": {"examples": {"enabled": True}, "fuzzing": {"enabled": True}, "coverage": {"enabled": True},
                "stateful": {"enabled": False}},
+    "checks": {"negative_data_rejection": {"expected-statuses": ["4XX"]}},
 }
+
+#: The tables whose rows a refused request must leave as they were (everything the API can
+#: change; not sessions or tokens, which it never writes on a refusal either, but which are
+#: none of its state).
+STATE_TABLES = (
+    "brokers_broker", "brokers_queue", "brokers_message", "brokers_connection", "brokers_clientsession",
+    "brokers_grant", "brokers_channel", "transactions_transaction", "transactions_link",
+    "transactions_journalevent",
+)
 
 
 #: What a fuzzed PATCH may have changed on QM1 and Q1, set back before each operation.
@@ -145,6 +159,23 @@ def test_live_schema_is_the_one_tested(live):
 _cases = itertools.count()
 
 
+def _state(live) -> dict[str, list[tuple]] | None:
+    """Every row of the state tables of the live server's database (SQLite; None when the
+    fuzz runs against PostgreSQL)."""
+    if live.env["DATABASE_URL"] != f"sqlite:///{live.var_dir / 'baton.sqlite3'}":
+        return None
+    db = sqlite3.connect(f"file:{live.var_dir / 'baton.sqlite3'}?mode=ro", uri=True, timeout=30)
+    try:
+        return {table: db.execute(f"SELECT * FROM {table} ORDER BY 1").fetchall() for table in STATE_TABLES}
+    finally:
+        db.close()
+
+
+def _changed(before: dict[str, list[tuple]], after: dict[str, list[tuple]]) -> dict[str, str]:
+    return {table: f"{len(before[table])} rows -> {len(after[table])}"
+            for table in STATE_TABLES if before[table] != after[table]}
+
+
 @schema.parametrize()
 @settings(suppress_health_check=[HealthCheck.function_scoped_fixture])  # live_ids: made once per operation
 def test_api_conforms_to_its_schema(case, live, live_ids):
@@ -152,5 +183,13 @@ def test_api_conforms_to_its_schema(case, live, live_ids):
         for name, value in live_ids.items():
             if name in (case.path_parameters or {}):
                 case.path_parameters[name] = value
-    case.call_and_validate(base_url=live.url, headers=live.headers,
-                           checks=[not_a_server_error, response_schema_conformance], timeout=30)
+    negative = case.meta is not None and case.meta.generation.mode.is_negative
+    before = _state(live) if negative else None
+    response = case.call_and_validate(
+        base_url=live.url, headers=live.headers, timeout=30,
+        checks=[not_a_server_error, response_schema_conformance, negative_data_rejection],
+    )
+    if before is not None and response.status_code >= 400:
+        changed = _changed(before, _state(live))
+        assert not changed, (f"{case.method} {case.formatted_path} with data the schema forbids answered "
+                             f"{response.status_code} but changed {changed}", response.text[:300])
