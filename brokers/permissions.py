@@ -56,6 +56,7 @@ from transactions.exceptions import TransactionNotFound
 from transactions.models import Transaction
 
 from .models import Grant, Message, Queue
+from .exceptions import ConnectionNotFound
 from .selectors import connection_get
 
 T = TypeVar("T")
@@ -253,10 +254,21 @@ def require_connection_open(user, *, broker: str) -> None:
 
 
 def require_connection(user, *, conn_id: str) -> None:
-    """Display or close a connection: as for opening one on its broker."""
+    """Display or close a connection: as for opening one on its broker; and when it has an
+    open unit of work (which closing it rolls back), as for acting on that unit of work,
+    else the connection is not confirmed to exist (404)."""
     if _superuser(user):
         return
-    require_connection_open(user, broker=connection_get(conn_id=conn_id).broker.name)
+    conn = connection_get(conn_id=conn_id)
+    require_connection_open(user, broker=conn.broker.name)
+    current = conn.current_transaction_id and Transaction.objects.filter(
+        pk=conn.current_transaction_id, state__in=["active", "commit_held"]).values_list("broker", "user_id").first()
+    if current:
+        try:
+            _acts_on(user, transaction_id=conn.current_transaction_id, broker=current[0], user_id=current[1],
+                     owner_checked=True)
+        except TransactionNotFound:
+            raise ConnectionNotFound(f"No open connection {conn_id}.", connection=conn_id) from None
 
 
 def require_connection_use(user, *, conn_id: str | None) -> None:

@@ -98,8 +98,12 @@ def test_another_user_cannot_join_a_connections_unit_of_work(alice, bob, api):
     not_found(bob.post(f"{Q1}/get/", {"syncpoint": "yes", "connection": conn}, format="json"))
     not_found(bob.post(f"{Q1}/get/", {"commit_first": True, "connection": conn}, format="json"))
     assert Transaction.objects.get(pk=txn).state == "active" and depth(api)["uncommitted_puts"] == 1
+    not_found(bob.delete(f"/api/connections/{conn}/"))  # closing it would roll alice's unit of work back
+    not_found(bob.get(f"/api/connections/{conn}/"))
     again = alice.post(f"{Q1}/messages/", {"body": "c", "syncpoint": "yes", "connection": conn}, format="json")
     assert again.json()["transaction"] == txn
+    assert alice.post(f"/api/transactions/{txn}/commit/", {}, format="json").json()["state"] == "committed"
+    assert bob.get(f"/api/connections/{conn}/").status_code == 200  # no unit of work of alice's left open
 
 
 def test_broker_admin_and_superuser_may_act_on_it(alice, as_user, api):
