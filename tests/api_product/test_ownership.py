@@ -72,6 +72,8 @@ def test_another_user_cannot_put_or_get_under_it(alice, bob, api):
     assert api.post(f"{Q1}/messages/", {"body": "committed"}, format="json").status_code == 201
     not_found(bob.post(f"{Q1}/get/", {"transaction": txn}, format="json"))
     not_found(bob.post(f"{Q1}/get/", {"transaction": txn, "preemptive": True}, format="json"))
+    not_found(bob.post(f"{Q1}/get/", {"transaction": txn, "commit_first": True}, format="json"))
+    assert Transaction.objects.get(pk=txn).state == "active"
     assert depth(api)["in_flight"] == 0
     # a resolved one stays hidden too: no 409 that would confirm it
     assert alice.post(f"/api/transactions/{txn}/rollback/", {}, format="json").status_code == 200
