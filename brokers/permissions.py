@@ -55,8 +55,8 @@ from config.errors import PermissionDenied
 from transactions.exceptions import TransactionNotFound
 from transactions.models import Transaction
 
-from .models import Grant, Message, Queue
 from .exceptions import ConnectionNotFound
+from .models import Grant, Message, Queue
 from .selectors import connection_get
 
 T = TypeVar("T")

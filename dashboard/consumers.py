@@ -12,7 +12,6 @@ from . import selectors
 from .access import visibility
 from .follower import FOLLOWER, OVERVIEW_GROUP, graph_group
 
-
 #: The dashboard's sockets only push; a browser has nothing to send on them. A frame is
 #: answered ``{"type": "error", "code": "invalid"}``; one over this many bytes with
 #: ``message_too_large`` and the socket is closed (1009); more than ``FRAMES_PER_MINUTE``

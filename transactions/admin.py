@@ -5,7 +5,7 @@ from .models import JournalEvent, Link, Transaction
 
 @admin.register(Transaction)
 class TransactionAdmin(admin.ModelAdmin):
-    list_display = ["id", "broker", "state", "reason", "created_at", "resolved_at"]
+    list_display = ["id", "broker", "state", "user", "reason", "created_at", "resolved_at"]
     list_filter = ["state", "broker"]
     search_fields = ["id"]
 

@@ -5,7 +5,6 @@ from django.core.exceptions import ImproperlyConfigured
 
 from .env import BASE_DIR, VAR_DIR, env_bool, env_list, env_str  # noqa: F401  (BASE_DIR is a setting)
 
-
 #: ``embedded`` (the default: one machine, ./platform/up) or ``production``
 #: (config/settings/production.py).
 BATON_ENV = env_str("BATON_ENV", "embedded").strip().lower()

@@ -191,5 +191,7 @@ def test_api_conforms_to_its_schema(case, live, live_ids):
     )
     if before is not None and response.status_code >= 400:
         changed = _changed(before, _state(live))
-        assert not changed, (f"{case.method} {case.formatted_path} with data the schema forbids answered "
-                             f"{response.status_code} but changed {changed}", response.text[:300])
+        assert not changed, (
+            f"{case.method} {case.formatted_path} with data the schema forbids answered {response.status_code} "
+            f"but changed {changed}", response.text[:300],
+        )
