@@ -24,10 +24,6 @@ def _types_checked(instance: models.Model, exclude: list[str]) -> dict[str, list
             ok = isinstance(value, bool)
         elif isinstance(field, models.IntegerField):
             ok = isinstance(value, int) and not isinstance(value, bool)
-            low, high = _INTEGER_RANGES.get(field.get_internal_type(), (None, None))
-            if ok and low is not None and not low <= value <= high:
-                errors[field.name] = [f"Must be from {low} to {high}."]
-                continue
         elif isinstance(field, (models.CharField, models.TextField)):
             ok = isinstance(value, str)
         else:
@@ -37,14 +33,33 @@ def _types_checked(instance: models.Model, exclude: list[str]) -> dict[str, list
     return errors
 
 
+def _ranges_checked(instance: models.Model, exclude: list[str]) -> dict[str, list[str]]:
+    """Whole numbers outside what the field holds on every database (full_clean checks the
+    range of the database in use, and SQLite's is wider)."""
+    errors: dict[str, list[str]] = {}
+    for field in instance._meta.concrete_fields:
+        if field.name in exclude or not isinstance(field, models.IntegerField) or field.is_relation:
+            continue
+        low, high = _INTEGER_RANGES.get(field.get_internal_type(), (None, None))
+        value = getattr(instance, field.attname)
+        if low is not None and isinstance(value, int) and not low <= value <= high:
+            errors[field.name] = [f"Must be from {low} to {high}."]
+    return errors
+
+
 def model_validated(instance: models.Model, *, exclude: list[str] | None = None) -> None:
     errors = _types_checked(instance, exclude or [])
     if errors:
         raise InvalidInput("The request is not valid.", errors=errors)
+    errors = {}
     try:
         instance.full_clean(exclude=exclude, validate_unique=False, validate_constraints=False)
     except ValidationError as exc:
-        raise InvalidInput("The request is not valid.", errors=exc.message_dict) from exc
+        errors = exc.message_dict
+    for name, problems in _ranges_checked(instance, exclude or []).items():
+        errors.setdefault(name, problems)
+    if errors:
+        raise InvalidInput("The request is not valid.", errors=errors)
 
 
 def unknown_fields_refused(changes: dict, allowed: set[str]) -> None:
