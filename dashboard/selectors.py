@@ -19,6 +19,7 @@ from transactions.selectors import transaction_graph
 from config.errors import InvalidInput, NotFound
 
 from .access import Visibility
+from .models import MoveJob
 
 #: Rate windows offered by the overview's charts: seconds -> bucket.
 RATE_WINDOWS = {60: "second", 600: "second", 3600: "minute", 86400: "minute"}
@@ -247,3 +248,50 @@ def journal_rates(*, window_s: int, seen: Visibility) -> dict[str, Any]:
         series.setdefault(int(row["t"].timestamp()), dict.fromkeys(RATE_KINDS, 0))[row["kind"]] = row["n"]
     return {"window": window_s, "bucket": 1 if bucket == "second" else 60,
             "points": [{"t": t, **v} for t, v in sorted(series.items())]}
+
+
+# --- move and resubmit jobs ----------------------------------------------------------------
+
+def move_job_row(job: MoveJob) -> dict[str, Any]:
+    """A job as the job page and its socket show it."""
+    return {"id": job.pk, "broker": job.broker, "source_queue": job.source_queue, "action": job.action,
+            "target_queue": job.target_queue or None, "state": job.state, "total": job.total,
+            "position": job.position, "moved": job.moved, "skipped": job.skipped, "problems": job.problems,
+            "error": job.error or None, "username": job.username,
+            "created_at": job.created_at.isoformat(), "started_at": job.started_at and job.started_at.isoformat(),
+            "finished_at": job.finished_at and job.finished_at.isoformat()}
+
+
+def move_job_get(*, job_id: int, broker: str, queue: str) -> MoveJob:
+    job = MoveJob.objects.filter(pk=job_id, broker=broker, source_queue=queue).first()
+    if job is None:
+        raise NotFound(f"No job {job_id} on queue {queue!r} of broker {broker!r}.", job=job_id)
+    return job
+
+
+def move_job_row_or_none(*, job_id: int) -> dict[str, Any] | None:
+    job = MoveJob.objects.filter(pk=job_id).first()
+    return None if job is None else move_job_row(job)
+
+
+def move_jobs_of_queue(*, broker: str, queue: str, limit: int = 10) -> list[MoveJob]:
+    return list(MoveJob.objects.filter(broker=broker, source_queue=queue).defer("msg_ids").order_by("-id")[:limit])
+
+
+def move_jobs_changed(*, since) -> list[dict[str, Any]]:
+    """Jobs changed at or after ``since``: what the journal follower pushes to job sockets."""
+    return [move_job_row(j) for j in MoveJob.objects.filter(updated_at__gte=since).order_by("id")]
+
+
+def move_panel(*, broker: str, queue: Queue, user) -> dict[str, Any] | None:
+    """On a dead-letter or backout queue, for a user who may get from it: where selected
+    messages may go (the broker's other local queues they may put to)."""
+    from .access import may
+    from .services.moves import move_source_kind
+
+    kind = move_source_kind(queue=queue)
+    if kind is None or not may(user, "get", broker=broker, queue=queue.name):
+        return None
+    targets = [q.name for q in Queue.objects.filter(broker_id=queue.broker_id, kind="local").exclude(pk=queue.pk)
+               .order_by("name") if may(user, "put", broker=broker, queue=q.name)]
+    return {"kind": kind, "targets": targets, "jobs": move_jobs_of_queue(broker=broker, queue=queue.name)}
