@@ -86,18 +86,22 @@ class Follower:
             return position, channels
         counts: dict[str, Counter] = {}
         changed: dict[str, set[str]] = {}
-        for _, kind, broker, transaction_id in events:
+        queues: dict[str, set[str]] = {}
+        for _, kind, broker, transaction_id, queue in events:
             if kind in selectors.RATE_KINDS:
                 counts.setdefault(broker, Counter())[kind] += 1
             if transaction_id:
                 changed.setdefault(broker, set()).add(transaction_id)
+                if queue and kind in ("put", "get"):
+                    queues.setdefault(transaction_id, set()).add(queue)
         data = await database_sync_to_async(selectors.overview)()
         await layer.group_send(OVERVIEW_GROUP, {
             "type": "overview.changed", "data": data,
             "counts": {b: dict(c) for b, c in counts.items()},
         })
         for broker, ids in changed.items():
-            delta = await database_sync_to_async(selectors.graph_delta)(transaction_ids=ids)
+            delta = await database_sync_to_async(selectors.graph_delta)(
+                transaction_ids=ids, queues={t: queues[t] for t in ids if t in queues})
             await layer.group_send(graph_group(broker), {"type": "graph.changed", "delta": delta})
         return (events[-1][0] if events else position), current_channels
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.db.models import Count, Q
@@ -106,6 +106,12 @@ def broker_page(*, broker: str, seen: Visibility) -> dict[str, Any]:
             "open_units": open_units, "channels": channels}
 
 
+def queue_names_seen(*, broker: str, seen: Visibility) -> list[str]:
+    """The broker's queues the user sees, by name (the graph page's queue filter)."""
+    return [name for name in Queue.objects.filter(broker__name=broker).order_by("name").values_list("name", flat=True)
+            if seen.queue(broker, name)]
+
+
 # --- the message browser -------------------------------------------------------------------
 
 def message_state(m: Message, now) -> str:
@@ -200,15 +206,46 @@ def purge_count(*, broker: str, queue: str) -> int:
 
 def graph_snapshot(*, broker: str, recent: int = 200) -> dict[str, Any]:
     """The broker's live graph (open units of work, recent resolved ones, and what links
-    them), as the transaction manager reads it."""
-    return transaction_graph(broker=broker, recent=recent)
+    them), as the transaction manager reads it, each node with the queues it put to or got
+    from (``queues``, for the page's queue filter)."""
+    graph = transaction_graph(broker=broker, recent=recent)
+    queues = units_queues(nodes=graph["nodes"])
+    for node in graph["nodes"]:
+        node["queues"] = queues.get(node["id"], [])
+    return graph
 
 
-def graph_delta(*, transaction_ids: set[str]) -> dict[str, Any]:
+def units_queues(*, nodes: list[dict[str, Any]]) -> dict[str, list[str]]:
+    """Queue names each unit of work put to or got from. Units of work do not record their
+    queues: an open one's are those of the messages it holds (indexed by put and get
+    transaction); a resolved one's come from the journal's put and get events since the
+    oldest of them began (a range of the journal's time index)."""
+    open_ids = [n["id"] for n in nodes if n["state"] in ("active", "commit_held")]
+    resolved = [n for n in nodes if n["state"] not in ("active", "commit_held")]
+    found: dict[str, set[str]] = {}
+    if open_ids:
+        for field in ("put_transaction_id", "get_transaction_id"):
+            rows = Message.objects.filter(**{f"{field}__in": open_ids}).values_list(field, "queue__name").distinct()
+            for tid, name in rows:
+                found.setdefault(tid, set()).add(name)
+    if resolved:
+        # an operation's events may carry a time taken just before it began its unit of work
+        since = datetime.fromisoformat(min(n["created_at"] for n in resolved)) - timedelta(seconds=1)
+        rows = (JournalEvent.objects.filter(at__gte=since, kind__in=("put", "get"),
+                                            transaction_id__in=[n["id"] for n in resolved])
+                .values_list("transaction_id", "queue").distinct())
+        for tid, name in rows:
+            found.setdefault(tid, set()).add(name)
+    return {tid: sorted(names) for tid, names in found.items()}
+
+
+def graph_delta(*, transaction_ids: set[str], queues: dict[str, set[str]] | None = None) -> dict[str, Any]:
     """The current state of these units of work and of every link touching them (and the
     nodes at the far ends of those links). ``touched``: the ids whose links are complete
     here, so a client drops links of theirs that are missing (a downstream rollback
-    removes its link)."""
+    removes its link). A node's ``queues``: queues it was seen putting to or getting from
+    in the events behind this delta (``queues``), which the client adds to what it knows."""
+    queues = queues or {}
     links = sorted(set(
         Link.objects.filter(Q(upstream_id__in=transaction_ids) | Q(downstream_id__in=transaction_ids))
         .values_list("upstream_id", "downstream_id", "resource_ref")
@@ -216,7 +253,8 @@ def graph_delta(*, transaction_ids: set[str]) -> dict[str, Any]:
     ids = set(transaction_ids) | {u for u, _, _ in links} | {d for _, d, _ in links}
     nodes = [
         {"id": t.id, "broker": t.broker, "state": t.state, "reason": t.reason or None,
-         "created_at": t.created_at.isoformat(), "resolved_at": t.resolved_at.isoformat() if t.resolved_at else None}
+         "created_at": t.created_at.isoformat(), "resolved_at": t.resolved_at.isoformat() if t.resolved_at else None,
+         "queues": sorted(queues.get(t.id, ()))}
         for t in Transaction.objects.filter(pk__in=ids)
     ]
     return {"nodes": nodes, "edges": [{"upstream": u, "downstream": d, "resource": r} for u, d, r in links],
@@ -225,10 +263,10 @@ def graph_delta(*, transaction_ids: set[str]) -> dict[str, Any]:
 
 # --- the journal, for the follower and the charts ------------------------------------------
 
-def journal_after(*, position: int, limit: int = 5000) -> list[tuple[int, str, str, str]]:
-    """(id, kind, broker, transaction_id) of the journal events after ``position``."""
+def journal_after(*, position: int, limit: int = 5000) -> list[tuple[int, str, str, str, str]]:
+    """(id, kind, broker, transaction_id, queue) of the journal events after ``position``."""
     return list(JournalEvent.objects.filter(id__gt=position).order_by("id")
-                .values_list("id", "kind", "broker", "transaction_id")[:limit])
+                .values_list("id", "kind", "broker", "transaction_id", "queue")[:limit])
 
 
 def journal_rates(*, window_s: int, seen: Visibility) -> dict[str, Any]:

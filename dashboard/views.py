@@ -125,7 +125,9 @@ def queue_purge(request, broker, queue):
 @page
 def transactions_page(request, broker):
     require_broker_seen(request.user, broker=broker)
-    return render(request, "dashboard/transactions.html", {"broker_name": broker, "nav": "transactions"})
+    return render(request, "dashboard/transactions.html", {
+        "broker_name": broker, "nav": "transactions",
+        "queue_names": selectors.queue_names_seen(broker=broker, seen=visibility(request.user))})
 
 
 @page
