@@ -86,6 +86,7 @@ follow(document.getElementById("brokers").dataset.socket, {
   },
 });
 windowSelect.addEventListener("change", () => { windowS = Number(windowSelect.value); loadRates(); });
+window.batonOverview = { rates: () => ratesChart.data, depth: () => depthChart.data, windowS: () => windowS };
 setInterval(drawRates, 1000); // slide the window along with the clock
 window.addEventListener("resize", () => {
   for (const c of [ratesChart, depthChart]) c.setSize({ width: c.root.parentElement.clientWidth - 20, height: 200 });
