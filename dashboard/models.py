@@ -1,4 +1,5 @@
-"""The dashboard's own rows: background jobs that move or resubmit messages."""
+"""The dashboard's own rows: background jobs that move or resubmit messages, and samples
+of each broker's depth for the overview's history."""
 from __future__ import annotations
 
 from django.conf import settings
@@ -64,3 +65,19 @@ class MoveJob(models.Model):
 
     def __str__(self) -> str:
         return f"{self.action} job {self.pk} on {self.broker}/{self.source_queue}"
+
+
+class DepthSample(models.Model):
+    """A broker's messages by state at one moment, summed over its queues; taken every
+    ``BATON_DASHBOARD_DEPTH_SAMPLE_S`` by a beat task and kept for 24 hours, so the
+    overview's depth chart has history from before the page opened."""
+
+    at = models.DateTimeField()
+    broker = models.CharField(max_length=48)
+    available = models.PositiveIntegerField()
+    uncommitted_puts = models.PositiveIntegerField()
+    in_flight = models.PositiveIntegerField()
+    locked = models.PositiveIntegerField()
+
+    class Meta:
+        indexes = [models.Index(fields=["at", "broker"], name="depthsample_at")]

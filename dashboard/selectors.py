@@ -19,11 +19,12 @@ from transactions.selectors import transaction_graph
 from config.errors import InvalidInput, NotFound
 
 from .access import Visibility
-from .models import MoveJob
+from .models import DepthSample, MoveJob
 
 #: Rate windows offered by the overview's charts: seconds -> bucket.
 RATE_WINDOWS = {60: "second", 600: "second", 3600: "minute", 86400: "minute"}
 RATE_KINDS = ("put", "get", "commit", "rollback")
+DEPTH_PARTS = ("available", "uncommitted_puts", "in_flight", "locked")
 PAGE_SIZE = 25
 
 
@@ -269,6 +270,22 @@ def journal_after(*, position: int, limit: int = 5000) -> list[tuple[int, str, s
                 .values_list("id", "kind", "broker", "transaction_id", "queue")[:limit])
 
 
+def depth_history(*, window_s: int, seen: Visibility) -> list[dict[str, Any]]:
+    """The depth samples of the last ``window_s`` seconds, summed over the brokers the user
+    sees whole (a broker seen only queue by queue has no history: its sums would show the
+    hidden queues' messages)."""
+    since = timezone.now() - timedelta(seconds=window_s)
+    rows = DepthSample.objects.filter(at__gte=since)
+    if not seen.everything:
+        rows = rows.filter(broker__in=sorted(seen.brokers))
+    points: dict[int, dict[str, int]] = {}
+    for s in rows.order_by("at"):
+        point = points.setdefault(int(s.at.timestamp()), dict.fromkeys(DEPTH_PARTS, 0))
+        for part in DEPTH_PARTS:
+            point[part] += getattr(s, part)
+    return [{"t": t, **v} for t, v in sorted(points.items())]
+
+
 def journal_rates(*, window_s: int, seen: Visibility) -> dict[str, Any]:
     """Puts, gets, commits and rollbacks per bucket (a second or a minute) over the last
     ``window_s`` seconds, on the brokers the user sees."""
@@ -285,7 +302,8 @@ def journal_rates(*, window_s: int, seen: Visibility) -> dict[str, Any]:
     for row in rows:
         series.setdefault(int(row["t"].timestamp()), dict.fromkeys(RATE_KINDS, 0))[row["kind"]] = row["n"]
     return {"window": window_s, "bucket": 1 if bucket == "second" else 60,
-            "points": [{"t": t, **v} for t, v in sorted(series.items())]}
+            "points": [{"t": t, **v} for t, v in sorted(series.items())],
+            "depth": depth_history(window_s=window_s, seen=seen)}
 
 
 # --- move and resubmit jobs ----------------------------------------------------------------

@@ -9,3 +9,11 @@ def move_job(job_id: int) -> str:
     """Move or resubmit a job's messages. Acknowledged at the end, so a job whose worker
     died is delivered again and goes on from its recorded position."""
     return move_job_run(job_id=job_id).state
+
+
+@shared_task(name="dashboard.tasks.depth_sample", ignore_result=True)
+def depth_sample() -> int:
+    """Every broker's depth now, for the overview's depth history (scheduled by beat)."""
+    from .services.depth import depth_sample_take
+
+    return depth_sample_take()

@@ -15,3 +15,5 @@ BATON_DASHBOARD_MOVE_BATCH = env_int("BATON_DASHBOARD_MOVE_BATCH", 50)
 BATON_DASHBOARD_MOVE_MAX = env_int("BATON_DASHBOARD_MOVE_MAX", 10_000)
 #: A job whose worker has said nothing for this many seconds may be resumed.
 BATON_DASHBOARD_MOVE_STALL_S = env_float_default("BATON_DASHBOARD_MOVE_STALL_S", 60.0)
+#: Seconds between samples of every broker's depth (the overview's depth history, 24 h).
+BATON_DASHBOARD_DEPTH_SAMPLE_S = env_float_default("BATON_DASHBOARD_DEPTH_SAMPLE_S", 10.0)

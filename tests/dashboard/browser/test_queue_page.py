@@ -7,6 +7,8 @@ import base64
 
 from playwright.sync_api import expect
 
+from tests.integration.servers import manage
+
 from .test_transaction_graph import begin
 
 RATE_PUTS = "() => window.batonOverview.rates()[1].reduce((sum, v) => sum + (v || 0), 0)"
@@ -15,6 +17,7 @@ RATE_PUTS = "() => window.batonOverview.rates()[1].reduce((sum, v) => sum + (v |
 def test_rate_chart_shows_history_for_every_window(admin_page, site, api, fresh_broker):
     assert api.post(f"/api/brokers/{fresh_broker}/queues/Q1/messages/",
                     json={"messages": [{"body": "r"}] * 3}).status_code == 201
+    manage(site.env, "shell", "-c", "from dashboard.services.depth import depth_sample_take; depth_sample_take()")
     page = admin_page
     page.goto(f"{site.url}/")
     expect(page.locator("#live-status")).to_have_attribute("data-live", "true")
@@ -25,7 +28,9 @@ def test_rate_chart_shows_history_for_every_window(admin_page, site, api, fresh_
         # puts per second summed over the buckets: 3 puts, whatever the bucket (1 s or 60 s)
         bucket = 1 if int(window) <= 600 else 60
         page.wait_for_function(f"() => Math.round(({RATE_PUTS})() * {bucket}) >= 3")
-    assert page.evaluate("window.batonOverview.depth()[0].length") >= 1  # depth samples since the page opened
+    # depth: the sample taken before the page opened (as beat takes them), then live points
+    assert page.evaluate("window.batonOverview.depth()[0][0]") < page.evaluate("performance.timeOrigin / 1000")
+    assert page.evaluate("Math.max(...window.batonOverview.depth()[1])") >= 3
     assert page.console.errors == []
 
 
