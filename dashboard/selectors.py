@@ -54,6 +54,7 @@ def _channel_row(c: Channel) -> dict[str, Any]:
     return {"name": c.name, "source_broker": c.source_broker.name, "target_broker": c.target_broker,
             "transmission_queue": c.transmission_queue, "remote": bool(c.target_url), "state": c.state,
             "enabled": c.enabled, "preemptive": c.preemptive, "batch_size": c.batch_size,
+            "batch_interval_ms": c.batch_interval_ms, "in_doubt_seq": c.in_doubt_seq or None,
             "batches_committed": c.batches_committed, "batches_backed_out": c.batches_backed_out,
             "messages_sent": c.messages_sent, "last_batch_seq": c.last_batch_seq,
             "last_error": c.last_error or None}
