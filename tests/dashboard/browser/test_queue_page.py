@@ -9,7 +9,7 @@ from playwright.sync_api import expect
 
 from tests.integration.servers import manage
 
-from .test_transaction_graph import begin
+from .test_transaction_graph import begin, row as row_of
 
 RATE_PUTS = "() => window.batonOverview.rates()[1].reduce((sum, v) => sum + (v || 0), 0)"
 
@@ -95,5 +95,20 @@ def test_purge_shows_the_count_first_and_leaves_units_of_work_alone(admin_page, 
     expect(page.locator(".flash.success")).to_have_text("Purged 4 messages.")
     counts = api.get(f"/api/brokers/{fresh_broker}/queues/Q1/").json()
     assert (counts["depth"], counts["uncommitted_puts"]) == (0, 1)
+    api.post(f"/api/transactions/{txn}/rollback/", json={})
+    assert page.console.errors == []
+
+
+def test_a_message_links_to_the_unit_of_work_holding_it_on_the_graph(admin_page, site, api, fresh_broker):
+    txn = begin(api, fresh_broker)
+    assert api.post(f"/api/brokers/{fresh_broker}/queues/Q1/messages/", json={"body": "held"}).status_code == 201
+    assert api.post(f"/api/brokers/{fresh_broker}/queues/Q1/get/", json={"transaction": txn}).json()["messages"]
+    page = admin_page
+    page.goto(f"{site.url}/brokers/{fresh_broker}/queues/Q1/")
+    expect(page.locator("#message-table tbody tr").first).to_have_attribute("data-state", "in_flight")
+    page.locator("#message-table tbody tr").first.get_by_role("link", name=txn[:6]).click()
+    expect(page.locator("#graph-root")).to_have_attribute("data-ready", "true")
+    expect(page.locator('#detail [data-f="id"]')).to_have_text(txn)
+    expect(row_of(page, txn)).to_have_class("selected")
     api.post(f"/api/transactions/{txn}/rollback/", json={})
     assert page.console.errors == []
