@@ -169,6 +169,8 @@ def _move_one(job: MoveJob, *, source: Queue, msg_id: str, queues: dict[str, Que
     if m.expires_at is not None and m.expires_at <= now:
         return _skip(job, msg_id, "expired", "It has expired.")
     target = _target_of(job, m, queues)
+    if target is None and job.action == MoveAction.MOVE:
+        raise _Stop(f"Queue {job.target_queue!r} no longer exists on {job.broker} (or is no local queue).")
     if target is None:
         original = m.dead_letter_queue
         return _skip(job, msg_id, "no_target", f"Its original queue {original!r} does not exist on {job.broker}."

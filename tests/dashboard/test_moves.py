@@ -109,6 +109,17 @@ def test_a_worker_dying_inside_a_batch_loses_nothing_and_moves_nothing_twice(bac
     assert [m.msg_id for m in on("OTHER")] == backed_out and on("APP.BACKOUT") == []
 
 
+def test_a_target_deleted_before_the_job_runs_stops_it_saying_so(backed_out, operator):
+    from brokers.services.queues import queue_delete
+
+    job = move_job_submit(user=operator, broker="BO", queue="APP.BACKOUT", action="move", target_queue="OTHER",
+                          msg_ids=backed_out)
+    queue_delete(broker="BO", name="OTHER")
+    job = move_job_run(job_id=job.pk)
+    assert (job.state, job.position, job.moved) == ("failed", 0, 0) and "'OTHER' no longer exists" in job.error
+    assert [m.msg_id for m in on("APP.BACKOUT")] == backed_out
+
+
 def test_messages_that_cannot_move_are_skipped_with_the_reason(backed_out, operator):
     message_get(broker="BO", queue="APP.BACKOUT", msg_id=backed_out[1])  # gone before the job runs
     taken = message_get(broker="BO", queue="APP.BACKOUT", msg_id=backed_out[2], syncpoint="yes")  # in flight
