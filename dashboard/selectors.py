@@ -226,10 +226,12 @@ def units_queues(*, nodes: list[dict[str, Any]]) -> dict[str, list[str]]:
     resolved = [n for n in nodes if n["state"] not in ("active", "commit_held")]
     found: dict[str, set[str]] = {}
     if open_ids:
-        for field in ("put_transaction_id", "get_transaction_id"):
-            rows = Message.objects.filter(**{f"{field}__in": open_ids}).values_list(field, "queue__name").distinct()
-            for tid, name in rows:
-                found.setdefault(tid, set()).add(name)
+        held: list[tuple[str, int]] = []
+        for field in ("put_transaction_id", "get_transaction_id"):  # each on its partial index, no join
+            held += Message.objects.filter(**{f"{field}__in": open_ids}).values_list(field, "queue_id").distinct()
+        names = dict(Queue.objects.filter(pk__in={q for _, q in held}).values_list("pk", "name"))
+        for tid, queue_id in held:
+            found.setdefault(tid, set()).add(names[queue_id])
     if resolved:
         # an operation's events may carry a time taken just before it began its unit of work
         since = datetime.fromisoformat(min(n["created_at"] for n in resolved)) - timedelta(seconds=1)

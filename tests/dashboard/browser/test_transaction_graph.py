@@ -74,6 +74,12 @@ def test_filters_hide_rows(admin_page, site, api, fresh_broker):
     expect(row(page, producer)).to_be_hidden()
     page.check('#filters input[value="active"]')
     expect(row(page, producer)).to_be_visible()
+    page.select_option('#filters select[name="age"]', "600")  # older than 10 minutes: these are not
+    expect(row(page, producer)).to_be_hidden()
+    page.select_option('#filters select[name="age"]', "0")
+    page.fill('#filters input[name="search"]', consumer[:10])
+    expect(row(page, producer)).to_be_hidden()
+    expect(row(page, consumer)).to_be_visible()
     api.post(f"/api/transactions/{producer}/rollback/", json={})
 
 
