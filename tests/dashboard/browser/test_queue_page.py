@@ -9,7 +9,7 @@ from playwright.sync_api import expect
 
 from tests.integration.servers import manage
 
-from .test_transaction_graph import begin, row as row_of
+from .test_transaction_graph import begin, row
 
 RATE_PUTS = "() => window.batonOverview.rates()[1].reduce((sum, v) => sum + (v || 0), 0)"
 
@@ -109,6 +109,6 @@ def test_a_message_links_to_the_unit_of_work_holding_it_on_the_graph(admin_page,
     page.locator("#message-table tbody tr").first.get_by_role("link", name=txn[:6]).click()
     expect(page.locator("#graph-root")).to_have_attribute("data-ready", "true")
     expect(page.locator('#detail [data-f="id"]')).to_have_text(txn)
-    expect(row_of(page, txn)).to_have_class("selected")
+    expect(row(page, txn)).to_have_class("selected")
     api.post(f"/api/transactions/{txn}/rollback/", json={})
     assert page.console.errors == []
