@@ -135,6 +135,8 @@ def move_job_resume(*, user, job_id: int) -> MoveJob:
         if job is None:
             raise NotFound(f"No job {job_id}.")
         require_queue_action(user, "get", broker=job.broker, queue=job.source_queue)
+        if job.target_queue:
+            require_queue_action(user, "put", broker=job.broker, queue=job.target_queue)
         stalled = job.updated_at < timezone.now() - timedelta(seconds=settings.BATON_DASHBOARD_MOVE_STALL_S)
         if job.state == JobState.SUCCEEDED or (job.state in OPEN_JOB_STATES and not stalled):
             raise Conflict(f"Job {job_id} is {job.state}; only a failed or stalled job is resumed.", job=job_id)
