@@ -2,6 +2,8 @@ from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
+from brokers.api.session_docs import session_docs, session_upgrade_required
+
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
@@ -9,6 +11,9 @@ urlpatterns = [
     # ReDoc without drf-spectacular's web fonts from Google: the docs load nothing from elsewhere
     path("api/schema/redoc/", SpectacularRedocView.as_view(url_name="schema", template_name="api/redoc.html"),
          name="schema-redoc"),
+    # the session is a WebSocket (config/asgi.py); a plain GET is told so, its page beside it
+    path("api/session/", session_upgrade_required, name="session"),
+    path("api/session/docs/", session_docs, name="session-docs"),
     path("api/", include("brokers.channel_urls")),
     path("api/", include("brokers.api.urls")),
     path("", include("dashboard.urls")),
