@@ -1,0 +1,197 @@
+"""REST views for publish/subscribe (API.md, "Publish/subscribe"): check permission
+(pubsub.permissions), validate with the view's InputSerializer, call one service, render
+with its OutputSerializer."""
+from __future__ import annotations
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from .. import permissions as may
+from ..selectors import retained_list, subscription_get, subscription_list, topic_get, topic_list
+from ..services.publications import publication_publish
+from ..services.retained import retained_clear
+from ..services.subscriptions import subscription_define, subscription_delete
+from ..services.topics import topic_alter, topic_define, topic_delete
+from .serializers import PublicationOutput, PublishInput, RetainedOutput, StrictSerializer, topic_field
+
+
+def _valid(serializer_class, request: Request, **kwargs) -> dict:
+    serializer = serializer_class(data=request.data if request.data is not None else {}, **kwargs)
+    serializer.is_valid(raise_exception=True)
+    return serializer.validated_data
+
+
+class TopicOutput(serializers.Serializer):
+    name = serializers.CharField()
+    broker = serializers.CharField(source="broker.name")
+    topic_string = serializers.CharField()
+    conflation_interval_ms = serializers.IntegerField()
+    durable_subscriptions = serializers.BooleanField()
+    description = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    altered_at = serializers.DateTimeField()
+
+
+class TopicListView(APIView):
+    class InputSerializer(StrictSerializer):
+        name = serializers.CharField(max_length=48)
+        topic_string = topic_field()
+        conflation_interval_ms = serializers.IntegerField(min_value=0, max_value=86_400_000, default=0)
+        durable_subscriptions = serializers.BooleanField(default=True)
+        description = serializers.CharField(max_length=200, allow_blank=True, default="")
+
+    OutputSerializer = TopicOutput
+
+    @extend_schema(operation_id="topics_list", responses=TopicOutput(many=True), tags=["publish/subscribe"])
+    def get(self, request: Request, broker: str) -> Response:
+        may.require_display(request.user, broker=broker)
+        rows = self.OutputSerializer(topic_list(broker=broker), many=True).data
+        return Response({"count": len(rows), "results": rows})
+
+    @extend_schema(operation_id="topics_define", request=InputSerializer, responses={201: TopicOutput},
+                   tags=["publish/subscribe"])
+    def post(self, request: Request, broker: str) -> Response:
+        may.require_admin(request.user, broker=broker)
+        topic = topic_define(broker=broker, **_valid(self.InputSerializer, request))
+        return Response(self.OutputSerializer(topic).data, status=201)
+
+
+class TopicDetailView(APIView):
+    class InputSerializer(StrictSerializer):
+        conflation_interval_ms = serializers.IntegerField(min_value=0, max_value=86_400_000, required=False)
+        durable_subscriptions = serializers.BooleanField(required=False)
+        description = serializers.CharField(max_length=200, allow_blank=True, required=False)
+
+    OutputSerializer = TopicOutput
+
+    @extend_schema(operation_id="topics_display", responses=TopicOutput, tags=["publish/subscribe"])
+    def get(self, request: Request, broker: str, name: str) -> Response:
+        may.require_display(request.user, broker=broker)
+        return Response(self.OutputSerializer(topic_get(broker=broker, name=name)).data)
+
+    @extend_schema(operation_id="topics_alter", request=InputSerializer, responses=TopicOutput,
+                   tags=["publish/subscribe"])
+    def patch(self, request: Request, broker: str, name: str) -> Response:
+        may.require_admin(request.user, broker=broker)
+        topic = topic_alter(broker=broker, name=name, **_valid(self.InputSerializer, request, partial=True))
+        return Response(self.OutputSerializer(topic).data)
+
+    @extend_schema(operation_id="topics_delete", responses={204: None}, tags=["publish/subscribe"])
+    def delete(self, request: Request, broker: str, name: str) -> Response:
+        may.require_admin(request.user, broker=broker)
+        topic_delete(broker=broker, name=name)
+        return Response(status=204)
+
+
+class PublishView(APIView):
+    class InputSerializer(PublishInput):
+        pass
+
+    OutputSerializer = PublicationOutput
+
+    @extend_schema(operation_id="publish", request=InputSerializer, responses={201: PublicationOutput},
+                   tags=["publish/subscribe"],
+                   description="Publish on a topic string. Besides these fields, every message field "
+                               "(API.md, \"Messages\") but refers_to.")
+    def post(self, request: Request, broker: str) -> Response:
+        may.require_publish(request.user, broker=broker)
+        data = _valid(self.InputSerializer, request)
+        result = publication_publish(broker=broker, topic=data["topic"], message=data["message"],
+                                     retain=data["retain"], transaction_id=data["transaction"])
+        return Response(self.OutputSerializer(result).data, status=201)
+
+
+class SubscriptionOutput(serializers.Serializer):
+    name = serializers.CharField()
+    broker = serializers.CharField(source="broker.name")
+    topic_filter = serializers.CharField()
+    queue = serializers.CharField(source="queue.name")
+    durable = serializers.BooleanField()
+    activation_topic = serializers.CharField(allow_null=True)
+    deactivation_topic = serializers.CharField(allow_null=True)
+    new_publications_only = serializers.BooleanField()
+    active = serializers.BooleanField()
+    created_at = serializers.DateTimeField()
+
+    def to_representation(self, instance):
+        data = super().to_representation(instance)
+        for name in ("activation_topic", "deactivation_topic"):
+            data[name] = data[name] or None
+        return data
+
+
+class SubscriptionListView(APIView):
+    class InputSerializer(StrictSerializer):
+        name = serializers.CharField(max_length=48)
+        topic_filter = topic_field()
+        queue = serializers.CharField(max_length=48)
+        durable = serializers.BooleanField(default=True)
+        activation_topic = topic_field(required=False, allow_blank=True, allow_null=True, default="")
+        deactivation_topic = topic_field(required=False, allow_blank=True, allow_null=True, default="")
+        new_publications_only = serializers.BooleanField(default=False)
+
+    OutputSerializer = SubscriptionOutput
+
+    @extend_schema(operation_id="subscriptions_list", responses=SubscriptionOutput(many=True),
+                   tags=["publish/subscribe"])
+    def get(self, request: Request, broker: str) -> Response:
+        may.require_display(request.user, broker=broker)
+        rows = self.OutputSerializer(subscription_list(broker=broker), many=True).data
+        return Response({"count": len(rows), "results": rows})
+
+    @extend_schema(operation_id="subscriptions_define", request=InputSerializer, responses={201: SubscriptionOutput},
+                   tags=["publish/subscribe"])
+    def post(self, request: Request, broker: str) -> Response:
+        may.require_admin(request.user, broker=broker)
+        sub = subscription_define(broker=broker, **_valid(self.InputSerializer, request))
+        return Response(self.OutputSerializer(subscription_get(broker=broker, name=sub.name)).data, status=201)
+
+
+class SubscriptionDetailView(APIView):
+    OutputSerializer = SubscriptionOutput
+
+    @extend_schema(operation_id="subscriptions_display", responses=SubscriptionOutput, tags=["publish/subscribe"])
+    def get(self, request: Request, broker: str, name: str) -> Response:
+        may.require_display(request.user, broker=broker)
+        return Response(self.OutputSerializer(subscription_get(broker=broker, name=name)).data)
+
+    @extend_schema(operation_id="subscriptions_delete", responses={204: None}, tags=["publish/subscribe"])
+    def delete(self, request: Request, broker: str, name: str) -> Response:
+        may.require_admin(request.user, broker=broker)
+        subscription_delete(broker=broker, name=name)
+        return Response(status=204)
+
+
+class RetainedView(APIView):
+    class ListInputSerializer(StrictSerializer):
+        topic_filter = topic_field(default="#")
+        limit = serializers.IntegerField(min_value=1, max_value=1000, required=False)
+        offset = serializers.IntegerField(min_value=0, required=False)
+
+    class ClearInputSerializer(StrictSerializer):
+        topic = topic_field()
+
+    OutputSerializer = RetainedOutput
+
+    @extend_schema(operation_id="retained_list", parameters=[OpenApiParameter("topic_filter", str)],
+                   responses=RetainedOutput(many=True), tags=["publish/subscribe"])
+    def get(self, request: Request, broker: str) -> Response:
+        may.require_display(request.user, broker=broker)
+        params = self.ListInputSerializer(data=request.query_params.dict())
+        params.is_valid(raise_exception=True)
+        rows = retained_list(broker=broker, topic_filter=params.validated_data["topic_filter"])
+        offset = params.validated_data.get("offset", 0)
+        page = rows[offset:offset + params.validated_data.get("limit", 1000)]
+        return Response({"count": len(rows), "results": self.OutputSerializer(page, many=True).data})
+
+    @extend_schema(operation_id="retained_clear", parameters=[OpenApiParameter("topic", str, required=True)],
+                   responses={204: None}, tags=["publish/subscribe"])
+    def delete(self, request: Request, broker: str) -> Response:
+        may.require_admin(request.user, broker=broker)
+        params = self.ClearInputSerializer(data=request.query_params.dict())
+        params.is_valid(raise_exception=True)
+        retained_clear(broker=broker, topic=params.validated_data["topic"])
+        return Response(status=204)

@@ -1,0 +1,13 @@
+from django.apps import AppConfig
+
+
+class PubSubConfig(AppConfig):
+    name = "pubsub"
+    verbose_name = "Publish/subscribe"
+
+    def ready(self) -> None:
+        from transactions.resources import resource_manager_register
+
+        from .services.store import PublicationStore
+
+        resource_manager_register(PublicationStore())

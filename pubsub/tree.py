@@ -1,0 +1,127 @@
+"""The subscription tree: which subscriptions' filters match a topic, without looking at
+every subscription.
+
+Each broker's subscriptions are kept per process as a tree of filter levels (a trie with
+``+`` and ``#`` children), built from the database the first time a broker publishes and
+thrown away when ``TopicTreeVersion`` changes (every subscription or topic object
+definition changes it in its own database transaction). A publication reads the version
+in its database transaction first, so a definition committed before it began is always
+seen. Matching a topic of L levels visits at most the tree nodes on the paths the topic
+can take: literal, ``+`` and ``#`` children per level, independent of how many other
+subscriptions there are.
+
+The tree holds what does not change without a version change: names, filters, activation
+topics and topic objects. Whether a subscription is active, and its queue, are read fresh
+from its row by the publication (pubsub.services.publications).
+"""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+
+from django.db import connection
+from django.db.models import F
+
+from .models import Subscription, Topic, TopicTreeVersion
+from .topics import ONE, REST, SEPARATOR, ancestors
+
+
+@dataclass
+class _Node:
+    children: dict[str, "_Node"] = field(default_factory=dict)
+    here: list[int] = field(default_factory=list)  # filters ending at this level
+    rest: list[int] = field(default_factory=list)  # filters ending with # below this level
+
+
+@dataclass
+class TopicTree:
+    root: _Node = field(default_factory=_Node)
+    #: activation topic → subscription ids; the same for deactivation
+    activations: dict[str, list[int]] = field(default_factory=dict)
+    deactivations: dict[str, list[int]] = field(default_factory=dict)
+    #: topic string → (conflation_interval_ms, durable_subscriptions) of its topic object
+    topics: dict[str, tuple[int, bool]] = field(default_factory=dict)
+
+    def add(self, sub_id: int, topic_filter: str) -> None:
+        node = self.root
+        for level in topic_filter.split(SEPARATOR):
+            if level == REST:
+                node.rest.append(sub_id)
+                return
+            node = node.children.setdefault(level, _Node())
+        node.here.append(sub_id)
+
+    def match(self, topic: str) -> list[int]:
+        """Ids of the subscriptions whose filters match ``topic`` (each once, in id order)."""
+        levels = topic.split(SEPARATOR)
+        found: set[int] = set()
+        dollar = topic.startswith("$")
+        frontier = [self.root]
+        for depth, level in enumerate(levels):
+            following = []
+            for node in frontier:
+                if not (dollar and depth == 0):
+                    found.update(node.rest)  # '#' matches this level and what follows
+                    if (child := node.children.get(ONE)) is not None:
+                        following.append(child)
+                if (child := node.children.get(level)) is not None and level != ONE:
+                    following.append(child)
+            frontier = following
+            if not frontier:
+                break
+        else:
+            for node in frontier:
+                found.update(node.here)
+                found.update(node.rest)  # 'a/#' matches 'a'
+        return sorted(found)
+
+    def topic_attributes(self, topic: str) -> tuple[int, bool]:
+        """The nearest topic object's (conflation_interval_ms, durable_subscriptions); the
+        defaults (no conflation, durable allowed) when none administers the string."""
+        for candidate in ancestors(topic):
+            if candidate in self.topics:
+                return self.topics[candidate]
+        return (0, True)
+
+
+_lock = threading.Lock()
+_trees: dict[tuple[str, int, int], TopicTree] = {}
+
+
+def tree_version() -> int:
+    row = TopicTreeVersion.objects.filter(pk=1).values_list("version", flat=True).first()
+    return row or 0
+
+
+def tree_version_bump() -> None:
+    """Note a definition change (call in the database transaction that makes it)."""
+    if not TopicTreeVersion.objects.filter(pk=1).update(version=F("version") + 1):
+        TopicTreeVersion.objects.get_or_create(pk=1, defaults={"version": 1})
+
+
+def tree_for(*, broker_id: int) -> TopicTree:
+    """The broker's tree, current as of this database transaction's first look at the
+    version (read now)."""
+    version = tree_version()
+    key = (connection.settings_dict["NAME"], broker_id, version)
+    tree = _trees.get(key)
+    if tree is not None:
+        return tree
+    tree = TopicTree()
+    for sub_id, topic_filter, activation, deactivation in Subscription.objects.filter(broker_id=broker_id).values_list(
+        "pk", "topic_filter", "activation_topic", "deactivation_topic",
+    ).order_by("pk"):
+        tree.add(sub_id, topic_filter)
+        if activation:
+            tree.activations.setdefault(activation, []).append(sub_id)
+        if deactivation:
+            tree.deactivations.setdefault(deactivation, []).append(sub_id)
+    for topic_string, interval, durable in Topic.objects.filter(broker_id=broker_id).values_list(
+        "topic_string", "conflation_interval_ms", "durable_subscriptions",
+    ):
+        tree.topics[topic_string] = (interval, durable)
+    with _lock:
+        for old in [k for k in _trees if k[:2] == key[:2] and k[2] != version]:
+            del _trees[old]
+        _trees[key] = tree
+    return tree
