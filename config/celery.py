@@ -24,3 +24,8 @@ def _schedule_housekeeping(sender, **kwargs):
         sender.signature("brokers.tasks.channels_supervise"),
         name="channels-supervise",
     )
+    sender.add_periodic_task(  # held conflated publications whose interval has ended
+        settings.BATON_HOUSEKEEPING_INTERVAL_S,
+        sender.signature("pubsub.tasks.conflation_sweep"),
+        name="conflation-sweep",
+    )
