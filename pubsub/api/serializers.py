@@ -78,3 +78,33 @@ class RetainedOutput(serializers.Serializer):
 
     def get_body_base64(self, row: RetainedPublication) -> str:
         return base64.b64encode(bytes(row.body)).decode("ascii")
+
+
+class TopicOutput(serializers.Serializer):
+    name = serializers.CharField()
+    broker = serializers.CharField(source="broker.name")
+    topic_string = serializers.CharField()
+    conflation_interval_ms = serializers.IntegerField()
+    durable_subscriptions = serializers.BooleanField()
+    description = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    altered_at = serializers.DateTimeField()
+
+
+class SubscriptionOutput(serializers.Serializer):
+    name = serializers.CharField()
+    broker = serializers.CharField(source="broker.name")
+    topic_filter = serializers.CharField()
+    queue = serializers.CharField(source="queue.name")
+    durable = serializers.BooleanField()
+    activation_topic = serializers.CharField(allow_null=True)
+    deactivation_topic = serializers.CharField(allow_null=True)
+    new_publications_only = serializers.BooleanField()
+    active = serializers.BooleanField()
+    created_at = serializers.DateTimeField()
+
+    def to_representation(self, instance):
+        data = super().to_representation(instance)
+        for name in ("activation_topic", "deactivation_topic"):
+            data[name] = data[name] or None
+        return data

@@ -15,24 +15,15 @@ from ..services.publications import publication_publish
 from ..services.retained import retained_clear
 from ..services.subscriptions import subscription_define, subscription_delete
 from ..services.topics import topic_alter, topic_define, topic_delete
-from .serializers import PublicationOutput, PublishInput, RetainedOutput, StrictSerializer, topic_field
+from .serializers import (
+    PublicationOutput, PublishInput, RetainedOutput, StrictSerializer, SubscriptionOutput, TopicOutput, topic_field,
+)
 
 
 def _valid(serializer_class, request: Request, **kwargs) -> dict:
     serializer = serializer_class(data=request.data if request.data is not None else {}, **kwargs)
     serializer.is_valid(raise_exception=True)
     return serializer.validated_data
-
-
-class TopicOutput(serializers.Serializer):
-    name = serializers.CharField()
-    broker = serializers.CharField(source="broker.name")
-    topic_string = serializers.CharField()
-    conflation_interval_ms = serializers.IntegerField()
-    durable_subscriptions = serializers.BooleanField()
-    description = serializers.CharField()
-    created_at = serializers.DateTimeField()
-    altered_at = serializers.DateTimeField()
 
 
 class TopicListView(APIView):
@@ -102,25 +93,6 @@ class PublishView(APIView):
         result = publication_publish(broker=broker, topic=data["topic"], message=data["message"],
                                      retain=data["retain"], transaction_id=data["transaction"])
         return Response(self.OutputSerializer(result).data, status=201)
-
-
-class SubscriptionOutput(serializers.Serializer):
-    name = serializers.CharField()
-    broker = serializers.CharField(source="broker.name")
-    topic_filter = serializers.CharField()
-    queue = serializers.CharField(source="queue.name")
-    durable = serializers.BooleanField()
-    activation_topic = serializers.CharField(allow_null=True)
-    deactivation_topic = serializers.CharField(allow_null=True)
-    new_publications_only = serializers.BooleanField()
-    active = serializers.BooleanField()
-    created_at = serializers.DateTimeField()
-
-    def to_representation(self, instance):
-        data = super().to_representation(instance)
-        for name in ("activation_topic", "deactivation_topic"):
-            data[name] = data[name] or None
-        return data
 
 
 class SubscriptionListView(APIView):
