@@ -3,7 +3,7 @@
 with its OutputSerializer."""
 from __future__ import annotations
 
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -15,6 +15,7 @@ from ..services.publications import publication_publish
 from ..services.retained import retained_clear
 from ..services.subscriptions import subscription_define, subscription_delete
 from ..services.topics import topic_alter, topic_define, topic_delete
+from .schema import NO_CONTENT, operation
 from .serializers import (
     PublicationOutput, PublishInput, RetainedOutput, StrictSerializer, SubscriptionOutput, TopicOutput, topic_field,
 )
@@ -28,6 +29,9 @@ def _valid(serializer_class, request: Request, **kwargs) -> dict:
 
 class TopicListView(APIView):
     class InputSerializer(StrictSerializer):
+        class Meta:
+            ref_name = "TopicDefineInput"
+
         name = serializers.CharField(max_length=48)
         topic_string = topic_field()
         conflation_interval_ms = serializers.IntegerField(min_value=0, max_value=86_400_000, default=0)
@@ -36,14 +40,13 @@ class TopicListView(APIView):
 
     OutputSerializer = TopicOutput
 
-    @extend_schema(operation_id="topics_list", responses=TopicOutput(many=True), tags=["publish/subscribe"])
+    @operation("topics_list", {200: TopicOutput(many=True)}, 404)
     def get(self, request: Request, broker: str) -> Response:
         may.require_display(request.user, broker=broker)
         rows = self.OutputSerializer(topic_list(broker=broker), many=True).data
         return Response({"count": len(rows), "results": rows})
 
-    @extend_schema(operation_id="topics_define", request=InputSerializer, responses={201: TopicOutput},
-                   tags=["publish/subscribe"])
+    @operation("topics_define", {201: TopicOutput}, 400, 404, 409, request=InputSerializer)
     def post(self, request: Request, broker: str) -> Response:
         may.require_admin(request.user, broker=broker)
         topic = topic_define(broker=broker, **_valid(self.InputSerializer, request))
@@ -52,25 +55,27 @@ class TopicListView(APIView):
 
 class TopicDetailView(APIView):
     class InputSerializer(StrictSerializer):
+        class Meta:
+            ref_name = "TopicAlterInput"
+
         conflation_interval_ms = serializers.IntegerField(min_value=0, max_value=86_400_000, required=False)
         durable_subscriptions = serializers.BooleanField(required=False)
         description = serializers.CharField(max_length=200, allow_blank=True, required=False)
 
     OutputSerializer = TopicOutput
 
-    @extend_schema(operation_id="topics_display", responses=TopicOutput, tags=["publish/subscribe"])
+    @operation("topics_display", {200: TopicOutput}, 404, detail=True)
     def get(self, request: Request, broker: str, name: str) -> Response:
         may.require_display(request.user, broker=broker)
         return Response(self.OutputSerializer(topic_get(broker=broker, name=name)).data)
 
-    @extend_schema(operation_id="topics_alter", request=InputSerializer, responses=TopicOutput,
-                   tags=["publish/subscribe"])
+    @operation("topics_alter", {200: TopicOutput}, 400, 404, request=InputSerializer, detail=True)
     def patch(self, request: Request, broker: str, name: str) -> Response:
         may.require_admin(request.user, broker=broker)
         topic = topic_alter(broker=broker, name=name, **_valid(self.InputSerializer, request, partial=True))
         return Response(self.OutputSerializer(topic).data)
 
-    @extend_schema(operation_id="topics_delete", responses={204: None}, tags=["publish/subscribe"])
+    @operation("topics_delete", {204: NO_CONTENT}, 404, detail=True)
     def delete(self, request: Request, broker: str, name: str) -> Response:
         may.require_admin(request.user, broker=broker)
         topic_delete(broker=broker, name=name)
@@ -79,14 +84,14 @@ class TopicDetailView(APIView):
 
 class PublishView(APIView):
     class InputSerializer(PublishInput):
-        pass
+        class Meta:
+            ref_name = "PublishInput"
 
     OutputSerializer = PublicationOutput
 
-    @extend_schema(operation_id="publish", request=InputSerializer, responses={201: PublicationOutput},
-                   tags=["publish/subscribe"],
-                   description="Publish on a topic string. Besides these fields, every message field "
-                               "(API.md, \"Messages\") but refers_to.")
+    @operation("publish", {201: PublicationOutput}, 400, 404, 409, 413, request=InputSerializer,
+               description="Publish on a topic string. Besides these fields, every message field "
+                           "(API.md, \"Messages\") but refers_to.")
     def post(self, request: Request, broker: str) -> Response:
         may.require_publish(request.user, broker=broker)
         data = _valid(self.InputSerializer, request)
@@ -97,6 +102,9 @@ class PublishView(APIView):
 
 class SubscriptionListView(APIView):
     class InputSerializer(StrictSerializer):
+        class Meta:
+            ref_name = "SubscriptionDefineInput"
+
         name = serializers.CharField(max_length=48)
         topic_filter = topic_field()
         queue = serializers.CharField(max_length=48)
@@ -107,15 +115,13 @@ class SubscriptionListView(APIView):
 
     OutputSerializer = SubscriptionOutput
 
-    @extend_schema(operation_id="subscriptions_list", responses=SubscriptionOutput(many=True),
-                   tags=["publish/subscribe"])
+    @operation("subscriptions_list", {200: SubscriptionOutput(many=True)}, 404)
     def get(self, request: Request, broker: str) -> Response:
         may.require_display(request.user, broker=broker)
         rows = self.OutputSerializer(subscription_list(broker=broker), many=True).data
         return Response({"count": len(rows), "results": rows})
 
-    @extend_schema(operation_id="subscriptions_define", request=InputSerializer, responses={201: SubscriptionOutput},
-                   tags=["publish/subscribe"])
+    @operation("subscriptions_define", {201: SubscriptionOutput}, 400, 404, 409, request=InputSerializer)
     def post(self, request: Request, broker: str) -> Response:
         may.require_admin(request.user, broker=broker)
         sub = subscription_define(broker=broker, **_valid(self.InputSerializer, request))
@@ -125,12 +131,12 @@ class SubscriptionListView(APIView):
 class SubscriptionDetailView(APIView):
     OutputSerializer = SubscriptionOutput
 
-    @extend_schema(operation_id="subscriptions_display", responses=SubscriptionOutput, tags=["publish/subscribe"])
+    @operation("subscriptions_display", {200: SubscriptionOutput}, 404, detail=True)
     def get(self, request: Request, broker: str, name: str) -> Response:
         may.require_display(request.user, broker=broker)
         return Response(self.OutputSerializer(subscription_get(broker=broker, name=name)).data)
 
-    @extend_schema(operation_id="subscriptions_delete", responses={204: None}, tags=["publish/subscribe"])
+    @operation("subscriptions_delete", {204: NO_CONTENT}, 404, detail=True)
     def delete(self, request: Request, broker: str, name: str) -> Response:
         may.require_admin(request.user, broker=broker)
         subscription_delete(broker=broker, name=name)
@@ -139,17 +145,23 @@ class SubscriptionDetailView(APIView):
 
 class RetainedView(APIView):
     class ListInputSerializer(StrictSerializer):
+        class Meta:
+            ref_name = "RetainedListInput"
+
         topic_filter = topic_field(default="#")
         limit = serializers.IntegerField(min_value=1, max_value=1000, required=False)
         offset = serializers.IntegerField(min_value=0, required=False)
 
     class ClearInputSerializer(StrictSerializer):
+        class Meta:
+            ref_name = "RetainedClearInput"
+
         topic = topic_field()
 
     OutputSerializer = RetainedOutput
 
-    @extend_schema(operation_id="retained_list", parameters=[OpenApiParameter("topic_filter", str)],
-                   responses=RetainedOutput(many=True), tags=["publish/subscribe"])
+    @operation("retained_list", {200: RetainedOutput(many=True)}, 400, 404,
+               parameters=[OpenApiParameter("topic_filter", str, description="A topic filter (default #).")])
     def get(self, request: Request, broker: str) -> Response:
         may.require_display(request.user, broker=broker)
         params = self.ListInputSerializer(data=request.query_params.dict())
@@ -159,8 +171,8 @@ class RetainedView(APIView):
         page = rows[offset:offset + params.validated_data.get("limit", 1000)]
         return Response({"count": len(rows), "results": self.OutputSerializer(page, many=True).data})
 
-    @extend_schema(operation_id="retained_clear", parameters=[OpenApiParameter("topic", str, required=True)],
-                   responses={204: None}, tags=["publish/subscribe"])
+    @operation("retained_clear", {204: NO_CONTENT}, 400, 404,
+               parameters=[OpenApiParameter("topic", str, required=True, description="The topic string.")])
     def delete(self, request: Request, broker: str) -> Response:
         may.require_admin(request.user, broker=broker)
         params = self.ClearInputSerializer(data=request.query_params.dict())
