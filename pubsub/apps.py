@@ -8,6 +8,7 @@ class PubSubConfig(AppConfig):
     def ready(self) -> None:
         from transactions.resources import resource_manager_register
 
+        from . import signals  # noqa: F401  (connects the receivers)
         from .services.store import PublicationStore
 
         resource_manager_register(PublicationStore())

@@ -10,9 +10,12 @@ seen. Matching a topic of L levels visits at most the tree nodes on the paths th
 can take: literal, ``+`` and ``#`` children per level, independent of how many other
 subscriptions there are.
 
-The tree holds what does not change without a version change: names, filters, activation
-topics and topic objects. Whether a subscription is active, and its queue, are read fresh
-from its row by the publication (pubsub.services.publications).
+The tree holds what does not change without a version change: names, filters, queues,
+durability, activation topics and topic objects (subscriptions are never altered, only
+defined and deleted; a deletion by cascade, with its queue or broker, changes the version
+through the ``post_delete`` signal, pubsub.signals). Whether a subscription with an
+activation or deactivation topic is active is read from its row by each publication that
+matches it; one without either is always active.
 """
 from __future__ import annotations
 
@@ -22,6 +25,7 @@ from dataclasses import dataclass, field
 from django.db import connection
 from django.db.models import F
 
+from . import queries
 from .models import Subscription, Topic, TopicTreeVersion
 from .topics import ONE, REST, SEPARATOR, ancestors
 
@@ -33,9 +37,27 @@ class _Node:
     rest: list[int] = field(default_factory=list)  # filters ending with # below this level
 
 
+@dataclass(frozen=True)
+class Subscriber:
+    """What a publication needs of a subscription."""
+
+    id: int
+    name: str
+    queue_id: int
+    queue: str
+    durable: bool
+    switchable: bool  # has an activation or deactivation topic: ``active`` can change
+
+    @classmethod
+    def of(cls, sub: Subscription) -> "Subscriber":
+        return cls(sub.pk, sub.name, sub.queue_id, sub.queue.name, sub.durable,
+                   bool(sub.activation_topic or sub.deactivation_topic))
+
+
 @dataclass
 class TopicTree:
     root: _Node = field(default_factory=_Node)
+    subscribers: dict[int, Subscriber] = field(default_factory=dict)
     #: activation topic → subscription ids; the same for deactivation
     activations: dict[str, list[int]] = field(default_factory=dict)
     deactivations: dict[str, list[int]] = field(default_factory=dict)
@@ -75,6 +97,15 @@ class TopicTree:
                 found.update(node.rest)  # 'a/#' matches 'a'
         return sorted(found)
 
+    def active(self, ids: list[int]) -> list[Subscriber]:
+        """The active ones of these subscriptions, in their queues' id order (the order
+        queue rows are locked in, docs/concurrency.md). Reads ``active`` only of those that
+        can change it."""
+        subscribers = [self.subscribers[i] for i in ids]
+        switchable = [s.id for s in subscribers if s.switchable]
+        on = queries.subscriptions_active(ids=switchable) if switchable else set()
+        return sorted((s for s in subscribers if not s.switchable or s.id in on), key=lambda s: (s.queue_id, s.id))
+
     def topic_attributes(self, topic: str) -> tuple[int, bool]:
         """The nearest topic object's (conflation_interval_ms, durable_subscriptions); the
         defaults (no conflation, durable allowed) when none administers the string."""
@@ -89,8 +120,7 @@ _trees: dict[tuple[str, int, int], TopicTree] = {}
 
 
 def tree_version() -> int:
-    row = TopicTreeVersion.objects.filter(pk=1).values_list("version", flat=True).first()
-    return row or 0
+    return queries.versions()[1]
 
 
 def tree_version_bump() -> None:
@@ -99,23 +129,23 @@ def tree_version_bump() -> None:
         TopicTreeVersion.objects.get_or_create(pk=1, defaults={"version": 1})
 
 
-def tree_for(*, broker_id: int) -> TopicTree:
-    """The broker's tree, current as of this database transaction's first look at the
-    version (read now)."""
-    version = tree_version()
+def tree_for(*, broker_id: int, version: int | None = None) -> TopicTree:
+    """The broker's tree as of ``version`` (read by the caller in its database transaction;
+    read now by default)."""
+    if version is None:
+        version = tree_version()
     key = (connection.settings_dict["NAME"], broker_id, version)
     tree = _trees.get(key)
     if tree is not None:
         return tree
     tree = TopicTree()
-    for sub_id, topic_filter, activation, deactivation in Subscription.objects.filter(broker_id=broker_id).values_list(
-        "pk", "topic_filter", "activation_topic", "deactivation_topic",
-    ).order_by("pk"):
-        tree.add(sub_id, topic_filter)
-        if activation:
-            tree.activations.setdefault(activation, []).append(sub_id)
-        if deactivation:
-            tree.deactivations.setdefault(deactivation, []).append(sub_id)
+    for sub in Subscription.objects.filter(broker_id=broker_id).select_related("queue").order_by("pk"):
+        tree.add(sub.pk, sub.topic_filter)
+        tree.subscribers[sub.pk] = Subscriber.of(sub)
+        if sub.activation_topic:
+            tree.activations.setdefault(sub.activation_topic, []).append(sub.pk)
+        if sub.deactivation_topic:
+            tree.deactivations.setdefault(sub.deactivation_topic, []).append(sub.pk)
     for topic_string, interval, durable in Topic.objects.filter(broker_id=broker_id).values_list(
         "topic_string", "conflation_interval_ms", "durable_subscriptions",
     ):

@@ -2,13 +2,19 @@
 parameters as the rest of the API (brokers.api.schema)."""
 from __future__ import annotations
 
-from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema, inline_serializer
+from rest_framework import serializers
 
 from brokers.api.schema import BROKER, NO_CONTENT, PATH_NAME, responses
 
 TAG = "publish/subscribe"
 NAME = OpenApiParameter("name", str, OpenApiParameter.PATH, required=True, pattern=PATH_NAME,
                         description="Topic object or subscription name.", examples=[OpenApiExample("name", value="T1")])
+
+
+def page(name: str, item: type[serializers.Serializer]) -> serializers.Serializer:
+    """A list's answer: ``{"count", "results": [...]}``."""
+    return inline_serializer(name, {"count": serializers.IntegerField(), "results": item(many=True)})
 
 
 def operation(operation_id: str, ok: dict, *errors: int, request=None, detail: bool = False, parameters=(),
@@ -20,4 +26,4 @@ def operation(operation_id: str, ok: dict, *errors: int, request=None, detail: b
     )
 
 
-__all__ = ["NO_CONTENT", "operation"]
+__all__ = ["NO_CONTENT", "operation", "page"]

@@ -15,7 +15,7 @@ from ..services.publications import publication_publish
 from ..services.retained import retained_clear
 from ..services.subscriptions import subscription_define, subscription_delete
 from ..services.topics import topic_alter, topic_define, topic_delete
-from .schema import NO_CONTENT, operation
+from .schema import NO_CONTENT, operation, page
 from .serializers import (
     PublicationOutput, PublishInput, RetainedOutput, StrictSerializer, SubscriptionOutput, TopicOutput, topic_field,
 )
@@ -40,7 +40,7 @@ class TopicListView(APIView):
 
     OutputSerializer = TopicOutput
 
-    @operation("topics_list", {200: TopicOutput(many=True)}, 404)
+    @operation("topics_list", {200: page("TopicPage", TopicOutput)}, 404)
     def get(self, request: Request, broker: str) -> Response:
         may.require_display(request.user, broker=broker)
         rows = self.OutputSerializer(topic_list(broker=broker), many=True).data
@@ -115,7 +115,7 @@ class SubscriptionListView(APIView):
 
     OutputSerializer = SubscriptionOutput
 
-    @operation("subscriptions_list", {200: SubscriptionOutput(many=True)}, 404)
+    @operation("subscriptions_list", {200: page("SubscriptionPage", SubscriptionOutput)}, 404)
     def get(self, request: Request, broker: str) -> Response:
         may.require_display(request.user, broker=broker)
         rows = self.OutputSerializer(subscription_list(broker=broker), many=True).data
@@ -160,7 +160,7 @@ class RetainedView(APIView):
 
     OutputSerializer = RetainedOutput
 
-    @operation("retained_list", {200: RetainedOutput(many=True)}, 400, 404,
+    @operation("retained_list", {200: page("RetainedPage", RetainedOutput)}, 400, 404,
                parameters=[OpenApiParameter("topic_filter", str, description="A topic filter (default #).")])
     def get(self, request: Request, broker: str) -> Response:
         may.require_display(request.user, broker=broker)

@@ -27,7 +27,7 @@ from transactions.durability import engine_step
 
 from ..models import Conflation
 from ..tree import tree_for
-from .delivery import copies_deliver, subscriptions_active
+from .delivery import copies_deliver
 from .stored import message_loaded, message_stored
 
 log = logging.getLogger(__name__)
@@ -90,7 +90,7 @@ def conflation_sweep(*, now: datetime | None = None, limit: int = 500) -> SweepO
                 if row is None:  # delivered meanwhile, by a publisher or another sweeper
                     continue
                 tree = tree_for(broker_id=row.broker_id)
-                subs = subscriptions_active(ids=tree.match(row.topic))
+                subs = tree.active(tree.match(row.topic))
                 outcome.copies += copies_deliver(
                     broker=row.broker, subscriptions=subs, topic=row.topic,
                     msg=message_loaded(row.held_body, row.held_message), msg_id=row.held_msg_id, transaction_id=None,

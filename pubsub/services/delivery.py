@@ -15,10 +15,11 @@ from transactions import queries as txn_queries
 
 from ..models import RetainedPublication, Subscription
 from ..topics import literal_prefix, matches
+from ..tree import Subscriber
 from .stored import message_copy, message_loaded
 
 
-def copies_deliver(*, broker: Broker, subscriptions: list[Subscription], topic: str, msg: MessageInput, msg_id: str,
+def copies_deliver(*, broker: Broker, subscriptions: list[Subscriber], topic: str, msg: MessageInput, msg_id: str,
                    transaction_id: str | None, is_retained: bool = False) -> int:
     """Put one copy on each subscription's queue; return how many were put. Caller holds an
     open database transaction (an engine step)."""
@@ -27,7 +28,7 @@ def copies_deliver(*, broker: Broker, subscriptions: list[Subscription], topic: 
         copy = message_copy(msg, topic=topic, subscription=sub.name, is_retained=is_retained, msg_id=msg_id)
         txn_queries.deferred_flush()  # the caller's deferred writes must not ride in the put's savepoint
         try:
-            message_put(broker=broker.name, queue=sub.queue.name, messages=[copy], transaction_id=transaction_id,
+            message_put(broker=broker.name, queue=sub.queue, messages=[copy], transaction_id=transaction_id,
                         put_application="pubsub")
         except (QueueFull, PutInhibited) as exc:
             if sub.durable:
@@ -36,12 +37,6 @@ def copies_deliver(*, broker: Broker, subscriptions: list[Subscription], topic: 
             continue
         delivered += 1
     return delivered
-
-
-def subscriptions_active(*, ids: list[int]) -> list[Subscription]:
-    if not ids:
-        return []
-    return list(Subscription.objects.filter(pk__in=ids, active=True).select_related("queue").order_by("pk"))
 
 
 def retained_deliver(*, broker: Broker, subscription: Subscription) -> int:
@@ -55,7 +50,7 @@ def retained_deliver(*, broker: Broker, subscription: Subscription) -> int:
     for row in rows:
         if matches(subscription.topic_filter, row.topic):
             delivered += copies_deliver(
-                broker=broker, subscriptions=[subscription], topic=row.topic,
+                broker=broker, subscriptions=[Subscriber.of(subscription)], topic=row.topic,
                 msg=message_loaded(row.body, row.message), msg_id=row.msg_id, transaction_id=None, is_retained=True,
             )
     return delivered

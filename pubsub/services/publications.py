@@ -21,11 +21,12 @@ from config.errors import InvalidInput
 from transactions.durability import engine_step
 from transactions.manager import transaction_for_operation, transaction_mark, transaction_timeouts_applied
 
+from .. import queries
 from ..models import PendingEffect
 from ..topics import topic_problems
 from ..tree import tree_for
 from .conflation import conflation_admit
-from .delivery import copies_deliver, subscriptions_active
+from .delivery import copies_deliver
 from .effects import effects_apply, effects_wanted
 from .stored import message_stored
 
@@ -58,10 +59,11 @@ def publication_publish(*, broker: str, topic: str, message: MessageInput, retai
     durable = transaction_id is None and message.persistence != Persistence.NON_PERSISTENT
     with transaction_timeouts_applied(), engine_step(durable=durable):
         now = timezone.now()
-        definitions_checked()
+        definitions, tree_version = queries.versions()
+        definitions_checked(definitions)
         owner = broker_cached(name=broker)
         txn = transaction_for_operation(transaction_id=transaction_id, broker=owner.name) if transaction_id else None
-        tree = tree_for(broker_id=owner.pk)
+        tree = tree_for(broker_id=owner.pk, version=tree_version)
         msg_id = ids_new(1)[0]
         interval, _ = tree.topic_attributes(topic)
         deliver = txn is not None or not interval or conflation_admit(
@@ -69,7 +71,7 @@ def publication_publish(*, broker: str, topic: str, message: MessageInput, retai
         )
         matched = 0
         if deliver:
-            matched = copies_deliver(broker=owner, subscriptions=subscriptions_active(ids=tree.match(topic)),
+            matched = copies_deliver(broker=owner, subscriptions=tree.active(tree.match(topic)),
                                      topic=topic, msg=message, msg_id=msg_id, transaction_id=transaction_id)
         if effects_wanted(tree=tree, topic=topic, retain=retain):
             if txn is None:
