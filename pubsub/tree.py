@@ -19,11 +19,11 @@ matches it; one without either is always active.
 """
 from __future__ import annotations
 
+import secrets
 import threading
 from dataclasses import dataclass, field
 
 from django.db import connection
-from django.db.models import F
 
 from . import queries
 from .models import Subscription, Topic, TopicTreeVersion
@@ -124,9 +124,12 @@ def tree_version() -> int:
 
 
 def tree_version_bump() -> None:
-    """Note a definition change (call in the database transaction that makes it)."""
-    if not TopicTreeVersion.objects.filter(pk=1).update(version=F("version") + 1):
-        TopicTreeVersion.objects.get_or_create(pk=1, defaults={"version": 1})
+    """Note a definition change (call in the database transaction that makes it). The new
+    version is random, not the next number: a change rolled back must not leave a tree
+    cached under a version that a different change may commit later."""
+    version = secrets.randbits(62)
+    if not TopicTreeVersion.objects.filter(pk=1).update(version=version):
+        TopicTreeVersion.objects.update_or_create(pk=1, defaults={"version": version})
 
 
 def tree_for(*, broker_id: int, version: int | None = None) -> TopicTree:
