@@ -45,3 +45,9 @@ def retained_list(*, broker: str, topic_filter: str = "#") -> list[RetainedPubli
     if prefix := literal_prefix(topic_filter):
         rows = rows.filter(topic__startswith=prefix)
     return [r for r in rows if matches(topic_filter, r.topic)]
+
+
+def retained_all(*, broker: str) -> list[RetainedPublication]:
+    """Every retained publication of the broker, by topic ('$' topics too, which ``#`` leaves out)."""
+    owner = broker_get(name=broker)
+    return list(RetainedPublication.objects.filter(broker=owner).order_by("topic"))
