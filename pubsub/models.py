@@ -57,7 +57,8 @@ class Subscription(models.Model):
     name = models.CharField(max_length=48, validators=[name_validator])
     topic_filter = models.CharField(max_length=TOPIC_MAX)
     queue = models.ForeignKey(Queue, on_delete=models.CASCADE, related_name="subscriptions")
-    durable = models.BooleanField(default=True, help_text="Survives a platform restart; a full queue fails a publication.")
+    durable = models.BooleanField(
+        default=True, help_text="Survives a platform restart; a full queue fails a publication.")
     activation_topic = models.CharField(max_length=TOPIC_MAX, blank=True)
     deactivation_topic = models.CharField(max_length=TOPIC_MAX, blank=True)
     new_publications_only = models.BooleanField(default=False, help_text="Do not send it the retained publications.")

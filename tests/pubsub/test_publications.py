@@ -8,7 +8,7 @@ from brokers.exceptions import QueueFull
 from brokers.models import Queue
 from brokers.selectors import queue_depths
 from brokers.services.messages import message_browse
-from brokers.services.queues import queue_alter, queue_define
+from brokers.services.queues import queue_alter
 from config.errors import AlreadyExists, InvalidInput
 from pubsub.models import RetainedPublication, Subscription
 from pubsub.selectors import retained_list

@@ -121,7 +121,8 @@ class PubSubMachine(RuleBasedStateMachine):
             return
         del self.subs[name]
 
-    @rule(topic=st.sampled_from(TOPICS), retain=st.booleans(), mode=st.sampled_from(["now", "now", "commit", "rollback"]))
+    @rule(topic=st.sampled_from(TOPICS), retain=st.booleans(),
+          mode=st.sampled_from(["now", "now", "commit", "rollback"]))
     def publish(self, topic, retain, mode):
         body = f"m{next(self.bodies)}"
         txn = transaction_begin(broker=self.broker, timeout_ms=600_000).id if mode != "now" else None
