@@ -98,3 +98,21 @@ def test_sweeper_in_another_process_delivers_what_this_one_held(conflated):
             for _ in range(2)]
     assert [r.stdout.strip() for r in runs] == ["1", "0"]
     assert bodies("S1") == ["1", "held"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_sweepers_deliver_a_held_publication_once(conflated):
+    """Three sweepers in three processes at once: the row lock (SKIP LOCKED on PostgreSQL,
+    the write lock on SQLite) and the re-check let exactly one deliver it."""
+    publish("prices/eur", "1")
+    publish("prices/eur", "held")
+    interval_ended()
+    script = ("import django; django.setup(); from pubsub.services.conflation import conflation_sweep; "
+              "print(conflation_sweep().delivered)")
+    env = {**__import__("os").environ, "DATABASE_URL": database_url()}
+    procs = [subprocess.Popen([sys.executable, "-c", script], env=env, stdout=subprocess.PIPE, text=True)
+             for _ in range(3)]
+    delivered = [int(p.communicate(timeout=120)[0].strip()) for p in procs]
+    assert all(p.returncode == 0 for p in procs)
+    assert sum(delivered) == 1
+    assert bodies("S1") == ["1", "held"] and bodies("S2") == ["1", "held"]
