@@ -11,13 +11,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from django.conf import settings
 from django.utils import timezone
 
 from brokers.definitions import broker_cached, definitions_checked
 from brokers.ids import ids_new
 from brokers.models import Persistence
 from brokers.services.message_input import MessageInput
-from config.errors import InvalidInput
+from config.errors import InvalidInput, MessageTooLarge
 from transactions.durability import engine_step
 from transactions.manager import transaction_for_operation, transaction_mark, transaction_timeouts_applied
 
@@ -62,6 +63,10 @@ def publication_publish(*, broker: str, topic: str, message: MessageInput, retai
         definitions, tree_version = queries.versions()
         definitions_checked(definitions)
         owner = broker_cached(name=broker)
+        limit = min(owner.max_message_length, settings.BATON_MAX_MESSAGE_LENGTH)
+        if len(message.body) > limit:  # (each copy's put checks its queue's limit too)
+            raise MessageTooLarge(f"The publication is {len(message.body)} bytes; broker {broker!r} accepts at most "
+                                  f"{limit}.", length=len(message.body), max_message_length=limit)
         txn = transaction_for_operation(transaction_id=transaction_id, broker=owner.name) if transaction_id else None
         tree = tree_for(broker_id=owner.pk, version=tree_version)
         msg_id = ids_new(1)[0]

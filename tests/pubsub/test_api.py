@@ -84,6 +84,9 @@ def test_publish_bad_input(api, queues):
     ]:
         assert field in assert_error(post(api, "publish/", body), 400, "invalid")["errors"], body
     assert_error(api.post("/api/brokers/NOPE/publish/", {"topic": "a"}, format="json"), 404, "not_found")
+    api.patch("/api/brokers/QM1/", {"max_message_length": 3}, format="json")
+    assert_error(post(api, "publish/", {"topic": "a", "body": "four", "retain": True}), 413, "message_too_large")
+    assert api.get(B + "retained/").json()["count"] == 0
 
 
 def test_retained_list_and_clear(api, queues):
