@@ -1,8 +1,9 @@
 """A Hypothesis state machine against a plain model of topics, subscriptions and retained
 publications.
 
-The model: subscriptions (filter, queue, active, activation and deactivation topics,
-new_publications_only, in definition order), the retained publication of each topic, and
+The model: topic objects (the topic string each administers and whether it allows durable
+subscriptions), subscriptions (filter, queue, durable, active, activation and deactivation
+topics, new_publications_only, in definition order), the retained publication of each topic, and
 what each queue holds (topic, body, is_retained, subscription), in order. It knows the
 rules of API.md, "Publish/subscribe" and MQTT matching written out plainly (its own
 ``_matches``), nothing of the implementation. Publications go outside a unit of work or
@@ -25,18 +26,20 @@ from brokers.services.brokers import broker_define
 from brokers.services.message_input import MessageInput
 from brokers.services.messages import message_browse
 from brokers.services.queues import queue_define
-from config.errors import AlreadyExists, NotFound
+from config.errors import AlreadyExists, InvalidInput, NotFound
 from pubsub.models import Subscription
 from pubsub.selectors import retained_list
 from pubsub.services.publications import publication_publish
 from pubsub.services.retained import retained_clear
 from pubsub.services.subscriptions import subscription_define, subscription_delete
+from pubsub.services.topics import topic_define, topic_delete
 from transactions.manager import transaction_begin, transaction_commit, transaction_rollback
 
 QUEUES = ["Q1", "Q2"]
 NAMES = ["s1", "s2", "s3", "s4"]
 TOPICS = ["a", "a/b", "a/", "/b", "b", "$s/a", "a/b/c", "on", "off"]
 FILTERS = ["#", "+", "a/#", "a/+", "+/b", "a", "$s/#", "+/+", "/+", "a/b/#", "+/+/+"]
+TOPIC_OBJECTS = {"TA": "a", "TAB": "a/b", "TS": "$s"}
 
 _brokers = itertools.count(1)
 
@@ -66,6 +69,7 @@ class PubSubMachine(RuleBasedStateMachine):
         broker_define(name=self.broker, transaction_timeout_ms=600_000)
         for name in QUEUES:
             queue_define(broker=self.broker, name=name)
+        self.topic_objects: dict[str, tuple[str, bool]] = {}  # name → (topic string, durable allowed)
         self.subs: dict[str, dict] = {}  # in definition order
         self.retained: dict[str, str] = {}
         self.queues: dict[str, list[tuple]] = {q: [] for q in QUEUES}
@@ -93,19 +97,58 @@ class PubSubMachine(RuleBasedStateMachine):
             if sub["deactivation"] == topic:
                 sub["active"] = False
 
+    def _durable_allowed(self, topic_filter: str) -> bool:
+        """The nearest topic object above the filter's levels before its first wildcard."""
+        levels = []
+        for level in topic_filter.split("/"):
+            if level in ("+", "#"):
+                break
+            levels.append(level)
+        allowed = {string: durable for string, durable in self.topic_objects.values()}
+        for n in range(len(levels), 0, -1):
+            if "/".join(levels[:n]) in allowed:
+                return allowed["/".join(levels[:n])]
+        return True
+
     # --- rules -----------------------------------------------------------------------
+    @rule(name=st.sampled_from(sorted(TOPIC_OBJECTS)), durable=st.booleans())
+    def define_topic(self, name, durable):
+        try:
+            topic_define(broker=self.broker, name=name, topic_string=TOPIC_OBJECTS[name],
+                         durable_subscriptions=durable)
+        except AlreadyExists:
+            assert name in self.topic_objects
+            return
+        assert name not in self.topic_objects
+        self.topic_objects[name] = (TOPIC_OBJECTS[name], durable)
+
+    @rule(name=st.sampled_from(sorted(TOPIC_OBJECTS)))
+    def delete_topic(self, name):
+        try:
+            topic_delete(broker=self.broker, name=name)
+        except NotFound:
+            assert name not in self.topic_objects
+            return
+        del self.topic_objects[name]
+
     @rule(name=st.sampled_from(NAMES), topic_filter=st.sampled_from(FILTERS), queue=st.sampled_from(QUEUES),
           activation=st.sampled_from(["", "", "on"]), deactivation=st.sampled_from(["", "off"]),
-          npo=st.booleans())
-    def define(self, name, topic_filter, queue, activation, deactivation, npo):
+          npo=st.booleans(), durable=st.booleans())
+    def define(self, name, topic_filter, queue, activation, deactivation, npo, durable):
         try:
             sub = subscription_define(broker=self.broker, name=name, topic_filter=topic_filter, queue=queue,
                                       activation_topic=activation, deactivation_topic=deactivation,
-                                      new_publications_only=npo)
+                                      new_publications_only=npo, durable=durable)
         except AlreadyExists:
             assert name in self.subs
             return
+        except InvalidInput as exc:
+            # checked before the name is found taken (400 before 409)
+            assert list(exc.details["errors"]) == ["durable"]
+            assert durable and not self._durable_allowed(topic_filter)
+            return
         assert name not in self.subs
+        assert not durable or self._durable_allowed(topic_filter)
         self.subs[name] = {"filter": topic_filter, "queue": queue, "active": not activation,
                            "activation": activation, "deactivation": deactivation, "npo": npo}
         assert sub.active is (not activation)
@@ -169,6 +212,6 @@ class PubSubMachine(RuleBasedStateMachine):
 
 def test_pubsub_agrees_with_model(db):
     run_state_machine_as_test(PubSubMachine, settings=settings(
-        max_examples=30, stateful_step_count=20, deadline=None, database=None,
+        max_examples=25, stateful_step_count=20, deadline=None, database=None,
         suppress_health_check=[HealthCheck.too_slow],
     ))
