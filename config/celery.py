@@ -29,3 +29,8 @@ def _schedule_housekeeping(sender, **kwargs):
         sender.signature("pubsub.tasks.conflation_sweep"),
         name="conflation-sweep",
     )
+    sender.add_periodic_task(
+        settings.BATON_DASHBOARD_DEPTH_SAMPLE_S,
+        sender.signature("dashboard.tasks.depth_sample"),
+        name="dashboard-depth-sample",
+    )
