@@ -9,6 +9,7 @@ class PubSubConfig(AppConfig):
         from transactions.resources import resource_manager_register
 
         from . import signals  # noqa: F401  (connects the receivers)
+        from .api import operations  # noqa: F401  (registers the session's publish)
         from .services.store import PublicationStore
 
         resource_manager_register(PublicationStore())

@@ -9,15 +9,19 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from brokers.api.operations.rest import operation_response
+from brokers.api.schema import operation as doc_operation
+
+from .operations import PublicationPublish
+
 from .. import permissions as may
 from ..selectors import retained_list, subscription_get, subscription_list, topic_get, topic_list
-from ..services.publications import publication_publish
 from ..services.retained import retained_clear
 from ..services.subscriptions import subscription_define, subscription_delete
 from ..services.topics import topic_alter, topic_define, topic_delete
 from .schema import NO_CONTENT, operation, page
 from .serializers import (
-    PublicationOutput, PublishInput, RetainedOutput, StrictSerializer, SubscriptionOutput, TopicOutput, topic_field,
+    RetainedOutput, StrictSerializer, SubscriptionOutput, TopicOutput, topic_field,
 )
 
 
@@ -83,21 +87,11 @@ class TopicDetailView(APIView):
 
 
 class PublishView(APIView):
-    class InputSerializer(PublishInput):
-        class Meta:
-            ref_name = "PublishInput"
+    """Publish: defined once in ``operations`` (REST, the session and the schema share it)."""
 
-    OutputSerializer = PublicationOutput
-
-    @operation("publish", {201: PublicationOutput}, 400, 404, 409, 413, request=InputSerializer,
-               description="Publish on a topic string. Besides these fields, every message field "
-                           "(API.md, \"Messages\") but refers_to.")
+    @doc_operation(PublicationPublish, "publish", "publish/subscribe", 400, 404, 409, 413)
     def post(self, request: Request, broker: str) -> Response:
-        may.require_publish(request.user, broker=broker)
-        data = _valid(self.InputSerializer, request)
-        result = publication_publish(broker=broker, topic=data["topic"], message=data["message"],
-                                     retain=data["retain"], transaction_id=data["transaction"])
-        return Response(self.OutputSerializer(result).data, status=201)
+        return operation_response(PublicationPublish, request, broker=broker)
 
 
 class SubscriptionListView(APIView):
