@@ -11,6 +11,20 @@ from brokers.services.message_input import MessageInput
 from brokers.services.queues import queue_define
 
 
+@pytest.fixture(scope="session")
+def redis_server():
+    """A real Redis server (Debian's redis-server) for the session, stopped at its end."""
+    from brokers.benchmark.redisserver import redis_binary, redis_server as started
+    from brokers.benchmark.report import BenchmarkError
+
+    try:
+        redis_binary()
+    except BenchmarkError as exc:
+        pytest.skip(str(exc))
+    with started() as server:
+        yield server
+
+
 @pytest.fixture
 def broker(db):
     return broker_define(name="QM1", transaction_timeout_ms=60_000)
