@@ -39,7 +39,12 @@ def payload_encode(keys: list[str]) -> str:
     return text if len(text) <= MAX_PAYLOAD else "*"
 
 
+#: When this process's listener last heard a notification (``time.monotonic_ns()``; benchmarks).
+heard_ns = [0]
+
+
 def payload_deliver(text: str) -> None:
+    heard_ns[0] = time.monotonic_ns()
     keys = text.split()
     if "*" in keys:
         wakeup_notify_all()

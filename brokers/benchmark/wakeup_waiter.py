@@ -4,8 +4,10 @@ wake-up settings from the environment).
 
 It starts listening and prints ``listening <bus> <yes|no>``, then COUNT times prints
 ``ready <n>``, makes a get that waits up to WAIT_S seconds, and prints one JSON line:
-``{"n", "body", "returned_ns"}`` (``returned_ns``: ``time.monotonic_ns()`` as the get
-returned, a clock all processes of the machine share; ``body`` null when it timed out).
+``{"n", "body", "returned_ns", "heard_ns"}`` (``returned_ns``: ``time.monotonic_ns()`` as
+the get returned, a clock all processes of the machine share; ``heard_ns``: when the
+process's wake-up listener last heard a notification, 0 if never; ``body`` null when the
+get timed out).
 """
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ def main() -> None:
 
     django.setup()
     from brokers.services.messages import message_get
-    from transactions.wakeup_bus import wakeup_bus
+    from transactions.wakeup_bus import heard_ns, wakeup_bus
 
     bus = wakeup_bus()
     bus.listen()
@@ -32,7 +34,7 @@ def main() -> None:
         result = message_get(broker=broker, queue=queue, wait=wait_s)
         returned_ns = time.monotonic_ns()
         body = bytes(result.messages[0].body).decode() if result.messages else None
-        print(json.dumps({"n": n, "body": body, "returned_ns": returned_ns}), flush=True)
+        print(json.dumps({"n": n, "body": body, "returned_ns": returned_ns, "heard_ns": heard_ns[0]}), flush=True)
 
 
 if __name__ == "__main__":
