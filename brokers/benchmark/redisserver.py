@@ -9,7 +9,7 @@ import tempfile
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from collections.abc import Iterator
 
 from .report import BenchmarkError
 from .scratch import HOST, free_port
@@ -42,7 +42,7 @@ def redis_server() -> Iterator[RedisServer]:
     import redis
 
     binary = redis_binary()
-    version = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=30).stdout.split()[2][2:]
+    version = subprocess.run([binary, "--version"], check=False, capture_output=True, text=True, timeout=30).stdout.split()[2][2:]
     directory = Path(tempfile.mkdtemp(prefix="baton-redis-"))
     port = free_port()
     log = directory / "server.log"
