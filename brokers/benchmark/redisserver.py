@@ -7,9 +7,9 @@ import shutil
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from collections.abc import Iterator
 
 from .report import BenchmarkError
 from .scratch import HOST, free_port
