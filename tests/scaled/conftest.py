@@ -42,6 +42,12 @@ def scratch_database(prefix: str) -> Iterator[str]:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
+@pytest.fixture(autouse=True)
+def _postgres_only():
+    """Skip before any server starts."""
+    postgres_or_skip()
+
+
 def scaled_env(database_url: str, redis_server, use: str) -> dict[str, str]:
     celery_db, layer_db = REDIS_DB[use]
     return {

@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 from django.db import connection
 
-from brokers.services.messages import message_put
-from tests.conftest import database_url, msgs
+from brokers.services.messages import message_get, message_put
+from tests.conftest import bodies, database_url, msgs
+from transactions.manager import transaction_begin, transaction_commit
 from transactions import wakeup_sockets
 from transactions.wakeup_sockets import SocketBus
 
@@ -71,6 +72,27 @@ def test_redis_publish_subscribe_wakes_the_other_process(queue, redis_server, se
     settings.BATON_WAKEUPS = "redis"
     settings.BATON_WAKEUP_REDIS_URL = redis_server.database(3)
     run_waiter("redis", "redis", {"BATON_WAKEUP_REDIS_URL": redis_server.database(3)})
+
+
+@pytest.mark.parametrize("mode, outcome", [("commit", "committed"), ("check", "ready")])
+def test_a_held_commit_and_a_ready_check_in_another_process_wake_when_the_upstream_commits(queue, mode, outcome):
+    producer = transaction_begin(broker="QM1", timeout_ms=60_000)
+    consumer = transaction_begin(broker="QM1", timeout_ms=60_000)
+    message_put(broker="QM1", queue="Q1", messages=msgs("upstream"), transaction_id=producer.id)
+    got = message_get(broker="QM1", queue="Q1", transaction_id=consumer.id, preemptive=True)
+    assert bodies(got) == ["upstream"]
+    env = {**os.environ, "DATABASE_URL": database_url()}
+    proc = subprocess.Popen([sys.executable, "-m", "tests.transactions.held_commit_waiter", mode, consumer.id],
+                            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "listening", proc.stderr.read()
+        transaction_commit(transaction_id=producer.id)
+        assert proc.stdout.readline().strip() == outcome, proc.stderr.read()
+        assert proc.wait(30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(30)
 
 
 def test_without_a_bus_waiters_poll_and_still_get_the_message(queue, settings):
