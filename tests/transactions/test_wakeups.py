@@ -15,8 +15,8 @@ from django.db import connection
 
 from brokers.services.messages import message_get, message_put
 from tests.conftest import bodies, database_url, msgs
-from transactions.manager import transaction_begin, transaction_commit
 from transactions import wakeup_sockets
+from transactions.manager import transaction_begin, transaction_commit
 from transactions.wakeup_sockets import SocketBus
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
