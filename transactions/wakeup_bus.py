@@ -69,6 +69,7 @@ class WakeupBus:
         self._started = threading.Event()
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
+        self._stopping = threading.Event()
 
     # --- sending ------------------------------------------------------------------------------
     def publish_in_transaction(self, keys: list[str]) -> None:
@@ -99,13 +100,13 @@ class ListenerBus(WakeupBus):
     def _run(self) -> None:
         """Connect, listen until the connection fails, reconnect with a growing pause."""
         pause = RECONNECT_FIRST_S
-        while True:
+        while not self._stopping.is_set():
             try:
                 self.connect()
             except Exception as exc:  # noqa: BLE001 - any failure: poll, and retry later
                 log.warning("wake-ups (%s): cannot listen: %s", self.name, exc)
                 self._started.set()
-                time.sleep(pause)  # back-off before reconnecting
+                self._stopping.wait(pause)  # back-off before reconnecting
                 pause = min(pause * 2, RECONNECT_MAX_S)
                 continue
             pause = RECONNECT_FIRST_S
@@ -117,6 +118,10 @@ class ListenerBus(WakeupBus):
             finally:
                 self._set_listening(False)
                 self.disconnect()
+
+    def stop(self) -> None:
+        """Stop trying to (re)connect (a listener that is connected listens on)."""
+        self._stopping.set()
 
     def _set_listening(self, value: bool) -> None:
         self.listening = value

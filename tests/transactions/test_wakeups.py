@@ -17,6 +17,7 @@ from brokers.services.messages import message_get, message_put
 from tests.conftest import bodies, database_url, msgs
 from transactions import wakeup_sockets
 from transactions.manager import transaction_begin, transaction_commit
+from transactions.wakeup_redis import RedisBus
 from transactions.wakeup_sockets import SocketBus
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
@@ -139,3 +140,17 @@ def test_sockets_of_processes_that_are_gone_are_removed(tmp_path, settings):
     gone.close()  # the file stays, nobody reads it: a process killed without clean-up
     sender.publish_after_commit(["queue:1"])
     assert not (sender.directory / "2-gone.sock").exists()
+
+
+def test_a_listener_that_cannot_connect_leaves_its_waiters_polling():
+    """Nothing listens on the port: the listener says it is not listening (so waiters poll)
+    and keeps retrying in the background."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    bus = RedisBus(url=f"redis://127.0.0.1:{port}/0", scope="unreachable")
+    try:
+        bus.listen()
+        assert bus._started.is_set() and not bus.listening
+    finally:
+        bus.stop()
