@@ -14,8 +14,10 @@ import time
 
 import httpx
 import pytest
+from channels_redis.core import RedisChannelLayer
 from websockets.asyncio.client import connect
 
+from dashboard.follower import OVERVIEW_GROUP
 from tests.integration.servers import poll_until
 from tests.integration.test_dashboard import queue_depth, session_login
 
@@ -81,6 +83,16 @@ def test_a_dashboard_on_one_web_process_sees_a_put_through_the_other(scaled):
                     assert remaining > 0, "the dashboard on web process 0 never showed the put made through 1"
                     update = json.loads(await asyncio.wait_for(ws.recv(), remaining))
                     if update.get("type") == "overview" and queue_depth(update, broker, "Q1") == 1:
+                        break
+                # the socket's group lives in Redis: a message any process sends to it arrives
+                layer = RedisChannelLayer(hosts=[scaled.extra_env["BATON_REDIS_URL"]])
+                await layer.group_send(OVERVIEW_GROUP, {"type": "overview.changed", "data": first["data"],
+                                                        "counts": {broker: {"put": 4242}}})
+                while True:
+                    remaining = deadline - time.monotonic()
+                    assert remaining > 0, "a message sent to the dashboard's group through Redis never arrived"
+                    update = json.loads(await asyncio.wait_for(ws.recv(), remaining))
+                    if update.get("counts", {}).get(broker) == {"put": 4242}:
                         return 1
 
         assert asyncio.run(follow()) == 1
