@@ -30,6 +30,10 @@ log = logging.getLogger(__name__)
 LISTEN_START_S = 2.0
 RECONNECT_FIRST_S = 0.05
 RECONNECT_MAX_S = 2.0
+#: How often a listener waiting for a message looks whether it is asked to stop.
+STOP_CHECK_S = 1.0
+#: Seconds without a message after which a listener checks its connection is alive.
+IDLE_CHECK_S = 10.0
 #: Longest message; a commit concerning more keys wakes every waiter instead.
 MAX_PAYLOAD = 7000
 
@@ -119,9 +123,11 @@ class ListenerBus(WakeupBus):
                 self._set_listening(False)
                 self.disconnect()
 
-    def stop(self) -> None:
-        """Stop trying to (re)connect (a listener that is connected listens on)."""
+    def stop(self, *, timeout: float = 5.0) -> None:
+        """Stop listening: the listener lets go of its connection within a second."""
         self._stopping.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
 
     def _set_listening(self, value: bool) -> None:
         self.listening = value
@@ -133,8 +139,13 @@ class ListenerBus(WakeupBus):
         raise NotImplementedError
 
     def receive_forever(self) -> None:
-        """Deliver what arrives (``payload_deliver``) until the connection fails."""
+        """Deliver what arrives (``payload_deliver``) until the connection fails or ``stopping``
+        is set (looked at least every ``STOP_CHECK_S``)."""
         raise NotImplementedError
+
+    @property
+    def stopping(self) -> bool:
+        return self._stopping.is_set()
 
     def disconnect(self) -> None:
         pass
@@ -159,6 +170,17 @@ def wakeup_bus() -> WakeupBus:
             if bus is None:
                 bus = _buses[key] = _bus_new(choice=choice, redis_url=redis_url, vendor=db.vendor)
     return bus
+
+
+def wakeup_buses_stop() -> None:
+    """Stop every listener of this process and forget the buses (a test session's end, before
+    its database is dropped: a PostgreSQL listener is connected to it)."""
+    with _buses_lock:
+        buses = list(_buses.values())
+        _buses.clear()
+    for bus in buses:
+        if isinstance(bus, ListenerBus):
+            bus.stop()
 
 
 def _bus_new(*, choice: str, redis_url: str, vendor: str) -> WakeupBus:

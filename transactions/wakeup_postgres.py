@@ -9,10 +9,8 @@ import contextlib
 import psycopg
 
 from . import queries
-from .wakeup_bus import ListenerBus, payload_deliver, payload_encode
+from .wakeup_bus import IDLE_CHECK_S, STOP_CHECK_S, ListenerBus, payload_deliver, payload_encode
 
-#: Seconds without a notification after which the listener checks its connection is alive.
-IDLE_CHECK_S = 10.0
 _NOT_FOR_PSYCOPG = ("context", "cursor_factory", "prepare_threshold", "server_side_binding", "pool", "assume_role")
 
 
@@ -33,13 +31,16 @@ class PostgresBus(ListenerBus):
 
     def receive_forever(self) -> None:
         conn = self.conn
-        while True:
+        idle = 0.0
+        while not self.stopping:
             heard = False
-            for notify in conn.notifies(timeout=IDLE_CHECK_S):
+            for notify in conn.notifies(timeout=STOP_CHECK_S):
                 heard = True
                 payload_deliver(notify.payload)
-            if not heard:
+            idle = 0.0 if heard else idle + STOP_CHECK_S
+            if idle >= IDLE_CHECK_S:
                 conn.execute("SELECT 1")  # a dead connection raises here
+                idle = 0.0
 
     def disconnect(self) -> None:
         if self.conn is not None:

@@ -9,12 +9,10 @@ import threading
 
 import redis
 
-from .wakeup_bus import ListenerBus, payload_deliver, payload_encode
+from .wakeup_bus import IDLE_CHECK_S, STOP_CHECK_S, ListenerBus, payload_deliver, payload_encode
 
 log = logging.getLogger(__name__)
 
-#: Seconds without a message after which the listener checks its connection is alive.
-IDLE_CHECK_S = 10.0
 
 
 class RedisBus(ListenerBus):
@@ -48,11 +46,14 @@ class RedisBus(ListenerBus):
             raise ConnectionError(f"no subscription confirmation from {self.url}: {confirmation!r}")
 
     def receive_forever(self) -> None:
-        while True:
-            message = self.pubsub.get_message(timeout=IDLE_CHECK_S)
-            if message is None:
+        idle = 0.0
+        while not self.stopping:
+            message = self.pubsub.get_message(timeout=STOP_CHECK_S)
+            idle = idle + STOP_CHECK_S if message is None else 0.0
+            if idle >= IDLE_CHECK_S:
                 self.pubsub.ping()  # a dead connection raises here
-            elif message.get("type") == "message":
+                idle = 0.0
+            elif message is not None and message.get("type") == "message":
                 data = message["data"]
                 payload_deliver(data.decode() if isinstance(data, bytes) else data)
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from django.conf import settings
 
-from .wakeup_bus import ListenerBus, payload_deliver, payload_encode
+from .wakeup_bus import STOP_CHECK_S, ListenerBus, payload_deliver, payload_encode
 
 SEND_TIMEOUT_S = 0.2
 RECEIVE_BUFFER = 1 << 20
@@ -91,6 +91,7 @@ class SocketBus(ListenerBus):
         if self.receiver is None:  # bound once per process; a datagram socket never disconnects
             receiver = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
             receiver.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, RECEIVE_BUFFER)
+            receiver.settimeout(STOP_CHECK_S)
             path = self.directory / f"{os.getpid()}-{secrets.token_hex(8)}.sock"
             receiver.bind(str(path))
             self.receiver, self.path = receiver, path
@@ -101,9 +102,18 @@ class SocketBus(ListenerBus):
             self.path.unlink(missing_ok=True)
 
     def receive_forever(self) -> None:
-        while True:
-            data = self.receiver.recv(1 << 17)
+        while not self.stopping:
+            try:
+                data = self.receiver.recv(1 << 17)
+            except TimeoutError:
+                continue
             payload_deliver(data.decode(errors="replace"))
+
+    def disconnect(self) -> None:
+        if self.stopping and self.receiver is not None:
+            self.receiver.close()
+            self._unbind()
+            self.receiver = None
 
     def describe(self) -> str:
         return f"Unix datagram sockets in {self.directory}"
