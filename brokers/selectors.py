@@ -4,7 +4,7 @@ from __future__ import annotations
 from django.db.models import Count, Q, QuerySet
 
 from .exceptions import BrokerNotFound, ConnectionNotFound, QueueNotFound
-from .models import Broker, Channel, ChannelBatch, ClientSession, Connection, Message, Queue
+from .models import Broker, ChannelBatch, ClientSession, Connection, Message, Queue
 
 
 def broker_get(*, name: str) -> Broker:
@@ -61,7 +61,7 @@ def client_session_get(*, broker: Broker, client_name: str) -> ClientSession | N
     return ClientSession.objects.filter(broker=broker, client_name=client_name).first()
 
 
-def channel_windows(*, channels: list[Channel]) -> dict[int, dict]:
+def channel_windows(*, channels: list) -> dict[int, dict]:
     """Each channel's window in one query: how many batches are in flight, and the oldest
     unconfirmed one (its ``seq`` and when it was recorded)."""
     windows = {c.pk: {"in_flight": 0, "oldest_seq": None, "oldest_at": None} for c in channels}
