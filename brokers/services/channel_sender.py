@@ -28,13 +28,14 @@ from datetime import timedelta
 
 from django.db import transaction as db
 from django.db.models import F, Q
+from django.db.models.functions import Length
 from django.utils import timezone
 
 from transactions.manager import transaction_begin, transaction_check, transaction_commit, transaction_rollback
 from transactions.models import OPEN_STATES, Transaction
 from transactions.wakeups import wait_for
 
-from ..models import Channel, ChannelBatch, ChannelBatchState, ChannelState, Message, Queue
+from ..models import Channel, ChannelBatch, ChannelBatchState, ChannelState, DeliverySequence, Message, Queue
 from .channel_definitions import channel_get
 from .channel_rate import rate_added
 from .channel_receiver import BACKED_OUT, COMMITTED, PENDING, batch_message_render
@@ -92,30 +93,49 @@ def _xmitq_has(channel: Channel, queue: Queue) -> bool:
     return pending.exists()
 
 
-def _batch_gather(channel: Channel, txn_id: str, largest: dict[str, int]) -> list[Message]:
+def _next_lengths(channel: Channel, queue: Queue) -> list[int]:
+    """Body lengths of the next ``batch_size`` messages the channel may get, roughly in
+    delivery order (priority, then put order): what the first get of a batch asks for."""
+    pending = Message.objects.filter(queue=queue, get_transaction__isnull=True, lock_token__isnull=True)
+    if not channel.preemptive:
+        pending = pending.filter(put_transaction__isnull=True)
+    order = ("-priority", "id") if queue.delivery_sequence == DeliverySequence.PRIORITY else ("id",)
+    return list(pending.order_by(*order).annotate(length=Length("body")).values_list("length", flat=True)
+                [:channel.batch_size])
+
+
+def _batch_gather(channel: Channel, queue: Queue, txn_id: str, largest: dict[str, int]) -> list[Message]:
     """Up to batch_size messages and batch_bytes bytes of bodies (at least one message),
-    waiting at most batch_interval_ms after the first. Each get asks for as many messages as
-    fit in the bytes left, judged by the largest body this agent has seen (one message while
-    it has seen none), so a batch overshoots batch_bytes only with a message larger than any
-    seen before."""
-    broker, queue = channel.source_broker.name, channel.transmission_queue
+    waiting at most batch_interval_ms after the first. The first get asks for as many of the
+    next messages as fit; later ones (messages that arrive while the batch fills) for as many
+    as fit judged by the largest body seen, so a batch passes batch_bytes only if a message
+    larger than any seen before overtakes in that wait."""
     messages: list[Message] = []
     size = 0
     deadline, first_done = 0.0, False
     while len(messages) < channel.batch_size:
-        room, biggest = channel.batch_bytes - size, largest.get(channel.name, 0)
-        if messages and (room <= 0 or biggest > room):
-            break
-        fits = channel.batch_size - len(messages)
-        fits = min(fits, max(1, room // biggest)) if biggest else 1
+        room = channel.batch_bytes - size
+        if not first_done:
+            lengths, fits, total = _next_lengths(channel, queue), 0, 0
+            for length in lengths:
+                if fits and total + length > room:
+                    break
+                fits, total = fits + 1, total + length
+            largest[channel.name] = max([largest.get(channel.name, 0), *lengths])
+            fits = max(1, fits)
+        else:
+            biggest = largest.get(channel.name, 0)
+            if room <= 0 or biggest > room:
+                break
+            fits = min(channel.batch_size - len(messages), max(1, room // biggest) if biggest else 1)
         remaining = deadline - time.monotonic()
-        got = message_get(broker=broker, queue=queue, transaction_id=txn_id, preemptive=channel.preemptive,
-                          batch=fits, wait=max(0.0, remaining) if messages else 0)
+        got = message_get(broker=channel.source_broker.name, queue=queue.name, transaction_id=txn_id,
+                          preemptive=channel.preemptive, batch=fits, wait=max(0.0, remaining) if first_done else 0)
         for m in got.messages:
             length = len(bytes(m.body))
             size += length
             largest[channel.name] = max(largest.get(channel.name, 0), length)
-        if got.messages and not messages:
+        if got.messages and not first_done:
             deadline = time.monotonic() + channel.batch_interval_ms / 1000
         messages.extend(got.messages)
         if not got.messages or (first_done and remaining <= 0):
@@ -142,10 +162,10 @@ def _batch_send(channel: Channel, transport: Transport, batch: ChannelBatch, mes
     _crash_point("after_send", crash_at, batch.seq)
 
 
-def _batch_new(channel: Channel, transport: Transport, largest: dict[str, int], crash_at: str | None) -> bool:
+def _batch_new(channel: Channel, queue: Queue, transport: Transport, largest: dict[str, int], crash_at: str | None) -> bool:
     """Gather, record and send the next batch; False when there was nothing to get after all."""
     txn = transaction_begin(broker=channel.source_broker.name, timeout_ms=0, owner=f"channel:{channel.name}")
-    messages = _batch_gather(channel, txn.id, largest)
+    messages = _batch_gather(channel, queue, txn.id, largest)
     if not messages:
         transaction_rollback(transaction_id=txn.id, reason="channel idle", require_open=False)
         return False
@@ -251,7 +271,7 @@ def channel_batch_cycle(*, channel: Channel, transport: Transport, send: bool = 
         return outcome
     queue = Queue.objects.get(broker=channel.source_broker, name=channel.transmission_queue)
     room = send and len(batches) < channel.window
-    if room and _xmitq_has(channel, queue) and _batch_new(channel, transport, largest, crash_at):
+    if room and _xmitq_has(channel, queue) and _batch_new(channel, queue, transport, largest, crash_at):
         return "sent"
     head = batches[0].transaction if batches else None
 

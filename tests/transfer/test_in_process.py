@@ -139,3 +139,18 @@ def test_producer_rollback_cascades_across_two_channels():
         row = Transaction.objects.get(pk=txn)
         assert row.state == "rolled_back" and row.reason.startswith("cascade from"), (txn, row.reason)
     assert not Message.objects.filter(queue__name__in=["IN", "QMB", "QMC"]).exists()
+
+
+def test_batches_stop_at_batch_bytes_and_always_take_one_message(db):
+    name = two_brokers(batch_size=50)
+    Channel.objects.filter(name=name).update(batch_bytes=2500)
+    message_put(broker="QMA", queue="RQ.QMB", messages=msgs(*["x" * 1000] * 5, "y" * 4000))
+    sizes = []
+    while Message.objects.filter(queue__broker__name="QMA").exists() and len(sizes) < 6:
+        before = Channel.objects.get(name=name).messages_sent
+        assert run_once(name) == "committed"
+        sizes.append(Channel.objects.get(name=name).messages_sent - before)
+    # 1000-byte messages two to a batch (a third would pass 2500 bytes); the 4000-byte one alone
+    assert sizes == [2, 2, 1, 1], sizes
+    assert Channel.objects.get(name=name).bytes_sent == 9000
+    assert len(message_get(broker="QMB", queue="IN", batch=10).messages) == 6
