@@ -85,63 +85,65 @@ def _in_flight(channel: Channel) -> list[ChannelBatch]:
     return list(ChannelBatch.objects.filter(channel=channel).order_by("seq"))
 
 
+def _sendable(channel: Channel, queue: Queue):
+    """The transmission queue's messages this channel may get now."""
+    pending = Message.objects.filter(queue=queue, get_transaction__isnull=True, lock_token__isnull=True)
+    return pending if channel.preemptive else pending.filter(put_transaction__isnull=True)
+
+
 def _xmitq_has(channel: Channel, queue: Queue) -> bool:
     """Whether the transmission queue has something this channel may send."""
-    pending = Message.objects.filter(queue=queue, get_transaction__isnull=True, lock_token__isnull=True)
-    if not channel.preemptive:
-        pending = pending.filter(put_transaction__isnull=True)
-    return pending.exists()
+    return _sendable(channel, queue).exists()
 
 
-def _next_lengths(channel: Channel, queue: Queue) -> list[int]:
-    """Body lengths of the next ``batch_size`` messages the channel may get, roughly in
-    delivery order (priority, then put order): what the first get of a batch asks for."""
-    pending = Message.objects.filter(queue=queue, get_transaction__isnull=True, lock_token__isnull=True)
-    if not channel.preemptive:
-        pending = pending.filter(put_transaction__isnull=True)
+def _next_lengths(channel: Channel, queue: Queue, limit: int) -> list[int]:
+    """Body lengths of the next ``limit`` messages the channel may get, in delivery order
+    (priority, then put order)."""
     order = ("-priority", "id") if queue.delivery_sequence == DeliverySequence.PRIORITY else ("id",)
-    return list(pending.order_by(*order).annotate(length=Length("body")).values_list("length", flat=True)
-                [:channel.batch_size])
+    return list(_sendable(channel, queue).order_by(*order).annotate(length=Length("body"))
+                .values_list("length", flat=True)[:limit])
 
 
-def _batch_gather(channel: Channel, queue: Queue, txn_id: str, largest: dict[str, int]) -> list[Message]:
-    """Up to batch_size messages and batch_bytes bytes of bodies (at least one message),
-    waiting at most batch_interval_ms after the first. The first get asks for as many of the
-    next messages as fit; later ones (messages that arrive while the batch fills) for as many
-    as fit judged by the largest body seen, so a batch passes batch_bytes only if a message
-    larger than any seen before overtakes in that wait."""
-    messages: list[Message] = []
-    size = 0
-    deadline, first_done = 0.0, False
-    while len(messages) < channel.batch_size:
-        room = channel.batch_bytes - size
-        if not first_done:
-            lengths, fits, total = _next_lengths(channel, queue), 0, 0
-            for length in lengths:
-                if fits and total + length > room:
-                    break
-                fits, total = fits + 1, total + length
-            largest[channel.name] = max([largest.get(channel.name, 0), *lengths])
-            fits = max(1, fits)
-        else:
-            biggest = largest.get(channel.name, 0)
-            if room <= 0 or biggest > room:
-                break
-            fits = min(channel.batch_size - len(messages), max(1, room // biggest) if biggest else 1)
-        remaining = deadline - time.monotonic()
-        got = message_get(broker=channel.source_broker.name, queue=queue.name, transaction_id=txn_id,
-                          preemptive=channel.preemptive, batch=fits, wait=max(0.0, remaining) if first_done else 0)
-        for m in got.messages:
-            length = len(bytes(m.body))
-            size += length
-            largest[channel.name] = max(largest.get(channel.name, 0), length)
-        if got.messages and not first_done:
-            deadline = time.monotonic() + channel.batch_interval_ms / 1000
-        messages.extend(got.messages)
-        if not got.messages or (first_done and remaining <= 0):
+def _fitting(lengths: list[int], *, size: int, limit: int, first: bool) -> int:
+    """How many of ``lengths`` fit in a batch holding ``size`` bytes (a batch takes at least
+    one message)."""
+    fits, total = 0, size
+    for length in lengths:
+        if (fits or not first) and total + length > limit:
             break
-        first_done = True
-    return messages
+        fits, total = fits + 1, total + length
+    return fits
+
+
+def _batch_gather(channel: Channel, queue: Queue, txn_id: str) -> list[Message]:
+    """Up to batch_size messages and batch_bytes bytes of bodies (at least one message):
+    what is there, then — rather than a get per message as they trickle in — wait (reading
+    only) until the rest of the batch is there or batch_interval_ms has passed since the
+    first, and get it in one go. Each get asks for as many of the next messages as fit."""
+    messages: list[Message] = []
+    size, deadline = 0, 0.0
+    while True:
+        lengths = _next_lengths(channel, queue, channel.batch_size - len(messages))
+        fits = _fitting(lengths, size=size, limit=channel.batch_bytes, first=not messages)
+        if fits:
+            got = message_get(broker=channel.source_broker.name, queue=queue.name, transaction_id=txn_id,
+                              preemptive=channel.preemptive, batch=fits)
+            messages.extend(got.messages)
+            size += sum(len(bytes(m.body)) for m in got.messages)
+        if not messages:
+            return messages
+        if not deadline:
+            deadline = time.monotonic() + channel.batch_interval_ms / 1000
+        remaining = deadline - time.monotonic()
+        if len(messages) >= channel.batch_size or fits < len(lengths) or remaining <= 0:
+            return messages  # full (by count or by bytes), or due
+        want = channel.batch_size - len(messages)
+
+        def rest_there(want: int = want, size: int = size) -> bool:
+            more = _next_lengths(channel, queue, want)
+            return len(more) >= want or _fitting(more, size=size, limit=channel.batch_bytes, first=False) < len(more)
+
+        wait_for(rest_there, keys=[queue_wakeup_key(queue.pk)], wait_s=remaining)
 
 
 def _payload(channel: Channel, seq: int, messages: list[Message], provisional: bool) -> dict:
@@ -162,10 +164,10 @@ def _batch_send(channel: Channel, transport: Transport, batch: ChannelBatch, mes
     _crash_point("after_send", crash_at, batch.seq)
 
 
-def _batch_new(channel: Channel, queue: Queue, transport: Transport, largest: dict[str, int], crash_at: str | None) -> bool:
+def _batch_new(channel: Channel, queue: Queue, transport: Transport, crash_at: str | None) -> bool:
     """Gather, record and send the next batch; False when there was nothing to get after all."""
     txn = transaction_begin(broker=channel.source_broker.name, timeout_ms=0, owner=f"channel:{channel.name}")
-    messages = _batch_gather(channel, queue, txn.id, largest)
+    messages = _batch_gather(channel, queue, txn.id)
     if not messages:
         transaction_rollback(transaction_id=txn.id, reason="channel idle", require_open=False)
         return False
@@ -253,13 +255,11 @@ def channel_recover(*, channel: Channel, transport: Transport, crash_at: str | N
     return outcomes
 
 
-def channel_batch_cycle(*, channel: Channel, transport: Transport, send: bool = True, crash_at: str | None = None,
-                        largest: dict[str, int] | None = None) -> str:
+def channel_batch_cycle(*, channel: Channel, transport: Transport, send: bool = True, crash_at: str | None = None) -> str:
     """One step of the agent: settle the oldest batches whose ready-check has answered, in
     order; else send a new batch if the window has room (and ``send``); else wait up to
     IDLE_WAIT_S for either. Returns committed or backed_out (the last batch settled), sent,
     waiting (batches in flight, none settled) or idle."""
-    largest = {} if largest is None else largest
     batches = _in_flight(channel)
     outcome = ""
     while batches:
@@ -271,7 +271,7 @@ def channel_batch_cycle(*, channel: Channel, transport: Transport, send: bool = 
         return outcome
     queue = Queue.objects.get(broker=channel.source_broker, name=channel.transmission_queue)
     room = send and len(batches) < channel.window
-    if room and _xmitq_has(channel, queue) and _batch_new(channel, queue, transport, largest, crash_at):
+    if room and _xmitq_has(channel, queue) and _batch_new(channel, queue, transport, crash_at):
         return "sent"
     head = batches[0].transaction if batches else None
 
@@ -294,7 +294,6 @@ def channel_agent_run(*, name: str, holder: str, max_seconds: float = 50, once: 
     channel.lease_holder = holder
     transport = transport_for(channel)
     ended = "time"
-    largest: dict[str, int] = {}
     settled = ""
     sent = False
     try:
@@ -317,7 +316,7 @@ def channel_agent_run(*, name: str, holder: str, max_seconds: float = 50, once: 
                     outcome = settled or "idle"
                 else:
                     outcome = channel_batch_cycle(channel=channel, transport=transport, send=not (once and sent),
-                                                  crash_at=crash_at, largest=largest)
+                                                  crash_at=crash_at)
             except TransportError as exc:
                 backoff = min(BACKOFF_MAX_S, 2 ** min(channel.retry_count, 6))
                 _set(channel, state=ChannelState.RETRYING, last_error=str(exc)[:2000], retry_count=channel.retry_count + 1,
