@@ -323,6 +323,12 @@ class Channel(models.Model):
     def __str__(self) -> str:
         return self.name
 
+    @property
+    def in_doubt_seq(self) -> int | None:
+        """The oldest batch in flight (None: none), as the single in-doubt column that the
+        window's ``ChannelBatch`` rows replaced read (the dashboard still reads it)."""
+        return self.batches.order_by("seq").values_list("seq", flat=True).first()
+
 
 class ChannelBatchState(models.TextChoices):
     #: Recorded with its unit of work T_s; not known to have reached the receiver.

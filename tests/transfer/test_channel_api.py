@@ -36,6 +36,7 @@ def test_status_shows_the_window_and_the_recent_rate(api):
     status = api.get(f"/api/channels/{name}/").json()
     assert status["batches_in_flight"] == 3 and status["in_doubt_seq"] == status["oldest_unconfirmed"]["seq"]
     assert status["oldest_unconfirmed"]["age_s"] >= 0
+    assert Channel.objects.get(name=name).in_doubt_seq == status["in_doubt_seq"]  # what the dashboard reads
     assert (status["batches_committed"], status["messages_sent"], status["bytes_sent"]) == (1, 1, len("ready"))
     assert status["messages_per_s"] > 0 and status["bytes_per_s"] > 0
     transaction_rollback(transaction_id=producer)
