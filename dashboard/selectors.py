@@ -108,6 +108,32 @@ def broker_page(*, broker: str, seen: Visibility) -> dict[str, Any]:
             "open_units": open_units, "channels": channels}
 
 
+# --- publish/subscribe ---------------------------------------------------------------------
+
+def topics_page(*, broker: str) -> dict[str, Any]:
+    """A broker's topic objects and retained publications."""
+    from pubsub.selectors import retained_all, topic_list
+
+    retained = []
+    for row in retained_all(broker=broker):
+        body = bytes(row.body)
+        try:
+            text = body.decode("utf-8")
+        except UnicodeDecodeError:
+            text = None
+        retained.append({"topic": row.topic, "msg_id": row.msg_id, "published_at": row.published_at,
+                         "body": text, "length": len(body)})
+    return {"broker": broker_get(name=broker), "topics": topic_list(broker=broker), "retained": retained}
+
+
+def subscriptions_page(*, broker: str, seen: Visibility) -> dict[str, Any]:
+    """A broker's subscriptions whose queues the user may see."""
+    from pubsub.selectors import subscription_list
+
+    subs = [s for s in subscription_list(broker=broker) if seen.queue(broker, s.queue.name)]
+    return {"broker": broker_get(name=broker), "subscriptions": subs}
+
+
 def queue_names_seen(*, broker: str, seen: Visibility) -> list[str]:
     """The broker's queues the user sees, by name (the graph page's queue filter)."""
     return [name for name in Queue.objects.filter(broker__name=broker).order_by("name").values_list("name", flat=True)

@@ -131,6 +131,19 @@ def transactions_page(request, broker):
 
 
 @page
+def topics_page(request, broker):
+    require_broker_seen(request.user, broker=broker)
+    return render(request, "dashboard/topics.html", {**selectors.topics_page(broker=broker), "nav": "overview"})
+
+
+@page
+def subscriptions_page(request, broker):
+    require_broker_seen(request.user, broker=broker)
+    data = selectors.subscriptions_page(broker=broker, seen=visibility(request.user))
+    return render(request, "dashboard/subscriptions.html", {**data, "nav": "overview"})
+
+
+@page
 def channels_page(request):
     seen = visibility(request.user)
     data = selectors.overview_for(selectors.overview(), seen)

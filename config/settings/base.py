@@ -51,6 +51,7 @@ INSTALLED_APPS = [
     "channels",
     "transactions",
     "brokers",
+    "pubsub",
     "dashboard",
 ]
 

@@ -10,6 +10,7 @@ import os
 import re
 import signal
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -44,9 +45,13 @@ def signed_in_with_the_printed_password(base: str, printed: str) -> None:
         assert browser.get("/").status_code == 200
 
 
-def exercise_platform_up(root: Path, var_dir: Path) -> None:
+def exercise_platform_up(root: Path, var_dir: Path, *, extra_env: dict[str, str] | None = None,
+                         check_processes: Callable[[list[str]], None] | None = None) -> None:
+    """Start platform/up (with ``extra_env`` on top of the embedded default's settings), check
+    it serves, that its processes run (``check_processes`` checks their command lines
+    further), that housekeeping works, and that SIGTERM stops them all."""
     port = free_port()
-    env = {**base_env(var_dir), "PORT": str(port), "BATON_DEMO": "1"}
+    env = {**base_env(var_dir), "PORT": str(port), "BATON_DEMO": "1", **(extra_env or {})}
     out, err = var_dir / "up.out", var_dir / "up.err"
     proc = subprocess.Popen(
         [str(root / "platform" / "up")], cwd=root, env=env, stdout=out.open("wb"), stderr=err.open("wb"),
@@ -100,6 +105,8 @@ def exercise_platform_up(root: Path, var_dir: Path) -> None:
         assert any("uvicorn" in c and "config.asgi:application" in c for c in commands), (commands, output())
         assert any("celery" in c and " worker" in c for c in commands), (commands, output())
         assert any("celery" in c and " beat" in c for c in commands), (commands, output())
+        if check_processes:
+            check_processes(commands)
 
         # its worker and beat do the housekeeping: an expiring message is removed
         queue = f"{base}/api/brokers/BRK2/queues/AUDIT/"
