@@ -157,6 +157,7 @@ def test_live_schema_is_the_one_tested(live):
 
 
 _cases = itertools.count()
+LENIENT_FLAGS = {"commit_first", "preemptive", "ordered"}
 
 
 def _state(live) -> dict[str, list[tuple]] | None:
@@ -185,9 +186,13 @@ def test_api_conforms_to_its_schema(case, live, live_ids):
                 case.path_parameters[name] = value
     negative = case.meta is not None and case.meta.generation.mode.is_negative
     before = _state(live) if negative else None
+    # a get's flags also take "true"/"false" and 1/0 as earlier clients sent them (Flag in
+    # brokers/api/operations/messages.py): not a refusal the schema's boolean can promise
+    lenient = isinstance(case.body, dict) and any(
+        name in LENIENT_FLAGS and not isinstance(value, bool) for name, value in case.body.items())
     response = case.call_and_validate(
         base_url=live.url, headers=live.headers, timeout=30,
-        checks=[not_a_server_error, response_schema_conformance, negative_data_rejection],
+        checks=[not_a_server_error, response_schema_conformance, *([] if lenient else [negative_data_rejection])],
     )
     if before is not None and response.status_code >= 400:
         changed = _changed(before, _state(live))
