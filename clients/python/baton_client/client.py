@@ -504,14 +504,14 @@ class PendingPut:
     call under the same unit of work that waits for its reply (see the module's text)."""
 
     def __init__(self, client: "Client", future: Future, *, transaction: str, many: bool) -> None:
-        self._client, self._future, self.transaction, self._many = client, future, transaction, many
+        self._client, self._future, self._transaction, self._many = client, future, transaction, many
         self._value: Any = None
         self._error: BaseException | None = None
         self._read = False
 
     def __repr__(self) -> str:
         state = "done" if self._future.done() else "pending"
-        return f"PendingPut(transaction={self.transaction!r}, {state})"
+        return f"PendingPut(transaction={self._transaction!r}, {state})"
 
     def done(self) -> bool:
         """Whether the reply has come (without waiting)."""
@@ -522,7 +522,7 @@ class PendingPut:
         if not self._read:
             try:
                 data = self._client._session.result("put", self._future)
-                txn = data.get("transaction") or self.transaction
+                txn = data.get("transaction") or self._transaction
                 if self._many:
                     self._value = [Message.from_json(m, client=self._client, transaction=txn)
                                    for m in data.get("messages", [])]

@@ -83,7 +83,7 @@ class Session:
                     self.url, additional_headers=self._headers, user_agent_header=self._user_agent,
                     compression=None, proxy=None, open_timeout=self.open_timeout, max_size=MAX_FRAME_BYTES,
                     max_queue=None, ping_interval=20, ping_timeout=None,
-                )
+                ).__enter__()  # the connection itself, closed by _dropped (websockets' context-manager form)
             except (OSError, TimeoutError, InvalidHandshake, InvalidURI) as exc:
                 raise NetworkError(f"{self.url}: cannot open a session ({exc}).") from exc
             self._ws = ws
@@ -93,7 +93,8 @@ class Session:
     def _read(self, ws: ClientConnection) -> None:
         """The reader thread: every reply to its future, until the connection ends."""
         try:
-            for frame in ws:
+            while True:
+                frame = ws.recv()
                 try:
                     reply = json.loads(frame)
                     future = self._awaited.pop(reply["re"], None)
