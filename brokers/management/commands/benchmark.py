@@ -20,6 +20,7 @@ from pathlib import Path
 import django
 from django.core.management.base import BaseCommand, CommandError
 
+from baton_client.errors import BatonError
 from brokers.benchmark.report import BATCH_MESSAGES_FACTOR, BenchmarkError, Result, json_rows, table
 from brokers.benchmark.scratch import SCRATCH_FLAG, Scratch, base_dir, sigterm_as_interrupt, url_masked
 
@@ -284,8 +285,8 @@ class Command(BaseCommand):
                         results += client_flows(base_url=base_url, token=token, broker=broker, transport=transport,
                                                 messages=messages, progress=progress)
                 return results
-            except BenchmarkError as exc:
-                raise BenchmarkError(f"{exc}\nserver log:\n{scratch.log_tail('server.log')}") from exc
+            except (BenchmarkError, BatonError) as exc:  # BatonError: what the Python client raised
+                raise BenchmarkError(f"{exc!r}\nserver log:\n{scratch.log_tail('server.log')}") from exc
 
     def _peers(self, options, *, kind: str | None, database_url: str, facts: dict) -> list[Result]:
         """The plain PostgreSQL queue (on the benchmark's PostgreSQL, or on a throwaway server
