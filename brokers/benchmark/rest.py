@@ -33,7 +33,7 @@ class Api:
         return response.json()
 
     def ping(self, broker: str) -> None:
-        self._call("GET", f"/api/brokers/{broker}/")
+        self._call("GET", f"/api/brokers/{broker}/" if broker else "/api/brokers/")
 
     def begin(self, broker: str) -> str:
         return self._call("POST", f"/api/brokers/{broker}/transactions/", {})["id"]
