@@ -1,8 +1,7 @@
-"""The JSON shapes of API.md for the OpenAPI schema (drf-spectacular).
-
-These serializers only describe: the views validate by hand and render with
-``brokers.api.render`` and ``message_render``. Keep them in step with those.
-"""
+"""The OpenAPI schema's pieces that are not an operation's own definition: the error body,
+path parameters, examples, and :func:`operation`, which documents an operation from its
+definition in ``brokers.api.operations``. (The transaction graph is still described by
+serializers here.)"""
 from __future__ import annotations
 
 from django.core.validators import RegexValidator
@@ -16,7 +15,7 @@ from rest_framework import serializers as s
 from transactions.models import TransactionState
 
 from ..models import (
-    NAME_PATTERN, Access, DeliverySequence, EnforceOrder, Persistence, QueueKind, QueueUsage, ReadOrder,
+    NAME_PATTERN,
 )
 
 HEX48 = r"^[0-9a-fA-F]{48}$"
@@ -97,97 +96,6 @@ PURGE = OpenApiParameter("purge", bool, description="Delete even if it still hol
 PAGE = [LIMIT, OFFSET]
 
 
-# --- brokers and queues ---------------------------------------------------------------------
-
-class BrokerChangeSerializer(s.Serializer):
-    description = s.CharField(max_length=200, required=False, allow_blank=True)
-    dead_letter_queue = _name(required=False)
-    transaction_timeout_ms = s.IntegerField(min_value=0, max_value=2**31 - 1, required=False)
-    max_message_length = s.IntegerField(min_value=0, max_value=2**31 - 1, required=False)
-    default_persistence = s.ChoiceField(Persistence.values, required=False)
-
-
-class BrokerDefinitionSerializer(BrokerChangeSerializer):
-    name = _name()
-
-
-class BrokerSerializer(s.Serializer):
-    name = s.CharField()
-    description = s.CharField(allow_blank=True)
-    dead_letter_queue = s.CharField()
-    transaction_timeout_ms = s.IntegerField()
-    max_message_length = s.IntegerField()
-    default_persistence = s.ChoiceField(Persistence.values)
-    created_at = s.DateTimeField(allow_null=True)
-
-
-class BrokerPageSerializer(s.Serializer):
-    count = s.IntegerField()
-    results = BrokerSerializer(many=True)
-
-
-class QueueChangeSerializer(s.Serializer):
-    kind = s.ChoiceField(QueueKind.values, required=False)
-    usage = s.ChoiceField(QueueUsage.values, required=False)
-    description = s.CharField(max_length=200, required=False, allow_blank=True)
-    max_depth = s.IntegerField(min_value=0, max_value=2**31 - 1, required=False)
-    max_message_length = s.IntegerField(min_value=0, max_value=2**31 - 1, required=False)
-    put_enabled = s.BooleanField(required=False)
-    get_enabled = s.BooleanField(required=False)
-    default_priority = s.IntegerField(min_value=0, max_value=9, required=False)
-    default_persistence = s.ChoiceField(Persistence.values, required=False)
-    delivery_sequence = s.ChoiceField(DeliverySequence.values, required=False)
-    read_order = s.ChoiceField(ReadOrder.values, required=False)
-    enforce_order = s.ChoiceField(EnforceOrder.values, required=False)
-    backout_threshold = s.IntegerField(min_value=0, max_value=2**31 - 1, required=False)
-    backout_queue = s.CharField(max_length=48, required=False, allow_blank=True)
-    lock_duration_ms = s.IntegerField(min_value=1, max_value=2**31 - 1, required=False)
-    default_access = s.ChoiceField(Access.values, required=False)
-    remote_broker = s.CharField(max_length=48, required=False, allow_blank=True)
-    remote_queue = s.CharField(max_length=48, required=False, allow_blank=True)
-    transmission_queue = s.CharField(max_length=48, required=False, allow_blank=True)
-    target_queue = s.CharField(max_length=48, required=False, allow_blank=True, help_text="For an alias.")
-
-
-class QueueDefinitionSerializer(QueueChangeSerializer):
-    name = _name()
-
-
-class QueueSerializer(s.Serializer):
-    name = s.CharField()
-    broker = s.CharField()
-    kind = s.ChoiceField(QueueKind.values)
-    usage = s.ChoiceField(QueueUsage.values)
-    description = s.CharField(allow_blank=True)
-    max_depth = s.IntegerField()
-    max_message_length = s.IntegerField()
-    put_enabled = s.BooleanField()
-    get_enabled = s.BooleanField()
-    default_priority = s.IntegerField()
-    default_persistence = s.ChoiceField(Persistence.values)
-    delivery_sequence = s.ChoiceField(DeliverySequence.values)
-    read_order = s.ChoiceField(ReadOrder.values)
-    enforce_order = s.ChoiceField(EnforceOrder.values)
-    backout_threshold = s.IntegerField()
-    backout_queue = s.CharField(allow_blank=True)
-    lock_duration_ms = s.IntegerField()
-    default_access = s.ChoiceField(Access.values)
-    remote_broker = s.CharField(allow_blank=True)
-    remote_queue = s.CharField(allow_blank=True)
-    transmission_queue = s.CharField(allow_blank=True)
-    target_queue = s.CharField(allow_blank=True)
-    created_at = s.DateTimeField(allow_null=True)
-    depth = s.IntegerField(help_text="Committed messages, available or in flight.")
-    uncommitted_puts = s.IntegerField()
-    in_flight = s.IntegerField()
-    locked = s.IntegerField()
-
-
-class QueuePageSerializer(s.Serializer):
-    count = s.IntegerField()
-    results = QueueSerializer(many=True)
-
-
 # --- transactions ---------------------------------------------------------------------------
 
 class GraphNodeSerializer(s.Serializer):
@@ -251,27 +159,6 @@ def _operation(operation_id: str, tag: str, ok: dict, *errors: int, parameters=(
     return extend_schema(operation_id=operation_id, tags=[tag], parameters=list(parameters), summary=summary,
                          examples=examples, responses=responses(ok, *errors), **kwargs)
 
-
-brokers_list = _operation("brokers_list", "brokers", {200: BrokerPageSerializer}, 400, parameters=PAGE,
-                          summary="The brokers the caller may see")
-brokers_define = _operation("brokers_define", "brokers", {201: BrokerSerializer}, 400, 409, 413,
-                            request=BrokerDefinitionSerializer, examples=BROKER_EXAMPLES,
-                            summary="Define a broker with its dead-letter queue (superusers)")
-brokers_display = _operation("brokers_display", "brokers", {200: BrokerSerializer}, 404, parameters=[BROKER])
-brokers_alter = _operation("brokers_alter", "brokers", {200: BrokerSerializer}, 400, 404, 413, parameters=[BROKER],
-                           request=BrokerChangeSerializer, examples=BROKER_CHANGE_EXAMPLES)
-brokers_delete = _operation("brokers_delete", "brokers", {204: NO_CONTENT}, 400, 404, 409,
-                            parameters=[BROKER, PURGE], request=None)
-
-queues_list = _operation("queues_list", "queues", {200: QueuePageSerializer}, 400, 404, parameters=[BROKER, *PAGE],
-                         summary="The broker's queues the caller may see")
-queues_define = _operation("queues_define", "queues", {201: QueueSerializer}, 400, 404, 409, 413, parameters=[BROKER],
-                           request=QueueDefinitionSerializer, examples=QUEUE_EXAMPLES)
-queues_display = _operation("queues_display", "queues", {200: QueueSerializer}, 404, parameters=[BROKER, QUEUE])
-queues_alter = _operation("queues_alter", "queues", {200: QueueSerializer}, 400, 404, 409, 413,
-                          parameters=[BROKER, QUEUE], request=QueueChangeSerializer, examples=QUEUE_CHANGE_EXAMPLES)
-queues_delete = _operation("queues_delete", "queues", {204: NO_CONTENT}, 400, 404, 409,
-                           parameters=[BROKER, QUEUE, PURGE], request=None)
 
 transactions_graph = _operation("transactions_graph", "transactions", {200: TransactionGraphSerializer}, 404,
                                 parameters=[BROKER], summary="The broker's live transaction graph")

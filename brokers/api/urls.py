@@ -2,7 +2,7 @@
 and the most specific routes come first."""
 from django.urls import path, register_converter
 
-from . import session_docs, views
+from . import views
 
 
 class NameConverter:
@@ -32,8 +32,6 @@ register_converter(NameConverter, "name")
 register_converter(IdConverter, "id")
 
 urlpatterns = [
-    path("session/", session_docs.session_upgrade_required, name="session"),
-    path("session/docs/", session_docs.session_docs, name="session-docs"),
     path("brokers/<name:broker>/queues/<name:queue>/messages/", views.MessagesView.as_view(), name="queue-messages"),
     path("brokers/<name:broker>/queues/<name:queue>/get/", views.GetView.as_view(), name="queue-get"),
     path("brokers/<name:broker>/queues/<name:queue>/", views.QueueDetailView.as_view(), name="queue-detail"),

@@ -1,13 +1,10 @@
-"""REST views: check the caller's permission (brokers.permissions), validate the request,
-call one service, render. See API.md for the contract; brokers.api.schema describes every
-operation's JSON for the OpenAPI schema."""
+"""REST views: each method hands its request (the body, or the query for GETs and DELETEs,
+with the path's fields) to one operation of ``brokers.api.operations`` — the definition
+the session and the OpenAPI schema use too — and renders what it answers."""
 from __future__ import annotations
 
 from typing import Any
 
-from django.conf import settings
-from django.core.exceptions import FieldDoesNotExist
-from django.db import models
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -16,12 +13,8 @@ from transactions.selectors import transaction_graph
 
 from .. import permissions as may
 from ..exceptions import InvalidInput
-from ..models import Broker, Queue
-from ..selectors import broker_get, broker_list, queue_depths, queue_get, queue_list
-from ..services.brokers import broker_alter, broker_define, broker_delete
-from ..services.queues import queue_alter, queue_define, queue_delete
+from ..selectors import broker_get
 from . import operations as ops, schema as doc
-from .render import broker_render, queue_render
 
 
 # --- request helpers ----------------------------------------------------------------------
@@ -37,153 +30,58 @@ def _body(request: Request) -> dict[str, Any]:
     return data
 
 
-def _bool(data: dict, name: str, default: bool = False) -> bool:
-    value = data.get(name, default)
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.lower() in {"true", "false", "1", "0", "yes", "no"}:
-        return value.lower() in {"true", "1", "yes"}
-    raise InvalidInput(f"{name} must be true or false.", errors={name: ["Must be a boolean."]})
-
-
-def _number(data: dict, name: str, default: float, *, low: float, high: float, whole: bool = False) -> Any:
-    value = data.get(name, default)
-    if value is None:
-        value = default
-    if isinstance(value, str):
-        try:
-            value = float(value) if not whole else int(value)
-        except ValueError:
-            pass
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and (not whole or float(value).is_integer())
-    if not ok or not low <= value <= high:
-        kind = "a whole number" if whole else "a number"
-        raise InvalidInput(f"{name} must be {kind} from {low:g} to {high:g}.", errors={name: ["Out of range."]})
-    return int(value) if whole else float(value)
-
-
-def _page(request: Request, rows: list[dict]) -> dict[str, Any]:
-    params = request.query_params
-    limit = _number(params, "limit", settings.BATON_API_PAGE_SIZE, low=1, high=1000, whole=True)
-    offset = _number(params, "offset", 0, low=0, high=10**9, whole=True)
-    return {"count": len(rows), "results": rows[offset:offset + limit]}
-
-
-_JSON_TYPES: list[tuple[type, type, str]] = [
-    (models.BooleanField, bool, "Must be true or false."),
-    (models.IntegerField, int, "Must be a whole number."),
-    (models.CharField, str, "Must be a string."),
-]
-
-
-def _definition(data: dict[str, Any], model: type[models.Model]) -> dict[str, Any]:
-    """A definition's fields, each of the JSON type its model field holds: Django's model
-    validation lets ``null``, ``{}`` or ``[]`` through for a field that may be blank, and
-    takes ``true`` for 1. Unknown fields are left to the service, which names them."""
-    errors: dict[str, list[str]] = {}
-    for name, value in data.items():
-        try:
-            field = model._meta.get_field(name)
-        except FieldDoesNotExist:
-            continue
-        if value is None:
-            if not field.null:
-                errors[name] = ["May not be null."]
-            continue
-        for field_class, json_type, problem in _JSON_TYPES:
-            if isinstance(field, field_class):
-                if not isinstance(value, json_type) or (json_type is int and isinstance(value, bool)):
-                    errors[name] = [problem]
-                break
-    if errors:
-        raise InvalidInput("The request is not valid.", errors=errors)
-    return data
-
-
-def _changes(request: Request, model: type[models.Model]) -> dict[str, Any]:
-    """An alteration's fields. Names are how brokers and queues are addressed: no renames."""
-    data = dict(_body(request))
-    if "name" in data:
-        raise InvalidInput("Names cannot be changed; define a new object instead.", errors={"name": ["Cannot be altered."]})
-    return _definition(data, model)
-
-
-def _purge(request: Request) -> bool:
-    return _bool(request.query_params, "purge")
-
-
 # --- brokers and queues -------------------------------------------------------------------
 
-class BrokerListView(APIView):
-    @doc.brokers_list
-    def get(self, request: Request) -> Response:
-        return Response(_page(request, [broker_render(b) for b in may.brokers_visible(request.user, broker_list())]))
+def _query(request: Request) -> dict[str, Any]:
+    return dict(request.query_params.items())
 
-    @doc.brokers_define
+
+class BrokerListView(APIView):
+    @doc.operation(ops.BrokerList, "brokers_list", "brokers", 400, query=True)
+    def get(self, request: Request) -> Response:
+        return _run(ops.BrokerList, request, _query(request))
+
+    @doc.operation(ops.BrokerDefine, "brokers_define", "brokers", 400, 409, 413, examples=doc.BROKER_EXAMPLES)
     def post(self, request: Request) -> Response:
-        may.require_broker_define(request.user)
-        data = dict(_body(request))
-        name = data.pop("name", None)
-        if not isinstance(name, str):
-            raise InvalidInput("A broker needs a name.", errors={"name": ["Required."]})
-        return Response(broker_render(broker_define(name=name, **_definition(data, Broker))), status=201)
+        return _run(ops.BrokerDefine, request)
 
 
 class BrokerDetailView(APIView):
-    @doc.brokers_display
+    @doc.operation(ops.BrokerDisplay, "brokers_display", "brokers", 404)
     def get(self, request: Request, broker: str) -> Response:
-        may.require_broker_display(request.user, broker=broker)
-        return Response(broker_render(broker_get(name=broker)))
+        return _run(ops.BrokerDisplay, request, {}, broker=broker)
 
-    @doc.brokers_alter
+    @doc.operation(ops.BrokerAlter, "brokers_alter", "brokers", 400, 404, 413, examples=doc.BROKER_CHANGE_EXAMPLES)
     def patch(self, request: Request, broker: str) -> Response:
-        may.require_broker_admin(request.user, broker=broker)
-        return Response(broker_render(broker_alter(name=broker, **_changes(request, Broker))))
+        return _run(ops.BrokerAlter, request, broker=broker)
 
-    @doc.brokers_delete
+    @doc.operation(ops.BrokerDelete, "brokers_delete", "brokers", 400, 404, 409, query=True)
     def delete(self, request: Request, broker: str) -> Response:
-        may.require_broker_admin(request.user, broker=broker)
-        broker_delete(name=broker, purge=_purge(request))
-        return Response(status=204)
+        return _run(ops.BrokerDelete, request, _query(request), broker=broker)
 
 
 class QueueListView(APIView):
-    @doc.queues_list
+    @doc.operation(ops.QueueList, "queues_list", "queues", 400, 404, query=True)
     def get(self, request: Request, broker: str) -> Response:
-        may.require_broker_display(request.user, broker=broker)
-        queues = may.queues_visible(request.user, broker=broker, queues=queue_list(broker=broker))
-        depths = queue_depths(queue_ids=[q.pk for q in queues])
-        return Response(_page(request, [queue_render(q, depths[q.pk]) for q in queues]))
+        return _run(ops.QueueList, request, _query(request), broker=broker)
 
-    @doc.queues_define
+    @doc.operation(ops.QueueDefine, "queues_define", "queues", 400, 404, 409, 413, examples=doc.QUEUE_EXAMPLES)
     def post(self, request: Request, broker: str) -> Response:
-        may.require_broker_admin(request.user, broker=broker)
-        data = dict(_body(request))
-        name = data.pop("name", None)
-        if not isinstance(name, str):
-            raise InvalidInput("A queue needs a name.", errors={"name": ["Required."]})
-        queue = queue_define(broker=broker, name=name, **_definition(data, Queue))
-        return Response(queue_render(queue, queue_depths(queue_ids=[queue.pk])[queue.pk]), status=201)
+        return _run(ops.QueueDefine, request, broker=broker)
 
 
 class QueueDetailView(APIView):
-    @doc.queues_display
+    @doc.operation(ops.QueueDisplay, "queues_display", "queues", 404)
     def get(self, request: Request, broker: str, queue: str) -> Response:
-        may.require_queue_display(request.user, broker=broker, queue=queue)
-        q = queue_get(broker=broker, name=queue)
-        return Response(queue_render(q, queue_depths(queue_ids=[q.pk])[q.pk]))
+        return _run(ops.QueueDisplay, request, {}, broker=broker, queue=queue)
 
-    @doc.queues_alter
+    @doc.operation(ops.QueueAlter, "queues_alter", "queues", 400, 404, 409, 413, examples=doc.QUEUE_CHANGE_EXAMPLES)
     def patch(self, request: Request, broker: str, queue: str) -> Response:
-        may.require_queue_admin(request.user, broker=broker, queue=queue)
-        q = queue_alter(broker=broker, name=queue, **_changes(request, Queue))
-        return Response(queue_render(q, queue_depths(queue_ids=[q.pk])[q.pk]))
+        return _run(ops.QueueAlter, request, broker=broker, queue=queue)
 
-    @doc.queues_delete
+    @doc.operation(ops.QueueDelete, "queues_delete", "queues", 400, 404, 409, query=True)
     def delete(self, request: Request, broker: str, queue: str) -> Response:
-        may.require_queue_admin(request.user, broker=broker, queue=queue)
-        queue_delete(broker=broker, name=queue, purge=_purge(request))
-        return Response(status=204)
+        return _run(ops.QueueDelete, request, _query(request), broker=broker, queue=queue)
 
 
 # --- operations defined once (brokers.api.operations): messages, locks, transactions ------

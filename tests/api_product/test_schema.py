@@ -92,7 +92,7 @@ def test_shapes_of_the_contract(spec):
     assert commit["200"]["content"]["application/json"]["schema"]["$ref"].endswith("Committed")
     assert commit["202"]["content"]["application/json"]["schema"]["$ref"].endswith("CommitHeld")
     assert commit["409"]
-    assert {"depth", "uncommitted_puts", "in_flight", "locked"} <= set(schemas["Queue"]["required"])
+    assert {"depth", "uncommitted_puts", "in_flight", "locked"} <= set(schemas["QueueOut"]["required"])
     assert set(schemas["TransactionOut"]["properties"]) >= {"id", "broker", "state", "reason", "upstream", "downstream",
                                                            "created_at", "resolved_at"}
     assert set(schemas["ResultEnum"]["enum"]) == {"ready", "pending", "backed_out"}

@@ -222,3 +222,15 @@ def fuzz_session(platform):
     s = Session(platform)
     yield s
     s.close()
+
+
+def test_a_flood_is_answered_whole_and_the_session_survives(session, live_broker):
+    """More requests than a session holds unapplied (BATON_SESSION_MAX_PENDING, 1000): each
+    gets exactly one reply, either its answer or 429 throttled; none is lost, and the
+    session goes on working."""
+    sent = [session.send(op="browse", broker=live_broker, queue="Q1", limit=1) for _ in range(1500)]
+    replies = [session.recv() for _ in sent]
+    assert sorted(r["re"] for r in replies) == sorted(sent)
+    assert {r["status"] for r in replies} <= {200, 429}
+    assert all(r["code"] == "throttled" for r in replies if r["status"] == 429)
+    assert session.call(op="put", broker=live_broker, queue="Q1", body="after")["status"] == 201
