@@ -40,7 +40,7 @@ class ChannelAdmin(admin.ModelAdmin):
     list_display = ["name", "source_broker", "transmission_queue", "target_broker", "state", "enabled",
                     "batches_committed", "messages_sent", "last_error"]
     readonly_fields = ["state", "batches_committed", "batches_backed_out", "messages_sent", "last_batch_seq",
-                       "in_doubt_seq", "in_doubt_transaction", "lease_holder", "lease_until", "last_error"]
+                       "bytes_sent", "lease_holder", "lease_until", "last_error"]
 
 
 @admin.register(Grant)

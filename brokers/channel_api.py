@@ -6,7 +6,7 @@ from typing import Any
 
 from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import serializers
-from rest_framework.exceptions import PermissionDenied
+from django.utils import timezone
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -14,6 +14,9 @@ from rest_framework.views import APIView
 from config.errors import InvalidInput
 
 from .models import Channel
+from .permissions import channels_visible, require_channel_display, require_channel_operate
+from .selectors import channel_windows
+from .services.channel_rate import rate_decayed
 from .services.channel_definitions import (
     channel_alter, channel_define, channel_delete, channel_get, channel_start, channel_stop,
 )
@@ -22,15 +25,24 @@ from .services.channel_receiver import (
 )
 
 
-def channel_render(c: Channel) -> dict[str, Any]:
+def channel_render(c: Channel, window: dict | None = None) -> dict[str, Any]:
+    window = window if window is not None else channel_windows(channels=[c])[c.pk]
+    now = timezone.now()
+    oldest = None
+    if window["oldest_seq"] is not None:
+        oldest = {"seq": window["oldest_seq"], "age_s": round((now - window["oldest_at"]).total_seconds(), 3)}
     return {
         "name": c.name, "source_broker": c.source_broker.name, "transmission_queue": c.transmission_queue,
         "target_broker": c.target_broker, "target_url": c.target_url or None,
         "target_token": "***" if c.target_token else None, "batch_size": c.batch_size,
-        "batch_interval_ms": c.batch_interval_ms, "preemptive": c.preemptive, "description": c.description,
+        "batch_interval_ms": c.batch_interval_ms, "batch_bytes": c.batch_bytes, "window": c.window,
+        "preemptive": c.preemptive, "description": c.description,
         "enabled": c.enabled, "state": c.state, "batches_committed": c.batches_committed,
         "batches_backed_out": c.batches_backed_out, "messages_sent": c.messages_sent,
-        "last_batch_seq": c.last_batch_seq, "in_doubt_seq": c.in_doubt_seq, "last_error": c.last_error or None,
+        "bytes_sent": c.bytes_sent, "last_batch_seq": c.last_batch_seq, "in_doubt_seq": window["oldest_seq"],
+        "batches_in_flight": window["in_flight"], "oldest_unconfirmed": oldest,
+        "messages_per_s": round(rate_decayed(rate=c.rate_messages, at=c.rate_at, now=now), 3),
+        "bytes_per_s": round(rate_decayed(rate=c.rate_bytes, at=c.rate_at, now=now), 1), "last_error": c.last_error or None,
         "retry_count": c.retry_count, "next_attempt_at": c.next_attempt_at.isoformat() if c.next_attempt_at else None,
         "agent": c.lease_holder or None, "updated_at": c.updated_at.isoformat(),
     }
@@ -45,9 +57,8 @@ def _object(request: Request) -> dict[str, Any]:
 
 def _operator(request: Request) -> None:
     """Channels move messages between brokers: defining, changing and running them, and
-    receiving batches, is for superusers."""
-    if not request.user.is_superuser:
-        raise PermissionDenied("Only a superuser may manage channels or deliver batches.")
+    receiving batches, is for superusers (brokers.permissions)."""
+    require_channel_operate(request.user)
 
 
 ChannelSchema = inline_serializer("Channel", {
@@ -59,12 +70,20 @@ ChannelSchema = inline_serializer("Channel", {
     "batches_committed": serializers.IntegerField(), "batches_backed_out": serializers.IntegerField(),
     "messages_sent": serializers.IntegerField(), "last_batch_seq": serializers.IntegerField(),
     "last_error": serializers.CharField(allow_null=True),
+    "batch_bytes": serializers.IntegerField(), "window": serializers.IntegerField(),
+    "bytes_sent": serializers.IntegerField(), "in_doubt_seq": serializers.IntegerField(allow_null=True),
+    "batches_in_flight": serializers.IntegerField(),
+    "oldest_unconfirmed": inline_serializer("ChannelOldestBatch", {
+        "seq": serializers.IntegerField(), "age_s": serializers.FloatField(),
+    }, allow_null=True),
+    "messages_per_s": serializers.FloatField(), "bytes_per_s": serializers.FloatField(),
 })
 ChannelInSchema = inline_serializer("ChannelDefinition", {
     "name": serializers.CharField(), "source_broker": serializers.CharField(),
     "transmission_queue": serializers.CharField(), "target_broker": serializers.CharField(),
     "target_url": serializers.CharField(required=False), "target_token": serializers.CharField(required=False),
     "batch_size": serializers.IntegerField(required=False), "batch_interval_ms": serializers.IntegerField(required=False),
+    "batch_bytes": serializers.IntegerField(required=False), "window": serializers.IntegerField(required=False),
     "preemptive": serializers.BooleanField(required=False), "description": serializers.CharField(required=False),
 })
 ReceiverStatus = inline_serializer("BatchStatus", {
@@ -81,8 +100,9 @@ class ChannelListView(APIView):
         "count": serializers.IntegerField(), "results": serializers.ListField(child=serializers.DictField()),
     }))
     def get(self, request: Request) -> Response:
-        channels = Channel.objects.select_related("source_broker").order_by("name")
-        return Response({"count": channels.count(), "results": [channel_render(c) for c in channels]})
+        channels = channels_visible(request.user, Channel.objects.select_related("source_broker").order_by("name"))
+        windows = channel_windows(channels=channels)
+        return Response({"count": len(channels), "results": [channel_render(c, windows[c.pk]) for c in channels]})
 
     @extend_schema(operation_id="channels_define", request=ChannelInSchema, responses={201: ChannelSchema})
     def post(self, request: Request) -> Response:
@@ -97,6 +117,7 @@ class ChannelListView(APIView):
 class ChannelDetailView(APIView):
     @extend_schema(operation_id="channels_display", responses=ChannelSchema)
     def get(self, request: Request, name: str) -> Response:
+        require_channel_display(request.user, channel=name)
         return Response(channel_render(channel_get(name=name)))
 
     @extend_schema(operation_id="channels_alter", request=ChannelInSchema, responses=ChannelSchema)

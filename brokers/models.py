@@ -274,7 +274,7 @@ class ChannelState(models.TextChoices):
     RUNNING = "running"
     #: The last attempt failed (see ``last_error``); the agent retries with back-off.
     RETRYING = "retrying"
-    #: A batch was sent but its outcome is not known yet; resolved when the agent restarts.
+    #: Batches were sent but their outcome is not known yet; resolved when the agent restarts.
     IN_DOUBT = "in_doubt"
 
 
@@ -291,6 +291,12 @@ class Channel(models.Model):
     target_token = models.CharField(max_length=200, blank=True)
     batch_size = models.PositiveIntegerField(default=50, validators=[MinValueValidator(1), MaxValueValidator(1000)])
     batch_interval_ms = models.PositiveIntegerField(default=200, validators=[MaxValueValidator(60_000)])
+    batch_bytes = models.PositiveIntegerField(
+        default=4 * 1024 * 1024, validators=[MinValueValidator(1)],
+        help_text="A batch stops growing at this many bytes of bodies (it always takes one message).")
+    window = models.PositiveIntegerField(
+        default=8, validators=[MinValueValidator(1), MaxValueValidator(64)],
+        help_text="How many provisional batches may be in flight (sent, not yet confirmed) at once.")
     preemptive = models.BooleanField(default=False)
     description = models.CharField(max_length=200, blank=True)
     # what the operator asked for, and what the agent reports
@@ -299,13 +305,15 @@ class Channel(models.Model):
     batches_committed = models.PositiveBigIntegerField(default=0)
     batches_backed_out = models.PositiveBigIntegerField(default=0)
     messages_sent = models.PositiveBigIntegerField(default=0)
+    bytes_sent = models.PositiveBigIntegerField(default=0)
+    # the recent rate of confirmed traffic: exponentially decayed (brokers.services.channel_rate)
+    rate_messages = models.FloatField(default=0)
+    rate_bytes = models.FloatField(default=0)
+    rate_at = models.DateTimeField(null=True, blank=True)
     last_batch_seq = models.PositiveBigIntegerField(default=0)
     last_error = models.TextField(blank=True)
     retry_count = models.PositiveIntegerField(default=0)
     next_attempt_at = models.DateTimeField(null=True, blank=True)
-    # the batch in doubt: sent (or about to be) and not yet resolved
-    in_doubt_seq = models.PositiveBigIntegerField(null=True, blank=True)
-    in_doubt_transaction = models.CharField(max_length=32, blank=True)
     # at most one agent across the fleet: a lease in the database
     lease_holder = models.CharField(max_length=100, blank=True)
     lease_until = models.DateTimeField(null=True, blank=True)
@@ -315,22 +323,63 @@ class Channel(models.Model):
     def __str__(self) -> str:
         return self.name
 
+    @property
+    def in_doubt_seq(self) -> int | None:
+        """The oldest batch in flight (None: none), as the single in-doubt column that the
+        window's ``ChannelBatch`` rows replaced read (the dashboard still reads it)."""
+        return self.batches.order_by("seq").values_list("seq", flat=True).first()
+
+
+class ChannelBatchState(models.TextChoices):
+    #: Recorded with its unit of work T_s; not known to have reached the receiver.
+    GATHERED = "gathered"
+    #: The receiver holds it provisionally; waiting for T_s's ready-check.
+    SENT = "sent"
+
+
+class ChannelBatch(models.Model):
+    """A batch in flight on the sending end (in doubt until confirmed or backed out): its
+    number, its unit of work T_s on the source broker, and what it carries. The channel's
+    window bounds how many there are; they resolve strictly in ``seq`` order."""
+
+    channel = models.ForeignKey(Channel, on_delete=models.CASCADE, related_name="batches")
+    seq = models.PositiveBigIntegerField()
+    transaction = models.CharField(max_length=32)
+    state = models.CharField(max_length=16, choices=ChannelBatchState.choices, default=ChannelBatchState.GATHERED)
+    messages = models.PositiveIntegerField(default=0)
+    bytes = models.PositiveBigIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    sent_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["channel", "seq"], name="channel_batch_unique_seq")]
+
 
 class ChannelReceipt(models.Model):
-    """The receiving end's record of a channel: the last batch it committed and the batch it
-    holds provisionally (its unit of work held on a stand-in for the sender's)."""
+    """The receiving end's record of a channel: the last batch it committed; the batches it
+    holds provisionally are its ``pending`` rows."""
 
     channel_name = models.CharField(max_length=48)
     source_broker = models.CharField(max_length=48)
     target_broker = models.CharField(max_length=48)
     last_committed_seq = models.PositiveBigIntegerField(default=0)
-    pending_seq = models.PositiveBigIntegerField(null=True, blank=True)
-    pending_transaction = models.CharField(max_length=32, blank=True)
-    pending_standin = models.CharField(max_length=32, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["channel_name", "source_broker"], name="receipt_unique_channel")]
+
+
+class ReceivedBatch(models.Model):
+    """A batch the receiving end holds provisionally: its unit of work T_r, held on the
+    stand-in S for the sender's T_s."""
+
+    receipt = models.ForeignKey(ChannelReceipt, on_delete=models.CASCADE, related_name="pending")
+    seq = models.PositiveBigIntegerField()
+    transaction = models.CharField(max_length=32)
+    standin = models.CharField(max_length=32)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["receipt", "seq"], name="received_batch_unique_seq")]
 
 
 class ReactiveAction(models.TextChoices):

@@ -28,6 +28,12 @@ begin, display, commit, roll back,     put, get or admin on the transaction's br
 check a transaction; the graph         or on any queue of it)
 open, display, close a connection,     put or get on the connection's broker (broker-wide or on
 or name one in a put or get            any queue of it)
+list channels                          shows the channels whose source broker the user holds any
+                                       grant on
+display a channel                      any action on its source broker (broker-wide or on a queue
+                                       of it); an unknown channel is refused alike
+define, alter, start, stop, delete     superuser
+channels; deliver batches
 =====================================  =========================================================
 """
 from __future__ import annotations
@@ -40,7 +46,7 @@ from django.db.models import Q
 from config.errors import PermissionDenied
 from transactions.models import Transaction
 
-from .models import Grant, Message, Queue
+from .models import Channel, Grant, Message, Queue
 from .selectors import connection_get
 
 T = TypeVar("T")
@@ -128,6 +134,34 @@ def brokers_visible(user, brokers: Iterable[T]) -> list[T]:
         return brokers
     names = set(Grant.objects.filter(_holding(ANY), user=user).values_list("broker", flat=True))
     return [b for b in brokers if b.name in names]
+
+
+def channels_visible(user, channels: Iterable[T]) -> list[T]:
+    """The channels (objects with a ``source_broker``) whose source broker the user holds
+    any grant on."""
+    channels = list(channels)
+    if _superuser(user):
+        return channels
+    names = set(Grant.objects.filter(_holding(ANY), user=user).values_list("broker", flat=True))
+    return [c for c in channels if c.source_broker.name in names]
+
+
+def require_channel_display(user, *, channel: str) -> None:
+    """Any action on the channel's source broker. Without a grant an unknown channel is
+    refused like a known one, so nothing leaks."""
+    if _superuser(user):
+        return
+    broker = Channel.objects.filter(name=channel).values_list("source_broker__name", flat=True).first()
+    if broker is None or not _holds(user, ANY, broker=broker, anywhere=True):
+        raise PermissionDenied("You may not do that: displaying a channel needs a grant on its source broker.",
+                               actions=sorted(ANY, key=Grant.ACTIONS.index), channel=channel)
+
+
+def require_channel_operate(user) -> None:
+    """Define, alter, start, stop or delete a channel, or deliver batches to this platform."""
+    if not _superuser(user):
+        raise PermissionDenied("You may not do that: only a superuser may manage channels or deliver batches.",
+                               actions=["admin"])
 
 
 def queues_visible(user, *, broker: str, queues: Iterable[Queue]) -> list[Queue]:

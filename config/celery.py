@@ -24,3 +24,13 @@ def _schedule_housekeeping(sender, **kwargs):
         sender.signature("brokers.tasks.channels_supervise"),
         name="channels-supervise",
     )
+    sender.add_periodic_task(  # held conflated publications whose interval has ended
+        settings.BATON_HOUSEKEEPING_INTERVAL_S,
+        sender.signature("pubsub.tasks.conflation_sweep"),
+        name="conflation-sweep",
+    )
+    sender.add_periodic_task(
+        settings.BATON_DASHBOARD_DEPTH_SAMPLE_S,
+        sender.signature("dashboard.tasks.depth_sample"),
+        name="dashboard-depth-sample",
+    )

@@ -13,6 +13,7 @@ urlpatterns = [
     path("api/session/", session_upgrade_required, name="session"),
     path("api/session/docs/", session_docs, name="session-docs"),
     path("api/", include("brokers.channel_urls")),
+    path("api/", include("pubsub.api.urls")),
     path("api/", include("brokers.api.urls")),
     path("", include("dashboard.urls")),
 ]

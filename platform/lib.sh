@@ -18,9 +18,9 @@ venv_ready() {  # $1: extras, e.g. "" or "[test]"
   local extras="${1:-}"
   local stamp="$ROOT/.venv/.installed${extras}"
   local client="$ROOT/clients/python/pyproject.toml"  # the client distribution, which the server imports
-  if [ -z "$extras" ] && [ -f "$ROOT/.venv/.installed[test]" ] && [ ! "$ROOT/pyproject.toml" -nt "$ROOT/.venv/.installed[test]" ] \
-     && [ ! "$client" -nt "$ROOT/.venv/.installed[test]" ]; then
-    stamp="$ROOT/.venv/.installed[test]"  # the test install includes everything the platform needs
+  if { [ -z "$extras" ] || [ "$extras" = "[scaled]" ]; } && [ -f "$ROOT/.venv/.installed[test]" ] \
+     && [ ! "$ROOT/pyproject.toml" -nt "$ROOT/.venv/.installed[test]" ] && [ ! "$client" -nt "$ROOT/.venv/.installed[test]" ]; then
+    stamp="$ROOT/.venv/.installed[test]"  # the test install includes everything the platform needs, scaled out too
   fi
   if [ ! -x "$PY" ]; then
     echo "==> creating .venv"
@@ -64,6 +64,17 @@ postgres_start() {  # a throwaway PostgreSQL server for the tests; sets BATON_PG
   PG_STOP=("${as_pg[@]}" "$bin/pg_ctl" -D "$PG_DIR/data" -m fast stop)
   export BATON_PG_URL="postgres://baton@127.0.0.1:$PG_PORT/baton"
   "${as_pg[@]}" "$bin/createdb" -h 127.0.0.1 -p "$PG_PORT" -U baton baton
+}
+
+redis_ready() {  # Debian's redis-server, for the scaled-out tests (they start and stop their own)
+  if ! command -v redis-server >/dev/null 2>&1 && [ ! -x /usr/bin/redis-server ]; then
+    if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+      echo "==> installing Redis (Debian packages)"
+      apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null
+    else
+      echo "warning: no redis-server; the scaled-out tests will be skipped" >&2
+    fi
+  fi
 }
 
 postgres_stop() {

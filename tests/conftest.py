@@ -17,6 +17,30 @@ from brokers.services.queues import queue_define
 os.environ.setdefault("BATON_API_CHECK_REPLIES", "1")
 
 
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup):
+    """pytest-django's test database, and at the session's end this process's wake-up
+    listeners stopped before it is dropped (a PostgreSQL listener is connected to it)."""
+    yield
+    from transactions.wakeup_bus import wakeup_buses_stop
+
+    wakeup_buses_stop()
+
+
+@pytest.fixture(scope="session")
+def redis_server():
+    """A real Redis server (Debian's redis-server) for the session, stopped at its end."""
+    from brokers.benchmark.redisserver import redis_binary, redis_server as started
+    from brokers.benchmark.report import BenchmarkError
+
+    try:
+        redis_binary()
+    except BenchmarkError as exc:
+        pytest.skip(str(exc))
+    with started() as server:
+        yield server
+
+
 @pytest.fixture
 def broker(db):
     return broker_define(name="QM1", transaction_timeout_ms=60_000)

@@ -1,18 +1,24 @@
 """Wake-ups for callers that wait (gets that wait, held commits, ready-checks).
 
-A waiter records the version of a key ("queue:<id>", "txn:<id>"), tries its operation,
-and if that found nothing sleeps until the key's version changes or a poll interval ends.
-Changes made in this process wake waiters at once (notified on commit); changes made by
-other processes (a Celery worker, another web process) are seen at the next poll, whose
-interval grows from 20 ms to half a second, so a waiting caller never polls the database
-at full speed.
+A waiter records the version of its keys ("queue:<id>", "txn:<id>"), tries its operation,
+and if that found nothing sleeps until a key's version changes or its wait ends. A commit
+that concerns a key bumps its version in every process: in its own at once (on commit),
+in the others through the process's wake-up bus (``transactions.wakeup_bus``: PostgreSQL
+``LISTEN/NOTIFY``, Redis publish/subscribe, or local datagram sockets on SQLite), whose
+one listener thread per process bumps the versions of the keys it hears of.
+
+Only while a process's listener is not listening (not yet connected, its connection
+lost, or ``BATON_WAKEUPS=poll``) — when a notification could be lost — do waiters fall
+back to re-checking at intervals growing from 20 ms to half a second; a listener that
+(re)connects, or learns that a notification was lost, wakes every waiter.
 """
 from __future__ import annotations
 
 import threading
 import time
 from collections import defaultdict
-from typing import Callable, Iterable, TypeVar
+from collections.abc import Callable, Iterable
+from typing import TypeVar
 
 from django.db import transaction
 
@@ -20,39 +26,70 @@ T = TypeVar("T")
 
 _condition = threading.Condition()
 _versions: dict[str, int] = defaultdict(int)
+#: Bumped to wake every waiter (a listener connected, lost its connection, or missed a message).
+_epoch = [0]
 
 POLL_FIRST_S = 0.02
 POLL_MAX_S = 0.5
 
 
 def wakeup_notify(keys: Iterable[str]) -> None:
+    """Wake this process's waiters on these keys."""
     with _condition:
         for key in keys:
             _versions[key] += 1
         _condition.notify_all()
 
 
+def wakeup_notify_all() -> None:
+    """Wake every waiter of this process (each re-checks once)."""
+    with _condition:
+        _epoch[0] += 1
+        _condition.notify_all()
+
+
 def wakeup_notify_on_commit(keys: Iterable[str]) -> None:
-    """Wake waiters on these keys once the caller's database transaction commits."""
+    """Wake waiters on these keys, in every process, once the caller's database transaction
+    commits (nothing if it rolls back)."""
     keys = list(keys)
-    if keys:
-        transaction.on_commit(lambda: wakeup_notify(keys))
+    if not keys:
+        return
+    from .wakeup_bus import wakeup_bus
+
+    bus = wakeup_bus()
+    bus.publish_in_transaction(keys)  # PostgreSQL: NOTIFY, delivered exactly at commit
+
+    def committed() -> None:
+        wakeup_notify(keys)
+        bus.publish_after_commit(keys)
+
+    transaction.on_commit(committed)
+
+
+def _seen(keys: list[str]) -> tuple:
+    return (_epoch[0], *[_versions[k] for k in keys])
 
 
 def wait_for(attempt: Callable[[], T], *, keys: list[str], wait_s: float) -> T:
     """Call ``attempt`` until it returns something truthy or ``wait_s`` seconds pass;
     return its last result. ``attempt`` runs outside any database transaction."""
     deadline = time.monotonic() + max(wait_s, 0.0)
+    bus = None
+    if wait_s > 0:
+        from .wakeup_bus import wakeup_bus
+
+        bus = wakeup_bus()
+        bus.listen()  # listening before the first attempt, so no commit after it goes unheard
     poll = POLL_FIRST_S
     while True:
         with _condition:
-            seen = [_versions[k] for k in keys]
+            seen = _seen(keys)
         result = attempt()
         remaining = deadline - time.monotonic()
         if result or remaining <= 0:
             return result
+        listening = bus is not None and bus.listening
         with _condition:
-            _condition.wait_for(
-                lambda: [_versions[k] for k in keys] != seen, timeout=min(poll, remaining)
-            )
-        poll = min(poll * 2, POLL_MAX_S)
+            _condition.wait_for(lambda seen=seen: _seen(keys) != seen, timeout=remaining if listening else min(poll, remaining))
+        if not listening:
+            poll = min(poll * 2, POLL_MAX_S)

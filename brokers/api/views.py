@@ -3,8 +3,6 @@ with the path's fields) to one operation of ``brokers.api.operations`` — the d
 the session and the OpenAPI schema use too — and renders what it answers."""
 from __future__ import annotations
 
-from typing import Any
-
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -12,29 +10,12 @@ from rest_framework.views import APIView
 from transactions.selectors import transaction_graph
 
 from .. import permissions as may
-from ..exceptions import InvalidInput
 from ..selectors import broker_get
 from . import operations as ops, schema as doc
-
-
-# --- request helpers ----------------------------------------------------------------------
-
-def _body(request: Request) -> dict[str, Any]:
-    data = request.data
-    if not request.body if hasattr(request, "body") else False:
-        return {}
-    if hasattr(data, "dict") and not data:  # no body at all: an empty QueryDict
-        return {}
-    if not isinstance(data, dict):
-        raise InvalidInput("The request body must be a JSON object.", errors={"body": ["Must be an object."]})
-    return data
+from .operations.rest import operation_response as _run, request_query as _query
 
 
 # --- brokers and queues -------------------------------------------------------------------
-
-def _query(request: Request) -> dict[str, Any]:
-    return dict(request.query_params.items())
-
 
 class BrokerListView(APIView):
     @doc.operation(ops.BrokerList, "brokers_list", "brokers", 400, query=True)
@@ -85,23 +66,6 @@ class QueueDetailView(APIView):
 
 
 # --- operations defined once (brokers.api.operations): messages, locks, transactions ------
-
-#: Path parameter -> the operation's field.
-_PATH_FIELDS = {"transaction_id": "transaction", "token": "lock_token"}
-
-
-def _run(operation: type[ops.Operation], request: Request, data: dict[str, Any] | None = None,
-         **path: str) -> Response:
-    """Validate the body (or ``data``) with the path's fields, perform, render."""
-    data = dict(_body(request) if data is None else data)
-    for name, value in path.items():
-        name = _PATH_FIELDS.get(name, name)
-        if name in data:
-            raise InvalidInput("The request is not valid.", errors={name: ["Given in the path; not in the body."]})
-        data[name] = value
-    status, body = operation.run(request.user, data)
-    return Response(body if status != 204 else None, status=status)
-
 
 class MessagesView(APIView):
     """GET browses, POST puts."""

@@ -12,7 +12,7 @@ from .validation import model_validated, unknown_fields_refused
 
 CHANNEL_FIELDS = {
     "source_broker", "transmission_queue", "target_broker", "target_url", "target_token", "batch_size",
-    "batch_interval_ms", "preemptive", "description",
+    "batch_interval_ms", "batch_bytes", "window", "preemptive", "description",
 }
 
 
@@ -79,8 +79,8 @@ def channel_alter(*, name: str, **changes) -> Channel:
     _source_broker(changes)
     with db.atomic():
         channel = channel_get(name=name)
-        if channel.enabled or channel.in_doubt_seq:
-            raise Conflict(f"Stop channel {name!r} (and let its batch resolve) before altering it.", channel=name)
+        if channel.enabled or channel.batches.exists():
+            raise Conflict(f"Stop channel {name!r} (and let its batches in flight resolve) before altering it.", channel=name)
         for key, value in changes.items():
             setattr(channel, key, value)
         _channel_checked(channel)
@@ -91,8 +91,8 @@ def channel_alter(*, name: str, **changes) -> Channel:
 def channel_delete(*, name: str) -> None:
     with db.atomic():
         channel = channel_get(name=name)
-        if channel.enabled or channel.in_doubt_seq:
-            raise Conflict(f"Channel {name!r} is running or has a batch in doubt; stop it first.", channel=name)
+        if channel.enabled or channel.batches.exists():
+            raise Conflict(f"Channel {name!r} is running or has batches in doubt; stop it first.", channel=name)
         channel.delete()
 
 
@@ -111,12 +111,12 @@ def channel_start(*, name: str, dispatch: bool = True) -> Channel:
 
 
 def channel_stop(*, name: str) -> Channel:
-    """Ask the agent to stop after its current batch. A batch in doubt stays in doubt until
+    """Ask the agent to stop after its current step. Batches in flight stay in doubt until
     the channel starts again."""
     with db.atomic():
         channel = channel_get(name=name)
         changes = {"enabled": False}
         if not channel.lease_holder:
-            changes["state"] = ChannelState.IN_DOUBT if channel.in_doubt_seq else ChannelState.STOPPED
+            changes["state"] = ChannelState.IN_DOUBT if channel.batches.exists() else ChannelState.STOPPED
         Channel.objects.filter(pk=channel.pk).update(**changes)
     return channel_get(name=name)

@@ -9,8 +9,11 @@ once. When the sender says commit, S commits and releases T_r in the same databa
 transaction; when it says back out, S rolls back and the rollback cascades to T_r and to
 every application that consumed from it.
 
-The receipt row records the last committed batch and the pending one, so a batch sent
-twice is recognised (exactly once). Every call is idempotent.
+Several batches of a channel may be held at once (the sender's window), each with its own
+T_r and stand-in; they are committed strictly in sequence order (committing n while an
+earlier batch is still pending is refused). The receipt row records the last committed
+batch and a ``ReceivedBatch`` row each pending one, so a batch sent twice is recognised
+(exactly once). Every call is idempotent.
 """
 from __future__ import annotations
 
@@ -27,9 +30,9 @@ from transactions.manager import (
 )
 from transactions.models import JournalKind, Transaction, TransactionState
 
-from config.errors import InvalidInput
+from config.errors import Conflict, InvalidInput
 from ..exceptions import QueueFull
-from ..models import ChannelReceipt, Message, Queue, QueueKind
+from ..models import ChannelReceipt, Message, Queue, QueueKind, ReceivedBatch
 from ..selectors import broker_get
 from .store import queue_reserve, queues_woken
 
@@ -63,12 +66,19 @@ def _receipt(channel: str, source_broker: str, target_broker: str) -> ChannelRec
     return receipt
 
 
-def _status(receipt: ChannelReceipt, seq: int) -> str:
-    if seq <= receipt.last_committed_seq:
-        return COMMITTED
-    if receipt.pending_seq != seq:
-        return UNKNOWN
-    standin = Transaction.objects.filter(pk=receipt.pending_standin).values_list("state", flat=True).first()
+def _pending(receipt: ChannelReceipt, seq: int) -> ReceivedBatch | None:
+    return ReceivedBatch.objects.filter(receipt=receipt, seq=seq).first()
+
+
+def _status(receipt: ChannelReceipt, seq: int, held: ReceivedBatch | None = None) -> str:
+    held = held or _pending(receipt, seq)
+    if held is None:
+        return COMMITTED if seq <= receipt.last_committed_seq else UNKNOWN
+    return _standin_status(held.standin)
+
+
+def _standin_status(standin_id: str) -> str:
+    standin = Transaction.objects.filter(pk=standin_id).values_list("state", flat=True).first()
     if standin == TransactionState.COMMITTED:
         return COMMITTED
     if standin in (TransactionState.ROLLED_BACK, None):
@@ -165,10 +175,7 @@ def receiver_batch_receive(*, payload: dict) -> dict:
         status = _status(receipt, seq)
         if status in (COMMITTED, PENDING):
             return {"status": "received" if status == PENDING else COMMITTED, "seq": seq}
-        if receipt.pending_seq is not None and _status(receipt, receipt.pending_seq) == PENDING:
-            # an older batch is still pending: the sender gave up on it, so back it out
-            transaction_rollback(transaction_id=receipt.pending_standin, reason="superseded by a later batch",
-                                 require_open=False)
+        ReceivedBatch.objects.filter(receipt=receipt, seq=seq).delete()  # backed out earlier: take it afresh
         standin = transaction_begin(broker=broker.name, timeout_ms=0, owner=f"channel:{payload['channel']}:standin")
         txn = transaction_begin(broker=broker.name, timeout_ms=0, owner=f"channel:{payload['channel']}:receiver")
         outcomes = []
@@ -181,9 +188,7 @@ def receiver_batch_receive(*, payload: dict) -> dict:
         transaction_links_add(downstream=txn_row, upstream_refs=[
             (standin.id, f"batch:{payload['channel']}:{seq}"),
         ])
-        ChannelReceipt.objects.filter(pk=receipt.pk).update(
-            pending_seq=seq, pending_transaction=txn.id, pending_standin=standin.id,
-        )
+        ReceivedBatch.objects.create(receipt=receipt, seq=seq, transaction=txn.id, standin=standin.id)
         transaction_commit(transaction_id=txn.id)  # held on the stand-in until the sender says commit
     return {"status": "received", "seq": seq, "dead_lettered": outcomes.count("dead_lettered"),
             "duplicates": outcomes.count("duplicate")}
@@ -195,14 +200,20 @@ def receiver_batch_commit(*, channel: str, source_broker: str, seq: int) -> dict
         receipt = ChannelReceipt.objects.select_for_update().filter(channel_name=channel, source_broker=source_broker).first()
         if receipt is None:
             return {"status": UNKNOWN, "seq": seq}
-        status = _status(receipt, seq)
+        held = _pending(receipt, seq)
+        status = _status(receipt, seq, held)
         if status == PENDING:
-            transaction_commit(transaction_id=receipt.pending_standin)
+            earlier = ReceivedBatch.objects.filter(receipt=receipt, seq__lt=seq).values_list("standin", flat=True)
+            if any(_standin_status(s) == PENDING for s in earlier):
+                raise Conflict(f"Batch {seq} of channel {channel!r} cannot commit before the batches ahead of it.",
+                               channel=channel)
+            transaction_commit(transaction_id=held.standin)
             status = COMMITTED
-        if status == COMMITTED and receipt.last_committed_seq < seq:
-            ChannelReceipt.objects.filter(pk=receipt.pk).update(
-                last_committed_seq=seq, pending_seq=None, pending_transaction="", pending_standin="",
-            )
+        if status == COMMITTED:
+            if held is not None:
+                held.delete()
+            if receipt.last_committed_seq < seq:
+                ChannelReceipt.objects.filter(pk=receipt.pk).update(last_committed_seq=seq)
     return {"status": status, "seq": seq}
 
 
@@ -214,16 +225,16 @@ def receiver_batch_backout(*, channel: str, source_broker: str, seq: int) -> dic
         receipt = ChannelReceipt.objects.select_for_update().filter(channel_name=channel, source_broker=source_broker).first()
         if receipt is None:
             return {"status": UNKNOWN, "seq": seq}
-        status = _status(receipt, seq)
+        held = _pending(receipt, seq)
+        status = _status(receipt, seq, held)
         if status == PENDING:
             outcome = transaction_rollback(
-                transaction_id=receipt.pending_standin, reason=f"channel {channel} batch {seq} backed out",
-                require_open=False,
+                transaction_id=held.standin, reason=f"channel {channel} batch {seq} backed out", require_open=False,
             )
             cascaded = outcome.cascaded
             status = BACKED_OUT
-        if status == BACKED_OUT:
-            ChannelReceipt.objects.filter(pk=receipt.pk).update(pending_seq=None, pending_transaction="", pending_standin="")
+        if status == BACKED_OUT and held is not None:
+            held.delete()
     return {"status": status, "seq": seq, "cascaded": cascaded}
 
 

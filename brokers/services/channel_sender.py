@@ -1,18 +1,23 @@
 """The sending end of a channel: the agent that runs on the Celery worker fleet.
 
-One batch (DESIGN §6):
+A window of provisional batches (DESIGN §6): the agent keeps up to ``window`` batches in
+flight, each with its own number, its own unit of work T_s on the source broker and its own
+stand-in on the target. For each batch:
 
-1. begin T_s on the source broker (no timeout: only the agent resolves it) and get up to
-   ``batch_size`` messages from the transmission queue within ``batch_interval_ms`` —
-   pre-emptively if the channel allows it;
-2. record batch n as in doubt (its number and T_s) on the channel row;
-3. send batch n (flagged provisional while T_s waits on an uncommitted upstream);
-4. run the ready-check on T_s: *ready* → tell the receiver to commit n, then commit T_s;
-   *backed out* → tell the receiver to back out n (the rollback cascades there).
+1. begin T_s (no timeout: only the agent resolves it) and get up to ``batch_size`` messages
+   and ``batch_bytes`` bytes of bodies from the transmission queue, waiting at most
+   ``batch_interval_ms`` after the first — pre-emptively if the channel allows it;
+2. record batch n (a ``ChannelBatch`` row: its number and T_s);
+3. send batch n (flagged provisional while T_s waits on an uncommitted upstream) at once,
+   whatever the batches ahead of it are waiting for;
+4. when n is the oldest batch in flight and T_s's ready-check answers: *ready* → the
+   receiver commits n, then T_s commits; *backed out* → the receiver backs n out (the
+   rollback cascades there) and T_s rolls back. Batches resolve strictly in ``seq`` order.
 
-After a crash at any point the next agent finds batch n in doubt, asks the receiver, and
-commits, backs out or resends it — every message arrives exactly once. At most one agent
-runs a channel: it holds a lease on the channel row, renewed every batch.
+After a crash at any point the next agent asks the receiver about each recorded batch, in
+order, and commits, backs out, resends or keeps waiting on it — every message arrives
+exactly once. At most one agent runs a channel: it holds a lease on the channel row,
+renewed every step.
 """
 from __future__ import annotations
 
@@ -21,33 +26,38 @@ import signal
 import time
 from datetime import timedelta
 
+from django.conf import settings
 from django.db import transaction as db
 from django.db.models import F, Q
+from django.db.models.functions import Length
 from django.utils import timezone
 
 from transactions.manager import transaction_begin, transaction_check, transaction_commit, transaction_rollback
 from transactions.models import OPEN_STATES, Transaction
 from transactions.wakeups import wait_for
 
-from ..models import Channel, ChannelState, Message
+from ..models import Channel, ChannelBatch, ChannelBatchState, ChannelState, DeliverySequence, Message, Queue
 from .channel_definitions import channel_get
+from .channel_rate import rate_added
 from .channel_receiver import BACKED_OUT, COMMITTED, PENDING, batch_message_render
 from .channel_transport import Transport, TransportError, transport_for
 from .messages import message_get
 from .store import queue_wakeup_key
 
-LEASE_S = 30
 IDLE_WAIT_S = 1.0
-READY_CHECK_WAIT_S = 1.0
 BACKOFF_MAX_S = 60
 
 #: Where a test may have the agent kill itself (SIGKILL), to prove exactly-once recovery.
+#: ``STEP`` kills at the first batch reaching it; ``STEP@N`` at batch N (the ones before it
+#: stay in flight, so a window of batches is in doubt).
 CRASH_POINTS = ("after_get", "after_record", "after_send", "after_receiver_commit", "after_sender_commit")
 
 
-def _crash_point(name: str, crash_at: str | None) -> None:
-    if crash_at == name:
-        os.kill(os.getpid(), signal.SIGKILL)
+def _crash_point(name: str, crash_at: str | None, seq: int) -> None:
+    if crash_at and crash_at.partition("@")[0] == name:
+        at = crash_at.partition("@")[2]
+        if not at or int(at) == seq:
+            os.kill(os.getpid(), signal.SIGKILL)
 
 
 def channel_lease_acquire(*, name: str, holder: str) -> bool:
@@ -57,7 +67,7 @@ def channel_lease_acquire(*, name: str, holder: str) -> bool:
     return bool(
         Channel.objects.filter(name=name)
         .filter(Q(lease_holder="") | Q(lease_holder=holder) | Q(lease_until__isnull=True) | Q(lease_until__lte=now))
-        .update(lease_holder=holder, lease_until=now + timedelta(seconds=LEASE_S))
+        .update(lease_holder=holder, lease_until=now + timedelta(seconds=settings.BATON_CHANNEL_LEASE_S))
     )
 
 
@@ -71,28 +81,69 @@ def _set(channel: Channel, **changes) -> None:
         setattr(channel, key, value)
 
 
-def _xmitq_ready(channel: Channel, wait_s: float) -> bool:
-    """Whether the transmission queue has something to send (waiting up to ``wait_s``)."""
-    source = channel.source_broker.queues.get(name=channel.transmission_queue)
-    pending = Message.objects.filter(queue=source, get_transaction__isnull=True, lock_token__isnull=True)
-    if not channel.preemptive:
-        pending = pending.filter(put_transaction__isnull=True)
-    return wait_for(lambda: pending.exists(), keys=[queue_wakeup_key(source.pk)], wait_s=wait_s)
+def _in_flight(channel: Channel) -> list[ChannelBatch]:
+    return list(ChannelBatch.objects.filter(channel=channel).order_by("seq"))
 
 
-def _batch_gather(channel: Channel, txn_id: str) -> list[Message]:
-    """Up to batch_size messages, waiting at most batch_interval_ms after the first."""
-    broker, queue = channel.source_broker.name, channel.transmission_queue
-    messages: list[Message] = []
-    deadline = time.monotonic() + channel.batch_interval_ms / 1000
-    while len(messages) < channel.batch_size:
-        remaining = deadline - time.monotonic()
-        got = message_get(broker=broker, queue=queue, transaction_id=txn_id, preemptive=channel.preemptive,
-                          batch=channel.batch_size - len(messages), wait=max(0.0, remaining) if messages else 0)
-        messages.extend(got.messages)
-        if not got.messages or remaining <= 0:
+def _sendable(channel: Channel, queue: Queue):
+    """The transmission queue's messages this channel may get now."""
+    pending = Message.objects.filter(queue=queue, get_transaction__isnull=True, lock_token__isnull=True)
+    return pending if channel.preemptive else pending.filter(put_transaction__isnull=True)
+
+
+def _xmitq_has(channel: Channel, queue: Queue) -> bool:
+    """Whether the transmission queue has something this channel may send."""
+    return _sendable(channel, queue).exists()
+
+
+def _next_lengths(channel: Channel, queue: Queue, limit: int) -> list[int]:
+    """Body lengths of the next ``limit`` messages the channel may get, in delivery order
+    (priority, then put order)."""
+    order = ("-priority", "id") if queue.delivery_sequence == DeliverySequence.PRIORITY else ("id",)
+    return list(_sendable(channel, queue).order_by(*order).annotate(length=Length("body"))
+                .values_list("length", flat=True)[:limit])
+
+
+def _fitting(lengths: list[int], *, size: int, limit: int, first: bool) -> int:
+    """How many of ``lengths`` fit in a batch holding ``size`` bytes (a batch takes at least
+    one message)."""
+    fits, total = 0, size
+    for length in lengths:
+        if (fits or not first) and total + length > limit:
             break
-    return messages
+        fits, total = fits + 1, total + length
+    return fits
+
+
+def _batch_gather(channel: Channel, queue: Queue, txn_id: str) -> list[Message]:
+    """Up to batch_size messages and batch_bytes bytes of bodies (at least one message):
+    what is there, then — rather than a get per message as they trickle in — wait (reading
+    only) until the rest of the batch is there or batch_interval_ms has passed since the
+    first, and get it in one go. Each get asks for as many of the next messages as fit."""
+    messages: list[Message] = []
+    size, deadline = 0, 0.0
+    while True:
+        lengths = _next_lengths(channel, queue, channel.batch_size - len(messages))
+        fits = _fitting(lengths, size=size, limit=channel.batch_bytes, first=not messages)
+        if fits:
+            got = message_get(broker=channel.source_broker.name, queue=queue.name, transaction_id=txn_id,
+                              preemptive=channel.preemptive, batch=fits)
+            messages.extend(got.messages)
+            size += sum(len(bytes(m.body)) for m in got.messages)
+        if not messages:
+            return messages
+        if not deadline:
+            deadline = time.monotonic() + channel.batch_interval_ms / 1000
+        remaining = deadline - time.monotonic()
+        if len(messages) >= channel.batch_size or fits < len(lengths) or remaining <= 0:
+            return messages  # full (by count or by bytes), or due
+        want = channel.batch_size - len(messages)
+
+        def rest_there(want: int = want, size: int = size) -> bool:
+            more = _next_lengths(channel, queue, want)
+            return len(more) >= want or _fitting(more, size=size, limit=channel.batch_bytes, first=False) < len(more)
+
+        wait_for(rest_there, keys=[queue_wakeup_key(queue.pk)], wait_s=remaining)
 
 
 def _payload(channel: Channel, seq: int, messages: list[Message], provisional: bool) -> dict:
@@ -103,106 +154,169 @@ def _payload(channel: Channel, seq: int, messages: list[Message], provisional: b
     }
 
 
-def _resolve(channel: Channel, transport: Transport, *, seq: int, txn_id: str, crash_at: str | None) -> str:
-    """Drive batch ``seq`` (recorded in doubt with T_s = ``txn_id``) to its end."""
-    status = transport.status(seq)["status"]
-    txn_state = Transaction.objects.filter(pk=txn_id).values_list("state", flat=True).first()
-    if status not in (COMMITTED, BACKED_OUT, PENDING):  # the receiver never got it
-        messages = list(Message.objects.filter(get_transaction_id=txn_id).order_by("id"))
-        if txn_state in OPEN_STATES and messages:
-            provisional = transaction_check(transaction_id=txn_id).result == "pending"
-            transport.receive(_payload(channel, seq, messages, provisional))
-            _crash_point("after_send", crash_at)
-            status = PENDING
-        else:  # T_s is gone (rolled back): nothing was delivered and nothing is left to send
-            if txn_state in OPEN_STATES:
-                transaction_rollback(transaction_id=txn_id, reason="channel batch empty", require_open=False)
-            _set(channel, in_doubt_seq=None, in_doubt_transaction="")
-            return "dropped"
-    if status == PENDING:
-        while True:
-            result = transaction_check(transaction_id=txn_id, wait=READY_CHECK_WAIT_S).result
-            if result != "pending":
-                break
-            channel.refresh_from_db(fields=["enabled"])
-            if not channel.enabled or not channel_lease_acquire(name=channel.name, holder=channel.lease_holder):
-                return "in_doubt"  # stopped, or the lease was lost: the batch stays in doubt
-        if result == "ready":
-            answer = transport.commit(seq)["status"]
-            _crash_point("after_receiver_commit", crash_at)
-            # The receiver may have backed the batch out meanwhile (its stand-in timed out or
-            # was superseded): then T_s rolls back and its messages are sent again later.
-            status = COMMITTED if answer == COMMITTED else BACKED_OUT
-        else:
-            transport.backout(seq)
-            status = BACKED_OUT
-    sent = Message.objects.filter(get_transaction_id=txn_id).count()
-    with db.atomic():  # T_s's outcome, the batch counters and the in-doubt record change together
+def _batch_send(channel: Channel, transport: Transport, batch: ChannelBatch, messages: list[Message],
+                crash_at: str | None) -> None:
+    provisional = transaction_check(transaction_id=batch.transaction).result == "pending"
+    transport.receive(_payload(channel, batch.seq, messages, provisional))
+    now = timezone.now()
+    ChannelBatch.objects.filter(pk=batch.pk).update(state=ChannelBatchState.SENT, sent_at=now)
+    batch.state, batch.sent_at = ChannelBatchState.SENT, now
+    _crash_point("after_send", crash_at, batch.seq)
+
+
+def _batch_new(channel: Channel, queue: Queue, transport: Transport, crash_at: str | None) -> bool:
+    """Gather, record and send the next batch; False when there was nothing to get after all."""
+    txn = transaction_begin(broker=channel.source_broker.name, timeout_ms=0, owner=f"channel:{channel.name}")
+    messages = _batch_gather(channel, queue, txn.id)
+    if not messages:
+        transaction_rollback(transaction_id=txn.id, reason="channel idle", require_open=False)
+        return False
+    seq = channel.last_batch_seq + 1
+    _crash_point("after_get", crash_at, seq)
+    with db.atomic():
+        batch = ChannelBatch.objects.create(channel=channel, seq=seq, transaction=txn.id, messages=len(messages),
+                                            bytes=sum(len(bytes(m.body)) for m in messages))
+        _set(channel, last_batch_seq=seq)
+    _crash_point("after_record", crash_at, seq)
+    _batch_send(channel, transport, batch, messages, crash_at)
+    return True
+
+
+def _batch_finish(channel: Channel, batch: ChannelBatch, status: str, crash_at: str | None) -> str:
+    """T_s commits (the receiver committed) or rolls back; the batch leaves the window."""
+    txn_id = batch.transaction
+    with db.atomic():  # T_s's outcome, the counters and the batch's record change together
         if status == COMMITTED:
             if Transaction.objects.filter(pk=txn_id, state__in=OPEN_STATES).exists():
                 transaction_commit(transaction_id=txn_id)
-            counters = {"batches_committed": F("batches_committed") + 1, "messages_sent": F("messages_sent") + sent}
+            now = timezone.now()
+            rate = Channel.objects.filter(pk=channel.pk).values("rate_messages", "rate_bytes", "rate_at").get()
+            counters = {
+                "batches_committed": F("batches_committed") + 1, "messages_sent": F("messages_sent") + batch.messages,
+                "bytes_sent": F("bytes_sent") + batch.bytes, "rate_at": now,
+                "rate_messages": rate_added(rate=rate["rate_messages"], at=rate["rate_at"], now=now, count=batch.messages),
+                "rate_bytes": rate_added(rate=rate["rate_bytes"], at=rate["rate_at"], now=now, count=batch.bytes),
+            }
         else:
-            transaction_rollback(transaction_id=txn_id, reason=f"channel {channel.name} batch {seq} backed out",
+            transaction_rollback(transaction_id=txn_id, reason=f"channel {channel.name} batch {batch.seq} backed out",
                                  require_open=False)
             counters = {"batches_backed_out": F("batches_backed_out") + 1}
-        Channel.objects.filter(pk=channel.pk).update(in_doubt_seq=None, in_doubt_transaction="", **counters)
-    _crash_point("after_sender_commit", crash_at)
-    channel.in_doubt_seq, channel.in_doubt_transaction = None, ""
+        ChannelBatch.objects.filter(pk=batch.pk).delete()
+        Channel.objects.filter(pk=channel.pk).update(updated_at=timezone.now(), **counters)
+    _crash_point("after_sender_commit", crash_at, batch.seq)
     return "committed" if status == COMMITTED else "backed_out"
 
 
-def channel_batch_cycle(*, channel: Channel, transport: Transport, crash_at: str | None = None) -> str:
-    """One step of the agent: resolve a batch in doubt, or move one new batch.
-    Returns idle, committed, backed_out, dropped or in_doubt."""
-    if channel.in_doubt_seq:
-        _set(channel, state=ChannelState.IN_DOUBT)
-        outcome = _resolve(channel, transport, seq=channel.in_doubt_seq, txn_id=channel.in_doubt_transaction,
-                           crash_at=crash_at)
-        if outcome != "in_doubt":
-            _set(channel, state=ChannelState.RUNNING, last_error="", retry_count=0)
+def _batch_settle(channel: Channel, transport: Transport, batch: ChannelBatch, result: str,
+                  crash_at: str | None) -> str:
+    """The oldest batch's ready-check answered ``result`` (ready or backed_out)."""
+    if result == "ready":
+        answer = transport.commit(batch.seq)["status"]
+        _crash_point("after_receiver_commit", crash_at, batch.seq)
+        # The receiver may have backed the batch out meanwhile (its stand-in was rolled back
+        # there): then T_s rolls back and its messages are sent again later.
+        status = COMMITTED if answer == COMMITTED else BACKED_OUT
+    else:
+        transport.backout(batch.seq)
+        status = BACKED_OUT
+    return _batch_finish(channel, batch, status, crash_at)
+
+
+def channel_recover(*, channel: Channel, transport: Transport, crash_at: str | None = None) -> list[str]:
+    """What a starting agent does first: ask the receiver about each recorded batch, in
+    order — committed → commit T_s; backed out → roll T_s back; pending → it stays in the
+    window; unknown → resend the messages T_s still holds (or drop the batch if T_s is
+    gone). Then units of work an agent began but never recorded give their messages back.
+    Returns the outcomes of the batches it settled."""
+    outcomes = []
+    for batch in _in_flight(channel):
+        status = transport.status(batch.seq)["status"]
+        if status in (COMMITTED, BACKED_OUT):
+            outcomes.append(_batch_finish(channel, batch, status, crash_at))
+        elif status == PENDING:
+            if batch.state != ChannelBatchState.SENT:
+                ChannelBatch.objects.filter(pk=batch.pk).update(state=ChannelBatchState.SENT, sent_at=timezone.now())
+        else:  # the receiver never got it
+            txn_state = Transaction.objects.filter(pk=batch.transaction).values_list("state", flat=True).first()
+            messages = list(Message.objects.filter(get_transaction_id=batch.transaction).order_by("id"))
+            if txn_state in OPEN_STATES and messages:
+                _batch_send(channel, transport, batch, messages, crash_at)
+            else:  # T_s is gone (rolled back): nothing was delivered and nothing is left to send
+                with db.atomic():
+                    if txn_state in OPEN_STATES:
+                        transaction_rollback(transaction_id=batch.transaction, reason="channel batch empty",
+                                             require_open=False)
+                    ChannelBatch.objects.filter(pk=batch.pk).delete()
+                outcomes.append("dropped")
+    recorded = ChannelBatch.objects.filter(channel=channel).values_list("transaction", flat=True)
+    stale = Transaction.objects.filter(owner=f"channel:{channel.name}", state__in=OPEN_STATES).exclude(pk__in=list(recorded))
+    for txn_id in stale.values_list("pk", flat=True):
+        transaction_rollback(transaction_id=txn_id, reason="channel agent restarted", require_open=False)
+    return outcomes
+
+
+def channel_batch_cycle(*, channel: Channel, transport: Transport, send: bool = True, crash_at: str | None = None) -> str:
+    """One step of the agent: settle the oldest batches whose ready-check has answered, in
+    order; else send a new batch if the window has room (and ``send``); else wait up to
+    IDLE_WAIT_S for either. Returns committed or backed_out (the last batch settled), sent,
+    waiting (batches in flight, none settled) or idle."""
+    batches = _in_flight(channel)
+    outcome = ""
+    while batches:
+        result = transaction_check(transaction_id=batches[0].transaction).result
+        if result == "pending":
+            break
+        outcome = _batch_settle(channel, transport, batches.pop(0), result, crash_at)
+    if outcome:
         return outcome
-    # units of work an agent began but never recorded (it died in between) give their messages back
-    for stale in Transaction.objects.filter(owner=f"channel:{channel.name}", state__in=OPEN_STATES).values_list("pk", flat=True):
-        transaction_rollback(transaction_id=stale, reason="channel agent restarted", require_open=False)
-    if not _xmitq_ready(channel, IDLE_WAIT_S):
-        return "idle"
-    txn = transaction_begin(broker=channel.source_broker.name, timeout_ms=0, owner=f"channel:{channel.name}")
-    messages = _batch_gather(channel, txn.id)
-    if not messages:
-        transaction_rollback(transaction_id=txn.id, reason="channel idle", require_open=False)
-        return "idle"
-    _crash_point("after_get", crash_at)
-    seq = channel.last_batch_seq + 1
-    _set(channel, in_doubt_seq=seq, in_doubt_transaction=txn.id, last_batch_seq=seq)
-    _crash_point("after_record", crash_at)
-    provisional = transaction_check(transaction_id=txn.id).result == "pending"
-    transport.receive(_payload(channel, seq, messages, provisional))
-    _crash_point("after_send", crash_at)
-    return _resolve(channel, transport, seq=seq, txn_id=txn.id, crash_at=crash_at)
+    queue = Queue.objects.get(broker=channel.source_broker, name=channel.transmission_queue)
+    room = send and len(batches) < channel.window
+    if room and _xmitq_has(channel, queue) and _batch_new(channel, queue, transport, crash_at):
+        return "sent"
+    head = batches[0].transaction if batches else None
+
+    def due() -> bool:
+        return bool((head and transaction_check(transaction_id=head).result != "pending")
+                    or (room and _xmitq_has(channel, queue)))
+
+    wait_for(due, keys=[queue_wakeup_key(queue.pk)] + ([f"txn:{head}"] if head else []), wait_s=IDLE_WAIT_S)
+    return "waiting" if batches else "idle"
 
 
 def channel_agent_run(*, name: str, holder: str, max_seconds: float = 50, once: bool = False,
                       crash_at: str | None = None) -> str:
     """Run the channel's agent for up to ``max_seconds`` (then the supervisor starts the next
-    run), or for one batch with ``once``. Returns why it ended."""
+    run), or with ``once`` until one batch has been sent and every batch in flight settled.
+    Returns why it ended (or, with ``once``, the last batch's outcome)."""
     if not channel_lease_acquire(name=name, holder=holder):
         return "busy"
     channel = channel_get(name=name)
     channel.lease_holder = holder
     transport = transport_for(channel)
     ended = "time"
+    settled = ""
+    sent = False
     try:
         if channel.enabled:
-            _set(channel, state=ChannelState.IN_DOUBT if channel.in_doubt_seq else ChannelState.RUNNING)
+            in_doubt = ChannelBatch.objects.filter(channel=channel).exists()
+            _set(channel, state=ChannelState.IN_DOUBT if in_doubt else ChannelState.RUNNING)
         end = time.monotonic() + max_seconds
+        recovered = False
         while time.monotonic() < end:
             channel.refresh_from_db()
             if not channel.enabled:
                 ended = "stopped"
                 break
             try:
-                outcome = channel_batch_cycle(channel=channel, transport=transport, crash_at=crash_at)
+                if not recovered:
+                    outcomes = channel_recover(channel=channel, transport=transport, crash_at=crash_at)
+                    settled = outcomes[-1] if outcomes else ""
+                    recovered = True
+                    _set(channel, state=ChannelState.RUNNING)
+                    outcome = settled or "idle"
+                else:
+                    outcome = channel_batch_cycle(channel=channel, transport=transport, send=not (once and sent),
+                                                  crash_at=crash_at)
             except TransportError as exc:
                 backoff = min(BACKOFF_MAX_S, 2 ** min(channel.retry_count, 6))
                 _set(channel, state=ChannelState.RETRYING, last_error=str(exc)[:2000], retry_count=channel.retry_count + 1,
@@ -214,13 +328,17 @@ def channel_agent_run(*, name: str, holder: str, max_seconds: float = 50, once: 
             if not channel_lease_acquire(name=name, holder=holder):
                 ended = "lease_lost"  # another agent took over: stop at once
                 break
-            if once and outcome != "idle":
-                ended = outcome
+            sent = sent or outcome == "sent"
+            if outcome in ("committed", "backed_out", "dropped"):
+                settled = outcome
+            if once and settled and not ChannelBatch.objects.filter(channel=channel).exists():
+                ended = settled
                 break
     finally:
         channel.refresh_from_db()
         if not channel.enabled:
-            _set(channel, state=ChannelState.IN_DOUBT if channel.in_doubt_seq else ChannelState.STOPPED)
+            in_doubt = ChannelBatch.objects.filter(channel=channel).exists()
+            _set(channel, state=ChannelState.IN_DOUBT if in_doubt else ChannelState.STOPPED)
         channel_lease_release(name=name, holder=holder)
         if hasattr(transport, "close"):
             transport.close()
@@ -237,4 +355,3 @@ def channels_due() -> list[str]:
         .filter(Q(next_attempt_at__isnull=True) | Q(next_attempt_at__lte=now))
         .values_list("name", flat=True)
     )
-

@@ -7,3 +7,4 @@ from .realtime import *  # noqa: F401,F403
 from .baton import *  # noqa: F401,F403
 from .dashboard import *  # noqa: F401,F403
 from .session import *  # noqa: F401,F403
+from .wakeups import *  # noqa: F401,F403

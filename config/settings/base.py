@@ -39,6 +39,7 @@ INSTALLED_APPS = [
     "channels",
     "transactions",
     "brokers",
+    "pubsub",
     "dashboard",
 ]
 

@@ -18,3 +18,6 @@ CELERY_TASK_IGNORE_RESULT = True
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 #: Seconds between housekeeping runs (expired messages, timed-out transactions).
 BATON_HOUSEKEEPING_INTERVAL_S = env_float_default("BATON_HOUSEKEEPING_INTERVAL_S", 1.0)
+#: Seconds a channel agent's lease lasts unless renewed (each batch renews it); after an
+#: agent dies, another takes the channel over once its lease has run out.
+BATON_CHANNEL_LEASE_S = env_float_default("BATON_CHANNEL_LEASE_S", 30.0)

@@ -149,7 +149,9 @@ def manage(env: dict[str, str], *args: str, timeout: float = 120, extra_env: dic
 
 @dataclass
 class Platform:
-    """Uvicorn + Celery worker + Celery beat against ``var_dir``."""
+    """Uvicorn + Celery worker + Celery beat against ``var_dir`` (the embedded default); or,
+    with ``extra_env`` naming PostgreSQL and Redis, the scaled-out form with ``webs`` web
+    server processes (each on a port of its own) and ``workers`` Celery worker processes."""
 
     var_dir: Path
     port: int = field(default_factory=free_port)
@@ -157,10 +159,14 @@ class Platform:
     token: str = ""
     username: str = "dash"
     password: str = "dash-Secret-Pw-123"
+    extra_env: dict[str, str] = field(default_factory=dict)
+    webs: int = 1
+    workers: int = 1
+    ports: list[int] = field(default_factory=list)
 
     @property
     def env(self) -> dict[str, str]:
-        return base_env(self.var_dir)
+        return {**base_env(self.var_dir), **self.extra_env}
 
     @property
     def url(self) -> str:
@@ -170,9 +176,17 @@ class Platform:
     def ws_url(self) -> str:
         return f"ws://127.0.0.1:{self.port}"
 
-    def client(self, **kwargs) -> httpx.Client:
+    def web_url(self, index: int) -> str:
+        """The base URL of web server process ``index`` (0 is ``url``)."""
+        return f"http://127.0.0.1:{self.ports[index]}"
+
+    def client(self, web: int = 0, **kwargs) -> httpx.Client:
         headers = {"Authorization": f"Token {self.token}"}
-        return httpx.Client(base_url=self.url, headers=headers, timeout=kwargs.pop("timeout", 30), **kwargs)
+        return httpx.Client(base_url=self.web_url(web) if self.ports else self.url, headers=headers,
+                            timeout=kwargs.pop("timeout", 30), **kwargs)
+
+    def named(self, name: str) -> list[Server]:
+        return [server for server in self.servers if server.name == name or server.name.startswith(f"{name}-")]
 
     def logs(self) -> str:
         return "".join(server.logs() for server in self.servers)
@@ -205,18 +219,23 @@ class Platform:
         manage(env, "createsuperuser", "--noinput", "--username", self.username, "--email", "dash@example.com",
                extra_env={"DJANGO_SUPERUSER_PASSWORD": self.password})
 
-        self._spawn("uvicorn", "-m", "uvicorn", "config.asgi:application", "--host", "127.0.0.1",
-                    "--port", str(self.port), "--lifespan", "off", "--log-level", "warning", "--no-access-log")
-        worker = self._spawn("worker", "-m", "celery", "-A", "config", "worker", "--pool", "threads",
-                             "--concurrency", "2", "--loglevel", "INFO")
+        self.ports = [self.port] + [free_port() for _ in range(self.webs - 1)]
+        for n, port in enumerate(self.ports):
+            self._spawn("uvicorn" if n == 0 else f"uvicorn-{n}", "-m", "uvicorn", "config.asgi:application",
+                        "--host", "127.0.0.1", "--port", str(port), "--lifespan", "off", "--log-level", "warning",
+                        "--no-access-log")
+        workers = [self.worker_start(n) for n in range(self.workers)]
         beat = self._spawn("beat", "-m", "celery", "-A", "config", "beat", "--loglevel", "INFO",
                            "--schedule", str(self.var_dir / "beat-schedule"))
 
         def web_ready() -> bool:
             self._check_alive()
             with httpx.Client(timeout=2) as client:
-                response = client.get(f"{self.url}/api/brokers/", headers={"Authorization": f"Token {self.token}"})
-            return response.status_code == 200
+                return all(
+                    client.get(f"http://127.0.0.1:{port}/api/brokers/",
+                               headers={"Authorization": f"Token {self.token}"}).status_code == 200
+                    for port in self.ports
+                )
 
         def logged(server: Server, text: str) -> Callable[[], bool]:
             def check() -> bool:
@@ -224,13 +243,19 @@ class Platform:
                 return text in tail(server.stderr, 10**7)
             return check
 
-        poll_until(web_ready, timeout=timeout, what=f"Uvicorn to answer GET {self.url}/api/brokers/",
+        poll_until(web_ready, timeout=timeout, what=f"Uvicorn to answer GET /api/brokers/ on ports {self.ports}",
                    diagnostics=self.logs)
-        poll_until(logged(worker, "ready."), timeout=timeout, what="the Celery worker to log 'ready.'",
-                   diagnostics=self.logs)
+        for worker in workers:
+            poll_until(logged(worker, "ready."), timeout=timeout, what=f"the Celery {worker.name} to log 'ready.'",
+                       diagnostics=self.logs)
         poll_until(logged(beat, "beat: Starting"), timeout=timeout, what="Celery beat to log 'beat: Starting'",
                    diagnostics=self.logs)
         return self
+
+    def worker_start(self, n: int) -> Server:
+        """Celery worker process ``n`` (named ``worker<n>@<host>``; the first one's log is ``worker``)."""
+        return self._spawn("worker" if n == 0 else f"worker-{n}", "-m", "celery", "-A", "config", "worker",
+                           "--pool", "threads", "--concurrency", "2", "--loglevel", "INFO", "-n", f"worker{n}@%h")
 
     def stop(self) -> None:
         for server in reversed(self.servers):
@@ -240,10 +265,10 @@ class Platform:
 
 
 @contextmanager
-def platform_started(directory: Path) -> Iterator["Platform"]:
+def platform_started(directory: Path, **options) -> Iterator["Platform"]:
     """A platform started in ``directory`` for the length of the block (a session fixture's
-    body), stopped on the way out whatever happens."""
-    running = Platform(directory)
+    body), stopped on the way out whatever happens. ``options``: ``Platform``'s fields."""
+    running = Platform(directory, **options)
     try:
         running.start()
         yield running

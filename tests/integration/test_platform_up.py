@@ -7,8 +7,10 @@ be found (same session id) and checked after the SIGTERM."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -30,9 +32,26 @@ def cmdline(pid: int) -> str:
         return ""
 
 
-def exercise_platform_up(root: Path, var_dir: Path) -> None:
+def signed_in_with_the_printed_password(base: str, printed: str) -> None:
+    """The first run printed the dashboard administrator's password once; it signs in."""
+    found = re.search(r"^  user: (\S+)\n  password: (\S+)$", printed, re.M)
+    assert found, f"platform/up printed no dashboard password:\n{printed}"
+    with httpx.Client(base_url=base, timeout=30) as browser:
+        form = browser.get("/login/").text
+        csrf = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', form).group(1)
+        response = browser.post("/login/", data={"username": found[1], "password": found[2],
+                                                 "csrfmiddlewaretoken": csrf})
+        assert response.status_code == 302 and response.headers["location"] == "/", response.text[:500]
+        assert browser.get("/").status_code == 200
+
+
+def exercise_platform_up(root: Path, var_dir: Path, *, extra_env: dict[str, str] | None = None,
+                         check_processes: Callable[[list[str]], None] | None = None) -> None:
+    """Start platform/up (with ``extra_env`` on top of the embedded default's settings), check
+    it serves, that its processes run (``check_processes`` checks their command lines
+    further), that housekeeping works, and that SIGTERM stops them all."""
     port = free_port()
-    env = {**base_env(var_dir), "PORT": str(port), "BATON_DEMO": "1"}
+    env = {**base_env(var_dir), "PORT": str(port), "BATON_DEMO": "1", **(extra_env or {})}
     out, err = var_dir / "up.out", var_dir / "up.err"
     proc = subprocess.Popen(
         [str(root / "platform" / "up")], cwd=root, env=env, stdout=out.open("wb"), stderr=err.open("wb"),
@@ -79,12 +98,15 @@ def exercise_platform_up(root: Path, var_dir: Path) -> None:
         queues = httpx.get(f"{base}/api/brokers/BRK1/queues/", headers=headers, timeout=30).json()["results"]
         assert "ORDERS.IN" in [q["name"] for q in queues]
         assert httpx.get(f"{base}/", follow_redirects=False, timeout=30).status_code == 302
+        signed_in_with_the_printed_password(base, tail(out, 10**7))
 
         started = {pid: cmdline(pid) for pid in session_processes(proc.pid)}
         commands = list(started.values())
         assert any("uvicorn" in c and "config.asgi:application" in c for c in commands), (commands, output())
         assert any("celery" in c and " worker" in c for c in commands), (commands, output())
         assert any("celery" in c and " beat" in c for c in commands), (commands, output())
+        if check_processes:
+            check_processes(commands)
 
         # its worker and beat do the housekeeping: an expiring message is removed
         queue = f"{base}/api/brokers/BRK2/queues/AUDIT/"

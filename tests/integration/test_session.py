@@ -234,3 +234,16 @@ def test_a_flood_is_answered_whole_and_the_session_survives(session, live_broker
     assert {r["status"] for r in replies} <= {200, 429}
     assert all(r["code"] == "throttled" for r in replies if r["status"] == 429)
     assert session.call(op="put", broker=live_broker, queue="Q1", body="after")["status"] == 201
+
+
+def test_publish_through_a_session_reaches_the_subscription(session, http, live_broker):
+    made = http.post(f"/api/brokers/{live_broker}/subscriptions/",
+                     json={"name": "S1", "topic_filter": "prices/+", "queue": "Q1"})
+    assert made.status_code == 201, made.text
+    published = session.call(op="publish", broker=live_broker, topic="prices/tea", body="3.10", retain=True)
+    assert published["status"] == 201 and published["matched"] == 1 and published["retained"] is True
+    bad = session.call(op="publish", broker=live_broker, topic="prices/#", body="x")
+    status, answer = rest(http, "POST", f"/api/brokers/{live_broker}/publish/", {"topic": "prices/#", "body": "x"})
+    assert bad["status"] == status == 400 and without_volatile(bad) == without_volatile(answer)
+    got = session.call(op="get", broker=live_broker, queue="Q1")
+    assert [m["body"] for m in got["messages"]] == ["3.10"]

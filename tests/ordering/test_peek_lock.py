@@ -396,13 +396,15 @@ def test_rest_expired_lock_is_410_lock_lost(api, queue, action):
     _rest_put(api, "M1")
     m = _rest_lock(api)
     _expire(m["lock_token"])
-    r = api.post(f"/api/locks/{m['lock_token']}/{action}/", {"reason": "late"}, format="json")
+    body = {"reason": "late"} if action == "dead-letter" else {}  # unknown fields are 400 (issue 11)
+    r = api.post(f"/api/locks/{m['lock_token']}/{action}/", body, format="json")
     _error(r, 410, "lock_lost")
 
 
 @pytest.mark.parametrize("action", ["complete", "abandon", "renew", "dead-letter"])
 def test_rest_unknown_lock_is_404_not_found(api, queue, action):
-    r = api.post(f"/api/locks/{'0' * 32}/{action}/", {"reason": "x"}, format="json")
+    body = {"reason": "x"} if action == "dead-letter" else {}
+    r = api.post(f"/api/locks/{'0' * 32}/{action}/", body, format="json")
     _error(r, 404, "not_found")
 
 

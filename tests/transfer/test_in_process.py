@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from brokers.models import Channel, ChannelReceipt, Message
+from brokers.models import Channel, ChannelBatch, ChannelReceipt, Message, ReceivedBatch
 from brokers.services.channel_sender import channel_agent_run
 from brokers.services.messages import message_get, message_put
 from tests.conftest import bodies, msgs
@@ -28,7 +28,8 @@ def test_messages_cross_in_one_batch_exactly_once_with_their_ids(ab):
     got = message_get(broker="QMB", queue="IN", batch=10)
     assert bodies(got) == ["a", "b", "c"] and [m.msg_id for m in got.messages] == [m.msg_id for m in put]
     channel = Channel.objects.get(name=ab)
-    assert (channel.batches_committed, channel.messages_sent, channel.last_batch_seq, channel.in_doubt_seq) == (1, 3, 1, None)
+    assert (channel.batches_committed, channel.messages_sent, channel.last_batch_seq) == (1, 3, 1)
+    assert not ChannelBatch.objects.filter(channel=channel).exists()
     assert ChannelReceipt.objects.get(channel_name=ab).last_committed_seq == 1
     assert message_get(broker="QMA", queue="QMB").messages == []
 
@@ -100,7 +101,7 @@ def test_provisional_batch_lets_the_target_consume_before_the_producer_commits()
     put = message_put(broker="QMA", queue="RQ.QMB", messages=msgs("early"), transaction_id=producer).messages[0]
     results: dict = {}
     agent = _agent_thread(name, results)
-    wait_until(lambda: ChannelReceipt.objects.filter(channel_name=name, pending_seq=1).exists(), "the provisional batch")
+    wait_until(lambda: ReceivedBatch.objects.filter(receipt__channel_name=name, seq=1).exists(), "the provisional batch")
     consumer = transaction_begin(broker="QMB", timeout_ms=60_000).id
     got = message_get(broker="QMB", queue="IN", transaction_id=consumer, preemptive=True)
     assert [m.msg_id for m in got.messages] == [put.msg_id]
@@ -120,13 +121,13 @@ def test_producer_rollback_cascades_across_two_channels():
     message_put(broker="QMA", queue="RQ.QMB", messages=msgs("x"), transaction_id=producer)
     results: dict = {}
     agents = [_agent_thread(ab, results)]
-    wait_until(lambda: ChannelReceipt.objects.filter(channel_name=ab, pending_seq=1).exists(), "batch A→B")
+    wait_until(lambda: ReceivedBatch.objects.filter(receipt__channel_name=ab, seq=1).exists(), "batch A→B")
     relay = transaction_begin(broker="QMB", timeout_ms=60_000).id
     assert len(message_get(broker="QMB", queue="IN", transaction_id=relay, preemptive=True).messages) == 1
     message_put(broker="QMB", queue="RQ.QMC", messages=msgs("x'"), transaction_id=relay)
     transaction_commit(transaction_id=relay)
     agents.append(_agent_thread(bc, results))
-    wait_until(lambda: ChannelReceipt.objects.filter(channel_name=bc, pending_seq=1).exists(), "batch B→C")
+    wait_until(lambda: ReceivedBatch.objects.filter(receipt__channel_name=bc, seq=1).exists(), "batch B→C")
     final = transaction_begin(broker="QMC", timeout_ms=60_000).id
     assert len(message_get(broker="QMC", queue="IN", transaction_id=final, preemptive=True).messages) == 1
     assert transaction_commit(transaction_id=final).state == "commit_held"
@@ -138,3 +139,18 @@ def test_producer_rollback_cascades_across_two_channels():
         row = Transaction.objects.get(pk=txn)
         assert row.state == "rolled_back" and row.reason.startswith("cascade from"), (txn, row.reason)
     assert not Message.objects.filter(queue__name__in=["IN", "QMB", "QMC"]).exists()
+
+
+def test_batches_stop_at_batch_bytes_and_always_take_one_message(db):
+    name = two_brokers(batch_size=50)
+    Channel.objects.filter(name=name).update(batch_bytes=2500)
+    message_put(broker="QMA", queue="RQ.QMB", messages=msgs(*["x" * 1000] * 5, "y" * 4000))
+    sizes = []
+    while Message.objects.filter(queue__broker__name="QMA").exists() and len(sizes) < 6:
+        before = Channel.objects.get(name=name).messages_sent
+        assert run_once(name) == "committed"
+        sizes.append(Channel.objects.get(name=name).messages_sent - before)
+    # 1000-byte messages two to a batch (a third would pass 2500 bytes); the 4000-byte one alone
+    assert sizes == [2, 2, 1, 1], sizes
+    assert Channel.objects.get(name=name).bytes_sent == 9000
+    assert len(message_get(broker="QMB", queue="IN", batch=10).messages) == 6

@@ -13,6 +13,8 @@ from .base import Batch, Model, Operation, Wait
 Broker = Annotated[str, Field(description="Broker name.", max_length=48)]
 QueueName = Annotated[str, Field(description="Queue name.", max_length=48)]
 Text = Annotated[str, Field(max_length=200)]
+#: true or false; also "true"/"false" (and yes/no, 1/0) as earlier clients sent them.
+Flag = Annotated[bool, Field(strict=False)]
 
 
 class MessageOut(Model):
@@ -122,14 +124,15 @@ class MessageGet(Operation):
         transaction: Text | None = None
         syncpoint: Literal["yes", "no"] | None = None
         connection: Text | None = None
-        preemptive: bool = Field(False, description="May take another unit of work's uncommitted put (linked).")
-        ordered: bool = False
+        preemptive: Flag = Field(False, description="May take another unit of work's uncommitted put (linked).")
+        ordered: Flag = False
         msg_id: Text | None = None
         correl_id: Text | None = None
         group_id: Text | None = None
         mode: Literal["destructive", "browse", "peek_lock"] | None = None
         batch: Batch = 1
-        commit_first: bool = False
+        commit_first: Flag = Field(False, description="Commit the unit of work named (or the connection's) first, "
+                                                      "then get outside it.")
         access: Literal["shared", "exclusive"] | None = None
 
     class Output(Model):

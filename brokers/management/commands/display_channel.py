@@ -8,7 +8,8 @@ from brokers.services.channel_definitions import channel_get
 COLUMNS = [
     ("NAME", "name"), ("FROM", "source_broker"), ("XMITQ", "transmission_queue"), ("TO", "target_broker"),
     ("STATE", "state"), ("PREEMPTIVE", "preemptive"), ("BATCHES", "batches_committed"),
-    ("BACKED_OUT", "batches_backed_out"), ("MESSAGES", "messages_sent"), ("LAST_ERROR", "last_error"),
+    ("BACKED_OUT", "batches_backed_out"), ("IN_FLIGHT", "batches_in_flight"), ("MESSAGES", "messages_sent"),
+    ("LAST_ERROR", "last_error"),
 ]
 
 

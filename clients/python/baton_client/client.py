@@ -336,6 +336,10 @@ class Transaction:
         """Get under this unit of work (same arguments as :meth:`Client.get`, without broker)."""
         return self._client.get(self.broker, queue, transaction=self.id, **options)
 
+    def publish(self, topic: str, body: str | bytes | None = None, **options: Any) -> dict:
+        """Publish under this unit of work (same arguments as :meth:`Client.publish`, without broker)."""
+        return self._client.publish(self.broker, topic, body, transaction=self.id, **options)
+
     # state
     def refresh(self) -> "Transaction":
         """Reload state, reason, upstream and downstream from the server."""
@@ -871,3 +875,62 @@ class Client:
 
     def display_connection(self, conn_id: str) -> Connection:
         return Connection(self, self._request("GET", f"/api/connections/{quote(conn_id, safe='')}/"))
+
+    # -- publish/subscribe ---------------------------------------------------------------
+    def publish(self, broker: str, topic: str, body: str | bytes | None = None, *, retain: bool = False,
+                transaction: Transaction | str | None = None, **descriptor: Any) -> dict:
+        """Publish on a topic string: a copy goes to every active subscription whose filter
+        matches. ``retain`` keeps it as the topic's retained publication; under a
+        ``transaction`` the copies are its uncommitted puts. ``descriptor``: message fields
+        (priority, persistence, properties, ...). Returns ``{"msg_id", "topic", "matched",
+        "retained", "held", "transaction"}``; a durable subscriber's full queue raises QueueFull."""
+        payload = {**_message_json(body if body is not None else "", descriptor), "topic": topic, "retain": retain}
+        if transaction is not None:
+            payload["transaction"] = _id(transaction)
+        return self._operation("publish", {"broker": broker, **payload}, "POST", self._broker_path(broker) + "publish/",
+                               body=payload)
+
+    def list_topics(self, broker: str) -> list[dict]:
+        return self._all_pages(self._broker_path(broker) + "topics/")
+
+    def define_topic(self, broker: str, name: str, topic_string: str, **attributes: Any) -> dict:
+        """Define a topic object administering ``topic_string`` and below:
+        conflation_interval_ms, durable_subscriptions, description."""
+        return self._request("POST", self._broker_path(broker) + "topics/",
+                             json={"name": name, "topic_string": topic_string, **attributes})
+
+    def display_topic(self, broker: str, name: str) -> dict:
+        return self._request("GET", f"{self._broker_path(broker)}topics/{self._name(name)}/")
+
+    def alter_topic(self, broker: str, name: str, **changes: Any) -> dict:
+        return self._request("PATCH", f"{self._broker_path(broker)}topics/{self._name(name)}/", json=changes)
+
+    def delete_topic(self, broker: str, name: str) -> None:
+        self._request("DELETE", f"{self._broker_path(broker)}topics/{self._name(name)}/")
+
+    def list_subscriptions(self, broker: str) -> list[dict]:
+        return self._all_pages(self._broker_path(broker) + "subscriptions/")
+
+    def subscribe(self, broker: str, name: str, topic_filter: str, queue: str, **options: Any) -> dict:
+        """Define a subscription delivering to ``queue``: durable, activation_topic,
+        deactivation_topic, new_publications_only. Returns it with ``active``."""
+        return self._request("POST", self._broker_path(broker) + "subscriptions/",
+                             json={"name": name, "topic_filter": topic_filter, "queue": queue, **options})
+
+    define_subscription = subscribe
+
+    def display_subscription(self, broker: str, name: str) -> dict:
+        return self._request("GET", f"{self._broker_path(broker)}subscriptions/{self._name(name)}/")
+
+    def unsubscribe(self, broker: str, name: str) -> None:
+        self._request("DELETE", f"{self._broker_path(broker)}subscriptions/{self._name(name)}/")
+
+    delete_subscription = unsubscribe
+
+    def retained(self, broker: str, topic_filter: str = "#") -> list[dict]:
+        """The retained publications whose topics match ``topic_filter``."""
+        return self._request("GET", self._broker_path(broker) + "retained/",
+                             params={"topic_filter": topic_filter})["results"]
+
+    def clear_retained(self, broker: str, topic: str) -> None:
+        self._request("DELETE", self._broker_path(broker) + "retained/", params={"topic": topic})

@@ -1,0 +1,110 @@
+"""What the publish/subscribe endpoints (and the session's ``publish``) share: input
+serializers that refuse unknown fields, and the publication's input."""
+from __future__ import annotations
+
+import base64
+
+from rest_framework import serializers
+
+from brokers.services.message_input import MESSAGE_FIELDS, message_input_parse
+from config.errors import InvalidInput
+
+from ..models import TOPIC_MAX, RetainedPublication
+
+
+class StrictSerializer(serializers.Serializer):
+    """An input serializer: a JSON object with only its own fields (400 ``invalid`` naming
+    any other)."""
+
+    extra_fields: frozenset[str] = frozenset()
+
+    def to_internal_value(self, data):
+        if not isinstance(data, dict):
+            raise serializers.ValidationError({"body": ["Must be a JSON object."]})
+        unknown = sorted(set(data) - set(self.fields) - self.extra_fields)
+        if unknown:
+            raise serializers.ValidationError({name: ["Unknown field."] for name in unknown})
+        return super().to_internal_value(data)
+
+
+def topic_field(**kwargs) -> serializers.CharField:
+    return serializers.CharField(max_length=TOPIC_MAX, trim_whitespace=False, **kwargs)
+
+
+class PublishInput(StrictSerializer):
+    """A publication: ``topic``, the message fields (API.md, "Messages"), ``retain``,
+    ``transaction``. ``validated_data["message"]`` is the MessageInput. The session's
+    ``publish`` operation validates its frame with it (after taking out ``id``, ``op`` and
+    ``broker``)."""
+
+    extra_fields = frozenset(MESSAGE_FIELDS)
+
+    topic = topic_field()
+    retain = serializers.BooleanField(default=False)
+    transaction = serializers.CharField(required=False, allow_null=True, allow_blank=True, max_length=64)
+
+    def to_internal_value(self, data):
+        attrs = super().to_internal_value(data)
+        try:
+            attrs["message"] = message_input_parse({k: v for k, v in data.items() if k in MESSAGE_FIELDS})
+        except InvalidInput as exc:
+            raise serializers.ValidationError(exc.details.get("errors") or {"message": [exc.message]}) from exc
+        attrs["transaction"] = attrs.get("transaction") or None
+        return attrs
+
+
+class PublicationOutput(serializers.Serializer):
+    msg_id = serializers.CharField()
+    topic = serializers.CharField()
+    matched = serializers.IntegerField(help_text="Subscriptions a copy was put for.")
+    retained = serializers.BooleanField()
+    held = serializers.BooleanField(help_text="Held by conflation: delivered when the interval ends.")
+    transaction = serializers.CharField(source="transaction_id", allow_null=True)
+
+
+class RetainedOutput(serializers.Serializer):
+    topic = serializers.CharField()
+    msg_id = serializers.CharField()
+    published_at = serializers.DateTimeField()
+    body = serializers.SerializerMethodField()
+    body_base64 = serializers.SerializerMethodField()
+    message = serializers.JSONField(help_text="The other message fields of the publication.")
+
+    def get_body(self, row: RetainedPublication) -> str | None:
+        try:
+            return bytes(row.body).decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+
+    def get_body_base64(self, row: RetainedPublication) -> str:
+        return base64.b64encode(bytes(row.body)).decode("ascii")
+
+
+class TopicOutput(serializers.Serializer):
+    name = serializers.CharField()
+    broker = serializers.CharField(source="broker.name")
+    topic_string = serializers.CharField()
+    conflation_interval_ms = serializers.IntegerField()
+    durable_subscriptions = serializers.BooleanField()
+    description = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    altered_at = serializers.DateTimeField()
+
+
+class SubscriptionOutput(serializers.Serializer):
+    name = serializers.CharField()
+    broker = serializers.CharField(source="broker.name")
+    topic_filter = serializers.CharField()
+    queue = serializers.CharField(source="queue.name")
+    durable = serializers.BooleanField()
+    activation_topic = serializers.CharField(allow_null=True)
+    deactivation_topic = serializers.CharField(allow_null=True)
+    new_publications_only = serializers.BooleanField()
+    active = serializers.BooleanField()
+    created_at = serializers.DateTimeField()
+
+    def to_representation(self, instance):
+        data = super().to_representation(instance)
+        for name in ("activation_topic", "deactivation_topic"):
+            data[name] = data[name] or None
+        return data

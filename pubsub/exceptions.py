@@ -1,0 +1,10 @@
+"""Errors of topic objects and subscriptions (config.errors holds the hierarchy)."""
+from config.errors import NotFound
+
+
+class TopicNotFound(NotFound):
+    """No such topic object."""
+
+
+class SubscriptionNotFound(NotFound):
+    """No such subscription."""

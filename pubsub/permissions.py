@@ -1,0 +1,22 @@
+"""Who may do what with topics, subscriptions and publications (REST and the session).
+
+=====================================  =========================================================
+request                                needs
+=====================================  =========================================================
+list, display topic objects,           any action on the broker (broker-wide or on a queue of it)
+subscriptions, retained publications
+define, alter, delete topic objects    admin on the whole broker
+and subscriptions; clear retained
+publish                                put (or admin) on the whole broker
+=====================================  =========================================================
+"""
+from __future__ import annotations
+
+from brokers import permissions as may
+
+require_display = may.require_broker_display
+require_admin = may.require_broker_admin
+
+
+def require_publish(user, *, broker: str) -> None:
+    may._require(user, {"put", "admin"}, broker=broker)
