@@ -24,6 +24,7 @@ from ..services.connections import connection_close, connection_open, connection
 from ..services.message_input import message_input_parse, message_render
 from ..services.locks import lock_abandon, lock_complete, lock_dead_letter, lock_renew
 from ..services.messages import message_browse, message_get, message_put
+from .dedup import duplicate_render
 from ..services.queues import queue_alter, queue_define, queue_delete
 from . import schema as doc
 from .render import broker_render, connection_render, queue_render, transaction_render
@@ -237,7 +238,11 @@ class MessagesView(APIView):
         )
         b, q = result.queue.broker.name, result.queue.name
         rendered = [message_render(m, broker=b, queue=q) for m in result.messages]
+        if "messages" not in data and result.duplicates:  # duplicate detection: skipped, 200 (brokers/api/dedup.py)
+            return Response(duplicate_render(result.duplicates[0], transaction=result.transaction_id), status=200)
         body: dict[str, Any] = {"messages": rendered} if "messages" in data else dict(rendered[0])
+        if "messages" in data:
+            body["duplicates"] = [duplicate_render(d) for d in result.duplicates]
         body["transaction"] = result.transaction_id
         return Response(body, status=201)
 

@@ -21,8 +21,10 @@ PERSISTENCE = {"persistent", "non_persistent", "queue_default"}
 REACTIVE_ACTIONS = {"cancel", "replace", "reprioritise"}
 MESSAGE_FIELDS = {
     "body", "body_base64", "correl_id", "group_id", "msg_type", "priority", "persistence", "expiry_ms",
-    "format", "reply_to_queue", "reply_to_broker", "report", "properties", "refers_to",
+    "format", "reply_to_queue", "reply_to_broker", "report", "properties", "refers_to", "dedup_key",
 }
+#: Longest duplicate-detection key.
+DEDUP_KEY_LENGTH = 200
 
 
 @dataclass
@@ -40,6 +42,8 @@ class MessageInput:
     report: list[str] = field(default_factory=list)
     properties: dict[str, Any] = field(default_factory=dict)
     refers_to: dict[str, str] | None = None
+    #: Duplicate detection: a put of a key the queue has already taken is skipped.
+    dedup_key: str | None = None
 
 
 def _hex_id(value: Any, errors: list[str]) -> str | None:
@@ -134,6 +138,11 @@ def message_input_parse(data: Any, *, where: str = "") -> MessageInput:
             msg.refers_to = {"msg_id": v["msg_id"].lower(), "action": v["action"]}
         else:
             err("refers_to", "Must be {\"msg_id\": <48 hex>, \"action\": cancel|replace|reprioritise}.")
+    if (v := data.get("dedup_key")) is not None:
+        if isinstance(v, str) and 0 < len(v) <= DEDUP_KEY_LENGTH:
+            msg.dedup_key = v
+        else:
+            err("dedup_key", f"Must be a string of 1 to {DEDUP_KEY_LENGTH} characters.")
     if errors:
         raise InvalidInput("The message is not valid.", errors=errors)
     return msg
