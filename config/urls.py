@@ -8,6 +8,8 @@ urlpatterns = [
     path("api/schema/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="schema-docs"),
     path("api/schema/redoc/", SpectacularRedocView.as_view(url_name="schema"), name="schema-redoc"),
     path("api/", include("brokers.channel_urls")),
+    path("api/", include("ingest.urls")),
+    path("api/", include("analytics.urls")),
     path("api/", include("brokers.api.urls")),
     path("", include("dashboard.urls")),
 ]

@@ -40,6 +40,8 @@ INSTALLED_APPS = [
     "transactions",
     "brokers",
     "dashboard",
+    "ingest",
+    "analytics",
 ]
 
 MIDDLEWARE = [
