@@ -24,3 +24,9 @@ def _schedule_housekeeping(sender, **kwargs):
         sender.signature("brokers.tasks.channels_supervise"),
         name="channels-supervise",
     )
+    if settings.BATON_ANALYTICS_INTERVAL_S > 0:
+        sender.add_periodic_task(
+            settings.BATON_ANALYTICS_INTERVAL_S,
+            sender.signature("analytics.tasks.analytics_scheduled"),
+            name="analytics",
+        )

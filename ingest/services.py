@@ -25,9 +25,10 @@ LOCAL_MASTER = "local[*,3]"
 
 
 def ingest_start(*, user, broker: str, queue: str, source: str, format: str = IngestFormat.JSONL,
-                 body_field: str = "", key_field: str = "", properties_fields: list[str] | None = None) -> Ingest:
+                 body_field: str = "", key_field: str = "", properties_fields: list[str] | None = None,
+                 on_worker: bool = True) -> Ingest:
     """Record an ingest (``queued``) and send it to the worker fleet once this database
-    transaction commits. Refuses a source outside the staging directory, an unknown queue,
+    transaction commits (unless not ``on_worker``: the caller runs :func:`ingest_run`). Refuses a source outside the staging directory, an unknown queue,
     and fields a format does not have."""
     queue_get(broker=broker, name=queue)  # 404 when there is no such queue
     staging_path(source)
@@ -41,9 +42,10 @@ def ingest_start(*, user, broker: str, queue: str, source: str, format: str = In
         broker=broker, queue=queue, source=source, format=format, body_field=body_field, key_field=key_field,
         properties_fields=properties_fields, created_by=user if getattr(user, "pk", None) else None,
     )
-    from .tasks import ingest_run_task
+    if on_worker:
+        from .tasks import ingest_run_task
 
-    transaction.on_commit(lambda: ingest_run_task.delay(ingest.pk))
+        transaction.on_commit(lambda: ingest_run_task.delay(ingest.pk))
     return ingest
 
 
