@@ -30,6 +30,8 @@ def job_run(module: str, args: list[str], *, env: dict[str, str] | None = None, 
     this process's environment (secrets such as the API token travel here, not in argv)."""
     child_env = {**os.environ, **(env or {}), "PYTHONPATH": os.pathsep.join(
         p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)}
+    # Spark's Python workers: this interpreter (its packages), unless the deployment says otherwise
+    child_env.setdefault("PYSPARK_PYTHON", sys.executable)
     proc = subprocess.run([sys.executable, "-m", module, *args], cwd=ROOT, env=child_env, capture_output=True,
                           text=True, timeout=timeout, stdin=subprocess.DEVNULL)
     stderr_tail = proc.stderr[-4000:]
