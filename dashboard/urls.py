@@ -5,7 +5,7 @@ from django.urls import path
 
 import brokers.api.urls  # noqa: F401  (registers the ``name`` converter)
 
-from . import views
+from . import spark_views, views
 
 Q = "brokers/<name:broker>/queues/<name:queue>"
 
@@ -19,11 +19,13 @@ urlpatterns = [
     path(f"{Q}/messages/<str:msg_id>/", views.message_page, name="dashboard-message"),
     path(f"{Q}/put/", views.message_put, name="dashboard-put"),
     path(f"{Q}/purge/", views.queue_purge, name="dashboard-purge"),
+    path(f"{Q}/ingest/", spark_views.ingest_start_view, name="dashboard-ingest"),
     path(f"{Q}/", views.queue_page, name="dashboard-queue"),
     path("brokers/<name:broker>/transactions/", views.transactions_page, name="dashboard-transactions"),
     path("brokers/<name:broker>/", views.broker_page, name="dashboard-broker"),
     path("channels/<name:name>/start/", views.channel_action, {"action": "start"}, name="dashboard-channel-start"),
     path("channels/<name:name>/stop/", views.channel_action, {"action": "stop"}, name="dashboard-channel-stop"),
     path("channels/", views.channels_page, name="dashboard-channels"),
-    path("analytics/", views.analytics_page, name="dashboard-analytics"),
+    path("analytics/run/", spark_views.analytics_run_view, name="dashboard-analytics-run"),
+    path("analytics/", spark_views.analytics_page, name="dashboard-analytics"),
 ]

@@ -12,6 +12,7 @@ from django.views.decorators.http import require_POST
 
 from brokers.services.channel_definitions import channel_start, channel_stop
 from config.errors import BatonError
+from ingest.selectors import ingest_list
 
 from . import selectors, services
 from .access import (
@@ -69,6 +70,7 @@ def queue_page(request, broker, queue):
     counts = selectors.queue_counts(queue_ids=[data["queue"].pk])[data["queue"].pk]
     return render(request, "dashboard/queue.html", {
         **data, "counts": counts, "broker_name": broker, "nav": "overview",
+        "ingests": ingest_list(broker=broker, queue=queue, limit=5),  # Spark ingests (dashboard/ingest_panel.html)
         **_queue_actions(request.user, broker, queue)})
 
 
@@ -144,7 +146,3 @@ def channel_action(request, name, action):
     messages.success(request, f"Channel {name}: {action} requested.")
     return redirect(reverse("dashboard-channels"))
 
-
-@page
-def analytics_page(request):
-    return render(request, "dashboard/analytics.html", {"nav": "analytics"})

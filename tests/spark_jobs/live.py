@@ -33,6 +33,7 @@ class SparkPlatform(Platform):
         if self.spark_master:
             env["BATON_SPARK_MASTER"] = self.spark_master
         env["SPARK_CONF_DIR"] = str(spark_conf_dir(self.var_dir))
+        env["SPARK_LOCAL_IP"] = "127.0.0.1"  # loopback only
         return env
 
 
@@ -43,7 +44,8 @@ def spark_conf_dir(directory: Path) -> Path:
 
     conf = directory / "spark-conf"
     conf.mkdir(exist_ok=True)
-    settings = {**TEST_CONFIG, "spark.executor.extraJavaOptions": TEST_CONFIG["spark.driver.extraJavaOptions"]}
+    settings = {**TEST_CONFIG, "spark.executor.extraJavaOptions": TEST_CONFIG["spark.driver.extraJavaOptions"],
+                "spark.executor.memory": "512m", "spark.cores.max": "1"}
     (conf / "spark-defaults.conf").write_text("".join(f"{k} {v}\n" for k, v in settings.items()))
     return conf
 
