@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from django.db import transaction
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_serializer
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -18,6 +18,7 @@ from .selectors import analytics_run_get, broker_analytics_get
 from .services import analytics_run_start
 
 
+@extend_schema_serializer(component_name="AnalyticsRun")
 class RunOutputSerializer(serializers.ModelSerializer):
     class Meta:
         model = AnalyticsRun
@@ -31,11 +32,11 @@ def _require_operator(user) -> None:
 
 
 class AnalyticsRunsView(APIView):
+    @extend_schema_serializer(component_name="AnalyticsRunInput")
     class InputSerializer(serializers.Serializer):
         pass
 
-    class OutputSerializer(RunOutputSerializer):
-        pass
+    OutputSerializer = RunOutputSerializer
 
     @extend_schema(operation_id="analytics_run", tags=["analytics"], request=InputSerializer,
                    responses={202: OutputSerializer}, summary="Run the analytics now (they also run on a schedule)")
@@ -48,8 +49,7 @@ class AnalyticsRunsView(APIView):
 
 
 class AnalyticsRunDetailView(APIView):
-    class OutputSerializer(RunOutputSerializer):
-        pass
+    OutputSerializer = RunOutputSerializer
 
     @extend_schema(operation_id="analytics_run_display", tags=["analytics"], responses={200: OutputSerializer})
     def get(self, request: Request, run_id: str) -> Response:
@@ -58,6 +58,7 @@ class AnalyticsRunDetailView(APIView):
 
 
 class BrokerAnalyticsView(APIView):
+    @extend_schema_serializer(component_name="BrokerAnalytics")
     class OutputSerializer(serializers.Serializer):
         broker = serializers.CharField()
         computed_at = serializers.DateTimeField(allow_null=True)

@@ -1,7 +1,7 @@
 """REST: start an ingest, follow it, and (for the Spark job) report its progress."""
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_serializer
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -10,11 +10,12 @@ from rest_framework.views import APIView
 from brokers import permissions as may
 from config.input import validated
 
-from .models import Ingest, IngestFormat, IngestState
+from .models import Ingest, IngestFormat
 from .selectors import ingest_get, ingest_list
 from .services import ingest_progress_note, ingest_start
 
 
+@extend_schema_serializer(component_name="Ingest")
 class IngestOutputSerializer(serializers.ModelSerializer):
     class Meta:
         model = Ingest
@@ -26,6 +27,7 @@ class IngestOutputSerializer(serializers.ModelSerializer):
 class QueueIngestsView(APIView):
     """POST starts an ingest of staged files into the queue; GET lists the queue's latest."""
 
+    @extend_schema_serializer(component_name="IngestStartInput")
     class InputSerializer(serializers.Serializer):
         source = serializers.CharField(max_length=1000, help_text="A file or folder, relative to the staging directory.")
         format = serializers.ChoiceField(choices=IngestFormat.choices, default=IngestFormat.JSONL)
@@ -34,8 +36,7 @@ class QueueIngestsView(APIView):
         properties_fields = serializers.ListField(child=serializers.CharField(max_length=200), required=False,
                                                   default=list, max_length=50)
 
-    class OutputSerializer(IngestOutputSerializer):
-        pass
+    OutputSerializer = IngestOutputSerializer
 
     @extend_schema(operation_id="ingests_start", tags=["ingest"], request=InputSerializer,
                    responses={202: OutputSerializer}, summary="Start a Spark ingest of staged files into the queue")
@@ -52,8 +53,7 @@ class QueueIngestsView(APIView):
 
 
 class IngestDetailView(APIView):
-    class OutputSerializer(IngestOutputSerializer):
-        pass
+    OutputSerializer = IngestOutputSerializer
 
     @extend_schema(operation_id="ingests_display", tags=["ingest"], responses={200: OutputSerializer})
     def get(self, request: Request, ingest_id: str) -> Response:
@@ -65,6 +65,7 @@ class IngestDetailView(APIView):
 class IngestProgressView(APIView):
     """Where the ingest's Spark job reports progress (with the starting user's token)."""
 
+    @extend_schema_serializer(component_name="IngestProgressInput")
     class InputSerializer(serializers.Serializer):
         records_total = serializers.IntegerField(min_value=0, required=False)
         partition = serializers.IntegerField(min_value=0, required=False)
@@ -77,8 +78,7 @@ class IngestProgressView(APIView):
                 raise serializers.ValidationError("Give records_total, or partition, attempt, done and put.")
             return attrs
 
-    class OutputSerializer(IngestOutputSerializer):
-        pass
+    OutputSerializer = IngestOutputSerializer
 
     @extend_schema(operation_id="ingests_progress", tags=["ingest"], request=InputSerializer,
                    responses={200: OutputSerializer}, summary="Progress of a task of the ingest's Spark job")
@@ -88,5 +88,3 @@ class IngestProgressView(APIView):
         ingest = ingest_progress_note(ingest_id=ingest.pk, report=validated(self.InputSerializer, request))
         return Response(self.OutputSerializer(ingest).data)
 
-
-__all__ = ["IngestDetailView", "IngestProgressView", "IngestState", "QueueIngestsView"]
