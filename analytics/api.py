@@ -9,6 +9,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from brokers import permissions as may
+from brokers.api.schema import BROKER, responses
 from brokers.selectors import broker_get
 from config.errors import PermissionDenied
 from config.input import validated
@@ -39,7 +40,8 @@ class AnalyticsRunsView(APIView):
     OutputSerializer = RunOutputSerializer
 
     @extend_schema(operation_id="analytics_run", tags=["analytics"], request=InputSerializer,
-                   responses={202: OutputSerializer}, summary="Run the analytics now (they also run on a schedule)")
+                   responses=responses({202: OutputSerializer}, 400, 413),
+                   summary="Run the analytics now (they also run on a schedule)")
     def post(self, request: Request) -> Response:
         _require_operator(request.user)
         validated(self.InputSerializer, request)
@@ -51,7 +53,8 @@ class AnalyticsRunsView(APIView):
 class AnalyticsRunDetailView(APIView):
     OutputSerializer = RunOutputSerializer
 
-    @extend_schema(operation_id="analytics_run_display", tags=["analytics"], responses={200: OutputSerializer})
+    @extend_schema(operation_id="analytics_run_display", tags=["analytics"],
+                   responses=responses({200: OutputSerializer}, 404))
     def get(self, request: Request, run_id: str) -> Response:
         _require_operator(request.user)
         return Response(self.OutputSerializer(analytics_run_get(run_id=run_id)).data)
@@ -73,8 +76,8 @@ class BrokerAnalyticsView(APIView):
         chains = serializers.ListField(child=serializers.DictField(), help_text=(
             "Per committed linked unit of work: transaction_id, chain_depth, saved_ms, chain_latency_ms"))
 
-    @extend_schema(operation_id="broker_analytics", tags=["analytics"], responses={200: OutputSerializer},
-                   summary="The latest analytics results for a broker")
+    @extend_schema(operation_id="broker_analytics", tags=["analytics"], parameters=[BROKER],
+                   responses=responses({200: OutputSerializer}, 404), summary="The latest analytics results for a broker")
     def get(self, request: Request, broker: str) -> Response:
         broker_get(name=broker)
         may.require_broker_display(request.user, broker=broker)

@@ -29,10 +29,20 @@ def analytics_run_start(*, trigger: str = RunTrigger.REQUEST) -> AnalyticsRun:
     """Record a run (``queued``) and send it to the worker fleet once this database
     transaction commits."""
     run = AnalyticsRun.objects.create(trigger=trigger)
+    transaction.on_commit(lambda: _dispatched(run.pk))
+    return run
+
+
+def _dispatched(run_id: str) -> None:
+    """Send the run to the worker fleet; if the Celery transport refuses, the run fails
+    saying so (rather than the request that started it)."""
     from .tasks import analytics_run_task
 
-    transaction.on_commit(lambda: analytics_run_task.delay(run.pk))
-    return run
+    try:
+        analytics_run_task.delay(run_id)
+    except Exception as exc:  # noqa: BLE001 - kombu's errors vary by transport
+        AnalyticsRun.objects.filter(pk=run_id, state=RunState.QUEUED).update(
+            state=RunState.FAILED, error=f"Could not reach the worker fleet: {exc}", finished_at=timezone.now())
 
 
 def analytics_run(*, run_id: str, master: str | None = None) -> AnalyticsRun:

@@ -20,5 +20,22 @@ def validated(serializer_class: type[serializers.Serializer], request: Request) 
     if unknown:
         raise InvalidInput("The request is not valid.", errors={name: ["Unknown field."] for name in unknown})
     serializer = serializer_class(data=data)
-    serializer.is_valid(raise_exception=True)
+    if not serializer.is_valid():
+        raise InvalidInput("The request is not valid.", errors=dict(_flat(serializer.errors)))
     return dict(serializer.validated_data)
+
+
+def _flat(errors, prefix: str = ""):
+    """DRF's nested errors (a list field's item errors are a dict by index) as one level of
+    ``name`` / ``name[3]`` → messages, the shape every other 400 has."""
+    if isinstance(errors, dict):
+        for key, value in errors.items():
+            name = f"{prefix}[{key}]" if prefix and str(key).isdigit() else (f"{prefix}.{key}" if prefix else str(key))
+            yield from _flat(value, name)
+    elif isinstance(errors, list) and all(isinstance(e, str) for e in errors):
+        yield prefix or "non_field_errors", [str(e) for e in errors]
+    elif isinstance(errors, list):
+        for index, value in enumerate(errors):
+            yield from _flat(value, f"{prefix}[{index}]")
+    else:
+        yield prefix or "non_field_errors", [str(errors)]

@@ -8,6 +8,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from brokers import permissions as may
+from brokers.api.schema import BROKER, QUEUE, responses
 from config.input import validated
 
 from .models import Ingest, IngestFormat
@@ -38,24 +39,30 @@ class QueueIngestsView(APIView):
 
     OutputSerializer = IngestOutputSerializer
 
-    @extend_schema(operation_id="ingests_start", tags=["ingest"], request=InputSerializer,
-                   responses={202: OutputSerializer}, summary="Start a Spark ingest of staged files into the queue")
+    @extend_schema_serializer(component_name="IngestList")
+    class ListSerializer(serializers.Serializer):
+        ingests = IngestOutputSerializer(many=True)
+
+    @extend_schema(operation_id="ingests_start", tags=["ingest"], request=InputSerializer, parameters=[BROKER, QUEUE],
+                   responses=responses({202: OutputSerializer}, 400, 404, 413),
+                   summary="Start a Spark ingest of staged files into the queue")
     def post(self, request: Request, broker: str, queue: str) -> Response:
         may.require_put(request.user, broker=broker, queue=queue)
         data = validated(self.InputSerializer, request)
         ingest = ingest_start(user=request.user, broker=broker, queue=queue, **data)
         return Response(self.OutputSerializer(ingest).data, status=202)
 
-    @extend_schema(operation_id="ingests_list", tags=["ingest"], responses={200: OutputSerializer(many=True)})
+    @extend_schema(operation_id="ingests_list", tags=["ingest"], parameters=[BROKER, QUEUE],
+                   responses=responses({200: ListSerializer}, 404), summary="The queue's latest ingests")
     def get(self, request: Request, broker: str, queue: str) -> Response:
         may.require_browse(request.user, broker=broker, queue=queue)
-        return Response({"ingests": self.OutputSerializer(ingest_list(broker=broker, queue=queue), many=True).data})
+        return Response(self.ListSerializer({"ingests": ingest_list(broker=broker, queue=queue)}).data)
 
 
 class IngestDetailView(APIView):
     OutputSerializer = IngestOutputSerializer
 
-    @extend_schema(operation_id="ingests_display", tags=["ingest"], responses={200: OutputSerializer})
+    @extend_schema(operation_id="ingests_display", tags=["ingest"], responses=responses({200: OutputSerializer}, 404))
     def get(self, request: Request, ingest_id: str) -> Response:
         ingest = ingest_get(ingest_id=ingest_id)
         may.require_browse(request.user, broker=ingest.broker, queue=ingest.queue)
@@ -81,7 +88,8 @@ class IngestProgressView(APIView):
     OutputSerializer = IngestOutputSerializer
 
     @extend_schema(operation_id="ingests_progress", tags=["ingest"], request=InputSerializer,
-                   responses={200: OutputSerializer}, summary="Progress of a task of the ingest's Spark job")
+                   responses=responses({200: OutputSerializer}, 400, 404, 409, 413),
+                   summary="Progress of a task of the ingest's Spark job")
     def post(self, request: Request, ingest_id: str) -> Response:
         ingest = ingest_get(ingest_id=ingest_id)
         may.require_put(request.user, broker=ingest.broker, queue=ingest.queue)

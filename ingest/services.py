@@ -43,10 +43,20 @@ def ingest_start(*, user, broker: str, queue: str, source: str, format: str = In
         properties_fields=properties_fields, created_by=user if getattr(user, "pk", None) else None,
     )
     if on_worker:
-        from .tasks import ingest_run_task
-
-        transaction.on_commit(lambda: ingest_run_task.delay(ingest.pk))
+        transaction.on_commit(lambda: _dispatched(ingest.pk))
     return ingest
+
+
+def _dispatched(ingest_id: str) -> None:
+    """Send the ingest to the worker fleet; if the Celery transport refuses, the ingest
+    fails saying so (rather than the request that started it)."""
+    from .tasks import ingest_run_task
+
+    try:
+        ingest_run_task.delay(ingest_id)
+    except Exception as exc:  # noqa: BLE001 - kombu's errors vary by transport
+        Ingest.objects.filter(pk=ingest_id, state=IngestState.QUEUED).update(
+            state=IngestState.FAILED, error=f"Could not reach the worker fleet: {exc}", finished_at=timezone.now())
 
 
 def ingest_progress_note(*, ingest_id: str, report: dict) -> Ingest:
