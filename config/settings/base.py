@@ -41,6 +41,8 @@ INSTALLED_APPS = [
     "brokers",
     "pubsub",
     "dashboard",
+    "ingest",
+    "analytics",
 ]
 
 MIDDLEWARE = [
