@@ -1,9 +1,14 @@
-"""Errors of brokers, queues and messages."""
-from config.errors import AlreadyExists, BatonError, Conflict, InvalidInput, MessageTooLarge, NotFound, OptionsConflict
+"""Errors of brokers, queues and messages: the shared hierarchy's (:mod:`baton_client.errors`)
+and the server's more specific not-founds."""
+from baton_client.errors import (
+    AlreadyExists, BatonError, Conflict, GetInhibited, InvalidInput, MessageTooLarge, NotEmpty, NotFound,
+    OptionsConflict, PutInhibited, QueueFull, QueueInUse,
+)
 
 __all__ = [
-    "AlreadyExists", "BrokerNotFound", "ConnectionNotFound", "GetInhibited", "InvalidInput", "MessageTooLarge",
-    "NotEmpty", "OptionsConflict", "PutInhibited", "QueueFull", "QueueNotFound",
+    "AlreadyExists", "BatonError", "BrokerNotFound", "Conflict", "ConnectionNotFound", "GetInhibited", "InvalidInput",
+    "MessageTooLarge", "NotEmpty", "NotFound", "OptionsConflict", "PutInhibited", "QueueFull", "QueueInUse",
+    "QueueNotFound",
 ]
 
 
@@ -17,37 +22,3 @@ class QueueNotFound(NotFound):
 
 class ConnectionNotFound(NotFound):
     """No such connection."""
-
-
-class PutInhibited(BatonError):
-    """Puts are disabled on this queue."""
-
-    code = "put_inhibited"
-    status = 409
-
-
-class GetInhibited(BatonError):
-    """Gets are disabled on this queue."""
-
-    code = "get_inhibited"
-    status = 409
-
-
-class QueueFull(BatonError):
-    """The queue is at its maximum depth."""
-
-    code = "queue_full"
-    status = 409
-
-
-class QueueInUse(BatonError):
-    """Another consumer holds the queue for exclusive input."""
-
-    code = "queue_in_use"
-    status = 409
-
-
-class NotEmpty(Conflict):
-    """The object still holds messages or open units of work."""
-
-    code = "not_empty"

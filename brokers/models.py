@@ -439,3 +439,27 @@ class Grant(models.Model):
     def __str__(self) -> str:
         where = f"queue {self.queue} of broker {self.broker}" if self.queue else f"broker {self.broker}"
         return f"{self.user} may {', '.join(self.actions) or 'nothing'} on {where}"
+
+
+class DedupKey(models.Model):
+    """A put's duplicate-detection key (a message's ``dedup_key``), remembered per queue so
+    that a later put with the same key is skipped (Service Bus duplicate detection, SQS
+    ``MessageDeduplicationId``). Kept on its own rows, not on the message's: a key outlives
+    its message (consumed, expired or moved) and stays until its queue is deleted. Written
+    in the same database transaction as the put; a key taken under a unit of work that
+    rolls back is given back with it (``transaction_id``)."""
+
+    queue = models.ForeignKey(Queue, on_delete=models.CASCADE, related_name="+", db_index=False)
+    key = models.CharField(max_length=200)
+    msg_id = models.CharField(max_length=48, help_text="The message put with this key.")
+    transaction_id = models.CharField(max_length=32, blank=True,
+                                      help_text="The unit of work that put it, if any (its rollback frees the key).")
+    created_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["queue", "key"], name="dedupkey_unique_per_queue")]
+        indexes = [models.Index(fields=["transaction_id"], name="dedupkey_transaction",
+                                condition=~models.Q(transaction_id=""))]
+
+    def __str__(self) -> str:
+        return f"{self.key} on queue {self.queue_id}"

@@ -23,12 +23,13 @@ from transactions.queries import (
     transaction_from_row,
 )
 
-from .models import Broker, DefinitionsVersion, Message, Queue
+from .models import Broker, DedupKey, DefinitionsVersion, Message, Queue
 
 MESSAGE = Message._meta.db_table
 QUEUE = Queue._meta.db_table
 BROKER = Broker._meta.db_table
 VERSION = DefinitionsVersion._meta.db_table
+DEDUP = DedupKey._meta.db_table
 
 #: Every column of a message row, in the order the statements below read them.
 MESSAGE_COLUMNS = tuple(f.attname for f in Message._meta.concrete_fields)
@@ -324,6 +325,46 @@ def messages_delete_put(*, transaction_id: str) -> None:
     """Remove a rolled-back unit of work's puts. Locks those rows."""
     with cursor() as c:
         c.execute(f"DELETE FROM {MESSAGE} WHERE put_transaction_id = %s", [transaction_id])
+
+
+# --- duplicate detection (dedup keys) -----------------------------------------------------------
+
+def dedup_keys_claim(*, queue_id: int, keys: Sequence[tuple[str, str, str | None]], now) -> set[str]:
+    """Take the keys (``(key, msg_id, put_transaction_id)``: the message put with it, under
+    that unit of work if any; keys distinct) that no earlier put on
+    the queue took, in one ``INSERT … ON CONFLICT DO NOTHING RETURNING``; return the keys
+    taken. Caller holds the queue's row lock (``queues_lock(even_one=True)``: lock order
+    queue row → key entries), so two puts on one queue claim in turn. On PostgreSQL the
+    insert also locks each new key's unique-index entry until the database transaction ends:
+    a concurrent claimer of the same key (not possible under the queue lock, but safe
+    anyway) waits, then finds it taken if this transaction commits."""
+    if not keys:
+        return set()
+    t = dt_param(now)
+    params: list = []
+    for key, msg_id, transaction_id in keys:
+        params.extend((queue_id, key, msg_id, transaction_id or "", t))
+    with cursor() as c:
+        c.execute(
+            f"INSERT INTO {DEDUP} (queue_id, key, msg_id, transaction_id, created_at)"
+            f" VALUES {', '.join(['(%s, %s, %s, %s, %s)'] * len(keys))}"
+            " ON CONFLICT (queue_id, key) DO NOTHING RETURNING key", params,
+        )
+        return {row[0] for row in c.fetchall()}
+
+
+def dedup_keys_owners(*, queue_id: int, keys: Sequence[str]) -> dict[str, str]:
+    """The msg_id each of ``keys`` was first put with on the queue. No lock."""
+    with cursor() as c:
+        c.execute(f"SELECT key, msg_id FROM {DEDUP} WHERE queue_id = %s AND key IN ({', '.join(['%s'] * len(keys))})",
+                  [queue_id, *keys])
+        return dict(c.fetchall())
+
+
+def dedup_keys_release(*, transaction_id: str) -> None:
+    """Free the keys a rolled-back unit of work took (its puts vanished). Locks those rows."""
+    with cursor() as c:
+        c.execute(f"DELETE FROM {DEDUP} WHERE transaction_id = %s", [transaction_id])
 
 
 # --- message instances without the ORM's per-field work ---------------------------------------

@@ -34,3 +34,9 @@ def _schedule_housekeeping(sender, **kwargs):
         sender.signature("dashboard.tasks.depth_sample"),
         name="dashboard-depth-sample",
     )
+    if settings.BATON_ANALYTICS_INTERVAL_S > 0:
+        sender.add_periodic_task(
+            settings.BATON_ANALYTICS_INTERVAL_S,
+            sender.signature("analytics.tasks.analytics_scheduled"),
+            name="analytics",
+        )

@@ -1,7 +1,10 @@
-"""Baton's one exception hierarchy and the DRF exception handler that renders it.
+"""The DRF exception handler that renders Baton's one exception hierarchy.
 
-Every error a client can see has a stable machine-readable ``code`` and an HTTP status.
-The class docstring is the default message. Domain modules subclass :class:`BatonError`
+The hierarchy itself lives in the client distribution (``clients/python``,
+:mod:`baton_client.errors`), so that the server and the client raise the same classes;
+it is re-exported here (``from config.errors import InvalidInput`` keeps working). Every
+error a client can see has a stable machine-readable ``code`` and an HTTP status; the
+class docstring is the default message. Domain modules subclass :class:`BatonError`
 (``transactions.exceptions``, ``brokers.exceptions``); views never build error bodies
 themselves.
 """
@@ -15,69 +18,10 @@ from django.http import Http404, JsonResponse
 from rest_framework import exceptions as drf
 from rest_framework.response import Response
 
-
-class BatonError(Exception):
-    """Something went wrong."""
-
-    code = "error"
-    status = 400
-
-    def __init__(self, message: str | None = None, **details: Any) -> None:
-        self.message = message or (self.__doc__ or self.code).strip().splitlines()[0]
-        self.details = details
-        super().__init__(self.message)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"code": self.code, "message": self.message, **self.details}
-
-
-class InvalidInput(BatonError):
-    """The request is not valid."""
-
-    code = "invalid"
-    status = 400
-
-
-class NotFound(BatonError):
-    """Not found."""
-
-    code = "not_found"
-    status = 404
-
-
-class AlreadyExists(BatonError):
-    """An object with that name already exists."""
-
-    code = "already_exists"
-    status = 409
-
-
-class Conflict(BatonError):
-    """The request conflicts with the object's current state."""
-
-    code = "conflict"
-    status = 409
-
-
-class OptionsConflict(BatonError):
-    """These options cannot be used together."""
-
-    code = "options_conflict"
-    status = 409
-
-
-class PermissionDenied(BatonError):
-    """You may not do that."""
-
-    code = "permission_denied"
-    status = 403
-
-
-class MessageTooLarge(BatonError):
-    """The message is longer than the queue accepts."""
-
-    code = "message_too_large"
-    status = 413
+from baton_client.errors import (  # noqa: F401 - re-exported: the server's names for the hierarchy
+    AlreadyExists, BatonError, Conflict, InvalidInput, MessageTooLarge, MethodNotAllowed, NotAcceptable,
+    NotAuthenticated, NotFound, OptionsConflict, PermissionDenied, ServerError, Throttled, UnsupportedMediaType,
+)
 
 
 def _request_too_large(context: dict) -> MessageTooLarge:
@@ -93,17 +37,18 @@ def _request_too_large(context: dict) -> MessageTooLarge:
     return MessageTooLarge(f"The request body is larger than the {limit} bytes accepted.", **details)
 
 
-_DRF_CODES: list[tuple[type[Exception], str, int]] = [
-    (drf.NotAuthenticated, "not_authenticated", 401),
-    (drf.AuthenticationFailed, "not_authenticated", 401),
-    (drf.PermissionDenied, "permission_denied", 403),
-    (drf.NotFound, "not_found", 404),
-    (drf.MethodNotAllowed, "method_not_allowed", 405),
-    (drf.NotAcceptable, "not_acceptable", 406),
-    (drf.UnsupportedMediaType, "unsupported_media_type", 415),
-    (drf.Throttled, "throttled", 429),
-    (drf.ParseError, "invalid", 400),
-    (drf.ValidationError, "invalid", 400),
+#: DRF's own exceptions, rendered with the code and status of the hierarchy's class.
+DRF_ERRORS: list[tuple[type[Exception], type[BatonError]]] = [
+    (drf.NotAuthenticated, NotAuthenticated),
+    (drf.AuthenticationFailed, NotAuthenticated),
+    (drf.PermissionDenied, PermissionDenied),
+    (drf.NotFound, NotFound),
+    (drf.MethodNotAllowed, MethodNotAllowed),
+    (drf.NotAcceptable, NotAcceptable),
+    (drf.UnsupportedMediaType, UnsupportedMediaType),
+    (drf.Throttled, Throttled),
+    (drf.ParseError, InvalidInput),
+    (drf.ValidationError, InvalidInput),
 ]
 
 
@@ -127,8 +72,9 @@ def api_exception_handler(exc: Exception, context: dict) -> Response | None:
         return Response({"code": "not_found", "message": "Not found."}, status=404)
     if isinstance(exc, DjangoPermissionDenied):
         exc = drf.PermissionDenied()
-    for cls, code, status in _DRF_CODES:
+    for cls, error in DRF_ERRORS:
         if isinstance(exc, cls):
+            code, status = error.code, error.status
             body: dict[str, Any] = {"code": code}
             if isinstance(exc, drf.ValidationError):
                 body["message"] = "The request is not valid."
@@ -143,8 +89,8 @@ def api_exception_handler(exc: Exception, context: dict) -> Response | None:
 
 
 def json_404(request, exception=None) -> JsonResponse:
-    return JsonResponse({"code": "not_found", "message": "No such endpoint."}, status=404)
+    return JsonResponse(NotFound("No such endpoint.").as_dict(), status=NotFound.status)
 
 
 def json_500(request) -> JsonResponse:
-    return JsonResponse({"code": "server_error", "message": "The server failed to handle the request."}, status=500)
+    return JsonResponse(ServerError().as_dict(), status=ServerError.status)

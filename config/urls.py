@@ -16,6 +16,8 @@ urlpatterns = [
     path("api/session/docs/", session_docs, name="session-docs"),
     path("api/", include("brokers.channel_urls")),
     path("api/", include("pubsub.api.urls")),
+    path("api/", include("ingest.urls")),
+    path("api/", include("analytics.urls")),
     path("api/", include("brokers.api.urls")),
     path("", include("dashboard.urls")),
 ]

@@ -5,7 +5,7 @@ from django.urls import path
 
 import brokers.api.urls  # noqa: F401  (registers the ``name`` converter)
 
-from . import views
+from . import spark_views, views
 
 Q = "brokers/<name:broker>/queues/<name:queue>"
 
@@ -22,6 +22,7 @@ urlpatterns = [
     path(f"{Q}/move/", views.move_submit, name="dashboard-move"),
     path(f"{Q}/jobs/<int:job_id>/resume/", views.move_job_resume, name="dashboard-move-job-resume"),
     path(f"{Q}/jobs/<int:job_id>/", views.move_job_page, name="dashboard-move-job"),
+    path(f"{Q}/ingest/", spark_views.ingest_start_view, name="dashboard-ingest"),
     path(f"{Q}/", views.queue_page, name="dashboard-queue"),
     path("brokers/<name:broker>/transactions/", views.transactions_page, name="dashboard-transactions"),
     path("brokers/<name:broker>/topics/", views.topics_page, name="dashboard-topics"),
@@ -30,5 +31,6 @@ urlpatterns = [
     path("channels/<name:name>/start/", views.channel_action, {"action": "start"}, name="dashboard-channel-start"),
     path("channels/<name:name>/stop/", views.channel_action, {"action": "stop"}, name="dashboard-channel-stop"),
     path("channels/", views.channels_page, name="dashboard-channels"),
-    path("analytics/", views.analytics_page, name="dashboard-analytics"),
+    path("analytics/run/", spark_views.analytics_run_view, name="dashboard-analytics-run"),
+    path("analytics/", spark_views.analytics_page, name="dashboard-analytics"),
 ]

@@ -12,6 +12,7 @@ from django.views.decorators.http import require_POST
 
 from brokers.services.channel_definitions import channel_start, channel_stop
 from config.errors import BatonError
+from ingest.selectors import ingest_list
 
 from . import selectors, services
 from .access import (
@@ -70,6 +71,7 @@ def queue_page(request, broker, queue):
     return render(request, "dashboard/queue.html", {
         **data, "counts": counts, "broker_name": broker, "nav": "overview",
         "move": selectors.move_panel(broker=broker, queue=data["queue"], user=request.user),
+        "ingests": ingest_list(broker=broker, queue=queue, limit=5),  # Spark ingests (dashboard/ingest_panel.html)
         **_queue_actions(request.user, broker, queue)})
 
 
@@ -159,11 +161,6 @@ def channel_action(request, name, action):
     (channel_start if action == "start" else channel_stop)(name=name)
     messages.success(request, f"Channel {name}: {action} requested.")
     return redirect(reverse("dashboard-channels"))
-
-
-@page
-def analytics_page(request):
-    return render(request, "dashboard/analytics.html", {"nav": "analytics"})
 
 
 @page

@@ -17,17 +17,19 @@ python_pick() {
 venv_ready() {  # $1: extras, e.g. "" or "[test]"
   local extras="${1:-}"
   local stamp="$ROOT/.venv/.installed${extras}"
-  if { [ -z "$extras" ] || [ "$extras" = "[scaled]" ]; } && [ -f "$ROOT/.venv/.installed[test]" ] && [ ! "$ROOT/pyproject.toml" -nt "$ROOT/.venv/.installed[test]" ]; then
+  local client="$ROOT/clients/python/pyproject.toml"  # the client distribution, which the server imports
+  if { [ -z "$extras" ] || [ "$extras" = "[scaled]" ]; } && [ -f "$ROOT/.venv/.installed[test]" ] \
+     && [ ! "$ROOT/pyproject.toml" -nt "$ROOT/.venv/.installed[test]" ] && [ ! "$client" -nt "$ROOT/.venv/.installed[test]" ]; then
     stamp="$ROOT/.venv/.installed[test]"  # the test install includes everything the platform needs, scaled out too
   fi
   if [ ! -x "$PY" ]; then
     echo "==> creating .venv"
     "$(python_pick)" -m venv "$ROOT/.venv"
   fi
-  if [ ! -f "$stamp" ] || [ "$ROOT/pyproject.toml" -nt "$stamp" ]; then
+  if [ ! -f "$stamp" ] || [ "$ROOT/pyproject.toml" -nt "$stamp" ] || [ "$client" -nt "$stamp" ]; then
     echo "==> installing Baton into .venv (first run takes a few minutes: PySpark is large)"
     "$PY" -m pip install --quiet --upgrade pip
-    "$PY" -m pip install --quiet -e ".${extras}"
+    "$PY" -m pip install --quiet -e ./clients/python -e ".${extras}"
     touch "$stamp"
   fi
 }

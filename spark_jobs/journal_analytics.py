@@ -16,8 +16,12 @@ Spark's ``_SUCCESS`` marker once complete (replaced whole on every run):
 
 ``queues/``
     ``broker``, ``queue``, ``puts``, ``gets``, ``backouts`` (journal events of each kind, so
-    a get that was later backed out counts, and so does its redelivery), ``dwell_samples``,
-    ``dwell_p50_ms``, ``dwell_p95_ms``: how long messages waited on the queue. A get's dwell
+    a get that was later backed out counts, and so does its redelivery), ``backout_rate``
+    (backouts / gets, null without gets), ``dead_letters`` (messages moved from it to a
+    backout or dead-letter queue), ``expired``, ``depth`` (messages on it at the end of the
+    input, counted from its events: see ``throughput``), ``oldest_age_ms`` (how long the
+    oldest of them had waited at the input's last event; null when none), ``dwell_samples``,
+    ``dwell_p50_ms``, ``dwell_p95_ms``, ``dwell_p99_ms``: how long messages waited on the queue. A get's dwell
     time is its time minus the time its message arrived on that queue: the put event, or the
     ``transfer`` event for a message that came over a channel, with the same broker, queue
     and ``msg_id`` (a get stamped before its arrival, which lock waits allow, counts 0). Gets
@@ -26,10 +30,27 @@ Spark's ``_SUCCESS`` marker once complete (replaced whole on every run):
     null when there is no sample.
 ``brokers/``
     ``broker``, ``committed``, ``rolled_back``: units of work resolved each way (held and
-    cascaded ones included), for every broker in the input.
+    cascaded ones included), for every broker in the input; ``links`` (pre-emptive gets
+    that linked two units of work), ``links_upstream_committed`` (of those, how many
+    producers committed), ``max_chain_depth``, ``saved_ms`` (time saved by pre-emptive gets,
+    summed over linked units of work; see ``chains``), ``wasted_ms`` (work of units of work
+    rolled back by a cascade: from their begin to their rollback), ``cascaded``.
 ``throughput/``
     ``broker``, ``queue``, ``minute`` (UTC, ISO-8601), ``puts``, ``gets`` per minute that
-    saw any.
+    saw any, and ``depth`` at the minute's end: the running sum of committed puts and
+    transfers plus backouts, minus gets, expiries and dead-letter moves (puts of units of work
+    that rolled back never count; a get that is backed out counts, and so does its backout).
+``chains/``
+    One row per committed unit of work that pre-emptively got from another (a consumer D of
+    producers U): ``broker``, ``transaction_id``, ``chain_depth`` (1 + the deepest upstream's;
+    a producer with no upstream is 1), ``saved_ms`` and ``chain_latency_ms``. With g = D's
+    get (its link), c_U = U's commit, r = D's commit request (its hold, or its commit when it
+    was not held) and p = r − g: without pre-emption D could start only when its upstreams
+    had finished and would finish p later. Counterfactual finish C′(D) = max over U of C′(U)
+    + p (C′ = the actual commit for a unit of work with no upstream), so savings compound
+    along chains; saved = max(0, C′(D) − D's actual commit). For one link that is
+    max(0, min(p, c_U − g)). ``chain_latency_ms``: D's commit minus the begin of the
+    earliest unit of work at the head of its chain.
 
 Extract, transform and load are separate functions; ``transform`` is pure (DataFrames in,
 DataFrames out) so tests check it on hand-made events. Spark jobs never import Django.
@@ -37,11 +58,12 @@ DataFrames out) so tests check it on hand-made events. Spark jobs never import D
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 from typing import NamedTuple
 
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -64,13 +86,17 @@ EVENT_SCHEMA = T.StructType([
 ])
 
 PUT, GET, BACKOUT, TRANSFER, COMMIT, ROLLBACK = "put", "get", "backout", "transfer", "commit", "rollback"
+BEGIN, LINK, HOLD, CASCADE, EXPIRE, DEAD_LETTER = "begin", "link", "hold", "cascade", "expire", "dead_letter"
 QUEUE_KEY = ["broker", "queue"]
+#: Chains longer than this are cut (their deeper members get no chain row): each level is a join.
+MAX_CHAIN_DEPTH = 32
 
 
 class Analytics(NamedTuple):
     queues: DataFrame
     brokers: DataFrame
     throughput: DataFrame
+    chains: DataFrame
 
 
 def extract(spark: SparkSession, path: str) -> DataFrame:
@@ -80,30 +106,157 @@ def extract(spark: SparkSession, path: str) -> DataFrame:
 
 
 def transform(events: DataFrame) -> Analytics:
-    """The three results described above, each sorted by its key. Lazy: nothing runs
-    until they are collected or written."""
+    """The four results described above, each sorted by its key. Lazy, but for the chains,
+    which are resolved level by level (a few small jobs) when this is called."""
     kind = F.col("kind")
+    depth = _depth_by_minute(events)
+    end = events.agg(F.max("at").alias("end_at"))
     queues = (
-        events.where(kind.isin(PUT, GET, BACKOUT))
+        events.where(kind.isin(PUT, GET, BACKOUT, TRANSFER, EXPIRE, DEAD_LETTER))
         .groupBy(*QUEUE_KEY)
-        .agg(_count(kind == PUT, "puts"), _count(kind == GET, "gets"), _count(kind == BACKOUT, "backouts"))
+        .agg(_count(kind == PUT, "puts"), _count(kind == GET, "gets"), _count(kind == BACKOUT, "backouts"),
+             _count(kind == DEAD_LETTER, "dead_letters"), _count(kind == EXPIRE, "expired"))
+        .where(F.col("queue") != "")
+        .withColumn("backout_rate", F.when(F.col("gets") > 0, F.col("backouts") / F.col("gets")))
         .join(_dwell(events), QUEUE_KEY, "left")
-        .fillna(0, subset=["dwell_samples"])
-        .select(*QUEUE_KEY, "puts", "gets", "backouts", "dwell_samples", "dwell_p50_ms", "dwell_p95_ms")
+        .join(depth.groupBy(*QUEUE_KEY).agg(F.max_by("depth", "minute").alias("depth")), QUEUE_KEY, "left")
+        .join(_oldest(events, end), QUEUE_KEY, "left")
+        .fillna(0, subset=["dwell_samples", "depth"])
+        .select(*QUEUE_KEY, "puts", "gets", "backouts", "backout_rate", "dead_letters", "expired", "depth",
+                "oldest_age_ms", "dwell_samples", "dwell_p50_ms", "dwell_p95_ms", "dwell_p99_ms")
         .orderBy(*QUEUE_KEY)
     )
+    chains = _chains(events)
+    links = events.where(kind == LINK).select(
+        "broker", F.col("transaction_id").alias("downstream"), F.col("detail")["upstream"].alias("upstream"))
+    committed = events.where(kind == COMMIT).select(F.col("transaction_id").alias("upstream"), F.lit(1).alias("ok"))
+    link_stats = (links.join(committed.dropDuplicates(["upstream"]), "upstream", "left").groupBy("broker")
+                  .agg(F.count("*").cast(T.LongType()).alias("links"),
+                       F.count("ok").cast(T.LongType()).alias("links_upstream_committed")))
+    chain_stats = chains.groupBy("broker").agg(
+        F.max("chain_depth").alias("max_chain_depth"), F.sum("saved_ms").alias("saved_ms"))
     brokers = (
         events.groupBy("broker")
-        .agg(_count(kind == COMMIT, "committed"), _count(kind == ROLLBACK, "rolled_back"))
+        .agg(_count(kind == COMMIT, "committed"), _count(kind == ROLLBACK, "rolled_back"),
+             _count(kind == CASCADE, "cascaded"))
+        .join(link_stats, "broker", "left")
+        .join(chain_stats, "broker", "left")
+        .join(_wasted(events), "broker", "left")
+        .fillna(0, subset=["links", "links_upstream_committed", "saved_ms", "wasted_ms"])
+        .withColumn("max_chain_depth", F.coalesce("max_chain_depth", F.lit(0)).cast(T.IntegerType()))
+        .select("broker", "committed", "rolled_back", "cascaded", "links", "links_upstream_committed",
+                "max_chain_depth", "saved_ms", "wasted_ms")
         .orderBy("broker")
     )
     throughput = (
         events.where(kind.isin(PUT, GET))
         .groupBy(*QUEUE_KEY, F.date_trunc("minute", "at").alias("minute"))
         .agg(_count(kind == PUT, "puts"), _count(kind == GET, "gets"))
+        .join(depth, [*QUEUE_KEY, "minute"], "full")
+        .fillna(0, subset=["puts", "gets"])
+        .select(*QUEUE_KEY, "minute", "puts", "gets", "depth")
         .orderBy(*QUEUE_KEY, "minute")
     )
-    return Analytics(queues=queues, brokers=brokers, throughput=throughput)
+    return Analytics(queues=queues, brokers=brokers, throughput=throughput, chains=chains)
+
+
+def _rolled_back(events: DataFrame) -> DataFrame:
+    return events.where(F.col("kind") == ROLLBACK).select("transaction_id").distinct()
+
+
+def _depth_by_minute(events: DataFrame) -> DataFrame:
+    """Per queue and minute with events: the depth at the minute's end (see ``throughput``)."""
+    kind = F.col("kind")
+    counted = events.where(kind.isin(PUT, TRANSFER, BACKOUT, GET, EXPIRE, DEAD_LETTER) & (F.col("queue") != ""))
+    # Puts under a unit of work that rolled back vanished: they never counted.
+    vanished = _rolled_back(events).where(F.col("transaction_id") != "")
+    counted = counted.join(vanished.withColumn("gone", F.lit(True)), "transaction_id", "left").where(
+        ~(kind.isin(PUT, TRANSFER) & F.col("gone").isNotNull()))
+    change = F.when(kind.isin(PUT, TRANSFER, BACKOUT), 1).otherwise(-1)
+    per_minute = (counted.groupBy(*QUEUE_KEY, F.date_trunc("minute", "at").alias("minute"))
+                  .agg(F.sum(change).alias("change")))
+    running = Window.partitionBy(*QUEUE_KEY).orderBy("minute").rowsBetween(Window.unboundedPreceding, 0)
+    return per_minute.select(*QUEUE_KEY, "minute", F.sum("change").over(running).cast(T.LongType()).alias("depth"))
+
+
+def _oldest(events: DataFrame, end: DataFrame) -> DataFrame:
+    """Per queue: the age, at the input's last event, of the oldest message still on it (its
+    last event an arrival or a backout)."""
+    key = [*QUEUE_KEY, "msg_id"]
+    kind = F.col("kind")
+    vanished = _rolled_back(events).where(F.col("transaction_id") != "").withColumn("gone", F.lit(True))
+    relevant = (events.where(kind.isin(PUT, TRANSFER, GET, BACKOUT, EXPIRE, DEAD_LETTER) & (F.col("msg_id") != ""))
+                .join(vanished, "transaction_id", "left")
+                .where(~(kind.isin(PUT, TRANSFER) & F.col("gone").isNotNull())))
+    latest = Window.partitionBy(*key).orderBy(F.col("at").desc(), F.col("id").desc())
+    arrived = relevant.where(kind.isin(PUT, TRANSFER)).groupBy(*key).agg(F.min("at").alias("arrived_at"))
+    waiting = (relevant.withColumn("n", F.row_number().over(latest)).where("n = 1")
+               .where(kind.isin(PUT, TRANSFER, BACKOUT)).select(*key).join(arrived, key))
+    age_ms = (F.unix_micros(F.col("end_at")) - F.unix_micros(F.col("arrived_at"))) / 1000.0
+    return waiting.crossJoin(end).groupBy(*QUEUE_KEY).agg(F.max(age_ms).alias("oldest_age_ms"))
+
+
+def _wasted(events: DataFrame) -> DataFrame:
+    """Per broker: milliseconds of work lost by units of work a cascade rolled back."""
+    begun = events.where(F.col("kind") == BEGIN).select("transaction_id", F.col("at").alias("begun_at"))
+    cascaded = events.where(F.col("kind") == CASCADE).select("broker", "transaction_id", F.col("at").alias("ended_at"))
+    ms = F.greatest(F.lit(0.0), (F.unix_micros("ended_at") - F.unix_micros("begun_at")) / 1000.0)
+    return cascaded.join(begun, "transaction_id").groupBy("broker").agg(F.sum(ms).alias("wasted_ms"))
+
+
+def _chains(events: DataFrame) -> DataFrame:
+    """Chain depth, time saved and chain latency of every committed linked unit of work
+    (see ``chains`` above). Resolved level by level from the heads of the chains, at most
+    MAX_CHAIN_DEPTH levels; a unit of work whose upstreams never all resolve (a cycle, or a
+    producer outside the input) gets no row."""
+    kind = F.col("kind")
+    ms = lambda col: F.unix_micros(col) / 1000.0  # noqa: E731
+    commits = events.where(kind == COMMIT).groupBy("transaction_id").agg(F.min("at").alias("committed_at"))
+    begins = events.where(kind == BEGIN).groupBy("transaction_id").agg(F.min("at").alias("begun_at"))
+    holds = events.where(kind == HOLD).groupBy("transaction_id").agg(F.min("at").alias("held_at"))
+    links = (events.where(kind == LINK)
+             .select("broker", F.col("transaction_id").alias("d"), F.col("detail")["upstream"].alias("u"),
+                     F.col("at").alias("got_at"))
+             .groupBy("broker", "d", "u").agg(F.min("got_at").alias("got_at")))
+    # p per downstream: from its first pre-emptive get to its commit request
+    consumer = (links.groupBy("broker", "d").agg(F.min("got_at").alias("got_at"))
+                .join(commits.withColumnRenamed("transaction_id", "d"), "d")
+                .join(holds.withColumnRenamed("transaction_id", "d"), "d", "left")
+                .withColumn("p_ms", ms(F.coalesce("held_at", "committed_at")) - ms("got_at")))
+    # level 1: committed units of work that are upstream of someone and have no upstream themselves
+    heads = (links.select(F.col("u").alias("transaction_id")).distinct()
+             .join(links.select(F.col("d").alias("transaction_id")).distinct(), "transaction_id", "left_anti")
+             .join(commits, "transaction_id").join(begins, "transaction_id", "left")
+             .select("transaction_id", F.lit(1).alias("chain_depth"), ms("committed_at").alias("cf_ms"),
+                     ms(F.coalesce("begun_at", "committed_at")).alias("head_ms")))
+    schema = "broker string, transaction_id string, chain_depth int, saved_ms double, chain_latency_ms double"
+    rows = []
+    resolved = heads.localCheckpoint(eager=True)
+    pending = consumer
+    for _ in range(MAX_CHAIN_DEPTH if not resolved.isEmpty() else 0):
+        ups = links.join(resolved.withColumnRenamed("transaction_id", "u"), "u")
+        counts = links.groupBy("d").agg(F.count("*").alias("needed"))
+        ready = (ups.groupBy("d").agg(F.count("*").alias("have"), F.max("chain_depth").alias("up_depth"),
+                                       F.max("cf_ms").alias("up_cf_ms"), F.min("head_ms").alias("head_ms"))
+                 .join(counts, "d").where("have = needed")
+                 .join(pending, "d")
+                 .select(F.col("d").alias("transaction_id"), "broker", (F.col("up_depth") + 1).alias("chain_depth"),
+                         (F.col("up_cf_ms") + F.col("p_ms")).alias("cf_ms"), "head_ms", "committed_at"))
+        ready = ready.localCheckpoint(eager=True)  # cut the plan: each level builds on the last
+        if ready.isEmpty():
+            break
+        rows.append(ready)
+        resolved = resolved.unionByName(ready.select("transaction_id", "chain_depth", "cf_ms", "head_ms"))
+        pending = pending.join(ready.select(F.col("transaction_id").alias("d")), "d", "left_anti")
+    if not rows:
+        return events.sparkSession.createDataFrame([], schema)
+    out = rows[0]
+    for more in rows[1:]:
+        out = out.unionByName(more)
+    return (out.select("broker", "transaction_id", F.col("chain_depth").cast(T.IntegerType()).alias("chain_depth"),
+                       F.greatest(F.lit(0.0), F.col("cf_ms") - ms("committed_at")).alias("saved_ms"),
+                       (ms("committed_at") - F.col("head_ms")).alias("chain_latency_ms"))
+            .orderBy("broker", "transaction_id"))
 
 
 def _count(condition: Column, name: str) -> Column:
@@ -122,12 +275,13 @@ def _dwell(events: DataFrame) -> DataFrame:
     # write lock, so under contention a get can be stamped a little before the put it took:
     # such a dwell time counts as 0.
     dwell_ms = F.greatest(F.lit(0.0), (F.unix_micros("got_at") - F.unix_micros("arrived_at")) / 1000.0)
-    percentiles = F.percentile_approx(dwell_ms, [0.5, 0.95])
+    percentiles = F.percentile_approx(dwell_ms, [0.5, 0.95, 0.99])
     return (
         gets.join(arrivals, key)
         .groupBy(*QUEUE_KEY)
         .agg(F.count("*").alias("dwell_samples"), percentiles.alias("p"))
-        .select(*QUEUE_KEY, "dwell_samples", F.col("p")[0].alias("dwell_p50_ms"), F.col("p")[1].alias("dwell_p95_ms"))
+        .select(*QUEUE_KEY, "dwell_samples", F.col("p")[0].alias("dwell_p50_ms"), F.col("p")[1].alias("dwell_p95_ms"),
+                F.col("p")[2].alias("dwell_p99_ms"))
     )
 
 
@@ -147,7 +301,7 @@ def load(result: Analytics, out_dir: str) -> dict[str, str]:
 
 
 def run(spark: SparkSession, input_path: str, out_dir: str) -> dict[str, str]:
-    events = extract(spark, input_path).cache()  # read by all three results
+    events = extract(spark, input_path).cache()  # read by every result
     try:
         return load(transform(events), out_dir)
     finally:
@@ -157,16 +311,23 @@ def run(spark: SparkSession, input_path: str, out_dir: str) -> dict[str, str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m spark_jobs.journal_analytics", description=__doc__.split("\n")[0])
     parser.add_argument("--input", required=True, help="Journal export: a JSON Lines file or a directory of them.")
-    parser.add_argument("--output", required=True, help="Directory for the results (queues/, brokers/, throughput/).")
+    parser.add_argument("--output", required=True,
+                        help="Directory for the results (queues/, brokers/, throughput/, chains/).")
     parser.add_argument("--master", default=None,
                         help="Spark master URL (default: BATON_SPARK_MASTER, spark-submit's --master, or local[*]).")
     args = parser.parse_args(argv)
-    spark = spark_session(APP_NAME, master=args.master)
     try:
-        for name, target in run(spark, args.input, args.output).items():
-            print(f"{name}: {target}")
-    finally:
-        spark.stop()
+        spark = spark_session(APP_NAME, master=args.master)
+        try:
+            written = run(spark, args.input, args.output)
+        finally:
+            spark.stop()
+    except Exception as exc:  # the one line the platform shows as the run's error
+        from spark_jobs.ingest import spark_error
+
+        print(json.dumps({"error": spark_error(exc)}), flush=True)
+        return 1
+    print(json.dumps({"outputs": written}), flush=True)  # last line: what spark_jobs.launch reads
     return 0
 
 

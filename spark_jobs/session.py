@@ -11,7 +11,10 @@ this process, one task thread per core). So one job runs embedded or on a cluste
 from __future__ import annotations
 
 import os
+import tempfile
+import zipfile
 from collections.abc import Mapping
+from pathlib import Path
 
 from pyspark.sql import SparkSession
 
@@ -43,4 +46,17 @@ def spark_session(app_name: str, master: str | None = None, config: Mapping[str,
     # gets local[*] from PySpark's own launcher.
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("WARN")
+    if not session.sparkContext.master.startswith("local"):
+        _code_shipped(session)
     return session
+
+
+def _code_shipped(session: SparkSession) -> None:
+    """Send this package to the cluster's executors (their Python workers import the
+    functions a job's tasks run from it), as a zip on their ``sys.path``."""
+    package = Path(__file__).resolve().parent
+    target = Path(tempfile.mkdtemp(prefix="baton-spark-jobs-")) / "spark_jobs.zip"
+    with zipfile.ZipFile(target, "w") as archive:
+        for path in sorted(package.glob("*.py")):
+            archive.write(path, f"spark_jobs/{path.name}")
+    session.sparkContext.addPyFile(str(target))

@@ -182,3 +182,37 @@ def test_postgres_starts_a_durable_throwaway_server_and_compares_with_plain_post
     started = re.search(r"PostgreSQL at \S+ \((\S+)\)", proc.stderr)
     assert started, proc.stderr
     assert not Path(started.group(1)).exists()
+
+
+def test_session_scenarios_run_in_process_over_rest_and_over_sessions_side_by_side():
+    proc = run("--messages", "4", "--only", "session", "--json")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = json_lines(proc.stdout)
+    results = lines[1:]
+    assert all(set(r) >= RESULT_KEYS and r["msgs_per_s"] > 0 for r in results)
+    units = [(r["path"], r["operation"], r["clients"], r["batch"]) for r in results if r["operation"] != "put+get"]
+    assert units == [(path, op, c, b) for path in ("REST", "session") for c in (1, 8) for b in (1, 100)
+                     for op in ("put+commit", "get+commit")]
+    flows = [(r["path"], r["clients"], r["batch"], r["messages"]) for r in results if r["operation"] == "put+get"]
+    assert flows == [(path, c, b, m) for path in ("in-process", "REST", "session")
+                     for c, b, m in ((2, 1, 4), (2, 100, 100), (8, 1, 4), (8, 100, 400))]
+
+
+@pytest.mark.skipif(not pg_installed(), reason="no PostgreSQL server binaries under /usr/lib/postgresql")
+def test_peers_are_a_plain_postgresql_queue_and_rabbitmq_when_installed():
+    from brokers.benchmark.rabbitmq import rabbitmq_available
+
+    proc = run("--messages", "4", "--only", "peers", "--json")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = json_lines(proc.stdout)
+    facts, results = lines[0], lines[1:]
+    assert facts["peer_postgres_settings"]["fsync"] == "on"
+    expected = [("plain PostgreSQL queue insert+delete", c, b, m)
+                for c, b, m in ((2, 1, 4), (2, 100, 100), (8, 1, 4), (8, 100, 400))]
+    if rabbitmq_available() is None:
+        expected += [("RabbitMQ publish+ack", 2, 1, 4), ("RabbitMQ publish+ack", 8, 1, 4)]
+        assert "publisher confirms" in facts["rabbitmq"]
+    else:
+        assert facts["rabbitmq"].startswith("not measured")
+    assert [(r["scenario"], r["clients"], r["batch"], r["messages"]) for r in results] == expected
+    assert all(r["msgs_per_s"] > 0 for r in results)

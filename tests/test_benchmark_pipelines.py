@@ -34,7 +34,7 @@ def test_table_round_trips_with_ratios():
     assert ratios(results) == [("chain", 2.0, 0.5, 4.0)]
 
 
-def test_benchmark_pipelines_prints_both_scenarios_both_ways():
+def test_benchmark_pipelines_prints_every_scenario_both_ways():
     proc = run("--stages", "2", "--messages", "5", "--work-ms", "0")
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = proc.stdout
@@ -48,9 +48,10 @@ def test_benchmark_pipelines_prints_both_scenarios_both_ways():
             for r in parsed["results"]] == [
         ("chain", False, 2, 5, 0.0), ("chain", True, 2, 5, 0.0),
         ("request-reply", False, None, 5, 0.0), ("request-reply", True, None, 5, 0.0),
+        ("chain-session", False, 2, 5, 0.0), ("chain-session", True, 2, 5, 0.0),
     ]
     assert all(r["seconds"] > 0 and r["rate"] > 0 for r in parsed["results"])
-    assert [r["scenario"] for r in parsed["ratios"]] == ["chain", "request-reply"]
+    assert [r["scenario"] for r in parsed["ratios"]] == ["chain", "request-reply", "chain-session"]
     assert all(r["off"] > 0 and r["on"] > 0 and r["ratio"] > 0 for r in parsed["ratios"])
     # the per-run notes: when each unit of work committed, and the channels' batches
     assert re.search(r"chain, on: stage 0 committed [\d.]+; stage 1 committed [\d.]+; stage 2 committed", out)

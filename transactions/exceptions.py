@@ -1,20 +1,9 @@
-"""Errors of the transaction manager."""
-from config.errors import BatonError, NotFound
+"""Errors of the transaction manager: the shared hierarchy's (:mod:`baton_client.errors`)
+and the server's not-found for a unit of work."""
+from baton_client.errors import BatonError, NotFound, TransactionBackedOut, TransactionNotActive
+
+__all__ = ["BatonError", "NotFound", "TransactionBackedOut", "TransactionNotActive", "TransactionNotFound"]
 
 
 class TransactionNotFound(NotFound):
     """No such transaction."""
-
-
-class TransactionNotActive(BatonError):
-    """The transaction is no longer active."""
-
-    code = "transaction_not_active"
-    status = 409
-
-
-class TransactionBackedOut(BatonError):
-    """The transaction was rolled back."""
-
-    code = "transaction_backed_out"
-    status = 409

@@ -15,10 +15,21 @@ and renamed over ``path`` at the end. Events are read in chunks of ``chunk_size`
 (keyset pagination: each chunk is one short query, so the export holds no long read
 transaction or server-side cursor and never loads the whole journal).
 
-Incremental exports pass the previous ``last_id`` as ``after_id``. On PostgreSQL ids come
-from a sequence, which is not commit-ordered: an event whose database transaction commits
-after a later id was exported is skipped by the next increment. Analytics over whole
-exports, or increments that lag the live journal, are not affected.
+``journal_export`` by ``after_id`` is for SQLite and whole exports: on PostgreSQL ids come
+from a sequence, which is not commit-ordered, so an event whose database transaction
+commits after a later id was exported would be skipped by the next increment.
+
+Incremental exports that never miss an event use :func:`journal_export_increment` and a
+**watermark** (docs/spark.md, "The journal watermark"):
+
+- SQLite has one writer at a time, and a row's id is drawn under the write lock, so ids
+  are in commit order: the watermark is the last id exported.
+- PostgreSQL: the watermark is the snapshot's ``xmin`` (``pg_snapshot_xmin``), the oldest
+  transaction still in progress. Every transaction older than it has ended, so its rows
+  are final (committed and visible, or never). An increment exports the visible rows whose
+  inserting transaction (the row's ``xmin``) is older than the current ``xmin`` and not
+  older than the previous watermark: each event exactly once, however late its writer
+  commits. Rows of a writer still in progress wait for the next increment.
 """
 from __future__ import annotations
 
@@ -26,6 +37,8 @@ import json
 import os
 import uuid
 from pathlib import Path
+
+from django.db import connection
 
 from .models import JournalEvent
 
@@ -80,3 +93,82 @@ def _exported(event: dict) -> dict:
     # Not DjangoJSONEncoder: it cuts datetimes to milliseconds, and dwell times are
     # differences of these stamps.
     return {**event, "at": event["at"].isoformat(), "detail": event["detail"] or {}}
+
+
+# --- incremental export with a watermark -----------------------------------------------------
+
+def journal_export_increment(*, path: str | os.PathLike, watermark: dict | None,
+                             chunk_size: int = CHUNK_SIZE) -> dict:
+    """Write the journal events after ``watermark`` (None: from the start) that are final
+    now to ``path`` (JSON Lines, atomically). Returns ``{"path", "events", "last_id",
+    "watermark"}``; pass ``watermark`` to the next increment. See the module's docstring."""
+    if connection.vendor != "postgresql":
+        after_id = int((watermark or {}).get("last_id", 0))
+        summary = journal_export(path=path, after_id=after_id, chunk_size=chunk_size)
+        return {**summary, "watermark": {"last_id": summary["last_id"]}}
+    horizon = _snapshot_xmin()
+    previous = (watermark or {}).get("xmin")
+    rows = _final_events(newer_than=previous, older_than=horizon, chunk_size=chunk_size)
+    summary = _written(path, rows)
+    return {**summary, "watermark": {"xmin": horizon, "last_id": summary["last_id"]}}
+
+
+def _snapshot_xmin() -> str:
+    """The oldest transaction id still in progress (as a 64-bit ``xid8``, in text). Takes
+    no lock; reads the current snapshot."""
+    with connection.cursor() as c:
+        c.execute("SELECT pg_snapshot_xmin(pg_current_snapshot())::text")
+        return c.fetchone()[0]
+
+
+#: The journal row's inserting transaction (its ``xmin`` system column, 32 bits) compared
+#: with watermarks by ``age()``: how many transactions ago it began, which stays right across
+#: 32-bit wraparound. A watermark (``xid8``) is taken to 32 bits first. Rows frozen by
+#: VACUUM read as age 2^31-1: older than any watermark (they were exported long before).
+_XID32 = "(%s::numeric %% 4294967296)::text::xid"
+
+
+def _final_events(*, newer_than: str | None, older_than: str, chunk_size: int):
+    """Visible events whose inserting transaction began before ``older_than`` and not
+    before ``newer_than``, in id order, ``chunk_size`` at a time (keyset pagination; no
+    lock). A sequential scan of the journal: a late writer's rows can have any id."""
+    table = JournalEvent._meta.db_table
+    after_id = 0
+    window = f"age(xmin) > age({_XID32})"
+    params_window: list = [older_than]
+    if newer_than is not None:
+        window += f" AND age(xmin) <= age({_XID32})"
+        params_window.append(newer_than)
+    columns = ", ".join(FIELDS)
+    while True:
+        with connection.cursor() as c:
+            c.execute(f"SELECT {columns} FROM {table} WHERE id > %s AND {window} ORDER BY id LIMIT %s",
+                      [after_id, *params_window, chunk_size])
+            chunk = [dict(zip(FIELDS, row)) for row in c.fetchall()]
+        for event in chunk:
+            if isinstance(event["detail"], str):
+                event["detail"] = json.loads(event["detail"])
+        yield from chunk
+        if len(chunk) < chunk_size:
+            return
+        after_id = chunk[-1]["id"]
+
+
+def _written(path: str | os.PathLike, events) -> dict:
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    temporary = target.with_name(f".{target.name}.{uuid.uuid4().hex}.tmp")
+    count, last_id = 0, 0
+    try:
+        with open(temporary, "x", encoding="utf-8") as out:
+            for event in events:
+                out.write(json.dumps(_exported(event), ensure_ascii=False, separators=(",", ":")))
+                out.write("\n")
+                count, last_id = count + 1, max(last_id, event["id"])
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(temporary, target)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+    return {"path": str(target), "events": count, "last_id": last_id}

@@ -37,6 +37,7 @@ from django.conf import settings
 from django.db import close_old_connections, connections
 from rest_framework.authtoken.models import Token
 
+from config import errors
 from config.errors import BatonError, InvalidInput, MessageTooLarge
 
 from .operations import SESSION_OPERATIONS
@@ -67,19 +68,13 @@ def _error(re: Any, exc: BatonError) -> dict[str, Any]:
     return {"re": re, "status": exc.status, **exc.as_dict()}
 
 
-class NotAuthenticated(BatonError):
+class NotAuthenticated(errors.NotAuthenticated):
     """Authenticate first: send Authorization: Token <key> with the upgrade, or a first frame
     {"op": "auth", "token": "<key>"}."""
 
-    code = "not_authenticated"
-    status = 401
 
-
-class Throttled(BatonError):
+class Throttled(errors.Throttled):
     """Too many requests in flight on this session; wait for replies before sending more."""
-
-    code = "throttled"
-    status = 429
 
 
 def _token_user(key: str):

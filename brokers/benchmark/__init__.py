@@ -5,7 +5,11 @@ one message per unit of work and 100 per unit of work:
 
 * in-process: the services called directly (:mod:`.inprocess`);
 * REST: HTTP clients (:mod:`.rest`) against a real Uvicorn server started on a free
-  loopback port with the same command line as ``platform/up``.
+  loopback port with the same command line as ``platform/up``;
+* session: the same units of work through the Python client over WebSocket sessions;
+* the queue scenarios (:mod:`.flows`): producers and consumers at once, in process, over
+  REST and over sessions, and on the peers: a plain PostgreSQL table queue and RabbitMQ
+  (:mod:`.rabbitmq`).
 
 Everything runs on a scratch database (:mod:`.scratch`): a fresh SQLite file in a
 temporary directory unless a database URL is given. The parts that need Django on that

@@ -17,6 +17,7 @@ from ..services.brokers import broker_define, broker_delete
 from ..services.message_input import MessageInput
 from ..services.messages import message_get, message_put
 from ..services.queues import queue_define
+from .flows import FLOW_BATCHES, FLOW_CLIENTS, GET_WAIT_S, flows
 from .report import (
     BATCHES, REST_CLIENTS, WARMUP_QUEUE, BenchmarkError, Result, body_text, queue_name, scenario_messages,
 )
@@ -31,7 +32,9 @@ def scratch_setup(*, broker: str, username: str) -> dict:
     call_command("migrate", interactive=False, verbosity=0)
     broker_define(name=broker, description="python manage.py benchmark")
     names = [WARMUP_QUEUE] + [queue_name("in", 1, b) for b in BATCHES]
-    names += [queue_name("rest", c, b) for c in REST_CLIENTS for b in BATCHES]
+    names += [queue_name(path, c, b) for path in ("rest", "session") for c in REST_CLIENTS for b in BATCHES]
+    names += [queue_name(f"flow_{path}", c, b) for path in ("in", "rest", "session")
+              for c in FLOW_CLIENTS for b in FLOW_BATCHES]
     for name in names:
         queue_define(broker=broker, name=name, max_depth=MAX_DEPTH, default_persistence=Persistence.PERSISTENT)
     return {"token": api_token_issue(username=username, create_user=True, superuser=True)}
@@ -121,3 +124,30 @@ def run_inprocess(*, broker: str, messages: int, progress: bool = False) -> list
             raise BenchmarkError(f"in-process get+commit, batch {batch}: got {got} messages of the {total} put.")
         results.append(Result("in-process", "get+commit", 1, batch, got, seconds))
     return results
+
+
+def run_inprocess_flows(*, broker: str, messages: int, progress: bool = False) -> list[Result]:
+    """The queue scenarios (:mod:`.flows`) with the services called from threads: an
+    immediate persistent put (durable when it returns) and an immediate get, each thread
+    with its own database connection."""
+    from django.db import connection
+
+    body = body_text().encode("ascii")
+
+    def open_sides(clients: int, batch: int):
+        queue = queue_name("flow_in", clients, batch)
+        inputs = [MessageInput(body=body, persistence=Persistence.PERSISTENT) for _ in range(batch)]
+
+        def producer():
+            def put(n: int) -> None:
+                message_put(broker=broker, queue=queue, messages=inputs[:n])
+            return put, connection.close
+
+        def consumer():
+            def get(n: int) -> int:
+                return len(message_get(broker=broker, queue=queue, batch=n, wait=GET_WAIT_S).messages)
+            return get, connection.close
+        return producer, consumer
+
+    return flows(label="in-process", operation="put+get", messages=messages, progress=progress,
+                 open_sides=open_sides)

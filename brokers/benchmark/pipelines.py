@@ -48,7 +48,10 @@ from ..services.queues import queue_define
 from .inprocess import MAX_DEPTH, scratch_cleanup
 from .report import BenchmarkError, grid
 
-SCENARIOS = ("chain", "request-reply")
+#: The scenarios run in the child process on the scratch database, and all of them (the
+#: chain over sessions runs in the command's own process against a server: :mod:`.pipelines_session`).
+IN_PROCESS = ("chain", "request-reply")
+SCENARIOS = IN_PROCESS + ("chain-session",)
 
 #: How long one run (one scenario, one setting) may take before it is an error.
 RUN_TIMEOUT_S = 120.0
@@ -445,7 +448,7 @@ def run_pipelines(*, prefix: str, stages: int, messages: int, work_ms: float, on
         if progress:
             print(f"  {text}", file=sys.stderr, flush=True)
 
-    scenarios = [only] if only else list(SCENARIOS)
+    scenarios = [s for s in IN_PROCESS if only in (None, s)]
     say("warming up")
     for preemptive in (False, True):
         if "chain" in scenarios:
@@ -484,11 +487,11 @@ def pipelines_cleanup(*, prefix: str) -> None:
 HEADER = ("scenario", "pre-emptive", "stages", "messages", "work ms", "seconds", "msgs/s")
 RATIO_HEADER = ("scenario", "off s", "on s", "off/on")
 ROW = re.compile(
-    r"^(?P<scenario>chain|request-reply)\s+(?P<preemptive>off|on)\s+(?P<stages>\d+|-)\s+(?P<messages>\d+)\s+"
+    r"^(?P<scenario>chain-session|chain|request-reply)\s+(?P<preemptive>off|on)\s+(?P<stages>\d+|-)\s+(?P<messages>\d+)\s+"
     r"(?P<work_ms>[\d.]+)\s+(?P<seconds>[\d.]+)\s+(?P<rate>[\d.]+)\s*$"
 )
 RATIO_ROW = re.compile(
-    r"^(?P<scenario>chain|request-reply)\s+(?P<off>[\d.]+)\s+(?P<on>[\d.]+)\s+(?P<ratio>[\d.]+)x\s*$"
+    r"^(?P<scenario>chain-session|chain|request-reply)\s+(?P<off>[\d.]+)\s+(?P<on>[\d.]+)\s+(?P<ratio>[\d.]+)x\s*$"
 )
 
 

@@ -11,7 +11,8 @@ BATCHES = (1, 100)
 REST_CLIENTS = (1, 8)
 
 HEADER = ("scenario", "clients", "batch", "messages", "seconds", "msgs/s")
-_SCENARIO = r"(?:in-process|REST) (?:put|get)\+commit|plain (?:SQLite|PostgreSQL) insert\+commit"
+_SCENARIO = (r"(?:in-process|REST|session) (?:put|get)\+commit|(?:in-process|REST|session) put\+get"
+             r"|plain (?:SQLite|PostgreSQL) insert\+commit|plain PostgreSQL queue insert\+delete|RabbitMQ publish\+ack")
 ROW = re.compile(
     rf"^(?P<scenario>{_SCENARIO})\s+(?P<clients>\d+)\s+(?P<batch>\d+)\s+"
     r"(?P<messages>\d+)\s+(?P<seconds>[\d.]+)\s+(?P<rate>[\d.]+)\s*$"
@@ -44,8 +45,12 @@ class BenchmarkError(Exception):
 
 @dataclass
 class Result:
-    path: str  # "in-process" | "REST" | "plain SQLite" | "plain PostgreSQL"
-    operation: str  # "put+commit" | "get+commit" | "insert+commit" (plain)
+    #: "in-process" | "REST" | "session" | "plain SQLite" | "plain PostgreSQL" (the baselines)
+    #: | "plain PostgreSQL queue" | "RabbitMQ" (the peers)
+    path: str
+    #: "put+commit" | "get+commit" (units of work) | "put+get" (the queue scenarios, :mod:`.flows`)
+    #: | "insert+commit" (plain) | "insert+delete" (the PostgreSQL queue) | "publish+ack" (RabbitMQ)
+    operation: str
     clients: int
     batch: int
     messages: int
@@ -61,8 +66,8 @@ class Result:
 
     @property
     def plain(self) -> bool:
-        """A plain-database baseline, not Baton."""
-        return self.path.startswith("plain ")
+        """A plain-database baseline or a peer, not Baton."""
+        return self.path.startswith("plain ") or self.path == "RabbitMQ"
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -86,11 +91,11 @@ def ratios(results: list[Result]) -> list[tuple[Result, Result, float]]:
     """Each in-process Baton result with the plain baseline of the same batch size, and
     Baton's rate over the plain rate. (REST is left out: its clients are another process
     and several threads, the plain baseline one connection in process.)"""
-    plain = {r.batch: r for r in results if r.plain and r.clients == 1}
+    plain = {r.batch: r for r in results if r.plain and r.clients == 1 and r.operation == "insert+commit"}
     return [
         (r, plain[r.batch], r.rate / plain[r.batch].rate)
         for r in results
-        if r.path == "in-process" and r.batch in plain and plain[r.batch].rate > 0
+        if r.path == "in-process" and r.operation.endswith("+commit") and r.batch in plain and plain[r.batch].rate > 0
     ]
 
 

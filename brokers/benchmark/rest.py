@@ -1,5 +1,6 @@
-"""The REST scenarios: HTTP clients (threads, each with its own keep-alive
-``httpx.Client``) against a running server. Needs no Django (and touches no database)."""
+"""The REST and session scenarios: clients (threads, each with its own keep-alive
+``httpx.Client``, or its own session through the Python client) against a running server.
+Needs no Django (and touches no database)."""
 from __future__ import annotations
 
 import sys
@@ -32,7 +33,7 @@ class Api:
         return response.json()
 
     def ping(self, broker: str) -> None:
-        self._call("GET", f"/api/brokers/{broker}/")
+        self._call("GET", f"/api/brokers/{broker}/" if broker else "/api/brokers/")
 
     def begin(self, broker: str) -> str:
         return self._call("POST", f"/api/brokers/{broker}/transactions/", {})["id"]
@@ -52,6 +53,40 @@ class Api:
         state = self._call("POST", f"/api/transactions/{transaction}/commit/", {})["state"]
         if state != "committed":
             raise BenchmarkError(f"Transaction {transaction} is {state} after its commit.")
+
+
+class SessionApi:
+    """The same calls through the Python client's session: the put under the unit of work is
+    pipelined (the commit reads its reply first), as an application's would be."""
+
+    def __init__(self, base_url: str, token: str) -> None:
+        from baton_client import Client
+
+        self.client = Client(base_url, token, timeout=REQUEST_TIMEOUT_S, transport="session")
+
+    def close(self) -> None:
+        self.client.close()
+
+    def ping(self, broker: str) -> None:
+        self.client.display_broker(broker)
+        self.client.transaction(broker).rollback()  # opens the session
+
+    def begin(self, broker: str):
+        return self.client.transaction(broker)
+
+    def put(self, broker: str, queue: str, transaction, body: str, batch: int) -> None:
+        if batch == 1:
+            transaction.put(queue, body, persistence="persistent")
+        else:
+            transaction.put(queue, messages=[body] * batch, persistence="persistent")
+
+    def get(self, broker: str, queue: str, transaction, batch: int) -> int:
+        return len(transaction.get(queue, batch=batch))
+
+    def commit(self, transaction) -> None:
+        state = transaction.commit().state
+        if state != "committed":
+            raise BenchmarkError(f"Transaction {transaction.id} is {state} after its commit.")
 
 
 def server_ready(base_url: str, token: str, broker: str, *, alive: Callable[[], bool], timeout_s: float = 60) -> None:
@@ -75,7 +110,7 @@ def server_ready(base_url: str, token: str, broker: str, *, alive: Callable[[], 
 
 def _scenario(
     *, base_url: str, token: str, broker: str, clients: int, units_each: int,
-    unit: Callable[[Api], int], stop: threading.Event,
+    unit: Callable[[Api], int], stop: threading.Event, api_class: type = Api,
 ) -> tuple[int, float]:
     """Run ``unit`` ``units_each`` times in each of ``clients`` threads, all starting
     together; return the messages moved and the wall-clock seconds."""
@@ -84,7 +119,7 @@ def _scenario(
     errors: list[BaseException] = []
 
     def client(index: int) -> None:
-        api = Api(base_url, token)
+        api = api_class(base_url, token)
         try:
             api.ping(broker)  # open the keep-alive connection before the clock starts
             start_line.wait()
@@ -125,14 +160,17 @@ def _scenario(
     return sum(moved), seconds
 
 
-def run_rest(*, base_url: str, token: str, broker: str, messages: int, progress: bool = False) -> list[Result]:
+def run_rest(*, base_url: str, token: str, broker: str, messages: int, progress: bool = False,
+             transport: str = "rest") -> list[Result]:
     """For 1 and 8 clients and each batch size: put+commit, then get+commit, ``messages``
-    messages (rounded up so each client does whole units of work) over the REST API."""
+    messages (rounded up so each client does whole units of work) over the REST API, or
+    over sessions (``transport="session"``)."""
     body = body_text()
     stop = threading.Event()
+    api_class, label = (Api, "REST") if transport == "rest" else (SessionApi, "session")
 
     # Warm up the server: imports, URL resolution, its first database connections.
-    api = Api(base_url, token)
+    api = api_class(base_url, token)
     try:
         for _ in range(3):
             txn = api.begin(broker)
@@ -147,7 +185,7 @@ def run_rest(*, base_url: str, token: str, broker: str, messages: int, progress:
     results = []
     for clients in REST_CLIENTS:
         for batch in BATCHES:
-            queue = queue_name("rest", clients, batch)
+            queue = queue_name(transport, clients, batch)
             total = scenario_messages(messages, batch=batch, clients=clients)
             units_each = total // batch // clients
 
@@ -165,13 +203,13 @@ def run_rest(*, base_url: str, token: str, broker: str, messages: int, progress:
 
             for operation, unit in (("put+commit", put_unit), ("get+commit", get_unit)):
                 if progress:
-                    print(f"  REST {operation}, {clients} client(s), batch {batch}: {total} messages",
+                    print(f"  {label} {operation}, {clients} client(s), batch {batch}: {total} messages",
                           file=sys.stderr, flush=True)
                 moved, seconds = _scenario(
                     base_url=base_url, token=token, broker=broker, clients=clients, units_each=units_each,
-                    unit=unit, stop=stop,
+                    unit=unit, stop=stop, api_class=api_class,
                 )
                 if moved != total:
-                    raise BenchmarkError(f"REST {operation}, {clients} client(s), batch {batch}: moved {moved} of {total} messages.")
-                results.append(Result("REST", operation, clients, batch, moved, seconds))
+                    raise BenchmarkError(f"{label} {operation}, {clients} client(s), batch {batch}: moved {moved} of {total} messages.")
+                results.append(Result(label, operation, clients, batch, moved, seconds))
     return results

@@ -20,24 +20,14 @@ from transactions.journal import journal_event, journal_record
 from transactions.manager import transaction_timeouts_applied
 from transactions.models import JournalKind
 
-from config.errors import BatonError, Conflict
+from baton_client.errors import Conflict, LockLost, NotFound  # noqa: F401 - LockLost re-exported
 from ..models import Message
 from .messages.common import unit_of_work_joined
 from .store import dead_letter_target, message_move, queue_release, queues_woken
 
 
-class LockLost(BatonError):
-    """The lock has expired or was never given: the message may already be with someone else."""
-
-    code = "lock_lost"
-    status = 410
-
-
-class LockNotFound(BatonError):
+class LockNotFound(NotFound):
     """No message is locked with that token."""
-
-    code = "not_found"
-    status = 404
 
 
 def _locked_message(token: str, now) -> Message:

@@ -23,8 +23,10 @@ PERSISTENCE = {"persistent", "non_persistent", "queue_default"}
 REACTIVE_ACTIONS = {"cancel", "replace", "reprioritise"}
 MESSAGE_FIELDS = {
     "body", "body_base64", "correl_id", "group_id", "msg_type", "priority", "persistence", "expiry_ms",
-    "format", "reply_to_queue", "reply_to_broker", "report", "properties", "refers_to",
+    "format", "reply_to_queue", "reply_to_broker", "report", "properties", "refers_to", "dedup_key",
 }
+#: Longest duplicate-detection key.
+DEDUP_KEY_LENGTH = 200
 
 
 @dataclass
@@ -42,6 +44,8 @@ class MessageInput:
     report: list[str] = field(default_factory=list)
     properties: dict[str, Any] = field(default_factory=dict)
     refers_to: dict[str, str] | None = None
+    #: Duplicate detection: a put of a key the queue has already taken is skipped.
+    dedup_key: str | None = None
 
 
 #: What a person is told when a message field is not valid (whatever pydantic found).
@@ -60,6 +64,7 @@ FIELD_TEXTS = {
     "refers_to": "Must be {\"msg_id\": <48 hex>, \"action\": cancel|replace|reprioritise}.",
     "body": "Must be a string; send bytes as body_base64.",
     "body_base64": "Must be valid base64.",
+    "dedup_key": "Must be a string of 1 to 200 characters.",
 }
 
 HexId = Annotated[str, StringConstraints(pattern=HEX_ID.pattern), Field(
@@ -98,6 +103,9 @@ class MessageIn(BaseModel):
         None, description="Reports to send to reply_to_queue.")
     properties: dict[str, Any] | None = None
     refers_to: RefersTo | None = Field(None, description="A reactive message: acts on an earlier message.")
+    dedup_key: Annotated[str, Field(min_length=1, max_length=DEDUP_KEY_LENGTH)] | None = Field(
+        None, description="Duplicate detection: a put of a key the queue has already taken is skipped "
+                          "(reported under duplicates), not an error.")
 
     @model_validator(mode="after")
     def _consistent(self) -> MessageIn:
@@ -126,6 +134,7 @@ class MessageIn(BaseModel):
             report=sorted(set(self.report or [])), properties=self.properties or {},
             refers_to={"msg_id": self.refers_to.msg_id.lower(), "action": self.refers_to.action}
             if self.refers_to else None,
+            dedup_key=self.dedup_key,
         )
 
 

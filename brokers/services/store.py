@@ -28,6 +28,7 @@ from .reports import COA, COD, EXCEPTION, report_send, reports_send
 MARK_SESSIONS = "sessions"
 MARK_REPORTS = "reports"
 MARK_REACTIONS = "reactions"
+MARK_DEDUP = "dedup"  # took duplicate-detection keys: a rollback frees them
 
 
 def queue_wakeup_key(queue_id: int) -> str:
@@ -184,7 +185,8 @@ class MessageStore:
         touched = set(removed) | set(got)
         names = queries.queues_backout_info(queue_ids=got) if got else {}
         if not any(threshold for _, _, threshold in names.values()):  # nothing can move: the hot path
-            self._rollback_plain(transaction_id=transaction_id, removed=removed, touched=touched, names=names)
+            self._rollback_plain(transaction_id=transaction_id, removed=removed, touched=touched, names=names,
+                                 dedup=MARK_DEDUP in marks)
             return
         if not got:
             queries.queues_lock(queue_ids=touched)
@@ -197,6 +199,8 @@ class MessageStore:
         if removed:  # the queue rows first (lock order), then the messages
             queries.queues_release(counts=removed)
             queries.messages_delete_put(transaction_id=transaction_id)
+        if MARK_DEDUP in marks:  # after the queue rows (lock order: queue row, then key entries)
+            queries.dedup_keys_release(transaction_id=transaction_id)
         if not got:
             return
         # A peek-locked message completed under this unit of work keeps its lock.
@@ -236,7 +240,7 @@ class MessageStore:
 
     @staticmethod
     def _rollback_plain(*, transaction_id: str, removed: dict[int, int], touched: set[int],
-                        names: dict[int, tuple[str, str, int]]) -> None:
+                        names: dict[int, tuple[str, str, int]], dedup: bool = False) -> None:
         """A rollback whose gets cannot move any message (no backout threshold on their
         queues): the queue rows are locked first, then puts go and gets return in two
         statements."""
@@ -244,6 +248,8 @@ class MessageStore:
         if removed:
             queries.queues_release(counts=removed)
             queries.messages_delete_put(transaction_id=transaction_id)
+        if dedup:
+            queries.dedup_keys_release(transaction_id=transaction_id)
         if not names:
             return
         restored = queries.messages_restore(transaction_id=transaction_id)

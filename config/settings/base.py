@@ -53,6 +53,8 @@ INSTALLED_APPS = [
     "brokers",
     "pubsub",
     "dashboard",
+    "ingest",
+    "analytics",
 ]
 
 MIDDLEWARE = [

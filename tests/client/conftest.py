@@ -1,6 +1,7 @@
 """Fixtures for the client tests: one real platform (Uvicorn, Celery worker and beat, after
 migrate and api_token, in a temporary directory) per session, started with the integration
-suite's helper, and a :class:`brokers.client.Client` talking to it."""
+suite's helper, and a :class:`brokers.client.Client` talking to it over each transport: a
+session (the default) and REST; every test that uses ``client`` runs on both."""
 from __future__ import annotations
 
 import itertools
@@ -19,16 +20,21 @@ def platform(tmp_path_factory):
         yield running
 
 
+@pytest.fixture(params=["session", "rest"])
+def transport(request) -> str:
+    return request.param
+
+
 @pytest.fixture
-def client(platform):
-    with Client(platform.url, platform.token, timeout=30) as c:
+def client(platform, transport):
+    with Client(platform.url, platform.token, timeout=30, transport=transport) as c:
         yield c
 
 
 @pytest.fixture
-def other_client(platform):
-    """A second application, with its own connection pool."""
-    with Client(platform.url, platform.token, timeout=30) as c:
+def other_client(platform, transport):
+    """A second application, with its own session or connection pool."""
+    with Client(platform.url, platform.token, timeout=30, transport=transport) as c:
         yield c
 
 

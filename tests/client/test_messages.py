@@ -22,29 +22,30 @@ API_OUTPUT_FIELDS = {
 }
 
 
-def test_brokers_and_queues(client):
-    broker = client.define_broker("DEFS1", description="for the client", transaction_timeout_ms=30_000)
-    assert broker["name"] == "DEFS1" and broker["dead_letter_queue"] == "SYSTEM.DEAD.LETTER.QUEUE"
-    assert "DEFS1" in [b["name"] for b in client.list_brokers()]
-    assert client.alter_broker("DEFS1", description="changed")["description"] == "changed"
-    assert client.display_broker("DEFS1")["transaction_timeout_ms"] == 30_000
+def test_brokers_and_queues(client, transport):
+    name = f"DEFS.{transport.upper()}"  # one broker per transport on the shared platform
+    broker = client.define_broker(name, description="for the client", transaction_timeout_ms=30_000)
+    assert broker["name"] == name and broker["dead_letter_queue"] == "SYSTEM.DEAD.LETTER.QUEUE"
+    assert name in [b["name"] for b in client.list_brokers()]
+    assert client.alter_broker(name, description="changed")["description"] == "changed"
+    assert client.display_broker(name)["transaction_timeout_ms"] == 30_000
 
-    queue = client.define_queue("DEFS1", "APP/IN.1", max_depth=10, default_priority=4)
+    queue = client.define_queue(name, "APP/IN.1", max_depth=10, default_priority=4)
     assert (queue["name"], queue["max_depth"], queue["depth"]) == ("APP/IN.1", 10, 0)
-    names = [q["name"] for q in client.list_queues("DEFS1")]
+    names = [q["name"] for q in client.list_queues(name)]
     assert {"APP/IN.1", "SYSTEM.DEAD.LETTER.QUEUE"} <= set(names)
-    assert client.alter_queue("DEFS1", "APP/IN.1", max_depth=20)["max_depth"] == 20
-    client.put("DEFS1", "APP/IN.1", "one")
-    shown = client.display_queue("DEFS1", "APP/IN.1")
+    assert client.alter_queue(name, "APP/IN.1", max_depth=20)["max_depth"] == 20
+    client.put(name, "APP/IN.1", "one")
+    shown = client.display_queue(name, "APP/IN.1")
     assert (shown["depth"], shown["uncommitted_puts"], shown["in_flight"], shown["locked"]) == (1, 0, 0, 0)
     with pytest.raises(NotEmpty) as info:
-        client.delete_queue("DEFS1", "APP/IN.1")
+        client.delete_queue(name, "APP/IN.1")
     assert info.value.status == 409
-    client.delete_queue("DEFS1", "APP/IN.1", purge=True)
+    client.delete_queue(name, "APP/IN.1", purge=True)
     with pytest.raises(NotFound):
-        client.display_queue("DEFS1", "APP/IN.1")
+        client.display_queue(name, "APP/IN.1")
     with pytest.raises(AlreadyExists) as info:
-        client.define_broker("DEFS1")
+        client.define_broker(name)
     assert info.value.status == 409 and info.value.code == "already_exists"
 
 

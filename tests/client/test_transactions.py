@@ -137,7 +137,7 @@ def test_producer_rollback_cascades_to_the_consumer(client, other_client, broker
     assert consumer.state == "rolled_back"
 
     with pytest.raises(TransactionBackedOut) as info:
-        consumer.put("Q1", "too late")
+        consumer.put("Q1", "too late").result()  # a pipelined put raises when read
     assert info.value.reason == f"cascade from {producer.id}"
     shown = consumer.refresh()
     assert (shown.state, shown.reason, shown.cause) == ("rolled_back", f"cascade from {producer.id}", producer.id)
@@ -192,6 +192,6 @@ def test_a_unit_of_work_past_its_timeout_is_backed_out(client, broker):
     poll_until(lambda: tx.check().result == "backed_out" or tx.refresh().state == "rolled_back", timeout=20,
                what="the overdue unit of work to be rolled back")
     with pytest.raises(TransactionBackedOut) as info:
-        tx.put("Q1", "later")
+        tx.put("Q1", "later").result()
     assert info.value.reason == "timeout"
     assert client.display_queue(broker, "Q1")["depth"] == 0

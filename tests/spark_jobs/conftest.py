@@ -26,3 +26,21 @@ def spark():
     session = spark_session("baton-tests", master="local[2]", config=TEST_CONFIG)
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def spark_platform(tmp_path_factory):
+    """A real platform (Uvicorn, Celery worker and beat) whose workers run Spark jobs."""
+    if not (shutil.which("java") or os.environ.get("JAVA_HOME")):
+        pytest.skip("no Java runtime (Spark needs Java 17+; ./platform/test installs one)")
+    from tests.integration.servers import RUNNING
+
+    from .live import SparkPlatform
+
+    platform = SparkPlatform(tmp_path_factory.mktemp("baton-spark-var"))
+    platform.staging.mkdir(parents=True)
+    try:
+        yield platform.start()
+    finally:
+        platform.stop()
+    assert platform not in RUNNING

@@ -5,7 +5,9 @@ import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from pyspark.sql import Row
 from pyspark.sql import functions as F
+from pyspark.testing import assertDataFrameEqual
 
 from spark_jobs.journal_analytics import EVENT_SCHEMA, extract, load, transform
 
@@ -35,10 +37,9 @@ def test_message_gotten_250_ms_after_its_put_dwelt_250_ms(spark):
         event(1, 0, "put", queue="Q1", msg="m1"),
         event(2, 250, "get", queue="Q1", msg="m1", put_time=at(0).isoformat()),
     ])
-    assert rows(transform(events).queues) == [{
-        "broker": "QM1", "queue": "Q1", "puts": 1, "gets": 1, "backouts": 0,
-        "dwell_samples": 1, "dwell_p50_ms": 250.0, "dwell_p95_ms": 250.0,
-    }]
+    [row] = transform(events).queues.collect()
+    assert (row.dwell_samples, row.dwell_p50_ms, row.dwell_p95_ms, row.dwell_p99_ms) == (1, 250.0, 250.0, 250.0)
+    assert (row.depth, row.oldest_age_ms) == (0, None)
 
 
 def test_get_stamped_before_its_put_dwelt_0_ms(spark):
@@ -66,36 +67,96 @@ TRAFFIC = [
     event(12, 2_000, "commit", broker="QM2", txn="T3"),
     event(13, 1_500, "get", broker="QM2", queue="Q1", msg="m4"),
     event(14, 2_000, "get", broker="QM2", queue="Q1", msg="m9"),
+    # QM1: T4 puts m5 on Q2 and rolls back: m5 never counts; m6 is dead-lettered from Q2.
+    event(15, 1_000, "put", queue="Q2", txn="T4", msg="m5"),
+    event(16, 1_100, "rollback", txn="T4", reason="client"),
+    event(17, 1_200, "put", queue="Q2", msg="m6"),
+    event(18, 1_300, "dead_letter", queue="Q2", msg="m6", target="DLQ"),
 ]
 
 
-def test_queues(spark):
-    assert rows(transform(frame(spark, TRAFFIC)).queues) == [
-        {"broker": "QM1", "queue": "Q1", "puts": 2, "gets": 3, "backouts": 1,
-         "dwell_samples": 3, "dwell_p50_ms": 400.0, "dwell_p95_ms": 60_300.0},
-        {"broker": "QM1", "queue": "Q2", "puts": 1, "gets": 0, "backouts": 0,
-         "dwell_samples": 0, "dwell_p50_ms": None, "dwell_p95_ms": None},
-        {"broker": "QM2", "queue": "Q1", "puts": 0, "gets": 2, "backouts": 0,
-         "dwell_samples": 1, "dwell_p50_ms": 500.0, "dwell_p95_ms": 500.0},
-    ]
+@pytest.fixture(scope="module")
+def traffic(spark):
+    result = transform(frame(spark, TRAFFIC))
+    return result._replace(**{name: df.cache() for name, df in result._asdict().items()})
 
 
-def test_brokers(spark):
-    assert rows(transform(frame(spark, TRAFFIC)).brokers) == [
-        {"broker": "QM1", "committed": 1, "rolled_back": 1},
-        {"broker": "QM2", "committed": 1, "rolled_back": 0},
-    ]
+def test_queues(spark, traffic):
+    assertDataFrameEqual(traffic.queues, [
+        Row(broker="QM1", queue="Q1", puts=2, gets=3, backouts=1, backout_rate=1 / 3, dead_letters=0, expired=0,
+            depth=0, oldest_age_ms=None, dwell_samples=3, dwell_p50_ms=400.0, dwell_p95_ms=60_300.0,
+            dwell_p99_ms=60_300.0),
+        # m3 waits: put at the input's last event (61 s); m5 vanished with T4; m6 moved away
+        Row(broker="QM1", queue="Q2", puts=3, gets=0, backouts=0, backout_rate=None, dead_letters=1, expired=0,
+            depth=1, oldest_age_ms=0.0, dwell_samples=0, dwell_p50_ms=None, dwell_p95_ms=None, dwell_p99_ms=None),
+        # m9 came before the input: depth is counted from the input's first event
+        Row(broker="QM2", queue="Q1", puts=0, gets=2, backouts=0, backout_rate=0.0, dead_letters=0, expired=0,
+            depth=-1, oldest_age_ms=None, dwell_samples=1, dwell_p50_ms=500.0, dwell_p95_ms=500.0,
+            dwell_p99_ms=500.0),
+    ])
 
 
-def test_throughput_per_minute(spark):
-    throughput = transform(frame(spark, TRAFFIC)).throughput
-    as_text = throughput.withColumn("minute", F.date_format("minute", "HH:mm"))  # session time zone: UTC
-    assert rows(as_text) == [
-        {"broker": "QM1", "queue": "Q1", "minute": "12:00", "puts": 2, "gets": 2},
-        {"broker": "QM1", "queue": "Q1", "minute": "12:01", "puts": 0, "gets": 1},
-        {"broker": "QM1", "queue": "Q2", "minute": "12:01", "puts": 1, "gets": 0},
-        {"broker": "QM2", "queue": "Q1", "minute": "12:00", "puts": 0, "gets": 2},
-    ]
+def test_brokers(spark, traffic):
+    assertDataFrameEqual(traffic.brokers, [
+        Row(broker="QM1", committed=1, rolled_back=2, cascaded=0, links=0, links_upstream_committed=0,
+            max_chain_depth=0, saved_ms=0.0, wasted_ms=0.0),
+        Row(broker="QM2", committed=1, rolled_back=0, cascaded=0, links=0, links_upstream_committed=0,
+            max_chain_depth=0, saved_ms=0.0, wasted_ms=0.0),
+    ])
+
+
+def test_throughput_and_depth_per_minute(spark, traffic):
+    as_text = traffic.throughput.withColumn("minute", F.date_format("minute", "HH:mm"))  # session time zone: UTC
+    assertDataFrameEqual(as_text, [
+        Row(broker="QM1", queue="Q1", minute="12:00", puts=2, gets=2, depth=1),
+        Row(broker="QM1", queue="Q1", minute="12:01", puts=0, gets=1, depth=0),
+        Row(broker="QM1", queue="Q2", minute="12:00", puts=2, gets=0, depth=0),
+        Row(broker="QM1", queue="Q2", minute="12:01", puts=1, gets=0, depth=1),
+        Row(broker="QM2", queue="Q1", minute="12:00", puts=0, gets=2, depth=-1),
+    ], checkRowOrder=True)
+
+
+#: U commits at 1 s. D got U's message pre-emptively at 0.2 s and asked to commit at 0.5 s
+#: (held: p = 300 ms); E got D's at 0.6 s and asked at 0.9 s (p = 300 ms); F got U's at
+#: 0.1 s and committed, not held, at 1.2 s (p = 1.1 s). W, linked to a producer that rolled
+#: back, was cascaded 0.7 s after it began.
+CHAIN = [
+    event(1, 0, "begin", txn="U"),
+    event(2, 10, "put", queue="Q1", txn="U", msg="m1"),
+    event(3, 100, "begin", txn="D"),
+    event(4, 200, "link", txn="D", msg="m1", upstream="U"),
+    event(5, 500, "hold", txn="D", waiting_on="U"),
+    event(6, 300, "begin", txn="E"),
+    event(7, 600, "link", txn="E", msg="m2", upstream="D"),
+    event(8, 900, "hold", txn="E", waiting_on="D"),
+    event(9, 50, "begin", txn="F"),
+    event(10, 100, "link", txn="F", msg="m1", upstream="U"),
+    event(11, 1_000, "commit", txn="U"),
+    event(12, 1_000, "commit", txn="D"),
+    event(13, 1_000, "commit", txn="E"),
+    event(14, 1_200, "commit", txn="F"),
+    event(15, 0, "begin", txn="X"),
+    event(16, 0, "begin", txn="W"),
+    event(17, 300, "link", txn="W", msg="m7", upstream="X"),
+    event(18, 700, "cascade", txn="W", cause="X"),
+    event(19, 700, "rollback", txn="W", reason="cascade from X"),
+    event(20, 700, "rollback", txn="X", reason="client"),
+]
+
+
+def test_chains_time_saved_compounds_along_the_chain(spark):
+    result = transform(frame(spark, CHAIN))
+    assertDataFrameEqual(result.chains, [
+        # saved = min(p, c_U - g): min(300, 800); chain latency from U's begin
+        Row(broker="QM1", transaction_id="D", chain_depth=2, saved_ms=300.0, chain_latency_ms=1_000.0),
+        # counterfactual: D would finish at 1.3 s, E 300 ms after: 1.6 s; it committed at 1 s
+        Row(broker="QM1", transaction_id="E", chain_depth=3, saved_ms=600.0, chain_latency_ms=1_000.0),
+        Row(broker="QM1", transaction_id="F", chain_depth=2, saved_ms=900.0, chain_latency_ms=1_200.0),
+    ])
+    assertDataFrameEqual(result.brokers, [
+        Row(broker="QM1", committed=4, rolled_back=2, cascaded=1, links=4, links_upstream_committed=3,
+            max_chain_depth=3, saved_ms=1_800.0, wasted_ms=700.0),
+    ])
 
 
 def test_extract_reads_the_export_format(spark, tmp_path):
@@ -118,27 +179,29 @@ def test_empty_export_gives_empty_results(spark, tmp_path):
     path = tmp_path / "journal.jsonl"
     path.write_text("")
     result = transform(extract(spark, str(path)))
-    assert [frame.count() for frame in result] == [0, 0, 0]
+    assert [frame.count() for frame in result] == [0, 0, 0, 0]
 
 
-def test_load_writes_json_lines_per_result(spark, tmp_path):
-    written = load(transform(frame(spark, TRAFFIC)), str(tmp_path / "out"))
-    assert sorted(written) == ["brokers", "queues", "throughput"]
+def test_load_writes_json_lines_per_result(spark, traffic, tmp_path):
+    written = load(traffic, str(tmp_path / "out"))
+    assert sorted(written) == ["brokers", "chains", "queues", "throughput"]
     results = {}
     for name in written:
         parts = sorted((tmp_path / "out" / name).glob("part-*.json"))
         assert (tmp_path / "out" / name / "_SUCCESS").exists() and len(parts) == 1
         results[name] = [json.loads(line) for line in parts[0].read_text().splitlines()]
     assert results["queues"][1] == {
-        "broker": "QM1", "queue": "Q2", "puts": 1, "gets": 0, "backouts": 0,
-        "dwell_samples": 0, "dwell_p50_ms": None, "dwell_p95_ms": None,
+        "broker": "QM1", "queue": "Q2", "puts": 3, "gets": 0, "backouts": 0, "backout_rate": None,
+        "dead_letters": 1, "expired": 0, "depth": 1, "oldest_age_ms": 0.0,
+        "dwell_samples": 0, "dwell_p50_ms": None, "dwell_p95_ms": None, "dwell_p99_ms": None,
     }
     assert results["throughput"][0] == {
-        "broker": "QM1", "queue": "Q1", "minute": "2025-05-01T12:00:00Z", "puts": 2, "gets": 2,
+        "broker": "QM1", "queue": "Q1", "minute": "2025-05-01T12:00:00Z", "puts": 2, "gets": 2, "depth": 1,
     }
     # Running again replaces the results.
     load(transform(frame(spark, TRAFFIC[:2])), str(tmp_path / "out"))
     parts = list((tmp_path / "out" / "brokers").glob("part-*.json"))
     assert [json.loads(line) for line in parts[0].read_text().splitlines()] == [
-        {"broker": "QM1", "committed": 0, "rolled_back": 0},
+        {"broker": "QM1", "committed": 0, "rolled_back": 0, "cascaded": 0, "links": 0, "links_upstream_committed": 0,
+         "max_chain_depth": 0, "saved_ms": 0.0, "wasted_ms": 0.0},
     ]

@@ -8,6 +8,7 @@ from pydantic import ConfigDict, Field, RootModel, model_validator
 from ... import permissions as may
 from ...services.message_input import HexId, MessageIn, message_render
 from ...services.messages import message_browse, message_get, message_put
+from ..dedup import duplicate_render
 from .base import Batch, Model, Operation, Wait
 
 Broker = Annotated[str, Field(description="Broker name.", max_length=48)]
@@ -81,14 +82,28 @@ class MessagePut(Operation):
 
         transaction: str | None
 
+    class Duplicate(Model):
+        """A message skipped by duplicate detection: its place in the request, its key, and
+        the msg_id of the message first put with that key (``brokers/api/dedup.py``)."""
+
+        index: int
+        dedup_key: str
+        msg_id: str
+        duplicate: Literal[True]
+        transaction: str | None = None
+
     class Many(Model):
-        """A batch put: the messages, and the unit of work they are under."""
+        """A batch put: the messages put, the unit of work they are under, and the messages
+        skipped as duplicates."""
 
         messages: list[MessageOut]
+        duplicates: list[Duplicate]
         transaction: str | None
 
-    class Output(RootModel[One | Many]):
+    class Put(RootModel[One | Many]):
         pass
+
+    Output = {201: Put, 200: Duplicate}
 
     @classmethod
     def perform(cls, user, data: Input) -> tuple[int, dict[str, Any]]:
@@ -105,8 +120,13 @@ class MessagePut(Operation):
             user=user,  # ownership of units of work (docs/permissions.md)
         )
         b, q = result.queue.broker.name, result.queue.name
+        if data.messages is None and result.duplicates:  # its key was taken: nothing created
+            return 200, duplicate_render(result.duplicates[0], transaction=result.transaction_id)
         rendered = [message_render(m, broker=b, queue=q) for m in result.messages]
-        body: dict[str, Any] = {"messages": rendered} if data.messages is not None else dict(rendered[0])
+        if data.messages is not None:
+            body: dict[str, Any] = {"messages": rendered, "duplicates": [duplicate_render(d) for d in result.duplicates]}
+        else:
+            body = dict(rendered[0])
         body["transaction"] = result.transaction_id
         return 201, body
 

@@ -20,13 +20,16 @@ from pathlib import Path
 import django
 from django.core.management.base import BaseCommand, CommandError
 
+from baton_client.errors import BatonError
 from brokers.benchmark.report import BATCH_MESSAGES_FACTOR, BenchmarkError, Result, json_rows, table
 from brokers.benchmark.scratch import SCRATCH_FLAG, Scratch, base_dir, sigterm_as_interrupt, url_masked
 
 #: About a minute and a half for the whole run on a 2-core machine with SQLite.
 DEFAULT_MESSAGES = 800
 BENCH_USER = "baton-benchmark"
-PHASES = ("setup", "inprocess", "cleanup")
+PHASES = ("setup", "inprocess", "flows", "cleanup")
+#: What each --only runs ("peers" also runs, with the others, under --peers).
+ONLY = ("inprocess", "plain", "rest", "session", "peers")
 
 
 def _python() -> str:
@@ -51,7 +54,11 @@ class Command(BaseCommand):
         "unless --database-url names another (which it migrates and where it defines a broker of its "
         "own, removed at the end) or --postgres starts a throwaway server. With --json, stdout is JSON "
         "lines: first one object with \"kind\": \"facts\" (command, database, durability, machine, load, "
-        "elapsed), then one object with \"kind\": \"result\" per result."
+        "elapsed), then one object with \"kind\": \"result\" per result. "
+        "The session scenarios (--only session) run the units of work over sessions beside REST, and the "
+        "queue scenarios: producers and consumers at once, 1+1 and 4+4, one message or 100 per call, each "
+        "call acknowledged (durable) before the next, in process, over REST and over sessions. --peers adds "
+        "a plain PostgreSQL table queue and RabbitMQ with publisher confirms doing the same flows."
     )
 
     def add_arguments(self, parser):
@@ -76,9 +83,19 @@ class Command(BaseCommand):
                  "benchmark it against plain PostgreSQL, and stop it at the end.",
         )
         parser.add_argument(
-            "--only", choices=["inprocess", "plain", "rest"],
+            "--only", choices=ONLY,
             help="Run only these scenarios: inprocess (with its plain baseline, for the ratios), plain "
-                 "(the baseline alone), or rest.",
+                 "(the baseline alone), rest, session (units of work over REST and sessions, and the queue "
+                 "scenarios in process, over REST and over sessions), or peers (the plain PostgreSQL queue "
+                 "and RabbitMQ alone).",
+        )
+        parser.add_argument(
+            "--peers", action="store_true",
+            help="Also measure the peers on the queue scenarios: a plain PostgreSQL table queue (INSERT+COMMIT; "
+                 "DELETE ... FOR UPDATE SKIP LOCKED ... RETURNING + COMMIT) on the benchmark's PostgreSQL, or on "
+                 "a throwaway PostgreSQL server (fsync on) when Baton runs on SQLite; and RabbitMQ (Debian's "
+                 "rabbitmq-server, started in a scratch directory on loopback; pika from the bench extra) with "
+                 "persistent messages, publisher confirms and manual acks.",
         )
         parser.add_argument(
             "--json", action="store_true",
@@ -109,6 +126,12 @@ class Command(BaseCommand):
         elif phase == "inprocess":
             results = run_inprocess(broker=broker, messages=options["messages"], progress=options["verbosity"] >= 1)
             result = {"results": [r.as_dict() for r in results], "durability": baton_durability()}
+        elif phase == "flows":
+            from brokers.benchmark.inprocess import run_inprocess_flows
+
+            results = run_inprocess_flows(broker=broker, messages=options["messages"],
+                                          progress=options["verbosity"] >= 1)
+            result = {"results": [r.as_dict() for r in results], "durability": baton_durability()}
         else:
             scratch_cleanup(broker=broker)
             result = {}
@@ -132,6 +155,7 @@ class Command(BaseCommand):
         command += ["--only", only] if only else []
         command += ["--database-url", url_masked(database_url)] if database_url else []
         command += ["--postgres"] if options["postgres"] else []
+        command += ["--peers"] if options["peers"] else []
         command += ["--json"] if options["json"] else []
         broker = f"BENCH.{secrets.token_hex(4).upper()}"
 
@@ -183,7 +207,7 @@ class Command(BaseCommand):
                 facts["postgres"] = postgres_server_settings(scratch.database_url)
             except Exception as exc:  # psycopg's errors: the database cannot be reached
                 raise BenchmarkError(f"Cannot connect to {url_masked(scratch.database_url)}: {exc}") from exc
-        baton = only in (None, "inprocess", "rest")
+        baton = only in (None, "inprocess", "rest", "session")
         try:
             if baton:
                 self._progress(options, "benchmark: migrating the scratch database and defining queues")
@@ -195,8 +219,15 @@ class Command(BaseCommand):
                 out = scratch.phase("inprocess", broker=broker, messages=messages, verbosity=options["verbosity"])
                 results += [Result(**r) for r in out["results"]]
                 facts["baton_durability"] = out.get("durability", {})
-            if only in (None, "rest"):
-                results += self._rest(scratch, options, token=token, broker=broker, facts=facts)
+            if only in (None, "session"):
+                out = scratch.phase("flows", broker=broker, messages=messages, verbosity=options["verbosity"])
+                results += [Result(**r) for r in out["results"]]
+                facts["baton_durability"] = out.get("durability", {})
+            if only in (None, "rest", "session"):
+                results += self._rest(scratch, options, token=token, broker=broker, facts=facts,
+                                      session=only in (None, "session"))
+            if only == "peers" or options["peers"]:
+                results += self._peers(options, kind=kind, database_url=scratch.database_url, facts=facts)
         finally:
             if baton and not scratch.own_database and throwaway is None:
                 try:
@@ -232,18 +263,69 @@ class Command(BaseCommand):
         self.stderr.write("benchmark: no plain baseline for this database (SQLite and PostgreSQL only).")
         return []
 
-    def _rest(self, scratch: Scratch, options, *, token: str, broker: str, facts: dict) -> list[Result]:
+    def _rest(self, scratch: Scratch, options, *, token: str, broker: str, facts: dict,
+              session: bool = False) -> list[Result]:
+        """Over HTTP: the units of work over REST, and with ``session`` the units of work over
+        sessions and the queue scenarios over REST and sessions."""
+        from brokers.benchmark.flows import client_flows
         from brokers.benchmark.rest import run_rest, server_ready
 
+        progress, messages = options["verbosity"] >= 1, options["messages"]
         with scratch.server() as (base_url, command, proc):
             facts["server"] = shlex.join(["python"] + command[1:])
             self._progress(options, f"benchmark: server {base_url} (log: {scratch.dir / 'server.log'})")
             try:
                 server_ready(base_url, token, broker, alive=lambda: proc.poll() is None)
-                return run_rest(base_url=base_url, token=token, broker=broker, messages=options["messages"],
-                                progress=options["verbosity"] >= 1)
-            except BenchmarkError as exc:
-                raise BenchmarkError(f"{exc}\nserver log:\n{scratch.log_tail('server.log')}") from exc
+                results = []
+                for transport in ("rest",) + (("session",) if session else ()):
+                    results += run_rest(base_url=base_url, token=token, broker=broker, messages=messages,
+                                        progress=progress, transport=transport)
+                if session:
+                    for transport in ("rest", "session"):
+                        results += client_flows(base_url=base_url, token=token, broker=broker, transport=transport,
+                                                messages=messages, progress=progress)
+                return results
+            except (BenchmarkError, BatonError) as exc:  # BatonError: what the Python client raised
+                raise BenchmarkError(f"{exc!r}\nserver log:\n{scratch.log_tail('server.log')}") from exc
+
+    def _peers(self, options, *, kind: str | None, database_url: str, facts: dict) -> list[Result]:
+        """The plain PostgreSQL queue (on the benchmark's PostgreSQL, or on a throwaway server
+        started for it) and RabbitMQ, on the queue scenarios."""
+        from brokers.benchmark.flows import run_plain_postgres_queue
+        from brokers.benchmark.plain import postgres_server_settings
+        from brokers.benchmark.rabbitmq import rabbitmq_available, rabbitmq_server, run_rabbitmq
+
+        progress, messages = options["verbosity"] >= 1, options["messages"]
+        results: list[Result] = []
+        with ExitStack() as stack:
+            if kind != "postgres":
+                from brokers.benchmark.pgserver import postgres_server
+
+                self._progress(options, "benchmark: starting a throwaway PostgreSQL server for the PostgreSQL queue")
+                server = stack.enter_context(postgres_server(keep=options["keep"]))
+                database_url = server.url
+                facts["peer_postgres"] = server.describe()
+            try:
+                facts["peer_postgres_settings"] = postgres_server_settings(database_url)
+                results += run_plain_postgres_queue(database_url=database_url, messages=messages, progress=progress)
+            except BenchmarkError:
+                raise
+            except Exception as exc:  # psycopg's errors
+                raise BenchmarkError(f"plain PostgreSQL queue: {exc}") from exc
+        missing = rabbitmq_available()
+        if missing:
+            self.stderr.write(f"benchmark: no RabbitMQ peer: {missing}.")
+            facts["rabbitmq"] = f"not measured: {missing}"
+            return results
+        from brokers.benchmark.flows import FLOW_CLIENTS, flow_messages
+
+        self._progress(options, "benchmark: starting RabbitMQ")
+        with rabbitmq_server(keep=options["keep"]) as (url, describe):
+            facts["rabbitmq"] = describe
+            # per message only: pika's blocking channel waits for each publish's confirm
+            flows = [(c, 1, flow_messages(messages, batch=1, clients=c)) for c in FLOW_CLIENTS]
+            results += run_rabbitmq(url=url, flows=flows, progress=progress)
+        return results
 
     @staticmethod
     def _database_facts(scratch: Scratch, *, throwaway=None) -> str:
@@ -320,7 +402,8 @@ class Command(BaseCommand):
             "load_start": facts["load"], "load_end": Command._load(), "elapsed_s": round(elapsed, 3),
             "baton_durability": facts.get("baton_durability"), "plain_durability": facts.get("plain_durability"),
             "postgres": facts.get("postgres"), "filesystem": facts.get("filesystem"),
-            "warnings": facts["warnings"], "error": failure,
+            "peer_postgres": facts.get("peer_postgres"), "peer_postgres_settings": facts.get("peer_postgres_settings"),
+            "rabbitmq": facts.get("rabbitmq"), "warnings": facts["warnings"], "error": failure,
         }
         return "\n".join(json.dumps(row) for row in [head] + json_rows(results))
 
@@ -339,13 +422,22 @@ class Command(BaseCommand):
         ]
         if durability:
             lines += ["durability:"] + [f"  {line}" for line in durability]
+        if facts.get("peer_postgres") or facts.get("peer_postgres_settings"):
+            pg = facts.get("peer_postgres_settings") or {}
+            lines.append(f"PostgreSQL queue: {facts.get('peer_postgres') or 'the benchmark database'}; server fsync="
+                         f"{pg.get('fsync')}, the queue's sessions SET synchronous_commit=on")
+        if facts.get("rabbitmq"):
+            lines.append(f"RabbitMQ:  {facts['rabbitmq']}")
         lines += [
             "",
             table(results) if results else "(no scenario completed)",
             "",
-            "batch: messages per unit of work; REST: 3 requests per unit of work (begin, put or get, commit), "
-            "clients are threads each with its own keep-alive connection; plain: one connection in this "
-            "process, INSERT of 1 KiB blobs, a sync at every commit.",
+            "batch: messages per unit of work (per call for put+get); REST: 3 requests per unit of work (begin, "
+            "put or get, commit), clients are threads each with its own keep-alive connection; session: the "
+            "same over one session per client (the put pipelined before the commit); put+get: the queue "
+            "scenarios, clients/2 producers and clients/2 consumers at once, immediate durable puts and final "
+            "gets, each call acknowledged before the next; plain: one connection in this process, INSERT of "
+            "1 KiB blobs, a sync at every commit; the PostgreSQL queue and RabbitMQ: the queue scenarios' flow.",
         ]
         return "\n".join(lines)
 

@@ -28,7 +28,7 @@ from brokers.benchmark.pipelines import (
 )
 from brokers.benchmark.report import BenchmarkError
 from brokers.benchmark.scratch import SCRATCH_FLAG, Scratch, base_dir, process_stopped, sigterm_as_interrupt, url_masked
-from brokers.management.commands.benchmark import Command as BenchmarkCommand, _python
+from brokers.management.commands.benchmark import BENCH_USER, Command as BenchmarkCommand, _python
 
 DEFAULT_STAGES = 4
 DEFAULT_MESSAGES = 100
@@ -101,8 +101,10 @@ class Command(BenchmarkCommand):
 
         phase = options["phase"]
         if phase == "setup":
+            from brokers.services.access import api_token_issue
+
             call_command("migrate", interactive=False, verbosity=0)
-            result: dict = {}
+            result: dict = {"token": api_token_issue(username=BENCH_USER, create_user=True, superuser=True)}
         elif phase == "run":
             results: list[PipelineResult] = []
             result = {}
@@ -150,12 +152,15 @@ class Command(BenchmarkCommand):
                     facts["database"] = self._database_facts(scratch)
                     try:
                         self._progress(options, f"{COMMAND}: migrating the scratch database")
-                        phase_run(scratch, "setup", verbosity=0)
-                        out = phase_run(scratch, "run", prefix=prefix, stages=stages, messages=messages,
-                                        work_ms=work_ms, only=only, verbosity=options["verbosity"])
-                        results = [PipelineResult(**r) for r in out["results"]]
-                        if out.get("error"):
-                            raise BenchmarkError(out["error"])
+                        token = phase_run(scratch, "setup", verbosity=0)["token"]
+                        if only != "chain-session":
+                            out = phase_run(scratch, "run", prefix=prefix, stages=stages, messages=messages,
+                                            work_ms=work_ms, only=only, verbosity=options["verbosity"])
+                            results = [PipelineResult(**r) for r in out["results"]]
+                            if out.get("error"):
+                                raise BenchmarkError(out["error"])
+                        if only in (None, "chain-session"):
+                            self._sessions(scratch, options, token=token, prefix=prefix, results=results)
                     finally:
                         if not scratch.own_database:
                             try:
@@ -173,6 +178,21 @@ class Command(BenchmarkCommand):
                                        stages=stages, messages=messages, work_ms=work_ms, only=only))
         if failure:
             raise CommandError(failure)
+
+    def _sessions(self, scratch: Scratch, options, *, token: str, prefix: str, results: list[PipelineResult]) -> None:
+        """The chain over sessions: a server on the scratch database, the stages in this process."""
+        from brokers.benchmark.pipelines_session import run_session_pipelines
+        from brokers.benchmark.rest import server_ready
+
+        with scratch.server() as (base_url, _command, proc):
+            self._progress(options, f"{COMMAND}: server {base_url} (log: {scratch.dir / 'server.log'})")
+            try:
+                server_ready(base_url, token, "", alive=lambda: proc.poll() is None)
+                run_session_pipelines(base_url=base_url, token=token, prefix=prefix, stages=options["stages"],
+                                      messages=options["messages"], work_ms=options["work_ms"],
+                                      progress=options["verbosity"] >= 1, results=results)
+            except BenchmarkError as exc:
+                raise BenchmarkError(f"{exc}\nserver log:\n{scratch.log_tail('server.log')}") from exc
 
     @staticmethod
     def _report(results: list[PipelineResult], *, command: list[str], facts: dict, elapsed: float,
@@ -198,6 +218,9 @@ class Command(BenchmarkCommand):
              "seconds: from stage 0's start until stage K's unit of work has committed. The work alone is "
              f"N x W = {per_stage:g} ms per stage, {(stages + 1) * per_stage:g} ms for the {stages + 1} stages one "
              "after another."),
+            "chain-session": ("chain-session: the same chain, each stage an application with its own session "
+             "through the Python client to a Uvicorn server on the scratch database (puts pipelined; gets and "
+             "commits wait for their replies)."),
             "request-reply": (f"request-reply: App1 on broker A puts N requests (REQ -> channel A.TO.B -> B/REQ.IN) in one unit of "
              f"work; App2 on B gets them as they come, works {work_ms:g} ms on each and puts a reply (REPLY -> "
              "channel B.TO.A -> A/REPLY.IN) in one unit of work; App1' on A gets the N replies in one unit of work "

@@ -19,10 +19,19 @@ SYNCPOINT_CHOICES = {"yes", "no", "if_persistent"}
 
 
 @dataclass
+class Duplicate:
+    """A message a put skipped: its ``dedup_key`` was taken on the queue by ``msg_id``."""
+    index: int  # its place in the put's list
+    dedup_key: str
+    msg_id: str
+
+
+@dataclass
 class PutResult:
     messages: list[Message]
     queue: Queue
     transaction_id: str | None
+    duplicates: list[Duplicate] = field(default_factory=list)
 
 
 @dataclass

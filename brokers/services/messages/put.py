@@ -26,9 +26,9 @@ from ..message_input import MessageInput
 from ..reactions import reaction_apply
 from ..reports import COA, reports_send
 from ..store import (
-    MARK_REACTIONS, MARK_REPORTS, client_sessions_note, connection_pending_note, queues_woken,
+    MARK_DEDUP, MARK_REACTIONS, MARK_REPORTS, client_sessions_note, connection_pending_note, queues_woken,
 )
-from .common import PutResult, _connection, _put_target, _syncpoint_checked, _unit_of_work
+from .common import Duplicate, PutResult, _connection, _put_target, _syncpoint_checked, _unit_of_work
 
 
 def message_put(
@@ -40,6 +40,11 @@ def message_put(
     work and non-persistent ones immediately. All or none are put: a full queue, a message
     too long or a disabled queue refuses the whole call. A message with ``refers_to`` is a
     reactive message: it acts on an earlier message instead of being queued.
+
+    Duplicate detection: a message with a ``dedup_key`` the queue has already taken (by an
+    earlier put, or earlier in this call) is skipped, not refused; the rest are put and
+    the skipped ones are listed in the result's ``duplicates``. Keys are taken in the same
+    database transaction as the put (``queries.dedup_keys_claim``).
 
     ``user``: who puts (a transport passes its authenticated user): a unit of work it joins
     must be theirs (docs/permissions.md), one it begins is theirs. None: system code."""
@@ -89,6 +94,11 @@ def message_put(
             )
             for msg, msg_id, pers, uow in zip(messages, ids_new(len(messages)), persistent, under_uow)
         ]
+        duplicates: list[Duplicate] = []
+        if any(msg.dedup_key for msg in messages):
+            rows, messages, duplicates = _duplicates_skipped(queue=dest, rows=rows, messages=messages, now=now)
+            if txn is not None and any(msg.dedup_key and r.put_transaction_id for r, msg in zip(rows, messages)):
+                transaction_mark(transaction=txn, mark=MARK_DEDUP)
         queued = [r for r, msg in zip(rows, messages) if msg.refers_to is None]
         if queued:
             immediate = [r for r in queued if r.put_transaction_id is None]
@@ -122,7 +132,31 @@ def message_put(
                 connection_pending_note(connection=conn, transaction=txn, put=later_put[-1])
             if now_put:
                 client_sessions_note(broker_id=owner.pk, put={conn.conn_id: now_put[-1]})
-    return PutResult(rows, dest, txn.id if txn else None)
+    return PutResult(rows, dest, txn.id if txn else None, duplicates)
+
+
+def _duplicates_skipped(*, queue, rows: list[Message], messages: list[MessageInput], now):
+    """The rows and messages left once those whose key is taken are removed, and the
+    duplicates. Locks the queue's row first (lock order: queue row, then key entries)."""
+    queries.queues_lock(queue_ids=[queue.pk], even_one=True)
+    first: dict[str, int] = {}
+    for index, msg in enumerate(messages):
+        if msg.dedup_key:
+            first.setdefault(msg.dedup_key, index)
+    claimed = queries.dedup_keys_claim(
+        queue_id=queue.pk, now=now,
+        keys=[(key, rows[i].msg_id, rows[i].put_transaction_id) for key, i in first.items()],
+    )
+    skipped = [i for i, msg in enumerate(messages)
+               if msg.dedup_key and (msg.dedup_key not in claimed or first[msg.dedup_key] != i)]
+    if not skipped:
+        return rows, messages, []
+    owners = queries.dedup_keys_owners(queue_id=queue.pk, keys=sorted({messages[i].dedup_key for i in skipped}))
+    duplicates = [Duplicate(index=i, dedup_key=messages[i].dedup_key, msg_id=owners[messages[i].dedup_key])
+                  for i in skipped]
+    gone = set(skipped)
+    kept = [i for i in range(len(messages)) if i not in gone]
+    return [rows[i] for i in kept], [messages[i] for i in kept], duplicates
 
 
 def _reaction_put(*, row: Message, msg: MessageInput, queue, txn) -> None:

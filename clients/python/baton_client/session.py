@@ -1,0 +1,164 @@
+"""A Baton session: one WebSocket to ``/api/session/`` carrying any number of operations,
+pipelined (see "Sessions: the fast path" in the API contract).
+
+A request is ``{"id", "op", ...fields}``; its reply ``{"re": id, "status", ...body}`` may
+come in any order. :meth:`Session.send` sends a request and returns a
+:class:`~concurrent.futures.Future` of its reply at once; :meth:`Session.call` sends and
+waits. Many threads may share one session: sends are serialised (so requests are applied
+in the order sent), one reader thread hands each reply to its future.
+
+A session that drops (the server restarted, the network broke) fails the replies still
+awaited with :class:`NetworkError`; the next request opens a new one. Units of work are
+independent of sessions, so they carry on.
+"""
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+from concurrent.futures import Future, TimeoutError as FutureTimeout
+from typing import Any, Mapping
+from urllib.parse import urlsplit, urlunsplit
+
+from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
+from websockets.sync.client import ClientConnection, connect
+
+from .errors import NetworkError, RequestTimeout, error_from_body
+
+__all__ = ["Session", "session_url", "reply_body"]
+
+PATH = "/api/session/"
+#: The largest reply frame read (a batch of big messages); the server applies its own limit to requests.
+MAX_FRAME_BYTES = 256 * 1024 * 1024
+
+
+def session_url(base_url: str) -> str:
+    """``http://host:port`` (the REST base URL) → ``ws://host:port/api/session/``."""
+    parts = urlsplit(base_url)
+    scheme = {"http": "ws", "https": "wss"}.get(parts.scheme, parts.scheme)
+    return urlunsplit((scheme, parts.netloc, parts.path.rstrip("/") + PATH, "", ""))
+
+
+def reply_body(op: str, reply: Mapping[str, Any]) -> dict[str, Any]:
+    """The REST body a reply carries; raises the error it reports (the same class, code,
+    status and details as REST)."""
+    status = reply.get("status")
+    body = {k: v for k, v in reply.items() if k not in ("re", "status")}
+    if not isinstance(status, int) or status >= 400:
+        raise error_from_body(status if isinstance(status, int) else None, body, text=f"{op}: {reply!r}")
+    return body
+
+
+class Session:
+    """One WebSocket session, opened on first use and again after a drop.
+
+    ``timeout`` is for a reply; a request that waits on the server (``wait`` seconds) gets
+    its wait added. ``headers`` go on the upgrade request (the token as
+    ``Authorization: Token <key>``)."""
+
+    def __init__(self, base_url: str, token: str | None = None, *, timeout: float = 30.0,
+                 open_timeout: float = 10.0, user_agent: str = "baton-client") -> None:
+        self.url = session_url(base_url)
+        self.timeout = timeout
+        self.open_timeout = open_timeout
+        self._headers = {"Authorization": f"Token {token}"} if token else {}
+        self._user_agent = user_agent
+        self._ids = itertools.count(1)
+        self._lock = threading.Lock()  # the connection, sends and the table of awaited replies
+        self._ws: ClientConnection | None = None
+        self._awaited: dict[int, Future] = {}
+        self._closed = False
+
+    def __repr__(self) -> str:
+        return f"Session({self.url!r}, open={self._ws is not None})"
+
+    # -- the connection -----------------------------------------------------------------
+    def _open(self) -> ClientConnection:
+        """The open connection (opening one, with its reader thread, if there is none). Under the lock."""
+        if self._closed:
+            raise NetworkError(f"{self.url}: the session was closed.")
+        if self._ws is None:
+            try:
+                ws = connect(
+                    self.url, additional_headers=self._headers, user_agent_header=self._user_agent,
+                    compression=None, proxy=None, open_timeout=self.open_timeout, max_size=MAX_FRAME_BYTES,
+                    max_queue=None, ping_interval=20, ping_timeout=None,
+                ).__enter__()  # the connection itself, closed by _dropped (websockets' context-manager form)
+            except (OSError, TimeoutError, InvalidHandshake, InvalidURI) as exc:
+                raise NetworkError(f"{self.url}: cannot open a session ({exc}).") from exc
+            self._ws = ws
+            threading.Thread(target=self._read, args=(ws,), name="baton-session-reader", daemon=True).start()
+        return self._ws
+
+    def _read(self, ws: ClientConnection) -> None:
+        """The reader thread: every reply to its future, until the connection ends."""
+        try:
+            while True:
+                frame = ws.recv()
+                try:
+                    reply = json.loads(frame)
+                    future = self._awaited.pop(reply["re"], None)
+                except (ValueError, TypeError, KeyError):
+                    continue  # not a reply to a request of ours (the server answers bad frames with re: null)
+                if future is not None and not future.done():
+                    future.set_result(reply)
+        except ConnectionClosed:
+            pass
+        except Exception:  # noqa: BLE001 - whatever broke the connection, the awaited replies fail below
+            pass
+        finally:
+            self._dropped(ws)
+
+    def _dropped(self, ws: ClientConnection) -> None:
+        with self._lock:
+            if self._ws is ws:
+                self._ws = None
+            awaited, self._awaited = self._awaited, {}
+        error = NetworkError(f"{self.url}: the session closed before the reply came.")
+        for future in awaited.values():
+            if not future.done():
+                future.set_exception(error)
+        try:
+            ws.close()
+        except Exception:  # noqa: BLE001 - already gone
+            pass
+
+    def close(self) -> None:
+        """Close the session (replies still awaited fail with NetworkError)."""
+        with self._lock:
+            self._closed = True
+            ws, self._ws = self._ws, None
+        if ws is not None:
+            ws.close()
+            self._dropped(ws)
+
+    # -- requests -----------------------------------------------------------------------
+    def send(self, op: str, fields: Mapping[str, Any]) -> Future:
+        """Send one request without waiting; the future's result is the raw reply."""
+        future: Future = Future()
+        frame_id = None
+        with self._lock:
+            ws = self._open()
+            frame_id = next(self._ids)
+            self._awaited[frame_id] = future
+            try:
+                ws.send(json.dumps({"id": frame_id, "op": op, **fields}, separators=(",", ":")))
+            except (ConnectionClosed, OSError) as exc:
+                self._awaited.pop(frame_id, None)
+                if self._ws is ws:
+                    self._ws = None
+                future.set_exception(NetworkError(f"{self.url}: {op}: the session broke ({exc})."))
+        return future
+
+    def result(self, op: str, future: Future, *, wait: float = 0) -> dict[str, Any]:
+        """Wait for a sent request's reply: its body, or the error it reports raised."""
+        timeout = self.timeout + (wait or 0)
+        try:
+            reply = future.result(timeout)
+        except FutureTimeout:
+            raise RequestTimeout(f"{op}: no reply within {timeout:g}s.") from None
+        return reply_body(op, reply)
+
+    def call(self, op: str, fields: Mapping[str, Any], *, wait: float = 0) -> dict[str, Any]:
+        """Send one request and wait for its reply's body (or raise the error it reports)."""
+        return self.result(op, self.send(op, fields), wait=wait)

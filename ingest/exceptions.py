@@ -1,0 +1,9 @@
+from config.errors import InvalidInput, NotFound
+
+
+class IngestNotFound(NotFound):
+    """No such ingest."""
+
+
+class SourceRefused(InvalidInput):
+    """The source is not a file or folder inside the staging directory."""

@@ -1,0 +1,133 @@
+"""What the session transport adds: pipelined puts under a unit of work (their errors
+surface at the next call that waits), many threads on one session, and a new session after
+a drop."""
+from __future__ import annotations
+
+import itertools
+import socket
+import threading
+
+import pytest
+
+from brokers.client import Client, NetworkError, PendingPut, PutInhibited
+from tests.integration.servers import poll_until
+
+pytestmark = pytest.mark.integration
+_names = itertools.count(1)
+
+
+@pytest.fixture
+def session_client(platform):
+    with Client(platform.url, platform.token, timeout=30) as c:
+        assert c.transport == "session"
+        yield c
+
+
+@pytest.fixture
+def broker(session_client):
+    """A fresh broker with queue Q1 (these tests run on the session transport alone)."""
+    name = f"SS{next(_names)}"
+    session_client.define_broker(name, transaction_timeout_ms=60_000)
+    session_client.define_queue(name, "Q1")
+    return name
+
+
+def test_puts_in_a_unit_of_work_are_pipelined_and_keep_their_order(session_client, broker):
+    client = session_client
+    with client.transaction(broker) as tx:
+        puts = [tx.put("Q1", f"m{n}") for n in range(50)]
+        assert all(isinstance(p, PendingPut) for p in puts)
+        batch = tx.put("Q1", messages=["b1", "b2"])
+    assert tx.state == "committed" and all(p.done() for p in puts)
+    assert [m.text for m in batch] == ["b1", "b2"] and batch[0].transaction == tx.id
+    got = client.get(broker, "Q1", batch=100)
+    assert [m.text for m in got] == [f"m{n}" for n in range(50)] + ["b1", "b2"]
+    assert [m.msg_id for m in got][:50] == [p.msg_id for p in puts]
+
+
+def test_a_failed_pipelined_put_is_raised_by_the_commit_which_is_not_sent(session_client, broker):
+    client = session_client
+    client.define_queue(broker, "NOPUT", put_enabled=False)
+    tx = client.transaction(broker)
+    tx.put("Q1", "fine")
+    failed = tx.put("NOPUT", "refused")
+    with pytest.raises(PutInhibited) as info:
+        tx.commit()
+    assert info.value.status == 409 and info.value.details["pipelined_put"] is True
+    assert tx.refresh().state == "active"  # nothing committed: the caller decides
+    with pytest.raises(PutInhibited):
+        failed.result()
+    assert tx.rollback() == [] and client.display_queue(broker, "Q1")["depth"] == 0
+
+
+def test_the_context_manager_rolls_back_when_a_pipelined_put_failed(session_client, broker):
+    client = session_client
+    client.define_queue(broker, "NOPUT", put_enabled=False)
+    with pytest.raises(PutInhibited):
+        with client.transaction(broker) as tx:
+            tx.put("Q1", "fine")
+            tx.put("NOPUT", "refused")
+    assert tx.state == "rolled_back" and tx.refresh().reason == "client"
+    assert client.display_queue(broker, "Q1")["depth"] == 0
+
+
+def test_a_get_under_the_unit_of_work_reads_the_put_replies_first(session_client, broker):
+    client = session_client
+    client.define_queue(broker, "NOPUT", put_enabled=False)
+    tx = client.transaction(broker)
+    tx.put("NOPUT", "refused")
+    with pytest.raises(PutInhibited):
+        tx.get("Q1")
+    assert tx.get("Q1") is None  # the error was raised once
+    assert tx.rollback() == [] and tx.state == "rolled_back"
+
+
+def test_threads_share_one_session(session_client, broker):
+    client, errors = session_client, []
+
+    def worker(n: int) -> None:
+        try:
+            for i in range(20):
+                client.put(broker, "Q1", f"{n}.{i}")
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert not errors, errors
+    assert client.display_queue(broker, "Q1")["depth"] == 80
+
+
+def test_a_waiting_get_does_not_hold_up_the_session(session_client, broker):
+    client = session_client
+    box: dict = {}
+    thread = threading.Thread(target=lambda: box.setdefault("got", client.get(broker, "Q1", wait=20)))
+    thread.start()
+    # while the get waits on the server, the same session carries other requests
+    client.put(broker, "Q1", "for the waiting get")
+    thread.join(30)
+    assert box["got"].text == "for the waiting get"
+
+
+def test_a_dropped_session_fails_its_waiting_call_and_the_next_call_opens_a_new_one(session_client, broker):
+    client = session_client
+    client.put(broker, "Q1", "before")
+    box: dict = {}
+
+    def waiting_get() -> None:
+        try:
+            client.get(broker, "EMPTY.NEVER", wait=20)
+        except NetworkError as exc:
+            box["error"] = exc
+
+    client.define_queue(broker, "EMPTY.NEVER")
+    thread = threading.Thread(target=waiting_get)
+    thread.start()
+    poll_until(lambda: client._session._awaited, timeout=10, what="the get to be sent")
+    client._session._ws.socket.shutdown(socket.SHUT_RDWR)  # the network breaks
+    thread.join(30)
+    assert isinstance(box.get("error"), NetworkError) and box["error"].status is None
+    assert client.get(broker, "Q1").text == "before"
