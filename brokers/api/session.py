@@ -113,7 +113,7 @@ class _Applier(threading.Thread):
         try:
             try:
                 request = json.loads(text)
-            except ValueError:
+            except (ValueError, RecursionError):  # not JSON, or nested beyond the decoder's depth
                 raise InvalidInput("A request is one JSON object: {\"id\", \"op\", ...fields}.",
                                    errors={"body": ["Not JSON."]}) from None
             if not isinstance(request, dict):
@@ -284,6 +284,6 @@ def _peek_id(text: str) -> Any:
         return None
     try:
         found = json.loads(text).get("id")
-    except (ValueError, AttributeError):
+    except (ValueError, AttributeError, RecursionError):
         return None
     return found if isinstance(found, (int, float, str)) and not isinstance(found, bool) else None

@@ -7,6 +7,7 @@ from typing import Annotated, Any
 from pydantic import ConfigDict, Field
 
 from brokers.api.operations import Model, Operation
+from brokers.permissions import require_transaction
 from brokers.services.message_input import MessageIn
 
 from .. import permissions as may
@@ -42,6 +43,8 @@ class PublicationPublish(Operation):
     @classmethod
     def perform(cls, user, data: Input) -> tuple[int, dict[str, Any]]:
         may.require_publish(user, broker=data.broker)
+        if data.transaction:  # a unit of work is acted on only by its owner (API.md, "Ownership")
+            require_transaction(user, transaction_id=data.transaction)
         result = publication_publish(broker=data.broker, topic=data.topic, message=MessageIn.to_input(data),
                                      retain=data.retain, transaction_id=data.transaction or None)
         return 201, {"msg_id": result.msg_id, "topic": result.topic, "matched": result.matched,

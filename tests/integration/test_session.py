@@ -164,6 +164,13 @@ def test_bad_frames_are_answered_and_the_session_stays_open(session, live_broker
     assert unknown["status"] == 400 and unknown["errors"] == {"op": ["Unknown operation."]}
     session.ws.send(b"\x00binary")
     assert session.recv()["status"] == 400
+    session.ws.send("[" * 100_000)  # deeper than the JSON decoder goes
+    assert session.recv()["status"] == 400
+    nested: dict = {}
+    for _ in range(60):
+        nested = {"k": nested}
+    deep = session.call(op="put", broker=live_broker, queue="Q1", body="x", properties=nested)
+    assert deep["status"] == 400 and deep["code"] == "invalid"
     assert session.call(op="put", broker=live_broker, queue="Q1", body="still open")["status"] == 201
 
 
