@@ -21,6 +21,7 @@ import signal
 import time
 from datetime import timedelta
 
+from django.conf import settings
 from django.db import transaction as db
 from django.db.models import F, Q
 from django.utils import timezone
@@ -36,7 +37,6 @@ from .channel_transport import Transport, TransportError, transport_for
 from .messages import message_get
 from .store import queue_wakeup_key
 
-LEASE_S = 30
 IDLE_WAIT_S = 1.0
 READY_CHECK_WAIT_S = 1.0
 BACKOFF_MAX_S = 60
@@ -57,7 +57,7 @@ def channel_lease_acquire(*, name: str, holder: str) -> bool:
     return bool(
         Channel.objects.filter(name=name)
         .filter(Q(lease_holder="") | Q(lease_holder=holder) | Q(lease_until__isnull=True) | Q(lease_until__lte=now))
-        .update(lease_holder=holder, lease_until=now + timedelta(seconds=LEASE_S))
+        .update(lease_holder=holder, lease_until=now + timedelta(seconds=settings.BATON_CHANNEL_LEASE_S))
     )
 
 

@@ -11,3 +11,6 @@ BATON_MAX_WAIT_S = env_int("BATON_MAX_WAIT_S", 60)
 BATON_EXCLUSIVE_LEASE_MS = env_int("BATON_EXCLUSIVE_LEASE_MS", 30_000)
 #: A unit of work active for longer than this is rolled back, unless its broker says otherwise.
 BATON_TRANSACTION_TIMEOUT_MS = env_int("BATON_TRANSACTION_TIMEOUT_MS", 120_000)
+#: Seconds a channel agent's lease on its channel lasts without renewal (it renews every
+#: batch and every second while it waits): how long after an agent dies the next one may start.
+BATON_CHANNEL_LEASE_S = env_int("BATON_CHANNEL_LEASE_S", 30)
