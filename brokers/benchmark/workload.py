@@ -62,6 +62,8 @@ class Settings:
     channel_batch_interval_ms: int = 100
     #: Seconds each client pauses between its rounds (0: as fast as it can).
     pause_s: float = 0.0
+    #: Added to ``pause_s`` for producers, so that a long run does not fill the queues.
+    producer_pause_s: float = 0.0
     #: How long a client keeps trying to settle a unit of work whose outcome it did not hear.
     settle_s: float = 60.0
     request_timeout_s: float = 15.0
@@ -153,12 +155,16 @@ class Actor(threading.Thread):
         try:
             while not self.stop.is_set():
                 self.round()
-                if self.settings.pause_s:
-                    self.stop.wait(self.settings.pause_s)
+                if self.pause_s:
+                    self.stop.wait(self.pause_s)
         except BaseException as exc:  # noqa: BLE001 - reported by whoever joins the load
             self.error = exc
         finally:
             self.client.close()
+
+    @property
+    def pause_s(self) -> float:
+        return self.settings.pause_s
 
     def round(self) -> None:
         raise NotImplementedError
@@ -230,6 +236,10 @@ class Actor(threading.Thread):
 
 class Producer(Actor):
     kind = "p"
+
+    @property
+    def pause_s(self) -> float:
+        return self.settings.pause_s + self.settings.producer_pause_s
 
     def round(self) -> None:
         roll = self.rng.random()
