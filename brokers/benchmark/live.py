@@ -13,9 +13,9 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import httpx
 
@@ -108,7 +108,7 @@ class LivePlatform:
 
     # -- preparing -------------------------------------------------------------------------
     def manage(self, *args: str, timeout: float = 300) -> str:
-        result = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=self.environ(),
+        result = subprocess.run([sys.executable, "manage.py", *args], check=False, cwd=ROOT, env=self.environ(),
                                 capture_output=True, text=True, timeout=timeout)
         if result.returncode != 0:
             raise PlatformError(f"manage.py {' '.join(args)} failed ({result.returncode}):\n{result.stderr[-4000:]}")
@@ -246,7 +246,7 @@ class LivePlatform:
             parts.append(f"--- {path.name} ---\n{_tail(path, limit)}")
         return "\n".join(parts)
 
-    def __enter__(self) -> "LivePlatform":
+    def __enter__(self) -> LivePlatform:
         return self
 
     def __exit__(self, *exc) -> None:

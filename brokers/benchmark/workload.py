@@ -32,8 +32,9 @@ import threading
 import time
 import traceback
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from brokers.client import (
     BatonClientError, Client, Message, NetworkError, ServerError, Throttled, TransactionBackedOut,

@@ -16,8 +16,9 @@ import random
 import secrets
 import threading
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
+
 
 import pytest
 from django.conf import settings
@@ -102,9 +103,11 @@ def test_no_message_lost_duplicated_or_seen_uncommitted_while_servers_are_killed
         for killer in killers:
             killer.join()
         faults_s = time.monotonic() - started
-        load.finish()
         failed = [k for k in killers if k.error]
-        assert not failed, f"{failed[0].name}: {failed[0].error!r}\n{platform.logs()}"
+        if failed:
+            load.stop.set()
+            pytest.fail(f"{failed[0].name}: {failed[0].error!r}\n{platform.logs()}")
+        load.finish()
 
         with Client(platform.url, token, timeout=30) as client:
             # every unit of work resolves (or times out), the channel empties its transmission

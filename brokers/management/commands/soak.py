@@ -144,17 +144,17 @@ class Command(BaseCommand):
         facts = report["facts"]
         checker = report["checker"]
         lines = [
-            f"soak: {facts['seconds']:g} s of mixed load, {report['operations']} operations "
-            f"({report['operations_per_s']:g}/s); {facts['database']}; {facts['machine']}; "
-            f"load average {facts['load_average_before'][0]} -> {facts['load_average_after'][0]}",
+            (f"soak: {facts['seconds']:g} s of mixed load, {report['operations']} operations "
+             f"({report['operations_per_s']:g}/s); {facts['database']}; {facts['machine']}; "
+             f"load average {facts['load_average_before'][0]} -> {facts['load_average_after'][0]}"),
             "",
             samples_table(series),
             "",
             summary_table(report["processes"]),
             "",
-            f"verdict: {'GROWTH' if report['growth'] else 'no growth'} (growth: memory over "
-            f"max({RSS_GROWTH_MIB_PER_H:g} MiB, {RSS_GROWTH_SHARE_PER_H:.0%} of the mean) per hour, or descriptors "
-            f"over {FD_GROWTH_PER_H:g} per hour, after the first tenth of the run)",
+            (f"verdict: {'GROWTH' if report['growth'] else 'no growth'} (growth: memory over "
+             f"max({RSS_GROWTH_MIB_PER_H:g} MiB, {RSS_GROWTH_SHARE_PER_H:.0%} of the mean) per hour, or descriptors "
+             f"over {FD_GROWTH_PER_H:g} per hour, after the first tenth of the run)"),
             "checker: " + ", ".join(f"{k} {v}" for k, v in checker.items() if k not in ("ok", "problems")),
         ]
         return "\n".join(lines) + "\n"
