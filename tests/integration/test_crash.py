@@ -52,12 +52,13 @@ def database_of_its_own(tmp_path) -> Iterator[str]:
     import psycopg
 
     name = f"baton_crash_{os.getpid()}_{secrets.token_hex(3)}"
-    params = {"host": db["HOST"], "port": db["PORT"], "user": db["USER"], "password": db.get("PASSWORD") or None,
+    host, port = db["HOST"] or "127.0.0.1", db["PORT"] or 5432
+    params = {"host": host, "port": port, "user": db["USER"], "password": db.get("PASSWORD") or None,
               "dbname": "postgres", "autocommit": True}
     with psycopg.connect(**params) as conn:
         conn.execute(f'CREATE DATABASE "{name}"')
     try:
-        yield f"postgres://{db['USER']}:{db.get('PASSWORD') or ''}@{db['HOST']}:{db['PORT']}/{name}"
+        yield f"postgres://{db['USER']}:{db.get('PASSWORD') or ''}@{host}:{port}/{name}"
     finally:
         with psycopg.connect(**params) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
