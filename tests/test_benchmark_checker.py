@@ -89,3 +89,16 @@ def test_tables_show_every_process():
     assert samples[-1].split() == ["10", "92.0", "31", "80.0", "9"]
     summary = summary_table([web.summary(), load.summary()]).splitlines()
     assert summary[2].split()[0] == "web" and summary[3].split()[0] == "load" and summary[3].endswith("no growth")
+
+
+def test_seen_before_its_commit_was_asked_for_is_uncommitted_visible():
+    common = {"consumed": Counter(["a"]), "consumed_unknown": Counter(), "delivered": Counter(),
+              "delivered_unknown": Counter(), "queued": {"work": Counter(), "down": Counter(["a"])}}
+    in_order = check(puts={"a": "ack"}, seen={"work": {"a": 2.0}, "down": {"a": 4.0}}, asked={"a": 1.0},
+                     forward_asked={"a": 3.0}, **common)
+    assert in_order.ok, in_order.problems()
+    early = check(puts={"a": "ack"}, seen={"work": {"a": 0.5}, "down": {}}, asked={"a": 1.0}, **common)
+    assert early.uncommitted_visible == ["a"]
+    early_downstream = check(puts={"a": "ack"}, seen={"work": {}, "down": {"a": 2.5}}, asked={"a": 1.0},
+                             forward_asked={"a": 3.0}, **common)
+    assert early_downstream.uncommitted_visible == ["a"]

@@ -20,7 +20,10 @@ Invariants, per body:
 - *uncommitted visible*: a body whose put never committed (refused, rolled back, or in a
   unit of work never asked to commit) is queued, taken by a committed consumer, or seen by
   a get that is not pre-emptive; downstream, a body is queued, completed or seen although
-  no consumer's commit of it was acknowledged or may have happened.
+  no consumer's commit of it was acknowledged or may have happened. And in time: a get
+  that is not pre-emptive returned a body before its producer asked to commit it (or, for
+  a put outside a unit of work, sent it), or returned it downstream before the consumer
+  that forwarded it asked to commit — no commit can precede its request.
 - *unknown*: a body no client ever put.
 
 Indeterminate outcomes (a reply that never came) may go either way, never both: an
@@ -69,9 +72,14 @@ class Verdict:
 
 
 def check(*, puts: dict[str, str], consumed: Counter, consumed_unknown: Counter, delivered: Counter,
-          delivered_unknown: Counter, seen: dict[str, set], queued: dict[str, Counter]) -> Verdict:
+          delivered_unknown: Counter, seen: dict[str, dict], queued: dict[str, Counter],
+          asked: dict[str, float] | None = None, forward_asked: dict[str, float] | None = None) -> Verdict:
     """Judge one run. ``puts`` maps each body to "ack", "failed" or "unknown" ("pending"
-    counts as unknown); ``queued`` maps "work" and "down" to the bodies still on their queues."""
+    counts as unknown); ``queued`` maps "work" and "down" to the bodies still on their queues;
+    ``seen`` maps each stage to the bodies gets that are not pre-emptive returned (with the
+    time the first reply came, when ``asked`` and ``forward_asked`` give the times the
+    commits were asked for)."""
+    asked, forward_asked = asked or {}, forward_asked or {}
     work, down = queued.get("work", Counter()), queued.get("down", Counter())
     verdict = Verdict(
         acknowledged=sum(1 for s in puts.values() if s == "ack"),
@@ -82,7 +90,7 @@ def check(*, puts: dict[str, str], consumed: Counter, consumed_unknown: Counter,
         queued=sum(work.values()) + sum(down.values()),
     )
     bodies = set(puts) | set(work) | set(down) | set(consumed) | set(consumed_unknown) | set(delivered) \
-        | set(delivered_unknown) | seen.get("work", set()) | seen.get("down", set())
+        | set(delivered_unknown) | set(seen.get("work", ())) | set(seen.get("down", ()))
     for body in sorted(bodies):
         status = puts.get(body)
         if status is None:
@@ -98,6 +106,9 @@ def check(*, puts: dict[str, str], consumed: Counter, consumed_unknown: Counter,
         if status == "failed" and (work[body] or taken or body in seen.get("work", ())):
             verdict.uncommitted_visible.append(body)
             continue
+        if _seen_before(seen.get("work", {}), body, asked):
+            verdict.uncommitted_visible.append(body)
+            continue
         # stage down
         downstream = down[body] + done + maybe_done
         if taken and downstream == 0:
@@ -106,11 +117,20 @@ def check(*, puts: dict[str, str], consumed: Counter, consumed_unknown: Counter,
             verdict.duplicated.append(body)
         if (downstream or body in seen.get("down", ())) and not (taken or maybe_taken):
             verdict.uncommitted_visible.append(body)
+        elif _seen_before(seen.get("down", {}), body, asked) or _seen_before(seen.get("down", {}), body, forward_asked):
+            verdict.uncommitted_visible.append(body)
     return verdict
+
+
+def _seen_before(seen: dict, body: str, asked: dict[str, float]) -> bool:
+    """Whether a get that is not pre-emptive returned ``body`` before its commit was asked for."""
+    if not isinstance(seen, dict) or body not in seen or body not in asked:
+        return False
+    return seen[body] < asked[body]
 
 
 def history_checked(history, queued: dict[str, Counter]) -> Verdict:
     """``check`` over a ``workload.History``."""
     return check(puts=dict(history.puts), consumed=history.consumed, consumed_unknown=history.consumed_unknown,
                  delivered=history.delivered, delivered_unknown=history.delivered_unknown, seen=history.seen,
-                 queued=queued)
+                 queued=queued, asked=history.asked, forward_asked=history.forward_asked)

@@ -84,8 +84,15 @@ class History:
     #: peek-lock completions on IN, acknowledged / whose reply never came.
     delivered: Counter = field(default_factory=Counter)
     delivered_unknown: Counter = field(default_factory=Counter)
-    #: bodies seen by a get that is not pre-emptive (so must have been committed), by stage.
-    seen: dict[str, set] = field(default_factory=lambda: {"work": set(), "down": set()})
+    #: bodies seen by a get that is not pre-emptive (so must have been committed), by stage,
+    #: with the (monotonic) time the first such reply arrived.
+    seen: dict[str, dict] = field(default_factory=lambda: {"work": {}, "down": {}})
+    #: when a body's producer first asked to commit it (or sent its put outside a unit of
+    #: work): before then nobody may see it but a pre-emptive get.
+    asked: dict[str, float] = field(default_factory=dict)
+    #: when a consumer whose commit went through (or may have) first asked to commit its
+    #: forward of a body: before then it may not be seen downstream.
+    forward_asked: dict[str, float] = field(default_factory=dict)
     operations: int = 0
     indeterminate_calls: int = 0
     units: Counter = field(default_factory=Counter)  # outcome of each unit of work a client ran
@@ -100,8 +107,16 @@ class History:
             getattr(self, counter).update(bodies)
 
     def saw(self, stage: str, bodies: list[str]) -> None:
+        now = time.monotonic()
         with self.lock:
-            self.seen[stage].update(bodies)
+            for body in bodies:
+                self.seen[stage].setdefault(body, now)
+
+    def asked_at(self, bodies: list[str], when: float, *, forward: bool = False) -> None:
+        with self.lock:
+            times = self.forward_asked if forward else self.asked
+            for body in bodies:
+                times[body] = min(times.get(body, when), when)
 
     def unit(self, outcome: str) -> None:
         with self.lock:
@@ -247,6 +262,7 @@ class Producer(Actor):
         if roll < 0.3:
             body = self.body()
             self.history.put([body], "pending")
+            self.history.asked_at([body], time.monotonic())
             outcome, _ = self.call(self.client.put, BROKER_A, WORK, body, persistence="persistent", syncpoint="no")
             self.history.put([body], {ANSWERED: "ack", REFUSED: "failed", UNKNOWN: "unknown"}[outcome])
             return
@@ -273,6 +289,7 @@ class Producer(Actor):
             self.history.put(bodies, "failed")  # left to its timeout
             self.history.unit("abandoned")
         else:
+            self.history.asked_at(bodies, time.monotonic())
             end = self.settled(txn)
             self.history.put(bodies, {"committed": "ack", "rolled_back": "failed", "unknown": "unknown"}[end])
             self.history.unit(end)
@@ -302,8 +319,11 @@ class Consumer(Actor):
             self.rolled_back(txn)
             self.history.unit("abandoned")
             return
+        asked = time.monotonic()
         end = self.settled(txn)
         self.history.unit(end)
+        if end in ("committed", "unknown"):
+            self.history.asked_at(bodies, asked, forward=True)
         if end == "committed":
             self.history.count("consumed", bodies)
         elif end == "unknown":
