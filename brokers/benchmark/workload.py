@@ -212,8 +212,7 @@ class Actor(threading.Thread):
             try:
                 self.client.display_broker(BROKER_A)
                 return True
-            except BatonClientError as exc:
-                self.last_wait_error = exc
+            except BatonClientError:
                 time.sleep(0.1)  # polling interval of a bounded loop
         return False
 
@@ -382,36 +381,43 @@ class Locker(Actor):
 
 
 class Load:
-    """The clients, started together and stopped together."""
+    """The clients, started together; stopped together or a kind at a time (e.g. producers
+    and consumers first, so that the peek-lock consumers can drain what is left)."""
 
     def __init__(self, *, url: str, token: str, settings: Settings, seed: int = 0) -> None:
         self.history = History()
+        #: Set once every client has been told to stop.
         self.stop = threading.Event()
         rng = random.Random(seed)
-        common = {"url": url, "token": token, "history": self.history, "settings": settings, "stop": self.stop}
+        common = {"url": url, "token": token, "history": self.history, "settings": settings}
         self.actors: list[Actor] = (
-            [Producer(i + 1, seed=rng.random(), **common) for i in range(settings.producers)]
-            + [Consumer(i + 1, seed=rng.random(), **common) for i in range(settings.consumers)]
-            + [Locker(i + 1, seed=rng.random(), **common) for i in range(settings.lockers)]
+            [Producer(i + 1, seed=rng.random(), stop=threading.Event(), **common) for i in range(settings.producers)]
+            + [Consumer(i + 1, seed=rng.random(), stop=threading.Event(), **common) for i in range(settings.consumers)]
+            + [Locker(i + 1, seed=rng.random(), stop=threading.Event(), **common) for i in range(settings.lockers)]
         )
 
     def start(self) -> None:
         for actor in self.actors:
             actor.start()
 
-    def finish(self, timeout: float = 180) -> None:
-        """Stop the clients after their current round (which settles what it began)."""
-        self.stop.set()
+    def finish(self, *kinds: type[Actor], timeout: float = 180) -> None:
+        """Stop the clients of these kinds (all by default) after their current round (which
+        settles what it began)."""
+        actors = [a for a in self.actors if not kinds or isinstance(a, kinds)]
+        for actor in actors:
+            actor.stop.set()
+        if all(a.stop.is_set() for a in self.actors):
+            self.stop.set()
         deadline = time.monotonic() + timeout
-        for actor in self.actors:
+        for actor in actors:
             actor.join(max(0.1, deadline - time.monotonic()))
-        stuck = [a for a in self.actors if a.is_alive()]
+        stuck = [a for a in actors if a.is_alive()]
         if stuck:
             frames = sys._current_frames()
-            where = "\n".join(f"{a.name} (last error {getattr(a, 'last_wait_error', None)!r}):\n{''.join(traceback.format_stack(frames[a.ident]))}" for a in stuck
-                              if a.ident in frames)
+            where = "\n".join(f"{a.name}:\n{''.join(traceback.format_stack(frames[a.ident]))}"
+                              for a in stuck if a.ident in frames)
             raise RuntimeError(f"Clients still running {timeout:g} s after being stopped:\n{where}")
-        errors = [(a.name, a.error) for a in self.actors if a.error is not None]
+        errors = [(a.name, a.error) for a in actors if a.error is not None]
         if errors:
             name, error = errors[0]
             raise RuntimeError(f"Client {name} failed: {error!r}") from error

@@ -25,7 +25,10 @@ from django.conf import settings
 
 from brokers.benchmark.checker import history_checked
 from brokers.benchmark.live import LivePlatform
-from brokers.benchmark.workload import Load, Settings, open_transactions, queue_contents, quiet, topology_define
+from brokers.benchmark.workload import (
+    BROKER_A, BROKER_B, IN, XQ, Consumer, Load, Producer, Settings, open_transactions, queue_contents, quiet,
+    topology_define,
+)
 from brokers.client import Client
 
 from .servers import poll_until
@@ -108,6 +111,14 @@ def test_no_message_lost_duplicated_or_seen_uncommitted_while_servers_are_killed
         if failed:
             load.stop.set()
             pytest.fail(f"{failed[0].name}: {failed[0].error!r}\n{platform.logs()}")
+        # producers and consumers finish their rounds; the peek-lock consumers keep taking
+        # what the channel still brings until IN is empty (or a minute has passed)
+        load.finish(Producer, Consumer)
+        with Client(platform.url, token, timeout=30) as client:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and (client.display_queue(BROKER_A, XQ)["depth"]
+                                                   or client.display_queue(BROKER_B, IN)["depth"]):
+                time.sleep(0.5)  # polling interval of a bounded loop
         load.finish()
 
         with Client(platform.url, token, timeout=30) as client:
