@@ -239,6 +239,10 @@ class LivePlatform:
             except subprocess.TimeoutExpired:
                 pass
 
+    def log_tail(self, name: str, limit: int = 3000) -> str:
+        """The end of the current incarnation's log of ``name``."""
+        return _tail(self.processes[name].log, limit)
+
     def logs(self, limit: int = 3000) -> str:
         """The end of every incarnation's log, for a failure report."""
         parts = []

@@ -22,7 +22,7 @@ from brokers.benchmark.scratch import Scratch, sigterm_as_interrupt
 from brokers.benchmark.soak import (
     FD_GROWTH_PER_H, RSS_GROWTH_MIB_PER_H, RSS_GROWTH_SHARE_PER_H, Series, samples_table, summary_table,
 )
-from brokers.benchmark.workload import Load, Settings, queue_contents, quiet, topology_define
+from brokers.benchmark.workload import Load, Settings, open_transactions, queue_contents, quiet, topology_define
 from brokers.client import Client
 
 #: The load: every client runs flat out except producers, which pause between rounds so
@@ -65,6 +65,9 @@ class Command(BaseCommand):
             self.stdout.write(json.dumps(report))
         else:
             self.stdout.write(self._text(report, series))
+        for exit in report["process_exits"]:
+            sys.stderr.write(f"--- {exit['process']} (pid {exit['pid']}) exited with status {exit['status']} after "
+                             f"{exit['after_s']:g} s; its log ends:\n{exit['log']}\n")
         if not report["checker"]["ok"]:
             raise CommandError(f"The checker found problems: {report['checker']['problems']}")
 
@@ -88,13 +91,18 @@ class Command(BaseCommand):
             started = time.monotonic()
             load.start()
             operations: list[tuple[float, int]] = []
+            exits: list[dict] = []
             try:
                 while True:
                     t = time.monotonic() - started
                     for s in series:
                         s.add(t)
                     operations.append((round(t, 1), load.history.operations))
-                    if t >= duration or any(a.error for a in load.actors):
+                    exits = [{"process": p.name, "pid": p.pid, "after_s": round(t, 1), "status": p.proc.returncode,
+                              "log": live.log_tail(p.name)} for p in live.processes.values() if not p.alive()]
+                    if exits:
+                        self._progress(f"soak: {', '.join(e['process'] for e in exits)} exited: the run stops here")
+                    if t >= duration or exits or any(a.error for a in load.actors):
                         break
                     if len(operations) % max(1, int(60 / options["interval"])) == 0:
                         self._progress(f"soak: {t:6.0f} s, {load.history.operations} operations, "
@@ -104,13 +112,18 @@ class Command(BaseCommand):
             finally:
                 load.finish()
             elapsed = time.monotonic() - started
-            with Client(live.url, token, timeout=30) as client:
-                deadline = time.monotonic() + SETTLE_S
-                while not quiet(client, queues) and time.monotonic() < deadline:
-                    time.sleep(0.5)  # polling interval of a bounded loop
-                settled = quiet(client, queues)
-                queued = queue_contents(client, queues)
-            verdict = history_checked(load.history, queued)
+            settled = False
+            if not exits:
+                with Client(live.url, token, timeout=30) as client:
+                    deadline = time.monotonic() + SETTLE_S
+                    while not quiet(client, queues) and time.monotonic() < deadline:
+                        time.sleep(0.5)  # polling interval of a bounded loop
+                    settled = quiet(client, queues)
+                    open_units = len(open_transactions(client))
+                    # the queues are judged only once nothing is in motion (an ordered browse
+                    # stops at the first uncommitted put)
+                    queued = queue_contents(client, queues) if settled else None
+            verdict = history_checked(load.history, queued) if settled else None
         history = load.history
         report = {
             "kind": "soak",
@@ -135,8 +148,13 @@ class Command(BaseCommand):
             "samples": [{"process": s.name, "t_s": [round(t, 1) for t in s.times_s],
                          "rss_mib": [round(r, 1) for r in s.rss_mib], "fds": s.fds} for s in series],
             "operations_over_time": operations,
-            "checker": {**verdict.numbers(), "settled": settled, "ok": verdict.ok and settled,
-                        "problems": verdict.problems() or ("" if settled else "units of work still open")},
+            "process_exits": exits,
+            "checker": (
+                {**verdict.numbers(), "settled": True, "ok": verdict.ok, "problems": verdict.problems()} if verdict else
+                {"settled": False, "ok": False, "problems": (
+                    f"{', '.join(e['process'] for e in exits)} exited during the run" if exits else
+                    f"not judged: {open_units} units of work still open {SETTLE_S} s after the load stopped")}
+            ),
         }
         return report, series
 
@@ -156,5 +174,6 @@ class Command(BaseCommand):
              f"max({RSS_GROWTH_MIB_PER_H:g} MiB, {RSS_GROWTH_SHARE_PER_H:.0%} of the mean) per hour, or descriptors "
              f"over {FD_GROWTH_PER_H:g} per hour, after the first tenth of the run)"),
             "checker: " + ", ".join(f"{k} {v}" for k, v in checker.items() if k not in ("ok", "problems")),
+            *([f"problems: {checker['problems']}"] if checker["problems"] else []),
         ]
         return "\n".join(lines) + "\n"
