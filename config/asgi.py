@@ -19,12 +19,15 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from django.conf import settings  # noqa: E402
 
+from brokers.api.routing import websocket_urlpatterns as session_urlpatterns  # noqa: E402
 from config.wsgi import application as wsgi_application  # noqa: E402
 from dashboard.routing import websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
         "http": WSGIMiddleware(wsgi_application, workers=settings.BATON_HTTP_THREADS),
-        "websocket": AuthMiddlewareStack(URLRouter(websocket_urlpatterns)),
+        # the session authenticates by token itself (never by the cookie the stack reads);
+        # the dashboard's pages by the sign-in cookie
+        "websocket": AuthMiddlewareStack(URLRouter([*session_urlpatterns, *websocket_urlpatterns])),
     }
 )

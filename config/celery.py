@@ -24,3 +24,8 @@ def _schedule_housekeeping(sender, **kwargs):
         sender.signature("brokers.tasks.channels_supervise"),
         name="channels-supervise",
     )
+    sender.add_periodic_task(
+        settings.BATON_DASHBOARD_DEPTH_SAMPLE_S,
+        sender.signature("dashboard.tasks.depth_sample"),
+        name="dashboard-depth-sample",
+    )

@@ -2,11 +2,16 @@ from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
+from brokers.api.session_docs import session_docs, session_upgrade_required
+
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/schema/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="schema-docs"),
     path("api/schema/redoc/", SpectacularRedocView.as_view(url_name="schema"), name="schema-redoc"),
+    # the session is a WebSocket (config/asgi.py); a plain GET is told so, its page beside it
+    path("api/session/", session_upgrade_required, name="session"),
+    path("api/session/docs/", session_docs, name="session-docs"),
     path("api/", include("brokers.channel_urls")),
     path("api/", include("brokers.api.urls")),
     path("", include("dashboard.urls")),

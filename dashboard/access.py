@@ -8,7 +8,9 @@ for sets of grants (see docs/dashboard.md):
 role       grant actions               the dashboard then offers
 =========  ==========================  ==============================================
 viewer     browse                      pages, message browser, the transaction graph
-operator   browse, put, get            + put a message
+operator   browse, put, get            + put a message; move or resubmit from a
+                                       dead-letter or backout queue (get there, put
+                                       where the messages go)
 admin      browse, put, get, admin     + purge a queue
 =========  ==========================  ==============================================
 

@@ -8,7 +8,7 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
 from . import selectors
 from .access import visibility
-from .follower import FOLLOWER, OVERVIEW_GROUP, graph_group
+from .follower import FOLLOWER, OVERVIEW_GROUP, graph_group, job_group
 
 
 class _DashboardConsumer(AsyncJsonWebsocketConsumer):
@@ -67,3 +67,20 @@ class GraphConsumer(_DashboardConsumer):
 
     async def graph_changed(self, event: dict) -> None:
         await self.send_json({"type": "delta", **event["delta"]})
+
+
+class JobConsumer(_DashboardConsumer):
+    """``/ws/jobs/<id>/``: ``{"type": "job", "job": ...}`` now and whenever the job changes."""
+
+    async def connect(self) -> None:
+        if not await self._open():
+            return
+        job = await database_sync_to_async(selectors.move_job_row_or_none)(job_id=self.scope["url_route"]["kwargs"]["job_id"])
+        if job is None or not self.seen.queue(job["broker"], job["source_queue"]):
+            await self.close(code=4403)
+            return
+        await self._join(job_group(job["id"]))
+        await self.send_json({"type": "job", "job": job})
+
+    async def job_changed(self, event: dict) -> None:
+        await self.send_json({"type": "job", "job": event["job"]})

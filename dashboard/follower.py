@@ -2,7 +2,9 @@
 ``BATON_DASHBOARD_FOLLOW_S`` seconds while at least one dashboard socket is open, and fans
 what changed out to channel-layer groups. Sockets never poll the database themselves.
 
-Groups: ``dash.overview`` gets a fresh overview (every broker; each socket cuts it down to
+Groups: ``dash.job.<id>`` gets a move or resubmit job whenever its row changed (the
+worker writes its progress there; the follower reads the jobs changed lately);
+``dash.overview`` gets a fresh overview (every broker; each socket cuts it down to
 what its user sees) and per-broker event counts for the rate charts; ``dash.graph.<hex of
 the broker name>`` gets the units of work that changed on that broker, with their links.
 With several web processes on Redis each process follows on its own; what they send is
@@ -13,11 +15,13 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import Counter
+from datetime import timedelta
 from typing import Any
 
 from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 from django.conf import settings
+from django.utils import timezone
 
 from . import selectors
 
@@ -29,10 +33,20 @@ def graph_group(broker: str) -> str:
     return "dash.graph." + broker.encode().hex()
 
 
+def job_group(job_id: int) -> str:
+    return f"dash.job.{job_id}"
+
+
+#: Seconds the follower reads back before its last read of the jobs, so that a batch
+#: that committed after that read (its ``updated_at`` taken before its commit) is not missed.
+JOBS_OVERLAP_S = 5.0
+
+
 class Follower:
     def __init__(self) -> None:
         self.subscribers = 0
         self.task: asyncio.Task | None = None
+        self.jobs_sent: dict[int, dict] = {}
 
     def subscribe(self) -> None:
         self.subscribers += 1
@@ -55,25 +69,39 @@ class Follower:
                 log.exception("dashboard journal follower")
             await asyncio.sleep(settings.BATON_DASHBOARD_FOLLOW_S)
 
+    async def _jobs(self, layer) -> None:
+        """Push the move and resubmit jobs that changed since the last read to their groups."""
+        since = timezone.now() - timedelta(seconds=JOBS_OVERLAP_S + settings.BATON_DASHBOARD_FOLLOW_S)
+        rows = await database_sync_to_async(selectors.move_jobs_changed)(since=since)
+        sent, self.jobs_sent = self.jobs_sent, {row["id"]: row for row in rows}
+        for row in rows:
+            if sent.get(row["id"]) != row:
+                await layer.group_send(job_group(row["id"]), {"type": "job.changed", "job": row})
+
     async def _tick(self, layer, position: int, channels: Any) -> tuple[int, Any]:
+        await self._jobs(layer)
         events = await database_sync_to_async(selectors.journal_after)(position=position)
         current_channels = await database_sync_to_async(selectors.channel_rows)()
         if not events and current_channels == channels:
             return position, channels
         counts: dict[str, Counter] = {}
         changed: dict[str, set[str]] = {}
-        for _, kind, broker, transaction_id in events:
+        queues: dict[str, set[str]] = {}
+        for _, kind, broker, transaction_id, queue in events:
             if kind in selectors.RATE_KINDS:
                 counts.setdefault(broker, Counter())[kind] += 1
             if transaction_id:
                 changed.setdefault(broker, set()).add(transaction_id)
+                if queue and kind in ("put", "get"):
+                    queues.setdefault(transaction_id, set()).add(queue)
         data = await database_sync_to_async(selectors.overview)()
         await layer.group_send(OVERVIEW_GROUP, {
             "type": "overview.changed", "data": data,
             "counts": {b: dict(c) for b, c in counts.items()},
         })
         for broker, ids in changed.items():
-            delta = await database_sync_to_async(selectors.graph_delta)(transaction_ids=ids)
+            delta = await database_sync_to_async(selectors.graph_delta)(
+                transaction_ids=ids, queues={t: queues[t] for t in ids if t in queues})
             await layer.group_send(graph_group(broker), {"type": "graph.changed", "delta": delta})
         return (events[-1][0] if events else position), current_channels
 

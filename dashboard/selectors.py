@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.db.models import Count, Q
@@ -19,10 +19,12 @@ from transactions.selectors import transaction_graph
 from config.errors import InvalidInput, NotFound
 
 from .access import Visibility
+from .models import DepthSample, MoveJob
 
 #: Rate windows offered by the overview's charts: seconds -> bucket.
 RATE_WINDOWS = {60: "second", 600: "second", 3600: "minute", 86400: "minute"}
 RATE_KINDS = ("put", "get", "commit", "rollback")
+DEPTH_PARTS = ("available", "uncommitted_puts", "in_flight", "locked")
 PAGE_SIZE = 25
 
 
@@ -52,6 +54,7 @@ def _channel_row(c: Channel) -> dict[str, Any]:
     return {"name": c.name, "source_broker": c.source_broker.name, "target_broker": c.target_broker,
             "transmission_queue": c.transmission_queue, "remote": bool(c.target_url), "state": c.state,
             "enabled": c.enabled, "preemptive": c.preemptive, "batch_size": c.batch_size,
+            "batch_interval_ms": c.batch_interval_ms, "in_doubt_seq": c.in_doubt_seq or None,
             "batches_committed": c.batches_committed, "batches_backed_out": c.batches_backed_out,
             "messages_sent": c.messages_sent, "last_batch_seq": c.last_batch_seq,
             "last_error": c.last_error or None}
@@ -103,6 +106,12 @@ def broker_page(*, broker: str, seen: Visibility) -> dict[str, Any]:
     channels = [c for c in channel_rows() if broker in (c["source_broker"], c["target_broker"])]
     return {"broker": b, "queues": [{"queue": q, **counts[q.pk]} for q in queues],
             "open_units": open_units, "channels": channels}
+
+
+def queue_names_seen(*, broker: str, seen: Visibility) -> list[str]:
+    """The broker's queues the user sees, by name (the graph page's queue filter)."""
+    return [name for name in Queue.objects.filter(broker__name=broker).order_by("name").values_list("name", flat=True)
+            if seen.queue(broker, name)]
 
 
 # --- the message browser -------------------------------------------------------------------
@@ -199,15 +208,48 @@ def purge_count(*, broker: str, queue: str) -> int:
 
 def graph_snapshot(*, broker: str, recent: int = 200) -> dict[str, Any]:
     """The broker's live graph (open units of work, recent resolved ones, and what links
-    them), as the transaction manager reads it."""
-    return transaction_graph(broker=broker, recent=recent)
+    them), as the transaction manager reads it, each node with the queues it put to or got
+    from (``queues``, for the page's queue filter)."""
+    graph = transaction_graph(broker=broker, recent=recent)
+    queues = units_queues(nodes=graph["nodes"])
+    for node in graph["nodes"]:
+        node["queues"] = queues.get(node["id"], [])
+    return graph
 
 
-def graph_delta(*, transaction_ids: set[str]) -> dict[str, Any]:
+def units_queues(*, nodes: list[dict[str, Any]]) -> dict[str, list[str]]:
+    """Queue names each unit of work put to or got from. Units of work do not record their
+    queues: an open one's are those of the messages it holds (indexed by put and get
+    transaction); a resolved one's come from the journal's put and get events since the
+    oldest of them began (a range of the journal's time index)."""
+    open_ids = [n["id"] for n in nodes if n["state"] in ("active", "commit_held")]
+    resolved = [n for n in nodes if n["state"] not in ("active", "commit_held")]
+    found: dict[str, set[str]] = {}
+    if open_ids:
+        held: list[tuple[str, int]] = []
+        for field in ("put_transaction_id", "get_transaction_id"):  # each on its partial index, no join
+            held += Message.objects.filter(**{f"{field}__in": open_ids}).values_list(field, "queue_id").distinct()
+        names = dict(Queue.objects.filter(pk__in={q for _, q in held}).values_list("pk", "name"))
+        for tid, queue_id in held:
+            found.setdefault(tid, set()).add(names[queue_id])
+    if resolved:
+        # an operation's events may carry a time taken just before it began its unit of work
+        since = datetime.fromisoformat(min(n["created_at"] for n in resolved)) - timedelta(seconds=1)
+        rows = (JournalEvent.objects.filter(at__gte=since, kind__in=("put", "get"),
+                                            transaction_id__in=[n["id"] for n in resolved])
+                .values_list("transaction_id", "queue").distinct())
+        for tid, name in rows:
+            found.setdefault(tid, set()).add(name)
+    return {tid: sorted(names) for tid, names in found.items()}
+
+
+def graph_delta(*, transaction_ids: set[str], queues: dict[str, set[str]] | None = None) -> dict[str, Any]:
     """The current state of these units of work and of every link touching them (and the
     nodes at the far ends of those links). ``touched``: the ids whose links are complete
     here, so a client drops links of theirs that are missing (a downstream rollback
-    removes its link)."""
+    removes its link). A node's ``queues``: queues it was seen putting to or getting from
+    in the events behind this delta (``queues``), which the client adds to what it knows."""
+    queues = queues or {}
     links = sorted(set(
         Link.objects.filter(Q(upstream_id__in=transaction_ids) | Q(downstream_id__in=transaction_ids))
         .values_list("upstream_id", "downstream_id", "resource_ref")
@@ -215,7 +257,8 @@ def graph_delta(*, transaction_ids: set[str]) -> dict[str, Any]:
     ids = set(transaction_ids) | {u for u, _, _ in links} | {d for _, d, _ in links}
     nodes = [
         {"id": t.id, "broker": t.broker, "state": t.state, "reason": t.reason or None,
-         "created_at": t.created_at.isoformat(), "resolved_at": t.resolved_at.isoformat() if t.resolved_at else None}
+         "created_at": t.created_at.isoformat(), "resolved_at": t.resolved_at.isoformat() if t.resolved_at else None,
+         "queues": sorted(queues.get(t.id, ()))}
         for t in Transaction.objects.filter(pk__in=ids)
     ]
     return {"nodes": nodes, "edges": [{"upstream": u, "downstream": d, "resource": r} for u, d, r in links],
@@ -224,10 +267,26 @@ def graph_delta(*, transaction_ids: set[str]) -> dict[str, Any]:
 
 # --- the journal, for the follower and the charts ------------------------------------------
 
-def journal_after(*, position: int, limit: int = 5000) -> list[tuple[int, str, str, str]]:
-    """(id, kind, broker, transaction_id) of the journal events after ``position``."""
+def journal_after(*, position: int, limit: int = 5000) -> list[tuple[int, str, str, str, str]]:
+    """(id, kind, broker, transaction_id, queue) of the journal events after ``position``."""
     return list(JournalEvent.objects.filter(id__gt=position).order_by("id")
-                .values_list("id", "kind", "broker", "transaction_id")[:limit])
+                .values_list("id", "kind", "broker", "transaction_id", "queue")[:limit])
+
+
+def depth_history(*, window_s: int, seen: Visibility) -> list[dict[str, Any]]:
+    """The depth samples of the last ``window_s`` seconds, summed over the brokers the user
+    sees whole (a broker seen only queue by queue has no history: its sums would show the
+    hidden queues' messages)."""
+    since = timezone.now() - timedelta(seconds=window_s)
+    rows = DepthSample.objects.filter(at__gte=since)
+    if not seen.everything:
+        rows = rows.filter(broker__in=sorted(seen.brokers))
+    points: dict[int, dict[str, int]] = {}
+    for s in rows.order_by("at"):
+        point = points.setdefault(int(s.at.timestamp()), dict.fromkeys(DEPTH_PARTS, 0))
+        for part in DEPTH_PARTS:
+            point[part] += getattr(s, part)
+    return [{"t": t, **v} for t, v in sorted(points.items())]
 
 
 def journal_rates(*, window_s: int, seen: Visibility) -> dict[str, Any]:
@@ -246,4 +305,52 @@ def journal_rates(*, window_s: int, seen: Visibility) -> dict[str, Any]:
     for row in rows:
         series.setdefault(int(row["t"].timestamp()), dict.fromkeys(RATE_KINDS, 0))[row["kind"]] = row["n"]
     return {"window": window_s, "bucket": 1 if bucket == "second" else 60,
-            "points": [{"t": t, **v} for t, v in sorted(series.items())]}
+            "points": [{"t": t, **v} for t, v in sorted(series.items())],
+            "depth": depth_history(window_s=window_s, seen=seen)}
+
+
+# --- move and resubmit jobs ----------------------------------------------------------------
+
+def move_job_row(job: MoveJob) -> dict[str, Any]:
+    """A job as the job page and its socket show it."""
+    return {"id": job.pk, "broker": job.broker, "source_queue": job.source_queue, "action": job.action,
+            "target_queue": job.target_queue or None, "state": job.state, "total": job.total,
+            "position": job.position, "moved": job.moved, "skipped": job.skipped, "problems": job.problems,
+            "error": job.error or None, "username": job.username,
+            "created_at": job.created_at.isoformat(), "started_at": job.started_at and job.started_at.isoformat(),
+            "finished_at": job.finished_at and job.finished_at.isoformat()}
+
+
+def move_job_get(*, job_id: int, broker: str, queue: str) -> MoveJob:
+    job = MoveJob.objects.filter(pk=job_id, broker=broker, source_queue=queue).first()
+    if job is None:
+        raise NotFound(f"No job {job_id} on queue {queue!r} of broker {broker!r}.", job=job_id)
+    return job
+
+
+def move_job_row_or_none(*, job_id: int) -> dict[str, Any] | None:
+    job = MoveJob.objects.filter(pk=job_id).first()
+    return None if job is None else move_job_row(job)
+
+
+def move_jobs_of_queue(*, broker: str, queue: str, limit: int = 10) -> list[MoveJob]:
+    return list(MoveJob.objects.filter(broker=broker, source_queue=queue).defer("msg_ids").order_by("-id")[:limit])
+
+
+def move_jobs_changed(*, since) -> list[dict[str, Any]]:
+    """Jobs changed at or after ``since``: what the journal follower pushes to job sockets."""
+    return [move_job_row(j) for j in MoveJob.objects.filter(updated_at__gte=since).order_by("id")]
+
+
+def move_panel(*, broker: str, queue: Queue, user) -> dict[str, Any] | None:
+    """On a dead-letter or backout queue, for a user who may get from it: where selected
+    messages may go (the broker's other local queues they may put to)."""
+    from .access import may
+    from .services.moves import move_source_kind
+
+    kind = move_source_kind(queue=queue)
+    if kind is None or not may(user, "get", broker=broker, queue=queue.name):
+        return None
+    targets = [q.name for q in Queue.objects.filter(broker_id=queue.broker_id, kind="local").exclude(pk=queue.pk)
+               .order_by("name") if may(user, "put", broker=broker, queue=q.name)]
+    return {"kind": kind, "targets": targets, "jobs": move_jobs_of_queue(broker=broker, queue=queue.name)}

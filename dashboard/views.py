@@ -69,6 +69,7 @@ def queue_page(request, broker, queue):
     counts = selectors.queue_counts(queue_ids=[data["queue"].pk])[data["queue"].pk]
     return render(request, "dashboard/queue.html", {
         **data, "counts": counts, "broker_name": broker, "nav": "overview",
+        "move": selectors.move_panel(broker=broker, queue=data["queue"], user=request.user),
         **_queue_actions(request.user, broker, queue)})
 
 
@@ -124,7 +125,9 @@ def queue_purge(request, broker, queue):
 @page
 def transactions_page(request, broker):
     require_broker_seen(request.user, broker=broker)
-    return render(request, "dashboard/transactions.html", {"broker_name": broker, "nav": "transactions"})
+    return render(request, "dashboard/transactions.html", {
+        "broker_name": broker, "nav": "transactions",
+        "queue_names": selectors.queue_names_seen(broker=broker, seen=visibility(request.user))})
 
 
 @page
@@ -148,3 +151,43 @@ def channel_action(request, name, action):
 @page
 def analytics_page(request):
     return render(request, "dashboard/analytics.html", {"nav": "analytics"})
+
+
+@page
+@require_POST
+def move_submit(request, broker, queue):
+    """Move or resubmit the selected messages of a dead-letter or backout queue: a job for
+    the worker fleet; its page shows the progress."""
+    try:
+        job = services.move_job_submit(
+            user=request.user, broker=broker, queue=queue, action=request.POST.get("action", ""),
+            msg_ids=request.POST.getlist("msg_id"), everything=request.POST.get("everything") == "yes",
+            target_queue=request.POST.get("target_queue", ""))
+    except BatonError as exc:
+        if exc.status == 403:
+            raise
+        messages.error(request, f"Nothing moved: {exc.message}")
+        return redirect(reverse("dashboard-queue", args=[broker, queue]))
+    return redirect(reverse("dashboard-move-job", args=[broker, queue, job.pk]))
+
+
+@page
+def move_job_page(request, broker, queue, job_id):
+    require_queue_seen(request.user, broker=broker, queue=queue)
+    job = selectors.move_job_get(job_id=job_id, broker=broker, queue=queue)
+    return render(request, "dashboard/move_job.html", {
+        "job": selectors.move_job_row(job), "broker_name": broker, "queue_name": queue, "nav": "overview",
+        "may_resume": may(request.user, "get", broker=broker, queue=queue)})
+
+
+@page
+@require_POST
+def move_job_resume(request, broker, queue, job_id):
+    selectors.move_job_get(job_id=job_id, broker=broker, queue=queue)
+    try:
+        services.move_job_resume(user=request.user, job_id=job_id)
+    except BatonError as exc:
+        if exc.status == 403:
+            raise
+        messages.error(request, exc.message)
+    return redirect(reverse("dashboard-move-job", args=[broker, queue, job_id]))

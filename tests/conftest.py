@@ -2,6 +2,8 @@
 the PostgreSQL suite sets DATABASE_URL to a server it starts itself."""
 from __future__ import annotations
 
+import os
+
 import pytest
 from rest_framework.test import APIClient
 
@@ -9,6 +11,10 @@ from brokers.services.access import api_token_issue
 from brokers.services.brokers import broker_define
 from brokers.services.message_input import MessageInput
 from brokers.services.queues import queue_define
+
+# Every reply of an operation is checked against its Output definition (here and in the
+# servers the tests start, which inherit the environment).
+os.environ.setdefault("BATON_API_CHECK_REPLIES", "1")
 
 
 @pytest.fixture

@@ -1,15 +1,13 @@
-"""The JSON shapes of API.md for the OpenAPI schema (drf-spectacular).
-
-These serializers only describe: the views validate by hand and render with
-``brokers.api.render`` and ``message_render``. Keep them in step with those.
-"""
+"""The OpenAPI schema's pieces that are not an operation's own definition: the error body,
+path parameters, examples, and :func:`operation`, which documents an operation from its
+definition in ``brokers.api.operations``. (The transaction graph is still described by
+serializers here.)"""
 from __future__ import annotations
 
-from django.conf import settings
 from django.core.validators import RegexValidator
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
-    OpenApiExample, OpenApiParameter, OpenApiResponse, PolymorphicProxySerializer, extend_schema,
+    OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema,
     extend_schema_field,
 )
 from rest_framework import serializers as s
@@ -17,7 +15,7 @@ from rest_framework import serializers as s
 from transactions.models import TransactionState
 
 from ..models import (
-    NAME_PATTERN, Access, DeliverySequence, EnforceOrder, MessageType, Persistence, QueueKind, QueueUsage, ReadOrder,
+    NAME_PATTERN,
 )
 
 HEX48 = r"^[0-9a-fA-F]{48}$"
@@ -98,294 +96,7 @@ PURGE = OpenApiParameter("purge", bool, description="Delete even if it still hol
 PAGE = [LIMIT, OFFSET]
 
 
-# --- brokers and queues ---------------------------------------------------------------------
-
-class BrokerChangeSerializer(s.Serializer):
-    description = s.CharField(max_length=200, required=False, allow_blank=True)
-    dead_letter_queue = _name(required=False)
-    transaction_timeout_ms = s.IntegerField(min_value=0, max_value=2**31 - 1, required=False)
-    max_message_length = s.IntegerField(min_value=0, max_value=2**31 - 1, required=False)
-    default_persistence = s.ChoiceField(Persistence.values, required=False)
-
-
-class BrokerDefinitionSerializer(BrokerChangeSerializer):
-    name = _name()
-
-
-class BrokerSerializer(s.Serializer):
-    name = s.CharField()
-    description = s.CharField(allow_blank=True)
-    dead_letter_queue = s.CharField()
-    transaction_timeout_ms = s.IntegerField()
-    max_message_length = s.IntegerField()
-    default_persistence = s.ChoiceField(Persistence.values)
-    created_at = s.DateTimeField(allow_null=True)
-
-
-class BrokerPageSerializer(s.Serializer):
-    count = s.IntegerField()
-    results = BrokerSerializer(many=True)
-
-
-class QueueChangeSerializer(s.Serializer):
-    kind = s.ChoiceField(QueueKind.values, required=False)
-    usage = s.ChoiceField(QueueUsage.values, required=False)
-    description = s.CharField(max_length=200, required=False, allow_blank=True)
-    max_depth = s.IntegerField(min_value=0, max_value=2**31 - 1, required=False)
-    max_message_length = s.IntegerField(min_value=0, max_value=2**31 - 1, required=False)
-    put_enabled = s.BooleanField(required=False)
-    get_enabled = s.BooleanField(required=False)
-    default_priority = s.IntegerField(min_value=0, max_value=9, required=False)
-    default_persistence = s.ChoiceField(Persistence.values, required=False)
-    delivery_sequence = s.ChoiceField(DeliverySequence.values, required=False)
-    read_order = s.ChoiceField(ReadOrder.values, required=False)
-    enforce_order = s.ChoiceField(EnforceOrder.values, required=False)
-    backout_threshold = s.IntegerField(min_value=0, max_value=2**31 - 1, required=False)
-    backout_queue = s.CharField(max_length=48, required=False, allow_blank=True)
-    lock_duration_ms = s.IntegerField(min_value=1, max_value=2**31 - 1, required=False)
-    default_access = s.ChoiceField(Access.values, required=False)
-    remote_broker = s.CharField(max_length=48, required=False, allow_blank=True)
-    remote_queue = s.CharField(max_length=48, required=False, allow_blank=True)
-    transmission_queue = s.CharField(max_length=48, required=False, allow_blank=True)
-    target_queue = s.CharField(max_length=48, required=False, allow_blank=True, help_text="For an alias.")
-
-
-class QueueDefinitionSerializer(QueueChangeSerializer):
-    name = _name()
-
-
-class QueueSerializer(s.Serializer):
-    name = s.CharField()
-    broker = s.CharField()
-    kind = s.ChoiceField(QueueKind.values)
-    usage = s.ChoiceField(QueueUsage.values)
-    description = s.CharField(allow_blank=True)
-    max_depth = s.IntegerField()
-    max_message_length = s.IntegerField()
-    put_enabled = s.BooleanField()
-    get_enabled = s.BooleanField()
-    default_priority = s.IntegerField()
-    default_persistence = s.ChoiceField(Persistence.values)
-    delivery_sequence = s.ChoiceField(DeliverySequence.values)
-    read_order = s.ChoiceField(ReadOrder.values)
-    enforce_order = s.ChoiceField(EnforceOrder.values)
-    backout_threshold = s.IntegerField()
-    backout_queue = s.CharField(allow_blank=True)
-    lock_duration_ms = s.IntegerField()
-    default_access = s.ChoiceField(Access.values)
-    remote_broker = s.CharField(allow_blank=True)
-    remote_queue = s.CharField(allow_blank=True)
-    transmission_queue = s.CharField(allow_blank=True)
-    target_queue = s.CharField(allow_blank=True)
-    created_at = s.DateTimeField(allow_null=True)
-    depth = s.IntegerField(help_text="Committed messages, available or in flight.")
-    uncommitted_puts = s.IntegerField()
-    in_flight = s.IntegerField()
-    locked = s.IntegerField()
-
-
-class QueuePageSerializer(s.Serializer):
-    count = s.IntegerField()
-    results = QueueSerializer(many=True)
-
-
-# --- messages -------------------------------------------------------------------------------
-
-class RefersToSerializer(s.Serializer):
-    msg_id = _hex48()
-    action = s.ChoiceField(["cancel", "replace", "reprioritise"])
-
-
-class MessageInSerializer(s.Serializer):
-    """A message as a client sends it: ``body`` or ``body_base64``, not both."""
-
-    body = s.CharField(required=False, allow_null=True, allow_blank=True)
-    body_base64 = Base64Field(required=False, allow_null=True)
-    correl_id = _hex48(required=False, allow_null=True)
-    group_id = _hex48(required=False, allow_null=True)
-    msg_type = s.ChoiceField(MessageType.values, required=False, allow_null=True)
-    priority = s.IntegerField(min_value=0, max_value=9, required=False, allow_null=True)
-    persistence = s.ChoiceField(["persistent", "non_persistent", "queue_default"], required=False, allow_null=True)
-    expiry_ms = s.IntegerField(min_value=1, required=False, allow_null=True)
-    format = s.CharField(max_length=100, required=False, allow_null=True, allow_blank=True)
-    reply_to_queue = _name(required=False, allow_null=True)
-    reply_to_broker = _name(required=False, allow_null=True)
-    report = s.ListField(child=s.ChoiceField(["coa", "cod", "expiry", "exception"]), required=False,
-                         allow_null=True, help_text="Reports need reply_to_queue.")
-    properties = ObjectField(required=False, allow_null=True)
-    refers_to = RefersToSerializer(required=False, allow_null=True,
-                                   help_text="A reactive message: acts on an earlier message instead of being queued.")
-
-
-class PutOptionsMixin(s.Serializer):
-    transaction = s.CharField(required=False, allow_null=True, help_text="Put under this unit of work.")
-    syncpoint = s.ChoiceField(["yes", "no", "if_persistent"], required=False, allow_null=True)
-    connection = s.CharField(required=False, allow_null=True, help_text="A connection id (conn_id).")
-    put_application = s.CharField(required=False, allow_null=True, max_length=100)
-
-
-class PutRequestSerializer(MessageInSerializer, PutOptionsMixin):
-    """One message (its fields at the top level), or a batch as ``messages``; with the put
-    options."""
-
-    messages = MessageInSerializer(many=True, required=False, help_text="A batch: these messages, all or none.")
-
-
-class MessageSerializer(s.Serializer):
-    """A stored message."""
-
-    msg_id = s.CharField()
-    correl_id = s.CharField(allow_null=True)
-    group_id = s.CharField(allow_null=True)
-    msg_type = s.ChoiceField(MessageType.values)
-    priority = s.IntegerField()
-    persistence = s.ChoiceField(Persistence.values)
-    expires_at = s.DateTimeField(allow_null=True)
-    expiry_ms = s.IntegerField(allow_null=True, help_text="Milliseconds left before it expires.")
-    format = s.CharField(allow_null=True)
-    reply_to_queue = s.CharField(allow_null=True)
-    reply_to_broker = s.CharField(allow_null=True)
-    report = s.ListField(child=s.CharField(), allow_null=True)
-    properties = ObjectField(allow_null=True)
-    refers_to = ObjectField(allow_null=True)
-    put_time = s.DateTimeField()
-    put_application = s.CharField(allow_null=True)
-    backout_count = s.IntegerField()
-    delivery_count = s.IntegerField()
-    dead_letter_reason = s.CharField(allow_null=True)
-    dead_letter_from = s.CharField(allow_null=True)
-    transmission_header = ObjectField(allow_null=True)
-    feedback = s.CharField(allow_null=True, help_text="On a report: coa, cod, expiry or exception.")
-    lock_token = s.CharField(allow_null=True)
-    locked_until = s.DateTimeField(allow_null=True)
-    queue = s.CharField()
-    broker = s.CharField()
-    body = s.CharField(allow_null=True, allow_blank=True, help_text="The body when it is valid UTF-8.")
-    body_base64 = Base64Field()
-
-
-class PutOneSerializer(MessageSerializer):
-    transaction = s.CharField(allow_null=True)
-
-
-class PutBatchSerializer(s.Serializer):
-    messages = MessageSerializer(many=True)
-    transaction = s.CharField(allow_null=True)
-
-
-PUT_RESULT = PolymorphicProxySerializer(
-    component_name="PutResult", serializers=[PutOneSerializer, PutBatchSerializer], resource_type_field_name=None,
-)
-
-
-class BrowseSerializer(s.Serializer):
-    messages = MessageSerializer(many=True)
-    cursor = s.CharField(help_text="Browse on from here.")
-
-
-BROWSE_PARAMETERS = [
-    OpenApiParameter("cursor", str, description="Where the last page ended."),
-    OpenApiParameter("limit", int, description=f"Messages to return (1 to {settings.BATON_MAX_BATCH})."),
-    OpenApiParameter("ordered", bool, description="Reliable browse in the queue's read order."),
-]
-
-
-class GetRequestSerializer(s.Serializer):
-    wait = s.FloatField(min_value=0, required=False, help_text="Seconds to wait for a message.")
-    transaction = s.CharField(required=False, allow_null=True)
-    syncpoint = s.ChoiceField(["yes", "no"], required=False, allow_null=True)
-    connection = s.CharField(required=False, allow_null=True)
-    preemptive = s.BooleanField(required=False)
-    ordered = s.BooleanField(required=False)
-    msg_id = _hex48(required=False, allow_null=True)
-    correl_id = _hex48(required=False, allow_null=True)
-    group_id = _hex48(required=False, allow_null=True)
-    mode = s.ChoiceField(["destructive", "browse", "peek_lock"], required=False, allow_null=True)
-    batch = s.IntegerField(min_value=1, max_value=settings.BATON_MAX_BATCH, required=False)
-    commit_first = s.BooleanField(required=False)
-    access = s.ChoiceField(Access.values, required=False, allow_null=True)
-
-
-class GetResultSerializer(s.Serializer):
-    messages = MessageSerializer(many=True)
-    transaction = s.CharField(allow_null=True)
-    reason = s.CharField(required=False, allow_null=True,
-                         help_text="When no message came: empty, no_match, next_in_order_in_flight, ...")
-
-
-# --- peek-locks -----------------------------------------------------------------------------
-
-class LockCompleteRequestSerializer(s.Serializer):
-    transaction = s.CharField(required=False, allow_null=True)
-
-
-class LockDeadLetterRequestSerializer(s.Serializer):
-    reason = s.CharField(min_length=1, max_length=200)
-
-
-class LockOutcomeSerializer(s.Serializer):
-    lock_token = s.CharField()
-    outcome = s.ChoiceField(["completed", "pending_commit", "available", "dead_lettered"])
-
-
-class LockRenewedSerializer(s.Serializer):
-    lock_token = s.CharField()
-    locked_until = s.DateTimeField()
-
-
-class LockDeadLetteredSerializer(LockOutcomeSerializer):
-    queue = s.CharField(help_text="The queue the message was moved to.")
-
-
 # --- transactions ---------------------------------------------------------------------------
-
-class TransactionBeginSerializer(s.Serializer):
-    timeout_ms = s.IntegerField(min_value=1, max_value=86_400_000, required=False,
-                                help_text="Rolled back if still open after this long; default: the broker's.")
-
-
-class TransactionSerializer(s.Serializer):
-    id = s.CharField()
-    broker = s.CharField()
-    state = s.ChoiceField(TransactionState.values)
-    reason = s.CharField(allow_null=True)
-    cause = s.CharField(allow_null=True, help_text="The upstream whose rollback cascaded here.")
-    upstream = s.ListField(child=s.CharField())
-    downstream = s.ListField(child=s.CharField())
-    created_at = s.DateTimeField()
-    deadline_at = s.DateTimeField(allow_null=True)
-    commit_requested_at = s.DateTimeField(allow_null=True)
-    resolved_at = s.DateTimeField(allow_null=True)
-
-
-class WaitSerializer(s.Serializer):
-    wait = s.FloatField(min_value=0, required=False, help_text="Seconds to wait for the outcome.")
-
-
-class CommittedSerializer(s.Serializer):
-    id = s.CharField()
-    state = s.ChoiceField(["committed"])
-
-
-class CommitHeldSerializer(s.Serializer):
-    id = s.CharField()
-    state = s.ChoiceField(["commit_held"])
-    waiting_on = s.ListField(child=s.CharField(), help_text="The open upstream transactions.")
-
-
-class RolledBackSerializer(s.Serializer):
-    id = s.CharField()
-    state = s.ChoiceField(["rolled_back"])
-    reason = s.CharField(allow_blank=True, allow_null=True)
-    cascaded = s.ListField(child=s.CharField(), help_text="Downstream transactions backed out with it.")
-
-
-class CheckResultSerializer(s.Serializer):
-    id = s.CharField()
-    result = s.ChoiceField(["ready", "pending", "backed_out"])
-    waiting_on = s.ListField(child=s.CharField())
-    reason = s.CharField(required=False, allow_blank=True)
-
 
 class GraphNodeSerializer(s.Serializer):
     id = s.CharField()
@@ -406,22 +117,6 @@ class TransactionGraphSerializer(s.Serializer):
     broker = s.CharField()
     nodes = GraphNodeSerializer(many=True)
     edges = GraphEdgeSerializer(many=True)
-
-
-# --- connections ----------------------------------------------------------------------------
-
-class ConnectionOpenSerializer(s.Serializer):
-    client_name = s.CharField(min_length=1, max_length=100)
-
-
-class ConnectionSerializer(s.Serializer):
-    conn_id = s.CharField()
-    broker = s.CharField()
-    client_name = s.CharField()
-    last_put_msg_id = s.CharField(allow_null=True)
-    last_got_msg_id = s.CharField(allow_null=True)
-    current_transaction = s.CharField(allow_null=True)
-    created_at = s.DateTimeField()
 
 
 # --- request examples (the docs show them; schemathesis sends them first) -------------------
@@ -465,65 +160,32 @@ def _operation(operation_id: str, tag: str, ok: dict, *errors: int, parameters=(
                          examples=examples, responses=responses(ok, *errors), **kwargs)
 
 
-brokers_list = _operation("brokers_list", "brokers", {200: BrokerPageSerializer}, 400, parameters=PAGE,
-                          summary="The brokers the caller may see")
-brokers_define = _operation("brokers_define", "brokers", {201: BrokerSerializer}, 400, 409, 413,
-                            request=BrokerDefinitionSerializer, examples=BROKER_EXAMPLES,
-                            summary="Define a broker with its dead-letter queue (superusers)")
-brokers_display = _operation("brokers_display", "brokers", {200: BrokerSerializer}, 404, parameters=[BROKER])
-brokers_alter = _operation("brokers_alter", "brokers", {200: BrokerSerializer}, 400, 404, 413, parameters=[BROKER],
-                           request=BrokerChangeSerializer, examples=BROKER_CHANGE_EXAMPLES)
-brokers_delete = _operation("brokers_delete", "brokers", {204: NO_CONTENT}, 400, 404, 409,
-                            parameters=[BROKER, PURGE], request=None)
-
-queues_list = _operation("queues_list", "queues", {200: QueuePageSerializer}, 400, 404, parameters=[BROKER, *PAGE],
-                         summary="The broker's queues the caller may see")
-queues_define = _operation("queues_define", "queues", {201: QueueSerializer}, 400, 404, 409, 413, parameters=[BROKER],
-                           request=QueueDefinitionSerializer, examples=QUEUE_EXAMPLES)
-queues_display = _operation("queues_display", "queues", {200: QueueSerializer}, 404, parameters=[BROKER, QUEUE])
-queues_alter = _operation("queues_alter", "queues", {200: QueueSerializer}, 400, 404, 409, 413,
-                          parameters=[BROKER, QUEUE], request=QueueChangeSerializer, examples=QUEUE_CHANGE_EXAMPLES)
-queues_delete = _operation("queues_delete", "queues", {204: NO_CONTENT}, 400, 404, 409,
-                           parameters=[BROKER, QUEUE, PURGE], request=None)
-
-messages_browse = _operation("messages_browse", "messages", {200: BrowseSerializer}, 400, 404,
-                             parameters=[BROKER, QUEUE, *BROWSE_PARAMETERS],
-                             summary="Browse: look at messages without removing them")
-messages_put = _operation("messages_put", "messages", {201: PUT_RESULT}, 400, 404, 409, 413, parameters=[BROKER, QUEUE],
-                          request=PutRequestSerializer, examples=PUT_EXAMPLES,
-                          summary="Put one message, or a batch as messages")
-messages_get = _operation("messages_get", "messages", {200: GetResultSerializer}, 400, 404, 409, 413,
-                          parameters=[BROKER, QUEUE], request=GetRequestSerializer, examples=GET_EXAMPLES,
-                          summary="Get messages (destructive, browse or peek-lock)")
-
-locks_complete = _operation("locks_complete", "locks", {200: LockOutcomeSerializer}, 400, 404, 409, 410, 413,
-                            parameters=[TOKEN], request=LockCompleteRequestSerializer)
-locks_abandon = _operation("locks_abandon", "locks", {200: LockOutcomeSerializer}, 404, 409, 410,
-                           parameters=[TOKEN], request=None)
-locks_renew = _operation("locks_renew", "locks", {200: LockRenewedSerializer}, 404, 409, 410,
-                         parameters=[TOKEN], request=None)
-locks_dead_letter = _operation("locks_dead_letter", "locks", {200: LockDeadLetteredSerializer}, 400, 404, 409, 410, 413,
-                               parameters=[TOKEN], request=LockDeadLetterRequestSerializer,
-                               examples=DEAD_LETTER_EXAMPLES)
-
-transactions_begin = _operation("transactions_begin", "transactions", {201: TransactionSerializer}, 400, 404, 413,
-                                parameters=[BROKER], request=TransactionBeginSerializer, examples=BEGIN_EXAMPLES)
 transactions_graph = _operation("transactions_graph", "transactions", {200: TransactionGraphSerializer}, 404,
                                 parameters=[BROKER], summary="The broker's live transaction graph")
-transactions_display = _operation("transactions_display", "transactions", {200: TransactionSerializer}, 404,
-                                  parameters=[TRANSACTION])
-transactions_commit = _operation("transactions_commit", "transactions",
-                                 {200: CommittedSerializer, 202: CommitHeldSerializer}, 400, 404, 409, 413,
-                                 parameters=[TRANSACTION], request=WaitSerializer, examples=WAIT_EXAMPLES)
-transactions_rollback = _operation("transactions_rollback", "transactions", {200: RolledBackSerializer}, 404, 409,
-                                   parameters=[TRANSACTION], request=None)
-transactions_check = _operation("transactions_check", "transactions", {200: CheckResultSerializer}, 400, 404, 413,
-                                parameters=[TRANSACTION], request=WaitSerializer, examples=WAIT_EXAMPLES,
-                                summary="The ready-check")
 
-connections_open = _operation("connections_open", "connections", {201: ConnectionSerializer}, 400, 404, 413,
-                              parameters=[BROKER], request=ConnectionOpenSerializer, examples=CONNECTION_EXAMPLES)
-connections_display = _operation("connections_display", "connections", {200: ConnectionSerializer}, 404,
-                                 parameters=[CONNECTION])
-connections_close = _operation("connections_close", "connections", {204: NO_CONTENT}, 404, parameters=[CONNECTION],
-                               request=None, summary="Close: an open unit of work it began is rolled back")
+
+# --- operations defined once (brokers.api.operations) -----------------------------------------
+
+_PATH_PARAMETERS = {"broker": BROKER, "queue": QUEUE, "transaction": TRANSACTION, "lock_token": TOKEN,
+                    "conn_id": CONNECTION}
+
+
+def operation(op, operation_id: str, tag: str, *errors: int, query: bool = False, examples=None,
+              summary: str | None = None):
+    """The OpenAPI description of one operation, from its definition: the request body (or,
+    with ``query``, the query parameters) from its ``Input`` without the path's fields, the
+    responses from its ``Output``."""
+    from .operations.base import body_model
+
+    body = body_model(op)
+    parameters = [_PATH_PARAMETERS[name] for name in op.path]
+    request = None if query else body
+    if query and body is not None:
+        parameters += [OpenApiParameter(name, _QUERY_TYPES.get(info.annotation, str), description=info.description)
+                       for name, info in body.model_fields.items()]
+    ok = {status: (model if model.model_fields else NO_CONTENT) for status, model in op.outputs().items()}
+    return _operation(operation_id, tag, ok, *errors, parameters=parameters, request=request, examples=examples,
+                      summary=summary or ((op.__doc__ or "").strip().splitlines() or [None])[0])
+
+
+_QUERY_TYPES = {bool: bool, int: int, float: float}

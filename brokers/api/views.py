@@ -1,32 +1,20 @@
-"""REST views: check the caller's permission (brokers.permissions), validate the request,
-call one service, render. See API.md for the contract; brokers.api.schema describes every
-operation's JSON for the OpenAPI schema."""
+"""REST views: each method hands its request (the body, or the query for GETs and DELETEs,
+with the path's fields) to one operation of ``brokers.api.operations`` — the definition
+the session and the OpenAPI schema use too — and renders what it answers."""
 from __future__ import annotations
 
 from typing import Any
 
-from django.conf import settings
-from django.core.exceptions import FieldDoesNotExist
-from django.db import models
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from transactions.manager import transaction_begin, transaction_check, transaction_commit, transaction_rollback
-from transactions.selectors import transaction_get, transaction_graph, transaction_neighbours
+from transactions.selectors import transaction_graph
 
 from .. import permissions as may
 from ..exceptions import InvalidInput
-from ..models import Broker, Queue
-from ..selectors import broker_get, broker_list, connection_get, queue_depths, queue_get, queue_list
-from ..services.brokers import broker_alter, broker_define, broker_delete
-from ..services.connections import connection_close, connection_open, connection_view
-from ..services.message_input import message_input_parse, message_render
-from ..services.locks import lock_abandon, lock_complete, lock_dead_letter, lock_renew
-from ..services.messages import message_browse, message_get, message_put
-from ..services.queues import queue_alter, queue_define, queue_delete
-from . import schema as doc
-from .render import broker_render, connection_render, queue_render, transaction_render
+from ..selectors import broker_get
+from . import operations as ops, schema as doc
 
 
 # --- request helpers ----------------------------------------------------------------------
@@ -42,290 +30,130 @@ def _body(request: Request) -> dict[str, Any]:
     return data
 
 
-def _bool(data: dict, name: str, default: bool = False) -> bool:
-    value = data.get(name, default)
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.lower() in {"true", "false", "1", "0", "yes", "no"}:
-        return value.lower() in {"true", "1", "yes"}
-    raise InvalidInput(f"{name} must be true or false.", errors={name: ["Must be a boolean."]})
-
-
-def _number(data: dict, name: str, default: float, *, low: float, high: float, whole: bool = False) -> Any:
-    value = data.get(name, default)
-    if value is None:
-        value = default
-    if isinstance(value, str):
-        try:
-            value = float(value) if not whole else int(value)
-        except ValueError:
-            pass
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and (not whole or float(value).is_integer())
-    if not ok or not low <= value <= high:
-        kind = "a whole number" if whole else "a number"
-        raise InvalidInput(f"{name} must be {kind} from {low:g} to {high:g}.", errors={name: ["Out of range."]})
-    return int(value) if whole else float(value)
-
-
-def _text(data: dict, name: str) -> str | None:
-    value = data.get(name)
-    if value is None or value == "":
-        return None
-    if not isinstance(value, str):
-        raise InvalidInput(f"{name} must be a string.", errors={name: ["Must be a string."]})
-    return value
-
-
-def _page(request: Request, rows: list[dict]) -> dict[str, Any]:
-    params = request.query_params
-    limit = _number(params, "limit", settings.BATON_API_PAGE_SIZE, low=1, high=1000, whole=True)
-    offset = _number(params, "offset", 0, low=0, high=10**9, whole=True)
-    return {"count": len(rows), "results": rows[offset:offset + limit]}
-
-
-_JSON_TYPES: list[tuple[type, type, str]] = [
-    (models.BooleanField, bool, "Must be true or false."),
-    (models.IntegerField, int, "Must be a whole number."),
-    (models.CharField, str, "Must be a string."),
-]
-
-
-def _definition(data: dict[str, Any], model: type[models.Model]) -> dict[str, Any]:
-    """A definition's fields, each of the JSON type its model field holds: Django's model
-    validation lets ``null``, ``{}`` or ``[]`` through for a field that may be blank, and
-    takes ``true`` for 1. Unknown fields are left to the service, which names them."""
-    errors: dict[str, list[str]] = {}
-    for name, value in data.items():
-        try:
-            field = model._meta.get_field(name)
-        except FieldDoesNotExist:
-            continue
-        if value is None:
-            if not field.null:
-                errors[name] = ["May not be null."]
-            continue
-        for field_class, json_type, problem in _JSON_TYPES:
-            if isinstance(field, field_class):
-                if not isinstance(value, json_type) or (json_type is int and isinstance(value, bool)):
-                    errors[name] = [problem]
-                break
-    if errors:
-        raise InvalidInput("The request is not valid.", errors=errors)
-    return data
-
-
-def _changes(request: Request, model: type[models.Model]) -> dict[str, Any]:
-    """An alteration's fields. Names are how brokers and queues are addressed: no renames."""
-    data = dict(_body(request))
-    if "name" in data:
-        raise InvalidInput("Names cannot be changed; define a new object instead.", errors={"name": ["Cannot be altered."]})
-    return _definition(data, model)
-
-
-def _purge(request: Request) -> bool:
-    return _bool(request.query_params, "purge")
-
-
 # --- brokers and queues -------------------------------------------------------------------
 
-class BrokerListView(APIView):
-    @doc.brokers_list
-    def get(self, request: Request) -> Response:
-        return Response(_page(request, [broker_render(b) for b in may.brokers_visible(request.user, broker_list())]))
+def _query(request: Request) -> dict[str, Any]:
+    return dict(request.query_params.items())
 
-    @doc.brokers_define
+
+class BrokerListView(APIView):
+    @doc.operation(ops.BrokerList, "brokers_list", "brokers", 400, query=True)
+    def get(self, request: Request) -> Response:
+        return _run(ops.BrokerList, request, _query(request))
+
+    @doc.operation(ops.BrokerDefine, "brokers_define", "brokers", 400, 409, 413, examples=doc.BROKER_EXAMPLES)
     def post(self, request: Request) -> Response:
-        may.require_broker_define(request.user)
-        data = dict(_body(request))
-        name = data.pop("name", None)
-        if not isinstance(name, str):
-            raise InvalidInput("A broker needs a name.", errors={"name": ["Required."]})
-        return Response(broker_render(broker_define(name=name, **_definition(data, Broker))), status=201)
+        return _run(ops.BrokerDefine, request)
 
 
 class BrokerDetailView(APIView):
-    @doc.brokers_display
+    @doc.operation(ops.BrokerDisplay, "brokers_display", "brokers", 404)
     def get(self, request: Request, broker: str) -> Response:
-        may.require_broker_display(request.user, broker=broker)
-        return Response(broker_render(broker_get(name=broker)))
+        return _run(ops.BrokerDisplay, request, {}, broker=broker)
 
-    @doc.brokers_alter
+    @doc.operation(ops.BrokerAlter, "brokers_alter", "brokers", 400, 404, 413, examples=doc.BROKER_CHANGE_EXAMPLES)
     def patch(self, request: Request, broker: str) -> Response:
-        may.require_broker_admin(request.user, broker=broker)
-        return Response(broker_render(broker_alter(name=broker, **_changes(request, Broker))))
+        return _run(ops.BrokerAlter, request, broker=broker)
 
-    @doc.brokers_delete
+    @doc.operation(ops.BrokerDelete, "brokers_delete", "brokers", 400, 404, 409, query=True)
     def delete(self, request: Request, broker: str) -> Response:
-        may.require_broker_admin(request.user, broker=broker)
-        broker_delete(name=broker, purge=_purge(request))
-        return Response(status=204)
+        return _run(ops.BrokerDelete, request, _query(request), broker=broker)
 
 
 class QueueListView(APIView):
-    @doc.queues_list
+    @doc.operation(ops.QueueList, "queues_list", "queues", 400, 404, query=True)
     def get(self, request: Request, broker: str) -> Response:
-        may.require_broker_display(request.user, broker=broker)
-        queues = may.queues_visible(request.user, broker=broker, queues=queue_list(broker=broker))
-        depths = queue_depths(queue_ids=[q.pk for q in queues])
-        return Response(_page(request, [queue_render(q, depths[q.pk]) for q in queues]))
+        return _run(ops.QueueList, request, _query(request), broker=broker)
 
-    @doc.queues_define
+    @doc.operation(ops.QueueDefine, "queues_define", "queues", 400, 404, 409, 413, examples=doc.QUEUE_EXAMPLES)
     def post(self, request: Request, broker: str) -> Response:
-        may.require_broker_admin(request.user, broker=broker)
-        data = dict(_body(request))
-        name = data.pop("name", None)
-        if not isinstance(name, str):
-            raise InvalidInput("A queue needs a name.", errors={"name": ["Required."]})
-        queue = queue_define(broker=broker, name=name, **_definition(data, Queue))
-        return Response(queue_render(queue, queue_depths(queue_ids=[queue.pk])[queue.pk]), status=201)
+        return _run(ops.QueueDefine, request, broker=broker)
 
 
 class QueueDetailView(APIView):
-    @doc.queues_display
+    @doc.operation(ops.QueueDisplay, "queues_display", "queues", 404)
     def get(self, request: Request, broker: str, queue: str) -> Response:
-        may.require_queue_display(request.user, broker=broker, queue=queue)
-        q = queue_get(broker=broker, name=queue)
-        return Response(queue_render(q, queue_depths(queue_ids=[q.pk])[q.pk]))
+        return _run(ops.QueueDisplay, request, {}, broker=broker, queue=queue)
 
-    @doc.queues_alter
+    @doc.operation(ops.QueueAlter, "queues_alter", "queues", 400, 404, 409, 413, examples=doc.QUEUE_CHANGE_EXAMPLES)
     def patch(self, request: Request, broker: str, queue: str) -> Response:
-        may.require_queue_admin(request.user, broker=broker, queue=queue)
-        q = queue_alter(broker=broker, name=queue, **_changes(request, Queue))
-        return Response(queue_render(q, queue_depths(queue_ids=[q.pk])[q.pk]))
+        return _run(ops.QueueAlter, request, broker=broker, queue=queue)
 
-    @doc.queues_delete
+    @doc.operation(ops.QueueDelete, "queues_delete", "queues", 400, 404, 409, query=True)
     def delete(self, request: Request, broker: str, queue: str) -> Response:
-        may.require_queue_admin(request.user, broker=broker, queue=queue)
-        queue_delete(broker=broker, name=queue, purge=_purge(request))
-        return Response(status=204)
+        return _run(ops.QueueDelete, request, _query(request), broker=broker, queue=queue)
 
 
-# --- messages -----------------------------------------------------------------------------
+# --- operations defined once (brokers.api.operations): messages, locks, transactions ------
+
+#: Path parameter -> the operation's field.
+_PATH_FIELDS = {"transaction_id": "transaction", "token": "lock_token"}
+
+
+def _run(operation: type[ops.Operation], request: Request, data: dict[str, Any] | None = None,
+         **path: str) -> Response:
+    """Validate the body (or ``data``) with the path's fields, perform, render."""
+    data = dict(_body(request) if data is None else data)
+    for name, value in path.items():
+        name = _PATH_FIELDS.get(name, name)
+        if name in data:
+            raise InvalidInput("The request is not valid.", errors={name: ["Given in the path; not in the body."]})
+        data[name] = value
+    status, body = operation.run(request.user, data)
+    return Response(body if status != 204 else None, status=status)
+
 
 class MessagesView(APIView):
     """GET browses, POST puts."""
 
-    @doc.messages_browse
+    @doc.operation(ops.MessageBrowse, "messages_browse", "messages", 400, 404, query=True,
+                   summary="Browse: look at messages without removing them")
     def get(self, request: Request, broker: str, queue: str) -> Response:
-        may.require_browse(request.user, broker=broker, queue=queue)
-        params = request.query_params
-        result = message_browse(
-            broker=broker, queue=queue, cursor=params.get("cursor") or None, ordered=_bool(params, "ordered"),
-            limit=_number(params, "limit", 50, low=1, high=settings.BATON_MAX_BATCH, whole=True),
-        )
-        b, q = result.queue.broker.name, result.queue.name
-        return Response({"messages": [message_render(m, broker=b, queue=q) for m in result.messages], "cursor": result.cursor})
+        return _run(ops.MessageBrowse, request, dict(request.query_params.items()), broker=broker, queue=queue)
 
-    @doc.messages_put
+    @doc.operation(ops.MessagePut, "messages_put", "messages", 400, 404, 409, 413, examples=doc.PUT_EXAMPLES,
+                   summary="Put one message, or a batch as messages")
     def post(self, request: Request, broker: str, queue: str) -> Response:
-        may.require_put(request.user, broker=broker, queue=queue)
-        data = _body(request)
-        if "messages" in data:
-            raw = data["messages"]
-            if not isinstance(raw, list):
-                raise InvalidInput("messages must be a list.", errors={"messages": ["Must be a list."]})
-            messages = [message_input_parse(m, where=f"messages[{i}].") for i, m in enumerate(raw)]
-        else:
-            single = {k: v for k, v in data.items() if k not in {"transaction", "syncpoint", "connection", "put_application"}}
-            messages = [message_input_parse(single)]
-        connection_id = _text(data, "connection")
-        may.require_connection_use(request.user, conn_id=connection_id)
-        result = message_put(
-            broker=broker, queue=queue, messages=messages, transaction_id=_text(data, "transaction"),
-            syncpoint=_text(data, "syncpoint"), connection_id=connection_id,
-            put_application=(_text(data, "put_application") or getattr(request.user, "username", ""))[:100],
-        )
-        b, q = result.queue.broker.name, result.queue.name
-        rendered = [message_render(m, broker=b, queue=q) for m in result.messages]
-        body: dict[str, Any] = {"messages": rendered} if "messages" in data else dict(rendered[0])
-        body["transaction"] = result.transaction_id
-        return Response(body, status=201)
-
-
-GET_OPTIONS = {
-    "wait", "transaction", "preemptive", "ordered", "msg_id", "correl_id", "group_id", "mode", "batch",
-    "commit_first", "syncpoint", "connection", "access",
-}
+        return _run(ops.MessagePut, request, broker=broker, queue=queue)
 
 
 class GetView(APIView):
-    @doc.messages_get
+    @doc.operation(ops.MessageGet, "messages_get", "messages", 400, 404, 409, 413, examples=doc.GET_EXAMPLES,
+                   summary="Get messages (destructive, browse or peek-lock)")
     def post(self, request: Request, broker: str, queue: str) -> Response:
-        may.require_get(request.user, broker=broker, queue=queue)
-        data = _body(request)
-        unknown = sorted(set(data) - GET_OPTIONS)
-        if unknown:
-            raise InvalidInput("The request is not valid.", errors={name: ["Unknown field."] for name in unknown})
-        connection_id = _text(data, "connection")
-        may.require_connection_use(request.user, conn_id=connection_id)
-        result = message_get(
-            broker=broker, queue=queue, transaction_id=_text(data, "transaction"), syncpoint=_text(data, "syncpoint"),
-            connection_id=connection_id,
-            wait=_number(data, "wait", 0, low=0, high=settings.BATON_MAX_WAIT_S),
-            batch=_number(data, "batch", 1, low=1, high=settings.BATON_MAX_BATCH, whole=True),
-            msg_id=_text(data, "msg_id"), correl_id=_text(data, "correl_id"), group_id=_text(data, "group_id"),
-            mode=_text(data, "mode") or "destructive", commit_first=_bool(data, "commit_first"),
-            preemptive=_bool(data, "preemptive"), ordered=_bool(data, "ordered"), access=_text(data, "access"),
-        )
-        b, q = result.queue.broker.name, result.queue.name
-        body: dict[str, Any] = {"messages": [message_render(m, broker=b, queue=q) for m in result.messages],
-                                "transaction": result.transaction_id}
-        if not result.messages:
-            body["reason"] = result.reason
-        return Response(body)
+        return _run(ops.MessageGet, request, broker=broker, queue=queue)
 
-
-# --- peek-locks --------------------------------------------------------------------------
 
 class LockCompleteView(APIView):
-    @doc.locks_complete
+    @doc.operation(ops.LockComplete, "locks_complete", "locks", 400, 404, 409, 410, 413)
     def post(self, request: Request, token: str) -> Response:
-        may.require_lock(request.user, token=token)
-        outcome = lock_complete(token=token, transaction_id=_text(_body(request), "transaction"))
-        return Response({"lock_token": token, "outcome": outcome})
+        return _run(ops.LockComplete, request, token=token)
 
 
 class LockAbandonView(APIView):
-    @doc.locks_abandon
+    @doc.operation(ops.LockAbandon, "locks_abandon", "locks", 404, 409, 410)
     def post(self, request: Request, token: str) -> Response:
-        may.require_lock(request.user, token=token)
-        return Response({"lock_token": token, "outcome": lock_abandon(token=token)})
+        return _run(ops.LockAbandon, request, token=token)
 
 
 class LockRenewView(APIView):
-    @doc.locks_renew
+    @doc.operation(ops.LockRenew, "locks_renew", "locks", 404, 409, 410)
     def post(self, request: Request, token: str) -> Response:
-        may.require_lock(request.user, token=token)
-        message = lock_renew(token=token)
-        return Response({"lock_token": token, "locked_until": message.locked_until.isoformat()})
+        return _run(ops.LockRenew, request, token=token)
 
 
 class LockDeadLetterView(APIView):
-    @doc.locks_dead_letter
+    @doc.operation(ops.LockDeadLetter, "locks_dead_letter", "locks", 400, 404, 409, 410, 413,
+                   examples=doc.DEAD_LETTER_EXAMPLES)
     def post(self, request: Request, token: str) -> Response:
-        may.require_lock(request.user, token=token)
-        message = lock_dead_letter(token=token, reason=_body(request).get("reason"))
-        return Response({"lock_token": token, "outcome": "dead_lettered", "queue": message.queue.name})
-
-
-# --- transactions -------------------------------------------------------------------------
-
-def _transaction_body(transaction_id: str) -> dict[str, Any]:
-    upstream, downstream = transaction_neighbours(transaction_id=transaction_id)
-    return transaction_render(transaction_get(transaction_id=transaction_id), upstream=upstream, downstream=downstream)
+        return _run(ops.LockDeadLetter, request, token=token)
 
 
 class TransactionBeginView(APIView):
-    @doc.transactions_begin
+    @doc.operation(ops.TransactionBegin, "transactions_begin", "transactions", 400, 404, 413,
+                   examples=doc.BEGIN_EXAMPLES)
     def post(self, request: Request, broker: str) -> Response:
-        may.require_transaction_begin(request.user, broker=broker)
-        data = _body(request)
-        owner = broker_get(name=broker)
-        timeout_ms = owner.transaction_timeout_ms  # the broker's: 0 for no deadline
-        if data.get("timeout_ms") is not None:
-            timeout_ms = _number(data, "timeout_ms", timeout_ms, low=1, high=86_400_000, whole=True)
-        txn = transaction_begin(broker=owner.name, timeout_ms=timeout_ms)
-        return Response(transaction_render(txn, upstream=[], downstream=[]), status=201)  # new: no links yet
+        return _run(ops.TransactionBegin, request, broker=broker)
 
 
 class TransactionGraphView(APIView):
@@ -338,62 +166,46 @@ class TransactionGraphView(APIView):
 
 
 class TransactionDetailView(APIView):
-    @doc.transactions_display
+    @doc.operation(ops.TransactionDisplay, "transactions_display", "transactions", 404)
     def get(self, request: Request, transaction_id: str) -> Response:
-        may.require_transaction(request.user, transaction_id=transaction_id)
-        return Response(_transaction_body(transaction_id))
+        return _run(ops.TransactionDisplay, request, {}, transaction_id=transaction_id)
 
 
 class TransactionCommitView(APIView):
-    @doc.transactions_commit
+    @doc.operation(ops.TransactionCommit, "transactions_commit", "transactions", 400, 404, 409, 413,
+                   examples=doc.WAIT_EXAMPLES)
     def post(self, request: Request, transaction_id: str) -> Response:
-        may.require_transaction(request.user, transaction_id=transaction_id)
-        wait = _number(_body(request), "wait", 0, low=0, high=settings.BATON_MAX_WAIT_S)
-        outcome = transaction_commit(transaction_id=transaction_id, wait=wait)
-        if outcome.state == "committed":
-            return Response({"id": transaction_id, "state": "committed"})
-        return Response({"id": transaction_id, "state": outcome.state, "waiting_on": outcome.waiting_on}, status=202)
+        return _run(ops.TransactionCommit, request, transaction_id=transaction_id)
 
 
 class TransactionRollbackView(APIView):
-    @doc.transactions_rollback
+    @doc.operation(ops.TransactionRollback, "transactions_rollback", "transactions", 404, 409)
     def post(self, request: Request, transaction_id: str) -> Response:
-        may.require_transaction(request.user, transaction_id=transaction_id)
-        outcome = transaction_rollback(transaction_id=transaction_id)
-        return Response({"id": transaction_id, "state": outcome.transaction.state,
-                         "reason": outcome.transaction.reason, "cascaded": outcome.cascaded})
+        return _run(ops.TransactionRollback, request, transaction_id=transaction_id)
 
 
 class TransactionCheckView(APIView):
-    @doc.transactions_check
+    @doc.operation(ops.TransactionCheck, "transactions_check", "transactions", 400, 404, 413,
+                   examples=doc.WAIT_EXAMPLES, summary="The ready-check")
     def post(self, request: Request, transaction_id: str) -> Response:
-        may.require_transaction(request.user, transaction_id=transaction_id)
-        wait = _number(_body(request), "wait", 0, low=0, high=settings.BATON_MAX_WAIT_S)
-        outcome = transaction_check(transaction_id=transaction_id, wait=wait)
-        body: dict[str, Any] = {"id": transaction_id, "result": outcome.result, "waiting_on": outcome.waiting_on}
-        if outcome.reason:
-            body["reason"] = outcome.reason
-        return Response(body)
+        return _run(ops.TransactionCheck, request, transaction_id=transaction_id)
 
 
 # --- connections --------------------------------------------------------------------------
 
 class ConnectionOpenView(APIView):
-    @doc.connections_open
+    @doc.operation(ops.ConnectionOpen, "connections_open", "connections", 400, 404, 413,
+                   examples=doc.CONNECTION_EXAMPLES)
     def post(self, request: Request, broker: str) -> Response:
-        may.require_connection_open(request.user, broker=broker)
-        view = connection_open(broker=broker, client_name=_body(request).get("client_name"))
-        return Response(connection_render(view), status=201)
+        return _run(ops.ConnectionOpen, request, broker=broker)
 
 
 class ConnectionDetailView(APIView):
-    @doc.connections_display
+    @doc.operation(ops.ConnectionDisplay, "connections_display", "connections", 404)
     def get(self, request: Request, conn_id: str) -> Response:
-        may.require_connection(request.user, conn_id=conn_id)
-        return Response(connection_render(connection_view(connection=connection_get(conn_id=conn_id))))
+        return _run(ops.ConnectionDisplay, request, {}, conn_id=conn_id)
 
-    @doc.connections_close
+    @doc.operation(ops.ConnectionClose, "connections_close", "connections", 404,
+                   summary="Close: an open unit of work it began is rolled back")
     def delete(self, request: Request, conn_id: str) -> Response:
-        may.require_connection(request.user, conn_id=conn_id)
-        connection_close(conn_id=conn_id)
-        return Response(status=204)
+        return _run(ops.ConnectionClose, request, {}, conn_id=conn_id)

@@ -6,3 +6,4 @@ from .tasks import *  # noqa: F401,F403
 from .realtime import *  # noqa: F401,F403
 from .baton import *  # noqa: F401,F403
 from .dashboard import *  # noqa: F401,F403
+from .session import *  # noqa: F401,F403

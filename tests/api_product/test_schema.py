@@ -83,17 +83,19 @@ def test_every_operation_documents_its_body_and_responses(spec):
 def test_shapes_of_the_contract(spec):
     schemas = spec["components"]["schemas"]
     assert set(schemas["Error"]["required"]) == {"code", "message"}
-    message = set(schemas["Message"]["properties"])
+    message = set(schemas["MessageOut"]["properties"])
     assert {"msg_id", "put_time", "expires_at", "backout_count", "delivery_count", "queue", "broker", "body",
             "body_base64", "correl_id", "group_id", "lock_token", "locked_until"} <= message
-    put_in = set(schemas["PutRequest"]["properties"])
+    put_in = set(schemas["MessagePutBody"]["properties"])
     assert {"body", "body_base64", "messages", "transaction", "syncpoint", "refers_to", "report"} <= put_in
     commit = spec["paths"]["/api/transactions/{transaction_id}/commit/"]["post"]["responses"]
-    assert commit["200"]["content"]["application/json"]["schema"]["$ref"].endswith("/Committed")
-    assert commit["202"]["content"]["application/json"]["schema"]["$ref"].endswith("/CommitHeld")
+    assert commit["200"]["content"]["application/json"]["schema"]["$ref"].endswith("Committed")
+    assert commit["202"]["content"]["application/json"]["schema"]["$ref"].endswith("CommitHeld")
     assert commit["409"]
-    assert {"depth", "uncommitted_puts", "in_flight", "locked"} <= set(schemas["Queue"]["required"])
-    assert set(schemas["Transaction"]["properties"]) >= {"id", "broker", "state", "reason", "upstream", "downstream",
+    assert {"depth", "uncommitted_puts", "in_flight", "locked"} <= set(schemas["QueueOut"]["required"])
+    assert set(schemas["TransactionOut"]["properties"]) >= {"id", "broker", "state", "reason", "upstream", "downstream",
                                                            "created_at", "resolved_at"}
     assert set(schemas["ResultEnum"]["enum"]) == {"ready", "pending", "backed_out"}
-    assert schemas["CheckResult"]["properties"]["result"]["$ref"].endswith("/ResultEnum")
+    result = schemas["TransactionCheckOutput"]["properties"]["result"]
+    assert (result.get("$ref") or result["allOf"][0]["$ref"]).endswith("/ResultEnum")
+    assert {"broker", "queue"}.isdisjoint(put_in), "REST takes them from the path"

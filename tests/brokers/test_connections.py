@@ -214,6 +214,17 @@ def test_commit_first_commits_then_gets(queue):
     assert bodies(got) == ["req", "reply"]
 
 
+def test_commit_first_with_a_transaction_commits_it_then_gets_outside_it(queue):
+    """DESIGN §4's "commit first" without a connection: the named unit of work commits, and
+    the get is final (outside any unit of work)."""
+    txn = transaction_begin(broker="QM1", timeout_ms=60_000).id
+    message_put(broker="QM1", queue="Q1", messages=msgs("mine"), transaction_id=txn)
+    got = message_get(broker="QM1", queue="Q1", transaction_id=txn, commit_first=True, batch=5)
+    assert Transaction.objects.get(pk=txn).state == TransactionState.COMMITTED
+    assert bodies(got) == ["mine"] and got.transaction_id is None
+    assert browse_all() == []
+
+
 def test_commit_first_needs_a_connection(queue):
     with pytest.raises(OptionsConflict) as exc:
         message_get(broker="QM1", queue="Q1", commit_first=True)

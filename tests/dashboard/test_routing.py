@@ -31,10 +31,11 @@ def answer_to(path: str, origin: bytes | None) -> str:
 
 
 def test_foreign_or_missing_origin_is_refused():
-    for path in ("/ws/overview/", "/ws/brokers/BRK1/transactions/"):
+    for path in ("/ws/overview/", "/ws/brokers/BRK1/transactions/", "/ws/jobs/1/"):
         assert answer_to(path, b"http://evil.example") == "websocket.close", path
         assert answer_to(path, None) == "websocket.close", path
 
 
 def test_anonymous_user_is_refused_from_an_allowed_origin():
-    assert answer_to("/ws/overview/", b"http://localhost") == "websocket.close"
+    for path in ("/ws/overview/", "/ws/jobs/1/"):
+        assert answer_to(path, b"http://localhost") == "websocket.close", path

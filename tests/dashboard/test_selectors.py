@@ -51,6 +51,26 @@ def test_graph_delta_has_links_and_far_ends(queue):
     assert delta["touched"] == [consumer.transaction_id]
 
 
+def test_graph_nodes_carry_their_queues_open_from_messages_resolved_from_the_journal(queue):
+    from brokers.services.queues import queue_define
+    from transactions.manager import transaction_commit
+
+    queue_define(broker="QM1", name="Q2")
+    producer = message_put(broker="QM1", queue="Q1", messages=[MessageInput(body=b"p")], syncpoint="yes")
+    consumer = message_get(broker="QM1", queue="Q1", syncpoint="yes", preemptive=True)
+    message_put(broker="QM1", queue="Q2", messages=[MessageInput(body=b"n")], syncpoint="yes",
+                transaction_id=consumer.transaction_id)
+    done = message_put(broker="QM1", queue="Q2", messages=[MessageInput(body=b"d")], syncpoint="yes")
+    transaction_commit(transaction_id=done.transaction_id)
+    queues = {n["id"]: n["queues"] for n in selectors.graph_snapshot(broker="QM1")["nodes"]}
+    assert queues == {producer.transaction_id: ["Q1"], consumer.transaction_id: ["Q1", "Q2"],
+                      done.transaction_id: ["Q2"]}
+    delta = selectors.graph_delta(transaction_ids={consumer.transaction_id},
+                                  queues={consumer.transaction_id: {"Q2"}})
+    assert {n["id"]: n["queues"] for n in delta["nodes"]} == {producer.transaction_id: [],
+                                                              consumer.transaction_id: ["Q2"]}
+
+
 def test_admin_bootstrap_shows_a_password_once(db):
     from django.contrib.auth import authenticate
 

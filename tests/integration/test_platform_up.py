@@ -7,6 +7,7 @@ be found (same session id) and checked after the SIGTERM."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 from pathlib import Path
@@ -28,6 +29,19 @@ def cmdline(pid: int) -> str:
         return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
     except (FileNotFoundError, ProcessLookupError):
         return ""
+
+
+def signed_in_with_the_printed_password(base: str, printed: str) -> None:
+    """The first run printed the dashboard administrator's password once; it signs in."""
+    found = re.search(r"^  user: (\S+)\n  password: (\S+)$", printed, re.M)
+    assert found, f"platform/up printed no dashboard password:\n{printed}"
+    with httpx.Client(base_url=base, timeout=30) as browser:
+        form = browser.get("/login/").text
+        csrf = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', form).group(1)
+        response = browser.post("/login/", data={"username": found[1], "password": found[2],
+                                                 "csrfmiddlewaretoken": csrf})
+        assert response.status_code == 302 and response.headers["location"] == "/", response.text[:500]
+        assert browser.get("/").status_code == 200
 
 
 def exercise_platform_up(root: Path, var_dir: Path) -> None:
@@ -79,6 +93,7 @@ def exercise_platform_up(root: Path, var_dir: Path) -> None:
         queues = httpx.get(f"{base}/api/brokers/BRK1/queues/", headers=headers, timeout=30).json()["results"]
         assert "ORDERS.IN" in [q["name"] for q in queues]
         assert httpx.get(f"{base}/", follow_redirects=False, timeout=30).status_code == 302
+        signed_in_with_the_printed_password(base, tail(out, 10**7))
 
         started = {pid: cmdline(pid) for pid in session_processes(proc.pid)}
         commands = list(started.values())

@@ -313,20 +313,24 @@ def message_get(
         raise InvalidInput("A get takes syncpoint yes or no.", errors={"syncpoint": ["Invalid choice."]})
     if preemptive and syncpoint != "yes":
         raise OptionsConflict("A pre-emptive get needs a unit of work: name a transaction or ask for syncpoint yes.")
-    if commit_first:
-        if not connection_id:
-            raise OptionsConflict("commit_first needs a connection whose unit of work it commits.")
-        conn = connection_get(conn_id=connection_id)
-        if conn.broker.name != broker:
-            raise InvalidInput(f"Connection {connection_id} is to broker {conn.broker.name!r}, not {broker!r}.",
-                               connection=connection_id)
-        if conn.current_transaction_id and transaction_id not in (None, conn.current_transaction_id):
-            raise OptionsConflict("commit_first commits the connection's unit of work; name no other transaction.")
-        current = conn.current_transaction_id
+    outside = False
+    if commit_first:  # DESIGN §4: commit the unit of work first, then get outside it
+        if connection_id:
+            conn = connection_get(conn_id=connection_id)
+            if conn.broker.name != broker:
+                raise InvalidInput(f"Connection {connection_id} is to broker {conn.broker.name!r}, not {broker!r}.",
+                                   connection=connection_id)
+            if conn.current_transaction_id and transaction_id not in (None, conn.current_transaction_id):
+                raise OptionsConflict("commit_first commits the connection's unit of work; name no other transaction.")
+            current = conn.current_transaction_id or transaction_id
+        elif transaction_id:
+            current = transaction_id
+        else:
+            raise OptionsConflict("commit_first needs a transaction, or a connection, whose unit of work it commits.")
         if current and Transaction.objects.filter(pk=current, state="active").exists():
             transaction_commit(transaction_id=current)  # committed, or held until its upstreams commit
-        transaction_id = None
-    wanted = syncpoint == "yes"
+        transaction_id, outside = None, True
+    wanted = syncpoint == "yes" and not outside
 
     def once() -> GetResult:
         try:

@@ -49,7 +49,7 @@ function update(list) {
     if (edge.nonempty()) edge.data(edgeData(c));
     const row = document.querySelector(`tr[data-channel="${CSS.escape(c.name)}"]`);
     if (!row) continue;
-    for (const f of ["state", "batches_committed", "batches_backed_out", "messages_sent", "last_batch_seq", "last_error"]) {
+    for (const f of ["state", "batches_committed", "batches_backed_out", "messages_sent", "last_batch_seq", "last_error", "in_doubt_seq"]) {
       row.querySelector(`[data-field="${f}"]`).textContent = c[f] ?? "";
     }
   }
@@ -57,4 +57,5 @@ function update(list) {
 }
 
 draw();
+window.batonChannels = { edgeLabel: (name) => cy.getElementById(`ch:${name}`).data("label") };
 follow("/ws/overview/", { onMessage: (msg) => { if (msg.type === "overview") update(msg.data.channels); } });

@@ -1,5 +1,5 @@
-// Overview: live queue counts and two charts (event rates from the journal, depth since
-// the page opened), fed by /ws/overview/ and, for history, /rates/?window=.
+// Overview: live queue counts and two charts (event rates from the journal, depth from the
+// beat task's samples), fed by /ws/overview/ and, for history, /rates/?window=.
 import uPlot from "uplot";
 import { cssVar, follow } from "./live.js";
 
@@ -9,7 +9,7 @@ const windowSelect = document.getElementById("window");
 let windowS = Number(windowSelect.value);
 let bucket = 1;
 let rates = new Map(); // bucket start (s) -> {put, get, commit, rollback}
-const depth = [[], [], [], [], []]; // time, then one array per part
+let depth = [[], [], [], [], []]; // time, then one array per part
 
 function chart(el, labels, colours) {
   const opts = {
@@ -45,7 +45,17 @@ async function loadRates() {
   const data = await response.json();
   bucket = data.bucket;
   rates = new Map(data.points.map((p) => [p.t, p]));
+  seedDepth(data.depth || []);
   drawRates();
+}
+
+// History from the samples, then the live points taken since the last sample.
+function seedDepth(points) {
+  const last = points.length ? points[points.length - 1].t : -Infinity;
+  const live = depth[0].map((t, i) => i).filter((i) => depth[0][i] > last);
+  const seeded = [points.map((p) => p.t), ...PARTS.map((part) => points.map((p) => p[part]))];
+  seeded.forEach((values, k) => { depth[k] = [...values, ...live.map((i) => depth[k][i])]; });
+  depthChart.setData(depth);
 }
 
 function addCounts(counts) {
@@ -86,6 +96,7 @@ follow(document.getElementById("brokers").dataset.socket, {
   },
 });
 windowSelect.addEventListener("change", () => { windowS = Number(windowSelect.value); loadRates(); });
+window.batonOverview = { rates: () => ratesChart.data, depth: () => depthChart.data, windowS: () => windowS };
 setInterval(drawRates, 1000); // slide the window along with the clock
 window.addEventListener("resize", () => {
   for (const c of [ratesChart, depthChart]) c.setSize({ width: c.root.parentElement.clientWidth - 20, height: 200 });

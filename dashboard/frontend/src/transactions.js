@@ -101,6 +101,8 @@ function apply({ nodes: ns = [], edges: es = [], touched = null }) {
   const changed = new Set();
   for (const n of ns) {
     const known = nodes.get(n.id);
+    // queues: a delta names those seen in its events; what is known already stays
+    n.queues = known ? [...new Set([...known.queues, ...(n.queues || [])])].sort() : (n.queues || []);
     nodes.set(n.id, n);
     changed.add(n.id);
     if (!known) {
@@ -243,6 +245,8 @@ function showRow(id) {
   state.textContent = `${GLYPH[n.state] || ""} ${LABEL[n.state] || n.state}`;
   state.className = `state state-${n.state}`;
   tr.querySelector('[data-c="reason"]').textContent = reasonText(n);
+  tr.querySelector('[data-c="queues"]').textContent = n.queues.join(" ");
+  tr.dataset.queues = n.queues.join(" ");
   const up = upstreamOf(id), down = downstreamOf(id);
   tr.querySelector('[data-c="upstream"]').textContent = up.map(short).join(" ");
   tr.querySelector('[data-c="downstream"]').textContent = down.map(short).join(" ");
@@ -266,6 +270,7 @@ function showDetail() {
   set("created_at", new Date(n.created_at).toLocaleString());
   set("resolved_at", n.resolved_at ? new Date(n.resolved_at).toLocaleString() : "—");
   set("reason", n.reason || "—");
+  set("queues", n.queues.join(", ") || "—");
   const held = heldOn(n.id);
   set("held", n.state === "commit_held"
     ? `its commit waits for ${held.map((u) => `${short(u)} (${LABEL[nodes.get(u)?.state] || "unknown"})`).join(", ")} to commit`
@@ -280,13 +285,20 @@ function showDetail() {
   cy.getElementById(n.id).connectedEdges().filter((e) => cascade.includes(e.target().id())).addClass("cascade");
 }
 
+// Pan to a node only when it is out of sight: centring a visible one would push the
+// drawing's edge out of the frame that layoutAll fitted.
+function reveal(node) {
+  const box = node.renderedBoundingBox({ includeLabels: true });
+  if (box.x1 < 0 || box.y1 < 0 || box.x2 > cy.width() || box.y2 > cy.height()) cy.center(node);
+}
+
 function select(id, { center = false } = {}) {
   selected = id;
   history.replaceState(null, "", `#${id}`);
   cy.nodes(".selected").removeClass("selected");
   const node = cy.getElementById(id);
   node.addClass("selected");
-  if (center && node.nonempty()) cy.center(node);
+  if (center && node.nonempty()) reveal(node);
   showDetail();
 }
 
@@ -310,8 +322,10 @@ function filterOut() {
   const states = new Set(form.getAll("state"));
   const age = Number(form.get("age")) * 1000;
   const search = String(form.get("search") || "").trim().toLowerCase();
+  const queue = String(form.get("queue") || "");
   const now = Date.now();
-  return (n) => !states.has(n.state) || (age && now - Date.parse(n.created_at) < age) || (search && !n.id.includes(search));
+  return (n) => !states.has(n.state) || (age && now - Date.parse(n.created_at) < age) || (search && !n.id.includes(search))
+    || (queue && !n.queues.includes(queue));
 }
 
 function applyFilters(ids = nodes.keys()) {

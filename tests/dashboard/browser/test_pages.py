@@ -68,6 +68,9 @@ def test_viewer_sees_only_the_brokers_it_may_browse(browser_page, site, fresh_br
     assert browser_page.goto(f"{site.url}/brokers/{other}/transactions/").status == 403
     browser_page.goto(f"{site.url}/brokers/{fresh_broker}/queues/Q1/")
     expect(browser_page.locator("text=Put a message")).to_have_count(0)
+    expect(browser_page.locator("text=Purge available messages…")).to_have_count(0)
+    browser_page.goto(f"{site.url}/channels/")
+    expect(browser_page.get_by_role("button", name="Start")).to_have_count(0)
 
 
 def test_websocket_from_a_foreign_origin_is_refused(admin_page, site):

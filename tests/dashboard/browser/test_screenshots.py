@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
+from .test_moves import backout_queue_with
 from .test_transaction_graph import begin, linked_pair
 
 OUT = os.environ.get("BATON_SCREENSHOTS")
@@ -75,6 +76,15 @@ def test_screenshots(admin_page, site, api, fresh_broker):
     page.goto(f"{site.url}/channels/")
     expect(page.locator("#live-status")).to_have_attribute("data-live", "true")
     page.screenshot(path=out / "channels.png", full_page=True)
+    ids = backout_queue_with(api, fresh_broker, 5)
+    taken = begin(api, fresh_broker)  # one of them in flight: the job skips it, saying why
+    api.post(f"/api/brokers/{fresh_broker}/queues/APP.BACKOUT/get/", json={"transaction": taken, "msg_id": ids[2]})
+    page.goto(f"{site.url}/brokers/{fresh_broker}/queues/APP.BACKOUT/")
+    page.check("#select-page")
+    page.screenshot(path=out / "backout-queue.png", full_page=True)
+    page.click("#move-submit")
+    expect(page.locator("#job")).to_have_attribute("data-state", "succeeded")
+    page.screenshot(path=out / "move-job.png", full_page=True)
     page.goto(f"{site.url}/analytics/")
     page.screenshot(path=out / "analytics.png")
     page.context.clear_cookies()

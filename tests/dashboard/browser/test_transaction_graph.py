@@ -74,4 +74,51 @@ def test_filters_hide_rows(admin_page, site, api, fresh_broker):
     expect(row(page, producer)).to_be_hidden()
     page.check('#filters input[value="active"]')
     expect(row(page, producer)).to_be_visible()
+    page.select_option('#filters select[name="age"]', "600")  # older than 10 minutes: these are not
+    expect(row(page, producer)).to_be_hidden()
+    page.select_option('#filters select[name="age"]', "0")
+    page.fill('#filters input[name="search"]', consumer[:10])
+    expect(row(page, producer)).to_be_hidden()
+    expect(row(page, consumer)).to_be_visible()
     api.post(f"/api/transactions/{producer}/rollback/", json={})
+
+
+def test_queue_filter_from_the_snapshot_and_live(admin_page, site, api, fresh_broker):
+    page = admin_page
+    producer, consumer = linked_pair(api, fresh_broker)  # both on Q1
+    page.goto(f"{site.url}/brokers/{fresh_broker}/transactions/")
+    expect(page.locator("#graph-root")).to_have_attribute("data-ready", "true")
+    expect(row(page, producer)).to_have_attribute("data-queues", "Q1")
+    page.select_option('#filters select[name="queue"]', "Q2")
+    expect(row(page, producer)).to_be_hidden()
+    expect(row(page, consumer)).to_be_hidden()
+    later = begin(api, fresh_broker)  # arrives in a delta, with the queue it put to
+    assert api.post(f"/api/brokers/{fresh_broker}/queues/Q2/messages/",
+                    json={"body": "x", "transaction": later}).status_code == 201
+    expect(row(page, later)).to_have_attribute("data-queues", "Q2")
+    expect(row(page, later)).to_be_visible()
+    page.select_option('#filters select[name="queue"]', "")
+    expect(row(page, producer)).to_be_visible()
+    row(page, producer).click()
+    expect(page.locator('#detail [data-f="queues"]')).to_have_text("Q1")
+    for t in (producer, later):
+        api.post(f"/api/transactions/{t}/rollback/", json={})
+    assert page.console.errors == []
+
+
+ALL_NODES_IN_FRAME = """() => { const cy = window.batonGraph.cy;
+  return cy.nodes().filter((n) => { const b = n.renderedBoundingBox({ includeLabels: true });
+    return b.x1 < 0 || b.y1 < 0 || b.x2 > cy.width() || b.y2 > cy.height(); }).map((n) => n.id()); }"""
+
+
+def test_a_selected_unit_of_work_does_not_push_the_drawing_out_of_frame(admin_page, site, api, fresh_broker):
+    """The page opened with a unit of work named after '#' (as the message pages link to it)
+    keeps every node of a small graph inside the drawing."""
+    pairs = [linked_pair(api, fresh_broker) for _ in range(6)]
+    page = admin_page
+    page.goto(f"{site.url}/brokers/{fresh_broker}/transactions/#{pairs[-1][0]}")
+    expect(page.locator("#graph-root")).to_have_attribute("data-ready", "true")
+    expect(page.locator('#detail [data-f="id"]')).to_have_text(pairs[-1][0])
+    assert page.evaluate(ALL_NODES_IN_FRAME) == []
+    for producer, _ in pairs:
+        api.post(f"/api/transactions/{producer}/rollback/", json={})

@@ -1,4 +1,4 @@
-"""What the dashboard changes, each through the brokers' own services."""
+"""The queue page's put and purge, each through the brokers' own services."""
 from __future__ import annotations
 
 from django.conf import settings

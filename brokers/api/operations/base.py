@@ -1,0 +1,174 @@
+"""What every operation of the API is: one definition of its input and output, used by the
+REST views, the WebSocket session and the OpenAPI schema alike.
+
+An :class:`Operation` holds an ``Input`` and an ``Output`` model (pydantic: it validates a
+message in about 3 µs where a DRF serializer takes 80–350 µs, which the session's hot path
+cannot afford; see docs/performance.md), and ``perform(user, data)``, which checks the
+caller's permission with the functions of ``brokers.permissions``, calls one service and
+returns ``(status, body)``. Unknown fields are an error everywhere (``extra="forbid"``).
+"""
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from django.conf import settings
+from typing import Annotated
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+
+from config.errors import InvalidInput
+
+from ...services.message_input import FIELD_TEXTS
+
+def _wait_bounded(value: float) -> float:
+    if value > settings.BATON_MAX_WAIT_S:  # read per call: a deployment (or a test) may change it
+        raise ValueError(f"At most {settings.BATON_MAX_WAIT_S:g} seconds.")
+    return value
+
+
+def _batch_bounded(value: int) -> int:
+    if value > settings.BATON_MAX_BATCH:
+        raise ValueError(f"At most {settings.BATON_MAX_BATCH}.")
+    return value
+
+
+#: Seconds to wait, 0 to BATON_MAX_WAIT_S.
+Wait = Annotated[float, Field(ge=0, allow_inf_nan=False, description="Seconds to wait (0 to BATON_MAX_WAIT_S, "
+                                                                      "by default 60)."),
+                 AfterValidator(_wait_bounded)]
+#: How many messages, 1 to BATON_MAX_BATCH.
+Batch = Annotated[int, Field(ge=1, description="1 to BATON_MAX_BATCH (by default 1000)."),
+                  AfterValidator(_batch_bounded)]
+
+#: Session operation name -> the operation (filled by ``Operation.__init_subclass__``).
+SESSION_OPERATIONS: dict[str, type[Operation]] = {}
+
+
+class Model(BaseModel):
+    """Every input and output: unknown fields are refused; names are the JSON names."""
+
+    model_config = ConfigDict(extra="forbid", frozen=False, ser_json_bytes="base64")
+
+
+def where(loc: tuple) -> str:
+    """A pydantic error location as the API names fields: the field of the request, or of a
+    message of a batch (``messages[1].priority``); not deeper."""
+    if len(loc) >= 3 and loc[0] == "messages" and isinstance(loc[1], int):
+        return f"messages[{loc[1]}].{loc[2]}"
+    if loc and loc[0] == "messages" and len(loc) == 2 and isinstance(loc[1], int):
+        return f"messages[{loc[1]}]"
+    return str(loc[0]) if loc else "body"
+
+
+_TEXTS = {
+    "missing": "Required.",
+    "extra_forbidden": "Unknown field.",
+    "bool_type": "Must be true or false.", "bool_parsing": "Must be true or false.",
+    "int_type": "Must be a whole number.", "int_parsing": "Must be a whole number.",
+    "int_from_float": "Must be a whole number.",
+    "float_type": "Must be a number.", "float_parsing": "Must be a number.",
+    "string_type": "Must be a string.", "list_type": "Must be a list.",
+    "dict_type": "Must be an object.", "model_type": "Must be an object.", "model_attributes_type": "Must be an object.",
+}
+
+
+def invalid(error: ValidationError, *, message: str = "The request is not valid.") -> InvalidInput:
+    """A pydantic ValidationError as the API's 400 ``invalid`` naming every bad field."""
+    errors: dict[str, list[str]] = {}
+    for item in error.errors(include_url=False, include_input=False):
+        loc = item["loc"]
+        if item["type"] in ("value_error", "assertion_error") and loc == ():
+            text = str(item.get("ctx", {}).get("error") or item["msg"])
+            name, _, text = text.partition(": ") if ": " in text else ("body", "", text)
+        else:
+            # union members add their type to the location (str, int, ...): drop them
+            loc = tuple(p for p in loc if not (isinstance(p, str) and p in {"str", "int", "float", "bool", "none"}))
+            name = where(loc)
+            field = name.rpartition(".")[2]
+            if item["type"] == "value_error":
+                text = str(item.get("ctx", {}).get("error") or item["msg"])
+            elif item["type"] not in ("missing", "extra_forbidden") and field in FIELD_TEXTS:
+                text = FIELD_TEXTS[field]
+            else:
+                text = _TEXTS.get(item["type"], item["msg"].rstrip(".") + ".")
+        if text not in errors.get(name, []):
+            errors.setdefault(name, []).append(text)
+    return InvalidInput(message, errors=errors)
+
+
+class Operation:
+    """One operation of the API. Subclasses set ``Input`` and ``Output`` (a model, or a dict of
+    status -> model), ``session`` (its name in the session protocol, or None) and ``perform``."""
+
+    Input: ClassVar[type[Model]]
+    Output: ClassVar[type[Model] | dict[int, type[Model]]]
+    session: ClassVar[str | None] = None
+    #: The fields REST takes from the path (the session takes them from the frame).
+    path: ClassVar[tuple[str, ...]] = ()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        # unique component names in the OpenAPI schema: PutInput, PutOutput, ...
+        base = cls.__name__
+        for attr, suffix in (("Input", "Input"), ("Output", "Output")):
+            model = cls.__dict__.get(attr)
+            if isinstance(model, type) and issubclass(model, BaseModel) and model.__name__ in ("Input", "Output"):
+                model.__name__ = model.__qualname__ = f"{base}{suffix}"
+        for name, model in list(vars(cls).items()):  # other models inside: PutOne, PutMany, ...
+            if isinstance(model, type) and issubclass(model, BaseModel) and model.__name__ == name \
+                    and name not in ("Input", "Output"):
+                model.__name__ = model.__qualname__ = f"{base}{name}"
+        if cls.session:
+            SESSION_OPERATIONS[cls.session] = cls
+
+    @classmethod
+    def parse(cls, data: Any) -> Model:
+        if not isinstance(data, dict):
+            raise InvalidInput("The request body must be a JSON object.", errors={"body": ["Must be an object."]})
+        try:
+            return cls.Input.model_validate(data)
+        except ValidationError as error:
+            raise invalid(error) from None
+
+    @classmethod
+    def perform(cls, user, data: Model) -> tuple[int, dict[str, Any]]:
+        raise NotImplementedError
+
+    @classmethod
+    def outputs(cls) -> dict[int, type[Model]]:
+        return cls.Output if isinstance(cls.Output, dict) else {cls.success: cls.Output}
+
+    #: The status of success when ``Output`` is one model.
+    success: ClassVar[int] = 200
+
+    @classmethod
+    def checked(cls, status: int, body: dict[str, Any]) -> dict[str, Any]:
+        """``body`` as rendered, checked against the output definition where
+        ``BATON_API_CHECK_REPLIES`` is on (the test suite): a field the definition does not
+        name, or one of the wrong type, fails loudly instead of drifting from the docs."""
+        if settings.BATON_API_CHECK_REPLIES:
+            model = cls.outputs().get(status)
+            if model is not None:
+                model.model_validate(body)
+        return body
+
+    @classmethod
+    def run(cls, user, data: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        """Validate, perform, check: what both transports call."""
+        status, body = cls.perform(user, cls.parse(data))
+        return status, cls.checked(status, body)
+
+
+_BODIES: dict[type, type[Model] | None] = {}
+
+
+def body_model(operation: type[Operation]) -> type[Model] | None:
+    """The operation's input as REST's request body documents it: without the fields REST
+    takes from the path (None when nothing is left)."""
+    if operation not in _BODIES:
+        from pydantic import create_model
+
+        fields = {name: (info.annotation, info) for name, info in operation.Input.model_fields.items()
+                  if name not in operation.path}
+        _BODIES[operation] = create_model(f"{operation.__name__}Body", __base__=Model, **fields) if fields else None
+    return _BODIES[operation]

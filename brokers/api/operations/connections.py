@@ -1,0 +1,76 @@
+"""Connections: open (the session's ``connect``), display, close; their one definition."""
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import Field
+
+from ... import permissions as may
+from ...selectors import connection_get
+from ...services.connections import connection_close, connection_open, connection_view
+from ..render import connection_render
+from .base import Model, Operation
+
+
+class ConnectionOut(Model):
+    conn_id: str
+    broker: str
+    client_name: str
+    last_put_msg_id: str | None
+    last_got_msg_id: str | None
+    current_transaction: str | None
+    created_at: str | None
+
+
+class ConnectionOpen(Operation):
+    """Open a connection: the broker remembers the client name's last put and got msg_id."""
+
+    session = "connect"
+    path = ("broker",)
+    success = 201
+
+    class Input(Model):
+        broker: Annotated[str, Field(max_length=48)]
+        client_name: Annotated[str, Field(min_length=1, max_length=100)]
+
+    Output = ConnectionOut
+
+    @classmethod
+    def perform(cls, user, data: Input) -> tuple[int, dict[str, Any]]:
+        may.require_connection_open(user, broker=data.broker)
+        return 201, connection_render(connection_open(broker=data.broker, client_name=data.client_name))
+
+
+class ConnectionDisplay(Operation):
+    """A connection and what the broker remembers of its client name."""
+
+    path = ("conn_id",)
+
+    class Input(Model):
+        conn_id: Annotated[str, Field(max_length=64)]
+
+    Output = ConnectionOut
+
+    @classmethod
+    def perform(cls, user, data: Input) -> tuple[int, dict[str, Any]]:
+        may.require_connection(user, conn_id=data.conn_id)
+        return 200, connection_render(connection_view(connection=connection_get(conn_id=data.conn_id)))
+
+
+class ConnectionClose(Operation):
+    """Close: an open unit of work it began is rolled back."""
+
+    path = ("conn_id",)
+    success = 204
+
+    class Input(Model):
+        conn_id: Annotated[str, Field(max_length=64)]
+
+    class Output(Model):
+        pass
+
+    @classmethod
+    def perform(cls, user, data: Input) -> tuple[int, dict[str, Any]]:
+        may.require_connection(user, conn_id=data.conn_id)
+        connection_close(conn_id=data.conn_id)
+        return 204, {}

@@ -1,0 +1,320 @@
+"""Brokers and queues: list, define, display, alter, delete; their one definition.
+
+The services check what depends on the database (names taken, a dead-letter queue's
+definition, a remote queue's fields); these models check shapes and types, and name
+unknown fields."""
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from django.conf import settings
+from pydantic import ConfigDict, Field, model_validator
+
+from ... import permissions as may
+from ...models import NAME_PATTERN, Access, DeliverySequence, EnforceOrder, Persistence, QueueKind, QueueUsage, \
+    ReadOrder
+from ...selectors import broker_get, broker_list, queue_depths, queue_get, queue_list
+from ...services.brokers import broker_alter, broker_define, broker_delete
+from ...services.queues import queue_alter, queue_define, queue_delete
+from ..render import broker_render, queue_render
+from .base import Model, Operation
+
+Name = Annotated[str, Field(pattern=NAME_PATTERN, max_length=48, description="1 to 48 characters of "
+                                                                              "A-Z a-z 0-9 . _ / %.")]
+PathName = Annotated[str, Field(max_length=200)]
+Count = Annotated[int, Field(ge=0, le=2**31 - 1)]
+Description = Annotated[str, Field(max_length=200)]
+QueueRef = Annotated[str, Field(max_length=48)]
+
+
+def _choices(choices) -> Any:
+    return Literal[tuple(choices.values)]  # type: ignore[valid-type]
+
+
+class Strict(Model):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class Page(Model):
+    """Query parameters of a list (text converts)."""
+
+    limit: Annotated[int, Field(ge=1, le=1000, description="Rows a page returns.")] = settings.BATON_API_PAGE_SIZE
+    offset: Annotated[int, Field(ge=0, le=10**9, description="Rows to skip.")] = 0
+
+
+def _page(rows: list[dict[str, Any]], data: Page) -> dict[str, Any]:
+    return {"count": len(rows), "results": rows[data.offset:data.offset + data.limit]}
+
+
+# --- brokers --------------------------------------------------------------------------------
+
+class BrokerOut(Model):
+    name: str
+    description: str
+    dead_letter_queue: str
+    transaction_timeout_ms: int
+    max_message_length: int
+    default_persistence: _choices(Persistence)
+    created_at: str | None
+
+
+class BrokerChanges(Strict):
+    description: Description = None
+    dead_letter_queue: Name = None
+    transaction_timeout_ms: Count = Field(None, description="0: units of work never time out.")
+    max_message_length: Count = None
+    default_persistence: _choices(Persistence) = None
+
+
+class NoRename(Model):
+    @model_validator(mode="before")
+    @classmethod
+    def _no_rename(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "name" in data:
+            raise ValueError("name: Names cannot be changed; define a new object instead.")
+        return data
+
+
+def _given(data: Model, *, skip: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The fields the caller gave (null for a field that must have a value is refused by the
+    service's model validation, as before)."""
+    return {name: getattr(data, name) for name in data.model_fields_set if name not in skip}
+
+
+class BrokerList(Operation):
+    """The brokers the caller may see."""
+
+    class Input(Page):
+        pass
+
+    class Output(Model):
+        count: int
+        results: list[BrokerOut]
+
+    @classmethod
+    def perform(cls, user, data: Input) -> tuple[int, dict[str, Any]]:
+        return 200, _page([broker_render(b) for b in may.brokers_visible(user, broker_list())], data)
+
+
+class BrokerDefine(Operation):
+    """Define a broker with its dead-letter queue (superusers)."""
+
+    success = 201
+
+    class Input(BrokerChanges):
+        name: Name
+
+    Output = BrokerOut
+
+    @classmethod
+    def perform(cls, user, data: Input) -> tuple[int, dict[str, Any]]:
+        may.require_broker_define(user)
+        return 201, broker_render(broker_define(name=data.name, **_given(data, skip=("name",))))
+
+
+class BrokerDisplay(Operation):
+    """A broker's definition."""
+
+    path = ("broker",)
+
+    class Input(Model):
+        broker: PathName
+
+    Output = BrokerOut
+
+    @classmethod
+    def perform(cls, user, data: Input) -> tuple[int, dict[str, Any]]:
+        may.require_broker_display(user, broker=data.broker)
+        return 200, broker_render(broker_get(name=data.broker))
+
+
+class BrokerAlter(Operation):
+    """Change a broker's attributes (names cannot change)."""
+
+    path = ("broker",)
+
+    class Input(BrokerChanges, NoRename):
+        broker: PathName
+
+    Output = BrokerOut
+
+    @classmethod
+    def perform(cls, user, data: Input) -> tuple[int, dict[str, Any]]:
+        may.require_broker_admin(user, broker=data.broker)
+        return 200, broker_render(broker_alter(name=data.broker, **_given(data, skip=("broker",))))
+
+
+class Purge(Model):
+    purge: bool = Field(False, description="Delete even if it still holds messages (they are discarded).")
+
+
+class BrokerDelete(Operation):
+    """Delete a broker."""
+
+    path = ("broker",)
+    success = 204
+
+    class Input(Purge):
+        broker: PathName
+
+    class Output(Model):
+        pass
+
+    @classmethod
+    def perform(cls, user, data: Input) -> tuple[int, dict[str, Any]]:
+        may.require_broker_admin(user, broker=data.broker)
+        broker_delete(name=data.broker, purge=data.purge)
+        return 204, {}
+
+
+# --- queues ---------------------------------------------------------------------------------
+
+class QueueChanges(Strict):
+    kind: _choices(QueueKind) = None
+    usage: _choices(QueueUsage) = None
+    description: Description = None
+    max_depth: Count = None
+    max_message_length: Count = None
+    put_enabled: bool = None
+    get_enabled: bool = None
+    default_priority: Annotated[int, Field(ge=0, le=9)] = None
+    default_persistence: _choices(Persistence) = None
+    delivery_sequence: _choices(DeliverySequence) = None
+    read_order: _choices(ReadOrder) = None
+    enforce_order: _choices(EnforceOrder) = None
+    backout_threshold: Count = None
+    backout_queue: QueueRef = None
+    lock_duration_ms: Annotated[int, Field(ge=1, le=2**31 - 1)] = None
+    default_access: _choices(Access) = None
+    remote_broker: QueueRef = None
+    remote_queue: QueueRef = None
+    transmission_queue: QueueRef = None
+    target_queue: QueueRef = Field(None, description="For an alias.")
+
+
+class QueueOut(Model):
+    name: str
+    broker: str
+    kind: _choices(QueueKind)
+    usage: _choices(QueueUsage)
+    description: str
+    max_depth: int
+    max_message_length: int
+    put_enabled: bool
+    get_enabled: bool
+    default_priority: int
+    default_persistence: _choices(Persistence)
+    delivery_sequence: _choices(DeliverySequence)
+    read_order: _choices(ReadOrder)
+    enforce_order: _choices(EnforceOrder)
+    backout_threshold: int
+    backout_queue: str
+    lock_duration_ms: int
+    default_access: _choices(Access)
+    remote_broker: str
+    remote_queue: str
+    transmission_queue: str
+    target_queue: str
+    created_at: str | None
+    depth: int = Field(description="Committed messages, available or in flight.")
+    uncommitted_puts: int
+    in_flight: int
+    locked: int
+
+
+def _queue_body(queue) -> dict[str, Any]:
+    return queue_render(queue, queue_depths(queue_ids=[queue.pk])[queue.pk])
+
+
+class QueueList(Operation):
+    """The broker's queues the caller may see."""
+
+    path = ("broker",)
+
+    class Input(Page):
+        broker: PathName
+
+    class Output(Model):
+        count: int
+        results: list[QueueOut]
+
+    @classmethod
+    def perform(cls, user, data: Input) -> tuple[int, dict[str, Any]]:
+        may.require_broker_display(user, broker=data.broker)
+        queues = may.queues_visible(user, broker=data.broker, queues=queue_list(broker=data.broker))
+        depths = queue_depths(queue_ids=[q.pk for q in queues])
+        return 200, _page([queue_render(q, depths[q.pk]) for q in queues], data)
+
+
+class QueueDefine(Operation):
+    """Define a queue: local, remote, alias or model; normal or transmission."""
+
+    path = ("broker",)
+    success = 201
+
+    class Input(QueueChanges):
+        broker: PathName
+        name: Name
+
+    Output = QueueOut
+
+    @classmethod
+    def perform(cls, user, data: Input) -> tuple[int, dict[str, Any]]:
+        may.require_broker_admin(user, broker=data.broker)
+        queue = queue_define(broker=data.broker, name=data.name, **_given(data, skip=("broker", "name")))
+        return 201, _queue_body(queue)
+
+
+class QueueDisplay(Operation):
+    """A queue's definition and depths."""
+
+    path = ("broker", "queue")
+
+    class Input(Model):
+        broker: PathName
+        queue: PathName
+
+    Output = QueueOut
+
+    @classmethod
+    def perform(cls, user, data: Input) -> tuple[int, dict[str, Any]]:
+        may.require_queue_display(user, broker=data.broker, queue=data.queue)
+        return 200, _queue_body(queue_get(broker=data.broker, name=data.queue))
+
+
+class QueueAlter(Operation):
+    """Change a queue's attributes (names cannot change)."""
+
+    path = ("broker", "queue")
+
+    class Input(QueueChanges, NoRename):
+        broker: PathName
+        queue: PathName
+
+    Output = QueueOut
+
+    @classmethod
+    def perform(cls, user, data: Input) -> tuple[int, dict[str, Any]]:
+        may.require_queue_admin(user, broker=data.broker, queue=data.queue)
+        return 200, _queue_body(queue_alter(broker=data.broker, name=data.queue,
+                                            **_given(data, skip=("broker", "queue"))))
+
+
+class QueueDelete(Operation):
+    """Delete a queue."""
+
+    path = ("broker", "queue")
+    success = 204
+
+    class Input(Purge):
+        broker: PathName
+        queue: PathName
+
+    class Output(Model):
+        pass
+
+    @classmethod
+    def perform(cls, user, data: Input) -> tuple[int, dict[str, Any]]:
+        may.require_queue_admin(user, broker=data.broker, queue=data.queue)
+        queue_delete(broker=data.broker, name=data.queue, purge=data.purge)
+        return 204, {}

@@ -1,0 +1,94 @@
+"""Peek-locks: complete, abandon, renew, dead-letter; their one definition."""
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
+
+from ... import permissions as may
+from ...services.locks import lock_abandon, lock_complete, lock_dead_letter, lock_renew
+from .base import Model, Operation
+
+Token = Annotated[str, Field(max_length=64, description="The lock token of a peek-locked message.")]
+Outcome = Literal["completed", "pending_commit", "available", "dead_lettered"]
+
+
+class LockOutcome(Model):
+    lock_token: str
+    outcome: Outcome
+
+
+class LockComplete(Operation):
+    """Complete: the message is gone (when the unit of work named commits)."""
+
+    session = "complete"
+    path = ("lock_token",)
+
+    class Input(Model):
+        lock_token: Token
+        transaction: Annotated[str, Field(max_length=64)] | None = None
+
+    Output = LockOutcome
+
+    @classmethod
+    def perform(cls, user, data: Input) -> tuple[int, dict[str, Any]]:
+        may.require_lock(user, token=data.lock_token)
+        outcome = lock_complete(token=data.lock_token, transaction_id=data.transaction)
+        return 200, {"lock_token": data.lock_token, "outcome": outcome}
+
+
+class LockAbandon(Operation):
+    """Abandon: the message is available again (its delivery count stays raised)."""
+
+    session = "abandon"
+    path = ("lock_token",)
+
+    class Input(Model):
+        lock_token: Token
+
+    Output = LockOutcome
+
+    @classmethod
+    def perform(cls, user, data: Input) -> tuple[int, dict[str, Any]]:
+        may.require_lock(user, token=data.lock_token)
+        return 200, {"lock_token": data.lock_token, "outcome": lock_abandon(token=data.lock_token)}
+
+
+class LockRenew(Operation):
+    """Renew: the lock lasts the queue's lock duration from now."""
+
+    session = "renew"
+    path = ("lock_token",)
+
+    class Input(Model):
+        lock_token: Token
+
+    class Output(Model):
+        lock_token: str
+        locked_until: str
+
+    @classmethod
+    def perform(cls, user, data: Input) -> tuple[int, dict[str, Any]]:
+        may.require_lock(user, token=data.lock_token)
+        message = lock_renew(token=data.lock_token)
+        return 200, {"lock_token": data.lock_token, "locked_until": message.locked_until.isoformat()}
+
+
+class LockDeadLetter(Operation):
+    """Dead-letter: move the message to the broker's dead-letter queue with a reason."""
+
+    session = "dead_letter"
+    path = ("lock_token",)
+
+    class Input(Model):
+        lock_token: Token
+        reason: Annotated[str, Field(min_length=1, max_length=200)] | None = None
+
+    class Output(LockOutcome):
+        queue: str = Field(description="The queue the message was moved to.")
+
+    @classmethod
+    def perform(cls, user, data: Input) -> tuple[int, dict[str, Any]]:
+        may.require_lock(user, token=data.lock_token)
+        message = lock_dead_letter(token=data.lock_token, reason=data.reason)
+        return 200, {"lock_token": data.lock_token, "outcome": "dead_lettered", "queue": message.queue.name}

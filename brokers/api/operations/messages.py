@@ -1,0 +1,186 @@
+"""Put, get and browse: their one definition (see ``base``)."""
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import ConfigDict, Field, RootModel, model_validator
+
+from ... import permissions as may
+from ...services.message_input import HexId, MessageIn, message_render
+from ...services.messages import message_browse, message_get, message_put
+from .base import Batch, Model, Operation, Wait
+
+Broker = Annotated[str, Field(description="Broker name.", max_length=48)]
+QueueName = Annotated[str, Field(description="Queue name.", max_length=48)]
+Text = Annotated[str, Field(max_length=200)]
+
+
+class MessageOut(Model):
+    """A stored message."""
+
+    msg_id: str
+    correl_id: str | None
+    group_id: str | None
+    msg_type: Literal["datagram", "request", "reply", "report"]
+    priority: int
+    persistence: Literal["persistent", "non_persistent"]
+    expires_at: str | None = Field(description="ISO 8601.")
+    expiry_ms: int | None = Field(description="Milliseconds left before it expires.")
+    format: str | None
+    reply_to_queue: str | None
+    reply_to_broker: str | None
+    report: list[str] | None
+    properties: dict[str, Any] | None
+    refers_to: dict[str, Any] | None
+    put_time: str = Field(description="ISO 8601.")
+    put_application: str | None
+    backout_count: int
+    delivery_count: int
+    dead_letter_reason: str | None
+    dead_letter_from: str | None
+    transmission_header: dict[str, Any] | None
+    feedback: str | None = Field(description="On a report: coa, cod, expiry or exception.")
+    lock_token: str | None
+    locked_until: str | None
+    queue: str
+    broker: str
+    body: str | None = Field(description="The body when it is valid UTF-8.")
+    body_base64: str
+
+
+class MessagePut(Operation):
+    """Put one message (its fields at the top level) or a batch (``messages``), under a unit
+    of work or not. All or none are put."""
+
+    session = "put"
+    path = ("broker", "queue")
+    success = 201
+
+    class Input(MessageIn):
+        model_config = ConfigDict(extra="forbid", strict=True)
+        broker: Broker
+        queue: QueueName
+        messages: list[MessageIn] | None = Field(None, description="A batch: these messages, all or none.")
+        transaction: Text | None = Field(None, description="Put under this unit of work.")
+        syncpoint: Literal["yes", "no", "if_persistent"] | None = None
+        connection: Text | None = Field(None, description="A connection id (conn_id).")
+        put_application: Annotated[str, Field(max_length=100)] | None = None
+
+        @model_validator(mode="after")
+        def _one_or_many(self):
+            if self.messages is not None:
+                given = sorted(n for n in MessageIn.model_fields if n in self.model_fields_set)
+                if given:
+                    raise ValueError(f"{given[0]}: Give a message's fields or messages, not both.")
+            return self
+
+    class One(MessageOut):
+        """One message put: the message, and the unit of work it is under."""
+
+        transaction: str | None
+
+    class Many(Model):
+        """A batch put: the messages, and the unit of work they are under."""
+
+        messages: list[MessageOut]
+        transaction: str | None
+
+    class Output(RootModel[One | Many]):
+        pass
+
+    @classmethod
+    def perform(cls, user, data: Input) -> tuple[int, dict[str, Any]]:
+        may.require_put(user, broker=data.broker, queue=data.queue)
+        may.require_connection_use(user, conn_id=data.connection)
+        if data.messages is not None:
+            messages = [m.to_input() for m in data.messages]
+        else:
+            messages = [MessageIn.to_input(data)]
+        result = message_put(
+            broker=data.broker, queue=data.queue, messages=messages, transaction_id=data.transaction,
+            syncpoint=data.syncpoint, connection_id=data.connection,
+            put_application=(data.put_application or getattr(user, "username", ""))[:100],
+        )
+        b, q = result.queue.broker.name, result.queue.name
+        rendered = [message_render(m, broker=b, queue=q) for m in result.messages]
+        body: dict[str, Any] = {"messages": rendered} if data.messages is not None else dict(rendered[0])
+        body["transaction"] = result.transaction_id
+        return 201, body
+
+
+class MessageGet(Operation):
+    """Get messages: destructive, browse or peek-lock; under a unit of work or not."""
+
+    session = "get"
+    path = ("broker", "queue")
+
+    class Input(Model):
+        model_config = ConfigDict(extra="forbid", strict=True)
+        broker: Broker
+        queue: QueueName
+        wait: Wait = 0
+        transaction: Text | None = None
+        syncpoint: Literal["yes", "no"] | None = None
+        connection: Text | None = None
+        preemptive: bool = Field(False, description="May take another unit of work's uncommitted put (linked).")
+        ordered: bool = False
+        msg_id: Text | None = None
+        correl_id: Text | None = None
+        group_id: Text | None = None
+        mode: Literal["destructive", "browse", "peek_lock"] | None = None
+        batch: Batch = 1
+        commit_first: bool = False
+        access: Literal["shared", "exclusive"] | None = None
+
+    class Output(Model):
+        messages: list[MessageOut]
+        transaction: str | None
+        reason: str | None = Field(None, description="When no message came: empty, no_match, "
+                                                      "next_in_order_in_flight, ...")
+
+    @classmethod
+    def perform(cls, user, data: Input) -> tuple[int, dict[str, Any]]:
+        may.require_get(user, broker=data.broker, queue=data.queue)
+        may.require_connection_use(user, conn_id=data.connection)
+        result = message_get(
+            broker=data.broker, queue=data.queue, transaction_id=data.transaction, syncpoint=data.syncpoint,
+            connection_id=data.connection, wait=data.wait, batch=data.batch, msg_id=data.msg_id,
+            correl_id=data.correl_id, group_id=data.group_id, mode=data.mode or "destructive",
+            commit_first=data.commit_first, preemptive=data.preemptive, ordered=data.ordered, access=data.access,
+        )
+        b, q = result.queue.broker.name, result.queue.name
+        body: dict[str, Any] = {"messages": [message_render(m, broker=b, queue=q) for m in result.messages],
+                                "transaction": result.transaction_id}
+        if not result.messages:
+            body["reason"] = result.reason
+        return 200, body
+
+
+class MessageBrowse(Operation):
+    """Browse: look at messages without removing them, a page at a time."""
+
+    session = "browse"
+    path = ("broker", "queue")
+
+    class Input(Model):  # REST sends these as query parameters: text converts
+        broker: Broker
+        queue: QueueName
+        cursor: Text | None = Field(None, description="Where the last page ended.")
+        limit: Batch = 50
+        ordered: bool = Field(False, description="Reliable browse in the queue's read order.")
+
+    class Output(Model):
+        messages: list[MessageOut]
+        cursor: str = Field(description="Browse on from here.")
+
+    @classmethod
+    def perform(cls, user, data: Input) -> tuple[int, dict[str, Any]]:
+        may.require_browse(user, broker=data.broker, queue=data.queue)
+        result = message_browse(broker=data.broker, queue=data.queue, cursor=data.cursor or None,
+                                ordered=data.ordered, limit=data.limit)
+        b, q = result.queue.broker.name, result.queue.name
+        return 200, {"messages": [message_render(m, broker=b, queue=q) for m in result.messages],
+                     "cursor": result.cursor}
+
+
+__all__ = ["HexId", "MessageBrowse", "MessageGet", "MessageOut", "MessagePut"]

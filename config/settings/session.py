@@ -1,0 +1,14 @@
+"""The WebSocket session (/api/session/): its bounds. See brokers/api/session.py."""
+from .env import env_float_default, env_int
+
+#: Requests received on one session but not yet applied; more are answered 429 throttled.
+BATON_SESSION_MAX_PENDING = env_int("BATON_SESSION_MAX_PENDING", 1000)
+#: Requests of one session waiting (a get, commit or check with wait); more are answered 429.
+BATON_SESSION_MAX_WAITS = env_int("BATON_SESSION_MAX_WAITS", 100)
+#: Threads of the process that hold waiting requests (each holds a database connection while
+#: its request runs; waiting itself holds no database transaction).
+BATON_SESSION_WAIT_THREADS = env_int("BATON_SESSION_WAIT_THREADS", 64)
+#: Bytes of replies a client may leave unread before its session is closed (code 1008).
+BATON_SESSION_SEND_BUFFER = env_int("BATON_SESSION_SEND_BUFFER", 64 * 1024 * 1024)
+#: Seconds one reply may take to send before the session is closed (code 1008).
+BATON_SESSION_SEND_TIMEOUT_S = env_float_default("BATON_SESSION_SEND_TIMEOUT_S", 30.0)

@@ -1,0 +1,40 @@
+"""Depth samples: taken for every broker, summed for what the user sees, kept 24 hours."""
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.utils import timezone
+
+from brokers.services.access import grant_actions
+from brokers.services.message_input import MessageInput
+from brokers.services.messages import message_put
+from dashboard.access import visibility
+from dashboard.models import DepthSample
+from dashboard.selectors import depth_history
+from dashboard.services.depth import depth_sample_take
+
+from .conftest import make_user
+
+
+def test_samples_per_broker_summed_for_what_the_user_sees(two_brokers):
+    message_put(broker="SEEN", queue="Q1", messages=[MessageInput(body=b"a")] * 2)
+    message_put(broker="SEEN", queue="Q2", messages=[MessageInput(body=b"b")], syncpoint="yes")
+    message_put(broker="HIDDEN", queue="Q1", messages=[MessageInput(body=b"c")] * 5)
+    DepthSample.objects.create(at=timezone.now() - timedelta(hours=25), broker="SEEN", available=9,
+                               uncommitted_puts=0, in_flight=0, locked=0)
+    assert depth_sample_take() == 2
+    assert not DepthSample.objects.filter(available=9).exists()  # older than 24 hours: gone
+    root = make_user("root", superuser=True)
+    [point] = depth_history(window_s=60, seen=visibility(root))
+    assert (point["available"], point["uncommitted_puts"]) == (7, 1)
+    viewer = make_user("viewer")
+    grant_actions(username="viewer", broker="SEEN", actions=["browse"])
+    grant_actions(username="viewer", broker="HIDDEN", queue="Q2", actions=["browse"])  # queue by queue: no history
+    [point] = depth_history(window_s=60, seen=visibility(viewer))
+    assert (point["available"], point["uncommitted_puts"]) == (2, 1)
+
+
+def test_rates_answer_carries_the_depth_history(admin_client, two_brokers):
+    depth_sample_take()
+    rates = admin_client.get("/rates/?window=3600").json()
+    assert [(p["available"], p["in_flight"]) for p in rates["depth"]] == [(0, 0)]
