@@ -38,7 +38,7 @@ def slope_per_hour(times_s: list[float], values: list[float]) -> float:
     var = sum((t - mean_t) ** 2 for t in times_s)
     if var == 0:
         return 0.0
-    cov = sum((t - mean_t) * (v - mean_v) for t, v in zip(times_s, values))
+    cov = sum((t - mean_t) * (v - mean_v) for t, v in zip(times_s, values, strict=True))
     return cov / var * 3600
 
 
