@@ -20,6 +20,9 @@ if CELERY_BROKER_URL.startswith("filesystem"):
     }
     for _folder in ("queue", "processed", "control"):
         (_celery_dir / _folder).mkdir(parents=True, exist_ok=True)
+#: The filesystem transport with atomic message writes (config/celery_transport.py).
+if CELERY_BROKER_URL.startswith("filesystem"):
+    CELERY_BROKER_TRANSPORT = "config.celery_transport:Transport"
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 #: Seconds between housekeeping runs (expired messages, timed-out transactions).
