@@ -25,6 +25,7 @@ never came is recorded as indeterminate and not retried (a retry could put it tw
 """
 from __future__ import annotations
 
+import os
 import itertools
 import random
 import sys
@@ -163,7 +164,7 @@ class Actor(threading.Thread):
         self.url, self.token = url, token
         self.history, self.settings, self.stop = history, settings, stop
         self.rng = random.Random(seed)
-        self.client = Client(url, token, timeout=settings.request_timeout_s)
+        self.client = Client(url, token, timeout=settings.request_timeout_s, transport=os.environ.get("BATON_CRASH_TRANSPORT", "session"))
         self.error: BaseException | None = None
         self._numbers = itertools.count(1)
 

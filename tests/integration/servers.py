@@ -255,7 +255,7 @@ class Platform:
     def worker_start(self, n: int) -> Server:
         """Celery worker process ``n`` (named ``worker<n>@<host>``; the first one's log is ``worker``)."""
         return self._spawn("worker" if n == 0 else f"worker-{n}", "-m", "celery", "-A", "config", "worker",
-                           "--pool", "threads", "--concurrency", "2", "--loglevel", "INFO", "-n", f"worker{n}@%h")
+                           "--pool", "threads", "--concurrency", "4", "--loglevel", "INFO", "-n", f"worker{n}@%h")
 
     def stop(self) -> None:
         for server in reversed(self.servers):

@@ -604,6 +604,8 @@ class Client:
         self._session = Session(self.base_url, token, timeout=timeout) if transport == "session" else None
         self._pending: dict[str, list[PendingPut]] = {}  # pipelined puts per unit of work, replies unread
         self._pending_lock = threading.Lock()
+        #: Units of work a pipelined put of which failed: never committed by this client.
+        self._failed_units: dict[str, BaseException] = {}
 
     def __repr__(self) -> str:
         return f"Client({self.base_url!r}, transport={self.transport!r})"
@@ -644,7 +646,10 @@ class Client:
         (``method path`` with ``body`` or ``params``). Under a unit of work, its pipelined
         puts' replies are read first."""
         transaction = fields.get("transaction")
-        if transaction is not None and op != "rollback":
+        if transaction is not None and op not in ("rollback", "transaction"):
+            failed = self._failed_units.get(transaction)
+            if failed is not None:  # a pipelined put of it failed: it must never commit without it
+                raise failed
             self._settle(transaction)
         if self._session is not None:
             return self._session.call(op, fields, wait=wait)
@@ -661,8 +666,18 @@ class Client:
             except BatonError as exc:
                 exc.details.setdefault("pipelined_put", True)
                 first = first or exc
-        if first is not None and raise_errors:
-            raise first
+        if first is not None:
+            # The unit of work lacks a put its owner made (or may lack it: no reply came). It
+            # is finished for this client: every later call under it raises this error, and
+            # it is rolled back (best effort; else its timeout rolls it back).
+            self._failed_units[transaction] = first
+            try:
+                self._operation("rollback", {"transaction": transaction}, "POST",
+                                f"/api/transactions/{quote(transaction, safe='')}/rollback/", body={})
+            except BatonError:
+                pass
+            if raise_errors:
+                raise first
 
     @staticmethod
     def _put_failed(error: BaseException) -> bool:
