@@ -667,15 +667,14 @@ class Client:
                 exc.details.setdefault("pipelined_put", True)
                 first = first or exc
         if first is not None:
-            # The unit of work lacks a put its owner made (or may lack it: no reply came). It
-            # is finished for this client: every later call under it raises this error, and
-            # it is rolled back (best effort; else its timeout rolls it back).
-            self._failed_units[transaction] = first
-            try:
-                self._operation("rollback", {"transaction": transaction}, "POST",
-                                f"/api/transactions/{quote(transaction, safe='')}/rollback/", body={})
-            except BatonError:
-                pass
+            if isinstance(first, (NetworkError, ServerError)):
+                # No answer came: the unit of work may or may not hold that put. A commit
+                # retried after this error (which looks like the commit's own) would commit
+                # it without the caller knowing which, so the client never commits it: every
+                # later call under it but a rollback (or reading its state) raises this error
+                # again; the caller rolls it back, or it times out. A put the server refused
+                # is different: it is known not to be there, and the error is raised once.
+                self._failed_units[transaction] = first
             if raise_errors:
                 raise first
 
