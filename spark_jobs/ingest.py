@@ -19,11 +19,13 @@ other values as JSON) or else the whole record (the line; a CSV record as a JSON
 Exactly once, whatever Spark retries: every record carries a ``dedup_key`` derived from the
 data alone — its ``--key-field`` value, or else ``<sha256 of its file's bytes>:<record
 number in the file>`` (never Spark's partition, task or attempt ids, which change between
-runs). Records are put in batches, each one REST batch put: one database transaction on
-the platform, which takes the keys and puts only the records whose key the queue has not
-taken before (``brokers.queries.dedup_keys_claim``). A task that fails after some batches
-committed and is retried finds their keys taken; a rerun of the whole ingest puts nothing
-twice. Spark jobs never import Django.
+runs). Each task puts its records in batches over a WebSocket session of its own
+(:mod:`spark_jobs.puts`), several batches in flight: each batch put is one database
+transaction on the platform, which takes the keys and puts only the records whose key the
+queue has not taken before (``brokers.queries.dedup_keys_claim``). A task that fails after
+some batches committed and is retried finds their keys taken; batches whose replies a
+dropped session lost are sent again on a new session and find theirs taken; a rerun of the
+whole ingest puts nothing twice. Spark jobs never import Django.
 """
 from __future__ import annotations
 
@@ -39,12 +41,12 @@ from typing import Any, Iterable, Iterator
 from pyspark import TaskContext
 from pyspark.sql import SparkSession
 
-from spark_jobs.puts import PlatformTarget
+from spark_jobs.puts import IN_FLIGHT, BatchOutcome, PlatformTarget
 from spark_jobs.session import spark_session
 
 APP_NAME = "baton-ingest"
 FORMATS = ("jsonl", "csv", "text")
-#: Messages per put call (the platform's BATON_MAX_BATCH is 1000 by default).
+#: Messages per batch put (the platform's BATON_MAX_BATCH is 1000 by default).
 BATCH_SIZE = 500
 #: Partitions that put at once. SQLite has one writer: more would only queue on its lock.
 WRITE_PARTITIONS = 2
@@ -61,6 +63,8 @@ class Options:
     key_field: str = ""
     properties_fields: tuple[str, ...] = field(default_factory=tuple)
     batch_size: int = BATCH_SIZE
+    #: Batch puts a task keeps sent and unanswered on its session.
+    in_flight: int = IN_FLIGHT
     #: Fault injection for tests: every task's first attempt fails after this many batches.
     fail_first_attempt_after: int | None = None
 
@@ -71,6 +75,8 @@ class Options:
             raise IngestError("Text records have no fields: body_field, key_field and properties_fields need jsonl or csv.")
         if not 1 <= self.batch_size <= 1000:
             raise IngestError("batch_size must be 1 to 1000.")
+        if not 1 <= self.in_flight <= 100:
+            raise IngestError("in_flight must be 1 to 100.")
         return self
 
 
@@ -153,30 +159,36 @@ def message(digest: str, number: int, record: Any, options: Options) -> dict[str
 
 
 def put_partition(rows: Iterable, *, target: PlatformTarget, options: Options) -> Iterator[tuple[int, int]]:
-    """Put one partition's records in batches; yield ``(records, messages put)`` of this
-    attempt. Progress after every batch, as ``(partition, attempt)`` totals so far: the
-    platform adds the attempts' puts and keeps each partition's furthest count."""
+    """Put one partition's records in batches pipelined over a session; yield ``(records,
+    messages put)`` of this attempt once every batch is answered. Progress after every
+    answered batch, as ``(partition, attempt)`` totals so far: the platform adds the
+    attempts' puts and keeps each partition's furthest count."""
     context = TaskContext.get()
     partition, attempt = context.partitionId(), context.attemptNumber()
-    done = put = batches = 0
-    with target.client() as client:
-        batch: list[dict[str, Any]] = []
+    done = put = 0
+    with target.reporter() as reporter:
+        def answered(outcome: BatchOutcome) -> None:
+            nonlocal done, put
+            done, put = done + outcome.sent, put + outcome.put
+            reporter.report({"partition": partition, "attempt": attempt, "done": done, "put": put})
 
-        def flush() -> None:
-            nonlocal done, put, batches
-            outcome = target.put_batch(client, batch)
-            done, put, batches = done + len(batch), put + outcome.put, batches + 1
-            batch.clear()
-            target.progress(client, {"partition": partition, "attempt": attempt, "done": done, "put": put})
-            if options.fail_first_attempt_after == batches and attempt == 0:
-                raise RuntimeError(f"injected failure: attempt 0 of partition {partition} after {batches} batch(es)")
+        with target.writer(in_flight=options.in_flight, answered=answered) as writer:
+            def send(batch: list[dict[str, Any]]) -> None:
+                writer.put(batch)
+                if options.fail_first_attempt_after == writer.sent and attempt == 0:
+                    writer.drain()  # exactly that many batches committed, nothing more sent
+                    raise RuntimeError(f"injected failure: attempt 0 of partition {partition} "
+                                       f"after {writer.sent} batch(es)")
 
-        for digest, number, record in rows:
-            batch.append(message(digest, number, record, options))
-            if len(batch) >= options.batch_size:
-                flush()
-        if batch:
-            flush()
+            batch: list[dict[str, Any]] = []
+            for digest, number, record in rows:
+                batch.append(message(digest, number, record, options))
+                if len(batch) >= options.batch_size:
+                    send(batch)
+                    batch = []
+            if batch:
+                send(batch)
+            writer.drain()
     yield done, put
 
 
@@ -189,8 +201,8 @@ def run(spark: SparkSession, *, source: str, target: PlatformTarget, options: Op
     rdd = records(spark, source_files(source), options).cache()
     try:
         total = rdd.count()
-        with target.client() as client:
-            target.progress(client, {"records_total": total})
+        with target.reporter() as reporter:
+            reporter.report({"records_total": total})
         opts = options
         counts = (rdd.coalesce(max(1, write_partitions))
                   .mapPartitions(lambda rows: put_partition(rows, target=target, options=opts))
@@ -223,13 +235,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--properties-fields", default="", help="Comma-separated field names.")
     parser.add_argument("--ingest-id", default="", help="The platform's ingest record to report progress to.")
     parser.add_argument("--batch-size", type=int, default=BATCH_SIZE)
+    parser.add_argument("--in-flight", type=int, default=IN_FLIGHT,
+                        help="Batch puts each task keeps sent and unanswered on its session.")
     parser.add_argument("--write-partitions", type=int, default=WRITE_PARTITIONS)
     parser.add_argument("--master", default=None, help="Spark master URL (default: BATON_SPARK_MASTER or local[*]).")
     parser.add_argument("--fail-first-attempt-after", type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     options = Options(format=args.format, body_field=args.body_field, key_field=args.key_field,
                       properties_fields=tuple(f for f in args.properties_fields.split(",") if f),
-                      batch_size=args.batch_size, fail_first_attempt_after=args.fail_first_attempt_after)
+                      batch_size=args.batch_size, in_flight=args.in_flight,
+                      fail_first_attempt_after=args.fail_first_attempt_after)
     try:
         target = PlatformTarget.from_env(url=args.url, broker=args.broker, queue=args.queue, ingest_id=args.ingest_id)
         spark = spark_session(APP_NAME, master=args.master)
