@@ -1,6 +1,7 @@
 """One local SparkSession for the whole test run: starting the JVM is most of the cost."""
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 
@@ -44,3 +45,16 @@ def spark_platform(tmp_path_factory):
     finally:
         platform.stop()
     assert platform not in RUNNING
+
+
+_names = itertools.count(1)
+
+
+@pytest.fixture
+def target(spark_platform):
+    """A fresh broker on the live platform, with queue Q1."""
+    name = f"SP{next(_names)}"
+    with spark_platform.client() as http:
+        assert http.post("/api/brokers/", json={"name": name}).status_code == 201
+        assert http.post(f"/api/brokers/{name}/queues/", json={"name": "Q1", "max_depth": 100_000}).status_code == 201
+    return name

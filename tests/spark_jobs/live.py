@@ -115,3 +115,22 @@ def spark_cluster_started(directory: Path, *, timeout: float = 120) -> Iterator[
                 proc.wait(10)
         for proc in processes:
             assert process_exited(proc.pid)
+
+
+def depth(platform: Platform, broker: str) -> int:
+    """The depth of the broker's queue Q1."""
+    with platform.client() as http:
+        return http.get(f"/api/brokers/{broker}/queues/Q1/").json()["depth"]
+
+
+def bodies(platform: Platform, broker: str) -> list[str]:
+    """The bodies of every message on the broker's queue Q1 (browsed)."""
+    out, cursor = [], None
+    with platform.client() as http:
+        while True:
+            page = http.get(f"/api/brokers/{broker}/queues/Q1/messages/",
+                            params={"limit": 1000, **({"cursor": cursor} if cursor else {})}).json()
+            out += [m["body"] for m in page["messages"]]
+            if not page["messages"]:
+                return out
+            cursor = page["cursor"]

@@ -3,7 +3,6 @@ retries a task that failed after a partial write, a rerun that puts nothing twic
 command's progress bar, and a failure reported with Spark's error."""
 from __future__ import annotations
 
-import itertools
 import json
 
 import pytest
@@ -11,37 +10,11 @@ import pytest
 from spark_jobs.launch import job_run
 from tests.integration.servers import manage, poll_until
 
+from .live import bodies, depth
+
 pytestmark = [pytest.mark.spark, pytest.mark.integration]
 
-_names = itertools.count(1)
 RECORDS = 600
-
-
-@pytest.fixture
-def target(spark_platform):
-    """A fresh broker with queue Q1."""
-    name = f"SP{next(_names)}"
-    with spark_platform.client() as http:
-        assert http.post("/api/brokers/", json={"name": name}).status_code == 201
-        assert http.post(f"/api/brokers/{name}/queues/", json={"name": "Q1", "max_depth": 100_000}).status_code == 201
-    return name
-
-
-def depth(platform, broker: str) -> int:
-    with platform.client() as http:
-        return http.get(f"/api/brokers/{broker}/queues/Q1/").json()["depth"]
-
-
-def bodies(platform, broker: str) -> list[str]:
-    out, cursor = [], None
-    with platform.client() as http:
-        while True:
-            page = http.get(f"/api/brokers/{broker}/queues/Q1/messages/",
-                            params={"limit": 1000, **({"cursor": cursor} if cursor else {})}).json()
-            out += [m["body"] for m in page["messages"]]
-            if not page["messages"]:
-                return out
-            cursor = page["cursor"]
 
 
 def ingest_followed(platform, ingest_id: str) -> dict:
