@@ -15,11 +15,14 @@ from brokers.services.brokers import broker_define
 from brokers.services.queues import queue_define
 from ingest.models import IngestState
 from ingest.services import ingest_run, ingest_start
+from spark_jobs.ingest import BATCH_SIZE
+from spark_jobs.puts import IN_FLIGHT
 
 
 class Command(BaseCommand):
     help = ("Measure a Spark ingest of N records of SIZE bytes (JSON Lines, one message each, keyed by file hash "
-            "and record number) into a queue of the platform answering at BATON_API_URL, run from this process. "
+            "and record number) into a queue of the platform answering at BATON_API_URL (its tasks put over "
+            "sessions), run from this process. "
             "The file is written under the staging directory once and reused. Prints records per second.")
 
     def add_arguments(self, parser):
@@ -52,7 +55,8 @@ class Command(BaseCommand):
         facts = {"records": records, "size": size, "seconds": round(elapsed, 1),
                  "records_per_s": round(records / elapsed, 1), "messages_put": ingest.messages_put,
                  "load_average": os.getloadavg(), "cpus": os.cpu_count(),
-                 "write_partitions": settings.BATON_INGEST_WRITE_PARTITIONS,
+                 "write_partitions": settings.BATON_INGEST_WRITE_PARTITIONS, "batch_size": BATCH_SIZE,
+                 "in_flight": IN_FLIGHT, "transport": "session",
                  "master": settings.BATON_SPARK_MASTER or "local[*,3]", "database": settings.DATABASES["default"]["ENGINE"]}
         if options["json"]:
             self.stdout.write(json.dumps(facts))
