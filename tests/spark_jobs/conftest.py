@@ -4,6 +4,7 @@ from __future__ import annotations
 import itertools
 import os
 import shutil
+from contextlib import ExitStack
 
 import pytest
 
@@ -31,19 +32,28 @@ def spark():
 
 @pytest.fixture(scope="session")
 def spark_platform(tmp_path_factory):
-    """A real platform (Uvicorn, Celery worker and beat) whose workers run Spark jobs."""
+    """A real platform (Uvicorn, Celery worker and beat) whose workers run Spark jobs: on
+    SQLite, or on a fresh database of the PostgreSQL server when the tests run on one."""
     if not (shutil.which("java") or os.environ.get("JAVA_HOME")):
         pytest.skip("no Java runtime (Spark needs Java 17+; ./platform/test installs one)")
+    from django.db import connection
+
     from tests.integration.servers import RUNNING
 
     from .live import SparkPlatform
 
-    platform = SparkPlatform(tmp_path_factory.mktemp("baton-spark-var"))
-    platform.staging.mkdir(parents=True)
-    try:
-        yield platform.start()
-    finally:
-        platform.stop()
+    with ExitStack() as stack:
+        extra_env = {}
+        if connection.vendor == "postgresql":
+            from tests.scaled.conftest import scratch_database
+
+            extra_env["DATABASE_URL"] = stack.enter_context(scratch_database("baton_spark"))
+        platform = SparkPlatform(tmp_path_factory.mktemp("baton-spark-var"), extra_env=extra_env)
+        platform.staging.mkdir(parents=True)
+        try:
+            yield platform.start()
+        finally:
+            platform.stop()
     assert platform not in RUNNING
 
 
