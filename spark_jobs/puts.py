@@ -44,8 +44,7 @@ class PlatformError(RuntimeError):
 @dataclass(frozen=True)
 class BatchOutcome:
     sent: int  # messages in the batch
-    put: int  # messages put by it
-    skipped: int  # messages whose dedup_key the queue had already taken
+    put: int  # messages put by it; the others' dedup_keys the queue had already taken
 
 
 @dataclass(frozen=True)
@@ -141,8 +140,7 @@ class SessionWriter:
                 self._resent(backoff=0.2 * 2 ** (attempt - 1))
                 continue
             self._pending.popleft()
-            skipped = len(body.get("duplicates", []))
-            self.answered(BatchOutcome(sent=len(messages), put=len(body.get("messages", [])), skipped=skipped))
+            self.answered(BatchOutcome(sent=len(messages), put=len(body["messages"])))
             return
 
     def _resent(self, *, backoff: float) -> None:
