@@ -2,8 +2,8 @@
 
 An ingest is started by the REST API, ``manage.py ingest`` or the dashboard (all through
 :func:`ingest_start`); a Celery worker runs it (:func:`ingest_run`) as a Spark job in a
-child process (``spark_jobs.ingest``), which puts through the platform's API with the
-starting user's token and reports progress per task attempt (:func:`ingest_progress_note`).
+child process (``spark_jobs.ingest``), which puts over sessions of the platform's API with
+the starting user's token and reports progress per task attempt (:func:`ingest_progress_note`).
 """
 from __future__ import annotations
 
