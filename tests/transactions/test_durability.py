@@ -47,7 +47,7 @@ def test_a_durable_step_syncs():
         with engine_step(durable=True):
             assert level() == RELAXED["sqlite"]
             with engine_cursor() as c:
-                c.execute("CREATE TABLE IF NOT EXISTS durability_probe (x)")
+                c.execute("CREATE TABLE IF NOT EXISTS durability_probe (x integer)")
                 c.execute("INSERT INTO durability_probe VALUES (1)")
             assert wal_syncs() == before  # not before the commit
         assert wal_syncs() == before + 1
@@ -61,7 +61,7 @@ def test_a_relaxed_step_does_not_sync():
     before = wal_syncs()
     with engine_step(durable=False):
         with engine_cursor() as c:
-            c.execute("CREATE TABLE IF NOT EXISTS durability_probe (x)")
+            c.execute("CREATE TABLE IF NOT EXISTS durability_probe (x integer)")
             c.execute("INSERT INTO durability_probe VALUES (1)")
     assert wal_syncs() == before
 
