@@ -165,9 +165,8 @@ def _postgres_step(conn, *, durable: bool) -> Iterator[None]:
             queries.deferred_end(keep=False)
             _rolled_back(conn, rollback)
             return
-        queries.deferred_end(keep=True)  # a step without statements sends BEGIN here
-        with conn.wrap_database_errors, raw.cursor() as c:
-            c.execute("COMMIT")
+        queries.deferred("COMMIT")  # with the step's last writes, in one round trip
+        queries.deferred_end(keep=True)
     except BaseException:
         queries.deferred_end(keep=False)
         _rolled_back(conn, rollback)
