@@ -76,11 +76,14 @@ def _atomic_step(conn, *, durable: bool) -> Iterator[None]:
         queries.deferred_begin()
         if outermost and not durable and conn.vendor == "postgresql":
             queries.deferred("SET LOCAL synchronous_commit TO OFF")  # sent with the first statement
+        conn.execute_wrappers.append(_deferred_first)
         try:
             yield
         except BaseException:
             queries.deferred_end(keep=False)
             raise
+        finally:
+            conn.execute_wrappers.remove(_deferred_first)
         queries.deferred_end(keep=True)
 
 
