@@ -19,7 +19,7 @@ from typing import Iterable, Sequence
 from django.core.serializers.json import DjangoJSONEncoder
 
 from transactions.queries import (
-    TRANSACTION, TRANSACTION_COLUMNS, aware, cursor, dt_param, json_param, model_instance, postgres,
+    TRANSACTION, TRANSACTION_COLUMNS, aware, cursor, deferred, dt_param, json_param, model_instance, postgres,
     transaction_from_row,
 )
 
@@ -112,11 +112,9 @@ def queue_reserve(*, queue_id: int, count: int, commit_count: int, max_depth_che
 
 def queues_release(*, counts: dict[int, int]) -> None:
     """Give back room on queues whose messages went. Locks those queues' rows, in id order."""
-    with cursor() as c:
-        for queue_id in sorted(counts):
-            if counts[queue_id]:
-                c.execute(f"UPDATE {QUEUE} SET reserved_depth = reserved_depth - %s WHERE id = %s",
-                               [counts[queue_id], queue_id])
+    for queue_id in sorted(counts):
+        if counts[queue_id]:  # nothing reads it back: on PostgreSQL it travels with the next statement
+            deferred(f"UPDATE {QUEUE} SET reserved_depth = reserved_depth - %s WHERE id = %s", [counts[queue_id], queue_id])
 
 
 def queues_lock(*, queue_ids: Iterable[int], even_one: bool = False) -> None:
@@ -261,21 +259,19 @@ def messages_commit_puts(*, transaction_ids: Sequence[str], queue_id: int, first
     (``id - first_id + base_seq``). Locks those message rows."""
     marks = ", ".join(["%s"] * len(transaction_ids))
     ids = list(transaction_ids)
-    with cursor() as c:
-        c.execute(
-            f"UPDATE {MESSAGE} SET put_transaction_id = NULL, commit_seq = id - %s + %s"
-            f" WHERE queue_id = %s AND put_transaction_id IN ({marks})"
-            f" AND (get_transaction_id IS NULL OR get_transaction_id NOT IN ({marks}))",
-            [first_id, base_seq, queue_id, *ids, *ids],
-        )
+    deferred(  # nothing reads it back: on PostgreSQL it travels with the next statement
+        f"UPDATE {MESSAGE} SET put_transaction_id = NULL, commit_seq = id - %s + %s"
+        f" WHERE queue_id = %s AND put_transaction_id IN ({marks})"
+        f" AND (get_transaction_id IS NULL OR get_transaction_id NOT IN ({marks}))",
+        [first_id, base_seq, queue_id, *ids, *ids],
+    )
 
 
 def messages_delete_gotten(*, transaction_ids: Sequence[str]) -> None:
     """Remove the messages these units of work got (a message also put inside the group
     goes without ever having been available). Locks those rows."""
     marks = ", ".join(["%s"] * len(transaction_ids))
-    with cursor() as c:
-        c.execute(f"DELETE FROM {MESSAGE} WHERE get_transaction_id IN ({marks})", list(transaction_ids))
+    deferred(f"DELETE FROM {MESSAGE} WHERE get_transaction_id IN ({marks})", list(transaction_ids))
 
 
 # --- rows -----------------------------------------------------------------------------------

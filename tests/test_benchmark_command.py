@@ -19,8 +19,12 @@ RESULT_KEYS = {"kind", "scenario", "path", "operation", "clients", "batch", "mes
 IN_PROCESS = [
     ("in-process put+commit", 1, 1, 20),
     ("in-process get+commit", 1, 1, 20),
+    ("in-process begin+put+commit", 1, 1, 20),
+    ("in-process begin+get+commit", 1, 1, 20),
     ("in-process put+commit", 1, 100, 200),
     ("in-process get+commit", 1, 100, 200),
+    ("in-process begin+put+commit", 1, 100, 200),
+    ("in-process begin+get+commit", 1, 100, 200),
 ]
 
 
@@ -141,7 +145,7 @@ def test_benchmark_json_prints_facts_then_one_object_per_result():
         ("plain SQLite insert+commit", 1, 100, 200),
     ] + IN_PROCESS
     assert all(r["seconds"] > 0 and r["msgs_per_s"] > 0 for r in results)
-    assert [r["path"] for r in results] == ["plain SQLite"] * 2 + ["in-process"] * 4
+    assert [r["path"] for r in results] == ["plain SQLite"] * 2 + ["in-process"] * len(IN_PROCESS)
     for r in results[2:]:
         assert r["plain_scenario"] == "plain SQLite insert+commit"
         assert r["ratio_to_plain"] > 0

@@ -9,11 +9,22 @@ the next durable commit's sync puts everything written before it on disk too, an
 power failure could lose meanwhile is only work that restart recovery rolls back anyway.
 
 SQLite decides at ``COMMIT`` by the connection's ``synchronous`` level, which can only be
-changed outside a transaction: a relaxed step lowers it before ``BEGIN`` and restores it
-after ``COMMIT`` (two ``PRAGMA`` calls of a microsecond each), so every other write,
-ORM code included, stays durable. PostgreSQL takes ``SET LOCAL synchronous_commit``
-inside the transaction. A step nested in a caller's atomic block leaves the level to the
-outermost transaction (durable unless it said otherwise).
+changed outside a transaction: an engine step lowers it to ``NORMAL`` before ``BEGIN`` and
+restores it after ``COMMIT`` (two ``PRAGMA`` calls of a microsecond each), so every other
+write, ORM code included, stays durable. A durable step then syncs the WAL itself after
+the write lock is released (``transactions.wal_sync``: group commit, one sync for every
+commit finished before it) and answers only after that sync. PostgreSQL takes ``SET LOCAL
+synchronous_commit`` inside the transaction and groups concurrent commits by itself.
+
+An outermost step drives the database transaction itself (``BEGIN IMMEDIATE`` / ``COMMIT``
+on the driver's connection; on PostgreSQL ``BEGIN`` travels with the step's first
+statement) instead of going through ``atomic()``, which costs several times the
+statements of a short step in Python. Django is told that a transaction is open
+(``in_atomic_block``), so ORM code inside the step nests in it and ``on_commit`` hooks wait
+for it; they run after the commit (and a durable step's sync). While queries are logged
+(``CaptureQueriesContext``, DEBUG) and inside a caller's atomic block, ``atomic()`` is used,
+so the statement counts stay visible and a nested step leaves the level to the outermost
+transaction (durable unless it said otherwise).
 """
 from __future__ import annotations
 
@@ -21,36 +32,156 @@ from contextlib import contextmanager
 from typing import Iterator
 
 from django.conf import settings
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, connections
 from django.db import transaction as db
 
 from . import queries
+from .wal_sync import wal_synced
 
 
 @contextmanager
 def engine_step(*, durable: bool) -> Iterator[None]:
     """One database transaction of the engine; ``durable`` says whether its commit must be
     on disk before the caller answers."""
-    outermost = not connection.in_atomic_block
-    if connection.vendor == "sqlite":
+    conn = connections[DEFAULT_DB_ALIAS]
+    if conn.in_atomic_block or conn.queries_logged or not conn.get_autocommit():
+        with _atomic_step(conn, durable=durable):
+            yield
+        return
+    if conn.vendor == "sqlite":
+        with _sqlite_step(conn, durable=durable):
+            yield
+        return
+    with _postgres_step(conn, durable=durable):
+        yield
+
+
+@contextmanager
+def _atomic_step(conn, *, durable: bool) -> Iterator[None]:
+    """The step through Django's ``atomic()`` (nested, or while queries are logged)."""
+    outermost = not conn.in_atomic_block
+    if conn.vendor == "sqlite":
         relax = outermost and not durable and not settings.BATON_SKIP_COMMIT_SYNC
         if relax:
-            connection.ensure_connection()
-            connection.connection.execute("PRAGMA synchronous=NORMAL")
+            conn.ensure_connection()
+            conn.connection.execute("PRAGMA synchronous=NORMAL")
         try:
             with db.atomic():
                 yield
         finally:
-            if relax and connection.connection is not None:
-                connection.connection.execute("PRAGMA synchronous=FULL")
+            if relax and conn.connection is not None:
+                conn.connection.execute("PRAGMA synchronous=FULL")
         return
     with db.atomic():
         queries.deferred_begin()
-        if outermost and not durable and connection.vendor == "postgresql":
+        if outermost and not durable and conn.vendor == "postgresql":
             queries.deferred("SET LOCAL synchronous_commit TO OFF")  # sent with the first statement
+        conn.execute_wrappers.append(_deferred_first)
         try:
             yield
         except BaseException:
             queries.deferred_end(keep=False)
             raise
+        finally:
+            conn.execute_wrappers.remove(_deferred_first)
         queries.deferred_end(keep=True)
+
+
+def _opened(conn) -> None:
+    """Tell Django a transaction is open on ``conn`` (as ``atomic()`` would)."""
+    conn.commit_on_exit = True
+    conn.needs_rollback = False
+    conn.autocommit = False
+    conn.in_atomic_block = True
+
+
+def _closed(conn) -> None:
+    conn.in_atomic_block = False
+    conn.autocommit = True
+
+
+def _rolled_back(conn, raw_rollback) -> None:
+    """Undo the open transaction after an error in the step; drop the connection if even
+    that fails (as ``atomic()`` does)."""
+    conn.run_on_commit = []
+    try:
+        with conn.wrap_database_errors:
+            raw_rollback()
+    except Exception:
+        _closed(conn)
+        conn.close()
+        return
+    _closed(conn)
+
+
+@contextmanager
+def _sqlite_step(conn, *, durable: bool) -> Iterator[None]:
+    conn.close_if_health_check_failed()
+    conn.ensure_connection()
+    raw = conn.connection
+    skip = settings.BATON_SKIP_COMMIT_SYNC
+    relaxed = not skip  # FULL stays the connection's level outside steps
+    if relaxed:
+        raw.execute("PRAGMA synchronous=NORMAL")
+    try:
+        with conn.wrap_database_errors:
+            raw.execute("BEGIN IMMEDIATE")
+        _opened(conn)
+        try:
+            yield
+            if conn.needs_rollback:  # an inner atomic block failed and was caught: undo all
+                _rolled_back(conn, raw.rollback)
+                return
+            with conn.wrap_database_errors:
+                raw.commit()
+        except BaseException:
+            _rolled_back(conn, raw.rollback)
+            raise
+        _closed(conn)
+    finally:
+        if relaxed and conn.connection is not None:
+            conn.connection.execute("PRAGMA synchronous=FULL")
+    if durable and relaxed:
+        wal_synced(conn.settings_dict["NAME"])
+    conn.run_and_clear_commit_hooks()
+
+
+@contextmanager
+def _postgres_step(conn, *, durable: bool) -> Iterator[None]:
+    conn.close_if_health_check_failed()
+    conn.ensure_connection()
+    raw = conn.connection
+    queries.deferred_begin()
+    queries.deferred("BEGIN")  # sent with the first statement
+    if not durable:
+        queries.deferred("SET LOCAL synchronous_commit TO OFF")
+    _opened(conn)
+    conn.execute_wrappers.append(_deferred_first)  # ORM statements in the step send BEGIN first
+
+    def rollback() -> None:
+        with raw.cursor() as c:
+            c.execute("ROLLBACK")
+
+    try:
+        yield
+        if conn.needs_rollback:
+            queries.deferred_end(keep=False)
+            _rolled_back(conn, rollback)
+            return
+        queries.deferred("COMMIT")  # with the step's last writes, in one round trip
+        queries.deferred_end(keep=True)
+    except BaseException:
+        queries.deferred_end(keep=False)
+        _rolled_back(conn, rollback)
+        raise
+    finally:
+        conn.execute_wrappers.remove(_deferred_first)
+    _closed(conn)
+    conn.run_and_clear_commit_hooks()
+
+
+def _deferred_first(execute, sql, params, many, context):
+    """Before a statement through Django's cursor inside a PostgreSQL step: send what the
+    step has deferred (its ``BEGIN`` first), so that the statement runs inside it."""
+    queries.deferred_flush()
+    return execute(sql, params, many, context)

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Iterator
 
+from django.db import connection
 from django.utils import timezone
 
 from . import queries
@@ -102,12 +103,19 @@ def transaction_begin(*, broker: str, timeout_ms: int, owner: str = "", transact
         transaction_id=transaction_id or transaction_id_new(), broker=broker, owner=owner, created_at=now,
         deadline_at=now + timedelta(milliseconds=timeout_ms) if timeout_ms > 0 else None, user_id=user_id,
     )
+    if connection.in_atomic_block:  # begun by an operation's first put or get, in its step
+        _begin_written(txn, now=now, user_id=user_id)
+        return txn
     with engine_step(durable=False):  # a new unit of work promises nothing yet
-        # the journal first: on PostgreSQL it travels with the INSERT (queries.deferred)
-        journal_record(events=[journal_event(JournalKind.BEGIN, broker=broker, transaction_id=txn.id, at=now)])
-        queries.transaction_insert(transaction_id=txn.id, broker=broker, owner=owner, created_at=now,
-                                   deadline_at=txn.deadline_at, user_id=user_id)
+        _begin_written(txn, now=now, user_id=user_id)
     return txn
+
+
+def _begin_written(txn: Transaction, *, now, user_id: int | None) -> None:
+    # the journal first: on PostgreSQL it travels with the INSERT (queries.deferred)
+    journal_record(events=[journal_event(JournalKind.BEGIN, broker=txn.broker, transaction_id=txn.id, at=now)])
+    queries.transaction_insert(transaction_id=txn.id, broker=txn.broker, owner=txn.owner, created_at=now,
+                               deadline_at=txn.deadline_at, user_id=user_id)
 
 
 def transaction_for_operation(*, transaction_id: str, broker: str, locked: Transaction | None = None) -> Transaction:

@@ -224,13 +224,11 @@ def transaction_insert(*, transaction_id: str, broker: str, owner: str, created_
                        user_id: int | None = None) -> None:
     """A new unit of work, active, belonging to ``user_id`` (None: system code). A new row: no lock."""
     marks = json_param()
-    with cursor() as c:
-        c.execute(
-            f"INSERT INTO {TRANSACTION} (id, broker, state, reason, owner, marks, created_at, deadline_at, user_id)"
-            f" VALUES (%s, %s, 'active', '', %s, {marks}, %s, %s, %s)",
-            [transaction_id, broker, owner, "[]", dt_param(created_at),
-             dt_param(deadline_at), user_id],
-        )
+    deferred(  # nothing reads it back in this step: on PostgreSQL it travels with the next statement
+        f"INSERT INTO {TRANSACTION} (id, broker, state, reason, owner, marks, created_at, deadline_at, user_id)"
+        f" VALUES (%s, %s, 'active', '', %s, {marks}, %s, %s, %s)",
+        [transaction_id, broker, owner, "[]", dt_param(created_at), dt_param(deadline_at), user_id],
+    )
 
 
 def transaction_row(*, transaction_id: str, lock: bool) -> Transaction | None:
@@ -247,11 +245,10 @@ def transactions_resolve(*, transaction_ids: Sequence[str], state: str, resolved
                          cause_id: str | None = None) -> None:
     """Set the final state of units of work whose rows the caller holds."""
     marks = ", ".join(["%s"] * len(transaction_ids))
-    with cursor() as c:
-        c.execute(
-            f"UPDATE {TRANSACTION} SET state = %s, resolved_at = %s, reason = %s, cause_id = %s WHERE id IN ({marks})",
-            [state, dt_param(resolved_at), reason, cause_id, *transaction_ids],
-        )
+    deferred(  # nothing reads it back in this step: on PostgreSQL it travels with the next statement
+        f"UPDATE {TRANSACTION} SET state = %s, resolved_at = %s, reason = %s, cause_id = %s WHERE id IN ({marks})",
+        [state, dt_param(resolved_at), reason, cause_id, *transaction_ids],
+    )
 
 
 def transaction_marks_set(*, transaction_id: str, marks: list[str]) -> None:

@@ -72,23 +72,40 @@ def scratch_cleanup(*, broker: str) -> None:
     JournalEvent.objects.filter(broker=broker).delete()
 
 
-def _unit_put(*, broker: str, queue: str, inputs: list[MessageInput], timeout_ms: int) -> None:
-    txn = transaction_begin(broker=broker, timeout_ms=timeout_ms)
-    message_put(broker=broker, queue=queue, messages=inputs, transaction_id=txn.id)
-    transaction_commit(transaction_id=txn.id)
+def _unit_put(*, broker: str, queue: str, inputs: list[MessageInput], timeout_ms: int, begun: bool) -> None:
+    """A unit of work that puts and commits. ``begun``: begun by its own call first (three
+    calls, as the REST API's begin, put, commit); else begun by the put itself (syncpoint
+    yes, as an MQPUT under syncpoint does: two calls)."""
+    if begun:
+        txn = transaction_begin(broker=broker, timeout_ms=timeout_ms)
+        message_put(broker=broker, queue=queue, messages=inputs, transaction_id=txn.id)
+        transaction_commit(transaction_id=txn.id)
+        return
+    put = message_put(broker=broker, queue=queue, messages=inputs, syncpoint="yes")
+    transaction_commit(transaction_id=put.transaction_id)
 
 
-def _unit_get(*, broker: str, queue: str, batch: int, timeout_ms: int) -> int:
-    txn = transaction_begin(broker=broker, timeout_ms=timeout_ms)
-    got = message_get(broker=broker, queue=queue, transaction_id=txn.id, batch=batch)
-    transaction_commit(transaction_id=txn.id)
+def _unit_get(*, broker: str, queue: str, batch: int, timeout_ms: int, begun: bool) -> int:
+    if begun:
+        txn = transaction_begin(broker=broker, timeout_ms=timeout_ms)
+        got = message_get(broker=broker, queue=queue, transaction_id=txn.id, batch=batch)
+        transaction_commit(transaction_id=txn.id)
+        return len(got.messages)
+    got = message_get(broker=broker, queue=queue, syncpoint="yes", batch=batch)
+    if got.transaction_id:
+        transaction_commit(transaction_id=got.transaction_id)
     return len(got.messages)
 
 
+#: The two forms of a unit of work: begun by the put or get (two calls), or by a begin of
+#: its own first (three calls).
+FORMS = (("put+commit", "get+commit", False), ("begin+put+commit", "begin+get+commit", True))
+
+
 def run_inprocess(*, broker: str, messages: int, progress: bool = False) -> list[Result]:
-    """Per batch size: put+commit, then get+commit, the scenario's messages (see
-    :func:`.report.scenario_messages`), one unit of work after another, calling the
-    services directly (as a worker or a channel agent would)."""
+    """Per batch size and form of unit of work: put+commit, then get+commit, the scenario's
+    messages (see :func:`.report.scenario_messages`), one unit of work after another,
+    calling the services directly (as a worker or a channel agent would)."""
     timeout_ms = broker_get(name=broker).transaction_timeout_ms
     body = body_text().encode("ascii")
 
@@ -96,9 +113,10 @@ def run_inprocess(*, broker: str, messages: int, progress: bool = False) -> list
         return [MessageInput(body=body, persistence=Persistence.PERSISTENT) for _ in range(n)]
 
     # Warm up: imports, prepared statements, the first connection and its PRAGMAs.
-    for _ in range(3):
-        _unit_put(broker=broker, queue=WARMUP_QUEUE, inputs=inputs(2), timeout_ms=timeout_ms)
-        _unit_get(broker=broker, queue=WARMUP_QUEUE, batch=2, timeout_ms=timeout_ms)
+    for begun in (False, True):
+        for _ in range(3):
+            _unit_put(broker=broker, queue=WARMUP_QUEUE, inputs=inputs(2), timeout_ms=timeout_ms, begun=begun)
+            _unit_get(broker=broker, queue=WARMUP_QUEUE, batch=2, timeout_ms=timeout_ms, begun=begun)
 
     results = []
     for batch in BATCHES:
@@ -106,23 +124,24 @@ def run_inprocess(*, broker: str, messages: int, progress: bool = False) -> list
         total = scenario_messages(messages, batch=batch)
         units = total // batch
         batch_inputs = inputs(batch)
-        if progress:
-            print(f"  in-process put+commit, batch {batch}: {total} messages", file=sys.stderr, flush=True)
-        start = time.perf_counter()
-        for _ in range(units):
-            _unit_put(broker=broker, queue=queue, inputs=batch_inputs, timeout_ms=timeout_ms)
-        results.append(Result("in-process", "put+commit", 1, batch, total, time.perf_counter() - start))
+        for put_label, get_label, begun in FORMS:
+            if progress:
+                print(f"  in-process {put_label}, batch {batch}: {total} messages", file=sys.stderr, flush=True)
+            start = time.perf_counter()
+            for _ in range(units):
+                _unit_put(broker=broker, queue=queue, inputs=batch_inputs, timeout_ms=timeout_ms, begun=begun)
+            results.append(Result("in-process", put_label, 1, batch, total, time.perf_counter() - start))
 
-        if progress:
-            print(f"  in-process get+commit, batch {batch}: {total} messages", file=sys.stderr, flush=True)
-        got = 0
-        start = time.perf_counter()
-        for _ in range(units):
-            got += _unit_get(broker=broker, queue=queue, batch=batch, timeout_ms=timeout_ms)
-        seconds = time.perf_counter() - start
-        if got != total:
-            raise BenchmarkError(f"in-process get+commit, batch {batch}: got {got} messages of the {total} put.")
-        results.append(Result("in-process", "get+commit", 1, batch, got, seconds))
+            if progress:
+                print(f"  in-process {get_label}, batch {batch}: {total} messages", file=sys.stderr, flush=True)
+            got = 0
+            start = time.perf_counter()
+            for _ in range(units):
+                got += _unit_get(broker=broker, queue=queue, batch=batch, timeout_ms=timeout_ms, begun=begun)
+            seconds = time.perf_counter() - start
+            if got != total:
+                raise BenchmarkError(f"in-process {get_label}, batch {batch}: got {got} messages of the {total} put.")
+            results.append(Result("in-process", get_label, 1, batch, got, seconds))
     return results
 
 

@@ -11,7 +11,7 @@ BATCHES = (1, 100)
 REST_CLIENTS = (1, 8)
 
 HEADER = ("scenario", "clients", "batch", "messages", "seconds", "msgs/s")
-_SCENARIO = (r"(?:in-process|REST|session) (?:put|get)\+commit|(?:in-process|REST|session) put\+get"
+_SCENARIO = (r"(?:in-process|REST|session) (?:begin\+)?(?:put|get)\+commit|(?:in-process|REST|session) put\+get"
              r"|plain (?:SQLite|PostgreSQL) insert\+commit|plain PostgreSQL queue insert\+delete|RabbitMQ publish\+ack")
 ROW = re.compile(
     rf"^(?P<scenario>{_SCENARIO})\s+(?P<clients>\d+)\s+(?P<batch>\d+)\s+"
@@ -21,7 +21,7 @@ ROW = re.compile(
 RATIO_TITLE = "Baton / plain"
 RATIO_HEADER = ("scenario", "batch", "msgs/s", "plain msgs/s", "Baton/plain")
 RATIO_ROW = re.compile(
-    r"^(?P<scenario>in-process (?:put|get)\+commit)\s+(?P<batch>\d+)\s+(?P<rate>[\d.]+)\s+"
+    r"^(?P<scenario>in-process (?:begin\+)?(?:put|get)\+commit)\s+(?P<batch>\d+)\s+(?P<rate>[\d.]+)\s+"
     r"(?P<plain>[\d.]+)\s+(?P<ratio>[\d.]+)x\s*$"
 )
 
@@ -48,7 +48,9 @@ class Result:
     #: "in-process" | "REST" | "session" | "plain SQLite" | "plain PostgreSQL" (the baselines)
     #: | "plain PostgreSQL queue" | "RabbitMQ" (the peers)
     path: str
-    #: "put+commit" | "get+commit" (units of work) | "put+get" (the queue scenarios, :mod:`.flows`)
+    #: "put+commit" | "get+commit" (units of work begun by their put or get) |
+    #: "begin+put+commit" | "begin+get+commit" (begun by a call of their own) |
+    #: "put+get" (the queue scenarios, :mod:`.flows`)
     #: | "insert+commit" (plain) | "insert+delete" (the PostgreSQL queue) | "publish+ack" (RabbitMQ)
     operation: str
     clients: int

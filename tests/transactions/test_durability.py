@@ -10,6 +10,7 @@ from tests.conftest import msgs
 from transactions.durability import engine_step
 from transactions.queries import cursor as engine_cursor
 from transactions.manager import transaction_begin, transaction_commit
+from transactions.wal_sync import wal_syncs
 
 pytestmark = pytest.mark.django_db(transaction=True)  # steps must be outermost transactions
 
@@ -40,8 +41,59 @@ def test_a_relaxed_step_skips_the_sync_and_puts_the_default_back():
 
 
 def test_a_durable_step_syncs():
+    if connection.vendor == "sqlite":
+        # Group commit: committed at NORMAL, then the WAL synced before the step returns.
+        before = wal_syncs()
+        with engine_step(durable=True):
+            assert level() == RELAXED["sqlite"]
+            with engine_cursor() as c:
+                c.execute("CREATE TABLE IF NOT EXISTS durability_probe (x integer)")
+                c.execute("INSERT INTO durability_probe VALUES (1)")
+            assert wal_syncs() == before  # not before the commit
+        assert wal_syncs() == before + 1
+        assert level() == DURABLE["sqlite"]  # other writes stay FULL
+        return
     with engine_step(durable=True):
         assert level() == DURABLE[connection.vendor]
+
+
+def test_a_relaxed_step_does_not_sync():
+    before = wal_syncs()
+    with engine_step(durable=False):
+        with engine_cursor() as c:
+            c.execute("CREATE TABLE IF NOT EXISTS durability_probe (x integer)")
+            c.execute("INSERT INTO durability_probe VALUES (1)")
+    assert wal_syncs() == before
+
+
+def test_concurrent_durable_commits_share_syncs_and_each_is_covered(queue):
+    """Threads putting durably at once: every put is there, and never more syncs than
+    commits (a sync covers every commit finished before it began)."""
+    import threading
+
+    from brokers.models import Message
+
+    before = wal_syncs()
+    errors = []
+
+    def producer(n: int) -> None:
+        try:
+            for i in range(10):
+                message_put(broker="QM1", queue="Q1", messages=msgs(f"{n}-{i}"))
+        except Exception as exc:  # reported below
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=producer, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert Message.objects.filter(queue__name="Q1").count() == 40
+    if connection.vendor == "sqlite":
+        assert 1 <= wal_syncs() - before <= 40
 
 
 def test_a_step_inside_a_callers_transaction_leaves_it_durable():
