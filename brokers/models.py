@@ -306,7 +306,7 @@ class Channel(models.Model):
     batches_backed_out = models.PositiveBigIntegerField(default=0)
     messages_sent = models.PositiveBigIntegerField(default=0)
     bytes_sent = models.PositiveBigIntegerField(default=0)
-    # the recent rate of confirmed traffic: exponentially decayed (brokers.services.channel_rate)
+    # the recent rate of confirmed traffic: exponentially decayed (brokers.channels.rate)
     rate_messages = models.FloatField(default=0)
     rate_bytes = models.FloatField(default=0)
     rate_at = models.DateTimeField(null=True, blank=True)

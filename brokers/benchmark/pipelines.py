@@ -40,8 +40,8 @@ from transactions.models import OPEN_STATES, Transaction, TransactionState
 
 from ..models import Broker, Channel, ChannelReceipt, Persistence
 from ..services.brokers import broker_define
-from ..services.channel_definitions import channel_define, channel_start, channel_stop
-from ..services.channel_sender import channel_agent_run
+from ..channels.definitions import channel_define, channel_start, channel_stop
+from ..channels.sender import channel_agent_run
 from ..services.message_input import MessageInput
 from ..services.messages import message_get, message_put
 from ..services.queues import queue_define

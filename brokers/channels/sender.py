@@ -37,12 +37,12 @@ from transactions.models import OPEN_STATES, Transaction
 from transactions.wakeups import wait_for
 
 from ..models import Channel, ChannelBatch, ChannelBatchState, ChannelState, DeliverySequence, Message, Queue
-from .channel_definitions import channel_get
-from .channel_rate import rate_added
-from .channel_receiver import BACKED_OUT, COMMITTED, PENDING, batch_message_render
-from .channel_transport import Transport, TransportError, transport_for
-from .messages import message_get
-from .store import queue_wakeup_key
+from ..services.messages import message_get
+from ..services.store import queue_wakeup_key
+from .definitions import channel_get
+from .rate import rate_added
+from .receiver import BACKED_OUT, COMMITTED, PENDING, batch_message_render
+from .transports import Transport, TransportError, transport_for
 
 IDLE_WAIT_S = 1.0
 BACKOFF_MAX_S = 60

@@ -38,22 +38,22 @@ class InProcessTransport:
             raise TransportError(f"{exc.code}: {exc.message}") from exc
 
     def receive(self, payload: dict) -> dict:
-        from .channel_receiver import receiver_batch_receive
+        from .receiver import receiver_batch_receive
 
         return self._call(receiver_batch_receive, payload=payload)
 
     def commit(self, seq: int) -> dict:
-        from .channel_receiver import receiver_batch_commit
+        from .receiver import receiver_batch_commit
 
         return self._call(receiver_batch_commit, seq=seq, **self.key)
 
     def backout(self, seq: int) -> dict:
-        from .channel_receiver import receiver_batch_backout
+        from .receiver import receiver_batch_backout
 
         return self._call(receiver_batch_backout, seq=seq, **self.key)
 
     def status(self, seq: int) -> dict:
-        from .channel_receiver import receiver_batch_status
+        from .receiver import receiver_batch_status
 
         return self._call(receiver_batch_status, seq=seq, **self.key)
 

@@ -34,7 +34,7 @@ from config.errors import Conflict, InvalidInput
 from ..exceptions import QueueFull
 from ..models import ChannelReceipt, Message, Queue, QueueKind, ReceivedBatch
 from ..selectors import broker_get
-from .store import queue_reserve, queues_woken
+from ..services.store import queue_reserve, queues_woken
 
 #: What a status call can answer about batch n.
 COMMITTED, PENDING, BACKED_OUT, UNKNOWN = "committed", "pending", "backed_out", "unknown"
