@@ -280,7 +280,7 @@ class ChannelState(models.TextChoices):
 
 class Channel(models.Model):
     """Moves messages from a transmission queue on a broker of this platform to the
-    destination queues of a target broker (here, or on another platform over HTTP), in
+    destination queues of a target broker (here, or on another platform over a session), in
     numbered batches."""
 
     name = models.CharField(max_length=48, unique=True, validators=[name_validator])

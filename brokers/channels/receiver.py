@@ -174,7 +174,7 @@ def receiver_batch_receive(*, payload: dict) -> dict:
         receipt = _receipt(payload["channel"], payload["source_broker"], broker.name)
         status = _status(receipt, seq)
         if status in (COMMITTED, PENDING):
-            return {"status": "received" if status == PENDING else COMMITTED, "seq": seq}
+            return {"state": "received" if status == PENDING else COMMITTED, "seq": seq}
         ReceivedBatch.objects.filter(receipt=receipt, seq=seq).delete()  # backed out earlier: take it afresh
         standin = transaction_begin(broker=broker.name, timeout_ms=0, owner=f"channel:{payload['channel']}:standin")
         txn = transaction_begin(broker=broker.name, timeout_ms=0, owner=f"channel:{payload['channel']}:receiver")
@@ -190,7 +190,7 @@ def receiver_batch_receive(*, payload: dict) -> dict:
         ])
         ReceivedBatch.objects.create(receipt=receipt, seq=seq, transaction=txn.id, standin=standin.id)
         transaction_commit(transaction_id=txn.id)  # held on the stand-in until the sender says commit
-    return {"status": "received", "seq": seq, "dead_lettered": outcomes.count("dead_lettered"),
+    return {"state": "received", "seq": seq, "dead_lettered": outcomes.count("dead_lettered"),
             "duplicates": outcomes.count("duplicate")}
 
 
@@ -199,7 +199,7 @@ def receiver_batch_commit(*, channel: str, source_broker: str, seq: int) -> dict
     with db.atomic():
         receipt = ChannelReceipt.objects.select_for_update().filter(channel_name=channel, source_broker=source_broker).first()
         if receipt is None:
-            return {"status": UNKNOWN, "seq": seq}
+            return {"state": UNKNOWN, "seq": seq}
         held = _pending(receipt, seq)
         status = _status(receipt, seq, held)
         if status == PENDING:
@@ -214,7 +214,7 @@ def receiver_batch_commit(*, channel: str, source_broker: str, seq: int) -> dict
                 held.delete()
             if receipt.last_committed_seq < seq:
                 ChannelReceipt.objects.filter(pk=receipt.pk).update(last_committed_seq=seq)
-    return {"status": status, "seq": seq}
+    return {"state": status, "seq": seq}
 
 
 def receiver_batch_backout(*, channel: str, source_broker: str, seq: int) -> dict:
@@ -224,7 +224,7 @@ def receiver_batch_backout(*, channel: str, source_broker: str, seq: int) -> dic
     with db.atomic():
         receipt = ChannelReceipt.objects.select_for_update().filter(channel_name=channel, source_broker=source_broker).first()
         if receipt is None:
-            return {"status": UNKNOWN, "seq": seq}
+            return {"state": UNKNOWN, "seq": seq}
         held = _pending(receipt, seq)
         status = _status(receipt, seq, held)
         if status == PENDING:
@@ -235,9 +235,9 @@ def receiver_batch_backout(*, channel: str, source_broker: str, seq: int) -> dic
             status = BACKED_OUT
         if status == BACKED_OUT and held is not None:
             held.delete()
-    return {"status": status, "seq": seq, "cascaded": cascaded}
+    return {"state": status, "seq": seq, "cascaded": cascaded}
 
 
 def receiver_batch_status(*, channel: str, source_broker: str, seq: int) -> dict:
     receipt = ChannelReceipt.objects.filter(channel_name=channel, source_broker=source_broker).first()
-    return {"status": UNKNOWN if receipt is None else _status(receipt, seq), "seq": seq}
+    return {"state": UNKNOWN if receipt is None else _status(receipt, seq), "seq": seq}

@@ -65,15 +65,15 @@ def test_unknown_and_bad_fields_are_a_400_naming_them(api, brokers):
 
 def test_receiver_endpoints_answer_as_before(api, brokers):
     key = {"channel": "FAR.QMB", "source_broker": "FAR", "seq": 1}
-    assert api.post("/api/receiver/batches/status/", key, format="json").json() == {"status": "unknown", "seq": 1}
+    assert api.post("/api/receiver/batches/status/", key, format="json").json() == {"state": "unknown", "seq": 1}
     message = {"msg_id": "ab" * 24, "put_time": "2026-01-01T00:00:00+00:00", "body_base64": "aGk=",
                "destination": {"broker": "QMB", "queue": "IN"}}
     taken = api.post("/api/receiver/batches/", {**key, "target_broker": "QMB", "provisional": True,
                                                 "messages": [message]}, format="json")
-    assert taken.json() == {"status": "received", "seq": 1, "dead_lettered": 0, "duplicates": 0}
-    assert api.post("/api/receiver/batches/status/", key, format="json").json()["status"] == "pending"
-    assert api.post("/api/receiver/batches/commit/", key, format="json").json() == {"status": "committed", "seq": 1}
-    assert api.post("/api/receiver/batches/backout/", key, format="json").json()["status"] == "committed"
+    assert taken.json() == {"state": "received", "seq": 1, "dead_lettered": 0, "duplicates": 0}
+    assert api.post("/api/receiver/batches/status/", key, format="json").json()["state"] == "pending"
+    assert api.post("/api/receiver/batches/commit/", key, format="json").json() == {"state": "committed", "seq": 1}
+    assert api.post("/api/receiver/batches/backout/", key, format="json").json()["state"] == "committed"
     assert api.get("/api/brokers/QMB/queues/IN/").json()["depth"] == 1
 
 
@@ -110,3 +110,11 @@ def test_schema_and_session_come_from_the_same_definitions(api):
         == {"batch_receive": rx.BatchReceive, "batch_commit": rx.BatchCommit, "batch_backout": rx.BatchBackout,
             "batch_status": rx.BatchInquire}
     assert not any(name.startswith("channel") for name in SESSION_OPERATIONS)
+
+
+def test_no_session_reply_hides_its_status():
+    """A session reply is ``{"re", "status", ...body}``: a body field named so would
+    overwrite the HTTP status (the receiving end's answers say ``state``)."""
+    for name, operation in SESSION_OPERATIONS.items():
+        for model in operation.outputs().values():
+            assert {"re", "status"}.isdisjoint(model.model_fields), name

@@ -19,7 +19,7 @@ from ..receiver import (
 
 Short = Annotated[str, Field(max_length=48)]
 Seq = Annotated[int, Field(ge=1, le=2**63 - 1, description="The batch's number.")]
-Statuses = Literal["received", "committed", "pending", "backed_out", "unknown"]
+States = Literal["received", "committed", "pending", "backed_out", "unknown"]
 
 
 class BatchMessage(Model):
@@ -51,7 +51,10 @@ class BatchKey(Model):
 
 
 class BatchStatus(Model):
-    status: Statuses
+    """What became of a batch. (``state``, not ``status``: a session's reply carries the
+    HTTP status as ``status`` beside the body's fields.)"""
+
+    state: States
     seq: int
 
 
