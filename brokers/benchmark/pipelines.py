@@ -48,10 +48,12 @@ from ..services.queues import queue_define
 from .inprocess import MAX_DEPTH, scratch_cleanup
 from .report import BenchmarkError, grid
 
-#: The scenarios run in the child process on the scratch database, and all of them (the
-#: chain over sessions runs in the command's own process against a server: :mod:`.pipelines_session`).
+#: The scenarios run in the child process on the scratch database; those run in the
+#: command's own process through the API of a server (:mod:`.pipelines_session`,
+#: :mod:`.pipelines_request_reply`); all of them.
 IN_PROCESS = ("chain", "request-reply")
-SCENARIOS = IN_PROCESS + ("chain-session",)
+THROUGH_SERVER = ("chain-session", "request-reply-session", "request-reply-rest")
+SCENARIOS = IN_PROCESS + THROUGH_SERVER
 
 #: How long one run (one scenario, one setting) may take before it is an error.
 RUN_TIMEOUT_S = 120.0
@@ -75,7 +77,7 @@ JOIN_GRACE_S = 40.0
 
 @dataclass
 class PipelineResult:
-    scenario: str  # "chain" | "request-reply"
+    scenario: str  # one of SCENARIOS
     preemptive: bool
     stages: int | None  # chain only
     messages: int
@@ -487,11 +489,11 @@ def pipelines_cleanup(*, prefix: str) -> None:
 HEADER = ("scenario", "pre-emptive", "stages", "messages", "work ms", "seconds", "msgs/s")
 RATIO_HEADER = ("scenario", "off s", "on s", "off/on")
 ROW = re.compile(
-    r"^(?P<scenario>chain-session|chain|request-reply)\s+(?P<preemptive>off|on)\s+(?P<stages>\d+|-)\s+(?P<messages>\d+)\s+"
+    r"^(?P<scenario>[a-z][a-z-]*)\s+(?P<preemptive>off|on)\s+(?P<stages>\d+|-)\s+(?P<messages>\d+)\s+"
     r"(?P<work_ms>[\d.]+)\s+(?P<seconds>[\d.]+)\s+(?P<rate>[\d.]+)\s*$"
 )
 RATIO_ROW = re.compile(
-    r"^(?P<scenario>chain-session|chain|request-reply)\s+(?P<off>[\d.]+)\s+(?P<on>[\d.]+)\s+(?P<ratio>[\d.]+)x\s*$"
+    r"^(?P<scenario>[a-z][a-z-]*)\s+(?P<off>[\d.]+)\s+(?P<on>[\d.]+)\s+(?P<ratio>[\d.]+)x\s*$"
 )
 
 

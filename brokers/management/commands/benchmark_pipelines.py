@@ -18,13 +18,15 @@ import subprocess
 import sys
 import textwrap
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import django
 from django.core.management.base import CommandError
 
 from brokers.benchmark.pipelines import (
-    CHANNEL_BATCH_INTERVAL_MS, CHANNEL_BATCH_SIZE, GET_BATCH, RUN_TIMEOUT_S, SCENARIOS, PipelineResult, table,
+    AGENT_STOP_S, CHANNEL_BATCH_INTERVAL_MS, CHANNEL_BATCH_SIZE, GET_BATCH, IN_PROCESS, RUN_TIMEOUT_S, SCENARIOS,
+    THROUGH_SERVER, PipelineResult, table,
 )
 from brokers.benchmark.report import BenchmarkError
 from brokers.benchmark.scratch import SCRATCH_FLAG, Scratch, base_dir, process_stopped, sigterm_as_interrupt, url_masked
@@ -153,14 +155,14 @@ class Command(BenchmarkCommand):
                     try:
                         self._progress(options, f"{COMMAND}: migrating the scratch database")
                         token = phase_run(scratch, "setup", verbosity=0)["token"]
-                        if only != "chain-session":
+                        if only in (None, *IN_PROCESS):
                             out = phase_run(scratch, "run", prefix=prefix, stages=stages, messages=messages,
                                             work_ms=work_ms, only=only, verbosity=options["verbosity"])
                             results = [PipelineResult(**r) for r in out["results"]]
                             if out.get("error"):
                                 raise BenchmarkError(out["error"])
-                        if only in (None, "chain-session"):
-                            self._sessions(scratch, options, token=token, prefix=prefix, results=results)
+                        if only in (None, *THROUGH_SERVER):
+                            self._through_server(scratch, options, token=token, prefix=prefix, results=results)
                     finally:
                         if not scratch.own_database:
                             try:
@@ -179,18 +181,28 @@ class Command(BenchmarkCommand):
         if failure:
             raise CommandError(failure)
 
-    def _sessions(self, scratch: Scratch, options, *, token: str, prefix: str, results: list[PipelineResult]) -> None:
-        """The chain over sessions: a server on the scratch database, the stages in this process."""
+    def _through_server(self, scratch: Scratch, options, *, token: str, prefix: str,
+                        results: list[PipelineResult]) -> None:
+        """The scenarios through the API: a server on the scratch database, the applications
+        in this process (the channels' agents in processes of their own)."""
+        from brokers.benchmark.pipelines_request_reply import run_request_reply_pipelines
         from brokers.benchmark.pipelines_session import run_session_pipelines
         from brokers.benchmark.rest import server_ready
 
+        only = options["only"]
         with scratch.server() as (base_url, _command, proc):
             self._progress(options, f"{COMMAND}: server {base_url} (log: {scratch.dir / 'server.log'})")
             try:
                 server_ready(base_url, token, "", alive=lambda: proc.poll() is None)
-                run_session_pipelines(base_url=base_url, token=token, prefix=prefix, stages=options["stages"],
-                                      messages=options["messages"], work_ms=options["work_ms"],
-                                      progress=options["verbosity"] >= 1, results=results)
+                if only in (None, "chain-session"):
+                    run_session_pipelines(base_url=base_url, token=token, prefix=prefix, stages=options["stages"],
+                                          messages=options["messages"], work_ms=options["work_ms"],
+                                          progress=options["verbosity"] >= 1, results=results)
+                run_request_reply_pipelines(
+                    base_url=base_url, token=token, prefix=prefix, messages=options["messages"],
+                    work_ms=options["work_ms"], agents=lambda names: _agents(scratch, names),
+                    scenarios=[s for s in THROUGH_SERVER if s.startswith("request-reply") and only in (None, s)],
+                    progress=options["verbosity"] >= 1, results=results)
             except BenchmarkError as exc:
                 raise BenchmarkError(f"{exc}\nserver log:\n{scratch.log_tail('server.log')}") from exc
 
@@ -221,6 +233,12 @@ class Command(BenchmarkCommand):
             "chain-session": ("chain-session: the same chain, each stage an application with its own session "
              "through the Python client to a Uvicorn server on the scratch database (puts pipelined; gets and "
              "commits wait for their replies)."),
+            "request-reply-session": ("request-reply-session: the same request-reply, each application with its own "
+             "session through the Python client to the Uvicorn server (puts pipelined); brokers, queues and "
+             "channels defined and started through REST, each channel's agent in a process of its own "
+             "(manage.py channel_run, as a worker runs it)."),
+            "request-reply-rest": ("request-reply-rest: the same, each application through the Python client over "
+             "REST (one HTTP request per operation)."),
             "request-reply": (f"request-reply: App1 on broker A puts N requests (REQ -> channel A.TO.B -> B/REQ.IN) in one unit of "
              f"work; App2 on B gets them as they come, works {work_ms:g} ms on each and puts a reply (REPLY -> "
              "channel B.TO.A -> A/REPLY.IN) in one unit of work; App1' on A gets the N replies in one unit of work "
@@ -237,6 +255,32 @@ class Command(BenchmarkCommand):
         if any(notes):
             lines += ["", "per run (seconds after the start):"] + [n for n in notes if n]
         return "\n".join(lines)
+
+
+@contextmanager
+def _agents(scratch: Scratch, names: list[str]):
+    """The agents of these channels, each a ``manage.py channel_run`` process on the scratch
+    database, for the length of the block; the caller stops the channels on the way out (the
+    agents notice within their idle wait), and what is still running after AGENT_STOP_S is
+    stopped."""
+    procs = []
+    try:
+        for name in names:
+            log = open(scratch.dir / f"agent-{len(procs)}.log", "ab")
+            procs.append(subprocess.Popen(
+                [sys.executable, str(base_dir() / "manage.py"), "channel_run", name, "--seconds",
+                 f"{RUN_TIMEOUT_S + 120:g}"],
+                cwd=base_dir(), env=scratch.env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT))
+            log.close()
+        yield procs
+    finally:
+        stop_by = time.monotonic() + AGENT_STOP_S
+        for proc in procs:
+            try:
+                proc.wait(max(0.1, stop_by - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                pass
+            process_stopped(proc, grace_s=5)
 
 
 def _notes(result: PipelineResult) -> str:
