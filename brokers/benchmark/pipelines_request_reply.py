@@ -34,7 +34,8 @@ AGENTS_START_S = 60.0
 Agents = Callable[[list[str]], AbstractContextManager]
 
 
-def _define(admin: Client, http: httpx.Client, *, a: str, b: str, channels: tuple[str, str], preemptive: bool) -> None:
+def _define(admin: Client, http: httpx.Client, *, a: str, b: str, channels: tuple[str, str], preemptive: bool,
+            batch_interval_ms: int) -> None:
     for name in (a, b):
         admin.define_broker(name, description="python manage.py benchmark_pipelines: request-reply",
                             transaction_timeout_ms=UOW_TIMEOUT_MS)
@@ -48,7 +49,7 @@ def _define(admin: Client, http: httpx.Client, *, a: str, b: str, channels: tupl
     for name, source, target in ((channels[0], a, b), (channels[1], b, a)):
         _ok(http.post("/api/channels/", json={
             "name": name, "source_broker": source, "transmission_queue": target, "target_broker": target,
-            "batch_size": CHANNEL_BATCH_SIZE, "batch_interval_ms": CHANNEL_BATCH_INTERVAL_MS,
+            "batch_size": CHANNEL_BATCH_SIZE, "batch_interval_ms": batch_interval_ms,
             "preemptive": preemptive}))
         _ok(http.post(f"/api/channels/{name}/start/"))
 
@@ -73,7 +74,8 @@ def _agents_running(http: httpx.Client, channels: tuple[str, ...], label: str) -
 
 
 def run_request_reply_client(*, base_url: str, token: str, scenario: str, prefix: str, messages: int,
-                             work_ms: float, preemptive: bool, agents: Agents, tag: str = "RRC") -> PipelineResult:
+                             work_ms: float, preemptive: bool, agents: Agents, tag: str = "RRC",
+                             batch_interval_ms: int = CHANNEL_BATCH_INTERVAL_MS) -> PipelineResult:
     transport = SCENARIOS[scenario]
     label = f"request-reply over {transport}, pre-emptive {'on' if preemptive else 'off'}"
     base = f"{prefix}.{tag}{transport[0].upper()}.{'ON' if preemptive else 'OFF'}"
@@ -82,7 +84,7 @@ def run_request_reply_client(*, base_url: str, token: str, scenario: str, prefix
     headers = {"Authorization": f"Token {token}"}
     with Client(base_url, token, timeout=REQUEST_TIMEOUT_S, transport="rest") as admin, \
             httpx.Client(base_url=base_url, headers=headers, timeout=REQUEST_TIMEOUT_S) as http:
-        _define(admin, http, a=a, b=b, channels=channels, preemptive=preemptive)
+        _define(admin, http, a=a, b=b, channels=channels, preemptive=preemptive, batch_interval_ms=batch_interval_ms)
         with agents(list(channels)):
             try:
                 _agents_running(http, channels, label)
@@ -114,8 +116,10 @@ def _run(*, base_url: str, token: str, transport: str, label: str, a: str, b: st
             run.check(who, f"{messages - done} of {messages} messages on {queue}")
             for message in txn.get(queue, preemptive=preemptive, batch=min(GET_BATCH, messages - done),
                                    wait=max(0.001, min(GET_WAIT_S, run.remaining()))):
+                run.times.setdefault(f"{who} got the first", time.perf_counter())
                 each(message)
                 done += 1
+        run.times[f"{who} got the last"] = time.perf_counter()
 
     def app1(run: _Run, client: Client, open_uows: list) -> None:
         run.started()
@@ -160,7 +164,9 @@ def _run(*, base_url: str, token: str, transport: str, label: str, a: str, b: st
         next(s for s, t in SCENARIOS.items() if t == transport), preemptive, None, messages, work_ms,
         run.times["App1'"] - start,
         notes={
-            "committed_at_s": {name: round(t - start, 4) for name, t in run.times.items() if name != "start"},
+            # when each unit of work committed, and when the requests and the replies arrived, in time order
+            "committed_at_s": {name: round(t - start, 4) for name, t in sorted(run.times.items(), key=lambda i: i[1])
+                               if name != "start"},
             "commits_held": sorted(name for name, h in held.items() if h),
         },
     )
@@ -168,7 +174,7 @@ def _run(*, base_url: str, token: str, transport: str, label: str, a: str, b: st
 
 def run_request_reply_pipelines(*, base_url: str, token: str, prefix: str, messages: int, work_ms: float,
                                 agents: Agents, scenarios: list[str], progress: bool = False,
-                                results: list[PipelineResult]) -> None:
+                                results: list[PipelineResult], batch_interval_ms: int = CHANNEL_BATCH_INTERVAL_MS) -> None:
     """For each scenario asked for: warm up (a tiny run each way), then pre-emptive gets off,
     then on."""
     import sys
@@ -181,13 +187,14 @@ def run_request_reply_pipelines(*, base_url: str, token: str, prefix: str, messa
         say(f"{scenario}: warming up")
         for preemptive in (False, True):
             run_request_reply_client(base_url=base_url, token=token, scenario=scenario, prefix=prefix, messages=3,
-                                     work_ms=0, preemptive=preemptive, agents=agents, tag="WRRC")
+                                     work_ms=0, preemptive=preemptive, agents=agents, tag="WRRC",
+                                     batch_interval_ms=batch_interval_ms)
         for preemptive in (False, True):
             say(f"{scenario}, pre-emptive gets {'on' if preemptive else 'off'}")
             try:
                 result = run_request_reply_client(base_url=base_url, token=token, scenario=scenario, prefix=prefix,
                                                   messages=messages, work_ms=work_ms, preemptive=preemptive,
-                                                  agents=agents)
+                                                  agents=agents, batch_interval_ms=batch_interval_ms)
             except BatonError as exc:
                 raise BenchmarkError(f"{scenario}: {exc!r}") from exc
             say(f"  {result.seconds:.3f} s")

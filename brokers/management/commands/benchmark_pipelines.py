@@ -81,6 +81,9 @@ class Command(BenchmarkCommand):
                             help=f"Work per message per stage, in milliseconds, done as a sleep (waiting, like "
                                  f"an I/O call) (default {DEFAULT_WORK_MS:g}).")
         parser.add_argument("--only", choices=SCENARIOS, help="Run only this scenario.")
+        parser.add_argument("--batch-interval-ms", type=int, default=CHANNEL_BATCH_INTERVAL_MS, metavar="I",
+                            help="The request-reply channels' batch interval (default: a channel's default, "
+                                 f"{CHANNEL_BATCH_INTERVAL_MS}).")
         parser.add_argument(
             "--database-url", metavar="URL",
             help="Benchmark this database (e.g. postgres://user:pw@127.0.0.1/scratch) instead of a fresh "
@@ -114,7 +117,7 @@ class Command(BenchmarkCommand):
                 run_pipelines(
                     prefix=options["prefix"], stages=options["stages"], messages=options["messages"],
                     work_ms=options["work_ms"], only=options["only"], progress=options["verbosity"] >= 1,
-                    results=results,
+                    results=results, batch_interval_ms=options["batch_interval_ms"],
                 )
             except BenchmarkError as exc:  # the runs that finished are still worth printing
                 result["error"] = str(exc)
@@ -136,10 +139,14 @@ class Command(BenchmarkCommand):
             raise CommandError("--messages must be at least 1.")
         if not 0 <= work_ms <= 1000:
             raise CommandError("--work-ms must be from 0 to 1000.")
+        interval = options["batch_interval_ms"]
+        if not 0 <= interval <= 60_000:
+            raise CommandError("--batch-interval-ms must be from 0 to 60000.")
         only, database_url = options["only"], options["database_url"]
         command = [_python(), "manage.py", COMMAND, "--stages", str(stages), "--messages", str(messages),
                    "--work-ms", f"{work_ms:g}"]
         command += ["--only", only] if only else []
+        command += ["--batch-interval-ms", str(interval)] if interval != CHANNEL_BATCH_INTERVAL_MS else []
         command += ["--database-url", url_masked(database_url)] if database_url else []
         prefix = f"BP{secrets.token_hex(3).upper()}"
 
@@ -157,7 +164,8 @@ class Command(BenchmarkCommand):
                         token = phase_run(scratch, "setup", verbosity=0)["token"]
                         if only in (None, *IN_PROCESS):
                             out = phase_run(scratch, "run", prefix=prefix, stages=stages, messages=messages,
-                                            work_ms=work_ms, only=only, verbosity=options["verbosity"])
+                                            work_ms=work_ms, only=only, verbosity=options["verbosity"],
+                                            batch_interval_ms=options["batch_interval_ms"])
                             results = [PipelineResult(**r) for r in out["results"]]
                             if out.get("error"):
                                 raise BenchmarkError(out["error"])
@@ -177,7 +185,8 @@ class Command(BenchmarkCommand):
                 failure = str(exc)
 
         self.stdout.write(self._report(results, command=command, facts=facts, elapsed=time.monotonic() - started,
-                                       stages=stages, messages=messages, work_ms=work_ms, only=only))
+                                       stages=stages, messages=messages, work_ms=work_ms, only=only,
+                                       batch_interval_ms=interval))
         if failure:
             raise CommandError(failure)
 
@@ -202,13 +211,14 @@ class Command(BenchmarkCommand):
                     base_url=base_url, token=token, prefix=prefix, messages=options["messages"],
                     work_ms=options["work_ms"], agents=lambda names: _agents(scratch, names),
                     scenarios=[s for s in THROUGH_SERVER if s.startswith("request-reply") and only in (None, s)],
-                    progress=options["verbosity"] >= 1, results=results)
+                    progress=options["verbosity"] >= 1, results=results,
+                    batch_interval_ms=options["batch_interval_ms"])
             except BenchmarkError as exc:
                 raise BenchmarkError(f"{exc}\nserver log:\n{scratch.log_tail('server.log')}") from exc
 
     @staticmethod
     def _report(results: list[PipelineResult], *, command: list[str], facts: dict, elapsed: float,
-                stages: int, messages: int, work_ms: float, only: str | None) -> str:
+                stages: int, messages: int, work_ms: float, only: str | None, batch_interval_ms: int) -> str:
         per_stage = messages * work_ms
         lines = [
             "Baton pipeline benchmark: end-to-end time of chained units of work, pre-emptive gets off and on",
@@ -243,7 +253,7 @@ class Command(BenchmarkCommand):
              f"work; App2 on B gets them as they come, works {work_ms:g} ms on each and puts a reply (REPLY -> "
              "channel B.TO.A -> A/REPLY.IN) in one unit of work; App1' on A gets the N replies in one unit of work "
              f"and commits with a wait. Channels: in-process transport, batch size {CHANNEL_BATCH_SIZE}, batch "
-             f"interval {CHANNEL_BATCH_INTERVAL_MS} ms, pre-emptive like the applications, each agent in a thread. "
+             f"interval {batch_interval_ms} ms, pre-emptive like the applications, each agent in a thread. "
              "seconds: from App1's start until App1' has committed."),
         }
         texts = [described[s] for s in SCENARIOS if only in (None, s)] + [
@@ -285,7 +295,7 @@ def _agents(scratch: Scratch, names: list[str]):
 
 def _notes(result: PipelineResult) -> str:
     notes = result.notes or {}
-    parts = [f"{name} committed {t:.3f}" if not name.endswith("to commit") else f"{name} {t:.3f}"
+    parts = [f"{name} {t:.3f}" if name.endswith("to commit") or " got the " in name else f"{name} committed {t:.3f}"
              for name, t in notes.get("committed_at_s", {}).items()]
     held = notes.get("commits_held")
     if held:
