@@ -83,7 +83,7 @@ def test_only_runs_one_scenario():
 
 def test_options_are_checked_before_anything_runs():
     for args, text in ((["--stages", "0"], "--stages"), (["--messages", "0"], "--messages"),
-                       (["--work-ms", "-1"], "--work-ms")):
+                       (["--work-ms", "-1"], "--work-ms"), (["--batch-interval-ms", "-1"], "--batch-interval-ms")):
         proc = run(*args, timeout=120)
         assert proc.returncode != 0
         assert text in proc.stderr
