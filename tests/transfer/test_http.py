@@ -28,19 +28,25 @@ def ok(response, status: int = 200):
     return response.json() if response.content else None
 
 
+def channel_started(ha, hb, b: Platform, *, source: str, target: str, channel: str, **options) -> None:
+    """Broker ``target`` with queue IN on platform B; broker ``source`` on A with a remote queue
+    RQ leading there over ``channel`` (to B's URL, with B's token), started."""
+    ok(hb.post("/api/brokers/", json={"name": target}), 201)
+    ok(hb.post(f"/api/brokers/{target}/queues/", json={"name": "IN"}), 201)
+    ok(ha.post("/api/brokers/", json={"name": source}), 201)
+    ok(ha.post(f"/api/brokers/{source}/queues/", json={"name": target, "usage": "transmission"}), 201)
+    ok(ha.post(f"/api/brokers/{source}/queues/", json={"name": "RQ", "kind": "remote", "remote_broker": target,
+                                                        "remote_queue": "IN", "transmission_queue": target}), 201)
+    ok(ha.post("/api/channels/", json={"name": channel, "source_broker": source, "transmission_queue": target,
+                                       "target_broker": target, "target_url": b.url, "target_token": b.token,
+                                       **options}), 201)
+    ok(ha.post(f"/api/channels/{channel}/start/"))
+
+
 def test_messages_cross_platforms_exactly_once_and_channel_reports_status(pair):
     a, b = pair
     with a.client() as ha, b.client() as hb:
-        ok(hb.post("/api/brokers/", json={"name": "QMB"}), 201)
-        ok(hb.post("/api/brokers/QMB/queues/", json={"name": "IN"}), 201)
-        ok(ha.post("/api/brokers/", json={"name": "QMA"}), 201)
-        ok(ha.post("/api/brokers/QMA/queues/", json={"name": "QMB", "usage": "transmission"}), 201)
-        ok(ha.post("/api/brokers/QMA/queues/", json={"name": "RQ", "kind": "remote", "remote_broker": "QMB",
-                                                      "remote_queue": "IN", "transmission_queue": "QMB"}), 201)
-        ok(ha.post("/api/channels/", json={"name": "A.TO.B", "source_broker": "QMA", "transmission_queue": "QMB",
-                                           "target_broker": "QMB", "target_url": b.url, "target_token": b.token,
-                                           "batch_size": 10, "preemptive": True}), 201)
-        ok(ha.post("/api/channels/A.TO.B/start/"))
+        channel_started(ha, hb, b, source="QMA", target="QMB", channel="A.TO.B", batch_size=10, preemptive=True)
         sent = ok(ha.post("/api/brokers/QMA/queues/RQ/messages/",
                           json={"messages": [{"body": f"m{i}"} for i in range(25)]}), 201)["messages"]
         poll_until(lambda: ok(hb.get("/api/brokers/QMB/queues/IN/"))["depth"] == 25, timeout=60,
@@ -93,17 +99,8 @@ def test_the_receiver_restarting_mid_window_loses_and_duplicates_nothing(pair):
     exactly once."""
     a, b = pair
     with a.client() as ha, b.client() as hb:
-        ok(hb.post("/api/brokers/", json={"name": "QMR"}), 201)
-        ok(hb.post("/api/brokers/QMR/queues/", json={"name": "IN"}), 201)
-        ok(ha.post("/api/brokers/", json={"name": "QMS"}), 201)
-        ok(ha.post("/api/brokers/QMS/queues/", json={"name": "QMR", "usage": "transmission"}), 201)
-        ok(ha.post("/api/brokers/QMS/queues/", json={"name": "RQ", "kind": "remote", "remote_broker": "QMR",
-                                                      "remote_queue": "IN", "transmission_queue": "QMR"}), 201)
-        ok(ha.post("/api/channels/", json={"name": "S.TO.R", "source_broker": "QMS", "transmission_queue": "QMR",
-                                           "target_broker": "QMR", "target_url": b.url, "target_token": b.token,
-                                           "batch_size": 5, "batch_interval_ms": 20, "window": 8,
-                                           "preemptive": True}), 201)
-        ok(ha.post("/api/channels/S.TO.R/start/"))
+        channel_started(ha, hb, b, source="QMS", target="QMR", channel="S.TO.R", batch_size=5, batch_interval_ms=20,
+                        window=8, preemptive=True)
         producer = ok(ha.post("/api/brokers/QMS/transactions/", json={"timeout_ms": 600_000}), 201)["id"]
         sent = ok(ha.post("/api/brokers/QMS/queues/RQ/messages/", json={
             "messages": [{"body": f"p{i}"} for i in range(20)], "transaction": producer}), 201)["messages"]
