@@ -8,6 +8,7 @@ class BrokersConfig(AppConfig):
     def ready(self) -> None:
         from transactions.resources import resource_manager_register
 
+        from .channels.api import receiving  # noqa: F401  (registers the session's batch_* operations)
         from .services.store import MessageStore
 
         resource_manager_register(MessageStore())

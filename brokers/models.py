@@ -280,7 +280,7 @@ class ChannelState(models.TextChoices):
 
 class Channel(models.Model):
     """Moves messages from a transmission queue on a broker of this platform to the
-    destination queues of a target broker (here, or on another platform over HTTP), in
+    destination queues of a target broker (here, or on another platform over a session), in
     numbered batches."""
 
     name = models.CharField(max_length=48, unique=True, validators=[name_validator])
@@ -306,7 +306,7 @@ class Channel(models.Model):
     batches_backed_out = models.PositiveBigIntegerField(default=0)
     messages_sent = models.PositiveBigIntegerField(default=0)
     bytes_sent = models.PositiveBigIntegerField(default=0)
-    # the recent rate of confirmed traffic: exponentially decayed (brokers.services.channel_rate)
+    # the recent rate of confirmed traffic: exponentially decayed (brokers.channels.rate)
     rate_messages = models.FloatField(default=0)
     rate_bytes = models.FloatField(default=0)
     rate_at = models.DateTimeField(null=True, blank=True)

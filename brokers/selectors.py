@@ -1,10 +1,10 @@
-"""Reads: brokers, queues, depths, connections, channels' windows."""
+"""Reads: brokers, queues, depths, connections."""
 from __future__ import annotations
 
 from django.db.models import Count, Q, QuerySet
 
 from .exceptions import BrokerNotFound, ConnectionNotFound, QueueNotFound
-from .models import Broker, ChannelBatch, ClientSession, Connection, Message, Queue
+from .models import Broker, ClientSession, Connection, Message, Queue
 
 
 def broker_get(*, name: str) -> Broker:
@@ -60,16 +60,3 @@ def connection_get(*, conn_id: str) -> Connection:
 def client_session_get(*, broker: Broker, client_name: str) -> ClientSession | None:
     return ClientSession.objects.filter(broker=broker, client_name=client_name).first()
 
-
-def channel_windows(*, channels: list) -> dict[int, dict]:
-    """Each channel's window in one query: how many batches are in flight, and the oldest
-    unconfirmed one (its ``seq`` and when it was recorded)."""
-    windows = {c.pk: {"in_flight": 0, "oldest_seq": None, "oldest_at": None} for c in channels}
-    rows = (ChannelBatch.objects.filter(channel_id__in=list(windows)).order_by("channel_id", "seq")
-            .values_list("channel_id", "seq", "created_at"))
-    for channel_id, seq, created_at in rows:
-        window = windows[channel_id]
-        window["in_flight"] += 1
-        if window["oldest_seq"] is None:
-            window["oldest_seq"], window["oldest_at"] = seq, created_at
-    return windows

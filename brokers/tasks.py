@@ -1,30 +1,10 @@
-"""Celery tasks run by the worker fleet."""
-import os
-import socket
-
+"""Celery tasks run by the worker fleet (Celery's autodiscovery imports this module)."""
 from celery import shared_task
 
-from .services.channel_sender import channel_agent_run, channels_due
+from .channels.tasks import channel_agent, channels_supervise  # noqa: F401 - registered with the worker
 from .services.housekeeping import housekeeping_run
 
 
 @shared_task(name="brokers.tasks.housekeeping", ignore_result=True)
 def housekeeping() -> dict[str, int]:
     return housekeeping_run()
-
-
-@shared_task(name="brokers.tasks.channel_agent", ignore_result=True)
-def channel_agent(name: str) -> str:
-    """Run a channel's sender agent for a while; the lease keeps it to one at a time."""
-    holder = f"{socket.gethostname()}:{os.getpid()}:{channel_agent.request.id or 'local'}"
-    return channel_agent_run(name=name, holder=holder)
-
-
-@shared_task(name="brokers.tasks.channels_supervise", ignore_result=True)
-def channels_supervise() -> list[str]:
-    """Start an agent for every started channel that has none (after a crash, a retry
-    back-off, or the end of the previous run)."""
-    names = channels_due()
-    for name in names:
-        channel_agent.delay(name)
-    return names

@@ -10,7 +10,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from brokers.services.channel_definitions import channel_start, channel_stop
+from brokers.channels.definitions import channel_start, channel_stop
 from config.errors import BatonError
 from ingest.selectors import ingest_list
 

@@ -49,14 +49,21 @@ def test_benchmark_pipelines_prints_every_scenario_both_ways():
         ("chain", False, 2, 5, 0.0), ("chain", True, 2, 5, 0.0),
         ("request-reply", False, None, 5, 0.0), ("request-reply", True, None, 5, 0.0),
         ("chain-session", False, 2, 5, 0.0), ("chain-session", True, 2, 5, 0.0),
+        ("request-reply-session", False, None, 5, 0.0), ("request-reply-session", True, None, 5, 0.0),
+        ("request-reply-rest", False, None, 5, 0.0), ("request-reply-rest", True, None, 5, 0.0),
     ]
     assert all(r["seconds"] > 0 and r["rate"] > 0 for r in parsed["results"])
-    assert [r["scenario"] for r in parsed["ratios"]] == ["chain", "request-reply", "chain-session"]
+    assert [r["scenario"] for r in parsed["ratios"]] == ["chain", "request-reply", "chain-session",
+                                                         "request-reply-session", "request-reply-rest"]
     assert all(r["off"] > 0 and r["on"] > 0 and r["ratio"] > 0 for r in parsed["ratios"])
     # the per-run notes: when each unit of work committed, and the channels' batches
     assert re.search(r"chain, on: stage 0 committed [\d.]+; stage 1 committed [\d.]+; stage 2 committed", out)
     assert re.search(r"request-reply, off: App1 committed [\d.]+;.*App1' committed [\d.]+; channel batches: "
                      r"A\.TO\.B \d+, B\.TO\.A \d+", out)
+    # through the API too, over a session and over REST, with the channels' agents in processes of their own
+    for scenario in ("request-reply-session", "request-reply-rest"):
+        assert re.search(scenario + r", on: App1 committed [\d.]+;.*App1' committed [\d.]+;.*channel batches: "
+                         r"A\.TO\.B [1-9]\d*, B\.TO\.A [1-9]\d*", out), scenario
 
     # It worked in a scratch directory of its own, and removed it.
     scratch = re.search(r"scratch directory (\S+)", proc.stderr)
@@ -76,7 +83,7 @@ def test_only_runs_one_scenario():
 
 def test_options_are_checked_before_anything_runs():
     for args, text in ((["--stages", "0"], "--stages"), (["--messages", "0"], "--messages"),
-                       (["--work-ms", "-1"], "--work-ms")):
+                       (["--work-ms", "-1"], "--work-ms"), (["--batch-interval-ms", "-1"], "--batch-interval-ms")):
         proc = run(*args, timeout=120)
         assert proc.returncode != 0
         assert text in proc.stderr

@@ -88,6 +88,7 @@ def _path(name: str, description: str, pattern: str, example: str) -> OpenApiPar
 BROKER = _path("broker", "Broker name.", PATH_NAME, "QM1")
 QUEUE = _path("queue", "Queue name.", PATH_NAME, "Q1")
 TRANSACTION = _path("transaction_id", "Transaction id (32 hex characters).", HEX32, "0123456789abcdef0123456789abcdef")
+CHANNEL = _path("channel", "Channel name.", PATH_NAME, "QMA.TO.QMB")
 CONNECTION = _path("conn_id", "Connection id (48 hex characters).", HEX48, "0" * 48)
 TOKEN = _path("token", "Lock token of a peek-locked message.", r"^[0-9a-fA-F]{1,32}$", "0" * 32)
 LIMIT = OpenApiParameter("limit", int, description="Rows a page returns (1 to 1000).")
@@ -146,6 +147,14 @@ GET_EXAMPLES = [
 BEGIN_EXAMPLES = [_example("A minute", {"timeout_ms": 60000})]
 WAIT_EXAMPLES = [_example("Do not wait", {"wait": 0})]
 CONNECTION_EXAMPLES = [_example("An application", {"client_name": "billing-1"})]
+CHANNEL_EXAMPLES = [
+    _example("To a broker of this platform", {"name": "QMA.TO.QMB", "source_broker": "QMA", "transmission_queue": "QMB",
+                                              "target_broker": "QMB", "batch_size": 50, "preemptive": True}),
+    _example("To another platform", {"name": "QMA.TO.FAR", "source_broker": "QMA", "transmission_queue": "FAR",
+                                     "target_broker": "FAR", "target_url": "https://far.example.com",
+                                     "target_token": "0123456789abcdef0123456789abcdef01234567"}),
+]
+CHANNEL_CHANGE_EXAMPLES = [_example("A bigger window", {"window": 16})]
 DEAD_LETTER_EXAMPLES = [_example("Cannot process", {"reason": "unparseable order"})]
 
 
@@ -168,7 +177,7 @@ transactions_graph = _operation("transactions_graph", "transactions", {200: Tran
 # --- operations defined once (brokers.api.operations) -----------------------------------------
 
 _PATH_PARAMETERS = {"broker": BROKER, "queue": QUEUE, "transaction": TRANSACTION, "lock_token": TOKEN,
-                    "conn_id": CONNECTION}
+                    "conn_id": CONNECTION, "channel": CHANNEL}
 
 
 def operation(op, operation_id: str, tag: str, *errors: int, query: bool = False, examples=None,

@@ -40,18 +40,20 @@ from transactions.models import OPEN_STATES, Transaction, TransactionState
 
 from ..models import Broker, Channel, ChannelReceipt, Persistence
 from ..services.brokers import broker_define
-from ..services.channel_definitions import channel_define, channel_start, channel_stop
-from ..services.channel_sender import channel_agent_run
+from ..channels.definitions import channel_define, channel_start, channel_stop
+from ..channels.sender import channel_agent_run
 from ..services.message_input import MessageInput
 from ..services.messages import message_get, message_put
 from ..services.queues import queue_define
 from .inprocess import MAX_DEPTH, scratch_cleanup
 from .report import BenchmarkError, grid
 
-#: The scenarios run in the child process on the scratch database, and all of them (the
-#: chain over sessions runs in the command's own process against a server: :mod:`.pipelines_session`).
+#: The scenarios run in the child process on the scratch database; those run in the
+#: command's own process through the API of a server (:mod:`.pipelines_session`,
+#: :mod:`.pipelines_request_reply`); all of them.
 IN_PROCESS = ("chain", "request-reply")
-SCENARIOS = IN_PROCESS + ("chain-session",)
+THROUGH_SERVER = ("chain-session", "request-reply-session", "request-reply-rest")
+SCENARIOS = IN_PROCESS + THROUGH_SERVER
 
 #: How long one run (one scenario, one setting) may take before it is an error.
 RUN_TIMEOUT_S = 120.0
@@ -75,7 +77,7 @@ JOIN_GRACE_S = 40.0
 
 @dataclass
 class PipelineResult:
-    scenario: str  # "chain" | "request-reply"
+    scenario: str  # one of SCENARIOS
     preemptive: bool
     stages: int | None  # chain only
     messages: int
@@ -315,7 +317,8 @@ def run_chain(*, prefix: str, stages: int, messages: int, work_ms: float, preemp
 
 # --- request-reply across two brokers -------------------------------------------------------
 
-def _request_reply_define(*, a: str, b: str, channels: tuple[str, str], preemptive: bool) -> None:
+def _request_reply_define(*, a: str, b: str, channels: tuple[str, str], preemptive: bool,
+                          batch_interval_ms: int) -> None:
     for name in (a, b):
         broker_define(name=name, description="python manage.py benchmark_pipelines: request-reply",
                       transaction_timeout_ms=UOW_TIMEOUT_MS)
@@ -330,18 +333,18 @@ def _request_reply_define(*, a: str, b: str, channels: tuple[str, str], preempti
     queue_define(broker=b, name="REPLY", kind="remote", remote_broker=a, remote_queue="REPLY.IN", transmission_queue=a)
     for name, source, target in ((channels[0], a, b), (channels[1], b, a)):
         channel_define(name=name, source_broker=source, transmission_queue=target, target_broker=target,
-                       batch_size=CHANNEL_BATCH_SIZE, batch_interval_ms=CHANNEL_BATCH_INTERVAL_MS,
+                       batch_size=CHANNEL_BATCH_SIZE, batch_interval_ms=batch_interval_ms,
                        preemptive=preemptive)
         channel_start(name=name, dispatch=False)
 
 
-def run_request_reply(*, prefix: str, messages: int, work_ms: float, preemptive: bool,
-                      tag: str = "RR") -> PipelineResult:
+def run_request_reply(*, prefix: str, messages: int, work_ms: float, preemptive: bool, tag: str = "RR",
+                      batch_interval_ms: int = CHANNEL_BATCH_INTERVAL_MS) -> PipelineResult:
     label = f"request-reply, pre-emptive {'on' if preemptive else 'off'}"
     base = f"{prefix}.{tag}.{_setting(preemptive)}"
     a, b = f"{base}.A", f"{base}.B"
     channels = (f"{base}.A.TO.B", f"{base}.B.TO.A")
-    _request_reply_define(a=a, b=b, channels=channels, preemptive=preemptive)
+    _request_reply_define(a=a, b=b, channels=channels, preemptive=preemptive, batch_interval_ms=batch_interval_ms)
     work_s = work_ms / 1000
     run = _Run(label)
     requests: list[str] = []
@@ -439,7 +442,8 @@ def _agents_running(run: _Run, channels: tuple[str, ...], timeout_s: float = 30)
 # --- the whole run, in the child process -----------------------------------------------------
 
 def run_pipelines(*, prefix: str, stages: int, messages: int, work_ms: float, only: str | None = None,
-                  progress: bool = False, results: list[PipelineResult] | None = None) -> list[PipelineResult]:
+                  progress: bool = False, results: list[PipelineResult] | None = None,
+                  batch_interval_ms: int = CHANNEL_BATCH_INTERVAL_MS) -> list[PipelineResult]:
     """Warm up (imports, first connections, the code paths, at tiny sizes), then each
     scenario asked for with pre-emptive gets off, then on. Each result is appended to
     ``results`` (if given) as soon as its run ends, so a caller keeps them if a later run
@@ -454,7 +458,8 @@ def run_pipelines(*, prefix: str, stages: int, messages: int, work_ms: float, on
         if "chain" in scenarios:
             run_chain(prefix=prefix, stages=1, messages=3, work_ms=0, preemptive=preemptive, tag="WARM")
         if "request-reply" in scenarios:
-            run_request_reply(prefix=prefix, messages=3, work_ms=0, preemptive=preemptive, tag="WARMRR")
+            run_request_reply(prefix=prefix, messages=3, work_ms=0, preemptive=preemptive, tag="WARMRR",
+                              batch_interval_ms=batch_interval_ms)
     results = [] if results is None else results
     for scenario in scenarios:
         for preemptive in (False, True):
@@ -463,7 +468,8 @@ def run_pipelines(*, prefix: str, stages: int, messages: int, work_ms: float, on
                 result = run_chain(prefix=prefix, stages=stages, messages=messages, work_ms=work_ms,
                                    preemptive=preemptive)
             else:
-                result = run_request_reply(prefix=prefix, messages=messages, work_ms=work_ms, preemptive=preemptive)
+                result = run_request_reply(prefix=prefix, messages=messages, work_ms=work_ms, preemptive=preemptive,
+                                           batch_interval_ms=batch_interval_ms)
             say(f"  {result.seconds:.3f} s")
             results.append(result)
     return results
@@ -487,11 +493,11 @@ def pipelines_cleanup(*, prefix: str) -> None:
 HEADER = ("scenario", "pre-emptive", "stages", "messages", "work ms", "seconds", "msgs/s")
 RATIO_HEADER = ("scenario", "off s", "on s", "off/on")
 ROW = re.compile(
-    r"^(?P<scenario>chain-session|chain|request-reply)\s+(?P<preemptive>off|on)\s+(?P<stages>\d+|-)\s+(?P<messages>\d+)\s+"
+    r"^(?P<scenario>[a-z][a-z-]*)\s+(?P<preemptive>off|on)\s+(?P<stages>\d+|-)\s+(?P<messages>\d+)\s+"
     r"(?P<work_ms>[\d.]+)\s+(?P<seconds>[\d.]+)\s+(?P<rate>[\d.]+)\s*$"
 )
 RATIO_ROW = re.compile(
-    r"^(?P<scenario>chain-session|chain|request-reply)\s+(?P<off>[\d.]+)\s+(?P<on>[\d.]+)\s+(?P<ratio>[\d.]+)x\s*$"
+    r"^(?P<scenario>[a-z][a-z-]*)\s+(?P<off>[\d.]+)\s+(?P<on>[\d.]+)\s+(?P<ratio>[\d.]+)x\s*$"
 )
 
 

@@ -26,15 +26,17 @@ REQUEST_TIMEOUT_S = 60.0
 
 
 class _SessionRun(_Run):
-    """A run whose threads are applications with a session each (no database connection)."""
+    """A run whose threads are applications with a client each (a session, or REST), and no
+    database connection."""
 
-    def __init__(self, label: str, *, base_url: str, token: str, timeout_s: float = RUN_TIMEOUT_S) -> None:
+    def __init__(self, label: str, *, base_url: str, token: str, timeout_s: float = RUN_TIMEOUT_S,
+                 transport: str = "session") -> None:
         super().__init__(label, timeout_s=timeout_s)
-        self.base_url, self.token = base_url, token
+        self.base_url, self.token, self.transport = base_url, token, transport
 
     def add(self, name: str, work: Callable) -> threading.Thread:
         def main() -> None:
-            client = Client(self.base_url, self.token, timeout=REQUEST_TIMEOUT_S, transport="session")
+            client = Client(self.base_url, self.token, timeout=REQUEST_TIMEOUT_S, transport=self.transport)
             open_uows: list = []
             try:
                 client.list_brokers()  # the HTTP connection, before the clock starts

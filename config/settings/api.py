@@ -57,6 +57,7 @@ SPECTACULAR_SETTINGS = {
         "CommitHeldStateEnum": ["commit_held"],
         "RolledBackStateEnum": ["rolled_back"],
         "ChannelStateEnum": ["stopped", "running", "retrying", "in_doubt"],
+        "BatchStateEnum": ["received", "committed", "pending", "backed_out", "unknown"],
         "JobStateEnum": "ingest.models.IngestState",  # ingests and analytics runs (the same states)
     },
 }

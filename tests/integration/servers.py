@@ -220,10 +220,8 @@ class Platform:
                extra_env={"DJANGO_SUPERUSER_PASSWORD": self.password})
 
         self.ports = [self.port] + [free_port() for _ in range(self.webs - 1)]
-        for n, port in enumerate(self.ports):
-            self._spawn("uvicorn" if n == 0 else f"uvicorn-{n}", "-m", "uvicorn", "config.asgi:application",
-                        "--host", "127.0.0.1", "--port", str(port), "--lifespan", "off", "--log-level", "warning",
-                        "--no-access-log")
+        for n in range(len(self.ports)):
+            self.web_start(n)
         workers = [self.worker_start(n) for n in range(self.workers)]
         beat = self._spawn("beat", "-m", "celery", "-A", "config", "beat", "--loglevel", "INFO",
                            "--schedule", str(self.var_dir / "beat-schedule"))
@@ -251,6 +249,33 @@ class Platform:
         poll_until(logged(beat, "beat: Starting"), timeout=timeout, what="Celery beat to log 'beat: Starting'",
                    diagnostics=self.logs)
         return self
+
+    def web_start(self, n: int = 0) -> Server:
+        """Web server process ``n`` (Uvicorn, the ASGI app: REST, the session, the dashboard) on its port."""
+        return self._spawn("uvicorn" if n == 0 else f"uvicorn-{n}", "-m", "uvicorn", "config.asgi:application",
+                           "--host", "127.0.0.1", "--port", str(self.ports[n]), "--lifespan", "off",
+                           "--log-level", "warning", "--no-access-log")
+
+    def web_kill(self) -> None:
+        """SIGKILL the first web server process (a crash of the web server; the workers and
+        the database stay)."""
+        old = self.named("uvicorn")[0]
+        os.killpg(old.proc.pid, signal.SIGKILL)
+        old.proc.wait(10)
+        self.servers.remove(old)
+
+    def web_restart(self, *, timeout: float = 60) -> None:
+        """Start the first web server process again on its port, and wait until it answers."""
+        self.web_start(0)
+
+        def answers() -> bool:
+            self._check_alive()
+            with httpx.Client(timeout=2) as client:
+                return client.get(f"{self.url}/api/brokers/", headers={"Authorization": f"Token {self.token}"}
+                                  ).status_code == 200
+
+        poll_until(answers, timeout=timeout, what=f"Uvicorn to answer again on port {self.port}",
+                   diagnostics=self.logs)
 
     def worker_start(self, n: int) -> Server:
         """Celery worker process ``n`` (named ``worker<n>@<host>``; the first one's log is ``worker``)."""

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from brokers.services.brokers import broker_define
-from brokers.services.channel_definitions import channel_define, channel_start
+from brokers.channels.definitions import channel_define, channel_start
 from brokers.services.queues import queue_define
 
 

@@ -8,7 +8,7 @@ from rest_framework.test import APIClient
 
 from brokers.models import Channel
 from brokers.services.access import api_token_issue, grant_actions
-from brokers.services.channel_sender import channel_agent_run
+from brokers.channels.sender import channel_agent_run
 from brokers.services.messages import message_put
 from tests.conftest import msgs
 from tests.transfer.conftest import two_brokers

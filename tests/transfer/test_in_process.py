@@ -7,7 +7,7 @@ import time
 import pytest
 
 from brokers.models import Channel, ChannelBatch, ChannelReceipt, Message, ReceivedBatch
-from brokers.services.channel_sender import channel_agent_run
+from brokers.channels.sender import channel_agent_run
 from brokers.services.messages import message_get, message_put
 from tests.conftest import bodies, msgs
 from tests.transfer.conftest import two_brokers
@@ -63,7 +63,7 @@ def test_reports_travel_back_across_channels(db):
 
 
 def test_second_agent_cannot_take_the_lease(ab):
-    from brokers.services.channel_sender import channel_lease_acquire, channel_lease_release
+    from brokers.channels.sender import channel_lease_acquire, channel_lease_release
 
     assert channel_lease_acquire(name=ab, holder="one")
     assert not channel_lease_acquire(name=ab, holder="two")

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from brokers.models import Channel, ChannelBatch, Message, ReceivedBatch
-from brokers.services.channel_sender import CRASH_POINTS, channel_agent_run
+from brokers.channels.sender import CRASH_POINTS, channel_agent_run
 from brokers.services.messages import message_get, message_put
 from tests.conftest import database_url, msgs
 from tests.transfer.conftest import two_brokers

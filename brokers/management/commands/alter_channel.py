@@ -2,7 +2,7 @@ from django.core.management.base import BaseCommand
 
 from brokers.management.admin_cli import attribute_options_add, attributes_given, service_errors
 from brokers.models import Channel
-from brokers.services.channel_definitions import CHANNEL_FIELDS, channel_alter
+from brokers.channels.definitions import CHANNEL_FIELDS, channel_alter
 
 
 class Command(BaseCommand):

@@ -18,13 +18,15 @@ import subprocess
 import sys
 import textwrap
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import django
 from django.core.management.base import CommandError
 
 from brokers.benchmark.pipelines import (
-    CHANNEL_BATCH_INTERVAL_MS, CHANNEL_BATCH_SIZE, GET_BATCH, RUN_TIMEOUT_S, SCENARIOS, PipelineResult, table,
+    AGENT_STOP_S, CHANNEL_BATCH_INTERVAL_MS, CHANNEL_BATCH_SIZE, GET_BATCH, IN_PROCESS, RUN_TIMEOUT_S, SCENARIOS,
+    THROUGH_SERVER, PipelineResult, table,
 )
 from brokers.benchmark.report import BenchmarkError
 from brokers.benchmark.scratch import SCRATCH_FLAG, Scratch, base_dir, process_stopped, sigterm_as_interrupt, url_masked
@@ -79,6 +81,9 @@ class Command(BenchmarkCommand):
                             help=f"Work per message per stage, in milliseconds, done as a sleep (waiting, like "
                                  f"an I/O call) (default {DEFAULT_WORK_MS:g}).")
         parser.add_argument("--only", choices=SCENARIOS, help="Run only this scenario.")
+        parser.add_argument("--batch-interval-ms", type=int, default=CHANNEL_BATCH_INTERVAL_MS, metavar="I",
+                            help="The request-reply channels' batch interval (default: a channel's default, "
+                                 f"{CHANNEL_BATCH_INTERVAL_MS}).")
         parser.add_argument(
             "--database-url", metavar="URL",
             help="Benchmark this database (e.g. postgres://user:pw@127.0.0.1/scratch) instead of a fresh "
@@ -112,7 +117,7 @@ class Command(BenchmarkCommand):
                 run_pipelines(
                     prefix=options["prefix"], stages=options["stages"], messages=options["messages"],
                     work_ms=options["work_ms"], only=options["only"], progress=options["verbosity"] >= 1,
-                    results=results,
+                    results=results, batch_interval_ms=options["batch_interval_ms"],
                 )
             except BenchmarkError as exc:  # the runs that finished are still worth printing
                 result["error"] = str(exc)
@@ -134,10 +139,14 @@ class Command(BenchmarkCommand):
             raise CommandError("--messages must be at least 1.")
         if not 0 <= work_ms <= 1000:
             raise CommandError("--work-ms must be from 0 to 1000.")
+        interval = options["batch_interval_ms"]
+        if not 0 <= interval <= 60_000:
+            raise CommandError("--batch-interval-ms must be from 0 to 60000.")
         only, database_url = options["only"], options["database_url"]
         command = [_python(), "manage.py", COMMAND, "--stages", str(stages), "--messages", str(messages),
                    "--work-ms", f"{work_ms:g}"]
         command += ["--only", only] if only else []
+        command += ["--batch-interval-ms", str(interval)] if interval != CHANNEL_BATCH_INTERVAL_MS else []
         command += ["--database-url", url_masked(database_url)] if database_url else []
         prefix = f"BP{secrets.token_hex(3).upper()}"
 
@@ -153,14 +162,15 @@ class Command(BenchmarkCommand):
                     try:
                         self._progress(options, f"{COMMAND}: migrating the scratch database")
                         token = phase_run(scratch, "setup", verbosity=0)["token"]
-                        if only != "chain-session":
+                        if only in (None, *IN_PROCESS):
                             out = phase_run(scratch, "run", prefix=prefix, stages=stages, messages=messages,
-                                            work_ms=work_ms, only=only, verbosity=options["verbosity"])
+                                            work_ms=work_ms, only=only, verbosity=options["verbosity"],
+                                            batch_interval_ms=options["batch_interval_ms"])
                             results = [PipelineResult(**r) for r in out["results"]]
                             if out.get("error"):
                                 raise BenchmarkError(out["error"])
-                        if only in (None, "chain-session"):
-                            self._sessions(scratch, options, token=token, prefix=prefix, results=results)
+                        if only in (None, *THROUGH_SERVER):
+                            self._through_server(scratch, options, token=token, prefix=prefix, results=results)
                     finally:
                         if not scratch.own_database:
                             try:
@@ -175,28 +185,40 @@ class Command(BenchmarkCommand):
                 failure = str(exc)
 
         self.stdout.write(self._report(results, command=command, facts=facts, elapsed=time.monotonic() - started,
-                                       stages=stages, messages=messages, work_ms=work_ms, only=only))
+                                       stages=stages, messages=messages, work_ms=work_ms, only=only,
+                                       batch_interval_ms=interval))
         if failure:
             raise CommandError(failure)
 
-    def _sessions(self, scratch: Scratch, options, *, token: str, prefix: str, results: list[PipelineResult]) -> None:
-        """The chain over sessions: a server on the scratch database, the stages in this process."""
+    def _through_server(self, scratch: Scratch, options, *, token: str, prefix: str,
+                        results: list[PipelineResult]) -> None:
+        """The scenarios through the API: a server on the scratch database, the applications
+        in this process (the channels' agents in processes of their own)."""
+        from brokers.benchmark.pipelines_request_reply import run_request_reply_pipelines
         from brokers.benchmark.pipelines_session import run_session_pipelines
         from brokers.benchmark.rest import server_ready
 
+        only = options["only"]
         with scratch.server() as (base_url, _command, proc):
             self._progress(options, f"{COMMAND}: server {base_url} (log: {scratch.dir / 'server.log'})")
             try:
                 server_ready(base_url, token, "", alive=lambda: proc.poll() is None)
-                run_session_pipelines(base_url=base_url, token=token, prefix=prefix, stages=options["stages"],
-                                      messages=options["messages"], work_ms=options["work_ms"],
-                                      progress=options["verbosity"] >= 1, results=results)
+                if only in (None, "chain-session"):
+                    run_session_pipelines(base_url=base_url, token=token, prefix=prefix, stages=options["stages"],
+                                          messages=options["messages"], work_ms=options["work_ms"],
+                                          progress=options["verbosity"] >= 1, results=results)
+                run_request_reply_pipelines(
+                    base_url=base_url, token=token, prefix=prefix, messages=options["messages"],
+                    work_ms=options["work_ms"], agents=lambda names: _agents(scratch, names),
+                    scenarios=[s for s in THROUGH_SERVER if s.startswith("request-reply") and only in (None, s)],
+                    progress=options["verbosity"] >= 1, results=results,
+                    batch_interval_ms=options["batch_interval_ms"])
             except BenchmarkError as exc:
                 raise BenchmarkError(f"{exc}\nserver log:\n{scratch.log_tail('server.log')}") from exc
 
     @staticmethod
     def _report(results: list[PipelineResult], *, command: list[str], facts: dict, elapsed: float,
-                stages: int, messages: int, work_ms: float, only: str | None) -> str:
+                stages: int, messages: int, work_ms: float, only: str | None, batch_interval_ms: int) -> str:
         per_stage = messages * work_ms
         lines = [
             "Baton pipeline benchmark: end-to-end time of chained units of work, pre-emptive gets off and on",
@@ -221,11 +243,17 @@ class Command(BenchmarkCommand):
             "chain-session": ("chain-session: the same chain, each stage an application with its own session "
              "through the Python client to a Uvicorn server on the scratch database (puts pipelined; gets and "
              "commits wait for their replies)."),
+            "request-reply-session": ("request-reply-session: the same request-reply, each application with its own "
+             "session through the Python client to the Uvicorn server (puts pipelined); brokers, queues and "
+             "channels defined and started through REST, each channel's agent in a process of its own "
+             "(manage.py channel_run, as a worker runs it)."),
+            "request-reply-rest": ("request-reply-rest: the same, each application through the Python client over "
+             "REST (one HTTP request per operation)."),
             "request-reply": (f"request-reply: App1 on broker A puts N requests (REQ -> channel A.TO.B -> B/REQ.IN) in one unit of "
              f"work; App2 on B gets them as they come, works {work_ms:g} ms on each and puts a reply (REPLY -> "
              "channel B.TO.A -> A/REPLY.IN) in one unit of work; App1' on A gets the N replies in one unit of work "
              f"and commits with a wait. Channels: in-process transport, batch size {CHANNEL_BATCH_SIZE}, batch "
-             f"interval {CHANNEL_BATCH_INTERVAL_MS} ms, pre-emptive like the applications, each agent in a thread. "
+             f"interval {batch_interval_ms} ms, pre-emptive like the applications, each agent in a thread. "
              "seconds: from App1's start until App1' has committed."),
         }
         texts = [described[s] for s in SCENARIOS if only in (None, s)] + [
@@ -239,9 +267,35 @@ class Command(BenchmarkCommand):
         return "\n".join(lines)
 
 
+@contextmanager
+def _agents(scratch: Scratch, names: list[str]):
+    """The agents of these channels, each a ``manage.py channel_run`` process on the scratch
+    database, for the length of the block; the caller stops the channels on the way out (the
+    agents notice within their idle wait), and what is still running after AGENT_STOP_S is
+    stopped."""
+    procs = []
+    try:
+        for name in names:
+            log = open(scratch.dir / f"agent-{len(procs)}.log", "ab")
+            procs.append(subprocess.Popen(
+                [sys.executable, str(base_dir() / "manage.py"), "channel_run", name, "--seconds",
+                 f"{RUN_TIMEOUT_S + 120:g}"],
+                cwd=base_dir(), env=scratch.env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT))
+            log.close()
+        yield procs
+    finally:
+        stop_by = time.monotonic() + AGENT_STOP_S
+        for proc in procs:
+            try:
+                proc.wait(max(0.1, stop_by - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                pass
+            process_stopped(proc, grace_s=5)
+
+
 def _notes(result: PipelineResult) -> str:
     notes = result.notes or {}
-    parts = [f"{name} committed {t:.3f}" if not name.endswith("to commit") else f"{name} {t:.3f}"
+    parts = [f"{name} {t:.3f}" if name.endswith("to commit") or " got the " in name else f"{name} committed {t:.3f}"
              for name, t in notes.get("committed_at_s", {}).items()]
     held = notes.get("commits_held")
     if held:

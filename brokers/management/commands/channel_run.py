@@ -3,7 +3,7 @@ import socket
 
 from django.core.management.base import BaseCommand, CommandError
 
-from brokers.services.channel_sender import CRASH_POINTS, channel_agent_run
+from brokers.channels.sender import CRASH_POINTS, channel_agent_run
 from config.errors import BatonError
 
 

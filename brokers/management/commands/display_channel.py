@@ -1,9 +1,9 @@
 from django.core.management.base import BaseCommand
 
-from brokers.channel_api import channel_render
+from brokers.channels.render import channel_render
 from brokers.management.admin_cli import attributes_listing, is_generic, json_dumps, name_matches, service_errors, table
 from brokers.models import Channel
-from brokers.services.channel_definitions import channel_get
+from brokers.channels.definitions import channel_get
 
 COLUMNS = [
     ("NAME", "name"), ("FROM", "source_broker"), ("XMITQ", "transmission_queue"), ("TO", "target_broker"),

@@ -1,7 +1,7 @@
 from django.core.management.base import BaseCommand
 
 from brokers.management.admin_cli import service_errors
-from brokers.services.channel_definitions import channel_start
+from brokers.channels.definitions import channel_start
 
 
 class Command(BaseCommand):

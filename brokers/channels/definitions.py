@@ -8,7 +8,7 @@ from django.db import IntegrityError, transaction as db
 from config.errors import AlreadyExists, Conflict, InvalidInput, NotFound
 
 from ..models import Broker, Channel, ChannelState, Queue, QueueKind, QueueUsage
-from .validation import model_validated, unknown_fields_refused
+from ..services.validation import model_validated, unknown_fields_refused
 
 CHANNEL_FIELDS = {
     "source_broker", "transmission_queue", "target_broker", "target_url", "target_token", "batch_size",
@@ -100,7 +100,7 @@ def channel_start(*, name: str, dispatch: bool = True) -> Channel:
     """Ask the worker fleet to run the channel's agent (at most one at a time). Without
     ``dispatch`` the channel is only marked started (the supervisor or ``channel_run``
     runs its agent)."""
-    from ..tasks import channel_agent  # the tasks module imports the services
+    from .tasks import channel_agent  # the tasks module imports the services
 
     with db.atomic():
         channel = channel_get(name=name)

@@ -37,12 +37,12 @@ from transactions.models import OPEN_STATES, Transaction
 from transactions.wakeups import wait_for
 
 from ..models import Channel, ChannelBatch, ChannelBatchState, ChannelState, DeliverySequence, Message, Queue
-from .channel_definitions import channel_get
-from .channel_rate import rate_added
-from .channel_receiver import BACKED_OUT, COMMITTED, PENDING, batch_message_render
-from .channel_transport import Transport, TransportError, transport_for
-from .messages import message_get
-from .store import queue_wakeup_key
+from ..services.messages import message_get
+from ..services.store import queue_wakeup_key
+from .definitions import channel_get
+from .rate import rate_added
+from .receiver import BACKED_OUT, COMMITTED, PENDING, batch_message_render
+from .transports import Transport, TransportError, transport_for
 
 IDLE_WAIT_S = 1.0
 BACKOFF_MAX_S = 60
@@ -211,7 +211,7 @@ def _batch_settle(channel: Channel, transport: Transport, batch: ChannelBatch, r
                   crash_at: str | None) -> str:
     """The oldest batch's ready-check answered ``result`` (ready or backed_out)."""
     if result == "ready":
-        answer = transport.commit(batch.seq)["status"]
+        answer = transport.commit(batch.seq)["state"]
         _crash_point("after_receiver_commit", crash_at, batch.seq)
         # The receiver may have backed the batch out meanwhile (its stand-in was rolled back
         # there): then T_s rolls back and its messages are sent again later.
@@ -230,7 +230,7 @@ def channel_recover(*, channel: Channel, transport: Transport, crash_at: str | N
     Returns the outcomes of the batches it settled."""
     outcomes = []
     for batch in _in_flight(channel):
-        status = transport.status(batch.seq)["status"]
+        status = transport.status(batch.seq)["state"]
         if status in (COMMITTED, BACKED_OUT):
             outcomes.append(_batch_finish(channel, batch, status, crash_at))
         elif status == PENDING:
@@ -340,8 +340,7 @@ def channel_agent_run(*, name: str, holder: str, max_seconds: float = 50, once: 
             in_doubt = ChannelBatch.objects.filter(channel=channel).exists()
             _set(channel, state=ChannelState.IN_DOUBT if in_doubt else ChannelState.STOPPED)
         channel_lease_release(name=name, holder=holder)
-        if hasattr(transport, "close"):
-            transport.close()
+        transport.close()
     return ended
 
 
