@@ -21,16 +21,17 @@ from django.db import connections
 from rest_framework import authentication, exceptions
 from rest_framework.authtoken.models import Token
 
-_STATEMENTS: dict[tuple[str, str], tuple[str, list[tuple[int, list, Any]]]] = {}
+_STATEMENTS: dict[tuple[str, str], tuple[str, list[tuple[int, list, Any]], list[str], list[str]]] = {}
 
 
 def _fields(model) -> list:
     return list(model._meta.concrete_fields)
 
 
-def _statement(alias: str) -> tuple[str, list[tuple[int, list, Any]]]:
-    """The SELECT of a token and its user on connection ``alias``, and for the columns that
-    have any, the converters Django's compiler would apply to them (the same ones)."""
+def _statement(alias: str) -> tuple[str, list[tuple[int, list, Any]], list[str], list[str]]:
+    """The SELECT of a token and its user on connection ``alias``; for the columns that
+    have any, the converters Django's compiler would apply to them (the same ones); and the
+    token's and the user's attribute names, in column order."""
     connection = connections[alias]
     found = _STATEMENTS.get((alias, connection.vendor))
     if found is not None:
@@ -52,8 +53,9 @@ def _statement(alias: str) -> tuple[str, list[tuple[int, list, Any]]]:
         f"ON U.{quote(user_model._meta.pk.column)} = T.{quote(Token._meta.get_field('user').column)} "
         f"WHERE T.{quote(Token._meta.pk.column)} = %s"
     )
-    _STATEMENTS[(alias, connection.vendor)] = sql, converters
-    return sql, converters
+    found = sql, converters, [f.attname for f in _fields(Token)], [f.attname for f in _fields(user_model)]
+    _STATEMENTS[(alias, connection.vendor)] = found
+    return found
 
 
 def token_read(key: str, *, using: str = "default") -> Token | None:
@@ -61,7 +63,7 @@ def token_read(key: str, *, using: str = "default") -> Token | None:
     None when there is no such token."""
     if not isinstance(key, str) or not key or len(key) > Token._meta.get_field("key").max_length or "\x00" in key:
         return None  # no token has such a key (and PostgreSQL refuses NUL in a query)
-    sql, converters = _statement(using)
+    sql, converters, token_names, user_names = _statement(using)
     connection = connections[using]
     with connection.cursor() as cursor:
         cursor.execute(sql, [key])
@@ -72,10 +74,9 @@ def token_read(key: str, *, using: str = "default") -> Token | None:
     for index, fns, col in converters:
         for fn in fns:
             values[index] = fn(values[index], col, connection)
-    token_fields, user_model = _fields(Token), get_user_model()
-    n = len(token_fields)
-    token = Token.from_db(using, [f.attname for f in token_fields], values[:n])
-    token.user = user_model.from_db(using, [f.attname for f in _fields(user_model)], values[n:])
+    n = len(token_names)
+    token = Token.from_db(using, token_names, values[:n])
+    token.user = get_user_model().from_db(using, user_names, values[n:])
     return token
 
 
