@@ -7,11 +7,6 @@ come in any order. :meth:`Session.send` sends a request and returns a
 waits. Many threads may share one session: sends are serialised (so requests are applied
 in the order sent), one reader thread hands each reply to its future.
 
-Replies are read by websockets' own thread, which hands each one (a whole text frame) to its
-future at once: no second thread between the socket and the caller. A reply that comes
-fragmented goes the long way, through the session's reader thread, which also notices
-when the connection ends.
-
 A session that drops (the server restarted, the network broke) fails the replies still
 awaited with :class:`NetworkError`; the next request opens a new one. Units of work are
 independent of sessions, so they carry on.
@@ -26,7 +21,6 @@ from typing import Any, Mapping
 from urllib.parse import urlsplit, urlunsplit
 
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
-from websockets.frames import Frame, Opcode
 from websockets.sync.client import ClientConnection, connect
 
 from .errors import NetworkError, RequestTimeout, error_from_body
@@ -53,21 +47,6 @@ def reply_body(op: str, reply: Mapping[str, Any]) -> dict[str, Any]:
     if not isinstance(status, int) or status >= 400:
         raise error_from_body(status if isinstance(status, int) else None, body, text=f"{op}: {reply!r}")
     return body
-
-
-class _Connection(ClientConnection):
-    """websockets' client connection, giving each whole text frame to ``on_reply`` in the
-    thread that reads the socket instead of queueing it for ``recv()``."""
-
-    on_reply: Any = None
-
-    def process_event(self, event: Any) -> None:
-        on_reply = self.on_reply
-        if on_reply is not None and isinstance(event, Frame) and event.opcode is Opcode.TEXT and event.fin:
-            data = event.data
-            on_reply(bytes(data) if isinstance(data, memoryview) else data)
-            return
-        super().process_event(event)
 
 
 class Session:
@@ -103,33 +82,26 @@ class Session:
                 ws = connect(
                     self.url, additional_headers=self._headers, user_agent_header=self._user_agent,
                     compression=None, proxy=None, open_timeout=self.open_timeout, max_size=MAX_FRAME_BYTES,
-                    max_queue=None, ping_interval=20, ping_timeout=None, create_connection=_Connection,
+                    max_queue=None, ping_interval=20, ping_timeout=None,
                 ).__enter__()  # the connection itself, closed by _dropped (websockets' context-manager form)
             except (OSError, TimeoutError, InvalidHandshake, InvalidURI) as exc:
                 raise NetworkError(f"{self.url}: cannot open a session ({exc}).") from exc
-            ws.on_reply = self._deliver
             self._ws = ws
             threading.Thread(target=self._read, args=(ws,), name="baton-session-reader", daemon=True).start()
         return self._ws
 
-    def _deliver(self, frame: str | bytes) -> None:
-        """A reply to its future (in whichever thread read it)."""
-        try:
-            reply = json.loads(frame)
-            future = self._awaited.pop(reply["re"], None)
-        except (ValueError, TypeError, KeyError):
-            return  # not a reply to a request of ours (the server answers bad frames with re: null)
-        if future is not None:
-            try:
-                future.set_result(reply)
-            except Exception:  # noqa: BLE001 - already failed (the session dropped): nothing to deliver to
-                pass
-
     def _read(self, ws: ClientConnection) -> None:
-        """The reader thread: replies that came fragmented, until the connection ends."""
+        """The reader thread: every reply to its future, until the connection ends."""
         try:
             while True:
-                self._deliver(ws.recv())
+                frame = ws.recv()
+                try:
+                    reply = json.loads(frame)
+                    future = self._awaited.pop(reply["re"], None)
+                except (ValueError, TypeError, KeyError):
+                    continue  # not a reply to a request of ours (the server answers bad frames with re: null)
+                if future is not None and not future.done():
+                    future.set_result(reply)
         except ConnectionClosed:
             pass
         except Exception:  # noqa: BLE001 - whatever broke the connection, the awaited replies fail below
