@@ -1,5 +1,5 @@
 """ASGI entry point: WebSockets through Django Channels, HTTP through Django's WSGI handler
-in a thread pool.
+in a thread pool (config/threaded_wsgi.py).
 
 HTTP goes through WSGI on purpose: under Django's ASGI handler every sync view runs in one
 shared thread, so a waiting get or a held commit would stall every other request. Here
@@ -14,18 +14,18 @@ from django.core.asgi import get_asgi_application  # noqa: E402
 
 get_asgi_application()  # sets Django up before the imports below touch models
 
-from a2wsgi import WSGIMiddleware  # noqa: E402
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from django.conf import settings  # noqa: E402
 
 from brokers.api.routing import websocket_urlpatterns as session_urlpatterns  # noqa: E402
+from config.threaded_wsgi import ThreadedWSGI  # noqa: E402
 from config.wsgi import application as wsgi_application  # noqa: E402
 from dashboard.routing import websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
-        "http": WSGIMiddleware(wsgi_application, workers=settings.BATON_HTTP_THREADS),
+        "http": ThreadedWSGI(wsgi_application, threads=settings.BATON_HTTP_THREADS),
         # the session authenticates by token itself (never by the cookie the stack reads);
         # the dashboard's pages by the sign-in cookie
         "websocket": AuthMiddlewareStack(URLRouter([*session_urlpatterns, *websocket_urlpatterns])),

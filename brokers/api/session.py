@@ -32,14 +32,16 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from channels.consumer import get_handler_name
+from channels.exceptions import StopConsumer
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 from django.db import close_old_connections, connections
-from rest_framework.authtoken.models import Token
 
 from config import errors
 from config.errors import BatonError, InvalidInput, MessageTooLarge
 
+from .authentication import token_user
 from .operations import SESSION_OPERATIONS
 from .parsers import json_storable
 
@@ -75,13 +77,6 @@ class NotAuthenticated(errors.NotAuthenticated):
 
 class Throttled(errors.Throttled):
     """Too many requests in flight on this session; wait for replies before sending more."""
-
-
-def _token_user(key: str):
-    token = Token.objects.select_related("user").filter(key=key).first()
-    if token is None or not token.user.is_active:
-        return None
-    return token.user
 
 
 class _Applier(threading.Thread):
@@ -159,7 +154,7 @@ class _Applier(threading.Thread):
 
     def authenticate(self, re: Any, request: dict[str, Any]) -> None:
         key = request.get("token")
-        user = _token_user(key) if isinstance(key, str) and len(key) <= 200 else None
+        user = token_user(key) if isinstance(key, str) and len(key) <= 200 else None
         if user is None:
             raise NotAuthenticated("Invalid token.")
         self.consumer.user = user
@@ -194,20 +189,48 @@ class SessionConsumer(AsyncWebsocketConsumer):
 
     user = None
 
+    async def __call__(self, scope: dict[str, Any], receive, send) -> None:
+        """Channels' consumer loop without what a session does not use, each of which cost
+        every frame something (docs/performance.md, "REST and session overhead"): a channel
+        layer (a session joins no group; with Redis every consumer would poll its own
+        channel), a task per frame to wait on it, and Channels' tidying of database
+        connections before each frame, a hop into the shared sync thread (this event loop
+        touches no database; the session's thread keeps its own connection)."""
+        self.scope = scope
+        self.base_send = send
+        self.channel_layer = None
+        try:
+            while True:
+                message = await receive()
+                handler = getattr(self, get_handler_name(message), None)
+                if handler is None:
+                    raise ValueError(f"No handler for message type {message['type']}")
+                await handler(message)
+        except StopConsumer:
+            pass
+
     async def connect(self) -> None:
         self.loop = asyncio.get_running_loop()
         self.unsent = 0  # bytes of replies queued, not yet sent
         self.closing = False
+        # replies made by the session's threads, waiting for the event loop to take them
+        self.made: list[str] = []
+        self.made_lock = threading.Lock()
+        self.outbox: asyncio.Queue[str] = asyncio.Queue()
         key = _header_token(self.scope)
         if key is not None:
             self.user = await asyncio.to_thread(_authenticated, key)  # once per session
         self.applier = _Applier(self)
         self.applier.start()
         await self.accept()
+        self.writer = self.loop.create_task(self._write())
 
     async def disconnect(self, code: int) -> None:
         self.closing = True
         self.applier.inbox.put(None)
+        writer = getattr(self, "writer", None)
+        if writer is not None:
+            writer.cancel()
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         if text_data is None:
@@ -232,8 +255,20 @@ class SessionConsumer(AsyncWebsocketConsumer):
     # --- replies (from any thread) --------------------------------------------------------
 
     def reply(self, body: dict[str, Any]) -> None:
+        """Encode a reply (once) and hand it to the event loop. Replies made while the loop
+        has not yet taken the earlier ones go with them: one wake-up of the loop for all."""
         text = json.dumps(body, separators=(",", ":"), ensure_ascii=False)
-        self.loop.call_soon_threadsafe(self._queue_send, text)
+        with self.made_lock:
+            self.made.append(text)
+            if len(self.made) > 1:
+                return  # the loop is already asked to take them
+        self.loop.call_soon_threadsafe(self._take_made)
+
+    def _take_made(self) -> None:
+        with self.made_lock:
+            made, self.made = self.made, []
+        for text in made:
+            self._queue_send(text)
 
     def _queue_send(self, text: str) -> None:
         if self.closing:
@@ -242,15 +277,21 @@ class SessionConsumer(AsyncWebsocketConsumer):
         if self.unsent > settings.BATON_SESSION_SEND_BUFFER:
             self._give_up("replies are not being read")
             return
-        self.loop.create_task(self._send_text(text))
+        self.outbox.put_nowait(text)
 
-    async def _send_text(self, text: str) -> None:
-        try:
-            await asyncio.wait_for(self.send(text_data=text), settings.BATON_SESSION_SEND_TIMEOUT_S)
-        except (TimeoutError, OSError, RuntimeError):
-            self._give_up("a reply could not be sent in time")
-        finally:
-            self.unsent -= len(text)
+    async def _write(self) -> None:
+        """The session's one sender: replies in the order they were made, each within
+        ``BATON_SESSION_SEND_TIMEOUT_S``."""
+        while True:
+            text = await self.outbox.get()
+            try:
+                async with asyncio.timeout(settings.BATON_SESSION_SEND_TIMEOUT_S):
+                    await self.send(text_data=text)
+            except (TimeoutError, OSError, RuntimeError):
+                self._give_up("a reply could not be sent in time")
+                return
+            finally:
+                self.unsent -= len(text)
 
     async def _send_now(self, body: dict[str, Any]) -> None:
         self._queue_send(json.dumps(body, separators=(",", ":"), ensure_ascii=False))
@@ -273,7 +314,7 @@ def _header_token(scope: dict[str, Any]) -> str | None:
 
 def _authenticated(key: str):
     try:
-        return _token_user(key)
+        return token_user(key)
     finally:
         connections.close_all()
 

@@ -15,7 +15,7 @@ if BATON_API_RATE.lower() != "off" and not re.fullmatch(_RATE, BATON_API_RATE):
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "brokers.api.authentication.TokenAuthentication",  # DRF's, read in one prepared statement
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],

@@ -103,3 +103,37 @@ def test_openapi_schema_is_served(api):
 
 def test_schema_docs_page_is_served(api):
     assert api.get("/api/schema/docs/").status_code == 200
+
+
+def test_each_request_reads_the_token_and_its_user_as_they_are_now(api, broker):
+    """Nothing about a token is kept between requests: a revoked token, a deactivated user
+    and a superuser demoted are refused at the very next request."""
+    from django.contrib.auth.models import User
+    from rest_framework.authtoken.models import Token
+
+    user = User.objects.get(username="tester")
+    assert api.get("/api/brokers/QM1/").status_code == 200
+    User.objects.filter(pk=user.pk).update(is_superuser=False)
+    assert_error(api.get("/api/brokers/QM1/"), 403, "permission_denied")
+    User.objects.filter(pk=user.pk).update(is_superuser=True, is_active=False)
+    body = assert_error(api.get("/api/brokers/QM1/"), 401, "not_authenticated")
+    assert body["message"] == "User inactive or deleted."
+    User.objects.filter(pk=user.pk).update(is_active=True)
+    assert api.get("/api/brokers/QM1/").status_code == 200
+    Token.objects.filter(user=user).delete()
+    body = assert_error(api.get("/api/brokers/QM1/"), 401, "not_authenticated")
+    assert body["message"] == "Invalid token."
+
+
+def test_the_token_read_gives_the_token_and_user_the_orm_gives(api):
+    from rest_framework.authtoken.models import Token
+
+    from brokers.api.authentication import token_read
+
+    expected = Token.objects.select_related("user").get(user__username="tester")
+    token = token_read(expected.key)
+    assert (token.key, token.user_id, token.created) == (expected.key, expected.user_id, expected.created)
+    fields = [f.attname for f in type(expected.user)._meta.concrete_fields]
+    assert [getattr(token.user, f) for f in fields] == [getattr(expected.user, f) for f in fields]
+    assert token.user.is_authenticated and not token.user._state.adding
+    assert token_read("0" * 40) is None and token_read("a\x00b") is None and token_read("x" * 41) is None

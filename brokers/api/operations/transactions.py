@@ -10,7 +10,7 @@ from transactions.models import TransactionState
 from transactions.selectors import transaction_get, transaction_neighbours
 
 from ... import permissions as may
-from ...selectors import broker_get
+from ...definitions import broker_cached, definitions_checked
 from ..render import transaction_render
 from .base import Model, Operation, Wait
 
@@ -50,7 +50,8 @@ class TransactionBegin(Operation):
     @classmethod
     def perform(cls, user, data: Input) -> tuple[int, dict[str, Any]]:
         may.require_transaction_begin(user, broker=data.broker)
-        owner = broker_get(name=data.broker)
+        definitions_checked()  # one short read; the broker's definition then comes from the cache when current
+        owner = broker_cached(name=data.broker)
         timeout_ms = data.timeout_ms if data.timeout_ms is not None else owner.transaction_timeout_ms
         txn = transaction_begin(broker=owner.name, timeout_ms=timeout_ms,
                                 user_id=getattr(user, "pk", None))  # its owner (docs/permissions.md)
