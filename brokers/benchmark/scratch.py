@@ -47,11 +47,13 @@ def free_port() -> int:
 
 
 def server_command(port: int) -> list[str]:
-    """The server's command line: platform/up's, on a loopback port."""
+    """The server's command line: platform/up's, on a loopback port, with as many web server
+    processes as ``BATON_WEB_PROCESSES`` says (1 by default), as platform/up starts."""
+    processes = int(os.environ.get("BATON_WEB_PROCESSES") or 1)
     return [
         sys.executable, "-m", "uvicorn", "config.asgi:application", "--host", HOST, "--port", str(port),
         "--lifespan", "off", "--log-level", "warning", "--no-access-log",
-    ]
+    ] + (["--workers", str(processes)] if processes > 1 else [])
 
 
 def _die_with_parent() -> None:
