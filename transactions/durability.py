@@ -28,6 +28,7 @@ transaction (durable unless it said otherwise).
 """
 from __future__ import annotations
 
+import threading
 from contextlib import contextmanager
 from typing import Iterator
 
@@ -114,6 +115,23 @@ def _rolled_back(conn, raw_rollback) -> None:
     _closed(conn)
 
 
+#: One lock per SQLite database for this process's engine steps, held from ``BEGIN
+#: IMMEDIATE`` to ``COMMIT`` (as SQLite's write lock is): threads of one process queue
+#: here and are handed the database as soon as it is free, instead of meeting SQLite's
+#: busy handler, which sleeps 1, 2, 5, 10, 15, 20, 25 ... ms between its tries. Another
+#: process's writer is still waited for by the busy handler.
+_writers: dict[str, threading.Lock] = {}
+_writers_lock = threading.Lock()
+
+
+def _writer(name: str) -> threading.Lock:
+    lock = _writers.get(name)
+    if lock is None:
+        with _writers_lock:
+            lock = _writers.setdefault(name, threading.Lock())
+    return lock
+
+
 @contextmanager
 def _sqlite_step(conn, *, durable: bool) -> Iterator[None]:
     conn.close_if_health_check_failed()
@@ -123,21 +141,23 @@ def _sqlite_step(conn, *, durable: bool) -> Iterator[None]:
     relaxed = not skip  # FULL stays the connection's level outside steps
     if relaxed:
         raw.execute("PRAGMA synchronous=NORMAL")
+    writer = _writer(conn.settings_dict["NAME"])
     try:
-        with conn.wrap_database_errors:
-            raw.execute("BEGIN IMMEDIATE")
-        _opened(conn)
-        try:
-            yield
-            if conn.needs_rollback:  # an inner atomic block failed and was caught: undo all
-                _rolled_back(conn, raw.rollback)
-                return
+        with writer:
             with conn.wrap_database_errors:
-                raw.commit()
-        except BaseException:
-            _rolled_back(conn, raw.rollback)
-            raise
-        _closed(conn)
+                raw.execute("BEGIN IMMEDIATE")
+            _opened(conn)
+            try:
+                yield
+                if conn.needs_rollback:  # an inner atomic block failed and was caught: undo all
+                    _rolled_back(conn, raw.rollback)
+                    return
+                with conn.wrap_database_errors:
+                    raw.commit()
+            except BaseException:
+                _rolled_back(conn, raw.rollback)
+                raise
+            _closed(conn)
     finally:
         if relaxed and conn.connection is not None:
             conn.connection.execute("PRAGMA synchronous=FULL")
