@@ -411,7 +411,8 @@ class Command(BaseCommand):
     def _report(results: list[Result], *, command: list[str], facts: dict, elapsed: float) -> str:
         durability = Command._durability(facts)
         lines = [
-            "Baton benchmark: 1 KiB persistent messages; a unit of work is begin + put (or get) + commit",
+            "Baton benchmark: 1 KiB persistent messages; a unit of work is put (or get) + commit, begun by "
+            "its put or get, or begin + put (or get) + commit",
             f"command:   {shlex.join(command)}",
             f"database:  {facts.get('database', '')}",
             f"server:    {facts['server']}",
