@@ -130,6 +130,26 @@ def queues_lock(*, queue_ids: Iterable[int], even_one: bool = False) -> None:
 
 # --- put ------------------------------------------------------------------------------------
 
+_put_arrays: list[str] = []
+
+
+def _put_arrays_sql() -> str:
+    """PostgreSQL: the put's INSERT from one array per column (``unnest``), each cast to its
+    column's type. The driver parses a statement's placeholders on the client and caches
+    that only for short statements with few parameters; a VALUES list of 100 rows (2,400
+    parameters) cost it about 8 ms a call."""
+    if not _put_arrays:
+        from django.db import connection
+
+        def cast(name: str) -> str:  # text, not varchar(n): an explicit cast would cut a value too long
+            db_type = Message._meta.get_field(name).db_type(connection)
+            return "text" if db_type.startswith("varchar") else db_type
+
+        casts = ", ".join(f"%s::{cast(name)}[]" for name in PUT_COLUMNS)
+        _put_arrays.append(f"INSERT INTO {MESSAGE} ({', '.join(PUT_COLUMNS)}) SELECT * FROM unnest({casts})")
+    return _put_arrays[0]
+
+
 def messages_insert(*, messages: Sequence[Message]) -> None:
     """Insert put messages in one multi-row statement, and give each instance its row id
     (its put sequence). New rows: no lock beyond the queue row its reservation holds."""
@@ -146,13 +166,18 @@ def messages_insert(*, messages: Sequence[Message]) -> None:
             adapted[key] = dt_param(value)
         return adapted[key]
 
-    for m in messages:
-        params.extend(message_put_values(m, adapt))
+    if postgres():  # one array per column: the same short statement whatever the number of rows
+        columns: list[list] = [[] for _ in PUT_COLUMNS]
+        for m in messages:
+            for column, value in zip(columns, message_put_values(m, adapt)):
+                column.append(value)
+        sql, params = _put_arrays_sql(), columns
+    else:
+        for m in messages:
+            params.extend(message_put_values(m, adapt))
+        sql = f"INSERT INTO {MESSAGE} ({', '.join(PUT_COLUMNS)}) VALUES {', '.join([one] * len(messages))}"
     with cursor() as c:
-        c.execute(
-            f"INSERT INTO {MESSAGE} ({', '.join(PUT_COLUMNS)}) VALUES {', '.join([one] * len(messages))}"
-            " RETURNING id, msg_id", params,
-        )
+        c.execute(sql + " RETURNING id, msg_id", params)
         ids = dict((msg_id, pk) for pk, msg_id in c.fetchall())
     for m in messages:
         m.id = ids[m.msg_id]

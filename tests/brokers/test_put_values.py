@@ -1,0 +1,41 @@
+"""What a put stores comes back exactly, whatever its bytes and characters, one message or
+many in one call (on PostgreSQL a put of several goes as one array per column, and the
+journal likewise: brokers.queries.messages_insert, transactions.queries.journal_insert)."""
+from __future__ import annotations
+
+import pytest
+
+from brokers.services.message_input import MessageInput
+from brokers.services.messages import message_get, message_put
+from transactions.models import JournalEvent
+
+AWKWARD_TEXT = 'quote " apostrophe \' backslash \\ braces {} [a,b] comma, NULL null \t tab é 漢字 🙂'
+
+
+def awkward(i: int) -> MessageInput:
+    return MessageInput(
+        body=bytes(range(256)) + i.to_bytes(2, "big") + b"\\x00'\"{}",
+        correl_id=f"{i:048x}",
+        format=AWKWARD_TEXT[:100],
+        properties={"text": AWKWARD_TEXT, "nested": {"list": [1, None, "{}", '"']}, "n": i},
+        priority=i % 10,
+    )
+
+
+@pytest.mark.parametrize("count", [1, 3, 100])
+def test_a_put_stores_every_byte_and_character_as_given(queue, count):
+    sent = [awkward(i) for i in range(count)]
+    put = message_put(broker="QM1", queue="Q1", messages=sent)
+    assert len(put.messages) == count
+    got = message_get(broker="QM1", queue="Q1", batch=count).messages
+    by_correl = {m.correl_id: m for m in got}
+    assert sorted(by_correl) == sorted(m.correl_id for m in sent)
+    for m in sent:
+        stored = by_correl[m.correl_id]
+        assert bytes(stored.body) == m.body
+        assert stored.format == m.format
+        assert stored.properties == m.properties
+        assert stored.priority == m.priority
+    # the journal has one put event per message, under the right queue
+    puts = JournalEvent.objects.filter(kind="put", queue="Q1", msg_id__in=[m.msg_id for m in put.messages])
+    assert puts.count() == count
