@@ -28,7 +28,6 @@ transaction (durable unless it said otherwise).
 """
 from __future__ import annotations
 
-import threading
 from contextlib import contextmanager
 from typing import Iterator
 
@@ -37,6 +36,7 @@ from django.db import DEFAULT_DB_ALIAS, connections
 from django.db import transaction as db
 
 from . import queries
+from .sqlite_writer import WriterLock, writer_lock
 from .wal_sync import wal_synced
 
 
@@ -115,21 +115,12 @@ def _rolled_back(conn, raw_rollback) -> None:
     _closed(conn)
 
 
-#: One lock per SQLite database for this process's engine steps, held from ``BEGIN
-#: IMMEDIATE`` to ``COMMIT`` (as SQLite's write lock is): threads of one process queue
-#: here and are handed the database as soon as it is free, instead of meeting SQLite's
-#: busy handler, which sleeps 1, 2, 5, 10, 15, 20, 25 ... ms between its tries. Another
-#: process's writer is still waited for by the busy handler.
-_writers: dict[str, threading.Lock] = {}
-_writers_lock = threading.Lock()
-
-
-def _writer(name: str) -> threading.Lock:
-    lock = _writers.get(name)
-    if lock is None:
-        with _writers_lock:
-            lock = _writers.setdefault(name, threading.Lock())
-    return lock
+def _writer(conn) -> WriterLock:
+    """The database's writer lock (:mod:`.sqlite_writer`): threads and processes queue there
+    for SQLite's write lock and are handed the database as soon as it is free."""
+    if hasattr(conn, "writer"):
+        return conn.writer()
+    return writer_lock(conn.settings_dict["NAME"], in_memory=conn.is_in_memory_db())
 
 
 @contextmanager
@@ -141,9 +132,10 @@ def _sqlite_step(conn, *, durable: bool) -> Iterator[None]:
     relaxed = not skip  # FULL stays the connection's level outside steps
     if relaxed:
         raw.execute("PRAGMA synchronous=NORMAL")
-    writer = _writer(conn.settings_dict["NAME"])
+    writer = _writer(conn)
     try:
-        with writer:
+        writer.acquire(timeout_s=float(conn.settings_dict.get("OPTIONS", {}).get("timeout", 5)))
+        try:
             with conn.wrap_database_errors:
                 raw.execute("BEGIN IMMEDIATE")
             _opened(conn)
@@ -158,6 +150,8 @@ def _sqlite_step(conn, *, durable: bool) -> Iterator[None]:
                 _rolled_back(conn, raw.rollback)
                 raise
             _closed(conn)
+        finally:
+            writer.release()
     finally:
         if relaxed and conn.connection is not None:
             conn.connection.execute("PRAGMA synchronous=FULL")

@@ -66,6 +66,7 @@ COMMIT_WAIT_S = 0.5
 #: The channels of the request-reply scenario.
 CHANNEL_BATCH_SIZE = 100
 CHANNEL_BATCH_INTERVAL_MS = Channel._meta.get_field("batch_interval_ms").default
+CHANNEL_WINDOW = Channel._meta.get_field("window").default
 #: Units of work must outlive a run that times out (so that the error is ours, not a
 #: timeout rollback's).
 UOW_TIMEOUT_MS = int((RUN_TIMEOUT_S + 60) * 1000)
@@ -318,7 +319,7 @@ def run_chain(*, prefix: str, stages: int, messages: int, work_ms: float, preemp
 # --- request-reply across two brokers -------------------------------------------------------
 
 def _request_reply_define(*, a: str, b: str, channels: tuple[str, str], preemptive: bool,
-                          batch_interval_ms: int) -> None:
+                          batch_interval_ms: int, window: int) -> None:
     for name in (a, b):
         broker_define(name=name, description="python manage.py benchmark_pipelines: request-reply",
                       transaction_timeout_ms=UOW_TIMEOUT_MS)
@@ -333,18 +334,19 @@ def _request_reply_define(*, a: str, b: str, channels: tuple[str, str], preempti
     queue_define(broker=b, name="REPLY", kind="remote", remote_broker=a, remote_queue="REPLY.IN", transmission_queue=a)
     for name, source, target in ((channels[0], a, b), (channels[1], b, a)):
         channel_define(name=name, source_broker=source, transmission_queue=target, target_broker=target,
-                       batch_size=CHANNEL_BATCH_SIZE, batch_interval_ms=batch_interval_ms,
+                       batch_size=CHANNEL_BATCH_SIZE, batch_interval_ms=batch_interval_ms, window=window,
                        preemptive=preemptive)
         channel_start(name=name, dispatch=False)
 
 
 def run_request_reply(*, prefix: str, messages: int, work_ms: float, preemptive: bool, tag: str = "RR",
-                      batch_interval_ms: int = CHANNEL_BATCH_INTERVAL_MS) -> PipelineResult:
+                      batch_interval_ms: int = CHANNEL_BATCH_INTERVAL_MS, window: int = CHANNEL_WINDOW) -> PipelineResult:
     label = f"request-reply, pre-emptive {'on' if preemptive else 'off'}"
     base = f"{prefix}.{tag}.{_setting(preemptive)}"
     a, b = f"{base}.A", f"{base}.B"
     channels = (f"{base}.A.TO.B", f"{base}.B.TO.A")
-    _request_reply_define(a=a, b=b, channels=channels, preemptive=preemptive, batch_interval_ms=batch_interval_ms)
+    _request_reply_define(a=a, b=b, channels=channels, preemptive=preemptive, batch_interval_ms=batch_interval_ms,
+                          window=window)
     work_s = work_ms / 1000
     run = _Run(label)
     requests: list[str] = []
@@ -443,7 +445,7 @@ def _agents_running(run: _Run, channels: tuple[str, ...], timeout_s: float = 30)
 
 def run_pipelines(*, prefix: str, stages: int, messages: int, work_ms: float, only: str | None = None,
                   progress: bool = False, results: list[PipelineResult] | None = None,
-                  batch_interval_ms: int = CHANNEL_BATCH_INTERVAL_MS) -> list[PipelineResult]:
+                  batch_interval_ms: int = CHANNEL_BATCH_INTERVAL_MS, window: int = CHANNEL_WINDOW) -> list[PipelineResult]:
     """Warm up (imports, first connections, the code paths, at tiny sizes), then each
     scenario asked for with pre-emptive gets off, then on. Each result is appended to
     ``results`` (if given) as soon as its run ends, so a caller keeps them if a later run
@@ -459,7 +461,7 @@ def run_pipelines(*, prefix: str, stages: int, messages: int, work_ms: float, on
             run_chain(prefix=prefix, stages=1, messages=3, work_ms=0, preemptive=preemptive, tag="WARM")
         if "request-reply" in scenarios:
             run_request_reply(prefix=prefix, messages=3, work_ms=0, preemptive=preemptive, tag="WARMRR",
-                              batch_interval_ms=batch_interval_ms)
+                              batch_interval_ms=batch_interval_ms, window=window)
     results = [] if results is None else results
     for scenario in scenarios:
         for preemptive in (False, True):
@@ -469,7 +471,7 @@ def run_pipelines(*, prefix: str, stages: int, messages: int, work_ms: float, on
                                    preemptive=preemptive)
             else:
                 result = run_request_reply(prefix=prefix, messages=messages, work_ms=work_ms, preemptive=preemptive,
-                                           batch_interval_ms=batch_interval_ms)
+                                           batch_interval_ms=batch_interval_ms, window=window)
             say(f"  {result.seconds:.3f} s")
             results.append(result)
     return results

@@ -20,7 +20,7 @@ from baton_client import Client
 from baton_client.errors import BatonError
 
 from .pipelines import (
-    CHANNEL_BATCH_INTERVAL_MS, CHANNEL_BATCH_SIZE, GET_BATCH, GET_WAIT_S, UOW_TIMEOUT_MS, PipelineResult, _Run,
+    CHANNEL_BATCH_INTERVAL_MS, CHANNEL_BATCH_SIZE, CHANNEL_WINDOW, GET_BATCH, GET_WAIT_S, UOW_TIMEOUT_MS, PipelineResult, _Run,
 )
 from .pipelines_session import REQUEST_TIMEOUT_S, _committed, _SessionRun
 from .report import BenchmarkError
@@ -35,7 +35,7 @@ Agents = Callable[[list[str]], AbstractContextManager]
 
 
 def _define(admin: Client, http: httpx.Client, *, a: str, b: str, channels: tuple[str, str], preemptive: bool,
-            batch_interval_ms: int) -> None:
+            batch_interval_ms: int, window: int) -> None:
     for name in (a, b):
         admin.define_broker(name, description="python manage.py benchmark_pipelines: request-reply",
                             transaction_timeout_ms=UOW_TIMEOUT_MS)
@@ -49,7 +49,7 @@ def _define(admin: Client, http: httpx.Client, *, a: str, b: str, channels: tupl
     for name, source, target in ((channels[0], a, b), (channels[1], b, a)):
         _ok(http.post("/api/channels/", json={
             "name": name, "source_broker": source, "transmission_queue": target, "target_broker": target,
-            "batch_size": CHANNEL_BATCH_SIZE, "batch_interval_ms": batch_interval_ms,
+            "batch_size": CHANNEL_BATCH_SIZE, "batch_interval_ms": batch_interval_ms, "window": window,
             "preemptive": preemptive}))
         _ok(http.post(f"/api/channels/{name}/start/"))
 
@@ -75,7 +75,7 @@ def _agents_running(http: httpx.Client, channels: tuple[str, ...], label: str) -
 
 def run_request_reply_client(*, base_url: str, token: str, scenario: str, prefix: str, messages: int,
                              work_ms: float, preemptive: bool, agents: Agents, tag: str = "RRC",
-                             batch_interval_ms: int = CHANNEL_BATCH_INTERVAL_MS) -> PipelineResult:
+                             batch_interval_ms: int = CHANNEL_BATCH_INTERVAL_MS, window: int = CHANNEL_WINDOW) -> PipelineResult:
     transport = SCENARIOS[scenario]
     label = f"request-reply over {transport}, pre-emptive {'on' if preemptive else 'off'}"
     base = f"{prefix}.{tag}{transport[0].upper()}.{'ON' if preemptive else 'OFF'}"
@@ -84,7 +84,8 @@ def run_request_reply_client(*, base_url: str, token: str, scenario: str, prefix
     headers = {"Authorization": f"Token {token}"}
     with Client(base_url, token, timeout=REQUEST_TIMEOUT_S, transport="rest") as admin, \
             httpx.Client(base_url=base_url, headers=headers, timeout=REQUEST_TIMEOUT_S) as http:
-        _define(admin, http, a=a, b=b, channels=channels, preemptive=preemptive, batch_interval_ms=batch_interval_ms)
+        _define(admin, http, a=a, b=b, channels=channels, preemptive=preemptive, batch_interval_ms=batch_interval_ms,
+                window=window)
         with agents(list(channels)):
             try:
                 _agents_running(http, channels, label)
@@ -174,7 +175,8 @@ def _run(*, base_url: str, token: str, transport: str, label: str, a: str, b: st
 
 def run_request_reply_pipelines(*, base_url: str, token: str, prefix: str, messages: int, work_ms: float,
                                 agents: Agents, scenarios: list[str], progress: bool = False,
-                                results: list[PipelineResult], batch_interval_ms: int = CHANNEL_BATCH_INTERVAL_MS) -> None:
+                                results: list[PipelineResult], batch_interval_ms: int = CHANNEL_BATCH_INTERVAL_MS,
+                                window: int = CHANNEL_WINDOW) -> None:
     """For each scenario asked for: warm up (a tiny run each way), then pre-emptive gets off,
     then on."""
     import sys
@@ -188,13 +190,14 @@ def run_request_reply_pipelines(*, base_url: str, token: str, prefix: str, messa
         for preemptive in (False, True):
             run_request_reply_client(base_url=base_url, token=token, scenario=scenario, prefix=prefix, messages=3,
                                      work_ms=0, preemptive=preemptive, agents=agents, tag="WRRC",
-                                     batch_interval_ms=batch_interval_ms)
+                                     batch_interval_ms=batch_interval_ms, window=window)
         for preemptive in (False, True):
             say(f"{scenario}, pre-emptive gets {'on' if preemptive else 'off'}")
             try:
                 result = run_request_reply_client(base_url=base_url, token=token, scenario=scenario, prefix=prefix,
                                                   messages=messages, work_ms=work_ms, preemptive=preemptive,
-                                                  agents=agents, batch_interval_ms=batch_interval_ms)
+                                                  agents=agents, batch_interval_ms=batch_interval_ms,
+                                                  window=window)
             except BatonError as exc:
                 raise BenchmarkError(f"{scenario}: {exc!r}") from exc
             say(f"  {result.seconds:.3f} s")

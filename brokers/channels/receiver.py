@@ -271,27 +271,46 @@ def receiver_batch_receive(*, payload: dict) -> dict:
             "duplicates": outcomes.count("duplicate")}
 
 
-def receiver_batch_commit(*, channel: str, source_broker: str, seq: int) -> dict:
-    """Commit batch ``seq``: the stand-in commits, releasing T_r (and what was held on it)."""
+def receiver_batch_commit(*, channel: str, source_broker: str, seq: int, through: int | None = None) -> dict:
+    """Commit batch ``seq`` — and with ``through``, every batch after it up to ``through``,
+    in order, in the same database transaction (a sender whose oldest batches all became
+    ready at once settles them in one call): each stand-in commits, releasing its T_r (and
+    what was held on it). Stops at the first batch that cannot commit (backed out, or not
+    received); the answer says batch ``seq``'s state and the last batch committed."""
+    last = max(seq, through if through is not None else seq)
     with db.atomic():
         receipt = ChannelReceipt.objects.select_for_update().filter(channel_name=channel, source_broker=source_broker).first()
         if receipt is None:
             return {"state": UNKNOWN, "seq": seq}
-        held = _pending(receipt, seq)
-        status = _status(receipt, seq, held)
-        if status == PENDING:
-            earlier = ReceivedBatch.objects.filter(receipt=receipt, seq__lt=seq).values_list("standin", flat=True)
-            if any(_standin_status(s) == PENDING for s in earlier):
-                raise Conflict(f"Batch {seq} of channel {channel!r} cannot commit before the batches ahead of it.",
-                               channel=channel)
-            transaction_commit(transaction_id=held.standin)
-            status = COMMITTED
-        if status == COMMITTED:
-            if held is not None:
-                held.delete()
-            if receipt.last_committed_seq < seq:
-                ChannelReceipt.objects.filter(pk=receipt.pk).update(last_committed_seq=seq)
-    return {"state": status, "seq": seq}
+        first_state, committed_through = None, None
+        for n in range(seq, last + 1):
+            status = _batch_committed(receipt, channel, n)
+            first_state = first_state or status
+            if status != COMMITTED:
+                break
+            committed_through = n
+        if committed_through is not None and receipt.last_committed_seq < committed_through:
+            ChannelReceipt.objects.filter(pk=receipt.pk).update(last_committed_seq=committed_through)
+    answer = {"state": first_state, "seq": seq}
+    if through is not None:
+        answer["committed_through"] = committed_through
+    return answer
+
+
+def _batch_committed(receipt: ChannelReceipt, channel: str, seq: int) -> str:
+    """Commit batch ``seq`` if it is pending (after every batch ahead of it); its state."""
+    held = _pending(receipt, seq)
+    status = _status(receipt, seq, held)
+    if status == PENDING:
+        earlier = ReceivedBatch.objects.filter(receipt=receipt, seq__lt=seq).values_list("standin", flat=True)
+        if any(_standin_status(s) == PENDING for s in earlier):
+            raise Conflict(f"Batch {seq} of channel {channel!r} cannot commit before the batches ahead of it.",
+                           channel=channel)
+        transaction_commit(transaction_id=held.standin)
+        status = COMMITTED
+    if status == COMMITTED and held is not None:
+        held.delete()
+    return status
 
 
 def receiver_batch_backout(*, channel: str, source_broker: str, seq: int) -> dict:

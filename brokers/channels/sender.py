@@ -184,27 +184,38 @@ def _batch_new(channel: Channel, queue: Queue, transport: Transport, crash_at: s
 
 def _batch_finish(channel: Channel, batch: ChannelBatch, status: str, crash_at: str | None) -> str:
     """T_s commits (the receiver committed) or rolls back; the batch leaves the window."""
-    txn_id = batch.transaction
-    with db.atomic():  # T_s's outcome, the counters and the batch's record change together
+    _batches_finish(channel, [batch], status, crash_at)
+    return "committed" if status == COMMITTED else "backed_out"
+
+
+def _batches_finish(channel: Channel, batches: list[ChannelBatch], status: str, crash_at: str | None) -> None:
+    """The T_s of each of ``batches`` (consecutive, oldest first) commits (the receiver
+    committed them) or rolls back; they leave the window, in one database transaction."""
+    with db.atomic():  # the T_s outcomes, the counters and the batches' records change together
         if status == COMMITTED:
-            if Transaction.objects.filter(pk=txn_id, state__in=OPEN_STATES).exists():
-                transaction_commit(transaction_id=txn_id)
+            open_ids = set(Transaction.objects.filter(pk__in=[b.transaction for b in batches], state__in=OPEN_STATES)
+                           .values_list("pk", flat=True))
+            for batch in batches:
+                if batch.transaction in open_ids:
+                    transaction_commit(transaction_id=batch.transaction)
+            count, size = sum(b.messages for b in batches), sum(b.bytes for b in batches)
             now = timezone.now()
             rate = Channel.objects.filter(pk=channel.pk).values("rate_messages", "rate_bytes", "rate_at").get()
             counters = {
-                "batches_committed": F("batches_committed") + 1, "messages_sent": F("messages_sent") + batch.messages,
-                "bytes_sent": F("bytes_sent") + batch.bytes, "rate_at": now,
-                "rate_messages": rate_added(rate=rate["rate_messages"], at=rate["rate_at"], now=now, count=batch.messages),
-                "rate_bytes": rate_added(rate=rate["rate_bytes"], at=rate["rate_at"], now=now, count=batch.bytes),
+                "batches_committed": F("batches_committed") + len(batches), "messages_sent": F("messages_sent") + count,
+                "bytes_sent": F("bytes_sent") + size, "rate_at": now,
+                "rate_messages": rate_added(rate=rate["rate_messages"], at=rate["rate_at"], now=now, count=count),
+                "rate_bytes": rate_added(rate=rate["rate_bytes"], at=rate["rate_at"], now=now, count=size),
             }
         else:
-            transaction_rollback(transaction_id=txn_id, reason=f"channel {channel.name} batch {batch.seq} backed out",
-                                 require_open=False)
-            counters = {"batches_backed_out": F("batches_backed_out") + 1}
-        ChannelBatch.objects.filter(pk=batch.pk).delete()
+            for batch in batches:
+                transaction_rollback(transaction_id=batch.transaction,
+                                     reason=f"channel {channel.name} batch {batch.seq} backed out", require_open=False)
+            counters = {"batches_backed_out": F("batches_backed_out") + len(batches)}
+        ChannelBatch.objects.filter(pk__in=[b.pk for b in batches]).delete()
         Channel.objects.filter(pk=channel.pk).update(updated_at=timezone.now(), **counters)
-    _crash_point("after_sender_commit", crash_at, batch.seq)
-    return "committed" if status == COMMITTED else "backed_out"
+    for batch in batches:
+        _crash_point("after_sender_commit", crash_at, batch.seq)
 
 
 def _batch_settle(channel: Channel, transport: Transport, batch: ChannelBatch, result: str,
@@ -220,6 +231,28 @@ def _batch_settle(channel: Channel, transport: Transport, batch: ChannelBatch, r
         transport.backout(batch.seq)
         status = BACKED_OUT
     return _batch_finish(channel, batch, status, crash_at)
+
+
+def _batches_settle(channel: Channel, transport: Transport, ready: list[ChannelBatch], crash_at: str | None) -> str:
+    """The oldest batches, consecutive, whose ready-checks all answered ready (they often
+    become ready together, when the upstream unit of work they all wait on commits): the
+    receiver commits them in one call, then their T_s commit in one database transaction.
+    A batch the receiver could not commit (backed out there meanwhile) and the ones after it
+    are settled one by one."""
+    if len(ready) == 1:
+        return _batch_settle(channel, transport, ready[0], "ready", crash_at)
+    answer = transport.commit(ready[0].seq, through=ready[-1].seq)
+    through = answer.get("committed_through") or 0
+    done = [b for b in ready if b.seq <= through]
+    for batch in done:
+        _crash_point("after_receiver_commit", crash_at, batch.seq)
+    outcome = ""
+    if done:
+        _batches_finish(channel, done, COMMITTED, crash_at)
+        outcome = "committed"
+    for batch in ready[len(done):]:
+        outcome = _batch_settle(channel, transport, batch, "ready", crash_at)
+    return outcome
 
 
 def channel_recover(*, channel: Channel, transport: Transport, crash_at: str | None = None) -> list[str]:
@@ -262,10 +295,17 @@ def channel_batch_cycle(*, channel: Channel, transport: Transport, send: bool = 
     waiting (batches in flight, none settled) or idle."""
     batches = _in_flight(channel)
     outcome = ""
+    ready: list[ChannelBatch] = []
     while batches:
         result = transaction_check(transaction_id=batches[0].transaction).result
         if result == "pending":
             break
+        if result != "ready":
+            break  # backed out: settled below, after the ready ones ahead of it
+        ready.append(batches.pop(0))
+    if ready:
+        outcome = _batches_settle(channel, transport, ready, crash_at)
+    elif batches and result not in ("pending", "ready"):
         outcome = _batch_settle(channel, transport, batches.pop(0), result, crash_at)
     if outcome:
         return outcome

@@ -31,7 +31,9 @@ class Transport(Protocol):
     def receive(self, payload: dict) -> None:
         """Send a batch; its answer may be read later (by the next call about its seq)."""
 
-    def commit(self, seq: int) -> dict: ...
+    def commit(self, seq: int, through: int | None = None) -> dict:
+        """Commit batch ``seq`` (and with ``through`` the batches after it up to ``through``)."""
+
     def backout(self, seq: int) -> dict: ...
     def status(self, seq: int) -> dict: ...
     def close(self) -> None: ...
@@ -50,8 +52,8 @@ class InProcessTransport:
     def receive(self, payload: dict) -> None:
         self._call(receiver_batch_receive, payload=payload)
 
-    def commit(self, seq: int) -> dict:
-        return self._call(receiver_batch_commit, seq=seq, **self.key)
+    def commit(self, seq: int, through: int | None = None) -> dict:
+        return self._call(receiver_batch_commit, seq=seq, through=through, **self.key)
 
     def backout(self, seq: int) -> dict:
         return self._call(receiver_batch_backout, seq=seq, **self.key)
@@ -88,19 +90,21 @@ class SessionTransport:
         except BatonError as exc:
             raise self._failed(op, exc) from exc
 
-    def _ask(self, op: str, seq: int) -> dict:
-        """Read batch ``seq``'s receive answer (if still unread), then ask ``op`` about it."""
-        sent = self.unread.pop(seq, None)
-        asked = self._send(op, {"seq": seq, **self.key})  # pipelined behind the receive
-        if sent is not None:
-            self._answer("batch_receive", sent)
+    def _ask(self, op: str, seq: int, through: int | None = None) -> dict:
+        """Read the receive answers of batches ``seq``..``through`` (if still unread), then
+        ask ``op`` about them."""
+        sent = [self.unread.pop(n) for n in range(seq, (through or seq) + 1) if n in self.unread]
+        fields = {"seq": seq, **self.key, **({"through": through} if through is not None else {})}
+        asked = self._send(op, fields)  # pipelined behind the receives
+        for future in sent:
+            self._answer("batch_receive", future)
         return self._answer(op, asked)
 
     def receive(self, payload: dict) -> None:
         self.unread[payload["seq"]] = self._send("batch_receive", payload)
 
-    def commit(self, seq: int) -> dict:
-        return self._ask("batch_commit", seq)
+    def commit(self, seq: int, through: int | None = None) -> dict:
+        return self._ask("batch_commit", seq, through)
 
     def backout(self, seq: int) -> dict:
         return self._ask("batch_backout", seq)

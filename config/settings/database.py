@@ -22,6 +22,9 @@ BATON_SKIP_COMMIT_SYNC = env_bool("BATON_SKIP_COMMIT_SYNC", False)
 _db = dj_database_url.parse(DATABASE_URL, conn_max_age=None, conn_health_checks=True)
 if _db["ENGINE"] == "django.db.backends.sqlite3":
     _sync = "NORMAL" if BATON_SKIP_COMMIT_SYNC else "FULL"
+    # Django's backend with every write transaction queued on the database's writer lock
+    # across threads and processes (transactions/sqlite_writer.py).
+    _db["ENGINE"] = "transactions.backends.sqlite3"
     _db["OPTIONS"] = {
         "transaction_mode": "IMMEDIATE",
         "timeout": env_int("BATON_SQLITE_BUSY_TIMEOUT_S", 30),

@@ -49,7 +49,7 @@ PLATFORM_ENV = {"BATON_HOUSEKEEPING_INTERVAL_S": "0.3", "BATON_CHANNEL_LEASE_S":
 def database_of_its_own(tmp_path) -> Iterator[str]:
     """A fresh database on the suite's database server, as a DATABASE_URL; dropped after."""
     db = settings.DATABASES["default"]
-    if db["ENGINE"] == "django.db.backends.sqlite3":
+    if db["ENGINE"].endswith("sqlite3"):
         yield f"sqlite:///{tmp_path / 'crash.sqlite3'}"
         return
     import psycopg

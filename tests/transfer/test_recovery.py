@@ -60,8 +60,9 @@ def _settled(name: str) -> bool:
                          + [("after_get@4", "rollback"), ("after_send@4", "rollback")])
 def test_agent_killed_with_a_window_of_batches_in_doubt(crash_at, outcome):
     """Five provisional batches of one message each, all waiting on one producer; the agent
-    dies getting, recording or sending the fourth (three in doubt), or settling the first
-    once the producer committed (four or five in doubt). Then the producer commits or rolls
+    dies getting, recording or sending the fourth (three in doubt), or settling the five
+    together once the producer committed (all five in doubt after the receiver committed
+    them; none after the sender's commit of all five). Then the producer commits or rolls
     back, and a new agent asks about each batch, in order."""
     name = two_brokers(preemptive=True, batch_size=1)
     Channel.objects.filter(name=name).update(window=8)
@@ -83,8 +84,9 @@ def test_agent_killed_with_a_window_of_batches_in_doubt(crash_at, outcome):
     _, stderr = proc.communicate(timeout=120)
     assert proc.returncode == -signal.SIGKILL, stderr
     in_doubt = ChannelBatch.objects.filter(channel__name=name).count()
-    # dying before the first batch left the window: all five (batch 5 was sent too); else the three sent before batch 4
-    assert in_doubt == (5 if crash_at == "after_receiver_commit@1" else 4 if settling else 3 + (crash_at != "after_get@4")), in_doubt
+    # dying before the five left the window: all five (batch 5 was sent too); after: none; else the three sent
+    # before batch 4 (and the fourth once recorded)
+    assert in_doubt == (5 if crash_at == "after_receiver_commit@1" else 0 if settling else 3 + (crash_at != "after_get@4")), in_doubt
     if not settling:
         if outcome == "commit":
             transaction_commit(transaction_id=producer)

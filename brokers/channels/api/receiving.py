@@ -93,10 +93,19 @@ class _BatchAsk(Operation):
 
 
 class BatchCommit(_BatchAsk):
-    """Commit batch ``seq`` (after every batch ahead of it)."""
+    """Commit batch ``seq`` (after every batch ahead of it), and with ``through`` every batch
+    after it up to ``through``, in order, in one database transaction; stops at the first
+    that cannot commit."""
 
     session = "batch_commit"
     service = staticmethod(receiver_batch_commit)
+
+    class Input(BatchKey):
+        through: int | None = Field(None, ge=1, description="Commit the batches from seq through this one, in order.")
+
+    class Output(BatchStatus):
+        committed_through: int | None = Field(
+            None, description="With through: the last batch committed by this call (none if seq could not commit).")
 
 
 class BatchBackout(_BatchAsk):

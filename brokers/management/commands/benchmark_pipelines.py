@@ -25,7 +25,7 @@ import django
 from django.core.management.base import CommandError
 
 from brokers.benchmark.pipelines import (
-    AGENT_STOP_S, CHANNEL_BATCH_INTERVAL_MS, CHANNEL_BATCH_SIZE, GET_BATCH, IN_PROCESS, RUN_TIMEOUT_S, SCENARIOS,
+    AGENT_STOP_S, CHANNEL_BATCH_INTERVAL_MS, CHANNEL_BATCH_SIZE, CHANNEL_WINDOW, GET_BATCH, IN_PROCESS, RUN_TIMEOUT_S, SCENARIOS,
     THROUGH_SERVER, PipelineResult, table,
 )
 from brokers.benchmark.report import BenchmarkError
@@ -84,6 +84,9 @@ class Command(BenchmarkCommand):
         parser.add_argument("--batch-interval-ms", type=int, default=CHANNEL_BATCH_INTERVAL_MS, metavar="I",
                             help="The request-reply channels' batch interval (default: a channel's default, "
                                  f"{CHANNEL_BATCH_INTERVAL_MS}).")
+        parser.add_argument("--window", type=int, default=CHANNEL_WINDOW, metavar="B",
+                            help="The request-reply channels' window: provisional batches in flight at once "
+                                 f"(default: a channel's default, {CHANNEL_WINDOW}; at most 64).")
         parser.add_argument(
             "--database-url", metavar="URL",
             help="Benchmark this database (e.g. postgres://user:pw@127.0.0.1/scratch) instead of a fresh "
@@ -117,7 +120,7 @@ class Command(BenchmarkCommand):
                 run_pipelines(
                     prefix=options["prefix"], stages=options["stages"], messages=options["messages"],
                     work_ms=options["work_ms"], only=options["only"], progress=options["verbosity"] >= 1,
-                    results=results, batch_interval_ms=options["batch_interval_ms"],
+                    results=results, batch_interval_ms=options["batch_interval_ms"], window=options["window"],
                 )
             except BenchmarkError as exc:  # the runs that finished are still worth printing
                 result["error"] = str(exc)
@@ -142,11 +145,15 @@ class Command(BenchmarkCommand):
         interval = options["batch_interval_ms"]
         if not 0 <= interval <= 60_000:
             raise CommandError("--batch-interval-ms must be from 0 to 60000.")
+        window = options["window"]
+        if not 1 <= window <= 64:
+            raise CommandError("--window must be from 1 to 64.")
         only, database_url = options["only"], options["database_url"]
         command = [_python(), "manage.py", COMMAND, "--stages", str(stages), "--messages", str(messages),
                    "--work-ms", f"{work_ms:g}"]
         command += ["--only", only] if only else []
         command += ["--batch-interval-ms", str(interval)] if interval != CHANNEL_BATCH_INTERVAL_MS else []
+        command += ["--window", str(window)] if window != CHANNEL_WINDOW else []
         command += ["--database-url", url_masked(database_url)] if database_url else []
         prefix = f"BP{secrets.token_hex(3).upper()}"
 
@@ -165,7 +172,7 @@ class Command(BenchmarkCommand):
                         if only in (None, *IN_PROCESS):
                             out = phase_run(scratch, "run", prefix=prefix, stages=stages, messages=messages,
                                             work_ms=work_ms, only=only, verbosity=options["verbosity"],
-                                            batch_interval_ms=options["batch_interval_ms"])
+                                            batch_interval_ms=options["batch_interval_ms"], window=window)
                             results = [PipelineResult(**r) for r in out["results"]]
                             if out.get("error"):
                                 raise BenchmarkError(out["error"])
@@ -186,7 +193,7 @@ class Command(BenchmarkCommand):
 
         self.stdout.write(self._report(results, command=command, facts=facts, elapsed=time.monotonic() - started,
                                        stages=stages, messages=messages, work_ms=work_ms, only=only,
-                                       batch_interval_ms=interval))
+                                       batch_interval_ms=interval, window=window))
         if failure:
             raise CommandError(failure)
 
@@ -212,13 +219,14 @@ class Command(BenchmarkCommand):
                     work_ms=options["work_ms"], agents=lambda names: _agents(scratch, names),
                     scenarios=[s for s in THROUGH_SERVER if s.startswith("request-reply") and only in (None, s)],
                     progress=options["verbosity"] >= 1, results=results,
-                    batch_interval_ms=options["batch_interval_ms"])
+                    batch_interval_ms=options["batch_interval_ms"], window=options["window"])
             except BenchmarkError as exc:
                 raise BenchmarkError(f"{exc}\nserver log:\n{scratch.log_tail('server.log')}") from exc
 
     @staticmethod
     def _report(results: list[PipelineResult], *, command: list[str], facts: dict, elapsed: float,
-                stages: int, messages: int, work_ms: float, only: str | None, batch_interval_ms: int) -> str:
+                stages: int, messages: int, work_ms: float, only: str | None, batch_interval_ms: int,
+                window: int) -> str:
         per_stage = messages * work_ms
         lines = [
             "Baton pipeline benchmark: end-to-end time of chained units of work, pre-emptive gets off and on",
@@ -253,7 +261,8 @@ class Command(BenchmarkCommand):
              f"work; App2 on B gets them as they come, works {work_ms:g} ms on each and puts a reply (REPLY -> "
              "channel B.TO.A -> A/REPLY.IN) in one unit of work; App1' on A gets the N replies in one unit of work "
              f"and commits with a wait. Channels: in-process transport, batch size {CHANNEL_BATCH_SIZE}, batch "
-             f"interval {batch_interval_ms} ms, pre-emptive like the applications, each agent in a thread. "
+             f"interval {batch_interval_ms} ms, window {window} batches, pre-emptive like the applications, each agent "
+             "in a thread. "
              "seconds: from App1's start until App1' has committed."),
         }
         texts = [described[s] for s in SCENARIOS if only in (None, s)] + [
