@@ -55,3 +55,25 @@ def test_the_statements_of_a_batch_do_not_grow_with_its_messages():
                                             "seq": seq, "messages": [item(seq * 1000 + n) for n in range(size)]})
         counts.append(len(queries))
     assert counts[1] <= counts[0] + 2, counts  # a bulk insert may be split, never a statement per message
+
+
+def test_commit_through_commits_the_pending_batches_in_order_and_stops_at_one_backed_out():
+    from brokers.channels.receiver import receiver_batch_backout, receiver_batch_status
+
+    broker_define(name="QMB")
+    queue_define(broker="QMB", name="IN")
+    key = {"channel": "A.B", "source_broker": "QMA"}
+    for seq in range(1, 6):
+        receiver_batch_receive(payload={**key, "target_broker": "QMB", "seq": seq, "provisional": True,
+                                        "messages": [item(seq)]})
+    assert receiver_batch_backout(**key, seq=4)["state"] == "backed_out"
+    assert receiver_batch_commit(**key, seq=1, through=5) == {"state": "committed", "seq": 1, "committed_through": 3}
+    assert [receiver_batch_status(**key, seq=n)["state"] for n in range(1, 6)] == [
+        "committed", "committed", "committed", "unknown", "pending"]
+    assert sorted(Message.objects.filter(queue__name="IN", put_transaction__isnull=True)
+                  .values_list("msg_id", flat=True)) == [f"{n:048x}" for n in (1, 2, 3)]
+    # asked again, the committed ones stay committed; the fifth commits once asked on its own
+    assert receiver_batch_commit(**key, seq=2, through=3) == {"state": "committed", "seq": 2, "committed_through": 3}
+    assert receiver_batch_commit(**key, seq=5)["state"] == "committed"
+    # nothing received: nothing committed
+    assert receiver_batch_commit(**key, seq=6, through=7) == {"state": "unknown", "seq": 6, "committed_through": None}
