@@ -17,7 +17,7 @@ stand-in on the target. For each batch:
 After a crash at any point the next agent asks the receiver about each recorded batch, in
 order, and commits, backs out, resends or keeps waiting on it — every message arrives
 exactly once. At most one agent runs a channel: it holds a lease on the channel row,
-renewed every step.
+renewed after a step at most once a second.
 """
 from __future__ import annotations
 
@@ -45,6 +45,8 @@ from .receiver import BACKED_OUT, COMMITTED, PENDING, batch_message_render
 from .transports import Transport, TransportError, transport_for
 
 IDLE_WAIT_S = 1.0
+#: The agent renews its lease (BATON_CHANNEL_LEASE_S) after a step at most this often.
+LEASE_RENEW_S = 1.0
 BACKOFF_MAX_S = 60
 
 #: Where a test may have the agent kill itself (SIGKILL), to prove exactly-once recovery.
@@ -341,6 +343,10 @@ def channel_agent_run(*, name: str, holder: str, max_seconds: float = 50, once: 
             in_doubt = ChannelBatch.objects.filter(channel=channel).exists()
             _set(channel, state=ChannelState.IN_DOUBT if in_doubt else ChannelState.RUNNING)
         end = time.monotonic() + max_seconds
+        # The lease is renewed after a step when LEASE_RENEW_S has passed since the last
+        # renewal, not after every step: a renewal is a durable write, and the agent of a busy
+        # pre-emptive channel steps hundreds of times a second.
+        renew_at = time.monotonic() + LEASE_RENEW_S
         recovered = False
         while time.monotonic() < end:
             channel.refresh_from_db()
@@ -365,9 +371,11 @@ def channel_agent_run(*, name: str, holder: str, max_seconds: float = 50, once: 
                 break
             if channel.state == ChannelState.RETRYING or channel.last_error:
                 _set(channel, state=ChannelState.RUNNING, last_error="", retry_count=0, next_attempt_at=None)
-            if not channel_lease_acquire(name=name, holder=holder):
-                ended = "lease_lost"  # another agent took over: stop at once
-                break
+            if time.monotonic() >= renew_at:
+                if not channel_lease_acquire(name=name, holder=holder):
+                    ended = "lease_lost"  # another agent took over: stop at once
+                    break
+                renew_at = time.monotonic() + LEASE_RENEW_S
             sent = sent or outcome == "sent"
             if outcome in ("committed", "backed_out", "dropped"):
                 settled = outcome
