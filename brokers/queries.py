@@ -256,6 +256,20 @@ def _sort_key(*, priority_first: bool, commit_ordered: bool):
     return key
 
 
+def messages_sendable_lengths(*, queue_id: int, preemptive: bool, priority_first: bool, limit: int) -> list[int]:
+    """A channel's look at its transmission queue (brokers/channels/sender.py, at every
+    wake-up while it gathers a batch or waits): the body lengths of the next ``limit``
+    messages it may get, in delivery order (priority first if the queue says so, then put
+    order) — not gotten, not locked, and committed unless the channel is pre-emptive. A
+    read: takes no lock (the get that follows takes the messages)."""
+    committed = "" if preemptive else " AND put_transaction_id IS NULL"
+    order = "priority DESC, id" if priority_first else "id"
+    with cursor() as c:
+        c.execute(f"SELECT length(body) FROM {MESSAGE} WHERE queue_id = %s AND get_transaction_id IS NULL"
+                  f" AND lock_token IS NULL{committed} ORDER BY {order} LIMIT %s", [queue_id, limit])
+        return [row[0] for row in c.fetchall()]
+
+
 # --- commit and rollback --------------------------------------------------------------------
 
 def transaction_messages(*, transaction_ids: Sequence[str]) -> tuple[dict[int, tuple[int, int]], dict[int, int]]:
