@@ -36,7 +36,7 @@ from django.db import DEFAULT_DB_ALIAS, connections
 from django.db import transaction as db
 
 from . import queries
-from .sqlite_writer import WriterLock, writer_lock
+from .sqlite_writer import connection_writer
 from .wal_sync import wal_synced
 
 
@@ -115,14 +115,6 @@ def _rolled_back(conn, raw_rollback) -> None:
     _closed(conn)
 
 
-def _writer(conn) -> WriterLock:
-    """The database's writer lock (:mod:`.sqlite_writer`): threads and processes queue there
-    for SQLite's write lock and are handed the database as soon as it is free."""
-    if hasattr(conn, "writer"):
-        return conn.writer()
-    return writer_lock(conn.settings_dict["NAME"], in_memory=conn.is_in_memory_db())
-
-
 @contextmanager
 def _sqlite_step(conn, *, durable: bool) -> Iterator[None]:
     conn.close_if_health_check_failed()
@@ -132,9 +124,10 @@ def _sqlite_step(conn, *, durable: bool) -> Iterator[None]:
     relaxed = not skip  # FULL stays the connection's level outside steps
     if relaxed:
         raw.execute("PRAGMA synchronous=NORMAL")
-    writer = _writer(conn)
+    # threads and processes queue here for SQLite's write lock (transactions/sqlite_writer.py)
+    writer, timeout_s = connection_writer(conn)
     try:
-        writer.acquire(timeout_s=float(conn.settings_dict.get("OPTIONS", {}).get("timeout", 5)))
+        writer.acquire(timeout_s=timeout_s)
         try:
             with conn.wrap_database_errors:
                 raw.execute("BEGIN IMMEDIATE")

@@ -89,6 +89,13 @@ def writer_lock(name: str, *, in_memory: bool) -> WriterLock:
     return lock
 
 
+def connection_writer(conn) -> tuple[WriterLock, float]:
+    """The writer lock of the database behind Django connection ``conn``, and how long a
+    writer waits for it (the connection's busy timeout)."""
+    lock = writer_lock(conn.settings_dict["NAME"], in_memory=conn.is_in_memory_db())
+    return lock, float(conn.settings_dict.get("OPTIONS", {}).get("timeout", 5))
+
+
 def _forked() -> None:
     global _locks_lock
     for lock in _locks.values():

@@ -293,16 +293,15 @@ def channel_batch_cycle(*, channel: Channel, transport: Transport, send: bool = 
     batches = _in_flight(channel)
     outcome = ""
     ready: list[ChannelBatch] = []
+    result = "pending"
     while batches:
         result = transaction_check(transaction_id=batches[0].transaction).result
-        if result == "pending":
-            break
         if result != "ready":
-            break  # backed out: settled below, after the ready ones ahead of it
+            break
         ready.append(batches.pop(0))
     if ready:
         outcome = _batches_settle(channel, transport, ready, crash_at)
-    elif batches and result not in ("pending", "ready"):
+    elif batches and result != "pending":  # the oldest was backed out
         outcome = _batch_settle(channel, transport, batches.pop(0), result, crash_at)
     if outcome:
         return outcome

@@ -5,17 +5,13 @@ from __future__ import annotations
 
 from django.db.backends.sqlite3 import base
 
-from ...sqlite_writer import WriterLock, writer_lock
+from ...sqlite_writer import connection_writer
 
 
 class DatabaseWrapper(base.DatabaseWrapper):
-    def writer(self) -> WriterLock:
-        """This database's writer lock (the engine's own steps take it too)."""
-        return writer_lock(self.settings_dict["NAME"], in_memory=self.is_in_memory_db())
-
     def writer_acquire(self) -> None:
-        lock = self.writer()
-        lock.acquire(timeout_s=float(self.settings_dict.get("OPTIONS", {}).get("timeout", 5)))
+        lock, timeout_s = connection_writer(self)  # the engine's own steps take the same lock
+        lock.acquire(timeout_s=timeout_s)
         self._writer_held = lock
 
     def writer_release(self) -> None:
