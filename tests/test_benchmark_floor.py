@@ -1,0 +1,64 @@
+"""`python -m brokers.benchmark.floor` runs its units of work and prints its table and its
+JSON. Only the shape of the output and the writes are checked: never a timing."""
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from brokers.benchmark.floor import Floor
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "brokers.benchmark.floor", *args], check=False, cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_a_floor_unit_of_work_writes_what_it_says(tmp_path):
+    floor = Floor(tmp_path / "floor.sqlite3")
+    try:
+        floor.unit(1)
+        floor.unit(100)
+        floor.plain(100)
+        check = sqlite3.connect(tmp_path / "floor.sqlite3")
+        assert check.execute("SELECT state, COUNT(*) FROM unit_of_work GROUP BY state").fetchall() == [("committed", 2)]
+        assert check.execute("SELECT depth FROM queue").fetchone() == (101,)
+        assert check.execute("SELECT COUNT(*), MIN(length(body)) FROM message").fetchone() == (101, 1024)
+        assert check.execute("SELECT event, COUNT(*) FROM journal GROUP BY event ORDER BY event").fetchall() == [
+            ("begin", 2), ("commit", 2), ("put", 2)]
+        assert check.execute("SELECT COUNT(*) FROM plain_message").fetchone() == (100,)
+        check.close()
+    finally:
+        floor.close()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_floor_prints_a_table_and_json_with_the_engine_beside_it(tmp_path, settings):
+    if "sqlite" not in settings.DATABASES["default"]["ENGINE"]:
+        pytest.skip("the floor is SQLite's: once, in the SQLite pass, is enough")
+    proc = run("--units", "10", "--rounds", "1", "--directory", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = [line.split() for line in proc.stdout.splitlines()[2:]]
+    assert [row[0] for row in rows] == ["1", "100"]
+
+    proc = run("--units", "10", "--rounds", "2", "--directory", str(tmp_path), "--baton", "--json")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    results = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert [(r["batch"], r["rounds"], r["units"]) for r in results] == [(1, 2, 10), (100, 2, 1)]
+    for r in results:
+        assert r["scenario"] == "floor" and r["plain_ms"] > 0 and r["floor_ms"] > 0 and r["baton_ms"] > 0
+        assert r["budget_us_per_message"] == pytest.approx(r["budget_ms_per_unit"] * 1000 / r["batch"])
+    assert list(tmp_path.iterdir()) == []  # scratch files and the engine's directory are gone
+
+
+def test_bad_arguments_are_refused_clearly(tmp_path):
+    proc = run("--units", "0")
+    assert proc.returncode == 2 and "--units and --rounds must be at least 1" in proc.stderr
+    proc = run("--directory", str(tmp_path / "missing"))
+    assert proc.returncode == 2 and "no such directory" in proc.stderr
