@@ -32,6 +32,7 @@ def test_a_floor_unit_of_work_writes_what_it_says(tmp_path):
         assert check.execute("SELECT depth FROM queue").fetchone() == (1,)
         # the oldest went: what is left is the last message of the unit of 100
         assert check.execute("SELECT COUNT(*), MIN(id), MIN(length(body)) FROM message").fetchone() == (1, 101, 1024)
+        assert check.execute("SELECT COUNT(*) FROM taken").fetchone() == (0,)  # the get's commit cleared them
         assert check.execute("SELECT event, COUNT(*) FROM journal GROUP BY event ORDER BY event").fetchall() == [
             ("begin", 3), ("commit", 3), ("get", 1), ("put", 2)]
         assert check.execute("SELECT COUNT(*) FROM plain_message").fetchone() == (100,)

@@ -19,10 +19,12 @@ working size (a fresh, growing WAL syncs slower), alternately ``--rounds`` times
     against its limit, inserts the message(s) into a table with one index (queue, put
     order) for the gets, and writes the journal's begin and put events; the commit sets the
     unit of work's state and writes the journal's commit event.
-  - get+commit: the get inserts the unit of work's row, marks the oldest message(s) whose
-    put is committed as gotten by it (one ``UPDATE … RETURNING``), and writes the journal's
-    begin and get events; the commit sets the unit of work's state, deletes the message(s),
-    lowers the depth counter and writes the journal's commit event.
+  - get+commit: the get inserts the unit of work's row, takes the oldest message(s) whose
+    put is committed by inserting a small row per message into a table of taken messages
+    (so that the 1 KiB message row is not rewritten), reads their bodies, and writes the
+    journal's begin and get events; the commit sets the unit of work's state, deletes the
+    message(s) and their taken rows, lowers the depth counter and writes the journal's
+    commit event.
 
   Generous to the engine: a message row is not touched when its put commits (visibility
   comes from its unit of work's state), there is no index for finding a unit of work's
@@ -76,12 +78,15 @@ GOAL = 0.5
 WARMUP_UNITS = 200
 
 _SCHEMA = (
-    "CREATE TABLE unit_of_work (id TEXT PRIMARY KEY, state TEXT NOT NULL)",
+    "CREATE TABLE unit_of_work (id TEXT PRIMARY KEY, state TEXT NOT NULL) WITHOUT ROWID",
     "CREATE TABLE queue (id INTEGER PRIMARY KEY, depth INTEGER NOT NULL, max_depth INTEGER NOT NULL)",
     "INSERT INTO queue VALUES (1, 0, 999999999)",
     "CREATE TABLE message (id INTEGER PRIMARY KEY, queue_id INTEGER NOT NULL, unit_of_work_id TEXT,"
-    " get_unit_of_work_id TEXT, body BLOB NOT NULL)",
-    "CREATE INDEX message_get ON message (queue_id, id) WHERE get_unit_of_work_id IS NULL",
+    " body BLOB NOT NULL)",
+    "CREATE INDEX message_get ON message (queue_id, id)",
+    # messages gotten under a unit of work not yet committed: a small row each, so that a
+    # get does not rewrite the (1 KiB) message row
+    "CREATE TABLE taken (message_id INTEGER PRIMARY KEY, unit_of_work_id TEXT NOT NULL)",
     "CREATE TABLE journal (id INTEGER PRIMARY KEY, unit_of_work_id TEXT NOT NULL, event TEXT NOT NULL,"
     " at REAL NOT NULL)",
     "CREATE TABLE plain_message (id INTEGER PRIMARY KEY, body BLOB NOT NULL)",
@@ -146,17 +151,20 @@ class Floor:
     def get_commit(self, batch: int) -> None:
         unit, now = secrets.token_hex(12), time.time()
         c = self._operation(unit)
-        rows = c.execute(
-            "UPDATE message SET get_unit_of_work_id = ? WHERE id IN (SELECT m.id FROM message m"
-            " JOIN unit_of_work w ON w.id = m.unit_of_work_id WHERE m.queue_id = 1"
-            " AND m.get_unit_of_work_id IS NULL AND w.state = 'committed' ORDER BY m.id LIMIT ?) RETURNING id, body",
-            (unit, batch)).fetchall()
-        if len(rows) != batch:
-            raise RuntimeError(f"get: {len(rows)} messages of {batch}")
+        ids = [row[0] for row in c.execute(
+            "INSERT INTO taken (message_id, unit_of_work_id) SELECT m.id, ? FROM message m"
+            " JOIN unit_of_work w ON w.id = m.unit_of_work_id WHERE m.queue_id = 1 AND w.state = 'committed'"
+            " AND NOT EXISTS (SELECT 1 FROM taken t WHERE t.message_id = m.id) ORDER BY m.id LIMIT ?"
+            " RETURNING message_id", (unit, batch)).fetchall()]
+        if len(ids) != batch:
+            raise RuntimeError(f"get: {len(ids)} messages of {batch}")
+        marks = ", ".join(["?"] * batch)
+        c.execute(f"SELECT id, body FROM message WHERE id IN ({marks})", ids).fetchall()
         c.execute(_JOURNAL + "(?, 'begin', ?), (?, 'get', ?)", (unit, now, unit, now))
         c.execute("COMMIT")
         c = self._commit(unit, now)
-        c.execute(f"DELETE FROM message WHERE id IN ({', '.join(['?'] * batch)})", [row[0] for row in rows])
+        c.execute(f"DELETE FROM message WHERE id IN ({marks})", ids)
+        c.execute(f"DELETE FROM taken WHERE message_id IN ({marks})", ids)
         c.execute("UPDATE queue SET depth = depth - ? WHERE id = 1", (batch,))
         c.execute("COMMIT")
 
@@ -235,7 +243,7 @@ def flow_rate(path: Path, *, batch: int, calls: int) -> float:
             ready.acquire()
             conn.execute("BEGIN IMMEDIATE")
             rows = conn.execute("DELETE FROM message WHERE id IN (SELECT id FROM message WHERE queue_id = 1"
-                                " AND get_unit_of_work_id IS NULL ORDER BY id LIMIT ?) RETURNING body",
+                                " ORDER BY id LIMIT ?) RETURNING body",
                                 (batch,)).fetchall()
             conn.execute("UPDATE queue SET depth = depth - ? WHERE id = 1", (len(rows),))
             conn.execute(_JOURNAL + "('', 'get', ?)", (time.time(),))
