@@ -137,6 +137,7 @@ def test_benchmark_json_prints_facts_then_one_object_per_result():
     assert {"database", "machine", "load_start", "load_end", "elapsed_s", "warnings"} <= set(facts)
     assert facts["error"] is None
     assert facts["plain_durability"]["synchronous"] == "FULL"
+    assert facts["plain_durability"]["wal_warmup_units"] == 1200  # measured on a WAL at its working size
     assert facts["baton_durability"]["vendor"] == "sqlite"
 
     assert all(r["kind"] == "result" and RESULT_KEYS <= set(r) for r in results)

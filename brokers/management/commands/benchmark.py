@@ -374,7 +374,8 @@ class Command(BaseCommand):
         if plain:
             if "synchronous" in plain:
                 lines.append(f"plain:  journal_mode={plain['journal_mode']}, synchronous={plain['synchronous']}, "
-                             "BEGIN IMMEDIATE ... COMMIT, a scratch file beside the database")
+                             "BEGIN IMMEDIATE ... COMMIT, a scratch file beside the database, measured after "
+                             f"{plain.get('wal_warmup_units', 0)} single-row commits (its WAL at its working size)")
             else:
                 session = plain.get("session", {})
                 lines.append(f"plain:  SET synchronous_commit=on (session: synchronous_commit="
