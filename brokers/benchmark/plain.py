@@ -36,8 +36,9 @@ WARMUP_UNITS = 3
 #: About 1.7 pages each, 1,200 of them pass the default auto-checkpoint (1,000 pages) at
 #: least once; after it the WAL file is written over from its start instead of growing,
 #: and a sync of a growing file costs more (measured: 3,900–4,300 single-row commits per
-#: second on a fresh file, 5,500–7,800 on a warmed one). Baton's database has been written
-#: by its migrations and warm-up before it is measured, so both sides run on a warm WAL.
+#: second on a fresh file, 5,500–8,200 on a warmed one). Baton's units of work write about
+#: 33 pages each, so its WAL reaches that size in its warm-up and first few units: both
+#: sides are measured on a warm WAL.
 SQLITE_WAL_WARMUP_UNITS = 1200
 
 SQLITE_SYNCHRONOUS = {0: "OFF", 1: "NORMAL", 2: "FULL", 3: "EXTRA"}
