@@ -81,14 +81,14 @@ _SCHEMA = (
     "CREATE TABLE unit_of_work (id TEXT PRIMARY KEY, state TEXT NOT NULL) WITHOUT ROWID",
     "CREATE TABLE queue (id INTEGER PRIMARY KEY, depth INTEGER NOT NULL, max_depth INTEGER NOT NULL)",
     "INSERT INTO queue VALUES (1, 0, 999999999)",
-    "CREATE TABLE message (id INTEGER PRIMARY KEY, queue_id INTEGER NOT NULL, unit_of_work_id TEXT,"
-    " body BLOB NOT NULL)",
+    ("CREATE TABLE message (id INTEGER PRIMARY KEY, queue_id INTEGER NOT NULL, unit_of_work_id TEXT,"
+     " body BLOB NOT NULL)"),
     "CREATE INDEX message_get ON message (queue_id, id)",
     # messages gotten under a unit of work not yet committed: a small row each, so that a
     # get does not rewrite the (1 KiB) message row
     "CREATE TABLE taken (message_id INTEGER PRIMARY KEY, unit_of_work_id TEXT NOT NULL)",
-    "CREATE TABLE journal (id INTEGER PRIMARY KEY, unit_of_work_id TEXT NOT NULL, event TEXT NOT NULL,"
-    " at REAL NOT NULL)",
+    ("CREATE TABLE journal (id INTEGER PRIMARY KEY, unit_of_work_id TEXT NOT NULL, event TEXT NOT NULL,"
+     " at REAL NOT NULL)"),
     "CREATE TABLE plain_message (id INTEGER PRIMARY KEY, body BLOB NOT NULL)",
 )
 _JOURNAL = "INSERT INTO journal (unit_of_work_id, event, at) VALUES "
