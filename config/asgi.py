@@ -17,9 +17,11 @@ get_asgi_application()  # sets Django up before the imports below touch models
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from django.conf import settings  # noqa: E402
+from django.urls import re_path  # noqa: E402
 
 from brokers.api.routing import websocket_urlpatterns as session_urlpatterns  # noqa: E402
 from config.threaded_wsgi import ThreadedWSGI  # noqa: E402
+from config.websocket_fallback import websocket_not_found  # noqa: E402
 from config.wsgi import application as wsgi_application  # noqa: E402
 from dashboard.routing import websocket_urlpatterns  # noqa: E402
 
@@ -27,7 +29,9 @@ application = ProtocolTypeRouter(
     {
         "http": ThreadedWSGI(wsgi_application, threads=settings.BATON_HTTP_THREADS),
         # the session authenticates by token itself (never by the cookie the stack reads);
-        # the dashboard's pages by the sign-in cookie
-        "websocket": AuthMiddlewareStack(URLRouter([*session_urlpatterns, *websocket_urlpatterns])),
+        # the dashboard's pages by the sign-in cookie; any other path is refused with 404
+        "websocket": AuthMiddlewareStack(
+            URLRouter([*session_urlpatterns, *websocket_urlpatterns, re_path(r"", websocket_not_found)])
+        ),
     }
 )
