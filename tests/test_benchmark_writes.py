@@ -20,12 +20,14 @@ def test_the_counts_come_per_step_and_per_unit_of_work(tmp_path, db):
     url = database_url()
     env = {**os.environ, "BATON_VAR_DIR": str(tmp_path)}
     env.pop("DJANGO_SETTINGS_MODULE", None)
+    extra = []
     if url.startswith("sqlite"):
         env.pop("DATABASE_URL", None)  # a scratch file in --directory
+        extra = ["--floor"]
     else:
         env["DATABASE_URL"] = url.rsplit("/", 1)[0] + "/postgres"  # the server: it makes its own database
     proc = subprocess.run([sys.executable, "-m", "brokers.benchmark.writes", "--units", "3", "--json",
-                           "--directory", str(tmp_path)], cwd=ROOT, env=env, capture_output=True, text=True,
+                           "--directory", str(tmp_path), *extra], cwd=ROOT, env=env, capture_output=True, text=True,
                           timeout=300, check=False)
     assert proc.returncode == 0, proc.stderr[-3000:]
     lines = [json.loads(line) for line in proc.stdout.splitlines()]
@@ -40,6 +42,11 @@ def test_the_counts_come_per_step_and_per_unit_of_work(tmp_path, db):
     whole = units[("put+commit+get+commit", 1)]
     parts = units[("put+commit", 1)]["wal_pages"] + units[("get+commit", 1)]["wal_pages"]
     assert abs(whole["wal_pages"] - parts) <= 0.02  # each total rounded to two places
+    floors = {(line["unit"], line["batch"]): line["wal_pages"] for line in lines if line["kind"] == "floor"}
+    if extra:
+        assert set(floors) == {(u, b) for u in ("floor put+commit", "floor get+commit", "floor put+commit+get+commit",
+                                                 "plain insert+commit") for b in (1, 100)}
+        assert all(pages > 0 for pages in floors.values())
     assert list(tmp_path.iterdir()) == []  # no scratch file left behind
 
 

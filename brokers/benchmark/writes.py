@@ -24,7 +24,8 @@ Without ``DATABASE_URL`` the run uses a scratch SQLite database in ``--directory
 ``var/``) that is deleted afterwards; with a PostgreSQL ``DATABASE_URL`` it creates and drops
 a scratch database on that server. The engine's target (issue "Engine v2") is at most 8 WAL
 pages for put+commit+get+commit of one 1 KiB message and one round trip per operation on
-PostgreSQL. Asserts nothing; prints a table, or one JSON object per line with ``--json``.
+PostgreSQL. ``--floor`` adds the WAL pages of the floor tool's units of work and of the
+plain baseline, counted the same way (SQLite). Asserts nothing; prints a table, or one JSON object per line with ``--json``.
 """
 from __future__ import annotations
 
@@ -247,23 +248,66 @@ def totals(results: list[StepCount]) -> list[dict]:
     return out
 
 
+def floor_pages(*, directory: Path, units: int) -> list[dict]:
+    """WAL pages per unit of work of the floor's statements (``brokers.benchmark.floor``) and
+    of the plain baseline, counted the same way, to set beside the engine's."""
+    from .floor import Floor
+
+    scratch = Path(tempfile.mkdtemp(prefix="baton-writes-floor-", dir=directory))
+    floor = Floor(scratch / "floor.sqlite3")
+    try:
+        floor.conn.execute("PRAGMA wal_autocheckpoint=0")
+        page_size = floor.conn.execute("PRAGMA page_size").fetchone()[0]
+        wal = Path(f"{floor.path}-wal")
+
+        def pages(work, n: int) -> float:
+            floor.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            before = wal.stat().st_size if wal.exists() else 0
+            for _ in range(n):
+                work()
+            after = wal.stat().st_size
+            return (after - max(before, SQLITE_WAL_HEADER)) / (page_size + SQLITE_FRAME_HEADER) / n
+
+        out = []
+        for batch in (1, 100):
+            n = max(1, units // batch) if batch > 1 else units
+            floor.put_commit(batch)  # warm-up
+            floor.get_commit(batch)
+            put = pages(lambda: floor.put_commit(batch), n)
+            get = pages(lambda: floor.get_commit(batch), n)
+            plain = pages(lambda: floor.plain(batch), n)
+            out += [{"unit": "floor put+commit", "batch": batch, "wal_pages": round(put, 2)},
+                    {"unit": "floor get+commit", "batch": batch, "wal_pages": round(get, 2)},
+                    {"unit": "floor put+commit+get+commit", "batch": batch, "wal_pages": round(put + get, 2)},
+                    {"unit": "plain insert+commit", "batch": batch, "wal_pages": round(plain, 2)}]
+        return out
+    finally:
+        floor.close()
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m brokers.benchmark.writes", description=__doc__.split("\n\n")[0])
     parser.add_argument("--units", type=int, default=200, help="units of work of one message per step (default 200)")
     parser.add_argument("--json", action="store_true", help="one JSON object per line")
     parser.add_argument("--directory", type=Path, default=None, help="where the scratch SQLite file goes (default var/)")
+    parser.add_argument("--floor", action="store_true",
+                        help="also the floor's and the plain baseline's WAL pages per unit of work (SQLite)")
     args = parser.parse_args(argv)
     if args.units < 1:
         parser.error("--units must be at least 1")
     directory = args.directory or Path(os.environ.get("BATON_VAR_DIR") or Path(__file__).resolve().parents[2] / "var")
     if not directory.is_dir():
         directory.mkdir(parents=True, exist_ok=True)
+    floors = floor_pages(directory=directory, units=args.units) if args.floor else []
     results = run(units=args.units, directory=directory)
     if args.json:
         for result in results:
             print(json.dumps({"kind": "step", **asdict(result)}))
         for total in totals(results):
             print(json.dumps({"kind": "unit", **total}))
+        for line in floors:
+            print(json.dumps({"kind": "floor", **line}))
         return 0
     database = "PostgreSQL" if os.environ.get("DATABASE_URL", "").startswith("postgres") else "SQLite"
     print(f"Per step, averaged over the units of work ({database}; 1 KiB persistent messages)")
@@ -275,6 +319,11 @@ def main(argv: list[str] | None = None) -> int:
     for t in totals(results):
         print(f"{t['unit']:<22} {t['batch']:>5} {t['wal_pages']:>10.1f} {t['transactions']:>13.2f}"
               f" {t['statements']:>11.1f} {t['round_trips']:>12.1f}")
+    if floors:
+        print()
+        print(f"{'SQLite, the same count':<30} {'batch':>5} {'WAL pages':>10}")
+        for line in floors:
+            print(f"{line['unit']:<30} {line['batch']:>5} {line['wal_pages']:>10.1f}")
     return 0
 
 
