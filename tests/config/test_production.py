@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.once  # settings checks in subprocesses: the database plays no part
+
 ROOT = Path(__file__).resolve().parents[2]
 KEY = "k3y-" + "aB9_xZ2-qW7" * 6  # 70 characters, not the embedded key under var/
 HOST = "baton.example.com"

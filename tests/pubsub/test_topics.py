@@ -8,6 +8,8 @@ from hypothesis import given, settings, strategies as st
 from pubsub.topics import filter_problems, matches, topic_problems
 from pubsub.tree import TopicTree
 
+pytestmark = pytest.mark.once  # pure functions: the database plays no part
+
 CASES = [
     ("sport/#", "sport", True),  # '#' matches the parent level
     ("sport/#", "sport/", True),
