@@ -6,7 +6,7 @@
 import uPlot from "uplot";
 import { cssVar } from "./live.js";
 
-//: The narrowest span a chart shows: points closer together are centred in this much time.
+// The narrowest span a chart shows: points closer together are centred in this much time.
 export const MIN_SPAN_S = 600;
 
 // [min, max] in seconds. With a window (live charts): the window ending now, widened to take
