@@ -43,7 +43,8 @@ export function timeChart(el, { lines, range = () => ({}), height = 200 }) {
   const empty = el.parentElement.querySelector(".chart-empty");
   const opts = {
     width: el.clientWidth || 400, height,
-    axes: [{ stroke: cssVar("--muted") }, { stroke: cssVar("--muted") }],
+    // x ticks at least 80 px apart: a tick's second line (the date, the hour) fits between them
+    axes: [{ stroke: cssVar("--muted"), space: 80 }, { stroke: cssVar("--muted") }],
     scales: {
       x: { time: true, range: (u) => xRange(u.data[0], range()) },
       y: { range: (u, min, max) => [0, Math.max(1, (max || 0) * 1.1)] },

@@ -56,6 +56,21 @@ def scene(api, broker: str) -> str:
     return producer
 
 
+def local_channel(api, broker: str) -> str:
+    """A running channel to a second broker of this platform, fed through a remote queue OUT."""
+    target = f"{broker}.EU"
+    api.post("/api/brokers/", json={"name": target})
+    api.post(f"/api/brokers/{target}/queues/", json={"name": "IN"})
+    api.post(f"/api/brokers/{broker}/queues/", json={"name": "XMIT.EU", "usage": "transmission"})
+    api.post(f"/api/brokers/{broker}/queues/", json={"name": "OUT", "kind": "remote", "remote_broker": target,
+                                                    "remote_queue": "IN", "transmission_queue": "XMIT.EU"})
+    name = f"{broker}.TO.EU"
+    api.post("/api/channels/", json={"name": name, "source_broker": broker, "transmission_queue": "XMIT.EU",
+                                     "target_broker": target, "batch_size": 10})
+    assert api.post(f"/api/channels/{name}/start/").status_code in (200, 202)
+    return name
+
+
 def pipeline(api, broker: str, *, pairs: int = 20, plain: int = 30) -> None:
     """Pre-emptive producer/consumer pairs that all commit (the consumer's commit held until
     its producer's), and plain messages put and gotten outside any unit of work."""
@@ -90,6 +105,8 @@ def test_screenshots(admin_page, site, api, fresh_broker):
     pipeline(api, fresh_broker)
     page.goto(f"{site.url}/")
     expect(page.locator("#live-status")).to_have_attribute("data-live", "true")
+    with page.expect_response(lambda r: r.url.endswith("/rates/?window=60")):
+        page.select_option("#window", label="1 minute")  # the scene's seconds spread out
     page.screenshot(path=out / "overview.png", full_page=True)
     page.goto(f"{site.url}/brokers/{fresh_broker}/")
     page.screenshot(path=out / "broker.png", full_page=True)
@@ -103,8 +120,15 @@ def test_screenshots(admin_page, site, api, fresh_broker):
     page.click("#theme-toggle")
     page.screenshot(path=out / "transactions-dark.png", full_page=True)
     page.click("#theme-toggle")
+    channel = local_channel(api, fresh_broker)
     page.goto(f"{site.url}/channels/")
     expect(page.locator("#live-status")).to_have_attribute("data-live", "true")
+    sent = 0
+    for burst in (6, 14, 9):  # messages sent while the page is open: its chart's samples
+        api.post(f"/api/brokers/{fresh_broker}/queues/OUT/messages/", json={"messages": [{"body": "over"}] * burst})
+        sent += burst
+        expect(page.locator(f'tr[data-channel="{channel}"] [data-field="messages_sent"]')).to_have_text(str(sent))
+    expect(page.locator("#sent-chart")).to_have_attribute("data-empty", "false")
     page.screenshot(path=out / "channels.png", full_page=True)
     ids = backout_queue_with(api, fresh_broker, 5)
     taken = begin(api, fresh_broker)  # one of them in flight: the job skips it, saying why
