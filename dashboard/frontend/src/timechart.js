@@ -28,17 +28,20 @@ export function xRange(xs, { windowS = 0, bucketS = 0, now = Date.now() / 1000 }
 // Bars for counts per bucket: two bar series side by side (align -1 and 1) read as groups.
 export const bars = (align) => uPlot.paths.bars({ size: [0.45, 28, 2], align });
 
+// Up to this many points are drawn as dots (uPlot by itself hides dots closer than 12 px).
+const FEW = 60;
+
 // Points only where a zero-filled series (a rate per bucket) has something, while those are
 // few: one event in a day's window is a dot, not a hairline.
 function nonZeroFew(u, i) {
   const at = [];
   u.data[i].forEach((v, k) => { if (v) at.push(k); });
-  return at.length && at.length <= 100 ? at : null;
+  return at.length && at.length <= FEW ? at : null;
 }
 
 // A chart in `el`: `lines` are [{label, colour, bars?: -1 | 1, zeroFilled?}]; `range` gives the x range
-// options (xRange's) at each redraw. Returns draw(data, {empty}): data as uPlot's
-// [xs, ...ys]; `empty` (default: no x values) shows the chart's empty-state text.
+// options (xRange's) at each redraw. Returns draw(data, {isEmpty}): data as uPlot's
+// [xs, ...ys]; `isEmpty` (default: no x values) shows the chart's empty-state text.
 export function timeChart(el, { lines, range = () => ({}), height = 200 }) {
   const empty = el.parentElement.querySelector(".chart-empty");
   const opts = {
@@ -51,7 +54,8 @@ export function timeChart(el, { lines, range = () => ({}), height = 200 }) {
     },
     series: [{}, ...lines.map(({ label, colour, bars: align, zeroFilled }) => {
       if (align) return { label, stroke: colour, fill: `${colour}99`, width: 1, paths: bars(align), points: { show: false } };
-      const points = zeroFilled ? { show: false, filter: nonZeroFew, size: 7, fill: colour } : { size: 7, fill: colour };
+      const points = zeroFilled ? { show: false, filter: nonZeroFew, size: 7, fill: colour }
+        : { show: (u, si, i0, i1) => i1 - i0 < FEW, size: 7, fill: colour }; // even when close together
       return { label, stroke: colour, width: 2, points };
     })],
   };
