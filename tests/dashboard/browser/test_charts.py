@@ -5,7 +5,7 @@ points that span less, and the points' own span when they span more; a chart wit
 nothing to draw says so."""
 from __future__ import annotations
 
-import json
+from datetime import UTC, datetime
 
 from playwright.sync_api import expect
 
@@ -78,10 +78,8 @@ def test_channels_chart_spans_ten_minutes(admin_page, site):
 
 def throughput(n: int, *, start: int = 1_795_000_000) -> list[dict]:
     """n minutes of results (the Spark job's throughput rows), one a minute from `start`."""
-    from datetime import datetime, timezone
-
     def minute(k: int) -> str:
-        return datetime.fromtimestamp(start + 60 * k, tz=timezone.utc).isoformat().replace("+00:00", "Z")
+        return datetime.fromtimestamp(start + 60 * k, tz=UTC).isoformat().replace("+00:00", "Z")
 
     return [{"queue": "Q1", "minute": minute(k), "puts": 5 + k % 3, "gets": 4, "depth": k % 7} for k in range(n)]
 
@@ -92,7 +90,7 @@ def test_analytics_chart_spans_its_minutes(admin_page, site, fresh_broker):
         "from django.utils import timezone; from analytics.models import AnalyticsRun, BrokerAnalytics, RunState; "
         "run = AnalyticsRun.objects.create(state=RunState.SUCCEEDED); "
         f"BrokerAnalytics.objects.create(broker={fresh_broker!r}, run=run, computed_at=timezone.now(), "
-        f"results={json.loads(json.dumps(results))!r})"))
+        f"results={results!r})"))
     page = admin_page
     page.goto(f"{site.url}/analytics/")
     chart = f'[data-chart="{fresh_broker}"]'
