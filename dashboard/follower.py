@@ -1,6 +1,8 @@
 """One journal follower per process: it reads the journal (and the channels' rows) every
 ``BATON_DASHBOARD_FOLLOW_S`` seconds while at least one dashboard socket is open, and fans
-what changed out to channel-layer groups. Sockets never poll the database themselves.
+what changed out to channel-layer groups. Brokers and queues defined, altered or deleted
+(which the journal does not record) are noticed by comparing their list with the last
+read. Sockets never poll the database themselves.
 
 Groups: ``dash.job.<id>`` gets a move or resubmit job whenever its row changed (the
 worker writes its progress there; the follower reads the jobs changed lately);
@@ -59,10 +61,10 @@ class Follower:
     async def _run(self) -> None:
         layer = get_channel_layer()
         position = await database_sync_to_async(selectors.journal_position)()
-        channels = None
+        objects = None
         while self.subscribers > 0:
             try:
-                position, channels = await self._tick(layer, position, channels)
+                position, objects = await self._tick(layer, position, objects)
             except asyncio.CancelledError:
                 raise
             except Exception:  # a database hiccup must not end the follower
@@ -78,12 +80,12 @@ class Follower:
             if sent.get(row["id"]) != row:
                 await layer.group_send(job_group(row["id"]), {"type": "job.changed", "job": row})
 
-    async def _tick(self, layer, position: int, channels: Any) -> tuple[int, Any]:
+    async def _tick(self, layer, position: int, objects: Any) -> tuple[int, Any]:
         await self._jobs(layer)
         events = await database_sync_to_async(selectors.journal_after)(position=position)
-        current_channels = await database_sync_to_async(selectors.channel_rows)()
-        if not events and current_channels == channels:
-            return position, channels
+        current = await database_sync_to_async(_objects)()
+        if not events and current == objects:
+            return position, objects
         counts: dict[str, Counter] = {}
         changed: dict[str, set[str]] = {}
         queues: dict[str, set[str]] = {}
@@ -103,7 +105,13 @@ class Follower:
             delta = await database_sync_to_async(selectors.graph_delta)(
                 transaction_ids=ids, queues={t: queues[t] for t in ids if t in queues})
             await layer.group_send(graph_group(broker), {"type": "graph.changed", "delta": delta})
-        return (events[-1][0] if events else position), current_channels
+        return (events[-1][0] if events else position), current
+
+
+def _objects() -> tuple:
+    """What besides the journal makes the follower push: the channels' rows, and the brokers
+    and queues (defined, altered or deleted since its last read)."""
+    return selectors.channel_rows(), selectors.topology()
 
 
 #: This process's follower.

@@ -11,7 +11,7 @@ from django.db.models import Count, Q
 from django.db.models.functions import Length, TruncMinute, TruncSecond
 from django.utils import timezone
 
-from brokers.models import Channel, Message, Queue
+from brokers.models import Broker, Channel, Message, Queue
 from brokers.selectors import broker_get, broker_list, queue_get
 from transactions.models import JournalEvent, Link, Transaction
 from transactions.selectors import transaction_graph
@@ -79,11 +79,20 @@ def overview() -> dict[str, Any]:
         "channels": channel_rows(),
         "brokers": [
             {"name": b.name, "description": b.description,
-             "queues": [{"name": q.name, "kind": q.kind, "usage": q.usage, **counts[q.pk]}
+             "queues": [{"name": q.name, "kind": q.kind, "usage": q.usage, "put_enabled": q.put_enabled,
+                         "get_enabled": q.get_enabled, **counts[q.pk]}
                         for q in queues if q.broker_id == b.pk]}
             for b in brokers
         ],
     }
+
+
+def topology() -> tuple[list, list]:
+    """Every broker and queue as the overview and broker pages list them: the follower
+    pushes a fresh overview when this changes (an object defined, altered or deleted)."""
+    return (list(Broker.objects.order_by("name").values_list("name", "description")),
+            list(Queue.objects.order_by("broker__name", "name").values_list(
+                "broker__name", "name", "kind", "usage", "put_enabled", "get_enabled")))
 
 
 def overview_for(data: dict[str, Any], seen: Visibility) -> dict[str, Any]:

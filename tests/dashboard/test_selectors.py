@@ -28,6 +28,22 @@ def test_overview_cut_to_what_a_user_sees(two_brokers):
     assert [q["name"] for q in cut["brokers"][0]["queues"]] == ["Q2"]
 
 
+def test_topology_changes_with_every_definition_the_pages_list(two_brokers):
+    """What makes the follower push a fresh overview without a journal event."""
+    from brokers.services.brokers import broker_define, broker_delete
+    from brokers.services.queues import queue_alter, queue_define, queue_delete
+
+    seen = [selectors.topology()]
+    for change in (lambda: queue_define(broker="SEEN", name="NEW"), lambda: queue_alter(broker="SEEN", name="NEW", put_enabled=False),
+                   lambda: queue_delete(broker="SEEN", name="NEW"), lambda: broker_define(name="THIRD"),
+                   lambda: broker_delete(name="THIRD")):
+        change()
+        assert selectors.topology() != seen[-1]
+        seen.append(selectors.topology())
+    assert seen[-1] == seen[0]  # back where it started: nothing left behind
+    assert selectors.overview()["brokers"][0]["queues"][0]["put_enabled"] is True
+
+
 def test_roles_map_onto_grants(two_brokers):
     from dashboard.users import dashboard_user
 

@@ -1,8 +1,10 @@
-// Analytics: per broker, committed puts and gets per minute and the total depth, from the
-// latest run's results (json_script "analytics-throughput").
-import uPlot from "uplot";
+// Analytics: per broker, committed puts and gets per minute (bars) and the total depth
+// (line), from the latest run's results (json_script "analytics-throughput"). The time
+// axis spans the minutes the results cover (at least ten minutes, centred on them).
 import { cssVar } from "./live.js";
+import { timeChart } from "./timechart.js";
 
+const MINUTE = 60;
 const byBroker = JSON.parse(document.getElementById("analytics-throughput").textContent);
 
 function series(rows) {
@@ -22,13 +24,11 @@ function series(rows) {
 }
 
 document.querySelectorAll("[data-chart]").forEach((el) => {
-  const data = series(byBroker[el.dataset.chart] || []);
-  if (!data[0].length) return;
-  new uPlot({
-    width: el.clientWidth || 600, height: 200,
-    axes: [{ stroke: cssVar("--muted") }, { stroke: cssVar("--muted") }],
-    scales: { x: { time: true } },
-    series: [{}, { label: "puts/min", stroke: cssVar("--active"), width: 2 },
-      { label: "gets/min", stroke: cssVar("--committed"), width: 2 }, { label: "depth", stroke: cssVar("--held"), width: 2 }],
-  }, data, el);
+  const draw = timeChart(el, {
+    lines: [{ label: "puts/min", colour: cssVar("--active"), bars: -1 }, { label: "gets/min", colour: cssVar("--committed"), bars: 1 },
+      { label: "depth", colour: cssVar("--held") }],
+    range: () => ({ bucketS: MINUTE }),
+  });
+  el.batonDraw = (rows) => draw(series(rows)); // also for tests: throughput rows as the results hold them
+  el.batonDraw(byBroker[el.dataset.chart] || []);
 });

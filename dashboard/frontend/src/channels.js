@@ -1,8 +1,10 @@
 // Channels: brokers and channels drawn as a graph (edges labelled with messages sent and
-// the state), and the table kept live from /ws/overview/.
+// the state), the table kept live from /ws/overview/, and a chart of the messages per
+// second they send (summed; between two pushes, since the page opened).
 import cytoscape from "cytoscape";
 import dagre from "cytoscape-dagre";
 import { cssVar, follow } from "./live.js";
+import { MIN_SPAN_S, fitToParent, timeChart } from "./timechart.js";
 
 cytoscape.use(dagre);
 const STATE_COLOUR = { running: "--committed", retrying: "--held", in_doubt: "--rolled_back", stopped: "--muted" };
@@ -43,7 +45,29 @@ function draw() {
   cy.layout({ name: "dagre", rankDir: "LR", rankSep: 160, fit: true, padding: 30 }).run();
 }
 
+const sentEl = document.getElementById("sent-chart");
+const drawSent = timeChart(sentEl, { lines: [{ label: "messages/s", colour: cssVar("--active") }], range: () => ({ windowS: MIN_SPAN_S }) });
+let sent = [[], []]; // time (s), messages per second since the push before
+let lastTotal = null; // {at, total}: messages sent over the channels shown, at the last push
+
+function redrawSent() {
+  const cut = sent[0].findIndex((t) => t >= Date.now() / 1000 - MIN_SPAN_S);
+  if (cut !== 0) sent = sent.map((a) => (cut < 0 ? [] : a.slice(cut)));
+  drawSent(sent);
+}
+
+function addSent(list) {
+  const at = Date.now() / 1000, total = list.reduce((s, c) => s + c.messages_sent, 0);
+  if (lastTotal && total > lastTotal.total && at > lastTotal.at) {
+    sent[0].push(at);
+    sent[1].push((total - lastTotal.total) / (at - lastTotal.at));
+  }
+  lastTotal = { at, total };
+  redrawSent();
+}
+
 function update(list) {
+  addSent(list);
   for (const c of list) {
     const edge = cy.getElementById(`ch:${c.name}`);
     if (edge.nonempty()) edge.data(edgeData(c));
@@ -57,5 +81,9 @@ function update(list) {
 }
 
 draw();
+// For tests: draw these samples ([{t, rate}]) as if they had been pushed.
+sentEl.batonDraw = (points) => { sent = [points.map((p) => p.t), points.map((p) => p.rate)]; redrawSent(); };
+setInterval(redrawSent, 1000); // slide the window along with the clock
+window.addEventListener("resize", () => fitToParent(sentEl.uplot));
 window.batonChannels = { edgeLabel: (name) => cy.getElementById(`ch:${name}`).data("label") };
 follow("/ws/overview/", { onMessage: (msg) => { if (msg.type === "overview") update(msg.data.channels); } });

@@ -1,7 +1,9 @@
-// Overview: live queue counts and two charts (event rates from the journal, depth from the
-// beat task's samples), fed by /ws/overview/ and, for history, /rates/?window=.
-import uPlot from "uplot";
+// Overview: brokers and queues with live counts (rows come and go as they are defined and
+// deleted) and two charts (event rates from the journal, depth from the beat task's
+// samples), fed by /ws/overview/ and, for history, /rates/?window=.
 import { cssVar, follow } from "./live.js";
+import { pagePath, part, syncKeyed } from "./rows.js";
+import { fitToParent, timeChart } from "./timechart.js";
 
 const KINDS = ["put", "get", "commit", "rollback"];
 const PARTS = ["available", "uncommitted_puts", "in_flight", "locked"];
@@ -11,42 +13,45 @@ let bucket = 1;
 let rates = new Map(); // bucket start (s) -> {put, get, commit, rollback}
 let depth = [[], [], [], [], []]; // time, then one array per part
 
-function chart(el, labels, colours) {
-  const opts = {
-    width: el.clientWidth || 400, height: 200,
-    axes: [{ stroke: cssVar("--muted") }, { stroke: cssVar("--muted") }],
-    scales: { x: { time: true, range: () => { const now = Date.now() / 1000; return [now - windowS, now]; } },
-              y: { range: (u, min, max) => [0, Math.max(1, max * 1.1)] } },
-    series: [{}, ...labels.map((label, i) => ({ label, stroke: colours[i], width: 2 }))],
-  };
-  return new uPlot(opts, [[], ...labels.map(() => [])], el);
-}
+const ratesEl = document.getElementById("rates-chart");
+const depthEl = document.getElementById("depth-chart");
+const drawRatesChart = timeChart(ratesEl, {
+  lines: [["puts/s", "--active"], ["gets/s", "--committed"], ["commits/s", "--held"], ["rollbacks/s", "--rolled_back"]]
+    .map(([label, colour]) => ({ label, colour: cssVar(colour), zeroFilled: true })),
+  range: () => ({ windowS }),
+});
+const drawDepthChart = timeChart(depthEl, {
+  lines: [["available", "--committed"], ["uncommitted", "--held"], ["in flight", "--active"], ["locked", "--rolled_back"]]
+    .map(([label, colour]) => ({ label, colour: cssVar(colour) })),
+  range: () => ({ windowS }),
+});
 
-const colours = () => [cssVar("--active"), cssVar("--committed"), cssVar("--held"), cssVar("--rolled_back")];
-let ratesChart = chart(document.getElementById("rates-chart"), ["puts/s", "gets/s", "commits/s", "rollbacks/s"], colours());
-let depthChart = chart(document.getElementById("depth-chart"), ["available", "uncommitted", "in flight", "locked"],
-  [cssVar("--committed"), cssVar("--held"), cssVar("--active"), cssVar("--rolled_back")]);
-
+// Every bucket of the window, zero where nothing happened; empty when nothing did.
 function drawRates() {
   const now = Math.floor(Date.now() / 1000);
   const start = Math.floor((now - windowS) / bucket) * bucket;
   const xs = [], ys = KINDS.map(() => []);
+  let any = false;
   for (let t = start; t <= now; t += bucket) {
     const point = rates.get(t);
     xs.push(t);
     KINDS.forEach((k, i) => ys[i].push(point ? point[k] / bucket : 0));
+    any = any || Boolean(point && KINDS.some((k) => point[k]));
   }
-  ratesChart.setData([xs, ...ys]);
+  drawRatesChart([xs, ...ys], { isEmpty: !any });
 }
 
-async function loadRates() {
-  const response = await fetch(`/rates/?window=${windowS}`, { headers: { Accept: "application/json" } });
-  if (!response.ok) return;
-  const data = await response.json();
+// A /rates/ answer: rates per bucket and depth history.
+function showRates(data) {
   bucket = data.bucket;
   rates = new Map(data.points.map((p) => [p.t, p]));
   seedDepth(data.depth || []);
   drawRates();
+}
+
+async function loadRates() {
+  const response = await fetch(`/rates/?window=${windowS}`, { headers: { Accept: "application/json" } });
+  if (response.ok) showRates(await response.json());
 }
 
 // History from the samples, then the live points taken since the last sample.
@@ -55,7 +60,7 @@ function seedDepth(points) {
   const live = depth[0].map((t, i) => i).filter((i) => depth[0][i] > last);
   const seeded = [points.map((p) => p.t), ...PARTS.map((part) => points.map((p) => p[part]))];
   seeded.forEach((values, k) => { depth[k] = [...values, ...live.map((i) => depth[k][i])]; });
-  depthChart.setData(depth);
+  drawDepthChart(depth);
 }
 
 function addCounts(counts) {
@@ -65,28 +70,47 @@ function addCounts(counts) {
   rates.set(t, point);
 }
 
+const brokersEl = document.getElementById("brokers");
+const brokerTemplate = document.getElementById("broker-template");
+const queueTemplate = document.getElementById("queue-template");
+
+function fillQueue(row, q) {
+  for (const p of PARTS) row.querySelector(`[data-field="${p}"]`).textContent = q[p];
+  const sum = PARTS.reduce((s, p) => s + q[p], 0) || 1;
+  const bars = row.querySelectorAll(".bar span");
+  PARTS.forEach((p, i) => { bars[i].style.width = `${(100 * q[p]) / sum}%`; });
+}
+
+// The brokers and queues the push names, with their counts; a depth point of their sums.
 function showCounts(data) {
+  syncKeyed(brokersEl, data.brokers, {
+    key: "broker", template: brokerTemplate, none: document.getElementById("no-brokers"),
+    made: (section, b) => {
+      const link = part(section, "broker-link");
+      link.href = pagePath("brokers", b.name);
+      link.textContent = b.name;
+      part(section, "graph-link").href = `${pagePath("brokers", b.name)}transactions/`;
+    },
+    fill: (section, b) => syncKeyed(section.querySelector("tbody"), b.queues, {
+      key: "queue", template: queueTemplate, none: section.querySelector("tr.none"), fill: fillQueue,
+      made: (row, q) => {
+        const link = part(row, "queue-link");
+        link.href = pagePath("brokers", b.name, "queues", q.name);
+        link.textContent = q.name;
+        part(row, "kind").textContent = q.usage === "transmission" ? `${q.kind} (xmit)` : q.kind;
+      },
+    }),
+  });
   const totals = Object.fromEntries(PARTS.map((p) => [p, 0]));
-  for (const broker of data.brokers) {
-    const section = document.querySelector(`section.broker[data-broker="${CSS.escape(broker.name)}"]`);
-    for (const q of broker.queues) {
-      PARTS.forEach((p) => { totals[p] += q[p]; });
-      const row = section && section.querySelector(`tr[data-queue="${CSS.escape(q.name)}"]`);
-      if (!row) continue;
-      for (const p of PARTS) row.querySelector(`[data-field="${p}"]`).textContent = q[p];
-      const sum = PARTS.reduce((s, p) => s + q[p], 0) || 1;
-      const bars = row.querySelectorAll(".bar span");
-      PARTS.forEach((p, i) => { bars[i].style.width = `${(100 * q[p]) / sum}%`; });
-    }
-  }
+  for (const b of data.brokers) for (const q of b.queues) PARTS.forEach((p) => { totals[p] += q[p]; });
   depth[0].push(Date.now() / 1000);
   PARTS.forEach((p, i) => depth[i + 1].push(totals[p]));
   const cut = depth[0].findIndex((t) => t >= Date.now() / 1000 - windowS);
   if (cut > 0) depth.forEach((a) => a.splice(0, cut));
-  depthChart.setData(depth);
+  drawDepthChart(depth);
 }
 
-follow(document.getElementById("brokers").dataset.socket, {
+follow(brokersEl.dataset.socket, {
   onOpen: loadRates,
   onMessage: (msg) => {
     if (msg.type !== "overview") return;
@@ -96,8 +120,8 @@ follow(document.getElementById("brokers").dataset.socket, {
   },
 });
 windowSelect.addEventListener("change", () => { windowS = Number(windowSelect.value); loadRates(); });
-window.batonOverview = { rates: () => ratesChart.data, depth: () => depthChart.data, windowS: () => windowS };
-setInterval(drawRates, 1000); // slide the window along with the clock
-window.addEventListener("resize", () => {
-  for (const c of [ratesChart, depthChart]) c.setSize({ width: c.root.parentElement.clientWidth - 20, height: 200 });
-});
+// For tests: the charts' data, and drawing a /rates/ answer (rates and depth history) as if fetched.
+ratesEl.batonDraw = depthEl.batonDraw = (data) => { depth = [[], [], [], [], []]; showRates(data); };
+window.batonOverview = { rates: () => ratesEl.uplot.data, depth: () => depthEl.uplot.data, windowS: () => windowS };
+setInterval(() => { drawRates(); drawDepthChart(depth); }, 1000); // slide the window along with the clock
+window.addEventListener("resize", () => { fitToParent(ratesEl.uplot); fitToParent(depthEl.uplot); });

@@ -1,5 +1,6 @@
-"""Screenshots of every page for docs/ (README links them). Skipped unless
-BATON_SCREENSHOTS names the folder to write to:
+"""Screenshots of every page for docs/ (README links them), taken from pages with data: the
+analytics page after a Spark run over a scene with pre-emptive links (Java needed). Skipped
+unless BATON_SCREENSHOTS names the folder to write to:
 
     BATON_SCREENSHOTS=docs/screenshots .venv/bin/python -m pytest tests/dashboard/browser/test_screenshots.py
 """
@@ -10,6 +11,8 @@ from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
+
+from tests.integration.servers import poll_until
 
 from .test_moves import backout_queue_with
 from .test_transaction_graph import begin, linked_pair
@@ -53,13 +56,57 @@ def scene(api, broker: str) -> str:
     return producer
 
 
+def local_channel(api, broker: str) -> str:
+    """A running channel to a second broker of this platform, fed through a remote queue OUT."""
+    target = f"{broker}.EU"
+    api.post("/api/brokers/", json={"name": target})
+    api.post(f"/api/brokers/{target}/queues/", json={"name": "IN"})
+    api.post(f"/api/brokers/{broker}/queues/", json={"name": "XMIT.EU", "usage": "transmission"})
+    api.post(f"/api/brokers/{broker}/queues/", json={"name": "OUT", "kind": "remote", "remote_broker": target,
+                                                    "remote_queue": "IN", "transmission_queue": "XMIT.EU"})
+    name = f"{broker}.TO.EU"
+    api.post("/api/channels/", json={"name": name, "source_broker": broker, "transmission_queue": "XMIT.EU",
+                                     "target_broker": target, "batch_size": 10})
+    assert api.post(f"/api/channels/{name}/start/").status_code in (200, 202)
+    return name
+
+
+def pipeline(api, broker: str, *, pairs: int = 20, plain: int = 30) -> None:
+    """Pre-emptive producer/consumer pairs that all commit (the consumer's commit held until
+    its producer's), and plain messages put and gotten outside any unit of work."""
+    for _ in range(pairs):
+        producer, consumer = linked_pair(api, broker)
+        assert api.post(f"/api/transactions/{consumer}/commit/", json={"wait": 0}).status_code == 202
+        assert api.post(f"/api/transactions/{producer}/commit/", json={}).status_code == 200
+    api.post(f"/api/brokers/{broker}/queues/", json={"name": "INVOICES"})
+    api.post(f"/api/brokers/{broker}/queues/INVOICES/messages/", json={"messages": [{"body": f"invoice {i}"} for i in range(plain)]})
+    for _ in range(plain * 2 // 3):
+        assert api.post(f"/api/brokers/{broker}/queues/INVOICES/get/", json={}).json()["messages"]
+
+
+def analytics_run(api) -> None:
+    """Run the Spark analytics now and wait for its results."""
+    run = api.post("/api/analytics/runs/", json={})
+    assert run.status_code == 202, run.text
+
+    def finished():
+        state = api.get(f"/api/analytics/runs/{run.json()['id']}/").json()
+        assert state["state"] != "failed", state
+        return state["state"] == "succeeded"
+
+    poll_until(finished, timeout=600, what="the analytics run to succeed", interval=1)
+
+
 def test_screenshots(admin_page, site, api, fresh_broker):
     out = Path(OUT)
     out.mkdir(parents=True, exist_ok=True)
     page = admin_page
     selected = scene(api, fresh_broker)
+    pipeline(api, fresh_broker)
     page.goto(f"{site.url}/")
     expect(page.locator("#live-status")).to_have_attribute("data-live", "true")
+    with page.expect_response(lambda r: r.url.endswith("/rates/?window=60")):
+        page.select_option("#window", label="1 minute")  # the scene's seconds spread out
     page.screenshot(path=out / "overview.png", full_page=True)
     page.goto(f"{site.url}/brokers/{fresh_broker}/")
     page.screenshot(path=out / "broker.png", full_page=True)
@@ -73,8 +120,15 @@ def test_screenshots(admin_page, site, api, fresh_broker):
     page.click("#theme-toggle")
     page.screenshot(path=out / "transactions-dark.png", full_page=True)
     page.click("#theme-toggle")
+    channel = local_channel(api, fresh_broker)
     page.goto(f"{site.url}/channels/")
     expect(page.locator("#live-status")).to_have_attribute("data-live", "true")
+    sent = 0
+    for burst in (6, 14, 9):  # messages sent while the page is open: its chart's samples
+        api.post(f"/api/brokers/{fresh_broker}/queues/OUT/messages/", json={"messages": [{"body": "over"}] * burst})
+        sent += burst
+        expect(page.locator(f'tr[data-channel="{channel}"] [data-field="messages_sent"]')).to_have_text(str(sent))
+    expect(page.locator("#sent-chart")).to_have_attribute("data-empty", "false")
     page.screenshot(path=out / "channels.png", full_page=True)
     ids = backout_queue_with(api, fresh_broker, 5)
     taken = begin(api, fresh_broker)  # one of them in flight: the job skips it, saying why
@@ -85,8 +139,10 @@ def test_screenshots(admin_page, site, api, fresh_broker):
     page.click("#move-submit")
     expect(page.locator("#job")).to_have_attribute("data-state", "succeeded")
     page.screenshot(path=out / "move-job.png", full_page=True)
+    analytics_run(api)
     page.goto(f"{site.url}/analytics/")
-    page.screenshot(path=out / "analytics.png")
+    expect(page.locator(f'[data-chart="{fresh_broker}"]')).to_have_attribute("data-empty", "false")
+    page.screenshot(path=out / "analytics.png", full_page=True)
     page.context.clear_cookies()
     page.goto(f"{site.url}/login/")
     page.screenshot(path=out / "login.png")
