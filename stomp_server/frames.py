@@ -130,13 +130,20 @@ class FrameParser:
         self._body_start = 0
 
     def feed(self, data: bytes) -> list[Frame]:
-        self._buf += data
+        """Push ``data`` and pop every frame it completes."""
+        self.push(data)
         frames: list[Frame] = []
-        while True:
-            frame = self._next()
-            if frame is None:
-                return frames
+        while (frame := self.pop()) is not None:
             frames.append(frame)
+        return frames
+
+    def push(self, data: bytes) -> None:
+        self._buf += data
+
+    def pop(self) -> Frame | None:
+        """The next complete frame, or None. The caller may change ``version`` between
+        frames (after CONNECT)."""
+        return self._next()
 
     def _crlf(self) -> bool:
         return self.version in (None, "1.2")

@@ -1,0 +1,53 @@
+"""STOMP over TCP: an asyncio server on ``BATON_STOMP_PORT`` at ``BATON_HOST`` (API.md,
+"STOMP"). Each connection is a :class:`~stomp_server.protocol.StompConnection`."""
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+
+from .protocol import StompConnection
+
+log = logging.getLogger(__name__)
+READ_SIZE = 256 * 1024
+
+
+class TcpTransport:
+    def __init__(self, writer: asyncio.StreamWriter) -> None:
+        self.writer = writer
+
+    async def write(self, data: bytes) -> None:
+        self.writer.write(data)
+        await self.writer.drain()
+
+    async def close(self) -> None:
+        self.writer.close()
+
+
+async def _serve_one(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    sock = writer.get_extra_info("socket")
+    if sock is not None:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    peer = writer.get_extra_info("peername")
+    connection = StompConnection(TcpTransport(writer), kind="tcp",
+                                 peer=f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer))
+    connection.start()
+    try:
+        while data := await reader.read(READ_SIZE):
+            await connection.received(data)
+            if connection.closed:
+                break
+    except (ConnectionError, OSError):
+        pass
+    finally:
+        connection.lost()
+
+
+async def stomp_serve(*, host: str, port: int, started: asyncio.Future | None = None) -> None:
+    """Serve STOMP on ``host``:``port`` until cancelled."""
+    server = await asyncio.start_server(_serve_one, host, port, limit=READ_SIZE)
+    bound = server.sockets[0].getsockname()[1]
+    if started is not None:
+        started.set_result(bound)
+    async with server:
+        await server.serve_forever()

@@ -1,0 +1,100 @@
+"""The STOMP server in this process (its TCP listener on a thread of its own, on the test
+database), a broker and a user for it, and stomp.py connections to it."""
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import pytest
+import stomp
+
+from brokers.services.access import api_token_issue
+from brokers.services.brokers import broker_define
+from brokers.services.queues import queue_define
+from stomp_server.tcp import stomp_serve
+
+
+@pytest.fixture
+def stomp_port(transactional_db):
+    loop = asyncio.new_event_loop()
+    started: list = []
+    ready = threading.Event()
+
+    async def main() -> None:
+        future = loop.create_future()
+        task = loop.create_task(stomp_serve(host="127.0.0.1", port=0, started=future))
+        started.append(await future)
+        started.append(task)
+        ready.set()
+        try:
+            await task
+        except asyncio.CancelledError:
+            pass
+
+    thread = threading.Thread(target=loop.run_until_complete, args=(main(),), daemon=True)
+    thread.start()
+    assert ready.wait(30), "the STOMP server did not start"
+    yield started[0]
+    loop.call_soon_threadsafe(started[1].cancel)
+    thread.join(30)
+
+
+@pytest.fixture
+def stomp_broker(transactional_db):
+    broker_define(name="QM1", transaction_timeout_ms=60_000)
+    queue_define(broker="QM1", name="Q1")
+    return "QM1"
+
+
+@pytest.fixture
+def token(transactional_db):
+    return api_token_issue(username="tester", create_user=True, superuser=True)
+
+
+class Listener(stomp.listener.ConnectionListener):
+    """What a connection received, to wait on (bounded) in order."""
+
+    def __init__(self) -> None:
+        self.cond = threading.Condition()
+        self.messages: list = []
+        self.errors: list = []
+        self.receipts: list[str] = []
+        self.disconnected = False
+
+    def on_message(self, frame) -> None:
+        with self.cond:
+            self.messages.append(frame)
+            self.cond.notify_all()
+
+    def on_error(self, frame) -> None:
+        with self.cond:
+            self.errors.append(frame)
+            self.cond.notify_all()
+
+    def on_receipt(self, frame) -> None:
+        with self.cond:
+            self.receipts.append(frame.headers["receipt-id"])
+            self.cond.notify_all()
+
+    def on_disconnected(self) -> None:
+        with self.cond:
+            self.disconnected = True
+            self.cond.notify_all()
+
+    def wait(self, check, timeout: float = 20):
+        with self.cond:
+            assert self.cond.wait_for(check, timeout), "timed out waiting"
+
+    def wait_messages(self, n: int, timeout: float = 20) -> list:
+        self.wait(lambda: len(self.messages) >= n, timeout)
+        return self.messages[:n]
+
+
+def connected(port: int, token: str, *, version: str = "1.2", host: str | None = "QM1", **kwargs):
+    cls = {"1.0": stomp.Connection10, "1.1": stomp.Connection11, "1.2": stomp.Connection12}[version]
+    conn = cls([("127.0.0.1", port)], **kwargs)
+    listener = Listener()
+    conn.set_listener("", listener)
+    headers = {"host": host} if host and version != "1.0" else ({"host": host} if host else {})
+    conn.connect("tester", token, wait=True, headers=headers)
+    return conn, listener
