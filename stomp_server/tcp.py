@@ -10,6 +10,8 @@ from .protocol import StompConnection
 
 log = logging.getLogger(__name__)
 READ_SIZE = 256 * 1024
+#: The connections of each server running in this process.
+_LIVE_SETS: list[set] = []
 
 
 class TcpTransport:
@@ -32,6 +34,8 @@ async def _serve_one(reader: asyncio.StreamReader, writer: asyncio.StreamWriter)
     connection = StompConnection(TcpTransport(writer), kind="tcp",
                                  peer=f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer))
     connection.start()
+    for live in _LIVE_SETS:
+        live.add(connection)
     try:
         while data := await reader.read(READ_SIZE):
             await connection.received(data)
@@ -41,6 +45,8 @@ async def _serve_one(reader: asyncio.StreamReader, writer: asyncio.StreamWriter)
         pass
     finally:
         connection.lost()
+        for live in _LIVE_SETS:
+            live.discard(connection)
 
 
 async def stomp_serve(*, host: str, port: int, started: asyncio.Future | None = None) -> None:
@@ -49,5 +55,20 @@ async def stomp_serve(*, host: str, port: int, started: asyncio.Future | None = 
     bound = server.sockets[0].getsockname()[1]
     if started is not None:
         started.set_result(bound)
-    async with server:
-        await server.serve_forever()
+    live: set[StompConnection] = set()
+    _LIVE_SETS.append(live)
+    try:
+        async with server:
+            await server.serve_forever()
+    finally:
+        _LIVE_SETS.remove(live)
+        await connections_ended(live)
+
+
+async def connections_ended(live) -> None:
+    """End these connections as if their clients had left, and wait until each has rolled
+    back and given back what it held."""
+    ending = list(live)
+    for connection in ending:
+        connection.lost()
+    await asyncio.to_thread(lambda: [c.applier.join() for c in ending])

@@ -60,6 +60,7 @@ class Listener(stomp.listener.ConnectionListener):
         self.errors: list = []
         self.receipts: list[str] = []
         self.disconnected = False
+        self.heartbeats = 0
 
     def on_message(self, frame) -> None:
         with self.cond:
@@ -76,6 +77,11 @@ class Listener(stomp.listener.ConnectionListener):
             self.receipts.append(frame.headers["receipt-id"])
             self.cond.notify_all()
 
+    def on_heartbeat(self) -> None:
+        with self.cond:
+            self.heartbeats += 1
+            self.cond.notify_all()
+
     def on_disconnected(self) -> None:
         with self.cond:
             self.disconnected = True
@@ -90,6 +96,25 @@ class Listener(stomp.listener.ConnectionListener):
         return self.messages[:n]
 
 
+def bye(conn) -> None:
+    """DISCONNECT and wait for its receipt (stomp.py's disconnect does not): the server has
+    then rolled back and given back what the connection held."""
+    listener = conn.get_listener("")
+    conn.disconnect()
+    listener.wait(lambda: listener.disconnected)
+
+
+def until(check, *, timeout: float = 20, what: str = "the server"):
+    """A bounded polling loop (for what the server does after a client has gone)."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not (result := check()):
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.02)
+    return result
+
+
 def connected(port: int, token: str, *, version: str = "1.2", host: str | None = "QM1", **kwargs):
     cls = {"1.0": stomp.Connection10, "1.1": stomp.Connection11, "1.2": stomp.Connection12}[version]
     conn = cls([("127.0.0.1", port)], **kwargs)
@@ -98,3 +123,48 @@ def connected(port: int, token: str, *, version: str = "1.2", host: str | None =
     headers = {"host": host} if host and version != "1.0" else ({"host": host} if host else {})
     conn.connect("tester", token, wait=True, headers=headers)
     return conn, listener
+
+
+class Raw:
+    """A plain socket speaking STOMP byte by byte, to see exactly what the server answers."""
+
+    def __init__(self, port: int) -> None:
+        import socket
+
+        from stomp_server.frames import FrameParser
+
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=20)
+        self.parser = FrameParser(max_frame=64 * 1024 * 1024, version="1.2")
+        self.frames: list = []
+        self.eof = False
+
+    def send(self, data: bytes) -> None:
+        self.sock.sendall(data)
+
+    def connect(self, token: str, version: str = "1.2", **headers) -> object:
+        extra = "".join(f"{k}:{v}\n" for k, v in headers.items())
+        self.send(f"CONNECT\naccept-version:{version}\nhost:QM1\nlogin:tester\npasscode:{token}\n{extra}\n\0".encode())
+        frame = self.next()
+        assert frame.command == "CONNECTED", (frame.command, frame.headers, frame.body)
+        return frame
+
+    def next(self):
+        while not self.frames:
+            data = self.sock.recv(1 << 20)
+            if not data:
+                self.eof = True
+                raise EOFError("the server closed the connection")
+            self.frames.extend(self.parser.feed(data))
+        return self.frames.pop(0)
+
+    def closed_after(self):
+        """The frames until the server closes the connection (bounded by the socket timeout)."""
+        got = []
+        try:
+            while True:
+                got.append(self.next())
+        except (EOFError, ConnectionResetError):
+            return got
+
+    def close(self) -> None:
+        self.sock.close()
