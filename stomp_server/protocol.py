@@ -124,7 +124,8 @@ class StompConnection:
     """The protocol of one connection. The transport calls :meth:`start`, then
     :meth:`received` for its bytes (awaiting it: that is the back-pressure) and :meth:`lost`
     when it ends; the connection writes through ``transport.write(data)`` (a coroutine) and
-    ends it with ``transport.close()`` (a coroutine)."""
+    ends it with ``transport.close()`` (a coroutine, after what was sent) or
+    ``transport.abort()`` (at once)."""
 
     def __init__(self, transport, *, kind: str, peer: str, version: str | None = None) -> None:
         self.transport = transport
@@ -223,10 +224,7 @@ class StompConnection:
             except (TimeoutError, OSError, RuntimeError, ConnectionError) as exc:
                 log.info("closing a STOMP connection: a frame could not be sent (%s)", type(exc).__name__)
                 self.closed = True
-                try:
-                    await self.transport.close()
-                except Exception:
-                    pass
+                self.transport.abort()
                 return
             finally:
                 with self.lock:
@@ -279,6 +277,8 @@ class StompConnection:
         headers = [("message", message), ("x-baton-code", exc.code), ("content-type", "text/plain")]
         if frame is not None and frame.get("receipt") is not None:
             headers.append(("receipt-id", frame.get("receipt")))
+        if "version" in exc.details:  # the versions the server speaks (the specification's rule)
+            headers.append(("version", str(exc.details["version"])))
         details = [f"{k}: {v}" for k, v in exc.details.items() if k != "errors"]
         for name, texts in (exc.details.get("errors") or {}).items():
             details.append(f"{name}: {' '.join(texts) if isinstance(texts, list) else texts}")
@@ -341,7 +341,7 @@ class StompConnection:
     def _required(self, frame: Frame, name: str) -> str:
         value = frame.get(name)
         if value is None or value == "":
-            raise StompRefused(f"{frame.command} needs a {name} header.", errors={name: ["Required."]})
+            raise StompRefused(f"{frame.command} needs the {name} header.", errors={name: ["Required."]})
         return value
 
     def _connect(self, frame: Frame) -> None:
@@ -544,7 +544,7 @@ class StompConnection:
             msg_id = self._required(frame, "message-id")
             sub_id = frame.get("subscription")
             if self.version == "1.1" and sub_id is None:
-                raise StompRefused(f"{frame.command} needs a subscription header.", errors={"subscription": ["Required."]})
+                raise StompRefused(f"{frame.command} needs the subscription header.", errors={"subscription": ["Required."]})
             subs = [self.subscriptions[sub_id]] if sub_id in self.subscriptions else (
                 [] if sub_id is not None else list(self.subscriptions.values()))
             with self.lock:

@@ -25,6 +25,10 @@ class TcpTransport:
     async def close(self) -> None:
         self.writer.close()
 
+    def abort(self) -> None:
+        """Close at once, dropping what is unsent (a client that does not read)."""
+        self.writer.transport.abort()
+
 
 async def _serve_one(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
     sock = writer.get_extra_info("socket")
@@ -70,5 +74,6 @@ async def connections_ended(live) -> None:
     back and given back what it held."""
     ending = list(live)
     for connection in ending:
+        connection.transport.abort()
         connection.lost()
     await asyncio.to_thread(lambda: [c.applier.join() for c in ending])

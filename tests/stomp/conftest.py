@@ -128,12 +128,16 @@ def connected(port: int, token: str, *, version: str = "1.2", host: str | None =
 class Raw:
     """A plain socket speaking STOMP byte by byte, to see exactly what the server answers."""
 
-    def __init__(self, port: int) -> None:
+    def __init__(self, port: int, *, rcvbuf: int | None = None) -> None:
         import socket
 
         from stomp_server.frames import FrameParser
 
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=20)
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        if rcvbuf:
+            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+        self.sock.settimeout(20)
+        self.sock.connect(("127.0.0.1", port))
         self.parser = FrameParser(max_frame=64 * 1024 * 1024, version="1.2")
         self.frames: list = []
         self.eof = False
