@@ -22,12 +22,14 @@ from brokers.api.routing import websocket_urlpatterns as session_urlpatterns  # 
 from config.threaded_wsgi import ThreadedWSGI  # noqa: E402
 from config.wsgi import application as wsgi_application  # noqa: E402
 from dashboard.routing import websocket_urlpatterns  # noqa: E402
+from stomp_server.routing import websocket_urlpatterns as stomp_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
         "http": ThreadedWSGI(wsgi_application, threads=settings.BATON_HTTP_THREADS),
-        # the session authenticates by token itself (never by the cookie the stack reads);
-        # the dashboard's pages by the sign-in cookie
-        "websocket": AuthMiddlewareStack(URLRouter([*session_urlpatterns, *websocket_urlpatterns])),
+        # the session authenticates by token itself (never by the cookie the stack reads),
+        # STOMP by its CONNECT frame; the dashboard's pages by the sign-in cookie
+        "websocket": AuthMiddlewareStack(URLRouter([*session_urlpatterns, *stomp_urlpatterns,
+                                                    *websocket_urlpatterns])),
     }
 )

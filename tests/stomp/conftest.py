@@ -172,3 +172,27 @@ class Raw:
 
     def close(self) -> None:
         self.sock.close()
+
+
+@pytest.fixture
+def web_port(transactional_db):
+    """The ASGI application (config.asgi: HTTP, the session, STOMP at /stomp/) under uvicorn
+    in this process, on the test database."""
+    import socket
+
+    import uvicorn
+
+    from config.asgi import application
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(application, host="127.0.0.1", port=port, lifespan="off",
+                                           log_level="warning", ws_max_size=64 * 1024 * 1024))
+    server.install_signal_handlers = lambda: None
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    until(lambda: server.started, what="uvicorn")
+    yield port
+    server.should_exit = True
+    thread.join(30)
