@@ -21,7 +21,8 @@ from django.contrib.auth import authenticate
 from brokers import permissions as may
 from brokers.api.authentication import token_user
 from brokers.api.operations import (
-    LockAbandon, LockComplete, MessageGet, MessagePut, TransactionBegin, TransactionCommit, TransactionRollback,
+    LockAbandon, LockComplete, LockRenew, MessageGet, MessagePut, TransactionBegin, TransactionCommit,
+    TransactionRollback,
 )
 from brokers.definitions import broker_cached, definitions_checked, queue_cached
 from brokers.exceptions import AlreadyExists, InvalidInput, QueueNotFound
@@ -129,16 +130,17 @@ def publication_send(user, *, broker: str, topic: str, fields: dict[str, Any], b
     PublicationPublish.run(user, request)
 
 
-def queue_subscribed(user, *, broker: str, queue: str) -> str:
-    """Check that the user may get from the queue (defining it if the broker says so);
-    its wake-up key."""
+def queue_subscribed(user, *, broker: str, queue: str) -> tuple[str, float]:
+    """Check that the user may get from the queue (defining it if the broker says so); its
+    wake-up key and lock duration (seconds)."""
     may.require_get(user, broker=broker, queue=queue)
     _queue_ensured(user, broker=broker, queue=queue, action="get")
-    return queue_wakeup_key(queue_cached(broker=broker, name=queue).pk)
+    return queue_key(broker=broker, queue=queue)
 
 
-def queue_key(*, broker: str, queue: str) -> str:
-    return queue_wakeup_key(queue_cached(broker=broker, name=queue).pk)
+def queue_key(*, broker: str, queue: str) -> tuple[str, float]:
+    found = queue_cached(broker=broker, name=queue)
+    return queue_wakeup_key(found.pk), found.lock_duration_ms / 1000
 
 
 def subscription_name(*, user, connection: str, id: str, durable: bool) -> str:
@@ -148,10 +150,10 @@ def subscription_name(*, user, connection: str, id: str, durable: bool) -> str:
     return ("stomp.d." if durable else "stomp.") + hashlib.sha256(seed.encode()).hexdigest()[:32]
 
 
-def topic_subscribed(user, *, broker: str, topic_filter: str, name: str, durable: bool) -> str:
+def topic_subscribed(user, *, broker: str, topic_filter: str, name: str, durable: bool) -> tuple[str, float]:
     """The queue and subscription (both named ``name``) that receive what is published on
     ``topic_filter``; a durable one already there is kept (with its messages) when its
-    filter is the same. Returns the queue's wake-up key."""
+    filter is the same. Returns the queue's wake-up key and lock duration (seconds)."""
     pubsub_may.require_subscribe(user, broker=broker)
     definitions_checked()
     try:
@@ -196,6 +198,10 @@ def lock_completed(user, *, token: str, transaction: str | None) -> None:
     if transaction:
         request["transaction"] = transaction
     LockComplete.run(user, request)
+
+
+def lock_renewed(user, *, token: str) -> None:
+    LockRenew.run(user, {"lock_token": token})
 
 
 def lock_abandoned(user, *, token: str) -> None:

@@ -91,6 +91,8 @@ class Pending:
     msg_id: str
     token: str
     subscription: Subscription
+    #: When its lock was last taken or renewed (time.monotonic()).
+    locked_at: float = field(default_factory=time.monotonic)
 
 
 @dataclass(eq=False)
@@ -102,6 +104,8 @@ class Subscription:
     ack: str
     prefetch: int
     key: str
+    #: The queue's lock duration (s): unacknowledged messages' locks are renewed well before.
+    lock_s: float = 30.0
     #: The topic subscription's name (its queue's too), for /topic/ destinations.
     topic_name: str | None = None
     durable: bool = False
@@ -434,14 +438,14 @@ class StompConnection:
         sub = Subscription(id=sub_id, destination=frame.get("destination"), broker=self.broker, queue=name,
                            ack=ack, prefetch=int(prefetch_text), key="")
         if kind == "queue":
-            sub.key = engine.queue_subscribed(self.user, broker=self.broker, queue=name)
+            sub.key, sub.lock_s = engine.queue_subscribed(self.user, broker=self.broker, queue=name)
         else:
             if durable and not frame.get("id"):
                 raise StompRefused("A durable subscription needs an id header.", errors={"id": ["Required."]})
             sub.durable = durable
             sub.topic_name = engine.subscription_name(user=self.user, connection=self.session, id=sub_id,
                                                       durable=durable)
-            sub.key = engine.topic_subscribed(self.user, broker=self.broker, topic_filter=name, name=sub.topic_name,
+            sub.key, sub.lock_s = engine.topic_subscribed(self.user, broker=self.broker, topic_filter=name, name=sub.topic_name,
                                               durable=durable)
             sub.queue = sub.topic_name
         self.subscriptions[sub_id] = sub
@@ -488,17 +492,22 @@ class StompConnection:
         try:
             while True:
                 with self.lock:
-                    self.lock.wait_for(lambda: sub.stopped or self.closed or self._room(sub) > 0)
+                    self.lock.wait_for(lambda: sub.stopped or self.closed or self._room(sub) > 0,
+                                       timeout=sub.lock_s / 3)
                     if sub.stopped or self.closed:
                         return
                     room = self._room(sub)
+                if room <= 0:  # prefetch-count reached, or the client is not reading
+                    self._locks_renewed(sub)
+                    continue
 
                 def attempt():
                     if sub.stopped or self.closed:
                         return True
                     return engine.messages_got(self.user, broker=sub.broker, queue=sub.queue, mode=mode, batch=room)
 
-                got = wait_for(attempt, keys=[sub.key], wait_s=SUBSCRIPTION_WAIT_S)
+                got = wait_for(attempt, keys=[sub.key], wait_s=min(SUBSCRIPTION_WAIT_S, sub.lock_s / 3))
+                self._locks_renewed(sub)
                 if got is True or not got:
                     continue
                 for message in got:
@@ -512,6 +521,19 @@ class StompConnection:
                 self.error(BatonError("The server failed to deliver to the subscription."), None)
         finally:
             connections.close_all()
+
+    def _locks_renewed(self, sub: Subscription) -> None:
+        """Keep the locks of what the client holds unacknowledged (a slow consumer keeps its
+        messages, as long as its connection lives)."""
+        now = time.monotonic()
+        with self.lock:
+            due = [p for p in sub.pending.values() if now - p.locked_at > sub.lock_s / 3]
+        for item in due:
+            try:
+                engine.lock_renewed(self.user, token=item.token)
+                item.locked_at = now
+            except BatonError:  # acknowledged meanwhile, or already lost
+                pass
 
     def _send_message(self, sub: Subscription, message: dict[str, Any]) -> None:
         ack_id = None

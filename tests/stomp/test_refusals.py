@@ -10,8 +10,6 @@ from transactions.models import Transaction
 
 from .conftest import Raw, bye, connected, until
 
-pytestmark = pytest.mark.postgres
-
 
 def available(queue: str = "Q1") -> list[bytes]:
     return [bytes(m.body) for m in message_browse(broker="QM1", queue=queue).messages]
@@ -90,6 +88,7 @@ def test_bad_login_and_unknown_broker(stomp_port, stomp_broker, token):
     assert error.get("version") == "1.0,1.1,1.2"
 
 
+@pytest.mark.postgres
 def test_a_connection_that_ends_rolls_back_and_gives_back(stomp_port, stomp_broker, token):
     message_put(broker="QM1", queue="Q1", messages=[MessageInput(body=b"kept")])
     raw = Raw(stomp_port)

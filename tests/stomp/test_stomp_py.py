@@ -10,7 +10,6 @@ from brokers.services.message_input import MessageInput
 
 from .conftest import Raw, bye, connected, until
 
-pytestmark = pytest.mark.postgres
 
 
 def available(queue: str = "Q1") -> list[bytes]:
@@ -61,6 +60,7 @@ def test_auto_ack_consumes_and_prefetch_bounds_what_is_unacknowledged(stomp_port
     assert available() == []
 
 
+@pytest.mark.postgres
 def test_client_ack_is_cumulative_and_nack_gives_back(stomp_port, stomp_broker, token):
     put("a", "b", "c")
     conn, seen = connected(stomp_port, token)
@@ -77,6 +77,7 @@ def test_client_ack_is_cumulative_and_nack_gives_back(stomp_port, stomp_broker, 
     assert available() == []
 
 
+@pytest.mark.postgres
 def test_a_transaction_is_a_unit_of_work(stomp_port, stomp_broker, token):
     put("held")
     conn, seen = connected(stomp_port, token)
@@ -158,3 +159,20 @@ def test_heart_beats_both_ways(stomp_port, stomp_broker, token, settings):
     connected_frame = raw.connect(token, **{"heart-beat": "100,0"})
     assert connected_frame.get("heart-beat") == "0,100"  # the server sends none, wants them every 100 ms
     assert raw.closed_after() == []
+
+
+def test_the_locks_of_unacknowledged_messages_are_renewed(stomp_port, stomp_broker, token):
+    from brokers.models import Message
+    from brokers.services.queues import queue_define
+
+    queue_define(broker="QM1", name="SHORT", lock_duration_ms=300)
+    put("slow", queue="SHORT")
+    conn, seen = connected(stomp_port, token)
+    conn.subscribe("/queue/SHORT", id="s", ack="client-individual", headers={"prefetch-count": "1"})
+    [m] = seen.wait_messages(1)  # prefetch reached: the subscription waits for room, renewing meanwhile
+    first = Message.objects.get(msg_id=m.headers["message-id"]).locked_until
+    until(lambda: Message.objects.get(msg_id=m.headers["message-id"]).locked_until > first, what="a renewal")
+    conn.ack(m.headers["ack"], receipt="r")  # after the first lock's end: still this client's
+    seen.wait(lambda: "r" in seen.receipts)
+    bye(conn)
+    assert seen.errors == [] and available("SHORT") == []

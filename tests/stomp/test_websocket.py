@@ -7,8 +7,6 @@ from websockets.sync.client import connect
 
 from stomp_server.frames import Frame, FrameParser, frame_encode
 
-pytestmark = pytest.mark.postgres
-
 
 def test_stomp_over_websocket(web_port, stomp_broker, token):
     url = f"ws://127.0.0.1:{web_port}/stomp/"
