@@ -36,6 +36,7 @@ from transactions.wakeups import wait_for, wakeup_notify
 from . import engine
 from .frames import Frame, FrameError, FrameParser, FrameTooLarge, frame_encode
 from .headers import message_fields, message_headers
+from .registry import registry_started
 
 log = logging.getLogger(__name__)
 
@@ -169,6 +170,8 @@ class StompConnection:
         self.applier = threading.Thread(target=self._apply_all, name="stomp", daemon=True)
         self.applier.start()
         LIVE[self.session] = self
+        if settings.BATON_STOMP_REGISTRY:
+            registry_started(LIVE)
 
     async def received(self, data: bytes) -> None:
         self.last_received = time.monotonic()

@@ -1,5 +1,5 @@
 """STOMP (API.md, "STOMP"; docs/stomp.md): where it listens and its bounds."""
-from .env import env_float_default, env_int, env_str
+from .env import env_bool, env_float_default, env_int, env_str
 
 #: The TCP port of the STOMP server ./platform/up starts at BATON_HOST; 0 turns it off.
 BATON_STOMP_PORT = env_int("BATON_STOMP_PORT", 61613)
@@ -15,3 +15,5 @@ BATON_STOMP_SEND_BUFFER = env_int("BATON_STOMP_SEND_BUFFER", 32 * 1024 * 1024)
 BATON_STOMP_SEND_TIMEOUT_S = env_float_default("BATON_STOMP_SEND_TIMEOUT_S", 30.0)
 #: Frames received on one connection and not yet applied; more stop the reading of its socket.
 BATON_STOMP_MAX_PENDING = env_int("BATON_STOMP_MAX_PENDING", 1000)
+#: Keep the StompClient rows the dashboard shows current (a thread per process, every 2 s).
+BATON_STOMP_REGISTRY = env_bool("BATON_STOMP_REGISTRY", True)

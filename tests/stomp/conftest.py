@@ -14,6 +14,13 @@ from brokers.services.queues import queue_define
 from stomp_server.tcp import stomp_serve
 
 
+@pytest.fixture(autouse=True)
+def _no_registry_thread(settings):
+    """The dashboard's registry is written by tests explicitly (a thread of its own would
+    outlive the test's database)."""
+    settings.BATON_STOMP_REGISTRY = False
+
+
 @pytest.fixture
 def stomp_port(transactional_db):
     loop = asyncio.new_event_loop()
