@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 
 from django.conf import settings
 from django.core.management.base import BaseCommand
@@ -24,12 +25,20 @@ class Command(BaseCommand):
             return
 
         async def main() -> None:
-            started = asyncio.get_running_loop().create_future()
+            loop = asyncio.get_running_loop()
+            started = loop.create_future()
             task = asyncio.create_task(stomp_serve(host=host, port=port, started=started))
+            # SIGTERM (platform/up's stop) and Ctrl-C end the connections as if their clients had
+            # left: open transactions rolled back, unacknowledged messages given back at once
+            for signum in (signal.SIGTERM, signal.SIGINT):
+                loop.add_signal_handler(signum, task.cancel)
             bound = await started
             self.stdout.write(f"STOMP listening on {host}:{bound}", ending="\n")
             self.stdout.flush()
-            await task
+            try:
+                await task
+            except asyncio.CancelledError:
+                pass
 
         try:
             asyncio.run(main())
