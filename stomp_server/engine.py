@@ -189,8 +189,7 @@ def topic_unsubscribed(*, broker: str, name: str) -> None:
 
 
 def messages_got(user, *, broker: str, queue: str, mode: str, batch: int) -> list[dict[str, Any]]:
-    status, body = MessageGet.run(user, {"broker": broker, "queue": queue, "mode": mode, "batch": batch})
-    return body["messages"]
+    return MessageGet.run(user, {"broker": broker, "queue": queue, "mode": mode, "batch": batch})[1]["messages"]
 
 
 def lock_completed(user, *, token: str, transaction: str | None) -> None:

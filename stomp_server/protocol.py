@@ -504,7 +504,7 @@ class StompConnection:
                     self._locks_renewed(sub)
                     continue
 
-                def attempt():
+                def attempt(room: int = room):
                     if sub.stopped or self.closed:
                         return True
                     return engine.messages_got(self.user, broker=sub.broker, queue=sub.queue, mode=mode, batch=room)

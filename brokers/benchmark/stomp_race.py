@@ -26,9 +26,9 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
-from typing import Iterator
 
 from .report import BenchmarkError, body_text
 from .scratch import HOST, Scratch, base_dir, free_port, process_stopped

@@ -65,7 +65,7 @@ def test_client_ack_is_cumulative_and_nack_gives_back(stomp_port, stomp_broker, 
     put("a", "b", "c")
     conn, seen = connected(stomp_port, token)
     conn.subscribe("/queue/Q1", id="s1", ack="client")
-    a, b, c = seen.wait_messages(3)
+    _, b, c = seen.wait_messages(3)
     conn.ack(b.headers["ack"], receipt="r1")  # a and b
     seen.wait(lambda: "r1" in seen.receipts)
     conn.nack(c.headers["ack"], receipt="r2")

@@ -2,7 +2,6 @@
 or several to one, binary bodies in binary messages."""
 from __future__ import annotations
 
-import pytest
 from websockets.sync.client import connect
 
 from stomp_server.frames import Frame, FrameParser, frame_encode
