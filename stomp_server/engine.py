@@ -122,6 +122,20 @@ def message_send(user, *, broker: str, queue: str, fields: dict[str, Any], body:
         MessagePut.perform(user, data)
 
 
+def messages_send(user, *, broker: str, queue: str, messages: list[tuple[dict[str, Any], bytes]],
+                  transaction: str) -> None:
+    """Several SENDs of one transaction to one queue: one put of them all."""
+    data = MessagePut.parse({"broker": broker, "queue": queue, "transaction": transaction,
+                             "messages": [{**fields, **_body(body)} for fields, body in messages]})
+    try:
+        MessagePut.perform(user, data)
+    except QueueNotFound:
+        if not broker_cached(name=broker).auto_define_queues:
+            raise
+        _queue_ensured(user, broker=broker, queue=queue, action="put")
+        MessagePut.perform(user, data)
+
+
 def publication_send(user, *, broker: str, topic: str, fields: dict[str, Any], body: bytes,
                      transaction: str | None) -> None:
     request = {"broker": broker, "topic": topic, **fields, **_body(body)}

@@ -48,6 +48,7 @@ HIGH_WATER = 1024 * 1024
 #: Seconds a subscription waits for a message before looking again (renewing its locks).
 SUBSCRIPTION_WAIT_S = 10.0
 _CLOSE = object()
+_NOTHING = object()
 _ids = itertools.count(1)
 #: Live connections of this process (the dashboard's section reads them through the registry).
 LIVE: dict[str, StompConnection] = {}
@@ -307,24 +308,33 @@ class StompConnection:
     # --- the connection's thread ----------------------------------------------------------
 
     def _apply_all(self) -> None:
+        held: Any = _NOTHING  # a frame taken while gathering a batch, applied next
         try:
-            while (item := self.inbox.get()) is not None:
+            while True:
+                item, held = (self.inbox.get() if held is _NOTHING else held), _NOTHING
+                if item is None:
+                    break
+                applied = [item]
                 try:
                     if self.failed and not isinstance(item, BatonError):
                         continue
                     if isinstance(item, BatonError):
                         self.error(item, None)
                         continue
-                    self._apply(item)
+                    if self._batchable(item):
+                        held = self._gathered(applied)
+                        self._send_batch(applied)
+                    else:
+                        self._apply(item)
                 except BatonError as exc:
-                    self.error(exc, item)
+                    self.error(exc, applied[-1])
                 except Exception:
                     log.exception("a STOMP frame failed")
                     close_old_connections()
-                    self.error(BatonError("The server failed to handle the frame."), item)
+                    self.error(BatonError("The server failed to handle the frame."), applied[-1])
                 finally:
                     with self.lock:
-                        self.pending_frames -= 1
+                        self.pending_frames -= len(applied)
                         if self.pending_frames < settings.BATON_STOMP_MAX_PENDING // 2:
                             self.loop.call_soon_threadsafe(self.room.set)
         finally:
@@ -332,6 +342,39 @@ class StompConnection:
                 self._ended()
             finally:
                 connections.close_all()
+
+    # --- SENDs in a transaction, pipelined: one put of them all --------------------------
+
+    def _batchable(self, frame: Any) -> bool:
+        return (isinstance(frame, Frame) and frame.command == "SEND" and self.user is not None
+                and frame.get("transaction") is not None and (frame.get("destination") or "").startswith("/queue/"))
+
+    def _gathered(self, batch: list[Frame]) -> Any:
+        """Add to ``batch`` the SENDs already received right after its first, to the same
+        queue in the same transaction (up to one with a receipt); return the frame that
+        ended the batch (to apply next), or _NOTHING. They become one put: under a unit of
+        work nothing is visible before COMMIT either way, and a refusal rolls it all back."""
+        first = batch[0]
+        while len(batch) < settings.BATON_MAX_BATCH and batch[-1].get("receipt") is None:
+            try:
+                following = self.inbox.get_nowait()
+            except queue.Empty:
+                return _NOTHING
+            if not (self._batchable(following) and following.get("destination") == first.get("destination")
+                    and following.get("transaction") == first.get("transaction")):
+                return following
+            batch.append(following)
+        return _NOTHING
+
+    def _send_batch(self, batch: list[Frame]) -> None:
+        if len(batch) == 1:
+            self._send(batch[0])
+            return
+        _, name = self._destination(batch[0])
+        txn = self._transaction(batch[0])
+        engine.messages_send(self.user, broker=self.broker, queue=name, transaction=txn.id,
+                             messages=[(message_fields(frame), frame.body) for frame in batch])
+        self.receipt(batch[-1])
 
     def _apply(self, frame: Frame) -> None:
         command = frame.command

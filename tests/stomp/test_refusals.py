@@ -121,3 +121,17 @@ def test_a_client_that_stops_reading_is_disconnected_and_its_messages_given_back
     until(lambda: len(available()) == 8, what="the connection closed and its messages given back")
     conn, _ = connected(stomp_port, token)  # the server is unharmed
     bye(conn)
+
+
+def test_pipelined_sends_in_a_transaction_keep_their_order_and_fail_whole(stomp_port, stomp_broker, token):
+    raw = Raw(stomp_port)
+    raw.connect(token)
+    sends = b"".join(b"SEND\ndestination:/queue/Q1\ntransaction:t\nn:%d\n\nm%d\0" % (i, i) for i in range(30))
+    raw.send(b"BEGIN\ntransaction:t\n\n\0" + sends + b"COMMIT\ntransaction:t\nreceipt:c\n\n\0")
+    assert raw.next().get("receipt-id") == "c"
+    assert available() == [b"m%d" % i for i in range(30)]
+    bad = sends.replace(b"transaction:t", b"transaction:u").replace(b"n:17\n", b"priority:high\n")
+    error = refused(raw, b"BEGIN\ntransaction:u\n\n\0" + bad + b"COMMIT\ntransaction:u\nreceipt:d\n\n\0")
+    assert "priority" in error.get("message")
+    until(lambda: not Transaction.objects.filter(state="active").exists(), what="the transaction rolled back")
+    assert len(available()) == 30
