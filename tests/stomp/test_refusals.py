@@ -135,3 +135,25 @@ def test_pipelined_sends_in_a_transaction_keep_their_order_and_fail_whole(stomp_
     assert "priority" in error.get("message")
     until(lambda: not Transaction.objects.filter(state="active").exists(), what="the transaction rolled back")
     assert len(available()) == 30
+
+
+def test_the_connections_user_is_held_to_its_grants(stomp_port, stomp_broker):
+    from brokers.services.access import api_token_issue, grant_actions
+
+    producer = api_token_issue(username="producer", create_user=True)
+    raw = Raw(stomp_port)
+    error = refused(raw, f"CONNECT\naccept-version:1.2\nhost:QM1\nlogin:producer\npasscode:{producer}\n\n\0".encode())
+    assert error.get("x-baton-code") == "permission_denied"  # no grant on the broker at all
+    grant_actions(username="producer", broker="QM1", queue="Q1", actions=["put"])
+    raw = Raw(stomp_port)
+    raw.send(f"CONNECT\naccept-version:1.2\nlogin:producer\npasscode:{producer}\n\n\0".encode())  # its one broker
+    assert raw.next().command == "CONNECTED"
+    raw.send(b"SEND\ndestination:/queue/Q1\nreceipt:1\n\nok\0")
+    assert raw.next().get("receipt-id") == "1"
+    for frame in (b"SUBSCRIBE\nid:1\ndestination:/queue/Q1\n\n\0", b"SUBSCRIBE\nid:1\ndestination:/topic/a\n\n\0"):
+        error = refused(raw, frame)
+        assert error.get("x-baton-code") == "permission_denied", frame
+        raw = Raw(stomp_port)
+        raw.send(f"CONNECT\naccept-version:1.2\nlogin:producer\npasscode:{producer}\n\n\0".encode())
+        assert raw.next().command == "CONNECTED"
+    assert available() == [b"ok"]
