@@ -271,6 +271,14 @@ class StompConnection:
             if self.closed:
                 return
             self.unsent += len(data)
+            over = self.unsent > settings.BATON_STOMP_SEND_BUFFER
+            if over:
+                self.closed = True
+                self.lock.notify_all()
+        if over:  # the client does not read what it asked for: cut it off, it holds up no one
+            log.info("closing a STOMP connection: more than %d bytes unread", settings.BATON_STOMP_SEND_BUFFER)
+            self.loop.call_soon_threadsafe(self.transport.abort)
+            return
         self.loop.call_soon_threadsafe(self.outbox.put_nowait, data)
 
     def close_after_sending(self) -> None:
