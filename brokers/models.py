@@ -47,6 +47,8 @@ class Broker(models.Model):
     transaction_timeout_ms = models.PositiveIntegerField(default=120_000)
     max_message_length = models.PositiveIntegerField(default=4 * 1024 * 1024)
     default_persistence = models.CharField(max_length=16, choices=Persistence.choices, default=Persistence.PERSISTENT)
+    #: A STOMP destination /queue/{name} that does not exist is defined with the defaults.
+    auto_define_queues = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
 
     def __str__(self) -> str:

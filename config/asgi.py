@@ -24,14 +24,17 @@ from config.threaded_wsgi import ThreadedWSGI  # noqa: E402
 from config.websocket_fallback import websocket_not_found  # noqa: E402
 from config.wsgi import application as wsgi_application  # noqa: E402
 from dashboard.routing import websocket_urlpatterns  # noqa: E402
+from stomp_server.routing import websocket_urlpatterns as stomp_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
         "http": ThreadedWSGI(wsgi_application, threads=settings.BATON_HTTP_THREADS),
-        # the session authenticates by token itself (never by the cookie the stack reads);
-        # the dashboard's pages by the sign-in cookie; any other path is refused with 404
+        # the session authenticates by token itself (never by the cookie the stack reads),
+        # STOMP by its CONNECT frame; the dashboard's pages by the sign-in cookie; any other
+        # path is refused with 404
         "websocket": AuthMiddlewareStack(
-            URLRouter([*session_urlpatterns, *websocket_urlpatterns, re_path(r"", websocket_not_found)])
+            URLRouter([*session_urlpatterns, *stomp_urlpatterns, *websocket_urlpatterns,
+                       re_path(r"", websocket_not_found)])
         ),
     }
 )

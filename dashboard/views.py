@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from functools import wraps
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse, JsonResponse
@@ -13,6 +14,7 @@ from django.views.decorators.http import require_POST
 from brokers.channels.definitions import channel_start, channel_stop
 from config.errors import BatonError
 from ingest.selectors import ingest_list
+from stomp_server.selectors import stomp_clients
 
 from . import selectors, services
 from .access import (
@@ -36,7 +38,9 @@ def page(view):
 def overview_page(request):
     seen = visibility(request.user)
     return render(request, "dashboard/overview.html",
-                  {"overview": selectors.overview_for(selectors.overview(), seen), "nav": "overview"})
+                  {"overview": selectors.overview_for(selectors.overview(), seen), "nav": "overview",
+                   "stomp_clients": stomp_clients(brokers=None if seen.everything else seen.brokers),
+                   "stomp_port": settings.BATON_STOMP_PORT or "off"})
 
 
 @page

@@ -8,6 +8,7 @@ subscriptions, retained publications
 define, alter, delete topic objects    admin on the whole broker
 and subscriptions; clear retained
 publish                                put (or admin) on the whole broker
+STOMP SUBSCRIBE to /topic/...          get on the whole broker
 =====================================  =========================================================
 """
 from __future__ import annotations
@@ -20,3 +21,9 @@ require_admin = may.require_broker_admin
 
 def require_publish(user, *, broker: str) -> None:
     may._require(user, {"put", "admin"}, broker=broker)
+
+
+def require_subscribe(user, *, broker: str) -> None:
+    """A STOMP SUBSCRIBE to /topic/...: get on the whole broker (it defines the
+    subscription's queue and subscription for the connection, and gets from that queue)."""
+    may._require(user, {"get"}, broker=broker)

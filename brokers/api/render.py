@@ -18,7 +18,8 @@ def broker_render(b: Broker) -> dict[str, Any]:
     return {
         "name": b.name, "description": b.description, "dead_letter_queue": b.dead_letter_queue,
         "transaction_timeout_ms": b.transaction_timeout_ms, "max_message_length": b.max_message_length,
-        "default_persistence": b.default_persistence, "created_at": iso(b.created_at),
+        "default_persistence": b.default_persistence,
+        "auto_define_queues": b.auto_define_queues, "created_at": iso(b.created_at),
     }
 
 

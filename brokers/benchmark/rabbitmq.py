@@ -57,15 +57,18 @@ def _stop(proc: subprocess.Popen, grace_s: float = 20) -> None:
 
 
 @contextmanager
-def rabbitmq_server(*, keep: bool = False) -> Iterator[tuple[str, str]]:
+def rabbitmq_server(*, keep: bool = False, stomp_port: int | None = None) -> Iterator[tuple[str, str]]:
     """Start a throwaway RabbitMQ node; yield its AMQP URL and a description; stop it (and
-    its epmd) on the way out."""
+    its epmd) on the way out. With ``stomp_port``, its STOMP plugin listens there too
+    (``benchmark_stomp``)."""
     missing = rabbitmq_available()
     if missing:
         raise BenchmarkError(f"RabbitMQ peer: {missing}.")
     directory = Path(tempfile.mkdtemp(prefix="baton-benchmark-rabbitmq-"))
     epmd_port, amqp_port, dist_port = _free_port(), _free_port(), _free_port()
-    (directory / "enabled_plugins").write_text("[].\n")
+    (directory / "enabled_plugins").write_text("[rabbitmq_stomp].\n" if stomp_port else "[].\n")
+    if stomp_port:
+        (directory / "rabbitmq.conf").write_text(f"stomp.listeners.tcp.1 = 127.0.0.1:{stomp_port}\n")
     env = {
         **os.environ, "HOME": str(directory), "ERL_EPMD_PORT": str(epmd_port),
         "RABBITMQ_NODENAME": f"baton-bench-{amqp_port}@localhost", "RABBITMQ_NODE_IP_ADDRESS": "127.0.0.1",
@@ -88,7 +91,7 @@ def rabbitmq_server(*, keep: bool = False) -> Iterator[tuple[str, str]]:
             if server.poll() is not None:
                 raise BenchmarkError(f"RabbitMQ exited while starting; log: {directory / 'server.log'}")
             try:
-                socket.create_connection(("127.0.0.1", amqp_port), timeout=1).close()
+                socket.create_connection(("127.0.0.1", stomp_port or amqp_port), timeout=1).close()
                 break
             except OSError:
                 if time.monotonic() > deadline:

@@ -10,7 +10,8 @@ from ..models import Broker, Message, Queue
 from ..selectors import broker_get
 from .validation import model_validated, unknown_fields_refused
 
-BROKER_FIELDS = {"description", "dead_letter_queue", "transaction_timeout_ms", "max_message_length", "default_persistence"}
+BROKER_FIELDS = {"description", "dead_letter_queue", "transaction_timeout_ms", "max_message_length", "default_persistence",
+                 "auto_define_queues"}
 
 
 def broker_define(*, name: str, **attributes) -> Broker:

@@ -16,6 +16,7 @@ from datetime import timedelta
 from django.db import transaction as db
 from django.utils import timezone
 
+from transactions.durability import engine_step
 from transactions.journal import journal_event, journal_record
 from transactions.manager import transaction_timeouts_applied
 from transactions.models import JournalKind
@@ -64,7 +65,8 @@ def lock_complete(*, token: str, transaction_id: str | None = None, user=None) -
     that rolls back, the message is still locked (and the lock may still expire). The unit
     of work must be ``user``'s (docs/permissions.md; None: system code)."""
     now = timezone.now()
-    with transaction_timeouts_applied(), db.atomic():
+    # under a unit of work nothing is final before its commit (which is durable): no sync here
+    with transaction_timeouts_applied(), engine_step(durable=not transaction_id):
         txn = None
         if transaction_id:
             # the unit of work's row before the message row: the order every get keeps

@@ -7,6 +7,7 @@ from .realtime import *  # noqa: F401,F403
 from .baton import *  # noqa: F401,F403
 from .dashboard import *  # noqa: F401,F403
 from .session import *  # noqa: F401,F403
+from .stomp import *  # noqa: F401,F403
 from .wakeups import *  # noqa: F401,F403
 from .spark import *  # noqa: F401,F403
 from .production import *  # noqa: F401,F403  (last: it overrides)

@@ -55,6 +55,7 @@ INSTALLED_APPS = [
     "dashboard",
     "ingest",
     "analytics",
+    "stomp_server",
 ]
 
 MIDDLEWARE = [

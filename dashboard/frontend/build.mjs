@@ -16,8 +16,9 @@ await build({
   outdir: out, bundle: true, format: "esm", splitting: true, minify: true,
   target: ["es2020"], chunkNames: "chunks/[name]-[hash]", logLevel: "warning",
 });
-await build({  // a classic script, run in <head> before the first paint
-  entryPoints: [join(here, "src", "theme.js")], outdir: out, bundle: true, format: "iife", minify: true,
+await build({  // classic scripts: the theme, run in <head> before the first paint; STOMP (window.BatonStomp)
+  entryPoints: [join(here, "src", "theme.js"), join(here, "src", "stomp.js")], outdir: out, bundle: true,
+  format: "iife", minify: true,
   target: ["es2020"], logLevel: "warning",
 });
 copyFileSync(join(here, "node_modules", "uplot", "dist", "uPlot.min.css"), join(out, "uPlot.min.css"));

@@ -45,13 +45,27 @@ def signed_in_with_the_printed_password(base: str, printed: str) -> None:
         assert browser.get("/").status_code == 200
 
 
+def stomp_connected(port: int, *, token: str) -> None:
+    """platform/up's STOMP server answers CONNECT on its port."""
+    import socket
+
+    def answered() -> bytes | None:
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+            sock.sendall(f"CONNECT\naccept-version:1.2\nhost:BRK1\nlogin:admin\npasscode:{token}\n\n\0".encode())
+            return sock.recv(4096)
+
+    reply = poll_until(answered, timeout=60, interval=0.1, what=f"STOMP CONNECT on port {port}")
+    assert reply.startswith(b"CONNECTED\n"), reply
+
+
 def exercise_platform_up(root: Path, var_dir: Path, *, extra_env: dict[str, str] | None = None,
                          check_processes: Callable[[list[str]], None] | None = None) -> None:
     """Start platform/up (with ``extra_env`` on top of the embedded default's settings), check
     it serves, that its processes run (``check_processes`` checks their command lines
     further), that housekeeping works, and that SIGTERM stops them all."""
-    port = free_port()
-    env = {**base_env(var_dir), "PORT": str(port), "BATON_DEMO": "1", **(extra_env or {})}
+    port, stomp_port = free_port(), free_port()
+    env = {**base_env(var_dir), "PORT": str(port), "BATON_DEMO": "1", "BATON_STOMP_PORT": str(stomp_port),
+           **(extra_env or {})}
     out, err = var_dir / "up.out", var_dir / "up.err"
     proc = subprocess.Popen(
         [str(root / "platform" / "up")], cwd=root, env=env, stdout=out.open("wb"), stderr=err.open("wb"),
@@ -105,6 +119,8 @@ def exercise_platform_up(root: Path, var_dir: Path, *, extra_env: dict[str, str]
         assert any("uvicorn" in c and "config.asgi:application" in c for c in commands), (commands, output())
         assert any("celery" in c and " worker" in c for c in commands), (commands, output())
         assert any("celery" in c and " beat" in c for c in commands), (commands, output())
+        assert any("stomp_serve" in c for c in commands), (commands, output())
+        stomp_connected(stomp_port, token=lines[0].strip())
         if check_processes:
             check_processes(commands)
 

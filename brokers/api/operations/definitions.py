@@ -55,6 +55,7 @@ class BrokerOut(Model):
     transaction_timeout_ms: int
     max_message_length: int
     default_persistence: _choices(Persistence)
+    auto_define_queues: bool
     created_at: str | None
 
 
@@ -64,6 +65,8 @@ class BrokerChanges(Strict):
     transaction_timeout_ms: Count = Field(None, description="0: units of work never time out.")
     max_message_length: Count = None
     default_persistence: _choices(Persistence) = None
+    auto_define_queues: bool | None = Field(None, description="STOMP: a SEND or SUBSCRIBE to a /queue/ that does not "
+                                                              "exist defines it with the defaults.")
 
 
 class NoRename(Model):

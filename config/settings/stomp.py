@@ -1,0 +1,19 @@
+"""STOMP (API.md, "STOMP"; docs/stomp.md): where it listens and its bounds."""
+from .env import env_bool, env_float_default, env_int, env_str
+
+#: The TCP port of the STOMP server ./platform/up starts at BATON_HOST; 0 turns it off.
+BATON_STOMP_PORT = env_int("BATON_STOMP_PORT", 61613)
+#: The broker of a CONNECT without a host (or host "/"); unset: the one broker the user may use.
+BATON_STOMP_DEFAULT_BROKER = env_str("BATON_STOMP_DEFAULT_BROKER", "")
+#: The largest frame (head and body) accepted; larger ones get ERROR and the connection closes.
+BATON_STOMP_MAX_FRAME = env_int("BATON_STOMP_MAX_FRAME", 16 * 1024 * 1024)
+#: The heart-beat interval the server offers both ways (milliseconds; 0: none).
+BATON_STOMP_HEARTBEAT_MS = env_int("BATON_STOMP_HEARTBEAT_MS", 10_000)
+#: Bytes of frames a client may leave unread before its connection is closed.
+BATON_STOMP_SEND_BUFFER = env_int("BATON_STOMP_SEND_BUFFER", 32 * 1024 * 1024)
+#: Seconds a frame may take to be written before the connection is closed.
+BATON_STOMP_SEND_TIMEOUT_S = env_float_default("BATON_STOMP_SEND_TIMEOUT_S", 30.0)
+#: Frames received on one connection and not yet applied; more stop the reading of its socket.
+BATON_STOMP_MAX_PENDING = env_int("BATON_STOMP_MAX_PENDING", 1000)
+#: Keep the StompClient rows the dashboard shows current (a thread per process, every 2 s).
+BATON_STOMP_REGISTRY = env_bool("BATON_STOMP_REGISTRY", True)

@@ -1,0 +1,235 @@
+"""What a STOMP connection asks of the engine, through the same operations as REST and the
+session (``brokers.api.operations``, ``pubsub.api.operations``): the same input checks,
+permission checks and ownership of units of work, with the connection's user.
+
+Beyond them only: signing in (a password or an API token), the broker a connection uses,
+the queues ``auto_define_queues`` defines, and the queue and subscription behind a SUBSCRIBE
+to a topic, by the definition services with the permissions docs/stomp.md records.
+"""
+from __future__ import annotations
+
+import base64
+import hashlib
+import ipaddress
+import os
+import socket
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth import authenticate
+
+from brokers import permissions as may
+from brokers.api.authentication import token_user
+from brokers.api.operations import (
+    LockAbandon, LockComplete, LockRenew, MessageGet, MessagePut, TransactionBegin, TransactionCommit,
+    TransactionRollback,
+)
+from brokers.definitions import broker_cached, definitions_checked, queue_cached
+from brokers.exceptions import AlreadyExists, InvalidInput, QueueNotFound
+from brokers.models import Broker
+from brokers.services.queues import queue_define, queue_delete
+from brokers.services.store import queue_wakeup_key
+from pubsub import permissions as pubsub_may
+from pubsub.api.operations import PublicationPublish
+from pubsub.exceptions import SubscriptionNotFound
+from pubsub.services.subscriptions import subscription_define, subscription_delete
+
+
+def user_signed_in(*, login: str | None, passcode: str | None):
+    """The active user named ``login`` whose password or API token is ``passcode``, or None."""
+    if not login or passcode is None or len(passcode) > 4096 or len(login) > 150:
+        return None
+    user = token_user(passcode) if len(passcode) <= 200 else None
+    if user is not None:
+        return user if user.get_username() == login else None
+    user = authenticate(username=login, password=passcode)
+    return user if user is not None and user.is_active else None
+
+
+class NameTheBroker(InvalidInput):
+    """Name the broker in the CONNECT frame's host header."""
+
+
+def _an_address(host: str) -> bool:
+    """Is ``host`` an address or this machine's name (what clients send by default)?"""
+    try:
+        ipaddress.ip_address(host.strip("[]"))
+        return True
+    except ValueError:
+        pass
+    return host in ("localhost", socket.gethostname(), socket.getfqdn(), os.environ.get("BATON_HOST", ""))
+
+
+def broker_chosen(user, *, host: str | None) -> str:
+    """The broker of a connection: ``host``; for none or ``/`` (or an address or this
+    machine's name that names no broker), BATON_STOMP_DEFAULT_BROKER or else the one broker
+    the user may use."""
+    definitions_checked()
+    if host and _an_address(host) and not Broker.objects.filter(name=host).exists():
+        host = None  # a client's default (stomp.py sends the address it connected to)
+    if host in (None, "", "/"):
+        if settings.BATON_STOMP_DEFAULT_BROKER:
+            host = settings.BATON_STOMP_DEFAULT_BROKER
+        else:
+            usable = may.brokers_visible(user, Broker.objects.order_by("name"))
+            if len(usable) != 1:
+                raise NameTheBroker(
+                    "Name the broker in the host header of CONNECT: "
+                    + (f"you may use {len(usable)} brokers." if usable else "you may use no broker."),
+                    errors={"host": ["Required."]})
+            host = usable[0].name
+    may.require_broker_display(user, broker=host)
+    return broker_cached(name=host).name
+
+
+def _queue_ensured(user, *, broker: str, queue: str, action: str) -> None:
+    """The queue exists, or the broker defines it (``auto_define_queues``) for a user who may
+    ``action`` on it; else QueueNotFound."""
+    definitions_checked()
+    try:
+        queue_cached(broker=broker, name=queue)
+        return
+    except QueueNotFound:
+        if not broker_cached(name=broker).auto_define_queues:
+            raise
+    (may.require_put if action == "put" else may.require_get)(user, broker=broker, queue=queue)
+    try:
+        queue_define(broker=broker, name=queue)
+    except AlreadyExists:
+        pass
+    definitions_checked()
+
+
+def _body(body: bytes) -> dict[str, str]:
+    try:
+        return {"body": body.decode("utf-8")}
+    except UnicodeDecodeError:
+        return {"body_base64": base64.b64encode(body).decode("ascii")}
+
+
+def message_send(user, *, broker: str, queue: str, fields: dict[str, Any], body: bytes,
+                 transaction: str | None) -> None:
+    request = {"broker": broker, "queue": queue, **fields, **_body(body)}
+    if transaction:
+        request["transaction"] = transaction
+    data = MessagePut.parse(request)
+    try:
+        MessagePut.perform(user, data)
+    except QueueNotFound:
+        if not broker_cached(name=broker).auto_define_queues:
+            raise
+        _queue_ensured(user, broker=broker, queue=queue, action="put")
+        MessagePut.perform(user, data)
+
+
+def messages_send(user, *, broker: str, queue: str, messages: list[tuple[dict[str, Any], bytes]],
+                  transaction: str) -> None:
+    """Several SENDs of one transaction to one queue: one put of them all."""
+    data = MessagePut.parse({"broker": broker, "queue": queue, "transaction": transaction,
+                             "messages": [{**fields, **_body(body)} for fields, body in messages]})
+    try:
+        MessagePut.perform(user, data)
+    except QueueNotFound:
+        if not broker_cached(name=broker).auto_define_queues:
+            raise
+        _queue_ensured(user, broker=broker, queue=queue, action="put")
+        MessagePut.perform(user, data)
+
+
+def publication_send(user, *, broker: str, topic: str, fields: dict[str, Any], body: bytes,
+                     transaction: str | None) -> None:
+    request = {"broker": broker, "topic": topic, **fields, **_body(body)}
+    if transaction:
+        request["transaction"] = transaction
+    PublicationPublish.run(user, request)
+
+
+def queue_subscribed(user, *, broker: str, queue: str) -> tuple[str, float]:
+    """Check that the user may get from the queue (defining it if the broker says so); its
+    wake-up key and lock duration (seconds)."""
+    may.require_get(user, broker=broker, queue=queue)
+    _queue_ensured(user, broker=broker, queue=queue, action="get")
+    return queue_key(broker=broker, queue=queue)
+
+
+def queue_key(*, broker: str, queue: str) -> tuple[str, float]:
+    found = queue_cached(broker=broker, name=queue)
+    return queue_wakeup_key(found.pk), found.lock_duration_ms / 1000
+
+
+def subscription_name(*, user, connection: str, id: str, durable: bool) -> str:
+    """The name of the queue and subscription behind a SUBSCRIBE to a topic: per user and
+    ``id`` when durable (a reconnecting client finds it again), else per connection."""
+    seed = f"{user.pk}\0{id}" if durable else f"{connection}\0{id}"
+    return ("stomp.d." if durable else "stomp.") + hashlib.sha256(seed.encode()).hexdigest()[:32]
+
+
+def topic_subscribed(user, *, broker: str, topic_filter: str, name: str, durable: bool) -> tuple[str, float]:
+    """The queue and subscription (both named ``name``) that receive what is published on
+    ``topic_filter``; a durable one already there is kept (with its messages) when its
+    filter is the same. Returns the queue's wake-up key and lock duration (seconds)."""
+    pubsub_may.require_subscribe(user, broker=broker)
+    definitions_checked()
+    try:
+        queue_cached(broker=broker, name=name)
+    except QueueNotFound:
+        try:
+            queue_define(broker=broker, name=name, description=f"STOMP subscription to {topic_filter}"[:200])
+        except AlreadyExists:
+            pass
+        definitions_checked()
+    try:
+        subscription_define(broker=broker, name=name, topic_filter=topic_filter, queue=name, durable=durable)
+    except AlreadyExists:
+        from pubsub.models import Subscription
+
+        existing = Subscription.objects.filter(broker__name=broker, name=name).values_list("topic_filter", flat=True).first()
+        if existing != topic_filter:  # RabbitMQ's rule: the same id with another filter is refused
+            raise AlreadyExists(f"The durable subscription {name!r} is to {existing!r}, not {topic_filter!r}; "
+                                "unsubscribe it (durable:true) first.", subscription=name)
+    return queue_key(broker=broker, queue=name)
+
+
+def topic_unsubscribed(*, broker: str, name: str) -> None:
+    """Remove a STOMP subscription's subscription and queue (with what it holds)."""
+    try:
+        subscription_delete(broker=broker, name=name)
+    except SubscriptionNotFound:
+        pass
+    try:
+        queue_delete(broker=broker, name=name, purge=True)
+    except QueueNotFound:
+        pass
+
+
+def messages_got(user, *, broker: str, queue: str, mode: str, batch: int) -> list[dict[str, Any]]:
+    return MessageGet.run(user, {"broker": broker, "queue": queue, "mode": mode, "batch": batch})[1]["messages"]
+
+
+def lock_completed(user, *, token: str, transaction: str | None) -> None:
+    request = {"lock_token": token}
+    if transaction:
+        request["transaction"] = transaction
+    LockComplete.run(user, request)
+
+
+def lock_renewed(user, *, token: str) -> None:
+    LockRenew.run(user, {"lock_token": token})
+
+
+def lock_abandoned(user, *, token: str) -> None:
+    LockAbandon.run(user, {"lock_token": token})
+
+
+def transaction_begun(user, *, broker: str) -> str:
+    return TransactionBegin.run(user, {"broker": broker})[1]["id"]
+
+
+def transaction_committed(user, *, transaction: str, wait: float) -> dict[str, Any]:
+    """{"state": "committed"} or {"state": "commit_held", "waiting_on": [...]}; raises
+    TransactionBackedOut."""
+    return TransactionCommit.run(user, {"transaction": transaction, "wait": wait})[1]
+
+
+def transaction_rolled_back(user, *, transaction: str) -> None:
+    TransactionRollback.run(user, {"transaction": transaction})

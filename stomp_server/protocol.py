@@ -1,0 +1,788 @@
+"""One STOMP connection, whatever carries it (TCP or WebSocket): the protocol's state
+machine (API.md, "STOMP"; docs/stomp.md).
+
+- The transport's event loop only reads and writes: it feeds bytes to the frame parser,
+  queues the frames, writes frames and heart-beats, and watches the client's heart-beats.
+- The connection's own thread applies its frames in the order received, through the
+  engine's operations (``engine``), with the connection's user.
+- Each subscription has a thread that gets messages as they arrive (waiting on the queue's
+  wake-ups) while it has fewer than ``prefetch-count`` unacknowledged, and while the client
+  reads what it is sent.
+- A refused frame gets ERROR (``message`` header, a body a person understands,
+  ``receipt-id`` when it asked for a receipt) and the connection closes. However it ends,
+  its open transactions are rolled back, the messages it was sent but did not acknowledge
+  are available again, and its non-durable topic subscriptions are removed.
+"""
+from __future__ import annotations
+
+import asyncio
+import base64
+import itertools
+import logging
+import queue
+import threading
+import time
+import uuid
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings
+from django.db import close_old_connections, connections
+
+from config.errors import BatonError, InvalidInput, MessageTooLarge, NotAuthenticated, NotFound
+from transactions.wakeups import wait_for, wakeup_notify
+
+from . import engine
+from .frames import Frame, FrameError, FrameParser, FrameTooLarge, frame_encode
+from .headers import message_fields, message_headers
+from .registry import registry_started
+
+log = logging.getLogger(__name__)
+
+VERSIONS = ("1.0", "1.1", "1.2")
+ACK_MODES = ("auto", "client", "client-individual")
+SERVER = "Baton/0.1"
+#: Bytes queued for the client above which subscriptions stop getting until it reads.
+HIGH_WATER = 1024 * 1024
+#: Seconds a subscription waits for a message before looking again (renewing its locks).
+SUBSCRIPTION_WAIT_S = 10.0
+_CLOSE = object()
+_NOTHING = object()
+_ids = itertools.count(1)
+#: Live connections of this process (the dashboard's section reads them through the registry).
+LIVE: dict[str, StompConnection] = {}
+
+
+class StompRefused(InvalidInput):
+    """The frame was refused."""
+
+
+class UnknownDestination(NotFound):
+    """No such destination."""
+
+
+def version_negotiated(frame: Frame) -> str | None:
+    """The highest version both sides speak (1.0 when the client names none), or None."""
+    offered = frame.get("accept-version")
+    if offered is None:
+        return "1.0"
+    common = [v for v in VERSIONS if v in {x.strip() for x in offered.split(",")}]
+    return common[-1] if common else None
+
+
+def heart_beats(frame: Frame, *, server_ms: int) -> tuple[int, int]:
+    """(ms between the server's heart-beats, ms within which the client's must come), as
+    the specification negotiates them; 0 = none."""
+    value = frame.get("heart-beat", "0,0")
+    cx, _, cy = value.partition(",")
+    if not (cx.isascii() and cy.isascii() and cx.strip().isdigit() and cy.strip().isdigit()):
+        raise StompRefused(f"The heart-beat header must be two whole numbers, not {value[:40]!r}.",
+                           errors={"heart-beat": ["Must be cx,cy."]})
+    cx_ms, cy_ms = int(cx), int(cy)
+    send = 0 if not server_ms or not cy_ms else max(server_ms, cy_ms)
+    receive = 0 if not server_ms or not cx_ms else max(server_ms, cx_ms)
+    return send, receive
+
+
+@dataclass(eq=False)
+class Pending:
+    """A message sent on a client-acknowledged subscription, not yet acknowledged."""
+
+    ack_id: str
+    msg_id: str
+    token: str
+    subscription: Subscription
+    #: When its lock was last taken or renewed (time.monotonic()).
+    locked_at: float = field(default_factory=time.monotonic)
+
+
+@dataclass(eq=False)
+class Subscription:
+    id: str
+    destination: str
+    broker: str
+    queue: str
+    ack: str
+    prefetch: int
+    key: str
+    #: The queue's lock duration (s): unacknowledged messages' locks are renewed well before.
+    lock_s: float = 30.0
+    #: The topic subscription's name (its queue's too), for /topic/ destinations.
+    topic_name: str | None = None
+    durable: bool = False
+    pending: OrderedDict[str, Pending] = field(default_factory=OrderedDict)  # by msg_id, in delivery order
+    stopped: bool = False
+    thread: threading.Thread | None = None
+
+
+@dataclass(eq=False)
+class Txn:
+    """A STOMP transaction: the unit of work it is, and the locks it acknowledged."""
+
+    name: str
+    id: str
+    completed: list[str] = field(default_factory=list)  # lock tokens completed under it
+    abandoned: list[str] = field(default_factory=list)  # lock tokens NACKed under it
+
+
+class StompConnection:
+    """The protocol of one connection. The transport calls :meth:`start`, then
+    :meth:`received` for its bytes (awaiting it: that is the back-pressure) and :meth:`lost`
+    when it ends; the connection writes through ``transport.write(data)`` (a coroutine) and
+    ends it with ``transport.close()`` (a coroutine, after what was sent) or
+    ``transport.abort()`` (at once)."""
+
+    def __init__(self, transport, *, kind: str, peer: str, version: str | None = None) -> None:
+        self.transport = transport
+        self.kind = kind
+        self.peer = peer
+        self.session = uuid.uuid4().hex
+        self.parser = FrameParser(max_frame=settings.BATON_STOMP_MAX_FRAME, version=version)
+        self.ws_version = version  # a WebSocket subprotocol fixes the version
+        self.version = version or "1.0"
+        self.user = None
+        self.broker: str | None = None
+        self.connected_at = time.time()
+        self.subscriptions: dict[str, Subscription] = {}
+        self.transactions: dict[str, Txn] = {}
+        self.acks: dict[str, Pending] = {}
+        self.ack_ids = itertools.count(1)
+        self.lock = threading.Condition()
+        self.unsent = 0
+        self.closed = False  # no more frames are read or sent
+        self.failed = False  # an ERROR was sent: the frames after it are dropped
+        self.stopped_reading = False  # the bytes were not STOMP: nothing more is read
+        self.inbox: queue.SimpleQueue = queue.SimpleQueue()
+        self.pending_frames = 0
+        self.last_received = self.last_sent = time.monotonic()
+        self.heartbeat_send = self.heartbeat_receive = 0
+        self.threads: list[threading.Thread] = []
+
+    # --- the event loop's side ------------------------------------------------------------
+
+    def start(self) -> None:
+        self.loop = asyncio.get_running_loop()
+        self.outbox: asyncio.Queue = asyncio.Queue()
+        self.room = asyncio.Event()
+        self.room.set()
+        self.writer = self.loop.create_task(self._write())
+        self.heartbeats: asyncio.Task | None = None
+        self.applier = threading.Thread(target=self._apply_all, name="stomp", daemon=True)
+        self.applier.start()
+        LIVE[self.session] = self
+        if settings.BATON_STOMP_REGISTRY:
+            registry_started(LIVE)
+
+    async def received(self, data: bytes) -> None:
+        self.last_received = time.monotonic()
+        if self.stopped_reading or self.closed:
+            return
+        try:
+            self.parser.push(data)
+            while (frame := self.parser.pop()) is not None:
+                if frame.command in ("CONNECT", "STOMP") and self.ws_version is None and self.parser.version is None:
+                    # later frames are read in the version agreed (decided here, before them)
+                    self.parser.version = version_negotiated(frame) or "1.2"
+                self._queue(frame)
+        except FrameTooLarge as exc:
+            self._queue(MessageTooLarge(str(exc), max_frame=settings.BATON_STOMP_MAX_FRAME))
+            self.stopped_reading = True
+        except FrameError as exc:
+            self._queue(StompRefused(f"Not a STOMP frame: {exc}"))
+            self.stopped_reading = True
+        if self.pending_frames >= settings.BATON_STOMP_MAX_PENDING:
+            self.room.clear()
+            if self.pending_frames >= settings.BATON_STOMP_MAX_PENDING:
+                await self.room.wait()
+
+    def _queue(self, item: Frame | BatonError) -> None:
+        with self.lock:
+            self.pending_frames += 1
+        self.inbox.put(item)
+
+    def lost(self) -> None:
+        """The transport ended (the client left, or the server closed it)."""
+        if getattr(self, "_lost", False):
+            return
+        self._lost = True
+        self.closed = True
+        LIVE.pop(self.session, None)
+        with self.lock:
+            self.lock.notify_all()
+        self.inbox.put(None)
+        if self.heartbeats is not None:
+            self.heartbeats.cancel()
+        self.outbox.put_nowait(_CLOSE)
+
+    async def _write(self) -> None:
+        while True:
+            item = await self.outbox.get()
+            if item is _CLOSE:
+                self.closed = True
+                try:
+                    await self.transport.close()
+                except Exception:  # already gone
+                    pass
+                return
+            try:
+                self.last_sent = time.monotonic()
+                async with asyncio.timeout(settings.BATON_STOMP_SEND_TIMEOUT_S):
+                    await self.transport.write(item)
+            except (TimeoutError, OSError, RuntimeError, ConnectionError) as exc:
+                log.info("closing a STOMP connection: a frame could not be sent (%s)", type(exc).__name__)
+                self.closed = True
+                self.transport.abort()
+                return
+            finally:
+                with self.lock:
+                    self.unsent -= len(item)
+                    self.lock.notify_all()
+
+    async def _heartbeat(self) -> None:
+        send_s, receive_s = self.heartbeat_send / 1000, self.heartbeat_receive / 1000
+        # the margin the specification suggests, generous: a false timeout is the most
+        # reported client problem; any bytes received count as life
+        grace_s = receive_s * 2 + 1 if receive_s else 0
+        while not self.closed:
+            now = time.monotonic()
+            due = []
+            if send_s:
+                if now - self.last_sent >= send_s and self.outbox.empty():
+                    self.last_sent = now
+                    with self.lock:
+                        self.unsent += 1
+                    self.outbox.put_nowait(b"\n")
+                due.append(self.last_sent + send_s)
+            if grace_s:
+                if now - self.last_received > grace_s:
+                    log.info("closing a STOMP connection: no heart-beat from the client for %.1f s", grace_s)
+                    self.closed = True
+                    self.outbox.put_nowait(_CLOSE)
+                    return
+                due.append(self.last_received + grace_s)
+            await asyncio.sleep(max(0.01, min(due) - time.monotonic()))
+
+    # --- sending (from any thread) ------------------------------------------------------------
+
+    def send(self, frame: Frame) -> None:
+        data = frame_encode(frame, version=self.version)
+        with self.lock:
+            if self.closed:
+                return
+            self.unsent += len(data)
+            over = self.unsent > settings.BATON_STOMP_SEND_BUFFER
+            if over:
+                self.closed = True
+                self.lock.notify_all()
+        if over:  # the client does not read what it asked for: cut it off, it holds up no one
+            log.info("closing a STOMP connection: more than %d bytes unread", settings.BATON_STOMP_SEND_BUFFER)
+            self.loop.call_soon_threadsafe(self.transport.abort)
+            return
+        self.loop.call_soon_threadsafe(self.outbox.put_nowait, data)
+
+    def close_after_sending(self) -> None:
+        self.loop.call_soon_threadsafe(self.outbox.put_nowait, _CLOSE)
+
+    def error(self, exc: BatonError, frame: Frame | None) -> None:
+        """ERROR, then close (the specification's rule)."""
+        if self.failed and frame is not None:
+            return
+        self.failed = True
+        message = exc.message.splitlines()[0][:200] if exc.message else exc.code
+        headers = [("message", message), ("x-baton-code", exc.code), ("content-type", "text/plain")]
+        if frame is not None and frame.get("receipt") is not None:
+            headers.append(("receipt-id", frame.get("receipt")))
+        if "version" in exc.details:  # the versions the server speaks (the specification's rule)
+            headers.append(("version", str(exc.details["version"])))
+        details = [f"{k}: {v}" for k, v in exc.details.items() if k != "errors"]
+        for name, texts in (exc.details.get("errors") or {}).items():
+            details.append(f"{name}: {' '.join(texts) if isinstance(texts, list) else texts}")
+        body = exc.message + ("\n" + "\n".join(details) if details else "")
+        if frame is not None:
+            body += f"\n(refused frame: {frame.command})"
+        if not self.closed:
+            try:
+                self.send(Frame("ERROR", headers, body.encode("utf-8")))
+            except FrameError:  # an unwritable value (1.0): the message alone
+                self.send(Frame("ERROR", [("message", "The frame was refused.")], body.encode("utf-8")))
+            self.close_after_sending()
+
+    def receipt(self, frame: Frame) -> None:
+        receipt = frame.get("receipt")
+        if receipt is not None:
+            self.send(Frame("RECEIPT", [("receipt-id", receipt)]))
+
+    # --- the connection's thread ----------------------------------------------------------
+
+    def _apply_all(self) -> None:
+        held: Any = _NOTHING  # a frame taken while gathering a batch, applied next
+        try:
+            while True:
+                item, held = (self.inbox.get() if held is _NOTHING else held), _NOTHING
+                if item is None:
+                    break
+                applied = [item]
+                try:
+                    if self.failed and not isinstance(item, BatonError):
+                        continue
+                    if isinstance(item, BatonError):
+                        self.error(item, None)
+                        continue
+                    if self._batchable(item):
+                        held = self._gathered(applied)
+                        self._send_batch(applied)
+                    else:
+                        self._apply(item)
+                except BatonError as exc:
+                    self.error(exc, applied[-1])
+                except Exception:
+                    log.exception("a STOMP frame failed")
+                    close_old_connections()
+                    self.error(BatonError("The server failed to handle the frame."), applied[-1])
+                finally:
+                    with self.lock:
+                        self.pending_frames -= len(applied)
+                        if self.pending_frames < settings.BATON_STOMP_MAX_PENDING // 2:
+                            self.loop.call_soon_threadsafe(self.room.set)
+        finally:
+            try:
+                self._ended()
+            finally:
+                connections.close_all()
+
+    # --- SENDs in a transaction, pipelined: one put of them all --------------------------
+
+    def _batchable(self, frame: Any) -> bool:
+        return (isinstance(frame, Frame) and frame.command == "SEND" and self.user is not None
+                and frame.get("transaction") is not None and (frame.get("destination") or "").startswith("/queue/"))
+
+    def _gathered(self, batch: list[Frame]) -> Any:
+        """Add to ``batch`` the SENDs already received right after its first, to the same
+        queue in the same transaction (up to one with a receipt); return the frame that
+        ended the batch (to apply next), or _NOTHING. They become one put: under a unit of
+        work nothing is visible before COMMIT either way, and a refusal rolls it all back."""
+        first = batch[0]
+        while len(batch) < settings.BATON_MAX_BATCH and batch[-1].get("receipt") is None:
+            try:
+                following = self.inbox.get_nowait()
+            except queue.Empty:
+                return _NOTHING
+            if not (self._batchable(following) and following.get("destination") == first.get("destination")
+                    and following.get("transaction") == first.get("transaction")):
+                return following
+            batch.append(following)
+        return _NOTHING
+
+    def _send_batch(self, batch: list[Frame]) -> None:
+        if len(batch) == 1:
+            self._send(batch[0])
+            return
+        _, name = self._destination(batch[0])
+        txn = self._transaction(batch[0])
+        engine.messages_send(self.user, broker=self.broker, queue=name, transaction=txn.id,
+                             messages=[(message_fields(frame), frame.body) for frame in batch])
+        self.receipt(batch[-1])
+
+    def _apply(self, frame: Frame) -> None:
+        command = frame.command
+        if command in ("CONNECT", "STOMP"):
+            self._connect(frame)
+            return
+        if self.user is None:
+            raise NotAuthenticated("Send CONNECT (or STOMP) first.")
+        handler = getattr(self, "_" + command.lower(), None)
+        if handler is None or command in ("CONNECTED", "MESSAGE", "RECEIPT", "ERROR"):
+            raise StompRefused(f"{command} is a frame the server sends, not one it receives.")
+        handler(frame)
+
+    def _required(self, frame: Frame, name: str) -> str:
+        value = frame.get(name)
+        if value is None or value == "":
+            raise StompRefused(f"{frame.command} needs the {name} header.", errors={name: ["Required."]})
+        return value
+
+    def _connect(self, frame: Frame) -> None:
+        if self.user is not None:
+            raise StompRefused("Already connected.")
+        version = self.ws_version or version_negotiated(frame)
+        if version is None or (self.ws_version and version_negotiated(frame) is None):
+            self.version = "1.2"
+            raise StompRefused(f"Supported protocol versions are {' '.join(VERSIONS)}.", version=",".join(VERSIONS))
+        self.version = version
+        self.parser.version = version
+        send_ms, receive_ms = heart_beats(frame, server_ms=settings.BATON_STOMP_HEARTBEAT_MS) \
+            if version != "1.0" else (0, 0)
+        user = engine.user_signed_in(login=frame.get("login"), passcode=frame.get("passcode"))
+        if user is None:
+            raise NotAuthenticated("Bad login or passcode: login is a user name, passcode its password or API token.")
+        self.broker = engine.broker_chosen(user, host=frame.get("host"))
+        self.user = user
+        self.heartbeat_send, self.heartbeat_receive = send_ms, receive_ms
+        headers = [("version", version), ("server", SERVER), ("session", self.session)]
+        if version != "1.0":
+            hb = settings.BATON_STOMP_HEARTBEAT_MS
+            headers.append(("heart-beat", f"{hb if send_ms else 0},{hb if receive_ms else 0}"))
+        self.send(Frame("CONNECTED", headers))
+        if send_ms or receive_ms:
+            self.loop.call_soon_threadsafe(self._start_heartbeats)
+
+    def _start_heartbeats(self) -> None:
+        if not self.closed:
+            self.heartbeats = self.loop.create_task(self._heartbeat())
+
+    # --- destinations -------------------------------------------------------------------
+
+    def _destination(self, frame: Frame) -> tuple[str, str]:
+        destination = self._required(frame, "destination")
+        for kind in ("queue", "topic"):
+            prefix = f"/{kind}/"
+            if destination.startswith(prefix) and len(destination) > len(prefix):
+                return kind, destination[len(prefix):]
+        raise UnknownDestination(f"Unknown destination {destination[:100]!r}: use /queue/{{queue}} or "
+                                 "/topic/{topic string}.", destination=destination[:100])
+
+    def _transaction(self, frame: Frame) -> Txn | None:
+        name = frame.get("transaction")
+        if name is None:
+            return None
+        txn = self.transactions.get(name)
+        if txn is None:
+            raise StompRefused(f"No transaction {name[:100]!r} is open on this connection (BEGIN it first).",
+                               transaction=name[:100])
+        return txn
+
+    def _send(self, frame: Frame) -> None:
+        kind, name = self._destination(frame)
+        txn = self._transaction(frame)
+        fields = message_fields(frame)
+        if kind == "queue":
+            engine.message_send(self.user, broker=self.broker, queue=name, fields=fields, body=frame.body,
+                                transaction=txn.id if txn else None)
+        else:
+            engine.publication_send(self.user, broker=self.broker, topic=name, fields=fields, body=frame.body,
+                                    transaction=txn.id if txn else None)
+        self.receipt(frame)
+
+    # --- subscriptions ------------------------------------------------------------------
+
+    def _subscribe(self, frame: Frame) -> None:
+        kind, name = self._destination(frame)
+        sub_id = frame.get("id")
+        if sub_id is None or sub_id == "":
+            if self.version != "1.0":
+                raise StompRefused("SUBSCRIBE needs an id header.", errors={"id": ["Required."]})
+            sub_id = frame.get("destination")
+        if sub_id in self.subscriptions:
+            raise StompRefused(f"This connection already has a subscription with id {sub_id[:100]!r}.",
+                               subscription=sub_id[:100])
+        ack = frame.get("ack", "auto")
+        if ack not in ACK_MODES:
+            raise StompRefused(f"ack must be auto, client or client-individual, not {ack[:40]!r}.",
+                               errors={"ack": ["Invalid choice."]})
+        prefetch_text = frame.get("prefetch-count", "100")
+        if not (prefetch_text.isascii() and prefetch_text.isdigit() and 1 <= int(prefetch_text) <= 10_000):
+            raise StompRefused(f"prefetch-count must be a whole number from 1 to 10000, not {prefetch_text[:40]!r}.",
+                               errors={"prefetch-count": ["Out of range."]})
+        if frame.get("x-baton-preemptive", "false") not in ("false",):
+            raise StompRefused("x-baton-preemptive is not supported by this server yet.",
+                               errors={"x-baton-preemptive": ["Not supported."]})
+        durable = frame.get("durable") == "true" or frame.get("persistent") == "true" \
+            or frame.get("auto-delete") == "false"
+        sub = Subscription(id=sub_id, destination=frame.get("destination"), broker=self.broker, queue=name,
+                           ack=ack, prefetch=int(prefetch_text), key="")
+        if kind == "queue":
+            sub.key, sub.lock_s = engine.queue_subscribed(self.user, broker=self.broker, queue=name)
+        else:
+            if durable and not frame.get("id"):
+                raise StompRefused("A durable subscription needs an id header.", errors={"id": ["Required."]})
+            sub.durable = durable
+            sub.topic_name = engine.subscription_name(user=self.user, connection=self.session, id=sub_id,
+                                                      durable=durable)
+            sub.key, sub.lock_s = engine.topic_subscribed(self.user, broker=self.broker, topic_filter=name, name=sub.topic_name,
+                                              durable=durable)
+            sub.queue = sub.topic_name
+        self.subscriptions[sub_id] = sub
+        sub.thread = threading.Thread(target=self._deliver, args=(sub,), name="stomp-sub", daemon=True)
+        sub.thread.start()
+        self.receipt(frame)
+
+    def _unsubscribe(self, frame: Frame) -> None:
+        sub_id = frame.get("id")
+        if (sub_id is None or sub_id == "") and self.version == "1.0":
+            sub_id = frame.get("destination")
+        if sub_id is None or sub_id == "":
+            raise StompRefused("UNSUBSCRIBE needs an id header.", errors={"id": ["Required."]})
+        sub = self.subscriptions.get(sub_id)
+        if sub is None:
+            raise StompRefused(f"No subscription with id {sub_id[:100]!r} on this connection.",
+                               subscription=sub_id[:100])
+        self._stop(sub)
+        del self.subscriptions[sub_id]
+        self._give_back(list(sub.pending.values()))
+        if sub.topic_name and (not sub.durable or frame.get("durable") == "true" or frame.get("persistent") == "true"):
+            engine.topic_unsubscribed(broker=sub.broker, name=sub.topic_name)
+        self.receipt(frame)
+
+    def _stop(self, sub: Subscription) -> None:
+        with self.lock:
+            sub.stopped = True
+            self.lock.notify_all()
+        wakeup_notify([sub.key])
+        if sub.thread is not None and sub.thread is not threading.current_thread():
+            sub.thread.join()
+
+    def _room(self, sub: Subscription) -> int:
+        """How many messages the subscription may get now (under ``self.lock``)."""
+        if self.unsent >= HIGH_WATER:
+            return 0
+        if sub.ack == "auto":
+            return min(sub.prefetch, 100)
+        return sub.prefetch - len(sub.pending)
+
+    def _deliver(self, sub: Subscription) -> None:
+        """The subscription's thread: get while there is room, send, wait for more."""
+        mode = "destructive" if sub.ack == "auto" else "peek_lock"
+        try:
+            while True:
+                with self.lock:
+                    self.lock.wait_for(lambda: sub.stopped or self.closed or self._room(sub) > 0,
+                                       timeout=sub.lock_s / 3)
+                    if sub.stopped or self.closed:
+                        return
+                    room = self._room(sub)
+                if room <= 0:  # prefetch-count reached, or the client is not reading
+                    self._locks_renewed(sub)
+                    continue
+
+                def attempt(room: int = room):
+                    if sub.stopped or self.closed:
+                        return True
+                    return engine.messages_got(self.user, broker=sub.broker, queue=sub.queue, mode=mode, batch=room)
+
+                got = wait_for(attempt, keys=[sub.key], wait_s=min(SUBSCRIPTION_WAIT_S, sub.lock_s / 3))
+                self._locks_renewed(sub)
+                if got is True or not got:
+                    continue
+                for message in got:
+                    self._send_message(sub, message)
+        except BatonError as exc:  # the queue was deleted, a grant withdrawn, ...
+            if not (sub.stopped or self.closed):
+                self.error(exc, None)
+        except Exception:
+            log.exception("a STOMP subscription failed")
+            if not (sub.stopped or self.closed):
+                self.error(BatonError("The server failed to deliver to the subscription."), None)
+        finally:
+            connections.close_all()
+
+    def _locks_renewed(self, sub: Subscription) -> None:
+        """Keep the locks of what the client holds unacknowledged (a slow consumer keeps its
+        messages, as long as its connection lives)."""
+        now = time.monotonic()
+        with self.lock:
+            due = [p for p in sub.pending.values() if now - p.locked_at > sub.lock_s / 3]
+        for item in due:
+            try:
+                engine.lock_renewed(self.user, token=item.token)
+                item.locked_at = now
+            except BatonError:  # acknowledged meanwhile, or already lost
+                pass
+
+    def _send_message(self, sub: Subscription, message: dict[str, Any]) -> None:
+        ack_id = None
+        if sub.ack != "auto":
+            ack_id = f"{next(self.ack_ids)}"
+            pending = Pending(ack_id=ack_id, msg_id=message["msg_id"], token=message["lock_token"], subscription=sub)
+            with self.lock:
+                sub.pending[pending.msg_id] = pending
+                self.acks[ack_id] = pending
+        body = base64.b64decode(message["body_base64"])
+        headers = message_headers(message, destination=sub.destination, subscription=sub.id,
+                                  ack=ack_id if self.version == "1.2" else None)
+        try:
+            self.send(Frame("MESSAGE", headers, body))
+        except FrameError:  # a property 1.0 cannot carry: without the properties
+            self.send(Frame("MESSAGE", headers[:3], body))
+
+    # --- acknowledgements -----------------------------------------------------------------
+
+    def _acknowledged(self, frame: Frame) -> list[Pending]:
+        """The messages an ACK or NACK covers (in delivery order), or ERROR."""
+        if self.version == "1.2":
+            ack_id = self._required(frame, "id")
+            with self.lock:
+                pending = self.acks.get(ack_id)
+            if pending is None:
+                raise StompRefused(f"{frame.command} of an unknown or already acknowledged message (id {ack_id[:100]!r}).",
+                                   id=ack_id[:100])
+        else:
+            msg_id = self._required(frame, "message-id")
+            sub_id = frame.get("subscription")
+            if self.version == "1.1" and sub_id is None:
+                raise StompRefused(f"{frame.command} needs the subscription header.", errors={"subscription": ["Required."]})
+            subs = [self.subscriptions[sub_id]] if sub_id in self.subscriptions else (
+                [] if sub_id is not None else list(self.subscriptions.values()))
+            with self.lock:
+                pending = next((s.pending[msg_id] for s in subs if msg_id in s.pending), None)
+            if pending is None:
+                raise StompRefused(f"{frame.command} of an unknown or already acknowledged message "
+                                   f"(message-id {msg_id[:100]!r}).", message_id=msg_id[:100])
+        sub = pending.subscription
+        if sub.ack == "client-individual":
+            return [pending]
+        with self.lock:  # client: cumulative over the subscription's earlier messages
+            covered = []
+            for item in sub.pending.values():
+                covered.append(item)
+                if item is pending:
+                    break
+        return covered
+
+    def _forget(self, covered: list[Pending]) -> None:
+        with self.lock:
+            for item in covered:
+                item.subscription.pending.pop(item.msg_id, None)
+                self.acks.pop(item.ack_id, None)
+            self.lock.notify_all()
+
+    def _ack(self, frame: Frame) -> None:
+        covered = self._acknowledged(frame)
+        txn = self._transaction(frame)
+        if txn is not None:
+            for item in covered:  # a failure: ERROR, and the unit of work is rolled back at the end
+                engine.lock_completed(self.user, token=item.token, transaction=txn.id)
+                txn.completed.append(item.token)
+        elif len(covered) == 1:
+            engine.lock_completed(self.user, token=covered[0].token, transaction=None)
+        else:  # all or none: one unit of work of its own
+            own = engine.transaction_begun(self.user, broker=self.broker)
+            try:
+                for item in covered:
+                    engine.lock_completed(self.user, token=item.token, transaction=own)
+                engine.transaction_committed(self.user, transaction=own, wait=0)
+            except BaseException:
+                try:
+                    engine.transaction_rolled_back(self.user, transaction=own)
+                except BatonError:
+                    pass
+                raise
+        self._forget(covered)
+        self.receipt(frame)
+
+    def _nack(self, frame: Frame) -> None:
+        covered = self._acknowledged(frame)
+        txn = self._transaction(frame)
+        self._forget(covered)
+        if txn is not None:  # given back when the transaction ends, whichever way
+            txn.abandoned.extend(item.token for item in covered)
+        else:
+            self._give_back(covered)
+        self.receipt(frame)
+
+    def _give_back(self, items: list[Pending] | list[str]) -> None:
+        """Make these locked messages available again (a lock already gone is no matter)."""
+        for item in items:
+            token = item if isinstance(item, str) else item.token
+            try:
+                engine.lock_abandoned(self.user, token=token)
+            except BatonError:
+                pass
+        self._forget([item for item in items if isinstance(item, Pending)])
+
+    # --- transactions ---------------------------------------------------------------------
+
+    def _begin(self, frame: Frame) -> None:
+        name = self._required(frame, "transaction")
+        if name in self.transactions:
+            raise StompRefused(f"Transaction {name[:100]!r} is already open on this connection.",
+                               transaction=name[:100])
+        self.transactions[name] = Txn(name=name, id=engine.transaction_begun(self.user, broker=self.broker))
+        self.receipt(frame)
+
+    def _open_transaction(self, frame: Frame) -> Txn:
+        name = self._required(frame, "transaction")
+        txn = self.transactions.get(name)
+        if txn is None:
+            raise StompRefused(f"No transaction {name[:100]!r} is open on this connection.", transaction=name[:100])
+        return txn
+
+    def _commit(self, frame: Frame) -> None:
+        txn = self._open_transaction(frame)
+        del self.transactions[txn.name]
+        try:
+            outcome = engine.transaction_committed(self.user, transaction=txn.id, wait=0)
+        except BatonError:
+            self._give_back(txn.completed + txn.abandoned)
+            raise
+        if outcome["state"] == "committed":
+            self._give_back(txn.abandoned)
+            self.receipt(frame)
+            return
+        # held until its upstream units of work commit: the RECEIPT when it resolves
+        thread = threading.Thread(target=self._commit_held, args=(txn, frame), name="stomp-commit", daemon=True)
+        self.threads.append(thread)
+        thread.start()
+
+    def _commit_held(self, txn: Txn, frame: Frame) -> None:
+        try:
+            while not self.closed:
+                outcome = engine.transaction_committed(self.user, transaction=txn.id, wait=settings.BATON_MAX_WAIT_S)
+                if outcome["state"] == "committed":
+                    self._give_back(txn.abandoned)
+                    self.receipt(frame)
+                    return
+        except BatonError as exc:
+            self._give_back(txn.completed + txn.abandoned)
+            self.error(exc, frame)
+        except Exception:
+            log.exception("a held STOMP commit failed")
+        finally:
+            connections.close_all()
+
+    def _abort(self, frame: Frame) -> None:
+        txn = self._open_transaction(frame)
+        del self.transactions[txn.name]
+        engine.transaction_rolled_back(self.user, transaction=txn.id)
+        # what it acknowledged is available again, not left locked (docs/stomp.md)
+        self._give_back(txn.completed + txn.abandoned)
+        self.receipt(frame)
+
+    def _disconnect(self, frame: Frame) -> None:
+        self._end_all()
+        self.receipt(frame)
+        self.failed = True  # nothing after DISCONNECT is applied
+        self.close_after_sending()
+
+    # --- the end ----------------------------------------------------------------------------
+
+    def _end_all(self) -> None:
+        """Stop the subscriptions, roll back open transactions, give back what was not
+        acknowledged, remove non-durable topic subscriptions."""
+        subs = list(self.subscriptions.values())
+        self.subscriptions.clear()
+        for sub in subs:
+            self._stop(sub)
+        for txn in list(self.transactions.values()):
+            del self.transactions[txn.name]
+            try:
+                engine.transaction_rolled_back(self.user, transaction=txn.id)
+            except BatonError:
+                pass
+            self._give_back(txn.completed + txn.abandoned)
+        for sub in subs:
+            self._give_back(list(sub.pending.values()))
+            if sub.topic_name and not sub.durable:
+                try:
+                    engine.topic_unsubscribed(broker=sub.broker, name=sub.topic_name)
+                except BatonError:
+                    pass
+
+    def _ended(self) -> None:
+        if self.user is not None:
+            try:
+                self._end_all()
+            except Exception:
+                log.exception("ending a STOMP connection failed")
+        for thread in self.threads:
+            thread.join(timeout=0)

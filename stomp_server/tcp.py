@@ -1,0 +1,79 @@
+"""STOMP over TCP: an asyncio server on ``BATON_STOMP_PORT`` at ``BATON_HOST`` (API.md,
+"STOMP"). Each connection is a :class:`~stomp_server.protocol.StompConnection`."""
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+
+from .protocol import StompConnection
+
+log = logging.getLogger(__name__)
+READ_SIZE = 256 * 1024
+#: The connections of each server running in this process.
+_LIVE_SETS: list[set] = []
+
+
+class TcpTransport:
+    def __init__(self, writer: asyncio.StreamWriter) -> None:
+        self.writer = writer
+
+    async def write(self, data: bytes) -> None:
+        self.writer.write(data)
+        await self.writer.drain()
+
+    async def close(self) -> None:
+        self.writer.close()
+
+    def abort(self) -> None:
+        """Close at once, dropping what is unsent (a client that does not read)."""
+        self.writer.transport.abort()
+
+
+async def _serve_one(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    sock = writer.get_extra_info("socket")
+    if sock is not None:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    peer = writer.get_extra_info("peername")
+    connection = StompConnection(TcpTransport(writer), kind="tcp",
+                                 peer=f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer))
+    connection.start()
+    for live in _LIVE_SETS:
+        live.add(connection)
+    try:
+        while data := await reader.read(READ_SIZE):
+            await connection.received(data)
+            if connection.closed:
+                break
+    except (ConnectionError, OSError):
+        pass
+    finally:
+        connection.lost()
+        for live in _LIVE_SETS:
+            live.discard(connection)
+
+
+async def stomp_serve(*, host: str, port: int, started: asyncio.Future | None = None) -> None:
+    """Serve STOMP on ``host``:``port`` until cancelled."""
+    server = await asyncio.start_server(_serve_one, host, port, limit=READ_SIZE)
+    bound = server.sockets[0].getsockname()[1]
+    if started is not None:
+        started.set_result(bound)
+    live: set[StompConnection] = set()
+    _LIVE_SETS.append(live)
+    try:
+        async with server:
+            await server.serve_forever()
+    finally:
+        _LIVE_SETS.remove(live)
+        await connections_ended(live)
+
+
+async def connections_ended(live) -> None:
+    """End these connections as if their clients had left, and wait until each has rolled
+    back and given back what it held."""
+    ending = list(live)
+    for connection in ending:
+        connection.transport.abort()
+        connection.lost()
+    await asyncio.to_thread(lambda: [c.applier.join() for c in ending])

@@ -1,0 +1,33 @@
+"""The dashboard's overview lists the live STOMP connections: user, client, subscriptions,
+open transactions; only on brokers the viewer may see."""
+from __future__ import annotations
+
+from django.contrib.auth import get_user_model
+from django.test import Client
+
+from stomp_server.protocol import LIVE
+from stomp_server.registry import registry_written
+
+from .conftest import bye, connected
+
+
+def test_the_overview_shows_stomp_connections(stomp_port, stomp_broker, token):
+    conn, seen = connected(stomp_port, token)
+    conn.subscribe("/queue/Q1", id="s1", ack="client")
+    conn.begin("t1", receipt="r")
+    seen.wait(lambda: "r" in seen.receipts)
+    written = registry_written(LIVE, {})
+    [(session, row)] = written.items()
+    assert (row["username"], row["broker"], row["open_transactions"], row["subscriptions"]) == (
+        "tester", "QM1", 1, [{"id": "s1", "destination": "/queue/Q1", "ack": "client", "unacknowledged": 0}])
+    page = Client()
+    page.force_login(get_user_model().objects.get(username="tester"))
+    html = page.get("/").content.decode()
+    assert f'data-session="{session}"' in html and "/queue/Q1" in html
+    viewer = get_user_model().objects.create_user("viewer", password="x-Secret-Pw-123")
+    page.force_login(viewer)
+    assert f'data-session="{session}"' not in page.get("/").content.decode()
+    bye(conn)
+    assert registry_written(LIVE, written) == {}
+    page.force_login(get_user_model().objects.get(username="tester"))
+    assert "No STOMP connections" in page.get("/").content.decode()
