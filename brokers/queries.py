@@ -407,26 +407,30 @@ def messages_delete_put(*, transaction_id: str) -> None:
 
 # --- duplicate detection (dedup keys) -----------------------------------------------------------
 
-def dedup_keys_claim(*, queue_id: int, keys: Sequence[tuple[str, str, str | None]], now) -> set[str]:
-    """Take the keys (``(key, msg_id, put_transaction_id)``: the message put with it, under
-    that unit of work if any; keys distinct) that no earlier put on
-    the queue took, in one ``INSERT … ON CONFLICT DO NOTHING RETURNING``; return the keys
-    taken. Caller holds the queue's row lock (``queues_lock(even_one=True)``: lock order
-    queue row → key entries), so two puts on one queue claim in turn. On PostgreSQL the
-    insert also locks each new key's unique-index entry until the database transaction ends:
-    a concurrent claimer of the same key (not possible under the queue lock, but safe
-    anyway) waits, then finds it taken if this transaction commits."""
+def dedup_keys_claim(*, queue_id: int, keys: Sequence[tuple[str, str, str | None, object]], now) -> set[str]:
+    """Take the keys (``(key, msg_id, put_transaction_id, expires_at)``: the message put with
+    it, under that unit of work if any, remembered until ``expires_at`` if not None; keys
+    distinct) that no earlier put on the queue holds, in one ``INSERT … ON CONFLICT DO
+    UPDATE … WHERE RETURNING``: a key whose retention ended by ``now`` is taken over as if
+    new (whether housekeeping has swept it yet or not); return the keys taken. Caller holds
+    the queue's row lock (``queues_lock(even_one=True)``: lock order queue row → key
+    entries), so two puts on one queue claim in turn. On PostgreSQL the insert also locks
+    each new key's unique-index entry (and the row of a key taken over) until the database
+    transaction ends: a concurrent claimer of the same key (not possible under the queue
+    lock, but safe anyway) waits, then finds it taken if this transaction commits."""
     if not keys:
         return set()
     t = dt_param(now)
     params: list = []
-    for key, msg_id, transaction_id in keys:
-        params.extend((queue_id, key, msg_id, transaction_id or "", t))
+    for key, msg_id, transaction_id, expires_at in keys:
+        params.extend((queue_id, key, msg_id, transaction_id or "", t, dt_param(expires_at)))
     with cursor() as c:
         c.execute(
-            f"INSERT INTO {DEDUP} (queue_id, key, msg_id, transaction_id, created_at)"
-            f" VALUES {', '.join(['(%s, %s, %s, %s, %s)'] * len(keys))}"
-            " ON CONFLICT (queue_id, key) DO NOTHING RETURNING key", params,
+            f"INSERT INTO {DEDUP} (queue_id, key, msg_id, transaction_id, created_at, expires_at)"
+            f" VALUES {', '.join(['(%s, %s, %s, %s, %s, %s)'] * len(keys))}"
+            " ON CONFLICT (queue_id, key) DO UPDATE SET msg_id = excluded.msg_id,"
+            " transaction_id = excluded.transaction_id, created_at = excluded.created_at,"
+            f" expires_at = excluded.expires_at WHERE {DEDUP}.expires_at <= %s RETURNING key", [*params, t],
         )
         return {row[0] for row in c.fetchall()}
 
@@ -437,6 +441,15 @@ def dedup_keys_owners(*, queue_id: int, keys: Sequence[str]) -> dict[str, str]:
         c.execute(f"SELECT key, msg_id FROM {DEDUP} WHERE queue_id = %s AND key IN ({', '.join(['%s'] * len(keys))})",
                   [queue_id, *keys])
         return dict(c.fetchall())
+
+
+def dedup_keys_forget(*, now, limit: int) -> int:
+    """Delete up to ``limit`` keys whose retention ended by ``now`` (housekeeping), oldest
+    first through the expiry index; returns how many. Locks those rows."""
+    with cursor() as c:
+        c.execute(f"DELETE FROM {DEDUP} WHERE id IN (SELECT id FROM {DEDUP} WHERE expires_at <= %s"
+                  f" ORDER BY expires_at LIMIT %s)", [dt_param(now), limit])
+        return c.rowcount
 
 
 def dedup_keys_release(*, transaction_id: str) -> None:
