@@ -72,11 +72,24 @@ class _EngineCursor:
             self.db._baton_pending = []
             sql = "; ".join([p_sql for p_sql, _ in pending] + [sql])
             params = [value for _, p_params in pending for value in p_params] + list(params)
+        if self.sqlite and not self.db.connection.in_transaction and hasattr(self.db, "writer_held"):
+            return self._autocommit_execute(sql, params)
         with self.db.wrap_database_errors:
             result = self.raw.execute(self._sql(sql), params)
             for _ in pending or ():
                 self.raw.nextset()  # the caller reads its own statement's result
         return result
+
+    def _autocommit_execute(self, sql: str, params):
+        """SQLite, outside a transaction: a write holds the database's writer lock for the
+        statement, as every other write does (transactions/backends/sqlite3)."""
+        from .backends.sqlite3.base import _writes
+
+        with self.db.wrap_database_errors:
+            if not _writes(sql):
+                return self.raw.execute(self._sql(sql), params)
+            with self.db.writer_held():
+                return self.raw.execute(self._sql(sql), params)
 
     def executemany(self, sql: str, rows):
         deferred_flush()
