@@ -8,7 +8,7 @@ Both are reads: nothing here changes a message.
 - ``property``: ``name`` (the message has that property) or ``name=value`` (its value, as
   text, is ``value``: ``colour=red``, ``attempt=3``; JSON ``true`` reads ``true`` on
   PostgreSQL and ``1`` on SQLite). The name is 1 to 100 characters of A-Z a-z 0-9 ``_ . : -``;
-  the value at most 200 characters.
+  the value at most 200 characters, without NUL (no JSON string holds one as text).
 """
 from __future__ import annotations
 
@@ -51,10 +51,10 @@ def message_filter_parse(*, body_contains: str | None = None, property: str | No
     name = value = None
     if property:
         name, has_value, raw = property.partition("=") if isinstance(property, str) else ("", False, "")
-        if not PROPERTY_NAME.match(name) or len(raw) > PROPERTY_VALUE_MAX:
+        if not PROPERTY_NAME.match(name) or len(raw) > PROPERTY_VALUE_MAX or "\x00" in raw:
             errors["property"] = [
                 "A property filter is name or name=value: the name 1 to 100 characters of A-Z a-z 0-9 _ . : -, "
-                f"the value at most {PROPERTY_VALUE_MAX} characters."]
+                f"the value at most {PROPERTY_VALUE_MAX} characters (no NUL)."]
             name = None
         elif has_value:
             value = raw

@@ -478,6 +478,7 @@ def test_browse_binary_body(api, queue):
     ({"body_contains": "x" * 201}, "body_contains"),
     ({"property": "no such=thing"}, "property"),
     ({"property": "=1"}, "property"),
+    ({"property": "k=a\u0000b"}, "property"),
 ])
 def test_browse_bad_parameters_are_400(api, queue, params, field):
     body = assert_error(api.get(PUT, params), 400, "invalid")
