@@ -29,7 +29,7 @@ class Preview:
 def _text(prefix: bytes, whole: bool) -> str | None:
     """The prefix as UTF-8 text, or None. A prefix cut inside a character loses that
     character's first bytes, not the verdict."""
-    for drop in range(0, 1 if whole else 4):
+    for drop in range(1 if whole else 4):
         try:
             return prefix[:len(prefix) - drop].decode("utf-8")
         except UnicodeDecodeError:

@@ -52,9 +52,9 @@ def message_filter_parse(*, body_contains: str | None = None, property: str | No
     if property:
         name, has_value, raw = property.partition("=") if isinstance(property, str) else ("", False, "")
         if not PROPERTY_NAME.match(name) or len(raw) > PROPERTY_VALUE_MAX or "\x00" in raw:
-            errors["property"] = [
+            errors["property"] = [(
                 "A property filter is name or name=value: the name 1 to 100 characters of A-Z a-z 0-9 _ . : -, "
-                f"the value at most {PROPERTY_VALUE_MAX} characters (no NUL)."]
+                f"the value at most {PROPERTY_VALUE_MAX} characters (no NUL).")]
             name = None
         elif has_value:
             value = raw

@@ -141,9 +141,9 @@ def test_a_write_outside_a_transaction_queues_on_the_writer_lock_and_a_read_does
     connection.ensure_connection()
     monkeypatch.setitem(connection.settings_dict, "OPTIONS", {**connection.settings_dict["OPTIONS"], "timeout": 0.1})
     path = f"{connection.settings_dict['NAME']}-writer"
-    held = subprocess.Popen([sys.executable, "-c", "import fcntl, os, sys; fd = os.open(sys.argv[1], os.O_RDWR | "
-                             "os.O_CREAT); fcntl.flock(fd, fcntl.LOCK_EX); print('held', flush=True); sys.stdin.read()",
-                             path], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    hold = ("import fcntl, os, sys; fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT); "
+            "fcntl.flock(fd, fcntl.LOCK_EX); print('held', flush=True); sys.stdin.read()")
+    held = subprocess.Popen([sys.executable, "-c", hold, path], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert held.stdout.readline().strip() == "held"
         assert not connection.in_atomic_block
