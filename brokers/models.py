@@ -447,7 +447,8 @@ class DedupKey(models.Model):
     """A put's duplicate-detection key (a message's ``dedup_key``), remembered per queue so
     that a later put with the same key is skipped (Service Bus duplicate detection, SQS
     ``MessageDeduplicationId``). Kept on its own rows, not on the message's: a key outlives
-    its message (consumed, expired or moved) and stays until its queue is deleted. Written
+    its message (consumed, expired or moved) and stays for the retention its put declared
+    (``expires_at``; none: until its queue is deleted). Written
     in the same database transaction as the put; a key taken under a unit of work that
     rolls back is given back with it (``transaction_id``)."""
 
@@ -457,11 +458,14 @@ class DedupKey(models.Model):
     transaction_id = models.CharField(max_length=32, blank=True,
                                       help_text="The unit of work that put it, if any (its rollback frees the key).")
     created_at = models.DateTimeField()
+    expires_at = models.DateTimeField(null=True, blank=True,
+                                      help_text="Forgotten from this time on (the put's dedup_retention_ms); none: kept.")
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["queue", "key"], name="dedupkey_unique_per_queue")]
         indexes = [models.Index(fields=["transaction_id"], name="dedupkey_transaction",
-                                condition=~models.Q(transaction_id=""))]
+                                condition=~models.Q(transaction_id="")),
+                   models.Index(fields=["expires_at"], name="dedupkey_expiry", condition=models.Q(expires_at__isnull=False))]
 
     def __str__(self) -> str:
         return f"{self.key} on queue {self.queue_id}"

@@ -18,6 +18,7 @@ from typing import Iterable, Sequence
 
 from django.core.serializers.json import DjangoJSONEncoder
 
+from transactions.models import OPEN_STATES
 from transactions.queries import (
     TRANSACTION, TRANSACTION_COLUMNS, aware, cursor, deferred, dt_param, json_param, model_instance, postgres,
     transaction_from_row,
@@ -41,6 +42,8 @@ PUT_COLUMNS = (
     "delivery_count", "dead_letter_reason", "dead_letter_queue", "transmission_header", "body", "commit_seq",
     "put_transaction_id", "feedback",
 )
+#: The open states of a unit of work, as the open-deadline index's condition writes them.
+_OPEN = ", ".join(f"'{state}'" for state in OPEN_STATES)
 _JSON_COLUMNS = {"report", "properties", "transmission_header"}
 _DATETIME_COLUMNS = {"expires_at", "put_time", "locked_until"}
 
@@ -56,27 +59,44 @@ def definitions_version() -> int | None:
     return row[0] if row else None
 
 
-def get_start(*, queue_id: int, transaction_id: str | None):
+def get_start(*, queue_id: int, transaction_id: str | None, now):
     """A get's first statement: the definitions version, the queue's exclusive-input lease
     (holder, until) and, for a get under a named unit of work, that unit of work's row,
     locked ``FOR UPDATE`` (PostgreSQL) until the database transaction ends. Returns
-    ``(version, holder, until, unit_of_work)``, the last None when no transaction was named
-    or none has that id (the caller's own look-up then says why); None if the queue has gone."""
+    ``(version, holder, until, unit_of_work, lapsed, overdue)``; ``unit_of_work`` None when
+    no transaction was named or none has that id (the caller's own look-up then says why);
+    None if the queue has gone.
+
+    The same statement looks, without locks, for what a get must settle before it chooses
+    (docs/semantics.md, "Expiry seen by the next get"): ``lapsed``, whether a message of the
+    queue has a peek-lock that ran out by ``now`` (through the lock-expiry index: only
+    locks already run out are read); ``overdue``, the id of one open unit of work past its
+    deadline that got or put a message on the queue, else None (through the open-deadline
+    index: only units of work already overdue are read)."""
+    t = dt_param(now)
+    settle = (
+        f"EXISTS (SELECT 1 FROM {MESSAGE} m WHERE m.lock_token IS NOT NULL AND m.locked_until <= %s"
+        f" AND m.queue_id = q.id AND m.get_transaction_id IS NULL),"
+        f" (SELECT o.id FROM {TRANSACTION} o WHERE o.state IN ({_OPEN}) AND o.deadline_at <= %s"
+        f" AND (EXISTS (SELECT 1 FROM {MESSAGE} m WHERE m.get_transaction_id = o.id AND m.queue_id = q.id)"
+        f" OR EXISTS (SELECT 1 FROM {MESSAGE} m WHERE m.put_transaction_id = o.id AND m.queue_id = q.id)) LIMIT 1)"
+    )
     version = f"(SELECT version FROM {VERSION} WHERE id = 1)"
     with cursor() as c:
         if transaction_id is not None:
             lock = " FOR UPDATE OF t" if postgres() else ""
             c.execute(
-                f"SELECT {version}, q.exclusive_holder, q.exclusive_until,"
+                f"SELECT {version}, q.exclusive_holder, q.exclusive_until, {settle},"
                 f" {', '.join('t.' + name for name in TRANSACTION_COLUMNS)}"
-                f" FROM {QUEUE} q, {TRANSACTION} t WHERE q.id = %s AND t.id = %s{lock}", [queue_id, transaction_id],
+                f" FROM {QUEUE} q, {TRANSACTION} t WHERE q.id = %s AND t.id = %s{lock}", [t, t, queue_id, transaction_id],
             )
             row = c.fetchone()
             if row is not None:
-                return row[0], row[1], aware(row[2]), transaction_from_row(row[3:])
-        c.execute(f"SELECT {version}, exclusive_holder, exclusive_until FROM {QUEUE} WHERE id = %s", [queue_id])
+                return row[0], row[1], aware(row[2]), transaction_from_row(row[5:]), bool(row[3]), row[4]
+        c.execute(f"SELECT {version}, q.exclusive_holder, q.exclusive_until, {settle} FROM {QUEUE} q WHERE q.id = %s",
+                  [t, t, queue_id])
         row = c.fetchone()
-    return None if row is None else (row[0], row[1], aware(row[2]), None)
+    return None if row is None else (row[0], row[1], aware(row[2]), None, bool(row[3]), row[4])
 
 
 def transaction_row_and_definitions_version(*, transaction_id: str):
@@ -256,6 +276,29 @@ def _sort_key(*, priority_first: bool, commit_ordered: bool):
     return key
 
 
+def messages_locks_lapse(*, queue_id: int, now) -> list[tuple[int, int]]:
+    """Release the queue's peek-locks that ran out by ``now`` (a get found some: ``get_start``
+    said ``lapsed``): each lock's token becomes the message's lapsed token (its holder then
+    hears lock_lost), the delivery count stays. Returns ``(id, delivery_count)`` of each
+    message released; the caller moves those past the delivery limit to the dead-letter
+    queue. Locks those message rows; on PostgreSQL ``FOR UPDATE SKIP LOCKED`` in a
+    materialised CTE, so a concurrent get releasing the same locks, or a holder settling
+    one, is never waited for (the row is theirs to settle)."""
+    lapsed = "lock_token IS NOT NULL AND locked_until <= %s AND queue_id = %s AND get_transaction_id IS NULL"
+    params = [dt_param(now), queue_id]
+    if postgres():
+        sql = (f"WITH chosen AS MATERIALIZED (SELECT id FROM {MESSAGE} WHERE {lapsed} FOR UPDATE SKIP LOCKED)"
+               f" UPDATE {MESSAGE} SET lapsed_lock_token = lock_token, lock_token = NULL, locked_until = NULL"
+               f" WHERE id IN (SELECT id FROM chosen) AND {lapsed} RETURNING id, delivery_count")
+        params = params + params
+    else:
+        sql = (f"UPDATE {MESSAGE} SET lapsed_lock_token = lock_token, lock_token = NULL, locked_until = NULL"
+               f" WHERE {lapsed} RETURNING id, delivery_count")
+    with cursor() as c:
+        c.execute(sql, params)
+        return sorted(c.fetchall())
+
+
 def messages_sendable_lengths(*, queue_id: int, preemptive: bool, priority_first: bool, limit: int) -> list[int]:
     """A channel's look at its transmission queue (brokers/channels/sender.py, at every
     wake-up while it gathers a batch or waits): the body lengths of the next ``limit``
@@ -364,26 +407,30 @@ def messages_delete_put(*, transaction_id: str) -> None:
 
 # --- duplicate detection (dedup keys) -----------------------------------------------------------
 
-def dedup_keys_claim(*, queue_id: int, keys: Sequence[tuple[str, str, str | None]], now) -> set[str]:
-    """Take the keys (``(key, msg_id, put_transaction_id)``: the message put with it, under
-    that unit of work if any; keys distinct) that no earlier put on
-    the queue took, in one ``INSERT … ON CONFLICT DO NOTHING RETURNING``; return the keys
-    taken. Caller holds the queue's row lock (``queues_lock(even_one=True)``: lock order
-    queue row → key entries), so two puts on one queue claim in turn. On PostgreSQL the
-    insert also locks each new key's unique-index entry until the database transaction ends:
-    a concurrent claimer of the same key (not possible under the queue lock, but safe
-    anyway) waits, then finds it taken if this transaction commits."""
+def dedup_keys_claim(*, queue_id: int, keys: Sequence[tuple[str, str, str | None, object]], now) -> set[str]:
+    """Take the keys (``(key, msg_id, put_transaction_id, expires_at)``: the message put with
+    it, under that unit of work if any, remembered until ``expires_at`` if not None; keys
+    distinct) that no earlier put on the queue holds, in one ``INSERT … ON CONFLICT DO
+    UPDATE … WHERE RETURNING``: a key whose retention ended by ``now`` is taken over as if
+    new (whether housekeeping has swept it yet or not); return the keys taken. Caller holds
+    the queue's row lock (``queues_lock(even_one=True)``: lock order queue row → key
+    entries), so two puts on one queue claim in turn. On PostgreSQL the insert also locks
+    each new key's unique-index entry (and the row of a key taken over) until the database
+    transaction ends: a concurrent claimer of the same key (not possible under the queue
+    lock, but safe anyway) waits, then finds it taken if this transaction commits."""
     if not keys:
         return set()
     t = dt_param(now)
     params: list = []
-    for key, msg_id, transaction_id in keys:
-        params.extend((queue_id, key, msg_id, transaction_id or "", t))
+    for key, msg_id, transaction_id, expires_at in keys:
+        params.extend((queue_id, key, msg_id, transaction_id or "", t, dt_param(expires_at)))
     with cursor() as c:
         c.execute(
-            f"INSERT INTO {DEDUP} (queue_id, key, msg_id, transaction_id, created_at)"
-            f" VALUES {', '.join(['(%s, %s, %s, %s, %s)'] * len(keys))}"
-            " ON CONFLICT (queue_id, key) DO NOTHING RETURNING key", params,
+            f"INSERT INTO {DEDUP} (queue_id, key, msg_id, transaction_id, created_at, expires_at)"
+            f" VALUES {', '.join(['(%s, %s, %s, %s, %s, %s)'] * len(keys))}"
+            " ON CONFLICT (queue_id, key) DO UPDATE SET msg_id = excluded.msg_id,"
+            " transaction_id = excluded.transaction_id, created_at = excluded.created_at,"
+            f" expires_at = excluded.expires_at WHERE {DEDUP}.expires_at <= %s RETURNING key", [*params, t],
         )
         return {row[0] for row in c.fetchall()}
 
@@ -394,6 +441,15 @@ def dedup_keys_owners(*, queue_id: int, keys: Sequence[str]) -> dict[str, str]:
         c.execute(f"SELECT key, msg_id FROM {DEDUP} WHERE queue_id = %s AND key IN ({', '.join(['%s'] * len(keys))})",
                   [queue_id, *keys])
         return dict(c.fetchall())
+
+
+def dedup_keys_forget(*, now, limit: int) -> int:
+    """Delete up to ``limit`` keys whose retention ended by ``now`` (housekeeping), oldest
+    first through the expiry index; returns how many. Locks those rows."""
+    with cursor() as c:
+        c.execute(f"DELETE FROM {DEDUP} WHERE id IN (SELECT id FROM {DEDUP} WHERE expires_at <= %s"
+                  f" ORDER BY expires_at LIMIT %s)", [dt_param(now), limit])
+        return c.rowcount
 
 
 def dedup_keys_release(*, transaction_id: str) -> None:

@@ -60,3 +60,23 @@ def connection_get(*, conn_id: str) -> Connection:
 def client_session_get(*, broker: Broker, client_name: str) -> ClientSession | None:
     return ClientSession.objects.filter(broker=broker, client_name=client_name).first()
 
+
+
+def queue_next_release(*, queue_id: int, now):
+    """When, after ``now``, a message of the queue next becomes available with no commit to
+    announce it: the earliest end of a peek-lock on it, or of the deadline of an open unit
+    of work holding one of its messages (a waiting get looks again then). None if neither.
+    No lock."""
+    from django.db.models import Min
+
+    from transactions.models import OPEN_STATES, Transaction
+
+    lock_end = Message.objects.filter(
+        queue_id=queue_id, lock_token__isnull=False, get_transaction__isnull=True, locked_until__gt=now,
+    ).aggregate(at=Min("locked_until"))["at"]
+    holders = Message.objects.filter(queue_id=queue_id, get_transaction__isnull=False).values("get_transaction_id")
+    deadline = Transaction.objects.filter(
+        state__in=OPEN_STATES, deadline_at__gt=now, pk__in=holders,
+    ).aggregate(at=Min("deadline_at"))["at"]
+    ends = [at for at in (lock_end, deadline) if at is not None]
+    return min(ends) if ends else None

@@ -7,12 +7,13 @@ import json
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.db.models import Count, Q
+from django.db.models import BinaryField, Count, F, Func, Q, Value
 from django.db.models.functions import Length, TruncMinute, TruncSecond
 from django.utils import timezone
 
 from brokers.models import Broker, Channel, Message, Queue
 from brokers.selectors import broker_get, broker_list, queue_get
+from brokers.services.message_filter import MessageFilter, message_filter_apply
 from transactions.models import JournalEvent, Link, Transaction
 from transactions.selectors import transaction_graph
 
@@ -20,6 +21,7 @@ from config.errors import InvalidInput, NotFound
 
 from .access import Visibility
 from .models import DepthSample, MoveJob
+from .preview import PREVIEW_BYTES, body_preview
 
 #: Rate windows offered by the overview's charts: seconds -> bucket.
 RATE_WINDOWS = {60: "second", 600: "second", 3600: "minute", 86400: "minute"}
@@ -181,13 +183,21 @@ def _browse_cursor_read(cursor: str | None) -> tuple[str, int]:
     return direction, position
 
 
-def message_page(*, broker: str, queue: str, cursor: str | None = None, limit: int = PAGE_SIZE) -> dict[str, Any]:
+def message_page(*, broker: str, queue: str, cursor: str | None = None, limit: int = PAGE_SIZE,
+                 filter: MessageFilter | None = None) -> dict[str, Any]:
     """One page of a queue's messages in put order, in every state (uncommitted puts, in
-    flight, locked and expired ones included), with the units of work that hold them.
-    A read: it changes nothing. Cursors page both ways."""
+    flight, locked and expired ones included), with the units of work that hold them and a
+    preview of each body (its first bytes only are read: dashboard/preview.py); only those
+    ``filter`` matches, if given (brokers/services/message_filter.py). A read: it changes
+    nothing. Cursors page both ways, within the filter."""
     q = queue_get(broker=broker, name=queue)
     direction, position = _browse_cursor_read(cursor)
-    rows = Message.objects.filter(queue=q).defer("body").annotate(size=Length("body"))
+    rows = Message.objects.filter(queue=q).defer("body").annotate(
+        size=Length("body"),
+        head=Func(F("body"), Value(1), Value(PREVIEW_BYTES), function="substr", output_field=BinaryField()),
+    )
+    if filter is not None:
+        rows = message_filter_apply(rows, filter)
     if direction == "after":
         page = list(rows.filter(id__gt=position).order_by("id")[:limit + 1])
         more_after, page = len(page) > limit, page[:limit]
@@ -199,7 +209,8 @@ def message_page(*, broker: str, queue: str, cursor: str | None = None, limit: i
     now = timezone.now()
     return {
         "queue": q,
-        "rows": [{"m": m, "state": message_state(m, now)} for m in page],
+        "rows": [{"m": m, "state": message_state(m, now), "preview": body_preview(m.head or b"", m.size or 0)}
+                 for m in page],
         "next": _browse_cursor(page[-1].id, "after") if page and more_after else None,
         "previous": _browse_cursor(page[0].id, "before") if page and more_before else None,
     }

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from functools import wraps
+from urllib.parse import urlencode
 
 from django.conf import settings
 from django.contrib import messages
@@ -12,7 +13,8 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from brokers.channels.definitions import channel_start, channel_stop
-from config.errors import BatonError
+from brokers.services.message_filter import message_filter_parse
+from config.errors import BatonError, InvalidInput
 from ingest.selectors import ingest_list
 from stomp_server.selectors import stomp_clients
 
@@ -70,13 +72,22 @@ def _queue_actions(user, broker: str, queue: str) -> dict[str, bool]:
 @page
 def queue_page(request, broker, queue):
     require_queue_seen(request.user, broker=broker, queue=queue)
-    data = selectors.message_page(broker=broker, queue=queue, cursor=request.GET.get("cursor"))
+    asked = {name: request.GET.get(name, "") for name in ("body_contains", "property")}
+    try:
+        found, filter_error = message_filter_parse(**asked), None
+    except InvalidInput as exc:  # the page, with the reason instead of messages: 400
+        found, filter_error = None, exc
+    data = selectors.message_page(broker=broker, queue=queue, cursor=request.GET.get("cursor"), filter=found)
+    if filter_error is not None:
+        data.update(rows=[], next=None, previous=None)
     counts = selectors.queue_counts(queue_ids=[data["queue"].pk])[data["queue"].pk]
     return render(request, "dashboard/queue.html", {
-        **data, "counts": counts, "broker_name": broker, "nav": "overview",
+        **data, "counts": counts, "broker_name": broker, "nav": "overview", "filter": asked,
+        "filter_error": filter_error, "filtered": bool(found and found.active) or filter_error is not None,
+        "filter_query": urlencode({k: v for k, v in asked.items() if v}),
         "move": selectors.move_panel(broker=broker, queue=data["queue"], user=request.user),
         "ingests": ingest_list(broker=broker, queue=queue, limit=5),  # Spark ingests (dashboard/ingest_panel.html)
-        **_queue_actions(request.user, broker, queue)})
+        **_queue_actions(request.user, broker, queue)}, status=400 if filter_error is not None else 200)
 
 
 @page

@@ -11,7 +11,7 @@ from brokers import permissions as may
 from brokers.api.schema import BROKER, QUEUE, responses
 from config.input import validated
 
-from .models import Ingest, IngestFormat
+from .models import DEDUP_RETENTION_DAYS_MAX, Ingest, IngestFormat
 from .selectors import ingest_get, ingest_list
 from .services import ingest_progress_note, ingest_start
 
@@ -20,7 +20,8 @@ from .services import ingest_progress_note, ingest_start
 class IngestOutputSerializer(serializers.ModelSerializer):
     class Meta:
         model = Ingest
-        fields = ["id", "broker", "queue", "source", "format", "body_field", "key_field", "properties_fields", "state",
+        fields = ["id", "broker", "queue", "source", "format", "body_field", "key_field", "properties_fields",
+                  "dedup_retention_days", "state",
                   "records_total", "records_done", "messages_put", "duplicates_skipped", "error", "created_at",
                   "started_at", "finished_at"]
 
@@ -36,6 +37,9 @@ class QueueIngestsView(APIView):
         key_field = serializers.CharField(max_length=200, required=False, default="", allow_blank=True)
         properties_fields = serializers.ListField(child=serializers.CharField(max_length=200), required=False,
                                                   default=list, max_length=50)
+        dedup_retention_days = serializers.IntegerField(
+            min_value=1, max_value=DEDUP_RETENTION_DAYS_MAX, required=False, default=7,
+            help_text="How long the queue remembers each record's key: a rerun within it skips every record put.")
 
     OutputSerializer = IngestOutputSerializer
 

@@ -4,7 +4,11 @@ from __future__ import annotations
 import uuid
 
 from django.conf import settings
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
+
+#: The longest key retention an ingest may declare (ten years, as a message's expiry).
+DEDUP_RETENTION_DAYS_MAX = 3650
 
 
 def ingest_id_new() -> str:
@@ -40,6 +44,9 @@ class Ingest(models.Model):
     body_field = models.CharField(max_length=200, blank=True)
     key_field = models.CharField(max_length=200, blank=True)
     properties_fields = models.JSONField(default=list, blank=True)
+    dedup_retention_days = models.PositiveIntegerField(
+        default=7, validators=[MinValueValidator(1), MaxValueValidator(DEDUP_RETENTION_DAYS_MAX)],
+        help_text="How long the queue remembers each record's key: a rerun within it skips every record put.")
     state = models.CharField(max_length=16, choices=IngestState.choices, default=IngestState.QUEUED)
     records_total = models.BigIntegerField(null=True, blank=True, help_text="Counted before the first put.")
     records_done = models.BigIntegerField(default=0)

@@ -16,31 +16,37 @@ from brokers.selectors import queue_get
 from config.errors import Conflict, InvalidInput
 from spark_jobs.launch import job_run
 
-from .models import Ingest, IngestFormat, IngestState
+from .models import DEDUP_RETENTION_DAYS_MAX, Ingest, IngestFormat, IngestState
 from .selectors import ingest_get
 from .staging import staging_path
 
 #: What a Spark job's retried tasks need: without a failure count ``local`` mode never retries.
 LOCAL_MASTER = "local[*,3]"
+MS_PER_DAY = 86_400_000
 
 
 def ingest_start(*, user, broker: str, queue: str, source: str, format: str = IngestFormat.JSONL,
                  body_field: str = "", key_field: str = "", properties_fields: list[str] | None = None,
-                 on_worker: bool = True) -> Ingest:
+                 dedup_retention_days: int = 7, on_worker: bool = True) -> Ingest:
     """Record an ingest (``queued``) and send it to the worker fleet once this database
     transaction commits (unless not ``on_worker``: the caller runs :func:`ingest_run`). Refuses a source outside the staging directory, an unknown queue,
-    and fields a format does not have."""
+    fields a format does not have and a key retention out of range. ``dedup_retention_days``:
+    how long the queue remembers each record's key (docs/spark.md, "Exactly once")."""
     queue_get(broker=broker, name=queue)  # 404 when there is no such queue
     staging_path(source)
     if format not in IngestFormat.values:
         raise InvalidInput("Unknown format.", errors={"format": [f"Must be one of {', '.join(IngestFormat.values)}."]})
     properties_fields = list(properties_fields or [])
+    if isinstance(dedup_retention_days, bool) or not isinstance(dedup_retention_days, int) \
+            or not 1 <= dedup_retention_days <= DEDUP_RETENTION_DAYS_MAX:
+        raise InvalidInput("The key retention is out of range.", errors={
+            "dedup_retention_days": [f"Must be a whole number of days from 1 to {DEDUP_RETENTION_DAYS_MAX}."]})
     if format == IngestFormat.TEXT and (body_field or key_field or properties_fields):
         raise InvalidInput("Text records have no fields.",
                            errors={"format": ["body_field, key_field and properties_fields need jsonl or csv."]})
     ingest = Ingest.objects.create(
         broker=broker, queue=queue, source=source, format=format, body_field=body_field, key_field=key_field,
-        properties_fields=properties_fields, created_by=user if getattr(user, "pk", None) else None,
+        properties_fields=properties_fields, dedup_retention_days=dedup_retention_days, created_by=user if getattr(user, "pk", None) else None,
     )
     if on_worker:
         transaction.on_commit(lambda: _dispatched(ingest.pk))
@@ -107,6 +113,7 @@ def ingest_run(*, ingest_id: str, master: str | None = None, extra_args: list[st
             "--source", str(source), "--format", ingest.format, "--ingest-id", ingest.pk,
             "--master", master or settings.BATON_SPARK_MASTER or LOCAL_MASTER,
             "--write-partitions", str(settings.BATON_INGEST_WRITE_PARTITIONS),
+            "--dedup-retention-ms", str(ingest.dedup_retention_days * MS_PER_DAY),
         ]
         for flag, value in (("--body-field", ingest.body_field), ("--key-field", ingest.key_field),
                             ("--properties-fields", ",".join(ingest.properties_fields))):

@@ -65,6 +65,9 @@ class Options:
     batch_size: int = BATCH_SIZE
     #: Batch puts a task keeps sent and unanswered on its session.
     in_flight: int = IN_FLIGHT
+    #: How long the queue remembers each record's key (``dedup_retention_ms``); None: until the
+    #: queue is deleted.
+    dedup_retention_ms: int | None = None
     #: Fault injection for tests: every task's first attempt fails after this many batches.
     fail_first_attempt_after: int | None = None
 
@@ -153,6 +156,8 @@ def message(digest: str, number: int, record: Any, options: Options) -> dict[str
     else:
         key = f"{digest}:{number}"
     out: dict[str, Any] = {"body": body, "dedup_key": key}
+    if options.dedup_retention_ms is not None:
+        out["dedup_retention_ms"] = options.dedup_retention_ms
     if options.properties_fields:
         out["properties"] = {name: fields.get(name) for name in options.properties_fields}
     return out
@@ -239,11 +244,13 @@ def main(argv: list[str] | None = None) -> int:
                         help="Batch puts each task keeps sent and unanswered on its session.")
     parser.add_argument("--write-partitions", type=int, default=WRITE_PARTITIONS)
     parser.add_argument("--master", default=None, help="Spark master URL (default: BATON_SPARK_MASTER or local[*]).")
+    parser.add_argument("--dedup-retention-ms", type=int, default=None,
+                        help="How long the queue remembers each record's key (default: until the queue is deleted).")
     parser.add_argument("--fail-first-attempt-after", type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     options = Options(format=args.format, body_field=args.body_field, key_field=args.key_field,
                       properties_fields=tuple(f for f in args.properties_fields.split(",") if f),
-                      batch_size=args.batch_size, in_flight=args.in_flight,
+                      batch_size=args.batch_size, in_flight=args.in_flight, dedup_retention_ms=args.dedup_retention_ms,
                       fail_first_attempt_after=args.fail_first_attempt_after)
     try:
         target = PlatformTarget.from_env(url=args.url, broker=args.broker, queue=args.queue, ingest_id=args.ingest_id)

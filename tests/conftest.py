@@ -75,3 +75,28 @@ def msgs(*bodies: str, **fields) -> list[MessageInput]:
 
 def bodies(result) -> list[str]:
     return [bytes(m.body).decode() for m in result.messages]
+
+
+class Clock:
+    """A wall clock the test moves by hand: ``timezone.now()`` everywhere in the process (the
+    one way Baton reads the time of day) answers ``clock.now``, until the test ends."""
+
+    def __init__(self, now) -> None:
+        self.now = now
+
+    def __call__(self):
+        return self.now
+
+    def advance(self, **delta) -> None:
+        from datetime import timedelta
+
+        self.now += timedelta(**delta)
+
+
+@pytest.fixture
+def clock(monkeypatch) -> Clock:
+    from django.utils import timezone
+
+    stopped = Clock(timezone.now())
+    monkeypatch.setattr(timezone, "now", stopped)
+    return stopped

@@ -81,12 +81,15 @@ def test_only_runs_one_scenario():
     assert [r["scenario"] for r in parsed["ratios"]] == ["chain"]
 
 
-def test_the_channels_take_the_window_and_interval_asked_for():
+def test_the_channels_take_the_window_and_interval_asked_for_with_a_long_unit_of_work_upstream():
     proc = run("--messages", "3", "--work-ms", "0", "--only", "request-reply", "--window", "2",
-               "--batch-interval-ms", "5")
+               "--batch-interval-ms", "5", "--long-uow-ms", "300")
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "--batch-interval-ms 5 --window 2" in proc.stdout
-    assert "batch interval 5 ms, window 2 batches" in " ".join(proc.stdout.split())
+    assert "--batch-interval-ms 5 --window 2 --long-uow-ms 300" in proc.stdout
+    text = " ".join(proc.stdout.split())
+    assert "batch interval 5 ms, window 2 batches" in text
+    assert "A long unit of work on A (--long-uow-ms 300)" in text
+    assert "Long committed" in text  # when the long unit of work committed, per run
     parsed = table_parse(proc.stdout)
     assert [(r["scenario"], r["preemptive"]) for r in parsed["results"]] == [
         ("request-reply", False), ("request-reply", True),
@@ -96,7 +99,8 @@ def test_the_channels_take_the_window_and_interval_asked_for():
 def test_options_are_checked_before_anything_runs():
     for args, text in ((["--stages", "0"], "--stages"), (["--messages", "0"], "--messages"),
                        (["--work-ms", "-1"], "--work-ms"), (["--batch-interval-ms", "-1"], "--batch-interval-ms"),
-                       (["--window", "0"], "--window"), (["--window", "65"], "--window")):
+                       (["--window", "0"], "--window"), (["--window", "65"], "--window"),
+                       (["--long-uow-ms", "-1"], "--long-uow-ms")):
         proc = run(*args, timeout=120)
         assert proc.returncode != 0
         assert text in proc.stderr

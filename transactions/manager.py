@@ -42,13 +42,19 @@ def _linked(*transactions: Transaction) -> bool:
 
 
 class TransactionOverdue(Exception):
-    """Raised inside a database transaction that found its unit of work past its deadline;
-    :func:`transaction_timeouts_applied` rolls the unit of work back once that database
-    transaction has been undone."""
+    """Raised inside a database transaction that found a unit of work past its deadline (its
+    own, or ``met_by``'s upstream); :func:`transaction_timeouts_applied` rolls that unit of
+    work back once the database transaction has been undone."""
 
-    def __init__(self, transaction_id: str) -> None:
+    def __init__(self, transaction_id: str, *, met_by: str | None = None) -> None:
         super().__init__(transaction_id)
         self.transaction_id = transaction_id
+        self.met_by = met_by
+
+
+class _UpstreamSettled(Exception):
+    """An overdue upstream was rolled back and its cascade did not reach the unit of work that
+    met it (no longer linked): that unit of work's operation is tried again."""
 
 
 @dataclass
@@ -146,12 +152,17 @@ def transaction_for_operation(*, transaction_id: str, broker: str, locked: Trans
 def transaction_timeouts_applied() -> Iterator[None]:
     """Around a database transaction that may meet an overdue unit of work: once that
     database transaction has been undone, roll the unit of work back for its timeout and
-    tell the caller it was backed out."""
+    tell the caller it was backed out (an upstream's rollback cascades to the unit of work
+    that met it, which is then the one named)."""
     try:
         yield
     except TransactionOverdue as exc:
-        outcome = transaction_rollback(transaction_id=exc.transaction_id, reason="timeout", require_open=False)
-        raise _backed_out(outcome.transaction) from exc
+        txn = transaction_rollback(transaction_id=exc.transaction_id, reason="timeout", require_open=False).transaction
+        if exc.met_by is not None:
+            txn = queries.transaction_row(transaction_id=exc.met_by, lock=False) or txn
+            if txn.state != TransactionState.ROLLED_BACK:  # it was no longer downstream: try again
+                raise _UpstreamSettled from exc
+        raise _backed_out(txn) from exc
 
 
 def transaction_mark(*, transaction: Transaction, mark: str) -> None:
@@ -241,11 +252,13 @@ def _open_downstream_ids(transaction_ids: list[str]) -> list[str]:
     )
 
 
-def _commit_resolution(start: Transaction) -> tuple[list[Transaction], list[str]]:
+def _commit_resolution(start: Transaction, *, now) -> tuple[list[Transaction], list[str]]:
     """Which transactions commit now because ``start`` asked to commit (or its last upstream
     committed): ``start``'s open upstream closure if every member has asked to commit, and
     then, transitively, every held downstream that this frees. Returns the transactions to
-    commit and, when ``start`` stays held, the open upstreams it waits on."""
+    commit and, when ``start`` stays held, the open upstreams it waits on. Raises
+    :class:`TransactionOverdue` for an upstream of ``start`` past its deadline: it is rolled
+    back at once (cascading to ``start``), not left to housekeeping."""
     to_commit: dict[str, Transaction] = {}
     waiting_on: list[str] = []
     worklist = [start]
@@ -254,6 +267,10 @@ def _commit_resolution(start: Transaction) -> tuple[list[Transaction], list[str]
         if txn.id in to_commit:
             continue
         closure = _open_upstream_closure(txn, set(to_commit))
+        if txn is start:
+            for member in closure.values():
+                if member.deadline_at is not None and member.deadline_at <= now:
+                    raise TransactionOverdue(member.id, met_by=start.id)
         if any(member.state != TransactionState.COMMIT_HELD for member in closure.values()):
             if txn is start:
                 direct = set(Link.objects.filter(downstream_id=txn.id).values_list("upstream_id", flat=True))
@@ -286,7 +303,7 @@ def _commit_locked(transaction_id: str) -> CommitOutcome:
     newly_held = txn.state == TransactionState.ACTIVE
     txn.state = TransactionState.COMMIT_HELD
     txn.commit_requested_at = txn.commit_requested_at or now
-    to_commit, waiting_on = _commit_resolution(txn)
+    to_commit, waiting_on = _commit_resolution(txn, now=now)
     if not to_commit:
         Transaction.objects.filter(pk=txn.id).update(
             state=TransactionState.COMMIT_HELD, commit_requested_at=txn.commit_requested_at,
@@ -328,8 +345,13 @@ def transaction_commit(*, transaction_id: str, wait: float = 0) -> CommitOutcome
     the last upstream's commit; this call waits up to ``wait`` seconds for that.
 
     Raises TransactionBackedOut if it was, or while waiting becomes, rolled back."""
-    with transaction_timeouts_applied():
-        outcome = _commit_step(transaction_id)
+    while True:
+        try:
+            with transaction_timeouts_applied():
+                outcome = _commit_step(transaction_id)
+            break
+        except _UpstreamSettled:
+            continue
     if outcome.state == TransactionState.COMMITTED or wait <= 0:
         return outcome
 

@@ -72,11 +72,24 @@ class _EngineCursor:
             self.db._baton_pending = []
             sql = "; ".join([p_sql for p_sql, _ in pending] + [sql])
             params = [value for _, p_params in pending for value in p_params] + list(params)
+        if self.sqlite and not self.db.connection.in_transaction and hasattr(self.db, "writer_held"):
+            return self._autocommit_execute(sql, params)
         with self.db.wrap_database_errors:
             result = self.raw.execute(self._sql(sql), params)
             for _ in pending or ():
                 self.raw.nextset()  # the caller reads its own statement's result
         return result
+
+    def _autocommit_execute(self, sql: str, params):
+        """SQLite, outside a transaction: a write holds the database's writer lock for the
+        statement, as every other write does (transactions/backends/sqlite3)."""
+        from .backends.sqlite3.base import _writes
+
+        with self.db.wrap_database_errors:
+            if not _writes(sql):
+                return self.raw.execute(self._sql(sql), params)
+            with self.db.writer_held():
+                return self.raw.execute(self._sql(sql), params)
 
     def executemany(self, sql: str, rows):
         deferred_flush()
@@ -292,6 +305,24 @@ def open_upstreams(*, transaction_id: str) -> list[str]:
             [transaction_id, *OPEN_STATES],
         )
         return [row[0] for row in c.fetchall()]
+
+
+def ready_checks(*, transaction_ids: Sequence[str]) -> dict[str, str]:
+    """The ready-check of several units of work in one statement (a channel's window):
+    ``backed_out`` if rolled back, ``pending`` while an upstream is open, else ``ready``.
+    Ids with no row are left out. No lock."""
+    if not transaction_ids:
+        return {}
+    ids = list(transaction_ids)
+    marks = ", ".join(["%s"] * len(OPEN_STATES))
+    with cursor() as c:
+        c.execute(
+            f"SELECT t.id, t.state, EXISTS (SELECT 1 FROM {LINK} l JOIN {TRANSACTION} u ON u.id = l.upstream_id"
+            f" WHERE l.downstream_id = t.id AND u.state IN ({marks}))"
+            f" FROM {TRANSACTION} t WHERE t.id IN ({', '.join(['%s'] * len(ids))})", [*OPEN_STATES, *ids],
+        )
+        return {txn_id: "backed_out" if state == "rolled_back" else "pending" if waiting else "ready"
+                for txn_id, state, waiting in c.fetchall()}
 
 
 # --- journal --------------------------------------------------------------------------------

@@ -13,10 +13,11 @@ SQLite's lock:
   again every 50 µs–1 ms until it is free, so a writer of another process gets the
   database within a millisecond of its release.
 
-Both are held from ``BEGIN IMMEDIATE`` to ``COMMIT`` or ``ROLLBACK``, the span SQLite's own
+Both are held from ``BEGIN IMMEDIATE`` to ``COMMIT`` or ``ROLLBACK``, or for a writing
+statement outside any transaction (autocommit) for that statement, the span SQLite's own
 lock covers, so they add no waiting of their own; SQLite's lock stays the guarantee (a
-writer that does not take these, such as a statement outside any transaction, is still
-waited for by the busy handler). A process that dies releases its ``flock`` with it. The
+writer that does not take these, such as another program, is still waited for by the busy
+handler). A process that dies releases its ``flock`` with it. The
 wait is bounded by the database's busy timeout, after which the writer fails as SQLite
 would ("database is locked"). In-memory databases have one process and no file: threads
 only. A forked child opens the file again and starts with free locks (an ``flock`` belongs

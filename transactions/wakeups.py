@@ -70,9 +70,13 @@ def _seen(keys: list[str]) -> tuple:
     return (_epoch[0], *[_versions[k] for k in keys])
 
 
-def wait_for(attempt: Callable[[], T], *, keys: list[str], wait_s: float) -> T:
+def wait_for(attempt: Callable[[], T], *, keys: list[str], wait_s: float,
+             due: Callable[[], float | None] | None = None) -> T:
     """Call ``attempt`` until it returns something truthy or ``wait_s`` seconds pass;
-    return its last result. ``attempt`` runs outside any database transaction."""
+    return its last result. ``attempt`` runs outside any database transaction. ``due``
+    (called after an attempt that found nothing): in how many seconds an attempt may succeed
+    with no commit to wake it (a peek-lock or a unit of work's deadline running out), or
+    None; the wait is cut short then."""
     deadline = time.monotonic() + max(wait_s, 0.0)
     bus = None
     if wait_s > 0:
@@ -89,7 +93,10 @@ def wait_for(attempt: Callable[[], T], *, keys: list[str], wait_s: float) -> T:
         if result or remaining <= 0:
             return result
         listening = bus is not None and bus.listening
+        timeout = remaining if listening else min(poll, remaining)
+        if due is not None and (soon := due()) is not None:
+            timeout = min(timeout, max(soon, 0.0))
         with _condition:
-            _condition.wait_for(lambda seen=seen: _seen(keys) != seen, timeout=remaining if listening else min(poll, remaining))
+            _condition.wait_for(lambda seen=seen: _seen(keys) != seen, timeout=timeout)
         if not listening:
             poll = min(poll * 2, POLL_MAX_S)

@@ -1,7 +1,11 @@
 """A live platform for the crash test and the soak benchmark: the web server (Uvicorn), a
 Celery worker (channel agents, housekeeping) and Celery beat, started as ``platform/up``
 starts them against a directory and database of their own, each in its own process group
-so that one can be killed with SIGKILL and started again while the others run.
+so that one can be killed with SIGKILL and started again while the others run. The
+scaled-out form runs ``webs`` web servers (each on a port of its own: ``web``, ``web2``…)
+and ``workers`` workers (``worker``, ``worker2``…) on PostgreSQL and Redis (given in ``env``:
+``CELERY_BROKER_URL``, ``BATON_REDIS_URL``); ``postgres_scratch_database`` makes the
+database.
 
 Needs no Django: every wait is a bounded polling loop that fails saying what it waited for.
 """
@@ -14,6 +18,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,8 +26,39 @@ import httpx
 
 ROOT = Path(__file__).resolve().parents[2]
 HOST = "127.0.0.1"
-#: The processes a live platform runs, in start order.
+#: The processes a live platform runs, in start order (one web server and one worker).
 PROCESSES = ("web", "worker", "beat")
+
+
+def _numbered(kind: str, count: int) -> list[str]:
+    return [kind if n == 1 else f"{kind}{n}" for n in range(1, count + 1)]
+
+
+def _kind(name: str) -> tuple[str, int]:
+    """``web2`` → ("web", 1): the process kind and its index."""
+    kind = name.rstrip("0123456789")
+    return kind, int(name[len(kind):] or 1) - 1
+
+
+@contextmanager
+def postgres_scratch_database(server_url: str, prefix: str = "baton_live"):
+    """A fresh database on the PostgreSQL server of ``server_url`` (any database URL on it),
+    as a DATABASE_URL, dropped on the way out."""
+    import secrets
+    from urllib.parse import urlsplit, urlunsplit
+
+    import psycopg
+
+    parts = urlsplit(server_url)
+    name = f"{prefix}_{os.getpid()}_{secrets.token_hex(3)}"
+    admin = urlunsplit(("postgresql", parts.netloc, "/postgres", parts.query, ""))
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield urlunsplit((parts.scheme, parts.netloc, f"/{name}", parts.query, ""))
+    finally:
+        with psycopg.connect(admin, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 class PlatformError(RuntimeError):
@@ -85,10 +121,26 @@ class LivePlatform:
     processes: dict[str, Process] = field(default_factory=dict)
     incarnations: dict[str, int] = field(default_factory=dict)
     token: str = ""
+    webs: int = 1
+    workers: int = 1
+    #: The web servers' ports (the first is ``port``).
+    ports: list[int] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.ports = [self.port] + [_free_port() for _ in range(self.webs - 1)]
 
     @property
     def url(self) -> str:
         return f"http://{HOST}:{self.port}"
+
+    @property
+    def urls(self) -> list[str]:
+        """Every web server's URL (clients spread over them: no load balancer in between)."""
+        return [f"http://{HOST}:{port}" for port in self.ports]
+
+    def names(self) -> tuple[str, ...]:
+        """The processes this platform runs, in start order."""
+        return (*_numbered("web", self.webs), *_numbered("worker", self.workers), "beat")
 
     def environ(self) -> dict[str, str]:
         env = dict(os.environ)
@@ -129,16 +181,18 @@ class LivePlatform:
 
     # -- processes -------------------------------------------------------------------------
     def _command(self, name: str) -> list[str]:
-        if name == "web":
-            return [sys.executable, "-m", "uvicorn", "config.asgi:application", "--host", HOST, "--port", str(self.port),
-                    "--lifespan", "off", "--log-level", "warning", "--no-access-log"]
-        if name == "worker":
+        kind, index = _kind(name)
+        if kind == "web" and index < self.webs:
+            return [sys.executable, "-m", "uvicorn", "config.asgi:application", "--host", HOST, "--port",
+                    str(self.ports[index]), "--lifespan", "off", "--log-level", "warning", "--no-access-log"]
+        if kind == "worker" and index < self.workers:
             return [sys.executable, "-m", "celery", "-A", "config", "worker", "--pool", "threads",
-                    "--concurrency", str(self.worker_concurrency), "--loglevel", "INFO"]
+                    "--concurrency", str(self.worker_concurrency), "--loglevel", "INFO",
+                    "--hostname", f"{name}-{self.port}@%h"]
         if name == "beat":
             return [sys.executable, "-m", "celery", "-A", "config", "beat", "--loglevel", "INFO",
                     "--schedule", str(self.var_dir / "celerybeat-schedule")]
-        raise ValueError(f"No platform process {name!r}; one of {', '.join(PROCESSES)}.")
+        raise ValueError(f"No platform process {name!r}; one of {', '.join(self.names())}.")
 
     def spawn(self, name: str) -> Process:
         """Start ``name`` (web, worker or beat) without waiting for it."""
@@ -161,13 +215,16 @@ class LivePlatform:
         """Wait until ``name`` serves: the web server answers an authenticated request, the
         worker and beat have logged that they started."""
         process = self.processes[name]
-        if name == "web":
+        kind, index = _kind(name)
+        if kind == "web":
+            url = self.urls[index]
+
             def check() -> bool:
                 with httpx.Client(timeout=2) as client:
-                    return client.get(f"{self.url}/api/brokers/", headers={"Authorization": f"Token {self.token}"}
+                    return client.get(f"{url}/api/brokers/", headers={"Authorization": f"Token {self.token}"}
                                       ).status_code == 200
         else:
-            text = "ready." if name == "worker" else "beat: Starting"
+            text = "ready." if kind == "worker" else "beat: Starting"
 
             def check() -> bool:
                 return text in _tail(process.log, 10**7)
@@ -192,9 +249,9 @@ class LivePlatform:
 
     def start(self, *names: str, timeout: float = 90) -> None:
         """Start the named processes (all of them by default) and wait until each is ready."""
-        for name in names or PROCESSES:
+        for name in names or self.names():
             self.spawn(name)
-        for name in names or PROCESSES:
+        for name in names or self.names():
             self.ready(name, timeout=timeout)
 
     def kill(self, name: str) -> int:

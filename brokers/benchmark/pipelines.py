@@ -327,6 +327,9 @@ def _request_reply_define(*, a: str, b: str, channels: tuple[str, str], preempti
     # A: REQ → B/REQ.IN through the transmission queue named after B; replies land on REPLY.IN
     queue_define(broker=a, name=b, usage="transmission", **local)
     queue_define(broker=a, name="REQ", kind="remote", remote_broker=b, remote_queue="REQ.IN", transmission_queue=b)
+    # the long unit of work's message (--long-uow-ms) shares the channel, not the applications' queues
+    queue_define(broker=a, name="SIDE", kind="remote", remote_broker=b, remote_queue="SIDE.IN", transmission_queue=b)
+    queue_define(broker=b, name="SIDE.IN", **local)
     queue_define(broker=a, name="REPLY.IN", **local)
     # B: requests land on REQ.IN; REPLY → A/REPLY.IN through the transmission queue named after A
     queue_define(broker=b, name="REQ.IN", **local)
@@ -340,7 +343,12 @@ def _request_reply_define(*, a: str, b: str, channels: tuple[str, str], preempti
 
 
 def run_request_reply(*, prefix: str, messages: int, work_ms: float, preemptive: bool, tag: str = "RR",
-                      batch_interval_ms: int = CHANNEL_BATCH_INTERVAL_MS, window: int = CHANNEL_WINDOW) -> PipelineResult:
+                      batch_interval_ms: int = CHANNEL_BATCH_INTERVAL_MS, window: int = CHANNEL_WINDOW,
+                      long_uow_ms: float = 0) -> PipelineResult:
+    """The request-reply scenario. ``long_uow_ms`` > 0: at the start another application on
+    A puts one message through the same channel A.TO.B (to B/SIDE.IN, which nobody reads) in
+    a unit of work it commits only after that long, so that with pre-emptive gets the
+    channel's oldest batch is held on it while the requests' batches behind it are ready."""
     label = f"request-reply, pre-emptive {'on' if preemptive else 'off'}"
     base = f"{prefix}.{tag}.{_setting(preemptive)}"
     a, b = f"{base}.A", f"{base}.B"
@@ -394,12 +402,25 @@ def run_request_reply(*, prefix: str, messages: int, work_ms: float, preemptive:
         held["App1'"] = _committed(run, who="App1'", txn=txn)
         run.times["App1'"] = time.perf_counter()
 
+    def long_uow(run: _Run, open_uows: list[str]) -> None:
+        run.started()
+        txn = _begin(a, open_uows)
+        _put(broker=a, queue="SIDE", txn=txn, body=b"held by a long unit of work")
+        until = time.monotonic() + long_uow_ms / 1000
+        while (left := until - time.monotonic()) > 0:  # the workload: a unit of work open this long
+            run.check("the long unit of work", "its end")
+            time.sleep(min(left, 0.05))
+        _committed(run, who="Long", txn=txn)
+        run.times["Long"] = time.perf_counter()
+
     agents = [run.add(f"agent {name}", agent(name)) for name in channels]
     for thread in agents:
         thread.start()
     try:
         _agents_running(run, channels)
         apps = [run.add("App1", app1), run.add("App2", app2), run.add("App1'", app1_replies)]
+        if long_uow_ms > 0:
+            apps.append(run.add("Long", long_uow))
         run.start(apps)
         run.join(apps)
     finally:
@@ -445,7 +466,8 @@ def _agents_running(run: _Run, channels: tuple[str, ...], timeout_s: float = 30)
 
 def run_pipelines(*, prefix: str, stages: int, messages: int, work_ms: float, only: str | None = None,
                   progress: bool = False, results: list[PipelineResult] | None = None,
-                  batch_interval_ms: int = CHANNEL_BATCH_INTERVAL_MS, window: int = CHANNEL_WINDOW) -> list[PipelineResult]:
+                  batch_interval_ms: int = CHANNEL_BATCH_INTERVAL_MS, window: int = CHANNEL_WINDOW,
+                  long_uow_ms: float = 0) -> list[PipelineResult]:
     """Warm up (imports, first connections, the code paths, at tiny sizes), then each
     scenario asked for with pre-emptive gets off, then on. Each result is appended to
     ``results`` (if given) as soon as its run ends, so a caller keeps them if a later run
@@ -471,7 +493,8 @@ def run_pipelines(*, prefix: str, stages: int, messages: int, work_ms: float, on
                                    preemptive=preemptive)
             else:
                 result = run_request_reply(prefix=prefix, messages=messages, work_ms=work_ms, preemptive=preemptive,
-                                           batch_interval_ms=batch_interval_ms, window=window)
+                                           batch_interval_ms=batch_interval_ms, window=window,
+                                           long_uow_ms=long_uow_ms)
             say(f"  {result.seconds:.3f} s")
             results.append(result)
     return results

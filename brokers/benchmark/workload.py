@@ -385,17 +385,21 @@ class Load:
     """The clients, started together; stopped together or a kind at a time (e.g. producers
     and consumers first, so that the peek-lock consumers can drain what is left)."""
 
-    def __init__(self, *, url: str, token: str, settings: Settings, seed: int = 0) -> None:
+    def __init__(self, *, url: str | list[str], token: str, settings: Settings, seed: int = 0) -> None:
+        """``url``: the platform, or its web servers (the scaled-out form): the clients are
+        dealt out over them in turn, producers first."""
         self.history = History()
         #: Set once every client has been told to stop.
         self.stop = threading.Event()
         rng = random.Random(seed)
-        common = {"url": url, "token": token, "history": self.history, "settings": settings}
-        self.actors: list[Actor] = (
-            [Producer(i + 1, seed=rng.random(), stop=threading.Event(), **common) for i in range(settings.producers)]
-            + [Consumer(i + 1, seed=rng.random(), stop=threading.Event(), **common) for i in range(settings.consumers)]
-            + [Locker(i + 1, seed=rng.random(), stop=threading.Event(), **common) for i in range(settings.lockers)]
-        )
+        urls = [url] if isinstance(url, str) else list(url)
+        common = {"token": token, "history": self.history, "settings": settings}
+        kinds = ([(Producer, i) for i in range(settings.producers)] + [(Consumer, i) for i in range(settings.consumers)]
+                 + [(Locker, i) for i in range(settings.lockers)])
+        self.actors: list[Actor] = [
+            kind(i + 1, seed=rng.random(), stop=threading.Event(), url=urls[n % len(urls)], **common)
+            for n, (kind, i) in enumerate(kinds)
+        ]
 
     def start(self) -> None:
         for actor in self.actors:

@@ -10,10 +10,12 @@ transaction; when it says back out, S rolls back and the rollback cascades to T_
 every application that consumed from it.
 
 Several batches of a channel may be held at once (the sender's window), each with its own
-T_r and stand-in; they are committed strictly in sequence order (committing n while an
-earlier batch is still pending is refused). The receipt row records the last committed
-batch and a ``ReceivedBatch`` row each pending one, so a batch sent twice is recognised
-(exactly once). Every call is idempotent.
+T_r and stand-in; each commits when the sender says so, a later one before an earlier one
+that still waits on its upstream (the sender settles whichever is ready: a held batch never
+stalls the ones behind it). The receipt row records ``last_committed_seq``, below which
+every batch received has been settled, and a ``ReceivedBatch`` row each batch above it
+(pending, or committed ahead of an earlier pending one: its stand-in says which), so a
+batch sent twice is recognised (exactly once). Every call is idempotent.
 
 A batch is put with a few statements whatever its size (``_batch_put``): the receive is on
 the critical path of every pipeline through a channel, since its messages are invisible,
@@ -34,7 +36,7 @@ from transactions.manager import (
 )
 from transactions.models import JournalKind, Transaction, TransactionState
 
-from config.errors import Conflict, InvalidInput
+from config.errors import InvalidInput
 from ..exceptions import QueueFull
 from ..models import ChannelReceipt, Message, Queue, QueueKind, ReceivedBatch
 from ..selectors import broker_get
@@ -284,33 +286,49 @@ def receiver_batch_commit(*, channel: str, source_broker: str, seq: int, through
             return {"state": UNKNOWN, "seq": seq}
         first_state, committed_through = None, None
         for n in range(seq, last + 1):
-            status = _batch_committed(receipt, channel, n)
+            status = _batch_committed(receipt, n)
             first_state = first_state or status
             if status != COMMITTED:
                 break
             committed_through = n
-        if committed_through is not None and receipt.last_committed_seq < committed_through:
-            ChannelReceipt.objects.filter(pk=receipt.pk).update(last_committed_seq=committed_through)
+        _receipt_advanced(receipt)
     answer = {"state": first_state, "seq": seq}
     if through is not None:
         answer["committed_through"] = committed_through
     return answer
 
 
-def _batch_committed(receipt: ChannelReceipt, channel: str, seq: int) -> str:
-    """Commit batch ``seq`` if it is pending (after every batch ahead of it); its state."""
+def _batch_committed(receipt: ChannelReceipt, seq: int) -> str:
+    """Commit batch ``seq`` if it is pending, whether or not batches ahead of it still are;
+    its state. Its row stays until ``_receipt_advanced`` passes it."""
     held = _pending(receipt, seq)
     status = _status(receipt, seq, held)
     if status == PENDING:
-        earlier = ReceivedBatch.objects.filter(receipt=receipt, seq__lt=seq).values_list("standin", flat=True)
-        if any(_standin_status(s) == PENDING for s in earlier):
-            raise Conflict(f"Batch {seq} of channel {channel!r} cannot commit before the batches ahead of it.",
-                           channel=channel)
         transaction_commit(transaction_id=held.standin)
         status = COMMITTED
-    if status == COMMITTED and held is not None:
-        held.delete()
     return status
+
+
+def _receipt_advanced(receipt: ChannelReceipt) -> None:
+    """Move ``last_committed_seq`` up to just below the oldest batch still pending (or to the
+    newest committed if none is), dropping the rows of the committed batches it passes: their
+    status is then read from it. A seq it passes without a row was backed out (its row went
+    then) or never sent; the sender asks about such a batch only after a crash, and a
+    restarted sender asks about every batch it recorded before it commits any (a commit is
+    what moves this), so none is ever answered committed that was not. Caller holds the
+    receipt's row."""
+    rows = list(ReceivedBatch.objects.filter(receipt=receipt).order_by("seq").values_list("pk", "seq", "standin"))
+    passed, through = [], receipt.last_committed_seq
+    for pk, seq, standin in rows:
+        if _standin_status(standin) != COMMITTED:
+            break
+        passed.append(pk)
+        through = max(through, seq)
+    if passed:
+        ReceivedBatch.objects.filter(pk__in=passed).delete()
+    if through > receipt.last_committed_seq:
+        ChannelReceipt.objects.filter(pk=receipt.pk).update(last_committed_seq=through)
+        receipt.last_committed_seq = through
 
 
 def receiver_batch_backout(*, channel: str, source_broker: str, seq: int) -> dict:

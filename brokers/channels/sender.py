@@ -10,9 +10,11 @@ stand-in on the target. For each batch:
 2. record batch n (a ``ChannelBatch`` row: its number and T_s);
 3. send batch n (flagged provisional while T_s waits on an uncommitted upstream) at once,
    whatever the batches ahead of it are waiting for;
-4. when n is the oldest batch in flight and T_s's ready-check answers: *ready* → the
-   receiver commits n, then T_s commits; *backed out* → the receiver backs n out (the
-   rollback cascades there) and T_s rolls back. Batches resolve strictly in ``seq`` order.
+4. when T_s's ready-check answers: *ready* → the receiver commits n, then T_s commits;
+   *backed out* → the receiver backs n out (the rollback cascades there) and T_s rolls
+   back. Batches resolve in ``seq`` order as far as they are ready together; a batch held
+   on its upstream does not hold up a later one that is ready (that one settles, and its
+   place in the window is free for the next).
 
 After a crash at any point the next agent asks the receiver about each recorded batch, in
 order, and commits, backs out, resends or keeps waiting on it — every message arrives
@@ -33,6 +35,7 @@ from django.utils import timezone
 
 from transactions.manager import transaction_begin, transaction_check, transaction_commit, transaction_rollback
 from transactions.models import OPEN_STATES, Transaction
+from transactions.queries import ready_checks
 from transactions.wakeups import wait_for
 
 from ..models import Channel, ChannelBatch, ChannelBatchState, ChannelState, DeliverySequence, Message, Queue
@@ -285,37 +288,49 @@ def channel_recover(*, channel: Channel, transport: Transport, crash_at: str | N
     return outcomes
 
 
+def _settled_in_turn(channel: Channel, transport: Transport, batches: list[ChannelBatch],
+                     results: list[str], crash_at: str | None) -> str:
+    """Settle every batch whose ready-check answered, oldest first: each run of consecutive
+    ready batches in one receiver call (``_batches_settle``), a backed-out one by itself.
+    Batches still pending stay in the window, however many settle behind them. Returns the
+    last outcome, or "" if none answered."""
+    outcome, run = "", []
+    for batch, result in zip(batches, results):
+        if result == "ready":
+            run.append(batch)
+            continue
+        if run:
+            outcome = _batches_settle(channel, transport, run, crash_at)
+            run = []
+        if result != "pending":  # backed out
+            outcome = _batch_settle(channel, transport, batch, result, crash_at)
+    if run:
+        outcome = _batches_settle(channel, transport, run, crash_at)
+    return outcome
+
+
 def channel_batch_cycle(*, channel: Channel, transport: Transport, send: bool = True, crash_at: str | None = None) -> str:
-    """One step of the agent: settle the oldest batches whose ready-check has answered, in
-    order; else send a new batch if the window has room (and ``send``); else wait up to
-    IDLE_WAIT_S for either. Returns committed or backed_out (the last batch settled), sent,
-    waiting (batches in flight, none settled) or idle."""
+    """One step of the agent: settle the batches whose ready-check has answered (a held one
+    does not stop a ready one behind it); else send a new batch if the window has room (and
+    ``send``); else wait up to IDLE_WAIT_S for either. Returns committed or backed_out (the
+    last batch settled), sent, waiting (batches in flight, none settled) or idle."""
     batches = _in_flight(channel)
-    outcome = ""
-    ready: list[ChannelBatch] = []
-    result = "pending"
-    while batches:
-        result = transaction_check(transaction_id=batches[0].transaction).result
-        if result != "ready":
-            break
-        ready.append(batches.pop(0))
-    if ready:
-        outcome = _batches_settle(channel, transport, ready, crash_at)
-    elif batches and result != "pending":  # the oldest was backed out
-        outcome = _batch_settle(channel, transport, batches.pop(0), result, crash_at)
+    checked = ready_checks(transaction_ids=[b.transaction for b in batches])
+    results = [checked.get(b.transaction) or transaction_check(transaction_id=b.transaction).result for b in batches]
+    outcome = _settled_in_turn(channel, transport, batches, results, crash_at)
     if outcome:
         return outcome
     queue = Queue.objects.get(broker=channel.source_broker, name=channel.transmission_queue)
     room = send and len(batches) < channel.window
     if room and _xmitq_has(channel, queue) and _batch_new(channel, queue, transport, crash_at):
         return "sent"
-    head = batches[0].transaction if batches else None
+    held = [b.transaction for b in batches]
 
     def due() -> bool:
-        return bool((head and transaction_check(transaction_id=head).result != "pending")
+        return bool(any(r != "pending" for r in ready_checks(transaction_ids=held).values())
                     or (room and _xmitq_has(channel, queue)))
 
-    wait_for(due, keys=[queue_wakeup_key(queue.pk)] + ([f"txn:{head}"] if head else []), wait_s=IDLE_WAIT_S)
+    wait_for(due, keys=[queue_wakeup_key(queue.pk)] + [f"txn:{t}" for t in held], wait_s=IDLE_WAIT_S)
     return "waiting" if batches else "idle"
 
 

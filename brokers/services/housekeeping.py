@@ -10,6 +10,7 @@ from transactions.journal import journal_event, journal_record
 from transactions.manager import transaction_rollback, transactions_time_out
 from transactions.models import OPEN_STATES, JournalKind, Transaction
 
+from .. import queries
 from ..models import Message
 from .locks import locks_expire
 from .reports import EXPIRY, reports_send
@@ -39,14 +40,25 @@ def messages_expire(*, limit: int = 1000) -> int:
     return len(rows)
 
 
+def dedup_keys_sweep(*, limit: int = 5000) -> int:
+    """Forget up to ``limit`` duplicate-detection keys whose retention has ended (a put
+    already takes such a key as new; this only reclaims their rows). Returns how many."""
+    with db.atomic():
+        return queries.dedup_keys_forget(now=timezone.now(), limit=limit)
+
+
 def housekeeping_run() -> dict[str, int]:
-    """One pass: time out overdue units of work, then remove expired messages."""
+    """One pass: time out overdue units of work nobody met, release locks that ran out that
+    no get met, remove expired messages, forget duplicate-detection keys past their retention."""
     timed_out = transactions_time_out()
     unlocked = locks_expire()
     expired = 0
     while (n := messages_expire()) > 0:
         expired += n
-    return {"timed_out": len(timed_out), "unlocked": unlocked, "expired": expired}
+    forgotten = 0
+    while (n := dedup_keys_sweep()) > 0:
+        forgotten += n
+    return {"timed_out": len(timed_out), "unlocked": unlocked, "expired": expired, "dedup_keys_forgotten": forgotten}
 
 
 def brokers_recover() -> dict[str, int]:

@@ -3,8 +3,10 @@
 A peek-locked message carries ``lock_token`` and ``locked_until``; gets pass it over until
 its lock ends. Its holder then completes it (removed; under a unit of work: removed when
 that commits, and if that rolls back the lock stays), abandons it (unlocked at once),
-renews the lock, or dead-letters it. A lock that expires is released by housekeeping.
-Whenever a message comes back from a lock with a delivery count at its queue's backout
+renews the lock, or dead-letters it. A lock that has run out is released by the next get
+on its queue, before that get chooses (``locks_lapsed_release``), so the message is
+available to the very next receive; housekeeping releases those no get met (``locks_expire``),
+tidying only. Either way its holder hears lock_lost. Whenever a message comes back from a lock with a delivery count at its queue's backout
 threshold (> 0; the delivery limit) it moves to the dead-letter queue instead.
 
 Locking: the message row (``FOR UPDATE``), then the queue row for a removal or a move.
@@ -22,7 +24,8 @@ from transactions.manager import transaction_timeouts_applied
 from transactions.models import JournalKind
 
 from baton_client.errors import Conflict, LockLost, NotFound  # noqa: F401 - LockLost re-exported
-from ..models import Message
+from .. import queries
+from ..models import Message, Queue
 from .messages.common import unit_of_work_joined
 from .store import dead_letter_target, message_move, queue_release, queues_woken
 
@@ -132,8 +135,29 @@ def lock_dead_letter(*, token: str, reason: str) -> Message:
         return message_move(message=message, source=message.queue, target=target, reason=reason.strip())
 
 
+def _expired_reason(delivery_count: int) -> str:
+    return f"lock expired; delivery count {delivery_count} reached the delivery limit"
+
+
+def locks_lapsed_release(*, queue: Queue, now) -> int:
+    """Inside a get's database transaction, before it chooses: release the queue's locks
+    that ran out by ``now``, exactly as housekeeping would (the delivery count stays; at the
+    delivery limit the message goes to the dead-letter queue, if the broker has a usable
+    one). Returns how many were released."""
+    released = queries.messages_locks_lapse(queue_id=queue.pk, now=now)
+    over = [pk for pk, count in released if queue.backout_threshold and count >= queue.backout_threshold]
+    target = dead_letter_target(queue=queue, prefer_backout=False) if over else None
+    if target is not None:
+        for message in Message.objects.filter(pk__in=over).order_by("id"):
+            message_move(message=message, source=queue, target=target, reason=_expired_reason(message.delivery_count))
+    if released:
+        queues_woken([queue.pk])
+    return len(released)
+
+
 def locks_expire(*, limit: int = 1000) -> int:
-    """Release locks that have run out (housekeeping); returns how many."""
+    """Release locks that have run out that no get has met yet (housekeeping, tidying); returns
+    how many."""
     now = timezone.now()
     released = 0
     with db.atomic():
@@ -144,7 +168,7 @@ def locks_expire(*, limit: int = 1000) -> int:
         )
         for message in expired:
             _unlocked_or_dead_lettered(
-                message, reason_if_over=f"lock expired; delivery count {message.delivery_count} reached the delivery limit",
+                message, reason_if_over=_expired_reason(message.delivery_count),
                 lapsed=True,
             )
             released += 1

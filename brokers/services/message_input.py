@@ -24,6 +24,7 @@ REACTIVE_ACTIONS = {"cancel", "replace", "reprioritise"}
 MESSAGE_FIELDS = {
     "body", "body_base64", "correl_id", "group_id", "msg_type", "priority", "persistence", "expiry_ms",
     "format", "reply_to_queue", "reply_to_broker", "report", "properties", "refers_to", "dedup_key",
+    "dedup_retention_ms",
 }
 #: Longest duplicate-detection key.
 DEDUP_KEY_LENGTH = 200
@@ -46,6 +47,8 @@ class MessageInput:
     refers_to: dict[str, str] | None = None
     #: Duplicate detection: a put of a key the queue has already taken is skipped.
     dedup_key: str | None = None
+    #: How long the queue remembers ``dedup_key`` (None: until the queue is deleted).
+    dedup_retention_ms: int | None = None
 
 
 #: What a person is told when a message field is not valid (whatever pydantic found).
@@ -65,6 +68,7 @@ FIELD_TEXTS = {
     "body": "Must be a string; send bytes as body_base64.",
     "body_base64": "Must be valid base64.",
     "dedup_key": "Must be a string of 1 to 200 characters.",
+    "dedup_retention_ms": "Must be a positive whole number of milliseconds (at most ten years), with a dedup_key.",
 }
 
 HexId = Annotated[str, StringConstraints(pattern=HEX_ID.pattern), Field(
@@ -106,6 +110,9 @@ class MessageIn(BaseModel):
     dedup_key: Annotated[str, Field(min_length=1, max_length=DEDUP_KEY_LENGTH)] | None = Field(
         None, description="Duplicate detection: a put of a key the queue has already taken is skipped "
                           "(reported under duplicates), not an error.")
+    dedup_retention_ms: Annotated[int, Field(ge=1, le=315_360_000_000)] | None = Field(
+        None, description="How long the queue remembers dedup_key (at most ten years); absent: until the queue "
+                          "is deleted. After it, a put of the same key is put again.")
 
     @model_validator(mode="after")
     def _consistent(self) -> MessageIn:
@@ -118,6 +125,8 @@ class MessageIn(BaseModel):
                 raise ValueError("body_base64: Must be valid base64.") from None
         if self.report and not self.reply_to_queue:
             raise ValueError("reply_to_queue: Reports need a reply-to queue.")
+        if self.dedup_retention_ms is not None and self.dedup_key is None:
+            raise ValueError("dedup_retention_ms: A retention needs a dedup_key.")
         return self
 
     def to_input(self) -> MessageInput:
@@ -134,7 +143,7 @@ class MessageIn(BaseModel):
             report=sorted(set(self.report or [])), properties=self.properties or {},
             refers_to={"msg_id": self.refers_to.msg_id.lower(), "action": self.refers_to.action}
             if self.refers_to else None,
-            dedup_key=self.dedup_key,
+            dedup_key=self.dedup_key, dedup_retention_ms=self.dedup_retention_ms,
         )
 
 

@@ -19,6 +19,10 @@ DATABASE_URL = env_str("DATABASE_URL", f"sqlite:///{VAR_DIR / 'baton.sqlite3'}")
 #: failure can lose recently committed messages).
 BATON_SKIP_COMMIT_SYNC = env_bool("BATON_SKIP_COMMIT_SYNC", False)
 
+#: PostgreSQL: a persistent connection counts as healthy this many seconds after it was
+#: opened or last checked (Django's CONN_HEALTH_CHECKS would check it at every request).
+BATON_DB_HEALTH_CHECK_S = env_int("BATON_DB_HEALTH_CHECK_S", 10)
+
 _db = dj_database_url.parse(DATABASE_URL, conn_max_age=None, conn_health_checks=True)
 if _db["ENGINE"] == "django.db.backends.sqlite3":
     _sync = "NORMAL" if BATON_SKIP_COMMIT_SYNC else "FULL"
@@ -32,6 +36,9 @@ if _db["ENGINE"] == "django.db.backends.sqlite3":
     }
     _db["TEST"] = {"NAME": env_str("BATON_TEST_DATABASE", str(VAR_DIR / "test.sqlite3"))}
 elif _db["ENGINE"].startswith("django.db.backends.postgresql"):
+    # Django's backend with the connection health check made once per window, not per
+    # request (transactions/backends/postgresql).
+    _db["ENGINE"] = "transactions.backends.postgresql"
     _commit = "off" if BATON_SKIP_COMMIT_SYNC else "on"
     _db.setdefault("OPTIONS", {})["options"] = f"-c synchronous_commit={_commit}"
 

@@ -445,6 +445,25 @@ def test_browse_does_not_show_uncommitted_or_gotten_messages(api, queue):
     assert [m["body"] for m in seen] == ["b"]
 
 
+def test_browse_filters_by_body_and_property_in_pages_both_orders(api, queue):
+    put(api, messages=[{"body": f"order {i}", "properties": {"kind": "order" if i % 2 else "note"}}
+                       for i in range(10)] + [{"body_base64": b64(b"\xff order \x00")}])
+    odd = [f"order {i}" for i in range(1, 10, 2)]
+    for ordered in (False, True):
+        seen, cursor = [], ""
+        for _ in range(10):
+            page = api.get(PUT, {"limit": 2, "cursor": cursor, "property": "kind=order", "ordered": ordered}).json()
+            if not page["messages"]:
+                break
+            seen += [m["body"] for m in page["messages"]]
+            cursor = page["cursor"]
+        assert seen == odd, ordered
+    found = api.get(PUT, {"body_contains": "order \u0000"}).json()["messages"]
+    assert [base64.b64decode(m["body_base64"]) for m in found] == [b"\xff order \x00"]
+    assert api.get(PUT, {"property": "kind", "body_contains": "9"}).json()["messages"][0]["body"] == "order 9"
+    assert depth(api) == 11
+
+
 def test_browse_binary_body(api, queue):
     put(api, body_base64=b64(b"\xff\x00"))
     message = api.get(PUT).json()["messages"][0]
@@ -456,6 +475,10 @@ def test_browse_binary_body(api, queue):
     ({"cursor": "e30"}, "cursor"),
     ({"limit": 0}, "limit"),
     ({"limit": "many"}, "limit"),
+    ({"body_contains": "x" * 201}, "body_contains"),
+    ({"property": "no such=thing"}, "property"),
+    ({"property": "=1"}, "property"),
+    ({"property": "k=a\u0000b"}, "property"),
 ])
 def test_browse_bad_parameters_are_400(api, queue, params, field):
     body = assert_error(api.get(PUT, params), 400, "invalid")

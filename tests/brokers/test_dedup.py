@@ -1,6 +1,9 @@
 """Duplicate detection on put (``dedup_key``): keys are taken in the put's database
-transaction, outlive their messages, and are given back when a unit of work rolls back."""
+transaction, outlive their messages for the retention their put declared, and are given back
+when a unit of work rolls back."""
 from __future__ import annotations
+
+from datetime import timedelta
 
 import pytest
 
@@ -70,4 +73,49 @@ def test_a_refused_put_takes_no_key(queue):
     message_put(broker="QM1", queue="Q1", messages=[MessageInput(body=b"filler")])
     with pytest.raises(QueueFull):
         message_put(broker="QM1", queue="Q1", messages=keyed(("k1", "a")))
+    assert not DedupKey.objects.exists()
+
+
+# --- retention ------------------------------------------------------------------------------
+
+def retained(key: str, body: str, ms: int) -> MessageInput:
+    return MessageInput(body=body.encode(), dedup_key=key, dedup_retention_ms=ms)
+
+
+def test_a_key_is_remembered_for_its_retention_then_put_again(queue, clock):
+    first = message_put(broker="QM1", queue="Q1", messages=[retained("k1", "a", 60_000)])
+    stored = DedupKey.objects.get(key="k1")
+    assert stored.expires_at == stored.created_at + timedelta(minutes=1)
+    clock.now = stored.expires_at - timedelta(microseconds=1)  # its last moment: still a duplicate
+    again = message_put(broker="QM1", queue="Q1", messages=[retained("k1", "a", 60_000)])
+    assert again.messages == [] and again.duplicates[0].msg_id == first.messages[0].msg_id
+    clock.now = stored.expires_at  # forgotten, whether housekeeping has swept it or not
+    later = message_put(broker="QM1", queue="Q1", messages=[retained("k1", "a", 60_000)])
+    assert bodies(later) == ["a"] and later.duplicates == []
+    renewed = DedupKey.objects.get(key="k1")
+    assert (renewed.msg_id, renewed.expires_at) == (later.messages[0].msg_id, clock.now + timedelta(minutes=1))
+
+
+def test_housekeeping_forgets_only_keys_past_their_retention(queue, clock):
+    from brokers.services.housekeeping import dedup_keys_sweep
+
+    message_put(broker="QM1", queue="Q1", messages=[retained("short", "a", 1_000), retained("long", "b", 60_000)]
+                + keyed(("forever", "c")))
+    clock.advance(seconds=1)
+    assert dedup_keys_sweep() == 1
+    assert sorted(DedupKey.objects.values_list("key", flat=True)) == ["forever", "long"]
+    clock.advance(days=3650)
+    assert dedup_keys_sweep(limit=5) == 1
+    assert list(DedupKey.objects.values_list("key", flat=True)) == ["forever"]
+
+
+@pytest.mark.parametrize("message, field", [
+    ({"body": "a", "dedup_retention_ms": 1000}, "dedup_retention_ms"),
+    ({"body": "a", "dedup_key": "k", "dedup_retention_ms": 0}, "dedup_retention_ms"),
+    ({"body": "a", "dedup_key": "k", "dedup_retention_ms": "7d"}, "dedup_retention_ms"),
+])
+def test_a_bad_retention_is_invalid_and_puts_nothing(api, queue, message, field):
+    r = api.post("/api/brokers/QM1/queues/Q1/messages/", message, format="json")
+    assert r.status_code == 400 and r.json()["code"] == "invalid", r.content
+    assert field in r.json()["errors"], r.json()
     assert not DedupKey.objects.exists()

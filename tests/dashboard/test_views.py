@@ -103,3 +103,47 @@ def test_api_docs_use_no_cdn(admin_client):
     for path in ("/api/schema/docs/", "/api/schema/redoc/"):
         page = admin_client.get(path).content.decode()
         assert "cdn." not in page and "/static/drf_spectacular_sidecar/" in page, path
+
+
+def test_the_browser_previews_bodies_and_filters_by_body_and_property_paged(admin_client, queue):
+    message_put(broker="QM1", queue="Q1", messages=[
+        MessageInput(body=b'{"order": 7}', properties={"colour": "red", "n": 3}),
+        MessageInput(body=b"\xff\xfe binary", properties={"colour": "blue"}),
+        *[MessageInput(body=f"order line {i}".encode(), properties={"colour": "red"}) for i in range(30)],
+    ])
+    page = admin_client.get("/brokers/QM1/queues/Q1/")
+    previews = [(r["preview"].kind, r["preview"].text) for r in page.context["rows"][:3]]
+    assert previews == [("json", '{"order":7}'), ("hex", "ff fe 20 62 69 6e 61 72 79"), ("text", "order line 0")]
+    assert '<code>{&quot;order&quot;:7}</code>' in page.content.decode()
+
+    def msg_bodies(response):
+        return [r["preview"].text for r in response.context["rows"]]
+
+    assert msg_bodies(admin_client.get("/brokers/QM1/queues/Q1/", {"body_contains": "binary"})) == [
+        "ff fe 20 62 69 6e 61 72 79"]
+    assert msg_bodies(admin_client.get("/brokers/QM1/queues/Q1/", {"property": "n=3"})) == ['{"order":7}']
+    assert msg_bodies(admin_client.get("/brokers/QM1/queues/Q1/", {"property": "n"})) == ['{"order":7}']
+    # paged within the filter: 31 red ones, 25 a page; the links keep the filter
+    red = admin_client.get("/brokers/QM1/queues/Q1/", {"property": "colour=red", "body_contains": "order"})
+    assert len(red.context["rows"]) == 25 and 'property=colour%3Dred&amp;cursor=' in red.content.decode()
+    rest = admin_client.get("/brokers/QM1/queues/Q1/", {"property": "colour=red", "body_contains": "order",
+                                                         "cursor": red.context["next"]})
+    assert msg_bodies(rest) == [f"order line {i}" for i in range(24, 30)] and not rest.context["next"]
+    none = admin_client.get("/brokers/QM1/queues/Q1/", {"body_contains": "nowhere"})
+    assert none.context["rows"] == [] and "No message matches the filter." in none.content.decode()
+    # nothing changed state: every message is still there, never delivered
+    got = message_get(broker="QM1", queue="Q1", batch=40)
+    assert len(got.messages) == 32 and all(m.delivery_count == 0 for m in got.messages)
+
+
+@pytest.mark.parametrize("query, field", [
+    ({"body_contains": "x" * 201}, "body_contains"),
+    ({"property": "=red"}, "property"),
+    ({"property": "bad name=1"}, "property"),
+    ({"property": "k=" + "v" * 201}, "property"),
+])
+def test_a_filter_too_long_or_malformed_is_400_with_the_reason(admin_client, queue, query, field):
+    response = admin_client.get("/brokers/QM1/queues/Q1/", query)
+    assert response.status_code == 400
+    assert response.context["rows"] == [] and field in response.context["filter_error"].details["errors"]
+    assert 'id="filter-error"' in response.content.decode()

@@ -33,6 +33,21 @@ def test_start_answers_202_queued_and_the_ingest_can_be_followed(api, queue, sta
         "records_done": 0, "messages_put": 0, "duplicates_skipped": 0, "error": "", "started_at": None,
         "finished_at": None}
     assert [i["id"] for i in api.get(START).json()["ingests"]] == [body["id"]]
+    assert body["dedup_retention_days"] == 7  # the default: a daily rerun within a week skips every record
+
+
+@pytest.mark.parametrize("days", [0, 3651, "week", 1.5])
+def test_a_key_retention_out_of_range_is_invalid(api, queue, staging, days):
+    response = api.post(START, {"source": "in/a.jsonl", "dedup_retention_days": days}, format="json")
+    assert response.status_code == 400 and response.json()["code"] == "invalid", response.content
+    assert "dedup_retention_days" in response.json()["errors"]
+    assert not Ingest.objects.exists()
+
+
+def test_the_declared_retention_is_kept(api, queue, staging):
+    response = api.post(START, {"source": "in/a.jsonl", "dedup_retention_days": 30}, format="json")
+    assert response.status_code == 202 and response.json()["dedup_retention_days"] == 30
+    assert Ingest.objects.get().dedup_retention_days == 30
 
 
 @pytest.mark.parametrize("source", ["../secret.jsonl", "/etc/passwd", "link.jsonl", "in/../../secret.jsonl",

@@ -7,7 +7,9 @@ uncommitted visible, no unit of work stuck. See docs/testing.md.
 
 CI runs 20 kills (about two minutes); ``BATON_CRASH_KILLS=200`` is the long mode,
 ``BATON_CRASH_SEED`` replays a schedule. Runs on the suite's database server: a SQLite file
-of its own, or a database of its own on the PostgreSQL server the suite uses.
+of its own, or a database of its own on the PostgreSQL server the suite uses. The
+scaled-out form (two web servers, two workers, PostgreSQL and Redis) runs the same test,
+``crash_run``, from tests/scaled/test_soak_and_crash.py.
 """
 from __future__ import annotations
 
@@ -68,12 +70,12 @@ def database_of_its_own(tmp_path) -> Iterator[str]:
 
 
 class Killer(threading.Thread):
-    """Kills one process of the platform with SIGKILL at random moments and starts it again,
-    ``kills`` times."""
+    """Kills a process of the platform (one of ``names``, chosen at random each time) with
+    SIGKILL at random moments and starts it again, ``kills`` times."""
 
-    def __init__(self, platform: LivePlatform, name: str, kills: int, rng: random.Random) -> None:
-        super().__init__(name=f"killer-{name}", daemon=True)
-        self.platform, self.process, self.kills, self.rng = platform, name, kills, rng
+    def __init__(self, platform: LivePlatform, names: list[str], kills: int, rng: random.Random) -> None:
+        super().__init__(name=f"killer-{'-'.join(names)}", daemon=True)
+        self.platform, self.names, self.kills, self.rng = platform, names, kills, rng
         self.done = 0
         self.error: BaseException | None = None
 
@@ -81,25 +83,38 @@ class Killer(threading.Thread):
         try:
             for _ in range(self.kills):
                 time.sleep(self.rng.uniform(*RUN_BEFORE_KILL_S))  # the fault schedule: a random moment
-                self.platform.kill(self.process)
+                name = self.rng.choice(self.names) if len(self.names) > 1 else self.names[0]
+                self.platform.kill(name)
                 self.done += 1
-                self.platform.restart(self.process)
+                self.platform.restart(name)
         except BaseException as exc:  # noqa: BLE001 - reported by the test
             self.error = exc
 
 
 def test_no_message_lost_duplicated_or_seen_uncommitted_while_servers_are_killed(tmp_path):
+    with database_of_its_own(tmp_path) as database_url:
+        crash_run(tmp_path, database_url, kills=KILLS)
+
+
+def crash_run(tmp_path, database_url: str, *, kills: int, env: dict | None = None, webs: int = 1,
+              workers: int = 1) -> dict:
+    """The crash test on a platform of ``webs`` web servers and ``workers`` workers (the
+    clients spread over the web servers), ``kills`` kills shared between the web servers
+    and the workers; asserts the verdict and returns the run's numbers."""
     rng = random.Random(SEED)
     load_settings = Settings()
-    with database_of_its_own(tmp_path) as database_url, \
-            LivePlatform(tmp_path / "var", database_url, env=PLATFORM_ENV) as platform:
+    with LivePlatform(tmp_path / "var", database_url, env={**PLATFORM_ENV, **(env or {})}, webs=webs,
+                      workers=workers) as platform:
         token = platform.prepare()
         platform.start()
         with Client(platform.url, token, timeout=30) as client:
             queues = topology_define(client, load_settings)
-        load = Load(url=platform.url, token=token, settings=load_settings, seed=SEED)
-        killers = [Killer(platform, "web", KILLS - KILLS // 2, random.Random(rng.random())),
-                   Killer(platform, "worker", KILLS // 2, random.Random(rng.random()))]
+        load = Load(url=platform.urls, token=token, settings=load_settings, seed=SEED)
+        names = platform.names()
+        killers = [Killer(platform, [n for n in names if n.startswith("web")], kills - kills // 2,
+                          random.Random(rng.random())),
+                   Killer(platform, [n for n in names if n.startswith("worker")], kills // 2,
+                          random.Random(rng.random()))]
         started = time.monotonic()
         load.start()
         for killer in killers:
@@ -139,10 +154,11 @@ def test_no_message_lost_duplicated_or_seen_uncommitted_while_servers_are_killed
                "operations": history.operations, "indeterminate_calls": history.indeterminate_calls,
                **verdict.numbers(), "stuck": len(stuck), "units_of_work": dict(history.units),
                "channel_batches": channel["batches_committed"], "channel_backed_out": channel["batches_backed_out"]}
-    print("\ncrash test: " + ", ".join(f"{k} {v}" for k, v in numbers.items()))
+    print(f"\ncrash test ({webs} web, {workers} worker): " + ", ".join(f"{k} {v}" for k, v in numbers.items()))
 
-    assert numbers["kills"] == KILLS
+    assert numbers["kills"] == kills
     assert not stuck, f"units of work stuck: {stuck}"
     assert verdict.ok, f"seed {SEED}: {verdict.problems()}"
     # the load did its work through the faults
     assert verdict.acknowledged > 0 and verdict.consumed > 0 and verdict.delivered > 0, numbers
+    return numbers

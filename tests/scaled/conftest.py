@@ -16,7 +16,7 @@ from django.db import connection
 from tests.integration.servers import RUNNING, platform_started
 
 #: Redis database numbers, one set per user of the session's Redis server.
-REDIS_DB = {"platform": (1, 2), "suites": (3, 4), "up": (5, 6)}
+REDIS_DB = {"platform": (1, 2), "suites": (3, 4), "up": (5, 6), "crash": (7, 8)}
 
 
 def postgres_or_skip() -> dict:

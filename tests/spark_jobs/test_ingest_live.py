@@ -33,6 +33,7 @@ def test_retried_tasks_and_a_rerun_put_each_record_once(spark_platform, target):
     result = job_run("spark_jobs.ingest", [
         "--url", spark_platform.url, "--broker", target, "--queue", "Q1", "--source", str(source),
         "--master", "local[2,3]", "--batch-size", "100", "--write-partitions", "2", "--fail-first-attempt-after", "1",
+        "--dedup-retention-ms", str(7 * 86_400_000),
     ], env={"BATON_API_TOKEN": spark_platform.token, "SPARK_CONF_DIR": spark_platform.env["SPARK_CONF_DIR"]},
         timeout=300)
     assert result.ok, result.error + result.stderr_tail
@@ -43,7 +44,7 @@ def test_retried_tasks_and_a_rerun_put_each_record_once(spark_platform, target):
     assert depth(spark_platform, target) == RECORDS
     assert sorted(bodies(spark_platform, target)) == sorted(source.read_text().splitlines())
 
-    # A rerun, from the command, on the worker fleet: nothing put twice.
+    # A rerun within the keys' retention, from the command, on the worker fleet: nothing put twice.
     out = manage(spark_platform.env, "ingest", target, "Q1", source.name, "--user", "tester", timeout=300)
     assert f"[{'#' * 30}] {RECORDS}/{RECORDS} records, 0 put, {RECORDS} duplicates skipped (succeeded)" in out, out
     assert depth(spark_platform, target) == RECORDS

@@ -48,6 +48,8 @@ def test_messages_take_their_key_body_and_properties_from_the_record():
                                                                           "dedup_key": "d" * 64 + ":4"}
     assert message("d" * 64, 0, {"id": "1", "x": "y"}, Options(format="csv"))["body"] == json.dumps(
         {"id": "1", "x": "y"}, separators=(",", ":"))
+    assert message("d" * 64, 4, "plain line", Options(format="text", dedup_retention_ms=604_800_000)) == {
+        "body": "plain line", "dedup_key": "d" * 64 + ":4", "dedup_retention_ms": 604_800_000}
 
 
 @pytest.mark.parametrize("record, options, text", [

@@ -124,3 +124,41 @@ def test_an_orm_transaction_holds_the_database_lock_until_it_ends():
     except ValueError:
         pass
     assert other_process_tries(path, 5) == "acquired"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_write_outside_a_transaction_queues_on_the_writer_lock_and_a_read_does_not(monkeypatch):
+    """An autocommit statement (no atomic block) that writes is a transaction of its own for
+    SQLite: it takes the writer lock too, through the ORM and through the hot path's cursor,
+    so it never meets SQLite's busy handler. Another process holds only the writer lock here
+    (not SQLite's): a write waits for it (and fails after the busy timeout), a read goes on."""
+    if connection.vendor != "sqlite" or connection.is_in_memory_db():
+        pytest.skip("SQLite files only")
+    from brokers.models import Broker
+    from transactions.queries import cursor
+
+    Broker.objects.create(name="QW")
+    connection.ensure_connection()
+    monkeypatch.setitem(connection.settings_dict, "OPTIONS", {**connection.settings_dict["OPTIONS"], "timeout": 0.1})
+    path = f"{connection.settings_dict['NAME']}-writer"
+    hold = ("import fcntl, os, sys; fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT); "
+            "fcntl.flock(fd, fcntl.LOCK_EX); print('held', flush=True); sys.stdin.read()")
+    held = subprocess.Popen([sys.executable, "-c", hold, path], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert held.stdout.readline().strip() == "held"
+        assert not connection.in_atomic_block
+        with pytest.raises(OperationalError, match="database is locked"):
+            Broker.objects.filter(name="QW").update(description="orm")
+        with pytest.raises(OperationalError, match="database is locked"), cursor() as c:
+            c.execute("UPDATE brokers_broker SET description = %s WHERE name = %s", ["hot path", "QW"])
+        assert Broker.objects.filter(name="QW").count() == 1  # reads are not queued
+        with cursor() as c:
+            c.execute("SELECT description FROM brokers_broker WHERE name = %s", ["QW"])
+            assert c.fetchone() == ("",)
+    finally:
+        held.kill()
+        held.wait(timeout=30)
+    assert Broker.objects.filter(name="QW").update(description="orm") == 1
+    with cursor() as c:
+        c.execute("UPDATE brokers_broker SET description = %s WHERE name = %s", ["hot path", "QW"])
+    assert Broker.objects.get(name="QW").description == "hot path"

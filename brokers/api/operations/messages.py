@@ -193,6 +193,10 @@ class MessageBrowse(Operation):
         cursor: Text | None = Field(None, description="Where the last page ended.")
         limit: Batch = 50
         ordered: bool = Field(False, description="Reliable browse in the queue's read order.")
+        body_contains: Annotated[str, Field(max_length=1000)] | None = Field(
+            None, description="Only messages whose body holds these characters' UTF-8 bytes (1 to 200).")
+        property: Annotated[str, Field(max_length=1000)] | None = Field(
+            None, description="Only messages with this property: name, or name=value (its value as text).")
 
     class Output(Model):
         messages: list[MessageOut]
@@ -202,7 +206,8 @@ class MessageBrowse(Operation):
     def perform(cls, user, data: Input) -> tuple[int, dict[str, Any]]:
         may.require_browse(user, broker=data.broker, queue=data.queue)
         result = message_browse(broker=data.broker, queue=data.queue, cursor=data.cursor or None,
-                                ordered=data.ordered, limit=data.limit)
+                                ordered=data.ordered, limit=data.limit, body_contains=data.body_contains,
+                                property=data.property)
         b, q = result.queue.broker.name, result.queue.name
         return 200, {"messages": [message_render(m, broker=b, queue=q) for m in result.messages],
                      "cursor": result.cursor}

@@ -92,6 +92,10 @@ class Command(BenchmarkCommand):
             help="Benchmark this database (e.g. postgres://user:pw@127.0.0.1/scratch) instead of a fresh "
                  "SQLite file. Use a scratch database: it is migrated.",
         )
+        parser.add_argument("--long-uow-ms", type=float, default=0, metavar="L",
+                            help="request-reply (in process): one more unit of work on A puts a message through "
+                                 "channel A.TO.B at the start and commits only after L ms, holding the channel's "
+                                 "oldest batch while the requests' batches behind it are ready (default 0: none).")
         parser.add_argument("--keep", action="store_true", help="Keep the scratch directory (database, logs).")
         # The command re-runs itself as a child on the scratch database for these.
         parser.add_argument("--phase", choices=PHASES, help=argparse.SUPPRESS)
@@ -121,6 +125,7 @@ class Command(BenchmarkCommand):
                     prefix=options["prefix"], stages=options["stages"], messages=options["messages"],
                     work_ms=options["work_ms"], only=options["only"], progress=options["verbosity"] >= 1,
                     results=results, batch_interval_ms=options["batch_interval_ms"], window=options["window"],
+                    long_uow_ms=options["long_uow_ms"],
                 )
             except BenchmarkError as exc:  # the runs that finished are still worth printing
                 result["error"] = str(exc)
@@ -148,12 +153,16 @@ class Command(BenchmarkCommand):
         window = options["window"]
         if not 1 <= window <= 64:
             raise CommandError("--window must be from 1 to 64.")
+        long_uow_ms = options["long_uow_ms"]
+        if not 0 <= long_uow_ms <= 600_000:
+            raise CommandError("--long-uow-ms must be from 0 to 600000.")
         only, database_url = options["only"], options["database_url"]
         command = [_python(), "manage.py", COMMAND, "--stages", str(stages), "--messages", str(messages),
                    "--work-ms", f"{work_ms:g}"]
         command += ["--only", only] if only else []
         command += ["--batch-interval-ms", str(interval)] if interval != CHANNEL_BATCH_INTERVAL_MS else []
         command += ["--window", str(window)] if window != CHANNEL_WINDOW else []
+        command += ["--long-uow-ms", f"{long_uow_ms:g}"] if long_uow_ms else []
         command += ["--database-url", url_masked(database_url)] if database_url else []
         prefix = f"BP{secrets.token_hex(3).upper()}"
 
@@ -172,7 +181,8 @@ class Command(BenchmarkCommand):
                         if only in (None, *IN_PROCESS):
                             out = phase_run(scratch, "run", prefix=prefix, stages=stages, messages=messages,
                                             work_ms=work_ms, only=only, verbosity=options["verbosity"],
-                                            batch_interval_ms=options["batch_interval_ms"], window=window)
+                                            batch_interval_ms=options["batch_interval_ms"], window=window,
+                                            long_uow_ms=long_uow_ms or None)
                             results = [PipelineResult(**r) for r in out["results"]]
                             if out.get("error"):
                                 raise BenchmarkError(out["error"])
@@ -193,7 +203,7 @@ class Command(BenchmarkCommand):
 
         self.stdout.write(self._report(results, command=command, facts=facts, elapsed=time.monotonic() - started,
                                        stages=stages, messages=messages, work_ms=work_ms, only=only,
-                                       batch_interval_ms=interval, window=window))
+                                       batch_interval_ms=interval, window=window, long_uow_ms=long_uow_ms))
         if failure:
             raise CommandError(failure)
 
@@ -226,7 +236,7 @@ class Command(BenchmarkCommand):
     @staticmethod
     def _report(results: list[PipelineResult], *, command: list[str], facts: dict, elapsed: float,
                 stages: int, messages: int, work_ms: float, only: str | None, batch_interval_ms: int,
-                window: int) -> str:
+                window: int, long_uow_ms: float = 0) -> str:
         per_stage = messages * work_ms
         lines = [
             "Baton pipeline benchmark: end-to-end time of chained units of work, pre-emptive gets off and on",
@@ -263,7 +273,11 @@ class Command(BenchmarkCommand):
              f"and commits with a wait. Channels: in-process transport, batch size {CHANNEL_BATCH_SIZE}, batch "
              f"interval {batch_interval_ms} ms, window {window} batches, pre-emptive like the applications, each agent "
              "in a thread. "
-             "seconds: from App1's start until App1' has committed."),
+             "seconds: from App1's start until App1' has committed."
+             + (f" A long unit of work on A (--long-uow-ms {long_uow_ms:g}) puts one message through channel A.TO.B "
+                "(to B/SIDE.IN) at the start and commits after that long: with pre-emptive gets the channel's oldest "
+                "batch is held on it; the requests' batches behind it settle as soon as App1 commits, not after it."
+                if long_uow_ms else "")),
         }
         texts = [described[s] for s in SCENARIOS if only in (None, s)] + [
             "msgs/s: N / seconds. off/on: how many times shorter the end-to-end time is with pre-emptive gets. "

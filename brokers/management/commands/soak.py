@@ -2,8 +2,12 @@
 and open file descriptors of every process sampled, and a verdict on their growth.
 
 Starts its own platform (web server, Celery worker, Celery beat, as platform/up does) on a
-scratch SQLite database in a temporary directory, never the platform's. See
-brokers/benchmark/soak.py for the measurements and brokers/benchmark/workload.py for the load.
+scratch SQLite database in a temporary directory, never the platform's; with ``--scaled``,
+the scaled-out form: two web servers and two workers on a scratch PostgreSQL database
+(created on the server ``--database-url`` or DATABASE_URL names, dropped afterwards) and a
+throwaway Redis server (Celery's transport, the channel layer, the wake-up bus), the
+clients spread over both web servers. See brokers/benchmark/soak.py for the measurements
+and brokers/benchmark/workload.py for the load.
 """
 from __future__ import annotations
 
@@ -13,11 +17,13 @@ import platform
 import sqlite3
 import sys
 import time
+from contextlib import ExitStack
 
 from django.core.management.base import BaseCommand, CommandError
 
 from brokers.benchmark.checker import history_checked
-from brokers.benchmark.live import PROCESSES, LivePlatform, PlatformError
+from brokers.benchmark.live import LivePlatform, PlatformError, postgres_scratch_database
+from brokers.benchmark.report import BenchmarkError
 from brokers.benchmark.scratch import Scratch, sigterm_as_interrupt
 from brokers.benchmark.soak import (
     FD_GROWTH_PER_H, RSS_GROWTH_MIB_PER_H, RSS_GROWTH_SHARE_PER_H, Series, samples_table, summary_table,
@@ -49,17 +55,29 @@ class Command(BaseCommand):
         parser.add_argument("--seed", type=int, default=0, help="Seed of the clients' choices (default 0).")
         parser.add_argument("--json", action="store_true", help="Print one JSON object instead of tables.")
         parser.add_argument("--keep", action="store_true", help="Keep the scratch directory (database, logs).")
+        parser.add_argument("--scaled", action="store_true",
+                            help="The scaled-out form: 2 web servers and 2 workers on PostgreSQL and Redis.")
+        parser.add_argument("--database-url", default="",
+                            help="--scaled: a PostgreSQL server where a scratch database may be created "
+                                 "(default: DATABASE_URL).")
 
     def handle(self, *args, **options):
         duration = options["seconds"] if options["seconds"] is not None else options["minutes"] * 60
         if duration <= 0 or options["interval"] <= 0:
             raise CommandError("The duration and the interval must be positive.")
+        server = options["database_url"] or os.environ.get("DATABASE_URL", "")
+        if options["scaled"] and not server.startswith("postgres"):
+            raise CommandError("--scaled runs on PostgreSQL: give --database-url postgres://... (a server where a "
+                               "scratch database may be created) or set DATABASE_URL.")
+        if options["database_url"] and not options["scaled"]:
+            raise CommandError("--database-url is for --scaled (the default form runs on a scratch SQLite file).")
+        options["server"] = server
         try:
             with sigterm_as_interrupt():
                 report, series = self._run(duration, options)
         except KeyboardInterrupt as exc:
             raise CommandError("Interrupted.") from exc
-        except PlatformError as exc:
+        except (PlatformError, BenchmarkError) as exc:
             raise CommandError(str(exc)) from exc
         if options["json"]:
             self.stdout.write(json.dumps(report))
@@ -77,16 +95,28 @@ class Command(BaseCommand):
 
     def _run(self, duration: float, options: dict) -> tuple[dict, list[Series]]:
         load_before = os.getloadavg()
-        with Scratch(keep=options["keep"]) as scratch, LivePlatform(
-            scratch.dir, scratch.database_url, env={"BATON_HOUSEKEEPING_INTERVAL_S": "1", "BATON_CHANNEL_LEASE_S": "10"},
-        ) as live:
+        with ExitStack() as stack:
+            scratch = stack.enter_context(Scratch(keep=options["keep"]))
+            env = {"BATON_HOUSEKEEPING_INTERVAL_S": "1", "BATON_CHANNEL_LEASE_S": "10"}
+            database_url, form = scratch.database_url, {}
+            database = f"SQLite {sqlite3.sqlite_version} (scratch file, synchronous=FULL)"
+            if options["scaled"]:
+                from brokers.benchmark.redisserver import redis_server
+
+                database_url = stack.enter_context(postgres_scratch_database(options["server"], "baton_soak"))
+                redis = stack.enter_context(redis_server())
+                env.update(CELERY_BROKER_URL=redis.database(1), BATON_REDIS_URL=redis.database(2))
+                form = {"webs": 2, "workers": 2}
+                database = (f"PostgreSQL {_postgres_version(database_url)} (scratch database), Redis {redis.version}, "
+                            "2 web servers, 2 workers")
+            live = stack.enter_context(LivePlatform(scratch.dir, database_url, env=env, **form))
             self._progress(f"soak: starting a platform in {scratch.dir}")
             token = live.prepare()
             live.start()
             with Client(live.url, token, timeout=30) as client:
                 queues = topology_define(client, LOAD)
-            series = [Series(name, live.processes[name].pid) for name in PROCESSES] + [Series("load", os.getpid())]
-            load = Load(url=live.url, token=token, settings=LOAD, seed=options["seed"])
+            series = [Series(name, live.processes[name].pid) for name in live.names()] + [Series("load", os.getpid())]
+            load = Load(url=live.urls, token=token, settings=LOAD, seed=options["seed"])
             self._progress(f"soak: load for {duration:g} s, a sample every {options['interval']:g} s")
             started = time.monotonic()
             load.start()
@@ -130,7 +160,7 @@ class Command(BaseCommand):
             "facts": {
                 "command": "manage.py soak " + " ".join(sys.argv[2:]),
                 "seconds": round(elapsed, 1), "interval_s": options["interval"],
-                "database": f"SQLite {sqlite3.sqlite_version} (scratch file, synchronous=FULL)",
+                "database": database, "scaled": options["scaled"],
                 "load": {"producers": LOAD.producers, "consumers": LOAD.consumers, "peek_lock_consumers": LOAD.lockers,
                          "producer_pause_s": LOAD.producer_pause_s, "transaction_timeout_ms": LOAD.transaction_timeout_ms,
                          "channel_batch_size": LOAD.channel_batch_size, "seed": options["seed"]},
@@ -177,3 +207,10 @@ class Command(BaseCommand):
             *([f"problems: {checker['problems']}"] if checker["problems"] else []),
         ]
         return "\n".join(lines) + "\n"
+
+
+def _postgres_version(database_url: str) -> str:
+    import psycopg
+
+    with psycopg.connect(database_url.replace("postgres://", "postgresql://", 1)) as conn:
+        return conn.execute("SHOW server_version").fetchone()[0].split()[0]

@@ -6,11 +6,13 @@ import binascii
 import json
 
 from django.conf import settings
+from django.db.models import Q
 from django.utils import timezone
 
 from ...exceptions import InvalidInput
 from ...models import Message, QueueKind
 from ...selectors import queue_get
+from ..message_filter import message_filter_apply, message_filter_parse
 from ..ordering import not_expired, order_key
 from .common import BrowseResult
 
@@ -35,7 +37,8 @@ def _cursor_encode(after: int, order: str) -> str:
 
 
 def message_browse(*, broker: str, queue: str, cursor: str | None = None, limit: int = 50,
-                   ordered: bool = False) -> BrowseResult:
+                   ordered: bool = False, body_contains: str | None = None,
+                   property: str | None = None) -> BrowseResult:
     """Look at messages without removing them; the cursor marks the position after the
     last message returned, so browsing again from it shows what came since.
 
@@ -43,7 +46,12 @@ def message_browse(*, broker: str, queue: str, cursor: str | None = None, limit:
     message in the queue's read order, in flight and locked ones included, never missing
     or repeating one while others commit: on a commit-ordered queue it follows commit
     sequences (assigned under the queue's lock, so none can appear behind the cursor); on
-    a put-ordered queue it stops before the first uncommitted put."""
+    a put-ordered queue it stops before the first uncommitted put.
+
+    ``body_contains`` and ``property`` show only the messages they match
+    (brokers/services/message_filter.py; malformed: InvalidInput), pages read on from the
+    cursor as without them."""
+    found = message_filter_parse(body_contains=body_contains, property=property)
     if not 1 <= limit <= settings.BATON_MAX_BATCH:
         raise InvalidInput(f"limit must be from 1 to {settings.BATON_MAX_BATCH}.", errors={"limit": ["Out of range."]})
     source = queue_get(broker=broker, name=queue)
@@ -52,15 +60,17 @@ def message_browse(*, broker: str, queue: str, cursor: str | None = None, limit:
     now = timezone.now()
     if not ordered:
         after = _cursor_decode(cursor, "available")
-        rows = list(
+        rows = list(message_filter_apply(
             Message.objects.filter(queue=source, id__gt=after, put_transaction__isnull=True,
                                    get_transaction__isnull=True, lock_token__isnull=True)
-            .filter(not_expired(now)).order_by("id")[:limit]
+            .filter(not_expired(now)), found).order_by("id")[:limit]
         )
         return BrowseResult(rows, source, _cursor_encode(rows[-1].pk if rows else after, "available"))
     key = order_key(source)
     after = _cursor_decode(cursor, key)
-    qs = Message.objects.filter(queue=source, **{f"{key}__gt": after}).order_by(key)
+    qs = Message.objects.filter(queue=source, **{f"{key}__gt": after})
+    # an uncommitted put stops a put-ordered browse whether it matches or not
+    qs = message_filter_apply(qs, found, also=Q(put_transaction__isnull=False)).order_by(key)
     rows = []
     position = after
     for message in qs[:limit]:

@@ -21,7 +21,7 @@ from transactions.exceptions import TransactionNotFound
 from transactions.journal import journal_event, journal_record
 from transactions.locks import link_graph_lock, link_graph_locking
 from transactions.manager import (
-    transaction_commit, transaction_links_add, transaction_mark,
+    transaction_commit, transaction_links_add, transaction_mark, transaction_rollback,
     transaction_timeouts_applied,
 )
 from transactions.models import JournalKind, Transaction, transaction_id_new
@@ -32,7 +32,8 @@ from ...definitions import definitions_checked
 from ... import permissions as may
 from ...exceptions import ConnectionNotFound, InvalidInput, OptionsConflict, QueueInUse, QueueNotFound
 from ...models import Access, Connection, DeliverySequence, Message, Queue, ReadOrder
-from ...selectors import connection_get
+from ...selectors import connection_get, queue_next_release
+from .. import locks  # (a module: locks imports this package's common helpers)
 from ..message_input import HEX_ID
 from ..ordering import REASON_IN_FLIGHT, delivery_ordered, is_ordered, not_expired, ordered_getters_lock, ordered_pick
 from ..reports import COD, reports_send
@@ -143,24 +144,35 @@ def _locks_taken(rows: list[Message], *, source: Queue, now) -> None:
             raise _Raced
 
 
-def _source_and_lease(*, broker: str, queue: str, transaction_id: str | None,
-                      ) -> tuple[Queue, tuple[str, object], Transaction | None]:
+class _MetOverdue(Exception):
+    """The get found a unit of work past its deadline holding messages of its queue: the
+    database transaction is undone, that unit of work rolled back for its timeout, and the
+    get tried again (``message_get``)."""
+
+    def __init__(self, transaction_id: str) -> None:
+        super().__init__(transaction_id)
+        self.transaction_id = transaction_id
+
+
+def _source_and_lease(*, broker: str, queue: str, transaction_id: str | None, now,
+                      ) -> tuple[Queue, tuple[str, object], Transaction | None, bool, str | None]:
     """The queue a get reads, from the definitions cache checked by the same statement that
     reads the queue's exclusive-input lease and, for a get under a named unit of work, its
     row (locked): one statement in the common case. The row is None when that statement
-    could not read it (the caller reads it then)."""
+    could not read it (the caller reads it then). Then whether a peek-lock on the queue ran
+    out, and an overdue unit of work holding its messages, if any (``queries.get_start``)."""
     try:
         source = _get_source(broker=broker, queue=queue, checked=True)
-        found = queries.get_start(queue_id=source.pk, transaction_id=transaction_id)
+        found = queries.get_start(queue_id=source.pk, transaction_id=transaction_id, now=now)
     except BatonError:  # perhaps only the cached definition says so: look again below
         found = None
     if found is None or not definitions_checked(found[0]):  # changed since cached: look again
         definitions_checked()
         source = _get_source(broker=broker, queue=queue, checked=True)
-        found = queries.get_start(queue_id=source.pk, transaction_id=None)
+        found = queries.get_start(queue_id=source.pk, transaction_id=None, now=now)
         if found is None:
             raise QueueNotFound(f"No queue {queue!r} on broker {broker!r}.", broker=broker, queue=queue)
-    return source, (found[1], found[2]), found[3]
+    return source, (found[1], found[2]), found[3], found[4], found[5]
 
 
 def _taken(rows: list[Message], *, source: Queue, owner, txn: Transaction | None, new_id: str | None,
@@ -213,7 +225,13 @@ def _get_once(
         now = timezone.now()  # taken once this database transaction has begun (SQLite: holds the write lock)
         if graph_lock:
             link_graph_lock(exclusive=True)
-        source, lease, locked = _source_and_lease(broker=broker, queue=queue, transaction_id=transaction_id)
+        source, lease, locked, lapsed, overdue = _source_and_lease(
+            broker=broker, queue=queue, transaction_id=transaction_id, now=now,
+        )
+        if overdue is not None:  # its messages are the next get's: roll it back first (message_get)
+            raise _MetOverdue(overdue)
+        if lapsed and mode != "browse":  # a lock that ran out is released now, not at housekeeping
+            locks.locks_lapsed_release(queue=source, now=now)
         ordered = is_ordered(source, ordered)
         _options_checked(source=source, ordered=ordered, preemptive=preemptive, mode=mode, match=match,
                          under_uow=under_uow)
@@ -351,14 +369,17 @@ def message_get(
     wanted = syncpoint == "yes" and not outside
 
     def once() -> GetResult:
-        try:
-            return _get_once(
-                broker=broker, queue=queue, transaction_id=transaction_id, wanted=wanted,
-                connection_id=connection_id, batch=batch, msg_id=msg_id, correl_id=correl_id, group_id=group_id,
-                preemptive=preemptive, ordered=ordered, mode=mode, access=access, user=user,
-            )
-        except _Raced:
-            return GetResult([], _get_source(broker=broker, queue=queue), transaction_id, REASON_IN_FLIGHT)
+        while True:  # each round rolls back one more overdue unit of work, if it met one
+            try:
+                return _get_once(
+                    broker=broker, queue=queue, transaction_id=transaction_id, wanted=wanted,
+                    connection_id=connection_id, batch=batch, msg_id=msg_id, correl_id=correl_id, group_id=group_id,
+                    preemptive=preemptive, ordered=ordered, mode=mode, access=access, user=user,
+                )
+            except _Raced:
+                return GetResult([], _get_source(broker=broker, queue=queue), transaction_id, REASON_IN_FLIGHT)
+            except _MetOverdue as exc:  # as housekeeping would: its gets return, its puts vanish
+                transaction_rollback(transaction_id=exc.transaction_id, reason="timeout", require_open=False)
 
     first = once()
     if first.messages or wait <= 0:
@@ -369,6 +390,11 @@ def message_get(
         last[0] = once()
         return last[0] if last[0].messages else None
 
-    return wait_for(attempt, keys=[queue_wakeup_key(first.queue.pk)], wait_s=wait) or last[0]
+    def due() -> float | None:  # a lock or a holder's deadline running out wakes no one: look again then
+        now = timezone.now()
+        at = queue_next_release(queue_id=first.queue.pk, now=now)
+        return None if at is None else (at - now).total_seconds()
+
+    return wait_for(attempt, keys=[queue_wakeup_key(first.queue.pk)], wait_s=wait, due=due) or last[0]
 
 

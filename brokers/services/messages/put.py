@@ -135,6 +135,10 @@ def message_put(
     return PutResult(rows, dest, txn.id if txn else None, duplicates)
 
 
+def _retained_until(msg: MessageInput, now):
+    return None if msg.dedup_retention_ms is None else now + timedelta(milliseconds=msg.dedup_retention_ms)
+
+
 def _duplicates_skipped(*, queue, rows: list[Message], messages: list[MessageInput], now):
     """The rows and messages left once those whose key is taken are removed, and the
     duplicates. Locks the queue's row first (lock order: queue row, then key entries)."""
@@ -145,7 +149,8 @@ def _duplicates_skipped(*, queue, rows: list[Message], messages: list[MessageInp
             first.setdefault(msg.dedup_key, index)
     claimed = queries.dedup_keys_claim(
         queue_id=queue.pk, now=now,
-        keys=[(key, rows[i].msg_id, rows[i].put_transaction_id) for key, i in first.items()],
+        keys=[(key, rows[i].msg_id, rows[i].put_transaction_id, _retained_until(messages[i], now))
+              for key, i in first.items()],
     )
     skipped = [i for i, msg in enumerate(messages)
                if msg.dedup_key and (msg.dedup_key not in claimed or first[msg.dedup_key] != i)]

@@ -29,12 +29,14 @@ class Command(BaseCommand):
         parser.add_argument("--body-field", default="")
         parser.add_argument("--key-field", default="")
         parser.add_argument("--properties-fields", default="", help="Comma-separated field names.")
+        parser.add_argument("--dedup-retention-days", type=int, default=7,
+                            help="How long the queue remembers each record's key (a rerun within it skips them).")
         parser.add_argument("--user", default="admin", help="Whose permissions and API token the job uses.")
         parser.add_argument("--here", action="store_true", help="Run the job from this process, not on a worker.")
         parser.add_argument("--no-wait", action="store_true", help="Print the ingest's id and return at once.")
 
     def handle(self, *args, broker, queue, path, format, body_field, key_field, properties_fields, user, here,
-               no_wait, **options):
+               no_wait, dedup_retention_days, **options):
         try:
             owner = get_user_model().objects.get(username=user)
         except get_user_model().DoesNotExist:
@@ -44,7 +46,7 @@ class Command(BaseCommand):
             with transaction.atomic():
                 ingest = ingest_start(user=owner, broker=broker, queue=queue, source=path, format=format,
                                       body_field=body_field, key_field=key_field, properties_fields=fields,
-                                      on_worker=not here)
+                                      dedup_retention_days=dedup_retention_days, on_worker=not here)
         except BatonError as exc:
             raise CommandError(exc.message) from None
         self.stdout.write(f"Ingest {ingest.pk} of {path} into {broker}/{queue}.")

@@ -1,14 +1,69 @@
-"""Django's SQLite backend, with every write transaction queued on the database's writer
-lock (:mod:`transactions.sqlite_writer`) before ``BEGIN IMMEDIATE``, released at its
-``COMMIT``, ``ROLLBACK`` or the connection's close."""
+"""Django's SQLite backend, with every write queued on the database's writer lock
+(:mod:`transactions.sqlite_writer`): a write transaction before ``BEGIN IMMEDIATE``,
+released at its ``COMMIT``, ``ROLLBACK`` or the connection's close; a writing statement
+outside any transaction (autocommit: SQLite makes it a transaction of its own) for the
+statement."""
 from __future__ import annotations
+
+import re
 
 from django.db.backends.sqlite3 import base
 
 from ...sqlite_writer import connection_writer
 
+#: A statement that may write: SQLite takes its write lock for it. Reads (``SELECT``,
+#: ``PRAGMA``, ``EXPLAIN``) are never queued: in WAL mode they do not wait for writers.
+_WRITES = re.compile(r"\s*(INSERT|UPDATE|DELETE|REPLACE|CREATE|DROP|ALTER|VACUUM|REINDEX|ANALYZE)\b", re.IGNORECASE)
+_WITH_WRITES = re.compile(r"\s*WITH\b.*\b(INSERT|UPDATE|DELETE|REPLACE)\b", re.IGNORECASE | re.DOTALL)
+
+
+def _writes(query: str) -> bool:
+    return bool(_WRITES.match(query) or _WITH_WRITES.match(query))
+
+
+class _Cursor(base.SQLiteCursorWrapper):
+    """Django's cursor; a write outside a transaction runs holding the writer lock."""
+
+    db = None  # the DatabaseWrapper, set by create_cursor
+
+    def execute(self, query, params=None):
+        if self.connection.in_transaction or not _writes(query):
+            return super().execute(query, params)
+        with self.db.writer_held():
+            return super().execute(query, params)
+
+    def executemany(self, query, param_list):
+        if self.connection.in_transaction or not _writes(query):
+            return super().executemany(query, param_list)
+        with self.db.writer_held():
+            return super().executemany(query, param_list)
+
+
+class _Held:
+    __slots__ = ("lock",)
+
+    def __init__(self, lock) -> None:
+        self.lock = lock
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc) -> None:
+        self.lock.release()
+
 
 class DatabaseWrapper(base.DatabaseWrapper):
+    def create_cursor(self, name=None):
+        cursor = self.connection.cursor(factory=_Cursor)
+        cursor.db = self
+        return cursor
+
+    def writer_held(self) -> _Held:
+        """The writer lock for one autocommit statement (``with``)."""
+        lock, timeout_s = connection_writer(self)
+        lock.acquire(timeout_s=timeout_s)
+        return _Held(lock)
+
     def writer_acquire(self) -> None:
         lock, timeout_s = connection_writer(self)  # the engine's own steps take the same lock
         lock.acquire(timeout_s=timeout_s)
