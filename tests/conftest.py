@@ -30,8 +30,8 @@ def django_db_setup(django_db_setup):
 @pytest.fixture(scope="session")
 def redis_server():
     """A real Redis server (Debian's redis-server) for the session, stopped at its end."""
-    from brokers.benchmark.redisserver import redis_binary, redis_server as started
-    from brokers.benchmark.report import BenchmarkError
+    from bench.redisserver import redis_binary, redis_server as started
+    from bench.report import BenchmarkError
 
     try:
         redis_binary()

@@ -55,6 +55,7 @@ INSTALLED_APPS = [
     "dashboard",
     "ingest",
     "analytics",
+    "bench",  # benchmarks and the soak test (commands only); no product app imports it
 ]
 
 MIDDLEWARE = [

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from brokers.benchmark.wakeups import percentile, summary, table
+from bench.wakeups import percentile, summary, table
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parent.parent.parent
 
 
 def run(*args: str) -> subprocess.CompletedProcess:

@@ -4,7 +4,7 @@ pre-emptive gets off and on.
 Runs on a scratch database of its own (a fresh SQLite file in a temporary directory, or
 the database ``--database-url`` names), never on the platform's, in child processes (the
 command re-executed with ``--phase``) like ``python manage.py benchmark``. See
-brokers/benchmark/pipelines.py for the scenarios.
+bench/pipelines.py for the scenarios.
 """
 from __future__ import annotations
 
@@ -24,13 +24,13 @@ from pathlib import Path
 import django
 from django.core.management.base import CommandError
 
-from brokers.benchmark.pipelines import (
+from bench.pipelines import (
     AGENT_STOP_S, CHANNEL_BATCH_INTERVAL_MS, CHANNEL_BATCH_SIZE, CHANNEL_WINDOW, GET_BATCH, IN_PROCESS, RUN_TIMEOUT_S, SCENARIOS,
     THROUGH_SERVER, PipelineResult, table,
 )
-from brokers.benchmark.report import BenchmarkError
-from brokers.benchmark.scratch import SCRATCH_FLAG, Scratch, base_dir, process_stopped, sigterm_as_interrupt, url_masked
-from brokers.management.commands.benchmark import BENCH_USER, Command as BenchmarkCommand, _python
+from bench.report import BenchmarkError
+from bench.scratch import SCRATCH_FLAG, Scratch, base_dir, process_stopped, sigterm_as_interrupt, url_masked
+from bench.management.commands.benchmark import BENCH_USER, Command as BenchmarkCommand, _python
 
 DEFAULT_STAGES = 4
 DEFAULT_MESSAGES = 100
@@ -105,7 +105,7 @@ class Command(BenchmarkCommand):
             raise CommandError("--phase is internal: it runs only in the benchmark's own child processes.")
         from django.core.management import call_command
 
-        from brokers.benchmark.pipelines import pipelines_cleanup, run_pipelines
+        from bench.pipelines import pipelines_cleanup, run_pipelines
 
         phase = options["phase"]
         if phase == "setup":
@@ -201,9 +201,9 @@ class Command(BenchmarkCommand):
                         results: list[PipelineResult]) -> None:
         """The scenarios through the API: a server on the scratch database, the applications
         in this process (the channels' agents in processes of their own)."""
-        from brokers.benchmark.pipelines_request_reply import run_request_reply_pipelines
-        from brokers.benchmark.pipelines_session import run_session_pipelines
-        from brokers.benchmark.rest import server_ready
+        from bench.pipelines_request_reply import run_request_reply_pipelines
+        from bench.pipelines_session import run_session_pipelines
+        from bench.rest import server_ready
 
         only = options["only"]
         with scratch.server() as (base_url, _command, proc):

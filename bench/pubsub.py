@@ -9,11 +9,11 @@ from brokers.services.message_input import MessageInput
 from brokers.services.queues import queue_define
 from brokers.models import Queue
 
-from .models import Subscription
-from .services.publications import publication_publish
-from .services.subscriptions import subscription_define
-from .topics import matches
-from .tree import tree_for, tree_version_bump
+from pubsub.models import Subscription
+from pubsub.services.publications import publication_publish
+from pubsub.services.subscriptions import subscription_define
+from pubsub.topics import matches
+from pubsub.tree import tree_for, tree_version_bump
 
 TOPIC = "bench/prices/eur"
 #: Filters that match TOPIC, one per matching subscription (cycled).

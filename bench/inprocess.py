@@ -10,13 +10,13 @@ from django.core.management import call_command
 from transactions.manager import transaction_begin, transaction_commit
 from transactions.models import JournalEvent, Transaction
 
-from ..models import Persistence
-from ..selectors import broker_get
-from ..services.access import api_token_issue
-from ..services.brokers import broker_define, broker_delete
-from ..services.message_input import MessageInput
-from ..services.messages import message_get, message_put
-from ..services.queues import queue_define
+from brokers.models import Persistence
+from brokers.selectors import broker_get
+from brokers.services.access import api_token_issue
+from brokers.services.brokers import broker_define, broker_delete
+from brokers.services.message_input import MessageInput
+from brokers.services.messages import message_get, message_put
+from brokers.services.queues import queue_define
 from .flows import FLOW_BATCHES, FLOW_CLIENTS, GET_WAIT_S, flows
 from .report import (
     BATCHES, REST_CLIENTS, WARMUP_QUEUE, BenchmarkError, Result, body_text, queue_name, scenario_messages,

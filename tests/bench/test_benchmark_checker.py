@@ -1,11 +1,11 @@
-"""The total-queue checker (brokers/benchmark/checker.py) on hand-made histories: it finds
+"""The total-queue checker (bench/checker.py) on hand-made histories: it finds
 every kind of violation it promises to, and accepts what indeterminate outcomes allow."""
 from __future__ import annotations
 
 from collections import Counter
 
-from brokers.benchmark.checker import check
-from brokers.benchmark.soak import Series, samples_table, slope_per_hour, summary_table
+from bench.checker import check
+from bench.soak import Series, samples_table, slope_per_hour, summary_table
 
 
 def judged(puts, *, consumed=(), consumed_unknown=(), delivered=(), delivered_unknown=(), seen_work=(), seen_down=(),

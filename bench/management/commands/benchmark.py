@@ -1,7 +1,7 @@
 """python manage.py benchmark: messages per second on the put and get paths.
 
 Runs on a scratch database of its own (a fresh SQLite file in a temporary directory, or
-the database ``--database-url`` names), never on the platform's. See brokers/benchmark/.
+the database ``--database-url`` names), never on the platform's. See bench/.
 """
 from __future__ import annotations
 
@@ -21,8 +21,8 @@ import django
 from django.core.management.base import BaseCommand, CommandError
 
 from baton_client.errors import BatonError
-from brokers.benchmark.report import BATCH_MESSAGES_FACTOR, BenchmarkError, Result, json_rows, table
-from brokers.benchmark.scratch import SCRATCH_FLAG, Scratch, base_dir, sigterm_as_interrupt, url_masked
+from bench.report import BATCH_MESSAGES_FACTOR, BenchmarkError, Result, json_rows, table
+from bench.scratch import SCRATCH_FLAG, Scratch, base_dir, sigterm_as_interrupt, url_masked
 
 #: About a minute and a half for the whole run on a 2-core machine with SQLite.
 DEFAULT_MESSAGES = 800
@@ -118,7 +118,7 @@ class Command(BaseCommand):
     def _phase(self, options) -> None:
         if os.environ.get(SCRATCH_FLAG) != "1":
             raise CommandError("--phase is internal: it runs only in the benchmark's own child processes.")
-        from brokers.benchmark.inprocess import baton_durability, run_inprocess, scratch_cleanup, scratch_setup
+        from bench.inprocess import baton_durability, run_inprocess, scratch_cleanup, scratch_setup
 
         phase, broker = options["phase"], options["broker"]
         if phase == "setup":
@@ -127,7 +127,7 @@ class Command(BaseCommand):
             results = run_inprocess(broker=broker, messages=options["messages"], progress=options["verbosity"] >= 1)
             result = {"results": [r.as_dict() for r in results], "durability": baton_durability()}
         elif phase == "flows":
-            from brokers.benchmark.inprocess import run_inprocess_flows
+            from bench.inprocess import run_inprocess_flows
 
             results = run_inprocess_flows(broker=broker, messages=options["messages"],
                                           progress=options["verbosity"] >= 1)
@@ -168,7 +168,7 @@ class Command(BaseCommand):
                 with ExitStack() as stack:
                     throwaway = None
                     if options["postgres"]:
-                        from brokers.benchmark.pgserver import postgres_server
+                        from bench.pgserver import postgres_server
 
                         self._progress(options, "benchmark: starting a throwaway PostgreSQL server")
                         throwaway = stack.enter_context(postgres_server(keep=options["keep"]))
@@ -191,7 +191,7 @@ class Command(BaseCommand):
 
     def _run(self, scratch: Scratch, options, *, broker: str, throwaway, facts: dict, results: list[Result]) -> None:
         """The scenarios, in order: the plain baseline, in-process, REST."""
-        from brokers.benchmark.plain import database_kind
+        from bench.plain import database_kind
 
         only, messages = options["only"], options["messages"]
         self._progress(options, f"benchmark: scratch directory {scratch.dir}")
@@ -201,7 +201,7 @@ class Command(BaseCommand):
         if throwaway is not None:
             facts["filesystem"] = filesystem(throwaway.directory)
         if kind == "postgres":
-            from brokers.benchmark.plain import postgres_server_settings
+            from bench.plain import postgres_server_settings
 
             try:
                 facts["postgres"] = postgres_server_settings(scratch.database_url)
@@ -240,7 +240,7 @@ class Command(BaseCommand):
     def _plain(self, scratch: Scratch, options, *, kind: str | None, facts: dict) -> list[Result]:
         """The plain baseline on the scratch database's disk (SQLite: a file beside it) or
         server (PostgreSQL: a table of its own)."""
-        from brokers.benchmark.plain import run_plain_postgres, run_plain_sqlite, sqlite_path
+        from bench.plain import run_plain_postgres, run_plain_sqlite, sqlite_path
 
         progress, messages = options["verbosity"] >= 1, options["messages"]
         if kind == "sqlite":
@@ -267,8 +267,8 @@ class Command(BaseCommand):
               session: bool = False) -> list[Result]:
         """Over HTTP: the units of work over REST, and with ``session`` the units of work over
         sessions and the queue scenarios over REST and sessions."""
-        from brokers.benchmark.flows import client_flows
-        from brokers.benchmark.rest import run_rest, server_ready
+        from bench.flows import client_flows
+        from bench.rest import run_rest, server_ready
 
         progress, messages = options["verbosity"] >= 1, options["messages"]
         with scratch.server() as (base_url, command, proc):
@@ -291,15 +291,15 @@ class Command(BaseCommand):
     def _peers(self, options, *, kind: str | None, database_url: str, facts: dict) -> list[Result]:
         """The plain PostgreSQL queue (on the benchmark's PostgreSQL, or on a throwaway server
         started for it) and RabbitMQ, on the queue scenarios."""
-        from brokers.benchmark.flows import run_plain_postgres_queue
-        from brokers.benchmark.plain import postgres_server_settings
-        from brokers.benchmark.rabbitmq import rabbitmq_available, rabbitmq_server, run_rabbitmq
+        from bench.flows import run_plain_postgres_queue
+        from bench.plain import postgres_server_settings
+        from bench.rabbitmq import rabbitmq_available, rabbitmq_server, run_rabbitmq
 
         progress, messages = options["verbosity"] >= 1, options["messages"]
         results: list[Result] = []
         with ExitStack() as stack:
             if kind != "postgres":
-                from brokers.benchmark.pgserver import postgres_server
+                from bench.pgserver import postgres_server
 
                 self._progress(options, "benchmark: starting a throwaway PostgreSQL server for the PostgreSQL queue")
                 server = stack.enter_context(postgres_server(keep=options["keep"]))
@@ -317,7 +317,7 @@ class Command(BaseCommand):
             self.stderr.write(f"benchmark: no RabbitMQ peer: {missing}.")
             facts["rabbitmq"] = f"not measured: {missing}"
             return results
-        from brokers.benchmark.flows import FLOW_CLIENTS, flow_messages
+        from bench.flows import FLOW_CLIENTS, flow_messages
 
         self._progress(options, "benchmark: starting RabbitMQ")
         with rabbitmq_server(keep=options["keep"]) as (url, describe):

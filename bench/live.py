@@ -19,7 +19,7 @@ from pathlib import Path
 
 import httpx
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 HOST = "127.0.0.1"
 #: The processes a live platform runs, in start order.
 PROCESSES = ("web", "worker", "beat")

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from brokers.benchmark.report import Result, json_rows, ratio_parse, ratios, scenario_messages, table, table_parse
+from bench.report import Result, json_rows, ratio_parse, ratios, scenario_messages, table, table_parse
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parent.parent.parent
 #: What every --json result line has.
 RESULT_KEYS = {"kind", "scenario", "path", "operation", "clients", "batch", "messages", "seconds", "msgs_per_s"}
 IN_PROCESS = [
@@ -205,7 +205,7 @@ def test_session_scenarios_run_in_process_over_rest_and_over_sessions_side_by_si
 
 @pytest.mark.skipif(not pg_installed(), reason="no PostgreSQL server binaries under /usr/lib/postgresql")
 def test_peers_are_a_plain_postgresql_queue_and_rabbitmq_when_installed():
-    from brokers.benchmark.rabbitmq import rabbitmq_available
+    from bench.rabbitmq import rabbitmq_available
 
     proc = run("--messages", "4", "--only", "peers", "--json")
     assert proc.returncode == 0, proc.stderr[-3000:]

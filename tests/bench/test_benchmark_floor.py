@@ -1,4 +1,4 @@
-"""`python -m brokers.benchmark.floor` runs its units of work and prints its table and its
+"""`python -m bench.floor` runs its units of work and prints its table and its
 JSON. Only the shape of the output and the writes are checked: never a timing."""
 from __future__ import annotations
 
@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from brokers.benchmark.floor import Floor
+from bench.floor import Floor
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parent.parent.parent
 
 
 def run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "brokers.benchmark.floor", *args], check=False, cwd=ROOT,
+    return subprocess.run([sys.executable, "-m", "bench.floor", *args], check=False, cwd=ROOT,
                           capture_output=True, text=True, timeout=300)
 
 

@@ -38,13 +38,13 @@ from django.db import connections
 from transactions.manager import transaction_begin, transaction_commit, transaction_rollback
 from transactions.models import OPEN_STATES, Transaction, TransactionState
 
-from ..models import Broker, Channel, ChannelReceipt, Persistence
-from ..services.brokers import broker_define
-from ..channels.definitions import channel_define, channel_start, channel_stop
-from ..channels.sender import channel_agent_run
-from ..services.message_input import MessageInput
-from ..services.messages import message_get, message_put
-from ..services.queues import queue_define
+from brokers.models import Broker, Channel, ChannelReceipt, Persistence
+from brokers.services.brokers import broker_define
+from brokers.channels.definitions import channel_define, channel_start, channel_stop
+from brokers.channels.sender import channel_agent_run
+from brokers.services.message_input import MessageInput
+from brokers.services.messages import message_get, message_put
+from brokers.services.queues import queue_define
 from .inprocess import MAX_DEPTH, scratch_cleanup
 from .report import BenchmarkError, grid
 

@@ -3,7 +3,7 @@ and open file descriptors of every process sampled, and a verdict on their growt
 
 Starts its own platform (web server, Celery worker, Celery beat, as platform/up does) on a
 scratch SQLite database in a temporary directory, never the platform's. See
-brokers/benchmark/soak.py for the measurements and brokers/benchmark/workload.py for the load.
+bench/soak.py for the measurements and bench/workload.py for the load.
 """
 from __future__ import annotations
 
@@ -16,13 +16,13 @@ import time
 
 from django.core.management.base import BaseCommand, CommandError
 
-from brokers.benchmark.checker import history_checked
-from brokers.benchmark.live import PROCESSES, LivePlatform, PlatformError
-from brokers.benchmark.scratch import Scratch, sigterm_as_interrupt
-from brokers.benchmark.soak import (
+from bench.checker import history_checked
+from bench.live import PROCESSES, LivePlatform, PlatformError
+from bench.scratch import Scratch, sigterm_as_interrupt
+from bench.soak import (
     FD_GROWTH_PER_H, RSS_GROWTH_MIB_PER_H, RSS_GROWTH_SHARE_PER_H, Series, samples_table, summary_table,
 )
-from brokers.benchmark.workload import Load, Settings, open_transactions, queue_contents, quiet, topology_define
+from bench.workload import Load, Settings, open_transactions, queue_contents, quiet, topology_define
 from brokers.client import Client
 
 #: The load: every client runs flat out except producers, which pause between rounds so

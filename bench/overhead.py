@@ -1,9 +1,9 @@
 """The per-request cost of REST and of the session against a live web server
 (docs/performance.md, "REST and session overhead").
 
-    python -m brokers.benchmark.overhead [--units 300] [--database-url URL]
+    python -m bench.overhead [--units 300] [--database-url URL]
 
-Starts Uvicorn as ``platform/up`` starts it (``brokers.benchmark.live``) on a scratch
+Starts Uvicorn as ``platform/up`` starts it (``bench.live``) on a scratch
 directory, then, one client, one request at a time: units of work of one 1 KiB persistent
 message (begin, put, commit) over REST, a ``GET /api/brokers/{b}/`` (a request without a
 database transaction), and the same units of work over a session (the put pipelined, as

@@ -2,7 +2,7 @@
 floor"): how fast the fewest writes a unit of work needs can go, with no engine around
 them, beside the plain baseline the ratios are taken against.
 
-    python -m brokers.benchmark.floor [--units 400] [--rounds 5] [--directory DIR] [--baton] [--json]
+    python -m bench.floor [--units 400] [--rounds 5] [--directory DIR] [--baton] [--json]
 
 In a scratch SQLite file (WAL) in ``--directory`` (default: ``var/``, the disk the
 platform's database is on), with 1 KiB bodies, after a warm-up that grows the WAL to its
@@ -194,7 +194,7 @@ class Engine:
         from transactions.manager import transaction_commit
 
         call_command("migrate", interactive=False, verbosity=0)
-        broker_define(name="FLOOR", description="python -m brokers.benchmark.floor --baton")
+        broker_define(name="FLOOR", description="python -m bench.floor --baton")
         queue_define(broker="FLOOR", name="Q", max_depth=999_999_999, default_persistence=Persistence.PERSISTENT)
         body = body_text().encode("ascii")
 
@@ -365,7 +365,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--units", type=int, default=400, help="units of work of one message per round (400); "
                                                                 "a tenth as many of 100")
     parser.add_argument("--rounds", type=int, default=5, help="alternating rounds; medians are printed (5)")
-    parser.add_argument("--directory", type=Path, default=Path(__file__).resolve().parents[2] / "var",
+    parser.add_argument("--directory", type=Path, default=Path(__file__).resolve().parents[1] / "var",
                         help="where the scratch files go (default: var/, beside the platform's database)")
     parser.add_argument("--baton", action="store_true", help="also Baton's engine in this process (needs Django)")
     parser.add_argument("--json", action="store_true", help="one JSON object per line")

@@ -8,9 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from brokers.benchmark.pipelines import PipelineResult, ratios, table, table_parse
+from bench.pipelines import PipelineResult, ratios, table, table_parse
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parent.parent.parent
 
 
 def run(*args: str, timeout: float = 600, env: dict | None = None) -> subprocess.CompletedProcess:

@@ -89,15 +89,15 @@ def _line(proc: subprocess.Popen) -> str:
 def wakeup_latencies(*, broker: str, messages: int, env: dict[str, str]) -> dict:
     """Run in the committer process (on the scratch database): the bus the waiter used, the
     latencies and the heard latencies in milliseconds, and how many gets timed out."""
-    from ..services.brokers import broker_define
-    from ..services.message_input import MessageInput
-    from ..services.messages import message_put
-    from ..services.queues import queue_define
+    from brokers.services.brokers import broker_define
+    from brokers.services.message_input import MessageInput
+    from brokers.services.messages import message_put
+    from brokers.services.queues import queue_define
 
     broker_define(name=broker)
     queue_define(broker=broker, name=QUEUE)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "brokers.benchmark.wakeup_waiter", broker, QUEUE, str(messages), str(WAIT_S)],
+        [sys.executable, "-m", "bench.wakeup_waiter", broker, QUEUE, str(messages), str(WAIT_S)],
         cwd=base_dir(), env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     latencies: list[float] = []

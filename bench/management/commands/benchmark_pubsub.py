@@ -17,7 +17,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from brokers.benchmark.scratch import SCRATCH_FLAG, Scratch, base_dir, url_masked
+from bench.scratch import SCRATCH_FLAG, Scratch, base_dir, url_masked
 
 BROKER = "PUBSUB.BENCH"
 
@@ -98,7 +98,7 @@ class Command(BaseCommand):
         from django.core.management import call_command
 
         call_command("migrate", verbosity=0)
-        from pubsub.benchmark import run
+        from bench.pubsub import run
 
         results = run(publications=options["publications"], subscriptions=options["subscriptions"],
                       matching=options["matching"], broker=BROKER)

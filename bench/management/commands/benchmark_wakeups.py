@@ -5,7 +5,7 @@ Scenarios: ``sqlite`` (a fresh SQLite file; local datagram sockets), ``postgres`
 throwaway PostgreSQL server; LISTEN/NOTIFY), ``postgres+redis`` (the same server and a
 throwaway Redis server; publish/subscribe) and ``sqlite-poll`` (the fallback, for
 comparison). Each runs in child processes on a scratch database (the command re-executed
-with ``--phase run``); see brokers/benchmark/wakeups.py for what is measured.
+with ``--phase run``); see bench/wakeups.py for what is measured.
 """
 from __future__ import annotations
 
@@ -23,10 +23,10 @@ from pathlib import Path
 
 from django.core.management.base import CommandError
 
-from brokers.benchmark.report import BenchmarkError
-from brokers.benchmark.scratch import SCRATCH_FLAG, Scratch, base_dir, process_stopped, sigterm_as_interrupt
-from brokers.benchmark.wakeups import PAUSE_S, WAIT_S, WakeupResult, summary, table
-from brokers.management.commands.benchmark import Command as BenchmarkCommand, _python
+from bench.report import BenchmarkError
+from bench.scratch import SCRATCH_FLAG, Scratch, base_dir, process_stopped, sigterm_as_interrupt
+from bench.wakeups import PAUSE_S, WAIT_S, WakeupResult, summary, table
+from bench.management.commands.benchmark import Command as BenchmarkCommand, _python
 
 COMMAND = "benchmark_wakeups"
 SCENARIOS = ("sqlite", "postgres", "postgres+redis", "sqlite-poll")
@@ -58,7 +58,7 @@ class Command(BenchmarkCommand):
             raise CommandError("--phase is internal: it runs only in the benchmark's own child processes.")
         from django.core.management import call_command
 
-        from brokers.benchmark.wakeups import wakeup_latencies
+        from bench.wakeups import wakeup_latencies
 
         call_command("migrate", interactive=False, verbosity=0)
         out = wakeup_latencies(
@@ -106,14 +106,14 @@ class Command(BenchmarkCommand):
                     pg_url = redis_url = None
                     for scenario in scenarios:
                         if scenario.startswith("postgres") and pg_url is None:
-                            from brokers.benchmark.pgserver import postgres_server
+                            from bench.pgserver import postgres_server
 
                             self._progress(options, f"{COMMAND}: starting a throwaway PostgreSQL server")
                             server = stack.enter_context(postgres_server(keep=options["keep"]))
                             pg_url = server.url
                             facts["servers"].append(server.describe())
                         if scenario == "postgres+redis" and redis_url is None:
-                            from brokers.benchmark.redisserver import redis_server
+                            from bench.redisserver import redis_server
 
                             self._progress(options, f"{COMMAND}: starting a throwaway Redis server")
                             server = stack.enter_context(redis_server())
