@@ -41,6 +41,15 @@ def redis_server():
         yield server
 
 
+@pytest.fixture(scope="session")
+def user_venv(tmp_path_factory):
+    """A virtual environment made from the wheels with ``pip install .[scaled]`` alone (no
+    test extras), once per session: tests/packaging/user_venv.py."""
+    from tests.packaging.user_venv import user_venv_build
+
+    return user_venv_build(tmp_path_factory.mktemp("user-venv"))
+
+
 @pytest.fixture
 def broker(db):
     return broker_define(name="QM1", transaction_timeout_ms=60_000)

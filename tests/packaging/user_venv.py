@@ -1,0 +1,59 @@
+"""A virtual environment built the way a user builds one, without the test extras: the
+project's wheel and the client's, built from a copy of the source tree, installed with the
+``scaled`` extra into a fresh venv. What only the tests bring in (pytest's ``packaging``,
+for one) is not in it, so a dependency missing from ``pyproject.toml`` shows.
+
+Built once per test session (``user_venv`` in tests/conftest.py); pip's cache makes the
+second build of a run (the PostgreSQL pass) fast."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import venv
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+#: What a build does not need from the source tree (runtime files, tests, documentation).
+NOT_BUILT = ("*.egg-info", ".git", ".venv", ".pytest_cache", ".hypothesis", "__pycache__", "build", "control",
+             "docs", "metastore_db", "node_modules", "spark-warehouse", "tests", "var")
+
+
+@dataclass(frozen=True)
+class UserVenv:
+    root: Path
+    wheel: Path  #: the project's wheel
+    client_wheel: Path
+
+    @property
+    def python(self) -> Path:
+        return self.root / "bin" / "python"
+
+    def env(self, **extra: str) -> dict[str, str]:
+        """The environment of a user's shell: no PYTHONPATH, no test settings."""
+        env = {name: value for name, value in os.environ.items()
+               if name not in ("PYTHONPATH", "DJANGO_SETTINGS_MODULE", "DATABASE_URL", "BATON_TEST_DATABASE",
+                               "BATON_REDIS_URL", "CELERY_BROKER_URL", "VIRTUAL_ENV")}
+        return {**env, **extra}
+
+
+def _run(args: list[str], **kwargs) -> None:
+    done = subprocess.run(args, capture_output=True, text=True, **kwargs)
+    if done.returncode != 0:
+        raise AssertionError(f"{' '.join(map(str, args))} failed ({done.returncode}):\n{done.stderr[-6000:]}\n{done.stdout[-2000:]}")
+
+
+def user_venv_build(base: Path) -> UserVenv:
+    source, wheels, root = base / "source", base / "wheels", base / "venv"
+    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(*NOT_BUILT))  # follows the assets' symlink
+    _run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir", str(wheels),
+          str(source), str(source / "clients" / "python")])
+    wheel = next(wheels.glob("baton-*.whl"))
+    client_wheel = next(wheels.glob("baton_client-*.whl"))
+    venv.EnvBuilder(with_pip=True).create(root)
+    _run([str(root / "bin" / "python"), "-m", "pip", "install", "--quiet", "--no-compile", "--disable-pip-version-check",
+          str(client_wheel), f"{wheel}[scaled]"], cwd=base)
+    return UserVenv(root=root, wheel=wheel, client_wheel=client_wheel)
