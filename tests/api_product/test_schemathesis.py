@@ -23,10 +23,10 @@ from hypothesis import HealthCheck, settings
 
 schemathesis = pytest.importorskip("schemathesis")
 
-from schemathesis.checks import not_a_server_error
-from schemathesis.specs.openapi.checks import negative_data_rejection, response_schema_conformance
+from schemathesis.checks import not_a_server_error  # noqa: E402  (after importorskip)
+from schemathesis.specs.openapi.checks import negative_data_rejection, response_schema_conformance  # noqa: E402
 
-from tests.integration.servers import PYTHON, ROOT, Server, base_env, free_port, manage, poll_until
+from tests.integration.servers import PYTHON, ROOT, Server, base_env, free_port, manage, poll_until  # noqa: E402
 
 pytestmark = pytest.mark.integration
 

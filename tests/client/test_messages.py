@@ -68,7 +68,7 @@ def test_binary_bodies_round_trip(client, broker):
     put = client.put(broker, "Q1", raw)
     assert put.body == raw
     with pytest.raises(UnicodeDecodeError):
-        put.text
+        _ = put.text
     text = client.put(broker, "Q1", "h\u00e9llo \u2713")
     batch = client.get(broker, "Q1", batch=5)
     assert isinstance(batch, Batch) and [m.msg_id for m in batch] == [put.msg_id, text.msg_id]

@@ -104,7 +104,7 @@ class PubSubMachine(RuleBasedStateMachine):
             if level in ("+", "#"):
                 break
             levels.append(level)
-        allowed = {string: durable for string, durable in self.topic_objects.values()}
+        allowed = dict(self.topic_objects.values())
         for n in range(len(levels), 0, -1):
             if "/".join(levels[:n]) in allowed:
                 return allowed["/".join(levels[:n])]
