@@ -32,7 +32,7 @@ def topic_field(**kwargs) -> serializers.CharField:
 
 
 class PublishInput(StrictSerializer):
-    """A publication: ``topic``, the message fields (API.md, "Messages"), ``retain``,
+    """A publication: ``topic``, the message fields (docs/api.md, "Messages"), ``retain``,
     ``transaction``. ``validated_data["message"]`` is the MessageInput. The session's
     ``publish`` operation validates its frame with it (after taking out ``id``, ``op`` and
     ``broker``)."""

@@ -1,4 +1,4 @@
-"""REST contract: authentication and the shape of every error body (API.md, Conventions)."""
+"""REST contract: authentication and the shape of every error body (docs/api.md, Conventions)."""
 from __future__ import annotations
 
 import pytest

@@ -1,4 +1,4 @@
-"""REST contract: brokers and queues (API.md, "Brokers and queues")."""
+"""REST contract: brokers and queues (docs/api.md, "Brokers and queues")."""
 from __future__ import annotations
 
 import pytest

@@ -1,4 +1,4 @@
-"""REST contract: connections and their persistent session (API.md, "Connections")."""
+"""REST contract: connections and their persistent session (docs/api.md, "Connections")."""
 from __future__ import annotations
 
 import re

@@ -1,4 +1,4 @@
-"""REST contract: put, get and browse (API.md, "Messages" and "Put, get, browse")."""
+"""REST contract: put, get and browse (docs/api.md, "Messages" and "Put, get, browse")."""
 from __future__ import annotations
 
 import base64

@@ -1,4 +1,4 @@
-"""REST contract: transactions (API.md, "Transactions")."""
+"""REST contract: transactions (docs/api.md, "Transactions")."""
 from __future__ import annotations
 
 from datetime import timedelta

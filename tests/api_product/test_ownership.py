@@ -1,4 +1,4 @@
-"""Ownership of units of work through the REST API (API.md, docs/permissions.md): a unit of
+"""Ownership of units of work through the REST API (docs/api.md, docs/permissions.md): a unit of
 work belongs to the user who began it; another user with the same grants gets 404
 ``not_found`` for every way of acting on it, and nothing changes; a broker admin and a
 superuser may act on it. The rule lives in brokers.permissions and the services, so the

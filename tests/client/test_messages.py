@@ -14,7 +14,7 @@ from brokers.client import (
 
 pytestmark = pytest.mark.integration
 
-#: Every field of a message on output, per API.md (input fields + the output-only ones).
+#: Every field of a message on output, per docs/api.md (input fields + the output-only ones).
 API_OUTPUT_FIELDS = {
     "body", "body_base64", "correl_id", "group_id", "msg_type", "priority", "persistence", "expiry_ms", "format",
     "reply_to_queue", "reply_to_broker", "report", "properties", "refers_to",

@@ -1,4 +1,4 @@
-"""REST contract: API.md, "Publish/subscribe"."""
+"""REST contract: docs/api.md, "Publish/subscribe"."""
 from __future__ import annotations
 
 import pytest
