@@ -4,16 +4,9 @@ from __future__ import annotations
 import pytest
 from rest_framework.test import APIClient
 
+from tests.helpers import assert_error
+
 pytestmark = pytest.mark.django_db
-
-
-def assert_error(response, status: int, code: str) -> dict:
-    """Every error is JSON ``{"code", "message", ...}`` with the given status."""
-    assert response.status_code == status, (response.status_code, response.content[:500])
-    body = response.json()
-    assert body["code"] == code, body
-    assert isinstance(body.get("message"), str) and body["message"], body
-    return body
 
 
 @pytest.mark.parametrize("method,path", [

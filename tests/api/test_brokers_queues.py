@@ -3,17 +3,11 @@ from __future__ import annotations
 
 import pytest
 
+from tests.helpers import assert_error
+
 pytestmark = pytest.mark.django_db
 
 BROKERS = "/api/brokers/"
-
-
-def assert_error(response, status: int, code: str) -> dict:
-    assert response.status_code == status, (response.status_code, response.content[:500])
-    body = response.json()
-    assert body["code"] == code, body
-    assert isinstance(body.get("message"), str) and body["message"], body
-    return body
 
 
 def queue_url(broker: str, queue: str = "") -> str:

@@ -5,20 +5,14 @@ import re
 
 import pytest
 
+from tests.helpers import assert_error
+
 pytestmark = pytest.mark.django_db
 
 OPEN = "/api/brokers/QM1/connections/"
 PUT = "/api/brokers/QM1/queues/Q1/messages/"
 GET = "/api/brokers/QM1/queues/Q1/get/"
 HEX48 = re.compile(r"^[0-9a-f]{48}$")
-
-
-def assert_error(response, status: int, code: str) -> dict:
-    assert response.status_code == status, (response.status_code, response.content[:500])
-    body = response.json()
-    assert body["code"] == code, body
-    assert isinstance(body.get("message"), str) and body["message"], body
-    return body
 
 
 def connect(api, client_name: str = "app1", path: str = OPEN) -> dict:

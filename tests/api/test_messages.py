@@ -7,6 +7,8 @@ import time
 
 import pytest
 
+from tests.helpers import assert_error
+
 pytestmark = pytest.mark.django_db
 
 Q1 = "/api/brokers/QM1/queues/Q1/"
@@ -19,14 +21,6 @@ OUTPUT_FIELDS = {
     "reply_to_queue", "reply_to_broker", "report", "properties", "refers_to", "msg_id", "put_time", "expires_at",
     "backout_count", "delivery_count", "queue", "broker",
 }
-
-
-def assert_error(response, status: int, code: str) -> dict:
-    assert response.status_code == status, (response.status_code, response.content[:500])
-    body = response.json()
-    assert body["code"] == code, body
-    assert isinstance(body.get("message"), str) and body["message"], body
-    return body
 
 
 def depth(api, queue: str = "Q1", broker: str = "QM1") -> int:

@@ -6,6 +6,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from tests.helpers import assert_error
+
 pytestmark = pytest.mark.django_db
 
 Q1 = "/api/brokers/QM1/queues/Q1/"
@@ -13,14 +15,6 @@ PUT = Q1 + "messages/"
 GET = Q1 + "get/"
 BEGIN = "/api/brokers/QM1/transactions/"
 UNKNOWN = "0123456789abcdef0123456789abcdef"
-
-
-def assert_error(response, status: int, code: str) -> dict:
-    assert response.status_code == status, (response.status_code, response.content[:500])
-    body = response.json()
-    assert body["code"] == code, body
-    assert isinstance(body.get("message"), str) and body["message"], body
-    return body
 
 
 def begin(api, **payload) -> dict:

@@ -10,16 +10,11 @@ from django.conf import settings
 from django.core.cache import cache
 from django.test import override_settings
 
+from tests.helpers import assert_error as error
+
 pytestmark = pytest.mark.django_db
 
 Q1 = "/api/brokers/QM1/queues/Q1"
-
-
-def error(response, status: int, code: str) -> dict:
-    assert response.status_code == status, (response.status_code, response.content[:300])
-    body = response.json()
-    assert body["code"] == code and body["message"], body
-    return body
 
 
 @pytest.fixture

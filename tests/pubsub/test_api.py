@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.api.test_brokers_queues import assert_error
+from tests.helpers import assert_error
 
 pytestmark = pytest.mark.django_db
 
