@@ -54,6 +54,13 @@ def user_venv_build(base: Path) -> UserVenv:
     wheel = next(wheels.glob("baton-*.whl"))
     client_wheel = next(wheels.glob("baton_client-*.whl"))
     venv.EnvBuilder(with_pip=True).create(root)
-    _run([str(root / "bin" / "python"), "-m", "pip", "install", "--quiet", "--no-compile", "--disable-pip-version-check",
+    python = str(root / "bin" / "python")
+    _run([python, "-m", "pip", "install", "--quiet", "--no-compile", "--disable-pip-version-check",
           str(client_wheel), f"{wheel}[scaled]"], cwd=base)
+    # bytecode as pip would write it, but not for PySpark's 2,000 modules (the platform's
+    # processes do not import it; its jobs run in processes of their own): without it every
+    # process started from this venv compiles what it imports, again and again when
+    # PYTHONDONTWRITEBYTECODE is set
+    _run([python, "-m", "compileall", "-q", "-j", "0", "-x", r"/(pyspark|py4j)/",
+          str(next((root / "lib").glob("python3*/site-packages")))])
     return UserVenv(root=root, wheel=wheel, client_wheel=client_wheel)
