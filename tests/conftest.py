@@ -3,6 +3,7 @@ the PostgreSQL suite sets DATABASE_URL to a server it starts itself."""
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 from rest_framework.test import APIClient
@@ -44,10 +45,13 @@ def redis_server():
 @pytest.fixture(scope="session")
 def user_venv(tmp_path_factory):
     """A virtual environment made from the wheels with ``pip install .[scaled]`` alone (no
-    test extras), once per session: tests/packaging/user_venv.py."""
+    test extras), once per session, or once per run of platform/test when it names a
+    directory for it in BATON_TEST_USER_VENV (its two passes share it):
+    tests/packaging/user_venv.py."""
     from tests.packaging.user_venv import user_venv_build
 
-    return user_venv_build(tmp_path_factory.mktemp("user-venv"))
+    shared = os.environ.get("BATON_TEST_USER_VENV")
+    return user_venv_build(Path(shared) if shared else tmp_path_factory.mktemp("user-venv"))
 
 
 @pytest.fixture

@@ -47,7 +47,14 @@ def _run(args: list[str], **kwargs) -> None:
 
 
 def user_venv_build(base: Path) -> UserVenv:
+    """Build it under ``base``; or, when an earlier session built it there (``.ready``),
+    use that one."""
     source, wheels, root = base / "source", base / "wheels", base / "venv"
+    if (base / ".ready").exists():
+        return UserVenv(root=root, wheel=next(wheels.glob("baton-*.whl")),
+                        client_wheel=next(wheels.glob("baton_client-*.whl")))
+    for partial in (source, wheels, root):  # what a build that did not finish left
+        shutil.rmtree(partial, ignore_errors=True)
     shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(*NOT_BUILT))  # follows the assets' symlink
     _run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir", str(wheels),
           str(source), str(source / "clients" / "python")])
@@ -63,4 +70,5 @@ def user_venv_build(base: Path) -> UserVenv:
     # PYTHONDONTWRITEBYTECODE is set
     _run([python, "-m", "compileall", "-q", "-j", "0", "-x", r"/(pyspark|py4j)/",
           str(next((root / "lib").glob("python3*/site-packages")))])
+    (base / ".ready").touch()
     return UserVenv(root=root, wheel=wheel, client_wheel=client_wheel)
