@@ -14,14 +14,10 @@ from django.utils import timezone
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, model_validator
 
 from ..exceptions import InvalidInput
-from .invalid_input import FIELD_TEXTS, invalid  # noqa: F401  (FIELD_TEXTS: where it always was)
 from ..models import NAME_PATTERN, Message, MessageType
+from .invalid_input import FIELD_TEXTS, invalid  # noqa: F401  (FIELD_TEXTS: where it always was)
 
 HEX_ID = re.compile(r"^[0-9a-fA-F]{48}$")
-NAME = re.compile(NAME_PATTERN)
-REPORT_OPTIONS = {"coa", "cod", "expiry", "exception"}
-PERSISTENCE = {"persistent", "non_persistent", "queue_default"}
-REACTIVE_ACTIONS = {"cancel", "replace", "reprioritise"}
 MESSAGE_FIELDS = {
     "body", "body_base64", "correl_id", "group_id", "msg_type", "priority", "persistence", "expiry_ms",
     "format", "reply_to_queue", "reply_to_broker", "report", "properties", "refers_to", "dedup_key",
