@@ -64,7 +64,8 @@ def exercise_platform_up(root: Path, var_dir: Path, *, venv: Path, extra_env: di
 
     def output() -> str:
         logs = "".join(f"--- {path} ---\n{tail(path, 3000)}\n" for path in (
-            root / "var" / "log" / "worker.log", root / "var" / "log" / "beat.log") if path.exists())
+            var_dir / "log" / "worker.log", var_dir / "log" / "worker2.log", var_dir / "log" / "beat.log")
+            if path.exists())
         return (f"--- platform/up (pid {proc.pid}, exit {proc.poll()}) stdout ---\n{tail(out)}\n"
                 f"--- platform/up stderr ---\n{tail(err)}\n{logs}")
 
