@@ -13,6 +13,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from config.celery import task_send
 from config.errors import Conflict
 from spark_jobs.launch import job_run
 from transactions.journal_export import journal_export_increment
@@ -21,6 +22,8 @@ from .models import AnalyticsRun, BrokerAnalytics, ExportWatermark, RunState, Ru
 from .selectors import analytics_run_get
 
 #: How long a run may hold the export before another may take it over (a crashed worker).
+#: The Celery task that runs a recorded run (analytics/tasks.py).
+ANALYTICS_RUN_TASK = "analytics.tasks.analytics_run"
 LEASE = timedelta(hours=1)
 RESULTS = ("brokers", "queues", "throughput", "chains")
 
@@ -29,17 +32,15 @@ def analytics_run_start(*, trigger: str = RunTrigger.REQUEST) -> AnalyticsRun:
     """Record a run (``queued``) and send it to the worker fleet once this database
     transaction commits."""
     run = AnalyticsRun.objects.create(trigger=trigger)
-    transaction.on_commit(lambda: _dispatched(run.pk))
+    transaction.on_commit(lambda: _run_send_on_commit(run.pk))
     return run
 
 
-def _dispatched(run_id: str) -> None:
-    """Send the run to the worker fleet; if the Celery transport refuses, the run fails
-    saying so (rather than the request that started it)."""
-    from .tasks import analytics_run_task
-
+def _run_send_on_commit(run_id: str) -> None:
+    """``on_commit`` hook: send the run to the worker fleet (its task by name); if the Celery
+    transport refuses, the run fails saying so (rather than the request that started it)."""
     try:
-        analytics_run_task.delay(run_id)
+        task_send(ANALYTICS_RUN_TASK, run_id)
     except Exception as exc:  # noqa: BLE001 - kombu's errors vary by transport
         AnalyticsRun.objects.filter(pk=run_id, state=RunState.QUEUED).update(
             state=RunState.FAILED, error=f"Could not reach the worker fleet: {exc}", finished_at=timezone.now())

@@ -3,10 +3,10 @@
 from celery import shared_task
 
 from .models import RunTrigger
-from .services import analytics_run, analytics_run_start
+from .services import ANALYTICS_RUN_TASK, analytics_run, analytics_run_start
 
 
-@shared_task(name="analytics.tasks.analytics_run", ignore_result=True)
+@shared_task(name=ANALYTICS_RUN_TASK, ignore_result=True)
 def analytics_run_task(run_id: str) -> str:
     return analytics_run(run_id=run_id).state
 

@@ -42,7 +42,7 @@ define, alter, start, stop, delete     superuser
 channels; deliver batches
 =====================================  =========================================================
 
-Ownership of units of work (API.md): a unit of work belongs to the user who began it,
+Ownership of units of work (docs/api.md): a unit of work belongs to the user who began it,
 explicitly or by a put or get that began one (``Transaction.user``). Units of work begun by
 system code (channel agents, management commands, the dashboard's own puts) belong to no
 user: only superusers and the broker's admins may act on them. The service functions that

@@ -198,7 +198,7 @@ def messages_insert(*, messages: Sequence[Message]) -> None:
         sql = f"INSERT INTO {MESSAGE} ({', '.join(PUT_COLUMNS)}) VALUES {', '.join([one] * len(messages))}"
     with cursor() as c:
         c.execute(sql + " RETURNING id, msg_id", params)
-        ids = dict((msg_id, pk) for pk, msg_id in c.fetchall())
+        ids = {msg_id: pk for pk, msg_id in c.fetchall()}
     for m in messages:
         m.id = ids[m.msg_id]
 

@@ -10,6 +10,13 @@ app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 
 
+def task_send(name: str, *args) -> None:
+    """Send the task registered as ``name`` to the worker fleet. Services hand work to the
+    fleet with this, by the task's name, from hooks named ``..._on_commit``: they never
+    import a tasks module (the tasks import the services)."""
+    app.send_task(name, args=list(args))
+
+
 @app.on_after_finalize.connect
 def _schedule_housekeeping(sender, **kwargs):
     from django.conf import settings

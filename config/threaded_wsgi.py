@@ -2,7 +2,7 @@
 thread, with as few crossings between the event loop and the thread as a request allows.
 
 Why threads: under Django's ASGI handler every sync view runs in one shared thread, so a
-waiting get or a held commit would stall every other request (DESIGN.md §10). Here each
+waiting get or a held commit would stall every other request (docs/design.md §10). Here each
 request has a pool thread (and that thread's persistent database connection) for as long
 as it runs.
 

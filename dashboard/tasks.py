@@ -1,10 +1,10 @@
 """Celery tasks of the dashboard, run by the worker fleet."""
 from celery import shared_task
 
-from .services.moves import move_job_run
+from .services.moves import MOVE_JOB_TASK, move_job_run
 
 
-@shared_task(name="dashboard.tasks.move_job", ignore_result=True, acks_late=True, reject_on_worker_lost=True)
+@shared_task(name=MOVE_JOB_TASK, ignore_result=True, acks_late=True, reject_on_worker_lost=True)
 def move_job(job_id: int) -> str:
     """Move or resubmit a job's messages. Acknowledged at the end, so a job whose worker
     died is delivered again and goes on from its recorded position."""

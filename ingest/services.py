@@ -13,6 +13,7 @@ from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
 from brokers.selectors import queue_get
+from config.celery import task_send
 from config.errors import Conflict, InvalidInput
 from spark_jobs.launch import job_run
 
@@ -21,6 +22,8 @@ from .selectors import ingest_get
 from .staging import staging_path
 
 #: What a Spark job's retried tasks need: without a failure count ``local`` mode never retries.
+#: The Celery task that runs a recorded ingest (ingest/tasks.py).
+INGEST_RUN_TASK = "ingest.tasks.ingest_run"
 LOCAL_MASTER = "local[*,3]"
 MS_PER_DAY = 86_400_000
 
@@ -49,17 +52,16 @@ def ingest_start(*, user, broker: str, queue: str, source: str, format: str = In
         properties_fields=properties_fields, dedup_retention_days=dedup_retention_days, created_by=user if getattr(user, "pk", None) else None,
     )
     if on_worker:
-        transaction.on_commit(lambda: _dispatched(ingest.pk))
+        transaction.on_commit(lambda: _ingest_send_on_commit(ingest.pk))
     return ingest
 
 
-def _dispatched(ingest_id: str) -> None:
-    """Send the ingest to the worker fleet; if the Celery transport refuses, the ingest
-    fails saying so (rather than the request that started it)."""
-    from .tasks import ingest_run_task
-
+def _ingest_send_on_commit(ingest_id: str) -> None:
+    """``on_commit`` hook: send the ingest to the worker fleet (its task by name); if the
+    Celery transport refuses, the ingest fails saying so (rather than the request that
+    started it)."""
     try:
-        ingest_run_task.delay(ingest_id)
+        task_send(INGEST_RUN_TASK, ingest_id)
     except Exception as exc:  # noqa: BLE001 - kombu's errors vary by transport
         Ingest.objects.filter(pk=ingest_id, state=IngestState.QUEUED).update(
             state=IngestState.FAILED, error=f"Could not reach the worker fleet: {exc}", finished_at=timezone.now())

@@ -1,9 +1,11 @@
 # Shared by platform/up and platform/test: make .venv at the repository root and install
-# the project into it (again only when pyproject.toml changed).
+# the project into it (again only when pyproject.toml changed). BATON_VENV=/path/to/venv
+# names a virtual environment of your own instead (e.g. one made with
+# `pip install ./clients/python '.[scaled]'`): it is used as it is, nothing is installed.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
-PY="$ROOT/.venv/bin/python"
+PY="${BATON_VENV:-$ROOT/.venv}/bin/python"
 
 python_pick() {
   for candidate in python3 python3.13 python3.12 python3.11; do
@@ -16,6 +18,10 @@ python_pick() {
 
 venv_ready() {  # $1: extras, e.g. "" or "[test]"
   local extras="${1:-}"
+  if [ -n "${BATON_VENV:-}" ]; then
+    if [ ! -x "$PY" ]; then echo "BATON_VENV=$BATON_VENV: no $PY" >&2; return 1; fi
+    return 0
+  fi
   local stamp="$ROOT/.venv/.installed${extras}"
   local client="$ROOT/clients/python/pyproject.toml"  # the client distribution, which the server imports
   if { [ -z "$extras" ] || [ "$extras" = "[scaled]" ]; } && [ -f "$ROOT/.venv/.installed[test]" ] \

@@ -13,7 +13,7 @@ from django.db import models
 
 from brokers.models import Broker, Queue, name_validator
 
-#: Longest topic string or filter (API.md).
+#: Longest topic string or filter (docs/api.md).
 TOPIC_MAX = 1024
 
 

@@ -1,4 +1,4 @@
-"""Topic strings and topic filters, by MQTT 3.1.1's rules (§4.7) as API.md states them.
+"""Topic strings and topic filters, by MQTT 3.1.1's rules (§4.7) as docs/api.md states them.
 
 - A topic string is 1-1024 characters, levels separated by ``/``, case-sensitive; empty
   levels are levels (``/finance`` has two: ``""`` and ``finance``). A published topic has no

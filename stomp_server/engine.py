@@ -186,7 +186,7 @@ def topic_subscribed(user, *, broker: str, topic_filter: str, name: str, durable
         existing = Subscription.objects.filter(broker__name=broker, name=name).values_list("topic_filter", flat=True).first()
         if existing != topic_filter:  # RabbitMQ's rule: the same id with another filter is refused
             raise AlreadyExists(f"The durable subscription {name!r} is to {existing!r}, not {topic_filter!r}; "
-                                "unsubscribe it (durable:true) first.", subscription=name)
+                                "unsubscribe it (durable:true) first.", subscription=name) from None
     return queue_key(broker=broker, queue=name)
 
 

@@ -3,6 +3,7 @@ the PostgreSQL suite sets DATABASE_URL to a server it starts itself."""
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 from rest_framework.test import APIClient
@@ -30,8 +31,8 @@ def django_db_setup(django_db_setup):
 @pytest.fixture(scope="session")
 def redis_server():
     """A real Redis server (Debian's redis-server) for the session, stopped at its end."""
-    from brokers.benchmark.redisserver import redis_binary, redis_server as started
-    from brokers.benchmark.report import BenchmarkError
+    from bench.redisserver import redis_binary, redis_server as started
+    from bench.report import BenchmarkError
 
     try:
         redis_binary()
@@ -39,6 +40,18 @@ def redis_server():
         pytest.skip(str(exc))
     with started() as server:
         yield server
+
+
+@pytest.fixture(scope="session")
+def user_venv(tmp_path_factory):
+    """A virtual environment made from the wheels with ``pip install .[scaled]`` alone (no
+    test extras), once per session, or once per run of platform/test when it names a
+    directory for it in BATON_TEST_USER_VENV (its two passes share it):
+    tests/packaging/user_venv.py."""
+    from tests.packaging.user_venv import user_venv_build
+
+    shared = os.environ.get("BATON_TEST_USER_VENV")
+    return user_venv_build(Path(shared) if shared else tmp_path_factory.mktemp("user-venv"))
 
 
 @pytest.fixture

@@ -1,5 +1,5 @@
 """The session: ``/api/session/`` upgraded to a WebSocket carries any number of operations,
-pipelined (API.md, "Sessions: the fast path").
+pipelined (docs/api.md, "Sessions: the fast path").
 
 One frame is one request ``{"id", "op", ...fields}``; its reply is ``{"re": id, "status",
 ...body}`` with the status, code and message REST would answer, because both run the same

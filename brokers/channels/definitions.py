@@ -5,6 +5,7 @@ from urllib.parse import urlparse
 
 from django.db import IntegrityError, transaction as db
 
+from config.celery import task_send
 from config.errors import AlreadyExists, Conflict, InvalidInput, NotFound
 
 from ..models import Broker, Channel, ChannelState, Queue, QueueKind, QueueUsage
@@ -19,6 +20,9 @@ CHANNEL_FIELDS = {
 class ChannelNotFound(NotFound):
     """No such channel."""
 
+
+#: The Celery task that runs a channel's sender agent (brokers/channels/tasks.py).
+CHANNEL_AGENT_TASK = "brokers.tasks.channel_agent"
 
 def channel_get(*, name: str) -> Channel:
     try:
@@ -100,14 +104,17 @@ def channel_start(*, name: str, dispatch: bool = True) -> Channel:
     """Ask the worker fleet to run the channel's agent (at most one at a time). Without
     ``dispatch`` the channel is only marked started (the supervisor or ``channel_run``
     runs its agent)."""
-    from .tasks import channel_agent  # the tasks module imports the services
-
     with db.atomic():
         channel = channel_get(name=name)
         Channel.objects.filter(pk=channel.pk).update(enabled=True, retry_count=0, next_attempt_at=None)
         if dispatch:
-            db.on_commit(lambda: channel_agent.delay(name))
+            db.on_commit(lambda: channel_agent_send_on_commit(name))
     return channel_get(name=name)
+
+
+def channel_agent_send_on_commit(name: str) -> None:
+    """``on_commit`` hook: ask the worker fleet for the channel's agent (its task by name)."""
+    task_send(CHANNEL_AGENT_TASK, name)
 
 
 def channel_stop(*, name: str) -> Channel:

@@ -1,4 +1,4 @@
-"""The receiving end of a channel (DESIGN §6, step 3 and the resolution calls).
+"""The receiving end of a channel (docs/design.md §6, step 3 and the resolution calls).
 
 A batch arrives as a list of messages with their destination queues. The receiver begins
 T_r on the target broker, puts each message on its destination queue (unknown queue, put

@@ -1,6 +1,6 @@
 """The sending end of a channel: the agent that runs on the Celery worker fleet.
 
-A window of provisional batches (DESIGN §6): the agent keeps up to ``window`` batches in
+A window of provisional batches (docs/design.md §6): the agent keeps up to ``window`` batches in
 flight, each with its own number, its own unit of work T_s on the source broker and its own
 stand-in on the target. For each batch:
 

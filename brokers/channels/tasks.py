@@ -6,10 +6,11 @@ import socket
 
 from celery import shared_task
 
+from .definitions import CHANNEL_AGENT_TASK
 from .sender import channel_agent_run, channels_due
 
 
-@shared_task(name="brokers.tasks.channel_agent", ignore_result=True)
+@shared_task(name=CHANNEL_AGENT_TASK, ignore_result=True)
 def channel_agent(name: str) -> str:
     """Run a channel's sender agent for a while; the lease keeps it to one at a time."""
     holder = f"{socket.gethostname()}:{os.getpid()}:{channel_agent.request.id or 'local'}"

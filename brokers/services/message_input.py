@@ -15,12 +15,9 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, Validation
 
 from ..exceptions import InvalidInput
 from ..models import NAME_PATTERN, Message, MessageType
+from .invalid_input import FIELD_TEXTS, invalid  # noqa: F401  (FIELD_TEXTS: where it always was)
 
 HEX_ID = re.compile(r"^[0-9a-fA-F]{48}$")
-NAME = re.compile(NAME_PATTERN)
-REPORT_OPTIONS = {"coa", "cod", "expiry", "exception"}
-PERSISTENCE = {"persistent", "non_persistent", "queue_default"}
-REACTIVE_ACTIONS = {"cancel", "replace", "reprioritise"}
 MESSAGE_FIELDS = {
     "body", "body_base64", "correl_id", "group_id", "msg_type", "priority", "persistence", "expiry_ms",
     "format", "reply_to_queue", "reply_to_broker", "report", "properties", "refers_to", "dedup_key",
@@ -51,25 +48,6 @@ class MessageInput:
     dedup_retention_ms: int | None = None
 
 
-#: What a person is told when a message field is not valid (whatever pydantic found).
-FIELD_TEXTS = {
-    "correl_id": "Must be 48 hexadecimal characters (24 bytes).",
-    "group_id": "Must be 48 hexadecimal characters (24 bytes).",
-    "msg_type": "Must be one of datagram, request, reply, report.",
-    "priority": "Must be a whole number from 0 to 9.",
-    "persistence": "Must be persistent, non_persistent or queue_default.",
-    "expiry_ms": "Must be a positive whole number of milliseconds (at most ten years).",
-    "format": "Must be a string of at most 100 characters.",
-    "reply_to_queue": "Use 1 to 48 characters of A-Z a-z 0-9 . _ / %.",
-    "reply_to_broker": "Use 1 to 48 characters of A-Z a-z 0-9 . _ / %.",
-    "report": "Must be a list drawn from coa, cod, expiry, exception.",
-    "properties": "Must be an object.",
-    "refers_to": "Must be {\"msg_id\": <48 hex>, \"action\": cancel|replace|reprioritise}.",
-    "body": "Must be a string; send bytes as body_base64.",
-    "body_base64": "Must be valid base64.",
-    "dedup_key": "Must be a string of 1 to 200 characters.",
-    "dedup_retention_ms": "Must be a positive whole number of milliseconds (at most ten years), with a dedup_key.",
-}
 
 HexId = Annotated[str, StringConstraints(pattern=HEX_ID.pattern), Field(
     description="48 hexadecimal characters (24 bytes).", examples=["0" * 48])]
@@ -150,8 +128,6 @@ class MessageIn(BaseModel):
 def message_input_parse(data: Any, *, where: str = "") -> MessageInput:
     """Validate one message as sent by a client (by :class:`MessageIn`). Raises InvalidInput
     naming every bad field, prefixed with ``where``."""
-    from ..api.operations.base import invalid  # the API's one translation of validation errors
-
     if not isinstance(data, dict):
         raise InvalidInput("A message must be a JSON object.", errors={where.rstrip(".") or "message": ["Must be an object."]})
     try:

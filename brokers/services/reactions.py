@@ -14,12 +14,12 @@ from transactions.models import JournalKind
 
 from ..models import Message, PendingReaction, Queue, ReactiveAction
 from .reports import EXCEPTION, report_send
+from .room import queue_release, queues_woken
 
 
 def reaction_apply(*, queue: Queue, reaction: PendingReaction) -> bool:
     """Apply one reaction; returns whether it was applied. Caller holds an open database
     transaction (the target message's row is locked here)."""
-    from .store import queue_release, queues_woken  # the store imports the reports this uses
 
     target = (
         Message.objects.select_for_update()

@@ -16,6 +16,7 @@ from transactions.models import JournalKind
 
 from ..ids import id_new
 from ..models import Message, MessageType, Queue, QueueKind, QueueUsage
+from .room import queue_reserve, queues_woken
 
 COA, COD, EXPIRY, EXCEPTION = "coa", "cod", "expiry", "exception"
 
@@ -47,7 +48,6 @@ def report_send(*, original: Message, broker_name: str, queue_name: str, feedbac
     if it asked for one. Returns the report, or None if none was asked for or it had nowhere to go."""
     if feedback not in (original.report or []) or not original.reply_to_queue:
         return None
-    from .store import queue_reserve, queues_woken  # the store imports this module
 
     target, header = _report_destination(original=original, broker_name=broker_name)
     now = timezone.now()

@@ -1,5 +1,5 @@
-"""The message store: queue counters, moving messages to backout and dead-letter queues,
-and the resource manager that carries units of work's effects on messages.
+"""The message store: moving messages to backout and dead-letter queues, and the resource
+manager that carries units of work's effects on messages (queue counters and wake-ups: room.py).
 
 Locking: a queue's row is locked by the UPDATE that changes its counters
 (``reserved_depth``, ``next_commit_seq``); commit sequences are assigned while it is held,
@@ -7,8 +7,6 @@ so they follow commit order on PostgreSQL too. Functions here lock queue rows in
 order, then message rows. Every function needs an open database transaction.
 """
 from __future__ import annotations
-
-from typing import Iterable
 
 from django.db.models import F
 from django.utils import timezone
@@ -19,47 +17,16 @@ from transactions.models import JournalKind
 from transactions.wakeups import wakeup_notify_on_commit
 
 from .. import queries
-from ..exceptions import QueueFull
 from ..models import ClientSession, Connection, Message, Queue, QueueKind
 from .reactions import reactions_commit, reactions_rollback
 from .reports import COA, COD, EXCEPTION, report_send, reports_send
+from .room import queue_release, queue_reserve, queue_wakeup_key, queues_lock, queues_woken  # noqa: F401  (re-exported)
 
 #: Transaction marks this resource manager sets (see transactions.manager.transaction_mark).
 MARK_SESSIONS = "sessions"
 MARK_REPORTS = "reports"
 MARK_REACTIONS = "reactions"
 MARK_DEDUP = "dedup"  # took duplicate-detection keys: a rollback frees them
-
-
-def queue_wakeup_key(queue_id: int) -> str:
-    return f"queue:{queue_id}"
-
-
-def queue_reserve(*, queue: Queue, count: int, commit_count: int, enforce_max_depth: bool = True) -> int:
-    """Reserve room for ``count`` messages and ``commit_count`` commit sequences on a queue;
-    return the first of those commit sequences. Locks the queue's row. One statement
-    (``queries.queue_reserve``) does the depth check and the reservation, so competing
-    putters can never overshoot max_depth."""
-    base = queries.queue_reserve(queue_id=queue.pk, count=count, commit_count=commit_count,
-                                 max_depth_checked=enforce_max_depth)
-    if base is None:
-        raise QueueFull(
-            f"Queue {queue.name!r} is full (max depth {queue.max_depth}).",
-            broker=queue.broker.name, queue=queue.name, max_depth=queue.max_depth,
-        )
-    return base
-
-
-def queues_lock(*, queue_ids) -> None:
-    """Lock these queues' rows in id order before changing any of them, so that two commits
-    or rollbacks touching the same queues in different orders cannot deadlock (PostgreSQL;
-    on SQLite writers are serialised already)."""
-    queries.queues_lock(queue_ids=queue_ids, even_one=True)
-
-
-def queue_release(*, counts: dict[int, int]) -> None:
-    """Give back room on queues whose messages were removed. Locks those queues' rows."""
-    queries.queues_release(counts=counts)
 
 
 def dead_letter_target(*, queue: Queue, prefer_backout: bool) -> Queue | None:
@@ -261,7 +228,3 @@ class MessageStore:
             ) for queue_id, msg_id, backout_count, backed_out in restored if backed_out
         ])
         wakeup_notify_on_commit(sorted({queue_wakeup_key(queue_id) for queue_id, *_ in restored}))
-
-
-def queues_woken(queue_ids: Iterable[int]) -> None:
-    wakeup_notify_on_commit([queue_wakeup_key(q) for q in set(queue_ids)])

@@ -56,6 +56,7 @@ INSTALLED_APPS = [
     "ingest",
     "analytics",
     "stomp_server",
+    "bench",  # benchmarks and the soak test (commands only); no product app imports it
 ]
 
 MIDDLEWARE = [

@@ -28,6 +28,7 @@ from brokers.exceptions import PutInhibited, QueueFull
 from brokers.models import Message, Queue, QueueKind
 from brokers.selectors import queue_get
 from brokers.services.store import queue_release, queue_reserve, queues_lock, queues_woken
+from config.celery import task_send
 from config.errors import Conflict, InvalidInput, NotFound
 from transactions.durability import engine_step
 from transactions.journal import journal_event, journal_record
@@ -38,6 +39,9 @@ from ..models import OPEN_JOB_STATES, JobState, MoveAction, MoveJob
 
 _MSG_ID = re.compile(r"^[0-9a-f]{48}$")
 _PROBLEMS_KEPT = 100
+
+#: The Celery task that runs a move job (dashboard/tasks.py).
+MOVE_JOB_TASK = "dashboard.tasks.move_job"
 
 
 class _Stop(Exception):
@@ -91,9 +95,12 @@ def _selection(*, source: Queue, msg_ids, everything: bool) -> list[str]:
 
 
 def _dispatch(job: MoveJob) -> None:
-    from ..tasks import move_job  # the tasks module imports the services
+    db.on_commit(lambda: _move_job_send_on_commit(job.pk))
 
-    db.on_commit(lambda: move_job.delay(job.pk))
+
+def _move_job_send_on_commit(job_id: int) -> None:
+    """``on_commit`` hook: hand the job to the worker fleet (its task by name)."""
+    task_send(MOVE_JOB_TASK, job_id)
 
 
 def move_job_submit(*, user, broker: str, queue: str, action: str, msg_ids=(), everything: bool = False,

@@ -43,7 +43,7 @@ class PublicationPublish(Operation):
     @classmethod
     def perform(cls, user, data: Input) -> tuple[int, dict[str, Any]]:
         may.require_publish(user, broker=data.broker)
-        if data.transaction:  # a unit of work is acted on only by its owner (API.md, "Ownership")
+        if data.transaction:  # a unit of work is acted on only by its owner (docs/api.md, "Ownership")
             require_transaction(user, transaction_id=data.transaction)
         result = publication_publish(broker=data.broker, topic=data.topic, message=MessageIn.to_input(data),
                                      retain=data.retain, transaction_id=data.transaction or None)

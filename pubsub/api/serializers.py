@@ -1,13 +1,10 @@
-"""What the publish/subscribe endpoints (and the session's ``publish``) share: input
-serializers that refuse unknown fields, and the publication's input."""
+"""What the publish/subscribe endpoints share: input serializers that refuse unknown fields,
+and the output serializers (the publication is an Operation: pubsub/api/operations.py)."""
 from __future__ import annotations
 
 import base64
 
 from rest_framework import serializers
-
-from brokers.services.message_input import MESSAGE_FIELDS, message_input_parse
-from config.errors import InvalidInput
 
 from ..models import TOPIC_MAX, RetainedPublication
 
@@ -29,37 +26,6 @@ class StrictSerializer(serializers.Serializer):
 
 def topic_field(**kwargs) -> serializers.CharField:
     return serializers.CharField(max_length=TOPIC_MAX, trim_whitespace=False, **kwargs)
-
-
-class PublishInput(StrictSerializer):
-    """A publication: ``topic``, the message fields (API.md, "Messages"), ``retain``,
-    ``transaction``. ``validated_data["message"]`` is the MessageInput. The session's
-    ``publish`` operation validates its frame with it (after taking out ``id``, ``op`` and
-    ``broker``)."""
-
-    extra_fields = frozenset(MESSAGE_FIELDS)
-
-    topic = topic_field()
-    retain = serializers.BooleanField(default=False)
-    transaction = serializers.CharField(required=False, allow_null=True, allow_blank=True, max_length=64)
-
-    def to_internal_value(self, data):
-        attrs = super().to_internal_value(data)
-        try:
-            attrs["message"] = message_input_parse({k: v for k, v in data.items() if k in MESSAGE_FIELDS})
-        except InvalidInput as exc:
-            raise serializers.ValidationError(exc.details.get("errors") or {"message": [exc.message]}) from exc
-        attrs["transaction"] = attrs.get("transaction") or None
-        return attrs
-
-
-class PublicationOutput(serializers.Serializer):
-    msg_id = serializers.CharField()
-    topic = serializers.CharField()
-    matched = serializers.IntegerField(help_text="Subscriptions a copy was put for.")
-    retained = serializers.BooleanField()
-    held = serializers.BooleanField(help_text="Held by conflation: delivered when the interval ends.")
-    transaction = serializers.CharField(source="transaction_id", allow_null=True)
 
 
 class RetainedOutput(serializers.Serializer):

@@ -1,4 +1,4 @@
-"""REST views for publish/subscribe (API.md, "Publish/subscribe"): check permission
+"""REST views for publish/subscribe (docs/api.md, "Publish/subscribe"): check permission
 (pubsub.permissions), validate with the view's InputSerializer, call one service, render
 with its OutputSerializer."""
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Publishing: copies to every active subscription whose filter matches, the retained
-publication, conflation, activation topics (API.md, "Publish/subscribe").
+publication, conflation, activation topics (docs/api.md, "Publish/subscribe").
 
 Locking: the unit of work's row (if any, ``transaction_for_operation``), then the topic's
 conflation row (if its topic object conflates), then each subscriber queue's row as its

@@ -215,7 +215,7 @@ def test_commit_first_commits_then_gets(queue):
 
 
 def test_commit_first_with_a_transaction_commits_it_then_gets_outside_it(queue):
-    """DESIGN §4's "commit first" without a connection: the named unit of work commits, and
+    """docs/design.md §4's "commit first" without a connection: the named unit of work commits, and
     the get is final (outside any unit of work)."""
     txn = transaction_begin(broker="QM1", timeout_ms=60_000).id
     message_put(broker="QM1", queue="Q1", messages=msgs("mine"), transaction_id=txn)

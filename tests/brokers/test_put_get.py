@@ -302,7 +302,7 @@ def test_commit_order_of_transactional_puts_in_put_ordered_queue(queue):
 
 
 def test_commit_ordered_queue_delivers_in_commit_order(broker):
-    """DESIGN §2/§4: read order ``commit`` delivers in the order the puts committed."""
+    """docs/design.md §2/§4: read order ``commit`` delivers in the order the puts committed."""
     queue_define(broker="QM1", name="CQ", read_order="commit", delivery_sequence="fifo")
     t1 = transaction_begin(broker="QM1", timeout_ms=60_000)
     t2 = transaction_begin(broker="QM1", timeout_ms=60_000)

@@ -240,7 +240,7 @@ class QueueMachine(RuleBasedStateMachine):
     @invariant()
     def open_units_of_work_are_active(self) -> None:
         states = dict(Transaction.objects.filter(pk__in=self.open).values_list("pk", "state"))
-        assert states == {t: TransactionState.ACTIVE for t in self.open}
+        assert states == dict.fromkeys(self.open, TransactionState.ACTIVE)
 
 
 def test_queues_agree_with_model(db):

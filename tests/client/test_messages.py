@@ -14,7 +14,7 @@ from brokers.client import (
 
 pytestmark = pytest.mark.integration
 
-#: Every field of a message on output, per API.md (input fields + the output-only ones).
+#: Every field of a message on output, per docs/api.md (input fields + the output-only ones).
 API_OUTPUT_FIELDS = {
     "body", "body_base64", "correl_id", "group_id", "msg_type", "priority", "persistence", "expiry_ms", "format",
     "reply_to_queue", "reply_to_broker", "report", "properties", "refers_to",
@@ -68,7 +68,7 @@ def test_binary_bodies_round_trip(client, broker):
     put = client.put(broker, "Q1", raw)
     assert put.body == raw
     with pytest.raises(UnicodeDecodeError):
-        put.text
+        _ = put.text
     text = client.put(broker, "Q1", "h\u00e9llo \u2713")
     batch = client.get(broker, "Q1", batch=5)
     assert isinstance(batch, Batch) and [m.msg_id for m in batch] == [put.msg_id, text.msg_id]

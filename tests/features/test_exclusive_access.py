@@ -1,4 +1,4 @@
-"""Shared and exclusive input (DESIGN §7)."""
+"""Shared and exclusive input (docs/design.md §7)."""
 from __future__ import annotations
 
 import pytest

@@ -1,4 +1,4 @@
-"""Reports (coa, cod, expiry, exception) and reactive messages (DESIGN §7)."""
+"""Reports (coa, cod, expiry, exception) and reactive messages (docs/design.md §7)."""
 from __future__ import annotations
 
 import pytest

@@ -1,7 +1,7 @@
 """The crash test: producers, pre-emptive consumers, a channel between two brokers and
-peek-lock consumers (brokers/benchmark/workload.py) run against a live platform while the
+peek-lock consumers (bench/workload.py) run against a live platform while the
 web server and the Celery worker are killed with SIGKILL at random moments and started
-again. Then the total-queue checker (brokers/benchmark/checker.py) judges what the clients
+again. Then the total-queue checker (bench/checker.py) judges what the clients
 were told against what the queues hold: nothing lost, nothing duplicated, nothing
 uncommitted visible, no unit of work stuck. See docs/testing.md.
 
@@ -25,9 +25,9 @@ from contextlib import contextmanager
 import pytest
 from django.conf import settings
 
-from brokers.benchmark.checker import history_checked
-from brokers.benchmark.live import LivePlatform
-from brokers.benchmark.workload import (
+from bench.checker import history_checked
+from bench.live import LivePlatform
+from bench.workload import (
     BROKER_A, BROKER_B, IN, XQ, Consumer, Load, Producer, Settings, open_transactions, queue_contents, quiet,
     topology_define,
 )

@@ -3,7 +3,10 @@ runs its worker and beat, and SIGTERM to its process group stops everything it s
 
 It runs against a temporary SQLite database (DATABASE_URL) and var directory
 (BATON_VAR_DIR) on a free port, in its own session, so that every process it starts can
-be found (same session id) and checked after the SIGTERM."""
+be found (same session id) and checked after the SIGTERM; from a virtual environment made
+as a user makes one (BATON_VENV: the wheels installed with ``pip install .[scaled]``, no
+test extras: tests/packaging/user_venv.py), so that a dependency only the tests bring in
+cannot hide a broken install."""
 from __future__ import annotations
 
 import os
@@ -58,14 +61,15 @@ def stomp_connected(port: int, *, token: str) -> None:
     assert reply.startswith(b"CONNECTED\n"), reply
 
 
-def exercise_platform_up(root: Path, var_dir: Path, *, extra_env: dict[str, str] | None = None,
+def exercise_platform_up(root: Path, var_dir: Path, *, venv: Path, extra_env: dict[str, str] | None = None,
                          check_processes: Callable[[list[str]], None] | None = None) -> None:
-    """Start platform/up (with ``extra_env`` on top of the embedded default's settings), check
-    it serves, that its processes run (``check_processes`` checks their command lines
-    further), that housekeeping works, and that SIGTERM stops them all."""
+    """Start platform/up from the virtual environment ``venv`` (with ``extra_env`` on top of
+    the embedded default's settings), check it serves, that its processes run
+    (``check_processes`` checks their command lines further), that housekeeping works, and
+    that SIGTERM stops them all."""
     port, stomp_port = free_port(), free_port()
-    env = {**base_env(var_dir), "PORT": str(port), "BATON_DEMO": "1", "BATON_STOMP_PORT": str(stomp_port),
-           **(extra_env or {})}
+    env = {**base_env(var_dir), "PORT": str(port), "BATON_DEMO": "1", "BATON_VENV": str(venv),
+           "BATON_STOMP_PORT": str(stomp_port), **(extra_env or {})}
     out, err = var_dir / "up.out", var_dir / "up.err"
     proc = subprocess.Popen(
         [str(root / "platform" / "up")], cwd=root, env=env, stdout=out.open("wb"), stderr=err.open("wb"),
@@ -74,7 +78,8 @@ def exercise_platform_up(root: Path, var_dir: Path, *, extra_env: dict[str, str]
 
     def output() -> str:
         logs = "".join(f"--- {path} ---\n{tail(path, 3000)}\n" for path in (
-            root / "var" / "log" / "worker.log", root / "var" / "log" / "beat.log") if path.exists())
+            var_dir / "log" / "worker.log", var_dir / "log" / "worker2.log", var_dir / "log" / "beat.log")
+            if path.exists())
         return (f"--- platform/up (pid {proc.pid}, exit {proc.poll()}) stdout ---\n{tail(out)}\n"
                 f"--- platform/up stderr ---\n{tail(err)}\n{logs}")
 
@@ -160,5 +165,6 @@ def exercise_platform_up(root: Path, var_dir: Path, *, extra_env: dict[str, str]
                 pass
 
 
-def test_platform_up_serves_the_demo_and_stops_on_sigterm(tmp_path):
-    exercise_platform_up(ROOT, tmp_path)
+@pytest.mark.once  # its own SQLite database whatever the pass
+def test_platform_up_serves_the_demo_and_stops_on_sigterm(user_venv, tmp_path):
+    exercise_platform_up(ROOT, tmp_path, venv=user_venv.root)

@@ -1,4 +1,4 @@
-"""Pre-emptive gets and linked transactions (DESIGN §5)."""
+"""Pre-emptive gets and linked transactions (docs/design.md §5)."""
 from __future__ import annotations
 
 import pytest

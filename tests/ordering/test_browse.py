@@ -44,7 +44,7 @@ def test_unordered_browse_shows_only_available_messages(pq):
     put(pq, "M1", "M2", "M3", "M4")
     t = begin()
     put(pq, "U5", txn=t)
-    assert [m for m in get(pq, transaction_id=begin()).messages]  # M1 in flight
+    assert list(get(pq, transaction_id=begin()).messages)  # M1 in flight
     assert get(pq, mode="peek_lock").messages  # M2 locked
     shown, _ = browse(pq, ordered=False)
     assert shown == ["M3", "M4"]

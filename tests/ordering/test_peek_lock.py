@@ -17,6 +17,7 @@ from brokers.services.locks import (
 from brokers.services.queues import queue_define
 from config.errors import Conflict
 from tests.conftest import bodies
+from tests.helpers import assert_error as _error
 
 from .conftest import BROKER, begin, browse, commit, get, put, rollback
 
@@ -323,11 +324,6 @@ def _rest_put(api, *texts):
     for text in texts:
         r = api.post(Q + "messages/", {"body": text}, format="json")
         assert r.status_code == 201, r.content
-
-
-def _error(response, status: int, code: str) -> None:
-    assert response.status_code == status, (response.status_code, response.content[:300])
-    assert response.json()["code"] == code, response.json()
 
 
 def test_rest_peek_lock_complete(api, queue):

@@ -1,9 +1,9 @@
-"""REST contract: API.md, "Publish/subscribe"."""
+"""REST contract: docs/api.md, "Publish/subscribe"."""
 from __future__ import annotations
 
 import pytest
 
-from tests.api.test_brokers_queues import assert_error
+from tests.helpers import assert_error
 
 pytestmark = pytest.mark.django_db
 

@@ -1,4 +1,4 @@
-"""Publications, subscriptions, retained publications and activation (API.md,
+"""Publications, subscriptions, retained publications and activation (docs/api.md,
 "Publish/subscribe"), through the services."""
 from __future__ import annotations
 

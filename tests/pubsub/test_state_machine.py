@@ -5,7 +5,7 @@ The model: topic objects (the topic string each administers and whether it allow
 subscriptions), subscriptions (filter, queue, durable, active, activation and deactivation
 topics, new_publications_only, in definition order), the retained publication of each topic, and
 what each queue holds (topic, body, is_retained, subscription), in order. It knows the
-rules of API.md, "Publish/subscribe" and MQTT matching written out plainly (its own
+rules of docs/api.md, "Publish/subscribe" and MQTT matching written out plainly (its own
 ``_matches``), nothing of the implementation. Publications go outside a unit of work or
 under one that then commits or rolls back. After every step the platform must agree on the
 queues' contents (a full browse), the retained publications (listed with ``#`` and with a
@@ -104,7 +104,7 @@ class PubSubMachine(RuleBasedStateMachine):
             if level in ("+", "#"):
                 break
             levels.append(level)
-        allowed = {string: durable for string, durable in self.topic_objects.values()}
+        allowed = dict(self.topic_objects.values())
         for n in range(len(levels), 0, -1):
             if "/".join(levels[:n]) in allowed:
                 return allowed["/".join(levels[:n])]

@@ -1,7 +1,9 @@
 """README's "Scaled out" section, run as written: its command's settings (the addresses of
 the database and of Redis replaced by a throwaway database and the session's Redis
 server) given to ./platform/up, which then serves with two web server processes, two
-Celery workers and beat, and stops them all on SIGTERM."""
+Celery workers and beat, and stops them all on SIGTERM. It runs from a virtual environment
+made with ``pip install .[scaled]`` alone (BATON_VENV; tests/packaging/user_venv.py): what
+the Redis transport needs must come from the scaled extra, not from the test extras."""
 from __future__ import annotations
 
 import re
@@ -27,7 +29,7 @@ def readme_scaled_command() -> tuple[dict[str, str], str]:
     return settings, words[-1]
 
 
-def test_the_readme_scaled_out_command_starts_the_scaled_out_form(redis_server, tmp_path):
+def test_the_readme_scaled_out_command_starts_the_scaled_out_form(redis_server, user_venv, tmp_path):
     settings, command = readme_scaled_command()
     assert command == "./platform/up"
     assert set(settings) >= {"DATABASE_URL", "CELERY_BROKER_URL", "BATON_REDIS_URL", "BATON_WEB_PROCESSES",
@@ -44,4 +46,4 @@ def test_the_readme_scaled_out_command_starts_the_scaled_out_form(redis_server, 
             names = sorted(re.search(r"-n (\S+)", c).group(1) for c in commands if "celery" in c and " worker" in c)
             assert names == [f"worker{n}@%h" for n in range(1, workers + 1)], names
 
-        exercise_platform_up(ROOT, tmp_path, extra_env=env, check_processes=check_processes)
+        exercise_platform_up(ROOT, tmp_path, venv=user_venv.root, extra_env=env, check_processes=check_processes)

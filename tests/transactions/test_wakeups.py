@@ -26,11 +26,11 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 class Waiter:
-    """``brokers.benchmark.wakeup_waiter`` in a process of its own."""
+    """``bench.wakeup_waiter`` in a process of its own."""
 
     def __init__(self, env: dict[str, str], count: int) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "brokers.benchmark.wakeup_waiter", "QM1", "Q1", str(count), "60"],
+            [sys.executable, "-m", "bench.wakeup_waiter", "QM1", "Q1", str(count), "60"],
             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )
 

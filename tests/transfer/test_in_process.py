@@ -1,4 +1,4 @@
-"""Channels between two brokers of one platform (DESIGN §6)."""
+"""Channels between two brokers of one platform (docs/design.md §6)."""
 from __future__ import annotations
 
 import threading

@@ -18,7 +18,8 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 
 from config.errors import InvalidInput
 
-from ...services.message_input import FIELD_TEXTS
+from ...services.invalid_input import invalid
+
 
 def _wait_bounded(value: float) -> float:
     if value > settings.BATON_MAX_WAIT_S:  # read per call: a deployment (or a test) may change it
@@ -50,50 +51,6 @@ class Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=False, ser_json_bytes="base64")
 
 
-def where(loc: tuple) -> str:
-    """A pydantic error location as the API names fields: the field of the request, or of a
-    message of a batch (``messages[1].priority``); not deeper."""
-    if len(loc) >= 3 and loc[0] == "messages" and isinstance(loc[1], int):
-        return f"messages[{loc[1]}].{loc[2]}"
-    if loc and loc[0] == "messages" and len(loc) == 2 and isinstance(loc[1], int):
-        return f"messages[{loc[1]}]"
-    return str(loc[0]) if loc else "body"
-
-
-_TEXTS = {
-    "missing": "Required.",
-    "extra_forbidden": "Unknown field.",
-    "bool_type": "Must be true or false.", "bool_parsing": "Must be true or false.",
-    "int_type": "Must be a whole number.", "int_parsing": "Must be a whole number.",
-    "int_from_float": "Must be a whole number.",
-    "float_type": "Must be a number.", "float_parsing": "Must be a number.",
-    "string_type": "Must be a string.", "list_type": "Must be a list.",
-    "dict_type": "Must be an object.", "model_type": "Must be an object.", "model_attributes_type": "Must be an object.",
-}
-
-
-def invalid(error: ValidationError, *, message: str = "The request is not valid.") -> InvalidInput:
-    """A pydantic ValidationError as the API's 400 ``invalid`` naming every bad field."""
-    errors: dict[str, list[str]] = {}
-    for item in error.errors(include_url=False, include_input=False):
-        loc = item["loc"]
-        if item["type"] in ("value_error", "assertion_error") and loc == ():
-            text = str(item.get("ctx", {}).get("error") or item["msg"])
-            name, _, text = text.partition(": ") if ": " in text else ("body", "", text)
-        else:
-            # union members add their type to the location (str, int, ...): drop them
-            loc = tuple(p for p in loc if not (isinstance(p, str) and p in {"str", "int", "float", "bool", "none"}))
-            name = where(loc)
-            field = name.rpartition(".")[2]
-            if item["type"] == "value_error":
-                text = str(item.get("ctx", {}).get("error") or item["msg"])
-            elif item["type"] not in ("missing", "extra_forbidden") and field in FIELD_TEXTS:
-                text = FIELD_TEXTS[field]
-            else:
-                text = _TEXTS.get(item["type"], item["msg"].rstrip(".") + ".")
-        if text not in errors.get(name, []):
-            errors.setdefault(name, []).append(text)
-    return InvalidInput(message, errors=errors)
 
 
 class Operation:

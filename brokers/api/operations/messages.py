@@ -97,7 +97,7 @@ class MessagePut(Operation):
         skipped as duplicates."""
 
         messages: list[MessageOut]
-        duplicates: list[Duplicate]
+        duplicates: list[Duplicate]  # noqa: F821  (the sibling class above; pydantic resolves it)
         transaction: str | None
 
     class Put(RootModel[One | Many]):

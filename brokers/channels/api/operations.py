@@ -1,5 +1,5 @@
 """Channels: list, define, display, alter, delete, start, stop; their one definition (the
-REST views, and the OpenAPI schema, use it; API.md lists no channel operation on the
+REST views, and the OpenAPI schema, use it; docs/api.md lists no channel operation on the
 session).
 
 These models check shapes, types and ranges and name unknown fields; the services check

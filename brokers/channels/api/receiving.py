@@ -1,5 +1,5 @@
 """The receiving end of a channel from another platform instance: take a batch, commit it,
-back it out, tell its status (DESIGN §6; brokers.channels.receiver does the work).
+back it out, tell its status (docs/design.md §6; brokers.channels.receiver does the work).
 
 Each is a REST endpoint under ``/api/receiver/batches/`` and a session operation
 (``batch_receive``, ``batch_commit``, ``batch_backout``, ``batch_status``): the sending

@@ -1,6 +1,6 @@
 """REST views for channels and for the receiving end of channels from other platforms:
 each method hands its request to one operation (``operations``, ``receiving``) and renders
-what it answers (API.md, "Channels")."""
+what it answers (docs/api.md, "Channels")."""
 from __future__ import annotations
 
 from rest_framework.request import Request

@@ -341,7 +341,7 @@ def message_get(
     if preemptive and syncpoint != "yes":
         raise OptionsConflict("A pre-emptive get needs a unit of work: name a transaction or ask for syncpoint yes.")
     outside = False
-    if commit_first:  # DESIGN §4: commit the unit of work first, then get outside it
+    if commit_first:  # docs/design.md §4: commit the unit of work first, then get outside it
         if connection_id:
             conn = connection_get(conn_id=connection_id)
             if conn.broker.name != broker:

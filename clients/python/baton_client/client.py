@@ -740,7 +740,7 @@ class Client:
         """Define a queue: kind, usage, max_depth, max_message_length, put_enabled, get_enabled,
         default_priority, default_persistence, delivery_sequence, read_order, enforce_order,
         backout_threshold, backout_queue, lock_duration_ms, default_access, remote_broker,
-        remote_queue, transmission_queue, description (see API.md)."""
+        remote_queue, transmission_queue, description (see docs/api.md)."""
         return self._request("POST", self._broker_path(broker) + "queues/", json={"name": name, **attributes})
 
     def display_queue(self, broker: str, name: str) -> dict:

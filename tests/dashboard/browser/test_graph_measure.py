@@ -55,9 +55,9 @@ def test_graph_with_2000_units_of_work(admin_page, site, api, fresh_broker):
     assert page.locator("#transaction-table tbody tr").count() == 2 * PAIRS
 
     # 100 events: 50 consumers ask to commit (held), then their 50 producers commit (released)
-    for producer, consumer in pairs[:50]:
+    for _producer, consumer in pairs[:50]:
         assert api.post(f"/api/transactions/{consumer}/commit/", json={"wait": 0}).status_code == 202
-    for producer, consumer in pairs[:50]:
+    for producer, _consumer in pairs[:50]:
         assert api.post(f"/api/transactions/{producer}/commit/", json={}).status_code == 200
     last = pairs[49][1]
     expect(page.locator(f'#transaction-table tr[data-transaction-id="{last}"]')).to_have_attribute(
