@@ -11,7 +11,7 @@ pytestmark = pytest.mark.once
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCES = ("config", "transactions", "brokers", "pubsub", "dashboard", "ingest", "analytics", "spark_jobs",
-           "bench", "clients", "platform", "tests", "docs")
+           "bench", "stomp_server", "workflows", "clients", "platform", "tests", "docs")
 SUFFIXES = {".py", ".html", ".js", ".mjs", ".sh", ".md", ".toml", ".yml"}
 DOC_PATH = re.compile(r"(?<![\w/.-])((?:docs|clients/python)/[\w./-]*?\.md)(?:#([\w-]+))?")
 MD_LINK = re.compile(r"\]\(([^)\s#:]+\.md)(?:#([\w-]+))?\)")
