@@ -43,3 +43,35 @@ def test_a_workflow_through_the_client(client, broker):
         client.display_instance("0" * 48)
     client.delete_workflow(broker, "claim")
     assert client.list_workflows(broker) == []
+
+
+def test_the_expense_claim_example(platform, client, transport):
+    """examples/expense_claims.py as its docstring runs it: workers over the client, the
+    manager's approval (and a rejection) from the command line."""
+    if transport != "session":
+        pytest.skip("the example runs over the session; once is enough")
+    import sys
+    from pathlib import Path
+
+    from tests.integration.servers import manage
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
+    try:
+        import expense_claims as example
+    finally:
+        sys.path.pop(0)
+    example.setup(client)
+    example.setup(client)  # again: nothing changes
+    approved = example.submit(client, "Conference hotel", 412.5)
+    rejected = example.submit(client, "Taxi", 30)
+    too_much = example.submit(client, "Yacht", 99_000)
+    example.work(client, once=True)
+    assert client.display_instance(too_much)["state"] == "compensated"  # validation failed: nothing to undo
+    manage(platform.env, "complete_step", approved, "approve", "--compensation", "withdraw approval")
+    manage(platform.env, "fail_step", rejected, "approve", "--reason", "no receipt")
+    example.work(client, once=True)
+    done = client.display_instance(approved)
+    assert done["state"] == "completed" and [s["state"] for s in done["steps"]] == ["committed"] * 5
+    undone = client.display_instance(rejected)
+    assert undone["state"] == "compensated" and undone["reason"] == "no receipt"
+    assert [s["state"] for s in undone["steps"]][:2] == ["compensated", "pending"]

@@ -33,13 +33,15 @@ def step_options_add(parser, *, required: bool) -> None:
     parser.add_argument("--description", help="what the workflow does")
 
 
-def manual_step(*, instance_id: str, step: str, act: Callable[[str], None], wait: float = 0) -> str:
-    """Get the instance's request for ``step`` under a new unit of work, ``act(transaction)``
-    and commit (roll back if ``act`` fails). Returns the unit of work's id."""
+def manual_step(*, instance_id: str, step: str, act: Callable[[str, list], None], wait: float = 0) -> str:
+    """Get the instance's request(s) for ``step`` under a new unit of work,
+    ``act(transaction, requests)`` and commit (roll back if ``act`` fails). Returns the unit
+    of work's id."""
     instance = instance_get(instance_id=instance_id)
     definition = instance.version.steps.filter(name=step).first()
     queue = definition.queue if definition is not None else ""
     txn = transaction_begin(broker=instance.broker.name, timeout_ms=instance.broker.transaction_timeout_ms).id
+    got = []
     try:
         if definition is not None:
             got = message_get(broker=instance.broker.name, queue=queue, transaction_id=txn, correl_id=instance.pk,
@@ -47,7 +49,7 @@ def manual_step(*, instance_id: str, step: str, act: Callable[[str], None], wait
             if not got:
                 raise WorkflowConflict(f"No request of instance {instance.pk} for step {step!r} is waiting on queue "
                                        f"{queue!r}.", instance=instance.pk, step=step)
-        act(txn)
+        act(txn, got)
     except BaseException:
         transaction_rollback(transaction_id=txn, require_open=False)
         raise
@@ -57,3 +59,11 @@ def manual_step(*, instance_id: str, step: str, act: Callable[[str], None], wait
 
 def message(text: str | None) -> MessageInput | None:
     return None if text is None else MessageInput(body=text.encode())
+
+
+def passed_on(requests: list) -> MessageInput | None:
+    """The step's request as the next step's: its body and format (the claim goes on)."""
+    if not requests:
+        return None
+    first = requests[0]
+    return MessageInput(body=bytes(first.body), format=first.format or "")

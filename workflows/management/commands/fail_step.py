@@ -17,7 +17,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, instance, step, reason, wait, **options):
         with service_errors():
-            manual_step(instance_id=instance, step=step, wait=wait, act=lambda t: step_fail(
+            manual_step(instance_id=instance, step=step, wait=wait, act=lambda t, requests: step_fail(
                 instance_id=instance, step=step, reason=reason, transaction_id=t))
         if options["verbosity"] > 0:
             self.stdout.write(f"Step {step!r} of instance {instance} failed: {reason}.")
