@@ -47,7 +47,8 @@ CONFIG = {
 STATE_TABLES = (
     "brokers_broker", "brokers_queue", "brokers_message", "brokers_connection", "brokers_clientsession",
     "brokers_grant", "brokers_channel", "transactions_transaction", "transactions_link",
-    "transactions_journalevent",
+    "transactions_journalevent", "workflows_workflow", "workflows_workflowversion", "workflows_instance",
+    "workflows_instancestep", "workflows_instancehistory", "workflows_steprequest",
 )
 
 

@@ -262,6 +262,6 @@ class SagaMachine(RuleBasedStateMachine):
 def test_the_saga_agrees_with_its_model(hooks):
     SagaMachine.hooks = staticmethod(hooks)
     run_state_machine_as_test(SagaMachine, settings=settings(
-        max_examples=8, stateful_step_count=20, deadline=None, database=None,
+        max_examples=6, stateful_step_count=20, deadline=None, database=None,
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
     ))
