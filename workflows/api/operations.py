@@ -98,6 +98,7 @@ class WorkflowDefine(Operation):
     success = 201
 
     class Input(Model):
+        model_config = ConfigDict(extra="forbid", strict=True)
         broker: Annotated[str, Field(max_length=48)]
         name: Name
         steps: Steps
@@ -137,6 +138,7 @@ class WorkflowAlter(Operation):
     path = ("broker", "name")
 
     class Input(Model):
+        model_config = ConfigDict(extra="forbid", strict=True)
         broker: Annotated[str, Field(max_length=48)]
         name: Annotated[str, Field(max_length=200)]
         steps: Steps | None = None
