@@ -48,7 +48,7 @@ from .errors import (
     AlreadyExists, BatonError, CommitTimeout, Conflict, GetInhibited, InvalidInput, LockLost, MessageTooLarge,
     MethodNotAllowed, NetworkError, NotAuthenticated, NotEmpty, NotFound, OptionsConflict, PermissionDenied,
     PutInhibited, QueueFull, QueueInUse, RequestTimeout, ServerError, Throttled, TransactionBackedOut,
-    TransactionNotActive, error_from_body,
+    TransactionNotActive, WorkflowConflict, error_from_body,
 )
 from .session import Session
 
@@ -57,7 +57,7 @@ __all__ = [
     "PendingPut", "BatonError", "BatonClientError", "InvalidInput", "NotAuthenticated", "PermissionDenied", "NotFound", "Conflict",
     "TransactionBackedOut", "TransactionNotActive", "PutInhibited", "GetInhibited", "QueueFull", "QueueInUse",
     "OptionsConflict", "AlreadyExists", "NotEmpty", "MessageTooLarge", "LockLost", "Throttled",
-    "MethodNotAllowed", "ServerError", "NetworkError", "RequestTimeout", "CommitTimeout",
+    "MethodNotAllowed", "ServerError", "NetworkError", "RequestTimeout", "CommitTimeout", "WorkflowConflict",
 ]
 
 #: The longest ``wait`` the server accepts for one long-poll (``BATON_MAX_WAIT_S``' default).
