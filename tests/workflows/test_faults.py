@@ -131,3 +131,19 @@ def test_a_late_request_of_an_aborted_instance_is_refused_and_can_be_consumed(wf
         step_complete(instance_id=instance, step="a", transaction_id=txn)
     wf.commit(txn)  # the worker consumes it
     assert message_browse(broker="WF", queue="A").messages == []
+
+
+def test_a_step_request_dead_lettered_through_a_peek_lock_fails_the_instance_at_the_sweep(wf):
+    from brokers.services.locks import lock_dead_letter
+    from brokers.services.messages import message_get
+
+    instance = wf.hooks(instance_start, broker="WF", name="seq").pk
+    wf.step("A", compensation="undo a")
+    locked = message_get(broker="WF", queue="B", mode="peek_lock").messages[0]
+    assert wf.hooks(workflows_sweep)["gone"] == 0  # locked, still on its queue
+    lock_dead_letter(token=locked.lock_token, reason="poison")
+    assert wf.hooks(workflows_sweep)["gone"] == 1
+    view = wf.view(instance)
+    assert view["state"] == "compensating" and "no longer on B" in view["reason"]
+    wf.compensate("cA")
+    assert wf.view(instance)["state"] == "compensated"

@@ -24,7 +24,10 @@ from transactions.durability import engine_step
 from transactions.manager import transaction_rollback
 from transactions.models import OPEN_STATES, Transaction
 
-from ..models import HistoryEvent, Instance, InstanceState, InstanceStep, StepState, WorkflowStep
+from brokers.models import Queue, QueueKind
+from brokers.selectors import messages_where
+
+from ..models import HistoryEvent, Instance, InstanceState, InstanceStep, StepRequest, StepState, WorkflowStep
 from .history import history_add
 from .requests import message_from_fields, request_put
 
@@ -125,10 +128,53 @@ def compensation_request(*, instance: Instance, step: InstanceStep, resubmitted:
     return True
 
 
+def requests_gone(*, limit: int = 500) -> list[str]:
+    """Open requests (committed puts on local queues) that are no longer on their queue although their step
+    has not consumed them: dead-lettered through a peek-lock, expired, or got and committed
+    by a worker that never completed the step. A step request's instance fails; a
+    compensation request's waits for a person (``compensation_failed``). Returns the
+    instances that failed."""
+    requests = list(StepRequest.objects.filter(open=True, put_transaction="", instance__state__in=[
+        InstanceState.RUNNING, InstanceState.COMPENSATING]).select_related("instance__broker")
+        .order_by("put_at")[:limit])
+    by_broker: dict[str, list[StepRequest]] = {}
+    for r in requests:
+        by_broker.setdefault(r.instance.broker.name, []).append(r)
+    gone = []
+    for broker, rows in by_broker.items():
+        local = set(Queue.objects.filter(broker__name=broker, kind=QueueKind.LOCAL, name__in={r.queue for r in rows})
+                    .values_list("name", flat=True))
+        rows = [r for r in rows if r.queue in local]  # through an alias or a channel it is elsewhere
+        found = messages_where(broker=broker, queues=[r.queue for r in rows], msg_ids=[r.msg_id for r in rows])
+        gone += [r for r in rows if r.msg_id not in found]
+    failed = []
+    for request in gone:
+        with engine_step(durable=True):
+            instance = instance_locked(request.instance_id)
+            if instance is None or not StepRequest.objects.filter(pk=request.pk, open=True).exists():
+                continue
+            if messages_where(broker=instance.broker.name, queues=[request.queue], msg_ids=[request.msg_id]):
+                continue  # back meanwhile (a rollback): not gone
+            StepRequest.objects.filter(pk=request.pk).update(open=False)
+            detail = f"request {request.msg_id} is no longer on {request.queue} and its step did not consume it"
+            if request.compensation:
+                if instance.state == InstanceState.COMPENSATING:
+                    Instance.objects.filter(pk=instance.pk).update(state=InstanceState.COMPENSATION_FAILED)
+                history_add(instance=instance, event=HistoryEvent.COMPENSATION_FAILED, step=request.step,
+                            detail=detail)
+            elif instance.state == InstanceState.RUNNING:
+                instance_fail(instance=instance, event=HistoryEvent.REQUEST_DEAD_LETTERED, step=request.step,
+                              reason=detail)
+                failed.append(instance.pk)
+    return failed
+
+
 def workflows_sweep(*, limit: int = 200) -> dict[str, int]:
     """What housekeeping does for workflows: instances past their deadline fail (reason
-    ``deadline``), and every compensating instance's saga is advanced (after a process died
-    between a commit and its advance)."""
+    ``deadline``), requests gone from their queues without their step fail their instance
+    (``requests_gone``), and every compensating instance's saga is advanced (after a process
+    died between a commit and its advance)."""
+    gone = requests_gone()
     now = timezone.now()
     overdue = []
     for instance_id, progress_at, deadline_ms in (
@@ -149,5 +195,5 @@ def workflows_sweep(*, limit: int = 200) -> dict[str, int]:
             instance_fail(instance=instance, event=HistoryEvent.DEADLINE, reason="deadline")
             failed.append(instance_id)
     compensating = list(Instance.objects.filter(state=InstanceState.COMPENSATING).values_list("pk", flat=True)[:limit])
-    instances_advance(instance_ids=sorted(set(failed) | set(compensating)))
-    return {"deadline": len(failed), "advanced": len(set(failed) | set(compensating))}
+    instances_advance(instance_ids=sorted(set(failed) | set(gone) | set(compensating)))
+    return {"deadline": len(failed), "gone": len(gone), "advanced": len(set(failed) | set(gone) | set(compensating))}
