@@ -80,3 +80,40 @@ def queue_next_release(*, queue_id: int, now):
     ).aggregate(at=Min("deadline_at"))["at"]
     ends = [at for at in (lock_end, deadline) if at is not None]
     return min(ends) if ends else None
+
+
+def messages_where(*, broker: str, queues: list[str], msg_ids: list[str]) -> dict[str, dict]:
+    """Where these messages, put on these queues of the broker, are now (read only; for
+    programs that follow requests they put, such as workflows): by msg_id, ``queue`` (its
+    name), ``get_transaction`` (the unit of work that has it in flight, or None),
+    ``put_transaction`` (None once committed), ``backout_count``, ``backout_threshold`` (of
+    its queue), ``locked`` and ``dead_letter_from``. Messages no longer on those queues are
+    absent."""
+    if not msg_ids:
+        return {}
+    rows = Message.objects.filter(queue__broker__name=broker, queue__name__in=sorted(set(queues)),
+                                  msg_id__in=list(msg_ids)).values_list(
+        "msg_id", "queue__name", "get_transaction_id", "put_transaction_id", "backout_count",
+        "queue__backout_threshold", "lock_token", "dead_letter_queue",
+    )
+    return {
+        m: {"queue": q, "get_transaction": g, "put_transaction": p, "backout_count": b, "backout_threshold": t,
+            "locked": lock is not None, "dead_letter_from": d or None}
+        for m, q, g, p, b, t, lock, d in rows
+    }
+
+
+def messages_gotten(*, transaction_id: str, msg_ids: list[str] | None = None) -> list[dict]:
+    """Which messages (of ``msg_ids``, or all) the unit of work has in flight (a get under
+    it), with ``msg_id``, ``backout_count``, ``backout_threshold`` (of its queue) and
+    ``locked`` (a peek-locked message completed under it: a rollback gives it back to its
+    lock)."""
+    if msg_ids is not None and not msg_ids:
+        return []
+    rows = Message.objects.filter(get_transaction_id=transaction_id)
+    if msg_ids is not None:
+        rows = rows.filter(msg_id__in=list(msg_ids))
+    rows = rows.values_list(
+        "msg_id", "backout_count", "queue__backout_threshold", "lock_token")
+    return [{"msg_id": m, "backout_count": b, "backout_threshold": t, "locked": lock is not None}
+            for m, b, t, lock in rows]

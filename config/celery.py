@@ -36,6 +36,11 @@ def _schedule_housekeeping(sender, **kwargs):
         sender.signature("pubsub.tasks.conflation_sweep"),
         name="conflation-sweep",
     )
+    sender.add_periodic_task(  # workflow deadlines; sagas left between a commit and their next step
+        settings.BATON_HOUSEKEEPING_INTERVAL_S,
+        sender.signature("workflows.tasks.sweep"),
+        name="workflows-sweep",
+    )
     sender.add_periodic_task(
         settings.BATON_DASHBOARD_DEPTH_SAMPLE_S,
         sender.signature("dashboard.tasks.depth_sample"),

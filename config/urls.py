@@ -16,6 +16,7 @@ urlpatterns = [
     path("api/session/docs/", session_docs, name="session-docs"),
     path("api/", include("brokers.channels.api.urls")),
     path("api/", include("pubsub.api.urls")),
+    path("api/", include("workflows.api.urls")),
     path("api/", include("ingest.urls")),
     path("api/", include("analytics.urls")),
     path("api/", include("brokers.api.urls")),

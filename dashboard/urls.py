@@ -5,7 +5,7 @@ from django.urls import path
 
 import brokers.api.urls  # noqa: F401  (registers the ``name`` converter)
 
-from . import spark_views, views
+from . import spark_views, views, workflow_views
 
 Q = "brokers/<name:broker>/queues/<name:queue>"
 
@@ -25,6 +25,14 @@ urlpatterns = [
     path(f"{Q}/ingest/", spark_views.ingest_start_view, name="dashboard-ingest"),
     path(f"{Q}/", views.queue_page, name="dashboard-queue"),
     path("brokers/<name:broker>/transactions/", views.transactions_page, name="dashboard-transactions"),
+    path("brokers/<name:broker>/workflows/", workflow_views.workflows_page, name="dashboard-workflows"),
+    path("workflow-instances/<str:instance_id>/state/", workflow_views.instance_json,
+         name="dashboard-workflow-instance-state"),
+    path("workflow-instances/<str:instance_id>/abort/", workflow_views.instance_action, {"action": "abort"},
+         name="dashboard-workflow-abort"),
+    path("workflow-instances/<str:instance_id>/resubmit/", workflow_views.instance_action, {"action": "resubmit"},
+         name="dashboard-workflow-resubmit"),
+    path("workflow-instances/<str:instance_id>/", workflow_views.instance_page, name="dashboard-workflow-instance"),
     path("brokers/<name:broker>/topics/", views.topics_page, name="dashboard-topics"),
     path("brokers/<name:broker>/subscriptions/", views.subscriptions_page, name="dashboard-subscriptions"),
     path("brokers/<name:broker>/", views.broker_page, name="dashboard-broker"),

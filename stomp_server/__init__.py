@@ -1,1 +1,1 @@
-"""STOMP 1.0, 1.1 and 1.2 on TCP and WebSocket (API.md, "STOMP"; docs/stomp.md)."""
+"""STOMP 1.0, 1.1 and 1.2 on TCP and WebSocket (docs/api.md, "STOMP"; docs/stomp.md)."""

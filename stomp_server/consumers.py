@@ -1,4 +1,4 @@
-"""STOMP over WebSocket at ``/stomp/`` (API.md, "STOMP"): the subprotocols ``v12.stomp``,
+"""STOMP over WebSocket at ``/stomp/`` (docs/api.md, "STOMP"): the subprotocols ``v12.stomp``,
 ``v11.stomp`` and ``v10.stomp`` are offered and the one chosen is echoed (a browser fails
 the handshake otherwise). Frames may come in text or binary messages, split or several to
 a message; each frame goes out as one message (binary when its bytes are not UTF-8)."""

@@ -1,4 +1,4 @@
-"""STOMP headers <-> message fields (API.md, "STOMP"; docs/stomp.md, "Headers").
+"""STOMP headers <-> message fields (docs/api.md, "STOMP"; docs/stomp.md, "Headers").
 
 On SEND: ``correlation-id`` (48 hex characters: the correl_id; anything else is kept as a
 property of that name), ``reply-to`` (``/queue/{name}``: reply_to_queue; anything else a

@@ -1,5 +1,5 @@
 """One STOMP connection, whatever carries it (TCP or WebSocket): the protocol's state
-machine (API.md, "STOMP"; docs/stomp.md).
+machine (docs/api.md, "STOMP"; docs/stomp.md).
 
 - The transport's event loop only reads and writes: it feeds bytes to the frame parser,
   queues the frames, writes frames and heart-beats, and watches the client's heart-beats.

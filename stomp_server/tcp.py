@@ -1,4 +1,4 @@
-"""STOMP over TCP: an asyncio server on ``BATON_STOMP_PORT`` at ``BATON_HOST`` (API.md,
+"""STOMP over TCP: an asyncio server on ``BATON_STOMP_PORT`` at ``BATON_HOST`` (docs/api.md,
 "STOMP"). Each connection is a :class:`~stomp_server.protocol.StompConnection`."""
 from __future__ import annotations
 

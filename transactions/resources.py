@@ -26,9 +26,14 @@ class ResourceManager(Protocol):
 _managers: list[ResourceManager] = []
 
 
-def resource_manager_register(manager: ResourceManager) -> None:
+def resource_manager_register(manager: ResourceManager, *, first: bool = False) -> None:
+    """``first``: called before the managers registered so far (one that must see a unit of
+    work's effects before the others undo them)."""
     if not any(type(m) is type(manager) for m in _managers):
-        _managers.append(manager)
+        if first:
+            _managers.insert(0, manager)
+        else:
+            _managers.append(manager)
 
 
 def resource_managers() -> list[ResourceManager]:

@@ -59,6 +59,9 @@ SPECTACULAR_SETTINGS = {
         "ChannelStateEnum": ["stopped", "running", "retrying", "in_doubt"],
         "BatchStateEnum": ["received", "committed", "pending", "backed_out", "unknown"],
         "JobStateEnum": "ingest.models.IngestState",  # ingests and analytics runs (the same states)
+        "WorkflowInstanceStateEnum": ["running", "completed", "compensating", "compensated", "compensation_failed"],
+        "WorkflowStepStateEnum": ["pending", "in_flight", "held", "committed", "backed_out", "compensating",
+                                  "compensated"],
     },
 }
 

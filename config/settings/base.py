@@ -52,6 +52,7 @@ INSTALLED_APPS = [
     "transactions",
     "brokers",
     "pubsub",
+    "workflows",
     "dashboard",
     "ingest",
     "analytics",

@@ -48,7 +48,7 @@ from .errors import (
     AlreadyExists, BatonError, CommitTimeout, Conflict, GetInhibited, InvalidInput, LockLost, MessageTooLarge,
     MethodNotAllowed, NetworkError, NotAuthenticated, NotEmpty, NotFound, OptionsConflict, PermissionDenied,
     PutInhibited, QueueFull, QueueInUse, RequestTimeout, ServerError, Throttled, TransactionBackedOut,
-    TransactionNotActive, error_from_body,
+    TransactionNotActive, WorkflowConflict, error_from_body,
 )
 from .session import Session
 
@@ -57,7 +57,7 @@ __all__ = [
     "PendingPut", "BatonError", "BatonClientError", "InvalidInput", "NotAuthenticated", "PermissionDenied", "NotFound", "Conflict",
     "TransactionBackedOut", "TransactionNotActive", "PutInhibited", "GetInhibited", "QueueFull", "QueueInUse",
     "OptionsConflict", "AlreadyExists", "NotEmpty", "MessageTooLarge", "LockLost", "Throttled",
-    "MethodNotAllowed", "ServerError", "NetworkError", "RequestTimeout", "CommitTimeout",
+    "MethodNotAllowed", "ServerError", "NetworkError", "RequestTimeout", "CommitTimeout", "WorkflowConflict",
 ]
 
 #: The longest ``wait`` the server accepts for one long-poll (``BATON_MAX_WAIT_S``' default).
@@ -948,3 +948,92 @@ class Client:
 
     def clear_retained(self, broker: str, topic: str) -> None:
         self._request("DELETE", self._broker_path(broker) + "retained/", params={"topic": topic})
+
+    # -- workflows -----------------------------------------------------------------------
+    def _workflow_path(self, broker: str, name: str) -> str:
+        return f"{self._broker_path(broker)}workflows/{self._name(name)}/"
+
+    def list_workflows(self, broker: str) -> list[dict]:
+        return self._all_pages(self._broker_path(broker) + "workflows/")
+
+    def define_workflow(self, broker: str, name: str, steps: list[Mapping[str, Any]], *, deadline_ms: int = 0,
+                        description: str = "") -> dict:
+        """Define a workflow: ``steps`` of ``{"name", "queue", "compensation_queue"}`` (and
+        ``"next": [names]`` for fan-out and fan-in), run in the order listed by default."""
+        return self._request("POST", self._broker_path(broker) + "workflows/", json={
+            "name": name, "steps": list(steps), "deadline_ms": deadline_ms, "description": description})
+
+    def display_workflow(self, broker: str, name: str) -> dict:
+        return self._request("GET", self._workflow_path(broker, name))
+
+    def alter_workflow(self, broker: str, name: str, **changes: Any) -> dict:
+        """A new version (``steps``, ``deadline_ms``, ``description``); running instances keep theirs."""
+        return self._request("PATCH", self._workflow_path(broker, name), json=changes)
+
+    def delete_workflow(self, broker: str, name: str) -> None:
+        self._request("DELETE", self._workflow_path(broker, name))
+
+    def start_workflow(self, broker: str, name: str, body: str | bytes | None = None, *,
+                       transaction: Transaction | str | None = None, **descriptor: Any) -> dict:
+        """Start an instance: its first step's request is ``body`` (with ``descriptor``'s
+        message fields); under ``transaction`` it starts only if that unit of work commits.
+        Returns ``{"id", "workflow", "version", "state", ...}``."""
+        payload = _message_json(body if body is not None else "", descriptor)
+        if transaction is not None:
+            payload["transaction"] = _id(transaction)
+        return self._operation("workflow_start", {"broker": broker, "name": name, **payload}, "POST",
+                               self._workflow_path(broker, name) + "instances/", body=payload)
+
+    def find_instances(self, broker: str, name: str, *, state: str | None = None, older_than_ms: int | None = None,
+                       step: str | None = None, limit: int = 100, offset: int = 0) -> dict:
+        """``{"count", "results"}``: the workflow's instances, newest first, by state, age
+        and the step they stand at."""
+        params = {k: v for k, v in {"state": state, "older_than_ms": older_than_ms, "step": step, "limit": limit,
+                                    "offset": offset}.items() if v is not None}
+        return self._request("GET", self._workflow_path(broker, name) + "instances/", params=params)
+
+    def display_instance(self, instance: str) -> dict:
+        """An instance with its steps, held links, compensation path and history."""
+        return self._operation("workflow_instance", {"instance": instance}, "GET",
+                               f"/api/workflow-instances/{instance}/")
+
+    def _step_operation(self, op: str, action: str, instance: str, step: str, payload: dict) -> dict:
+        return self._operation(op, {"instance": instance, "step": step, **payload}, "POST",
+                               f"/api/workflow-instances/{instance}/steps/{self._name(step)}/{action}/", body=payload)
+
+    def complete_step(self, instance: str, step: str, transaction: Transaction | str, *,
+                      output: Any = None, compensation: Any = None) -> dict:
+        """Complete a step in the unit of work that got its request: ``output`` (a body, or
+        a dict of message fields) is the next step(s)' request, ``compensation`` this
+        step's compensation request should the saga need it. Counts when it commits."""
+        payload: dict[str, Any] = {"transaction": _id(transaction)}
+        if output is not None:
+            payload["output"] = _message_json(output, {})
+        if compensation is not None:
+            payload["compensation"] = _message_json(compensation, {})
+        return self._step_operation("step_complete", "complete", instance, step, payload)
+
+    def fail_step(self, instance: str, step: str, reason: str = "", *,
+                  transaction: Transaction | str | None = None) -> dict:
+        """The step failed: the instance fails and compensation begins (under
+        ``transaction``: when it commits)."""
+        payload: dict[str, Any] = {"reason": reason}
+        if transaction is not None:
+            payload["transaction"] = _id(transaction)
+        return self._step_operation("step_fail", "fail", instance, step, payload)
+
+    def step_compensated(self, instance: str, step: str, transaction: Transaction | str) -> dict:
+        """The step's compensation is done when ``transaction`` (which got its compensation
+        request) commits."""
+        return self._step_operation("step_compensated", "compensated", instance, step,
+                                    {"transaction": _id(transaction)})
+
+    def abort_instance(self, instance: str, reason: str = "") -> dict:
+        """Abort: steps in flight back out, committed steps are compensated, newest first."""
+        return self._operation("workflow_abort", {"instance": instance, "reason": reason}, "POST",
+                               f"/api/workflow-instances/{instance}/abort/", body={"reason": reason})
+
+    def resubmit_compensation(self, instance: str) -> dict:
+        """Put a failed compensation's request again."""
+        return self._operation("workflow_resubmit", {"instance": instance}, "POST",
+                               f"/api/workflow-instances/{instance}/resubmit/", body={})

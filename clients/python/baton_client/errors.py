@@ -17,7 +17,7 @@ from typing import Any, Mapping
 __all__ = [
     "BatonError", "InvalidInput", "NotAuthenticated", "PermissionDenied", "NotFound", "MethodNotAllowed",
     "NotAcceptable", "Conflict", "TransactionBackedOut", "TransactionNotActive", "PutInhibited", "GetInhibited",
-    "QueueFull", "QueueInUse", "OptionsConflict", "AlreadyExists", "NotEmpty", "LockLost", "MessageTooLarge",
+    "QueueFull", "QueueInUse", "OptionsConflict", "AlreadyExists", "NotEmpty", "WorkflowConflict", "LockLost", "MessageTooLarge",
     "UnsupportedMediaType", "Throttled", "ServerError", "NetworkError", "RequestTimeout", "CommitTimeout",
     "ERRORS", "CLIENT_ONLY", "error_class", "error_from_body",
 ]
@@ -157,6 +157,12 @@ class NotEmpty(Conflict):
     """The object still holds messages or open units of work."""
 
     code = "not_empty"
+
+
+class WorkflowConflict(Conflict):
+    """The workflow instance or step is not in a state that allows this."""
+
+    code = "workflow_conflict"
 
 
 class LockLost(BatonError):

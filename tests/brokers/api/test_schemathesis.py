@@ -47,7 +47,8 @@ CONFIG = {
 STATE_TABLES = (
     "brokers_broker", "brokers_queue", "brokers_message", "brokers_connection", "brokers_clientsession",
     "brokers_grant", "brokers_channel", "transactions_transaction", "transactions_link",
-    "transactions_journalevent",
+    "transactions_journalevent", "workflows_workflow", "workflows_workflowversion", "workflows_instance",
+    "workflows_instancestep", "workflows_instancehistory", "workflows_steprequest",
 )
 
 
@@ -133,7 +134,11 @@ def live_ids(live) -> dict[str, str]:
         _ok(http.post(messages, json={"body": "in a unit of work", "transaction": txn}), 201)
         conn = _ok(http.post("/api/brokers/QM1/connections/", json={"client_name": "fuzz"}), 201).json()["conn_id"]
         locked = _ok(http.post("/api/brokers/QM1/queues/Q1/get/", json={"mode": "peek_lock"}), 200).json()["messages"]
-    ids = {"transaction_id": txn, "conn_id": conn}
+        _ok(http.post("/api/brokers/QM1/workflows/", json={"name": "EXPENSES", "steps": [
+            {"name": "approve", "queue": "Q1", "compensation_queue": "Q1"}]}), 201, 409)
+        instance = _ok(http.post("/api/brokers/QM1/workflows/EXPENSES/instances/", json={"body": "claim"}),
+                       201).json()["id"]
+    ids = {"transaction_id": txn, "conn_id": conn, "instance": instance}
     if locked:
         ids["token"] = locked[0]["lock_token"]
     return ids

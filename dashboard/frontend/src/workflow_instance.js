@@ -1,0 +1,133 @@
+// One workflow instance live: its steps as a cytoscape graph laid out once by dagre (each
+// step a node coloured by its state, arrows from a step to the next, dashed arrows for a
+// step's unit of work held on another's), the compensation path, the steps' table and the
+// history, refreshed every second from the instance's state; only what changed is touched.
+import cytoscape from "cytoscape";
+import dagre from "cytoscape-dagre";
+import { cssVar } from "./live.js";
+
+cytoscape.use(dagre);
+
+const COLOUR = {
+  pending: "--muted", in_flight: "--active", held: "--held", committed: "--committed",
+  backed_out: "--rolled_back", compensating: "--held", compensated: "--muted",
+};
+const GLYPH = {
+  pending: "○", in_flight: "●", held: "◆", committed: "✔", backed_out: "✖", compensating: "↺", compensated: "⟲",
+};
+const ENDED = new Set(["completed", "compensated"]);
+
+const root = document.getElementById("wf-root");
+let current = JSON.parse(document.getElementById("wf-initial").textContent);
+window.batonWorkflow = { get instance() { return current; }, updates: 0 };
+
+function style() {
+  return [
+    { selector: "node", style: {
+      label: "data(label)", "font-size": 11, color: cssVar("--fg"), "text-valign": "bottom", "text-margin-y": 4,
+      "background-color": (n) => cssVar(COLOUR[n.data("state")] || "--muted"), width: 26, height: 26,
+      "border-width": 2, "border-color": cssVar("--bg") } },
+    { selector: 'node[state = "held"]', style: { shape: "diamond", width: 30, height: 30 } },
+    { selector: 'node[state = "committed"]', style: { shape: "round-rectangle" } },
+    { selector: 'node[state = "backed_out"]', style: { shape: "octagon", "border-style": "dashed" } },
+    { selector: "node.next-compensation", style: { "border-color": cssVar("--focus"), "border-width": 4 } },
+    { selector: "edge", style: {
+      width: 1.5, "line-color": cssVar("--muted"), "target-arrow-color": cssVar("--muted"),
+      "target-arrow-shape": "triangle", "curve-style": "bezier" } },
+    { selector: "edge.held", style: {
+      "line-style": "dashed", "line-color": cssVar("--held"), "target-arrow-color": cssVar("--held"),
+      label: "held", "font-size": 9, color: cssVar("--held") } },
+  ];
+}
+
+const cy = cytoscape({
+  container: document.getElementById("wf-graph"), style: style(), wheelSensitivity: 0.3, minZoom: 0.2, maxZoom: 3,
+  boxSelectionEnabled: false,
+});
+window.batonWorkflow.cy = cy;
+document.addEventListener("baton:theme", () => cy.style(style()));
+
+const label = (s) => `${GLYPH[s.state] || "?"} ${s.name}`;
+
+function first(instance) {
+  cy.add(instance.steps.map((s) => ({ group: "nodes", data: { id: `s:${s.name}`, state: s.state, label: label(s) } })));
+  for (const s of instance.steps) {
+    for (const n of s.next) {
+      cy.add({ group: "edges", data: { id: `e:${s.name}>${n}`, source: `s:${s.name}`, target: `s:${n}` } });
+    }
+  }
+  cy.layout({ name: "dagre", rankDir: "LR", nodeSep: 30, rankSep: 70 }).run();
+  cy.fit(undefined, 30);
+}
+
+function held(instance) {
+  cy.edges(".held").remove();
+  for (const h of instance.held) {
+    if (!h.upstream || !h.open) continue;
+    cy.add({ group: "edges", classes: "held",
+      data: { id: `h:${h.upstream}>${h.downstream}`, source: `s:${h.upstream}`, target: `s:${h.downstream}` } });
+  }
+}
+
+function text(el, value) {
+  const v = value ?? "";
+  if (el && el.textContent !== String(v)) el.textContent = v;
+}
+
+function render(instance) {
+  cy.batch(() => {
+    for (const s of instance.steps) {
+      const node = cy.getElementById(`s:${s.name}`);
+      if (node.data("state") !== s.state) node.data({ state: s.state, label: label(s) });
+    }
+    cy.nodes().removeClass("next-compensation");
+    if (instance.state === "compensating" && instance.compensation_path.length) {
+      const out = instance.steps.find((s) => s.state === "compensating");
+      if (out) cy.getElementById(`s:${out.name}`).addClass("next-compensation");
+    }
+    held(instance);
+  });
+  const state = document.getElementById("wf-state");
+  text(state, instance.state);
+  state.dataset.state = instance.state;
+  text(document.getElementById("wf-reason"), instance.reason);
+  for (const s of instance.steps) {
+    const row = document.querySelector(`#step-table tr[data-step="${CSS.escape(s.name)}"]`);
+    if (!row) continue;
+    row.dataset.state = s.state;
+    text(row.querySelector('[data-c="state"]'), s.state);
+    text(row.querySelector('[data-c="transaction"]'), s.transaction);
+    text(row.querySelector('[data-c="committed_at"]'), s.committed_at);
+    text(row.querySelector('[data-c="compensated_at"]'), s.compensated_at);
+  }
+  const path = document.getElementById("wf-path");
+  if ([...path.children].map((li) => li.textContent).join() !== instance.compensation_path.join()) {
+    path.replaceChildren(...instance.compensation_path.map((n) => Object.assign(document.createElement("li"), { textContent: n })));
+  }
+  const tbody = document.querySelector("#history-table tbody");
+  for (const h of instance.history.slice(tbody.children.length)) {
+    const tr = document.createElement("tr");
+    for (const v of [h.at, h.event, h.step, h.transaction, h.detail]) {
+      tr.appendChild(Object.assign(document.createElement("td"), { textContent: v ?? "" }));
+    }
+    tbody.appendChild(tr);
+  }
+}
+
+async function poll() {
+  try {
+    const response = await fetch(root.dataset.stateUrl, { headers: { Accept: "application/json" } });
+    if (response.ok) {
+      current = await response.json();
+      render(current);
+      window.batonWorkflow.updates += 1;
+    }
+  } catch (e) { /* the next poll tries again */ }
+  if (!ENDED.has(current.state) || current.steps.some((s) => ["in_flight", "held"].includes(s.state))) {
+    setTimeout(poll, 1000);
+  }
+}
+
+first(current);
+render(current);
+setTimeout(poll, 1000);

@@ -1,0 +1,22 @@
+from django.core.management.base import BaseCommand
+
+from brokers.management.admin_cli import service_errors
+from workflows.management.cli import step_options_add
+from workflows.services.definitions import workflow_alter
+
+
+class Command(BaseCommand):
+    help = "Alter a workflow: a new version (running instances keep theirs). Steps given replace them all."
+
+    def add_arguments(self, parser):
+        parser.add_argument("broker")
+        parser.add_argument("name")
+        step_options_add(parser, required=False)
+
+    def handle(self, *args, broker, name, steps, deadline_ms, description, **options):
+        changes = {k: v for k, v in {"steps": steps, "deadline_ms": deadline_ms, "description": description}.items()
+                   if v is not None}
+        with service_errors():
+            workflow = workflow_alter(broker=broker, name=name, **changes)
+        if options["verbosity"] > 0:
+            self.stdout.write(f"Workflow {name!r} is now at version {workflow.version}.")

@@ -1,0 +1,95 @@
+"""Who may do what with workflows (REST and the session).
+
+=====================================  =========================================================
+request                                needs
+=====================================  =========================================================
+list, display workflows; find,         any action on the broker (broker-wide or on a queue of it)
+display instances
+define, alter, delete a workflow;      admin on the whole broker
+resubmit a failed compensation
+start an instance; abort one           put on the queue of the workflow's first step (a start
+                                       puts there); the same as a direct put
+complete a step                        put on each queue its completion puts a request on
+fail a step                            get on the step's queue (its worker got the request)
+report a compensation done             get on the step's compensation queue
+=====================================  =========================================================
+
+An instance is addressed by its id alone: to a user without any grant on its broker it is
+not confirmed to exist (404, as for an unknown id). Units of work named in these requests
+follow the ownership rule of units of work (docs/permissions.md): anyone else's is 404.
+"""
+from __future__ import annotations
+
+from brokers import permissions as may
+
+from .exceptions import InstanceNotFound
+from .models import Instance, Workflow, WorkflowStep
+
+require_display = may.require_broker_display
+require_admin = may.require_broker_admin
+
+
+def _first_queue(*, broker: str, name: str) -> str | None:
+    workflow = Workflow.objects.filter(broker__name=broker, name=name).values_list("pk", "version").first()
+    if workflow is None:
+        return None  # the service answers 404
+    return (WorkflowStep.objects.filter(version__workflow_id=workflow[0], version__version=workflow[1])
+            .order_by("position").values_list("queue", flat=True).first())
+
+
+def require_start(user, *, broker: str, name: str) -> None:
+    queue = _first_queue(broker=broker, name=name)
+    if queue is None:
+        require_display(user, broker=broker)
+    else:
+        may.require_put(user, broker=broker, queue=queue)
+
+
+def instance_broker(user, *, instance_id: str) -> tuple[str, Instance]:
+    """The instance's broker, once the user may see it: 404 for an unknown id and for an
+    instance of a broker the user holds no grant on."""
+    instance = Instance.objects.filter(pk=instance_id).select_related("broker", "workflow", "version").first()
+    if instance is None or not may._holds(user, may.ANY, broker=instance.broker.name, anywhere=True):
+        raise InstanceNotFound(f"No workflow instance {instance_id}.", instance=instance_id)
+    return instance.broker.name, instance
+
+
+def _step(instance: Instance, step: str) -> WorkflowStep | None:
+    return WorkflowStep.objects.filter(version_id=instance.version_id, name=step).first()
+
+
+def require_complete(user, *, instance_id: str, step: str) -> None:
+    broker, instance = instance_broker(user, instance_id=instance_id)
+    definition = _step(instance, step)
+    if definition is None:
+        return  # the service answers 404
+    queues = dict(WorkflowStep.objects.filter(version_id=instance.version_id, name__in=definition.successors)
+                  .values_list("name", "queue"))
+    for name in definition.successors:
+        may.require_put(user, broker=broker, queue=queues[name])
+
+
+def require_fail(user, *, instance_id: str, step: str) -> None:
+    broker, instance = instance_broker(user, instance_id=instance_id)
+    if (definition := _step(instance, step)) is not None:
+        may.require_get(user, broker=broker, queue=definition.queue)
+
+
+def require_compensated(user, *, instance_id: str, step: str) -> None:
+    broker, instance = instance_broker(user, instance_id=instance_id)
+    if (definition := _step(instance, step)) is not None:
+        may.require_get(user, broker=broker, queue=definition.compensation_queue)
+
+
+def require_abort(user, *, instance_id: str) -> None:
+    broker, instance = instance_broker(user, instance_id=instance_id)
+    require_start(user, broker=broker, name=instance.workflow.name)
+
+
+def require_resubmit(user, *, instance_id: str) -> None:
+    broker, _ = instance_broker(user, instance_id=instance_id)
+    require_admin(user, broker=broker)
+
+
+def require_instance_display(user, *, instance_id: str) -> None:
+    instance_broker(user, instance_id=instance_id)

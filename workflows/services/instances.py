@@ -1,0 +1,234 @@
+"""Instances: start, step completion, fail, compensated, abort and resubmit (docs/api.md,
+"Workflows").
+
+Locking: the unit of work's row (``unit_of_work_joined``, which also checks that it is the
+caller's: anyone else's is 404 as for units of work), then the workflow's or the instance's
+row, then its steps' rows, then the queue rows of the requests put (``message_put``). The
+effects that wait for a unit of work (a step counts as committed, a fail, a compensation
+done) are applied by the resource manager (``workflows.services.store``) when it commits,
+and undone when it rolls back.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from django.utils import timezone
+
+from brokers.ids import ids_new
+from brokers.selectors import messages_gotten
+from brokers.services.message_input import MessageInput
+from brokers.services.messages.common import unit_of_work_joined
+from transactions.durability import engine_step
+from transactions.manager import transaction_mark, transaction_timeouts_applied
+
+from ..exceptions import InstanceNotFound, StepNotFound, WorkflowConflict
+from ..models import (
+    HistoryEvent, Instance, InstanceState, InstanceStep, StepRequest, StepState, WorkflowStep, WorkflowVersion,
+)
+from .definitions import workflow_locked
+from .history import history_add
+from .requests import message_fields, request_put
+from .saga import compensation_request, instance_advance, instance_fail, instance_locked
+
+#: The transaction mark of a unit of work with workflow effects waiting for its commit.
+MARK_WORKFLOWS = "workflows"
+
+
+def _instance_read(instance_id: str) -> Instance:
+    instance = Instance.objects.filter(pk=instance_id).select_related("broker", "workflow").first()
+    if instance is None:
+        raise InstanceNotFound(f"No workflow instance {instance_id}.", instance=instance_id)
+    return instance
+
+
+def _locked(instance_id: str) -> Instance:
+    instance = instance_locked(instance_id)
+    if instance is None:
+        raise InstanceNotFound(f"No workflow instance {instance_id}.", instance=instance_id)
+    return instance
+
+
+def _step_locked(instance: Instance, step: str) -> InstanceStep:
+    row = InstanceStep.objects.select_for_update().filter(instance=instance, name=step).first()
+    if row is None:
+        raise StepNotFound(f"Workflow {instance.workflow.name!r} (version of instance {instance.pk}) has no step "
+                           f"{step!r}.", instance=instance.pk, step=step)
+    return row
+
+
+def _running_checked(instance: Instance, doing: str) -> None:
+    if instance.state != InstanceState.RUNNING:
+        raise WorkflowConflict(f"Cannot {doing}: instance {instance.pk} is {instance.state}.", instance=instance.pk,
+                               state=instance.state)
+
+
+def _user(user):
+    return user if getattr(user, "pk", None) is not None else None
+
+
+def instance_start(*, broker: str, name: str, message: MessageInput | None = None,
+                   transaction_id: str | None = None, user=None) -> Instance:
+    """Start an instance of the workflow's current version: put its first step's request
+    (``message`` with ``workflow`` among its properties), under ``transaction_id`` if given
+    (the instance then starts only if that unit of work commits; if it rolls back, the
+    instance never was)."""
+    with transaction_timeouts_applied(), engine_step(durable=transaction_id is None):
+        txn = unit_of_work_joined(transaction_id=transaction_id, broker=broker, user=user) if transaction_id else None
+        workflow = workflow_locked(broker=broker, name=name)
+        version = WorkflowVersion.objects.get(workflow=workflow, version=workflow.version)
+        steps = list(version.steps.all())
+        now = timezone.now()
+        instance = Instance.objects.create(
+            id=ids_new(1)[0], broker=workflow.broker, workflow=workflow, version=version, state=InstanceState.RUNNING,
+            start_transaction=transaction_id or "", started_at=now, progress_at=now, user=_user(user),
+        )
+        InstanceStep.objects.bulk_create([InstanceStep(instance=instance, position=s.position, name=s.name)
+                                          for s in steps])
+        request_put(instance=instance, workflow_name=workflow.name, step=steps[0].name, queue=steps[0].queue,
+                    message=message, transaction_id=transaction_id, user=user)
+        history_add(instance=instance, event=HistoryEvent.STARTED, transaction=transaction_id or "",
+                    detail=f"version {version.version}")
+        if txn is not None:
+            transaction_mark(transaction=txn, mark=MARK_WORKFLOWS)
+    return instance
+
+
+def _requests_held(*, instance: Instance, step: str, transaction_id: str, compensation: bool, needed: int) -> None:
+    """The unit of work must have got every open request of the step (a join step: one from
+    each predecessor), else WorkflowConflict."""
+    requests = list(StepRequest.objects.filter(instance=instance, step=step, compensation=compensation, open=True))
+    what = "compensation request" if compensation else "request"
+    if len(requests) < needed:
+        raise WorkflowConflict(f"Step {step!r} of instance {instance.pk} waits for its inputs: {len(requests)} of "
+                               f"{needed} have been put.", instance=instance.pk, step=step)
+    gotten = {m["msg_id"] for m in messages_gotten(transaction_id=transaction_id,
+                                                    msg_ids=[r.msg_id for r in requests])}
+    missing = sorted(r.msg_id for r in requests if r.msg_id not in gotten)
+    if missing:
+        raise WorkflowConflict(
+            f"Unit of work {transaction_id} has not got step {step!r}'s {what}(s) {', '.join(missing)}: get them "
+            "under it first (a join step takes all its inputs in one unit of work).",
+            instance=instance.pk, step=step, missing=missing)
+
+
+def step_complete(*, instance_id: str, step: str, transaction_id: str, output: MessageInput | None = None,
+                  compensation: MessageInput | None = None, user=None) -> InstanceStep:
+    """Complete a step in the unit of work that got its request(s): put the next step(s)'
+    requests with ``output`` and record ``compensation`` as the step's compensation input,
+    all in that unit of work. The step counts as committed when it commits, and not at all
+    if it rolls back."""
+    instance = _instance_read(instance_id)
+    with transaction_timeouts_applied(), engine_step(durable=False):
+        txn = unit_of_work_joined(transaction_id=transaction_id, broker=instance.broker.name, user=user)
+        instance = _locked(instance_id)
+        row = _step_locked(instance, step)
+        _running_checked(instance, f"complete step {step!r}")
+        if row.state == StepState.IN_FLIGHT:
+            where = "this" if row.transaction == transaction_id else f"another ({row.transaction})"
+            raise WorkflowConflict(f"Step {step!r} of instance {instance.pk} was already completed under {where} unit "
+                                   "of work.", instance=instance.pk, step=step, state=row.state)
+        if row.state not in (StepState.PENDING, StepState.BACKED_OUT):
+            raise WorkflowConflict(f"Step {step!r} of instance {instance.pk} is {row.state}: it was already "
+                                   "completed.", instance=instance.pk, step=step, state=row.state)
+        steps = {s.name: s for s in WorkflowStep.objects.filter(version_id=instance.version_id)}
+        definition = steps[step]
+        _requests_held(instance=instance, step=step, transaction_id=transaction_id, compensation=False,
+                       needed=max(1, len(definition.predecessors)))
+        for name in definition.successors:
+            request_put(instance=instance, workflow_name=instance.workflow.name, step=name, queue=steps[name].queue,
+                        message=output, transaction_id=transaction_id, source=step,
+                        inputs=max(1, len(steps[name].predecessors)), user=user)
+        row.state, row.transaction = StepState.IN_FLIGHT, transaction_id
+        row.compensation = message_fields(compensation)
+        InstanceStep.objects.filter(pk=row.pk).update(state=row.state, transaction=row.transaction,
+                                                      compensation=row.compensation)
+        history_add(instance=instance, event=HistoryEvent.STEP_COMPLETED, step=step, transaction=transaction_id)
+        transaction_mark(transaction=txn, mark=MARK_WORKFLOWS)
+    return row
+
+
+def step_fail(*, instance_id: str, step: str, reason: str = "", transaction_id: str | None = None,
+              user=None) -> Instance:
+    """A step reports failure: the instance fails and compensation begins, at once or, under
+    ``transaction_id``, when that unit of work commits (nothing if it rolls back)."""
+    instance = _instance_read(instance_id)
+    reason = reason or "failed"
+    if transaction_id:
+        with transaction_timeouts_applied(), engine_step(durable=False):
+            txn = unit_of_work_joined(transaction_id=transaction_id, broker=instance.broker.name, user=user)
+            instance = _locked(instance_id)
+            row = _step_locked(instance, step)
+            _running_checked(instance, f"fail step {step!r}")
+            InstanceStep.objects.filter(pk=row.pk).update(fail_transaction=transaction_id, fail_reason=reason[:200])
+            transaction_mark(transaction=txn, mark=MARK_WORKFLOWS)
+        return instance
+    with engine_step(durable=True):
+        instance = _locked(instance_id)
+        _step_locked(instance, step)
+        _running_checked(instance, f"fail step {step!r}")
+        instance_fail(instance=instance, event=HistoryEvent.STEP_FAILED, step=step, reason=reason)
+    instance_advance(instance_id=instance_id)
+    return _instance_read(instance_id)
+
+
+def step_compensated(*, instance_id: str, step: str, transaction_id: str, user=None) -> InstanceStep:
+    """The step's compensation is done when this unit of work (which got its compensation
+    request) commits; the next compensation is then issued."""
+    instance = _instance_read(instance_id)
+    with transaction_timeouts_applied(), engine_step(durable=False):
+        txn = unit_of_work_joined(transaction_id=transaction_id, broker=instance.broker.name, user=user)
+        instance = _locked(instance_id)
+        row = _step_locked(instance, step)
+        if row.state in (StepState.PENDING, StepState.IN_FLIGHT, StepState.BACKED_OUT):
+            raise WorkflowConflict(f"Step {step!r} of instance {instance.pk} never committed: it has no compensation.",
+                                   instance=instance.pk, step=step, state=row.state)
+        if row.state == StepState.COMPENSATED:
+            raise WorkflowConflict(f"Step {step!r} of instance {instance.pk} was already compensated.",
+                                   instance=instance.pk, step=step, state=row.state)
+        if row.state == StepState.COMMITTED:
+            raise WorkflowConflict(f"Step {step!r} of instance {instance.pk} has no compensation requested.",
+                                   instance=instance.pk, step=step, state=row.state)
+        if row.compensation_transaction:
+            where = "this" if row.compensation_transaction == transaction_id else "another"
+            raise WorkflowConflict(f"The compensation of step {step!r} of instance {instance.pk} was already reported "
+                                   f"under {where} unit of work.", instance=instance.pk, step=step)
+        _requests_held(instance=instance, step=step, transaction_id=transaction_id, compensation=True, needed=1)
+        row.compensation_transaction = transaction_id
+        InstanceStep.objects.filter(pk=row.pk).update(compensation_transaction=transaction_id)
+        transaction_mark(transaction=txn, mark=MARK_WORKFLOWS)
+    return row
+
+
+def workflow_abort(*, instance_id: str, reason: str = "", user=None) -> Instance:
+    """Abort a running instance: its steps in flight are backed out and its committed steps
+    compensated, newest first."""
+    _instance_read(instance_id)
+    with engine_step(durable=True):
+        instance = _locked(instance_id)
+        _running_checked(instance, "abort")
+        instance_fail(instance=instance, event=HistoryEvent.ABORTED, reason=reason or "aborted")
+    instance_advance(instance_id=instance_id)
+    return _instance_read(instance_id)
+
+
+def compensation_resubmit(*, instance_id: str, user=None) -> Instance:
+    """Put a failed compensation's request again (from the compensation input recorded when
+    its step committed); the instance is compensating again."""
+    _instance_read(instance_id)
+    with engine_step(durable=True):
+        instance = _locked(instance_id)
+        if instance.state != InstanceState.COMPENSATION_FAILED:
+            raise WorkflowConflict(f"Instance {instance.pk} is {instance.state}: only a failed compensation can be "
+                                   "resubmitted.", instance=instance.pk, state=instance.state)
+        row = InstanceStep.objects.select_for_update().filter(instance=instance, state=StepState.COMPENSATING).first()
+        if row is None:
+            raise WorkflowConflict(f"Instance {instance.pk} has no failed compensation.", instance=instance.pk)
+        StepRequest.objects.filter(instance=instance, step=row.name, compensation=True, open=True).update(open=False)
+        Instance.objects.filter(pk=instance.pk).update(state=InstanceState.COMPENSATING)
+        instance.state = InstanceState.COMPENSATING
+        compensation_request(instance=instance, step=row, resubmitted=True)
+    return _instance_read(instance_id)
+
+
+def step_definitions(instance: Instance) -> dict[str, Any]:
+    return {s.name: s for s in WorkflowStep.objects.filter(version_id=instance.version_id)}

@@ -1,0 +1,149 @@
+"""The resource manager for workflows, registered with the transaction manager
+(workflows.apps) ahead of the message store. A step's state follows its unit of work:
+
+- at commit, a step completed under it is ``committed`` (steps committing together are
+  ordered by their place in the workflow), an instance started under it starts, a fail
+  under it fails the instance, a compensation reported under it is done; the saga then
+  goes on (``advance_on_commit``);
+- at rollback, they are undone: the step is ``backed_out`` (its request goes back to its
+  queue with the message store's rollback), an instance started under it never was. And
+  any step or compensation request the unit of work had got that this backout takes past
+  its queue's backout threshold (so the message store moves it to the backout or
+  dead-letter queue, or leaves it there backed out too often) fails the instance, or
+  leaves it ``compensation_failed``.
+
+Units of work that touched no workflow cost one query at rollback (what they had got) and
+nothing at commit.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+
+from django.utils import timezone
+
+from brokers.selectors import messages_gotten
+
+from ..models import HistoryEvent, Instance, InstanceState, InstanceStep, StepRequest, StepState
+from .history import history_add
+from .instances import MARK_WORKFLOWS
+from .saga import advance_on_commit, instance_fail
+
+
+def _instances_locked(ids) -> dict[str, Instance]:
+    return {i.pk: i for i in Instance.objects.select_for_update().filter(pk__in=sorted(set(ids)))
+            .select_related("workflow").order_by("pk")}
+
+
+class WorkflowStore:
+    def resources_commit(self, *, transaction_ids: list[str], marks: set[str]) -> None:
+        if MARK_WORKFLOWS not in marks:
+            return
+        now = timezone.now()
+        started = list(Instance.objects.filter(start_transaction__in=transaction_ids).values_list("pk", flat=True))
+        completing = list(InstanceStep.objects.filter(transaction__in=transaction_ids, state=StepState.IN_FLIGHT))
+        failing = list(InstanceStep.objects.filter(fail_transaction__in=transaction_ids))
+        compensated = list(InstanceStep.objects.filter(compensation_transaction__in=transaction_ids,
+                                                       state=StepState.COMPENSATING))
+        instances = _instances_locked([*started, *(s.instance_id for s in completing + failing + compensated)])
+        if started:
+            Instance.objects.filter(pk__in=started).update(start_transaction="", progress_at=now)
+        StepRequest.objects.filter(put_transaction__in=transaction_ids).update(put_transaction="")
+        advance = set()
+        by_instance = defaultdict(list)
+        for step in completing:
+            by_instance[step.instance_id].append(step)
+        for instance_id, steps in by_instance.items():
+            instance = instances[instance_id]
+            for step in sorted(steps, key=lambda s: s.position):
+                instance.commits += 1
+                InstanceStep.objects.filter(pk=step.pk).update(state=StepState.COMMITTED, commit_order=instance.commits,
+                                                               committed_at=now)
+                StepRequest.objects.filter(instance_id=instance_id, step=step.name, compensation=False,
+                                           open=True).update(open=False)
+                history_add(instance=instance, event=HistoryEvent.STEP_COMMITTED, step=step.name,
+                            transaction=step.transaction)
+            changes = {"commits": instance.commits, "progress_at": now}
+            if instance.state == InstanceState.RUNNING and not InstanceStep.objects.filter(
+                    instance_id=instance_id).exclude(state=StepState.COMMITTED).exists():
+                changes.update(state=InstanceState.COMPLETED, ended_at=now)
+                history_add(instance=instance, event=HistoryEvent.COMPLETED)
+            elif instance.state != InstanceState.RUNNING:
+                advance.add(instance_id)  # committed while compensating: it is compensated too
+            Instance.objects.filter(pk=instance_id).update(**changes)
+            instance.state = changes.get("state", instance.state)
+        for step in failing:
+            instance = instances[step.instance_id]
+            InstanceStep.objects.filter(pk=step.pk).update(fail_transaction="", fail_reason="")
+            StepRequest.objects.filter(instance_id=instance.pk, step=step.name, compensation=False,
+                                       open=True).update(open=False)
+            if instance.state == InstanceState.RUNNING:
+                instance_fail(instance=instance, event=HistoryEvent.STEP_FAILED, step=step.name,
+                              transaction=step.fail_transaction, reason=step.fail_reason)
+                advance.add(instance.pk)
+        for step in compensated:
+            instance = instances[step.instance_id]
+            InstanceStep.objects.filter(pk=step.pk).update(state=StepState.COMPENSATED, compensated_at=now)
+            StepRequest.objects.filter(instance_id=instance.pk, step=step.name, compensation=True,
+                                       open=True).update(open=False)
+            history_add(instance=instance, event=HistoryEvent.STEP_COMPENSATED, step=step.name,
+                        transaction=step.compensation_transaction)
+            if instance.state == InstanceState.COMPENSATION_FAILED:  # done by hand after all
+                Instance.objects.filter(pk=instance.pk).update(state=InstanceState.COMPENSATING)
+            advance.add(instance.pk)
+        advance_on_commit(advance)
+
+    def resources_rollback(self, *, transaction_id: str, reason: str, marks: set[str]) -> None:
+        advance = self._past_threshold(transaction_id)
+        if MARK_WORKFLOWS in marks:
+            advance |= self._undone(transaction_id, reason)
+        advance_on_commit(advance)
+
+    @staticmethod
+    def _undone(transaction_id: str, reason: str) -> set[str]:
+        Instance.objects.filter(start_transaction=transaction_id).delete()  # it never started
+        backed_out = list(InstanceStep.objects.filter(transaction=transaction_id, state=StepState.IN_FLIGHT))
+        touched = {s.instance_id for s in backed_out}
+        touched |= set(InstanceStep.objects.filter(fail_transaction=transaction_id).values_list("instance_id",
+                                                                                                 flat=True))
+        touched |= set(InstanceStep.objects.filter(compensation_transaction=transaction_id)
+                       .values_list("instance_id", flat=True))
+        instances = _instances_locked(touched)
+        for step in backed_out:
+            InstanceStep.objects.filter(pk=step.pk).update(state=StepState.BACKED_OUT, compensation=None)
+            history_add(instance=step.instance_id, event=HistoryEvent.STEP_BACKED_OUT, step=step.name,
+                        transaction=transaction_id, detail=reason)
+        StepRequest.objects.filter(put_transaction=transaction_id).delete()
+        InstanceStep.objects.filter(fail_transaction=transaction_id).update(fail_transaction="", fail_reason="")
+        InstanceStep.objects.filter(compensation_transaction=transaction_id).update(compensation_transaction="")
+        return {i for i, instance in instances.items() if instance.state == InstanceState.COMPENSATING}
+
+    @staticmethod
+    def _past_threshold(transaction_id: str) -> set[str]:
+        """Requests this rollback takes past their queue's backout threshold (the message
+        store then moves them, or leaves them backed out too often)."""
+        gotten = [m for m in messages_gotten(transaction_id=transaction_id)
+                  if not m["locked"] and m["backout_threshold"] and m["backout_count"] + 1 >= m["backout_threshold"]]
+        if not gotten:
+            return set()
+        counts = {m["msg_id"]: (m["backout_count"] + 1, m["backout_threshold"]) for m in gotten}
+        requests = list(StepRequest.objects.filter(open=True, msg_id__in=list(counts)))
+        if not requests:
+            return set()
+        instances = _instances_locked(r.instance_id for r in requests)
+        advance = set()
+        for request in requests:
+            instance = instances[request.instance_id]
+            StepRequest.objects.filter(pk=request.pk).update(open=False)
+            count, threshold = counts[request.msg_id]
+            detail = f"request {request.msg_id} on {request.queue} backed out {count} times (threshold {threshold})"
+            if request.compensation:
+                if instance.state == InstanceState.COMPENSATING:
+                    Instance.objects.filter(pk=instance.pk).update(state=InstanceState.COMPENSATION_FAILED)
+                    instance.state = InstanceState.COMPENSATION_FAILED
+                history_add(instance=instance, event=HistoryEvent.COMPENSATION_FAILED, step=request.step,
+                            transaction=transaction_id, detail=detail)
+            elif instance.state == InstanceState.RUNNING:
+                instance_fail(instance=instance, event=HistoryEvent.REQUEST_DEAD_LETTERED, step=request.step,
+                              transaction=transaction_id, reason=detail)
+                advance.add(instance.pk)
+        return advance
