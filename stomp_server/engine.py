@@ -202,8 +202,16 @@ def topic_unsubscribed(*, broker: str, name: str) -> None:
         pass
 
 
-def messages_got(user, *, broker: str, queue: str, mode: str, batch: int) -> list[dict[str, Any]]:
-    return MessageGet.run(user, {"broker": broker, "queue": queue, "mode": mode, "batch": batch})[1]["messages"]
+def messages_got(user, *, broker: str, queue: str, mode: str, batch: int, transaction: str | None = None,
+                 preemptive: bool = False) -> list[dict[str, Any]]:
+    """Up to ``batch`` messages; under ``transaction`` (a destructive get in that unit of
+    work), ``preemptive`` also takes other units of work's uncommitted puts, linking them
+    upstream of it (held commit, cascading backout)."""
+    request: dict[str, Any] = {"broker": broker, "queue": queue, "mode": mode, "batch": batch}
+    if transaction:
+        request["transaction"] = transaction
+        request["preemptive"] = preemptive
+    return MessageGet.run(user, request)[1]["messages"]
 
 
 def lock_completed(user, *, token: str, transaction: str | None) -> None:
