@@ -34,6 +34,8 @@ from pubsub.api.operations import PublicationPublish
 from pubsub.exceptions import SubscriptionNotFound
 from pubsub.services.subscriptions import subscription_define, subscription_delete
 
+from .registry import PROCESS
+
 
 def user_signed_in(*, login: str | None, passcode: str | None):
     """The active user named ``login`` whose password or API token is ``passcode``, or None."""
@@ -174,7 +176,10 @@ def topic_subscribed(user, *, broker: str, topic_filter: str, name: str, durable
         queue_cached(broker=broker, name=name)
     except QueueNotFound:
         try:
-            queue_define(broker=broker, name=name, description=f"STOMP subscription to {topic_filter}"[:200])
+            # a non-durable one names its process, so that the STOMP server's start finds those
+            # a process that is gone left behind (stomp_server/orphans.py)
+            owner = "" if durable else f" of {PROCESS}"
+            queue_define(broker=broker, name=name, description=f"STOMP subscription{owner} to {topic_filter}"[:200])
         except AlreadyExists:
             pass
         definitions_checked()
