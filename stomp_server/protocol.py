@@ -583,8 +583,10 @@ class StompConnection:
                 def attempt(room: int = room):
                     if sub.stopped or self.closed:
                         return True
-                    if sub.preemptive and self._preemptive_delivered(sub, room):
-                        return True
+                    if sub.preemptive:
+                        delivered = self._preemptive_delivered(sub, room)
+                        if delivered is not None:  # under a transaction: only that way
+                            return True if delivered else []
                     return engine.messages_got(self.user, broker=sub.broker, queue=sub.queue, mode=mode, batch=room)
 
                 got = wait_for(attempt, keys=[sub.key], wait_s=min(SUBSCRIPTION_WAIT_S, sub.lock_s / 3))
@@ -603,14 +605,15 @@ class StompConnection:
         finally:
             connections.close_all()
 
-    def _preemptive_delivered(self, sub: Subscription, room: int) -> bool:
+    def _preemptive_delivered(self, sub: Subscription, room: int) -> bool | None:
         """While the connection has an open transaction, get pre-emptively under the most
-        recently begun one and send what was got (with a ``transaction`` header). False when
-        there is none (the subscription then gets committed messages, peek-locked)."""
+        recently begun one and send what was got (with a ``transaction`` header): whether it
+        got any (True too when the transaction is found gone: look again). None when there is
+        none open (the subscription then gets committed messages, peek-locked)."""
         with self.lock:
             txn = next((t for t in reversed(self.transactions.values()) if not (t.ending or t.gone)), None)
             if txn is None:
-                return False
+                return None
             txn.getting += 1
         try:
             try:
@@ -845,8 +848,10 @@ class StompConnection:
         self._ending(txn)
         with self.lock:
             del self.transactions[txn.name]
-        self._settled(txn)
-        engine.transaction_rolled_back(self.user, transaction=txn.id)  # backed out already: no matter
+        try:
+            engine.transaction_rolled_back(self.user, transaction=txn.id)  # backed out already: no matter
+        finally:  # then its deliveries are back, in their places, before the subscription gets again
+            self._settled(txn)
         # what it acknowledged is available again, not left locked (docs/stomp.md)
         self._give_back(txn.completed + txn.abandoned)
         self.receipt(frame)
