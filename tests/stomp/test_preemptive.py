@@ -4,6 +4,8 @@ message, linking the two (held commit, cascading backout); without one they get 
 messages only."""
 from __future__ import annotations
 
+import pytest
+
 from brokers.services.messages import message_browse, message_put
 from brokers.services.message_input import MessageInput
 from brokers.services.queues import queue_define
@@ -21,9 +23,10 @@ def round_trip(conn, seen, receipt: str) -> None:
     seen.wait(lambda: receipt in seen.receipts or seen.errors)
 
 
-def linked(stomp_port, token):
+def linked(stomp_port, token, *, commit: bool = True):
     """A producer with an uncommitted put on Q1, and a consumer that took it pre-emptively
-    under its transaction t1, ACKed it and put a reply on Q2 under t1."""
+    under its transaction t1, ACKed it, put a reply on Q2 under t1 and (``commit``) sent
+    COMMIT, held."""
     queue_define(broker="QM1", name="Q2")
     queue_define(broker="QM1", name="PROBE")
     producer, produced = connected(stomp_port, token)
@@ -39,7 +42,8 @@ def linked(stomp_port, token):
     assert (m.body, m.headers["transaction"]) == ("order", "t1")
     consumer.ack(m.headers["ack"], transaction="t1")
     consumer.send("/queue/Q2", "reply", transaction="t1")
-    consumer.commit("t1", receipt="committed")
+    if commit:
+        consumer.commit("t1", receipt="committed")
     round_trip(consumer, seen, "after")
     assert "committed" not in seen.receipts and seen.errors == []  # held: the producer has not committed
     assert available("Q2") == []
@@ -55,9 +59,13 @@ def test_commit_is_held_until_the_producer_commits(stomp_port, stomp_broker, tok
     bye(producer)
 
 
-def test_the_producers_abort_backs_the_consumer_out(stomp_port, stomp_broker, token):
-    producer, produced, consumer, seen = linked(stomp_port, token)
+@pytest.mark.parametrize("committing", [True, False], ids=["while-held", "before-commit"])
+def test_the_producers_abort_backs_the_consumer_out(stomp_port, stomp_broker, token, committing):
+    producer, produced, consumer, seen = linked(stomp_port, token, commit=committing)
     producer.abort("p1", receipt="p-aborted")
+    if not committing:
+        produced.wait(lambda: "p-aborted" in produced.receipts)
+        consumer.commit("t1", receipt="committed")
     seen.wait(lambda: seen.errors)
     [error] = seen.errors
     assert (error.headers["x-baton-code"], error.headers["receipt-id"]) == ("transaction_backed_out", "committed")
