@@ -8,6 +8,9 @@ machine (API.md, "STOMP"; docs/stomp.md).
 - Each subscription has a thread that gets messages as they arrive (waiting on the queue's
   wake-ups) while it has fewer than ``prefetch-count`` unacknowledged, and while the client
   reads what it is sent.
+- A pre-emptive subscription (``x-baton-preemptive:true``) gets, while the connection has an
+  open transaction, under the most recently begun one: destructive pre-emptive gets in its
+  unit of work, which COMMIT consumes (held until the producers commit) and ABORT gives back.
 - A refused frame gets ERROR (``message`` header, a body a person understands,
   ``receipt-id`` when it asked for a receipt) and the connection closes. However it ends,
   its open transactions are rolled back, the messages it was sent but did not acknowledge
@@ -136,10 +139,9 @@ class Txn:
     id: str
     completed: list[str] = field(default_factory=list)  # lock tokens completed under it
     abandoned: list[str] = field(default_factory=list)  # lock tokens NACKed under it
-    #: Pre-emptive deliveries got under it, by msg_id; and those ACKed (or NACKed) under it.
+    #: Pre-emptive deliveries got under it, by msg_id; and those ACKed under it (COMMIT needs all).
     delivered: dict[str, Pending] = field(default_factory=dict)
     acked: set[str] = field(default_factory=set)
-    nacked: set[str] = field(default_factory=set)
     #: Pre-emptive gets under it in progress; once ``ending``, no more begin.
     getting: int = 0
     ending: bool = False
@@ -662,7 +664,7 @@ class StompConnection:
         try:
             self.send(Frame("MESSAGE", headers, body))
         except FrameError:  # a property 1.0 cannot carry: without the properties
-            self.send(Frame("MESSAGE", headers[:3], body))
+            self.send(Frame("MESSAGE", headers[:4 if txn is not None else 3], body))
 
     # --- acknowledgements -----------------------------------------------------------------
 
@@ -748,8 +750,8 @@ class StompConnection:
         self._preemptive_checked(frame, covered, txn)
         self._forget(covered)
         if txn is not None:  # given back when the transaction ends, whichever way
+            # (a pre-emptive delivery NACKed stays un-ACKed: COMMIT is refused, ABORT gives it back)
             txn.abandoned.extend(item.token for item in covered if item.txn is None)
-            txn.nacked.update(item.msg_id for item in covered if item.txn is not None)
         else:
             self._give_back(covered)
         self.receipt(frame)
