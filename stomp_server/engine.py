@@ -34,6 +34,8 @@ from pubsub.api.operations import PublicationPublish
 from pubsub.exceptions import SubscriptionNotFound
 from pubsub.services.subscriptions import subscription_define, subscription_delete
 
+from .registry import PROCESS
+
 
 def user_signed_in(*, login: str | None, passcode: str | None):
     """The active user named ``login`` whose password or API token is ``passcode``, or None."""
@@ -174,7 +176,10 @@ def topic_subscribed(user, *, broker: str, topic_filter: str, name: str, durable
         queue_cached(broker=broker, name=name)
     except QueueNotFound:
         try:
-            queue_define(broker=broker, name=name, description=f"STOMP subscription to {topic_filter}"[:200])
+            # a non-durable one names its process, so that the STOMP server's start finds those
+            # a process that is gone left behind (stomp_server/orphans.py)
+            owner = "" if durable else f" of {PROCESS}"
+            queue_define(broker=broker, name=name, description=f"STOMP subscription{owner} to {topic_filter}"[:200])
         except AlreadyExists:
             pass
         definitions_checked()
@@ -202,8 +207,16 @@ def topic_unsubscribed(*, broker: str, name: str) -> None:
         pass
 
 
-def messages_got(user, *, broker: str, queue: str, mode: str, batch: int) -> list[dict[str, Any]]:
-    return MessageGet.run(user, {"broker": broker, "queue": queue, "mode": mode, "batch": batch})[1]["messages"]
+def messages_got(user, *, broker: str, queue: str, mode: str, batch: int, transaction: str | None = None,
+                 preemptive: bool = False) -> list[dict[str, Any]]:
+    """Up to ``batch`` messages; under ``transaction`` (a destructive get in that unit of
+    work), ``preemptive`` also takes other units of work's uncommitted puts, linking them
+    upstream of it (held commit, cascading backout)."""
+    request: dict[str, Any] = {"broker": broker, "queue": queue, "mode": mode, "batch": batch}
+    if transaction:
+        request["transaction"] = transaction
+        request["preemptive"] = preemptive
+    return MessageGet.run(user, request)[1]["messages"]
 
 
 def lock_completed(user, *, token: str, transaction: str | None) -> None:

@@ -8,6 +8,9 @@ machine (docs/api.md, "STOMP"; docs/stomp.md).
 - Each subscription has a thread that gets messages as they arrive (waiting on the queue's
   wake-ups) while it has fewer than ``prefetch-count`` unacknowledged, and while the client
   reads what it is sent.
+- A pre-emptive subscription (``x-baton-preemptive:true``) gets, while the connection has an
+  open transaction, under the most recently begun one: destructive pre-emptive gets in its
+  unit of work, which COMMIT consumes (held until the producers commit) and ABORT gives back.
 - A refused frame gets ERROR (``message`` header, a body a person understands,
   ``receipt-id`` when it asked for a receipt) and the connection closes. However it ends,
   its open transactions are rolled back, the messages it was sent but did not acknowledge
@@ -30,7 +33,8 @@ from typing import Any
 from django.conf import settings
 from django.db import close_old_connections, connections
 
-from config.errors import BatonError, InvalidInput, MessageTooLarge, NotAuthenticated, NotFound
+from config.errors import BatonError, Conflict, InvalidInput, MessageTooLarge, NotAuthenticated, NotFound
+from transactions.exceptions import TransactionBackedOut, TransactionNotActive, TransactionNotFound
 from transactions.wakeups import wait_for, wakeup_notify
 
 from . import engine
@@ -62,6 +66,12 @@ class UnknownDestination(NotFound):
     """No such destination."""
 
 
+class Unsettled(Conflict):
+    """A COMMIT of a transaction that holds pre-emptive deliveries not acknowledged under it."""
+
+    code = "unsettled_deliveries"
+
+
 def version_negotiated(frame: Frame) -> str | None:
     """The highest version both sides speak (1.0 when the client names none), or None."""
     offered = frame.get("accept-version")
@@ -91,8 +101,11 @@ class Pending:
 
     ack_id: str
     msg_id: str
-    token: str
+    #: The lock token of a peek-locked message; None for a pre-emptive delivery.
+    token: str | None
     subscription: Subscription
+    #: The transaction a pre-emptive delivery was got under (None: peek-locked).
+    txn: Txn | None = None
     #: When its lock was last taken or renewed (time.monotonic()).
     locked_at: float = field(default_factory=time.monotonic)
 
@@ -111,6 +124,8 @@ class Subscription:
     #: The topic subscription's name (its queue's too), for /topic/ destinations.
     topic_name: str | None = None
     durable: bool = False
+    #: x-baton-preemptive: while a transaction is open, deliveries are pre-emptive gets under it.
+    preemptive: bool = False
     pending: OrderedDict[str, Pending] = field(default_factory=OrderedDict)  # by msg_id, in delivery order
     stopped: bool = False
     thread: threading.Thread | None = None
@@ -124,6 +139,14 @@ class Txn:
     id: str
     completed: list[str] = field(default_factory=list)  # lock tokens completed under it
     abandoned: list[str] = field(default_factory=list)  # lock tokens NACKed under it
+    #: Pre-emptive deliveries got under it, by msg_id; and those ACKed under it (COMMIT needs all).
+    delivered: dict[str, Pending] = field(default_factory=dict)
+    acked: set[str] = field(default_factory=set)
+    #: Pre-emptive gets under it in progress; once ``ending``, no more begin.
+    getting: int = 0
+    ending: bool = False
+    #: A get under it found it no longer active (backed out by an upstream rollback).
+    gone: bool = False
 
 
 class StompConnection:
@@ -484,13 +507,17 @@ class StompConnection:
         if not (prefetch_text.isascii() and prefetch_text.isdigit() and 1 <= int(prefetch_text) <= 10_000):
             raise StompRefused(f"prefetch-count must be a whole number from 1 to 10000, not {prefetch_text[:40]!r}.",
                                errors={"prefetch-count": ["Out of range."]})
-        if frame.get("x-baton-preemptive", "false") not in ("false",):
-            raise StompRefused("x-baton-preemptive is not supported by this server yet.",
-                               errors={"x-baton-preemptive": ["Not supported."]})
+        preemptive = frame.get("x-baton-preemptive", "false")
+        if preemptive not in ("true", "false"):
+            raise StompRefused(f"x-baton-preemptive must be true or false, not {preemptive[:40]!r}.",
+                               errors={"x-baton-preemptive": ["Must be true or false."]})
+        if preemptive == "true" and ack == "auto":
+            raise StompRefused("A pre-emptive subscription needs ack:client or ack:client-individual "
+                               "(its acknowledgements are transactional).", errors={"ack": ["Must not be auto."]})
         durable = frame.get("durable") == "true" or frame.get("persistent") == "true" \
             or frame.get("auto-delete") == "false"
         sub = Subscription(id=sub_id, destination=frame.get("destination"), broker=self.broker, queue=name,
-                           ack=ack, prefetch=int(prefetch_text), key="")
+                           ack=ack, prefetch=int(prefetch_text), key="", preemptive=preemptive == "true")
         if kind == "queue":
             sub.key, sub.lock_s = engine.queue_subscribed(self.user, broker=self.broker, queue=name)
         else:
@@ -558,6 +585,10 @@ class StompConnection:
                 def attempt(room: int = room):
                     if sub.stopped or self.closed:
                         return True
+                    if sub.preemptive:
+                        delivered = self._preemptive_delivered(sub, room)
+                        if delivered is not None:  # under a transaction: only that way
+                            return True if delivered else []
                     return engine.messages_got(self.user, broker=sub.broker, queue=sub.queue, mode=mode, batch=room)
 
                 got = wait_for(attempt, keys=[sub.key], wait_s=min(SUBSCRIPTION_WAIT_S, sub.lock_s / 3))
@@ -576,12 +607,37 @@ class StompConnection:
         finally:
             connections.close_all()
 
+    def _preemptive_delivered(self, sub: Subscription, room: int) -> bool | None:
+        """While the connection has an open transaction, get pre-emptively under the most
+        recently begun one and send what was got (with a ``transaction`` header): whether it
+        got any (True too when the transaction is found gone: look again). None when there is
+        none open (the subscription then gets committed messages, peek-locked)."""
+        with self.lock:
+            txn = next((t for t in reversed(self.transactions.values()) if not (t.ending or t.gone)), None)
+            if txn is None:
+                return None
+            txn.getting += 1
+        try:
+            try:
+                got = engine.messages_got(self.user, broker=sub.broker, queue=sub.queue, mode="destructive",
+                                          batch=room, transaction=txn.id, preemptive=True)
+            except (TransactionBackedOut, TransactionNotActive, TransactionNotFound):  # backed out upstream
+                txn.gone = True
+                return True
+            for message in got:
+                self._send_message(sub, message, txn=txn)
+            return bool(got)
+        finally:
+            with self.lock:
+                txn.getting -= 1
+                self.lock.notify_all()
+
     def _locks_renewed(self, sub: Subscription) -> None:
         """Keep the locks of what the client holds unacknowledged (a slow consumer keeps its
         messages, as long as its connection lives)."""
         now = time.monotonic()
         with self.lock:
-            due = [p for p in sub.pending.values() if now - p.locked_at > sub.lock_s / 3]
+            due = [p for p in sub.pending.values() if p.token is not None and now - p.locked_at > sub.lock_s / 3]
         for item in due:
             try:
                 engine.lock_renewed(self.user, token=item.token)
@@ -589,21 +645,26 @@ class StompConnection:
             except BatonError:  # acknowledged meanwhile, or already lost
                 pass
 
-    def _send_message(self, sub: Subscription, message: dict[str, Any]) -> None:
+    def _send_message(self, sub: Subscription, message: dict[str, Any], txn: Txn | None = None) -> None:
         ack_id = None
         if sub.ack != "auto":
             ack_id = f"{next(self.ack_ids)}"
-            pending = Pending(ack_id=ack_id, msg_id=message["msg_id"], token=message["lock_token"], subscription=sub)
+            pending = Pending(ack_id=ack_id, msg_id=message["msg_id"], token=message.get("lock_token"),
+                              subscription=sub, txn=txn)
             with self.lock:
                 sub.pending[pending.msg_id] = pending
                 self.acks[ack_id] = pending
+                if txn is not None:
+                    txn.delivered[pending.msg_id] = pending
         body = base64.b64decode(message["body_base64"])
         headers = message_headers(message, destination=sub.destination, subscription=sub.id,
                                   ack=ack_id if self.version == "1.2" else None)
+        if txn is not None:
+            headers.insert(3, ("transaction", txn.name))
         try:
             self.send(Frame("MESSAGE", headers, body))
         except FrameError:  # a property 1.0 cannot carry: without the properties
-            self.send(Frame("MESSAGE", headers[:3], body))
+            self.send(Frame("MESSAGE", headers[:4 if txn is not None else 3], body))
 
     # --- acknowledgements -----------------------------------------------------------------
 
@@ -646,11 +707,24 @@ class StompConnection:
                 self.acks.pop(item.ack_id, None)
             self.lock.notify_all()
 
+    def _preemptive_checked(self, frame: Frame, covered: list[Pending], txn: Txn | None) -> None:
+        """A pre-emptive delivery is acknowledged under the transaction it was got under,
+        or not at all (checked before anything is applied)."""
+        for item in covered:
+            if item.txn is not None and item.txn is not txn:
+                raise StompRefused(
+                    f"{frame.command} of message {item.msg_id} needs transaction:{item.txn.name[:100]}: it was "
+                    "delivered pre-emptively under that transaction.", transaction=item.txn.name[:100])
+
     def _ack(self, frame: Frame) -> None:
         covered = self._acknowledged(frame)
         txn = self._transaction(frame)
+        self._preemptive_checked(frame, covered, txn)
         if txn is not None:
             for item in covered:  # a failure: ERROR, and the unit of work is rolled back at the end
+                if item.txn is not None:  # got under it already: COMMIT consumes it
+                    txn.acked.add(item.msg_id)
+                    continue
                 engine.lock_completed(self.user, token=item.token, transaction=txn.id)
                 txn.completed.append(item.token)
         elif len(covered) == 1:
@@ -673,9 +747,11 @@ class StompConnection:
     def _nack(self, frame: Frame) -> None:
         covered = self._acknowledged(frame)
         txn = self._transaction(frame)
+        self._preemptive_checked(frame, covered, txn)
         self._forget(covered)
         if txn is not None:  # given back when the transaction ends, whichever way
-            txn.abandoned.extend(item.token for item in covered)
+            # (a pre-emptive delivery NACKed stays un-ACKed: COMMIT is refused, ABORT gives it back)
+            txn.abandoned.extend(item.token for item in covered if item.txn is None)
         else:
             self._give_back(covered)
         self.receipt(frame)
@@ -684,11 +760,13 @@ class StompConnection:
         """Make these locked messages available again (a lock already gone is no matter)."""
         for item in items:
             token = item if isinstance(item, str) else item.token
+            if token is None:  # a pre-emptive delivery: its transaction's end decides
+                continue
             try:
                 engine.lock_abandoned(self.user, token=token)
             except BatonError:
                 pass
-        self._forget([item for item in items if isinstance(item, Pending)])
+        self._forget([item for item in items if isinstance(item, Pending) and item.txn is None])
 
     # --- transactions ---------------------------------------------------------------------
 
@@ -697,7 +775,11 @@ class StompConnection:
         if name in self.transactions:
             raise StompRefused(f"Transaction {name[:100]!r} is already open on this connection.",
                                transaction=name[:100])
-        self.transactions[name] = Txn(name=name, id=engine.transaction_begun(self.user, broker=self.broker))
+        txn = Txn(name=name, id=engine.transaction_begun(self.user, broker=self.broker))
+        with self.lock:
+            self.transactions[name] = txn
+        # pre-emptive subscriptions now get under it, uncommitted messages already there too
+        wakeup_notify([sub.key for sub in list(self.subscriptions.values()) if sub.preemptive])
         self.receipt(frame)
 
     def _open_transaction(self, frame: Frame) -> Txn:
@@ -707,9 +789,32 @@ class StompConnection:
             raise StompRefused(f"No transaction {name[:100]!r} is open on this connection.", transaction=name[:100])
         return txn
 
+    def _ending(self, txn: Txn) -> None:
+        """No more pre-emptive gets under ``txn``; those under way have sent their MESSAGEs."""
+        with self.lock:
+            txn.ending = True
+            self.lock.wait_for(lambda: txn.getting == 0)
+
+    def _settled(self, txn: Txn) -> None:
+        """Forget its pre-emptive deliveries (the transaction's end consumed them or gave them back)."""
+        with self.lock:
+            for item in txn.delivered.values():
+                item.subscription.pending.pop(item.msg_id, None)
+                self.acks.pop(item.ack_id, None)
+            self.lock.notify_all()
+
     def _commit(self, frame: Frame) -> None:
         txn = self._open_transaction(frame)
-        del self.transactions[txn.name]
+        self._ending(txn)
+        unsettled = [msg_id for msg_id in txn.delivered if msg_id not in txn.acked]
+        if unsettled:  # COMMIT would consume them: refused, and the rollback gives them back
+            raise Unsettled(
+                f"COMMIT of {txn.name[:100]!r} refused: {len(unsettled)} message(s) delivered pre-emptively under it "
+                "were not acknowledged under it (NACKed, or not ACKed yet); it is rolled back and they are "
+                "available again.", transaction=txn.name[:100], messages=" ".join(unsettled[:20]))
+        with self.lock:
+            del self.transactions[txn.name]
+        self._settled(txn)
         try:
             outcome = engine.transaction_committed(self.user, transaction=txn.id, wait=0)
         except BatonError:
@@ -742,8 +847,13 @@ class StompConnection:
 
     def _abort(self, frame: Frame) -> None:
         txn = self._open_transaction(frame)
-        del self.transactions[txn.name]
-        engine.transaction_rolled_back(self.user, transaction=txn.id)
+        self._ending(txn)
+        with self.lock:
+            del self.transactions[txn.name]
+        try:
+            engine.transaction_rolled_back(self.user, transaction=txn.id)  # backed out already: no matter
+        finally:  # then its deliveries are back, in their places, before the subscription gets again
+            self._settled(txn)
         # what it acknowledged is available again, not left locked (docs/stomp.md)
         self._give_back(txn.completed + txn.abandoned)
         self.receipt(frame)
@@ -764,7 +874,9 @@ class StompConnection:
         for sub in subs:
             self._stop(sub)
         for txn in list(self.transactions.values()):
-            del self.transactions[txn.name]
+            with self.lock:
+                del self.transactions[txn.name]
+            self._settled(txn)
             try:
                 engine.transaction_rolled_back(self.user, transaction=txn.id)
             except BatonError:

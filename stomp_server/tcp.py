@@ -6,6 +6,9 @@ import asyncio
 import logging
 import socket
 
+from django.db import connections
+
+from .orphans import stomp_orphans_removed
 from .protocol import StompConnection
 
 log = logging.getLogger(__name__)
@@ -54,7 +57,9 @@ async def _serve_one(reader: asyncio.StreamReader, writer: asyncio.StreamWriter)
 
 
 async def stomp_serve(*, host: str, port: int, started: asyncio.Future | None = None) -> None:
-    """Serve STOMP on ``host``:``port`` until cancelled."""
+    """Serve STOMP on ``host``:``port`` until cancelled, having first removed the non-durable
+    topic subscriptions that processes which are gone left behind."""
+    await asyncio.to_thread(_orphans_removed)
     server = await asyncio.start_server(_serve_one, host, port, limit=READ_SIZE)
     bound = server.sockets[0].getsockname()[1]
     if started is not None:
@@ -67,6 +72,15 @@ async def stomp_serve(*, host: str, port: int, started: asyncio.Future | None = 
     finally:
         _LIVE_SETS.remove(live)
         await connections_ended(live)
+
+
+def _orphans_removed() -> None:
+    try:
+        stomp_orphans_removed()
+    except Exception:  # never stops the server from starting
+        log.exception("removing the STOMP subscriptions of processes that are gone failed")
+    finally:
+        connections.close_all()
 
 
 async def connections_ended(live) -> None:
