@@ -431,6 +431,9 @@ class Grant(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["user", "broker", "queue"], name="grant_unique_object")]
+        # Not per broker: as MQ's set-all-context authority, it lets a user's puts carry
+        # their own put_application and msg_type report (docs/permissions.md).
+        permissions = [("set_context", "Can set a message's context (put_application, msg_type report)")]
 
     @property
     def actions(self) -> list[str]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import json
 import re
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
@@ -27,6 +28,10 @@ MESSAGE_FIELDS = {
 }
 #: Longest duplicate-detection key.
 DEDUP_KEY_LENGTH = 200
+#: Most properties a message may carry, and the longest property name (as Service Bus and
+#: JMS bound them; each property's value counts towards the message length).
+MAX_PROPERTIES = 100
+PROPERTY_KEY_LENGTH = 128
 
 
 @dataclass
@@ -60,7 +65,8 @@ FIELD_TEXTS = {
     "reply_to_queue": "Use 1 to 48 characters of A-Z a-z 0-9 . _ / %.",
     "reply_to_broker": "Use 1 to 48 characters of A-Z a-z 0-9 . _ / %.",
     "report": "Must be a list drawn from coa, cod, expiry, exception.",
-    "properties": "Must be an object.",
+    "properties": f"Must be an object of at most {MAX_PROPERTIES} properties, each named by 1 to "
+                  f"{PROPERTY_KEY_LENGTH} characters.",
     "refers_to": "Must be {\"msg_id\": <48 hex>, \"action\": cancel|replace|reprioritise}.",
     "body": "Must be a string; send bytes as body_base64.",
     "body_base64": "Must be valid base64.",
@@ -101,7 +107,9 @@ class MessageIn(BaseModel):
     reply_to_broker: Name | None = None
     report: list[Literal["coa", "cod", "expiry", "exception"]] | None = Field(
         None, description="Reports to send to reply_to_queue.")
-    properties: dict[str, Any] | None = None
+    properties: dict[str, Any] | None = Field(None, description=(
+        f"At most {MAX_PROPERTIES} properties, each named by 1 to {PROPERTY_KEY_LENGTH} characters; they count "
+        "towards the message length."))
     refers_to: RefersTo | None = Field(None, description="A reactive message: acts on an earlier message.")
     dedup_key: Annotated[str, Field(min_length=1, max_length=DEDUP_KEY_LENGTH)] | None = Field(
         None, description="Duplicate detection: a put of a key the queue has already taken is skipped "
@@ -118,6 +126,9 @@ class MessageIn(BaseModel):
                 raise ValueError("body_base64: Must be valid base64.") from None
         if self.report and not self.reply_to_queue:
             raise ValueError("reply_to_queue: Reports need a reply-to queue.")
+        if self.properties is not None and (len(self.properties) > MAX_PROPERTIES or not all(
+                0 < len(key) <= PROPERTY_KEY_LENGTH for key in self.properties)):
+            raise ValueError(f"properties: {FIELD_TEXTS['properties']}")
         return self
 
     def to_input(self) -> MessageInput:
@@ -136,6 +147,18 @@ class MessageIn(BaseModel):
             if self.refers_to else None,
             dedup_key=self.dedup_key,
         )
+
+
+def message_length(msg: MessageInput) -> int:
+    """What a message counts against the message length limits: its body, its properties
+    (as compact UTF-8 JSON) and the descriptor fields a client sets freely."""
+    length = len(msg.body)
+    if msg.properties:
+        length += len(json.dumps(msg.properties, separators=(",", ":"), ensure_ascii=False).encode("utf-8", "surrogatepass"))
+    for text in (msg.correl_id, msg.group_id, msg.format, msg.reply_to_queue, msg.reply_to_broker, msg.dedup_key):
+        if text:
+            length += len(text)
+    return length
 
 
 def message_input_parse(data: Any, *, where: str = "") -> MessageInput:

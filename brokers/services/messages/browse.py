@@ -8,6 +8,7 @@ import json
 from django.conf import settings
 from django.utils import timezone
 
+from ... import permissions as may
 from ...exceptions import InvalidInput
 from ...models import Message, QueueKind
 from ...selectors import queue_get
@@ -35,7 +36,7 @@ def _cursor_encode(after: int, order: str) -> str:
 
 
 def message_browse(*, broker: str, queue: str, cursor: str | None = None, limit: int = 50,
-                   ordered: bool = False) -> BrowseResult:
+                   ordered: bool = False, user=None) -> BrowseResult:
     """Look at messages without removing them; the cursor marks the position after the
     last message returned, so browsing again from it shows what came since.
 
@@ -43,11 +44,15 @@ def message_browse(*, broker: str, queue: str, cursor: str | None = None, limit:
     message in the queue's read order, in flight and locked ones included, never missing
     or repeating one while others commit: on a commit-ordered queue it follows commit
     sequences (assigned under the queue's lock, so none can appear behind the cursor); on
-    a put-ordered queue it stops before the first uncommitted put."""
+    a put-ordered queue it stops before the first uncommitted put.
+
+    ``user`` (a transport's authenticated user; None: system code): browsing through an
+    alias needs browse on the queue it stands for too."""
     if not 1 <= limit <= settings.BATON_MAX_BATCH:
         raise InvalidInput(f"limit must be from 1 to {settings.BATON_MAX_BATCH}.", errors={"limit": ["Out of range."]})
     source = queue_get(broker=broker, name=queue)
     if source.kind == QueueKind.ALIAS:
+        may.require_reached(user, "browse", broker=broker, queue=queue)  # docs/permissions.md
         source = queue_get(broker=broker, name=source.target_queue)
     now = timezone.now()
     if not ordered:
