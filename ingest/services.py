@@ -18,7 +18,7 @@ from spark_jobs.launch import job_run
 
 from .models import Ingest, IngestFormat, IngestState
 from .selectors import ingest_get
-from .staging import staging_path
+from .staging import staging_dir, staging_files, staging_path
 
 #: What a Spark job's retried tasks need: without a failure count ``local`` mode never retries.
 LOCAL_MASTER = "local[*,3]"
@@ -31,7 +31,7 @@ def ingest_start(*, user, broker: str, queue: str, source: str, format: str = In
     transaction commits (unless not ``on_worker``: the caller runs :func:`ingest_run`). Refuses a source outside the staging directory, an unknown queue,
     and fields a format does not have."""
     queue_get(broker=broker, name=queue)  # 404 when there is no such queue
-    staging_path(source)
+    staging_files(source)  # every file it would read, links resolved, inside the staging directory
     if format not in IngestFormat.values:
         raise InvalidInput("Unknown format.", errors={"format": [f"Must be one of {', '.join(IngestFormat.values)}."]})
     properties_fields = list(properties_fields or [])
@@ -101,10 +101,12 @@ def ingest_run(*, ingest_id: str, master: str | None = None, extra_args: list[st
         ingest.save(update_fields=["state", "started_at"])
     try:
         source = staging_path(ingest.source)
+        staging_files(ingest.source)  # refused now if a link inside has come to lead out since it started
         token = Token.objects.get_or_create(user=ingest.created_by)[0].key if ingest.created_by else ""
         args = [
             "--url", settings.BATON_API_URL, "--broker", ingest.broker, "--queue", ingest.queue,
-            "--source", str(source), "--format", ingest.format, "--ingest-id", ingest.pk,
+            "--source", str(source), "--staging-root", str(staging_dir()), "--format", ingest.format,
+            "--ingest-id", ingest.pk,
             "--master", master or settings.BATON_SPARK_MASTER or LOCAL_MASTER,
             "--write-partitions", str(settings.BATON_INGEST_WRITE_PARTITIONS),
         ]

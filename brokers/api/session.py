@@ -128,6 +128,7 @@ class _Applier(threading.Thread):
             user = self.consumer.user
             if user is None:
                 raise NotAuthenticated()
+            operation.permitted_first(user, request)
             data = operation.parse(request)
             wait = getattr(data, "wait", 0) or 0
             if op in _WOULD_WAIT and wait > 0:

@@ -109,7 +109,8 @@ class MessageIn(BaseModel):
         None, description="Reports to send to reply_to_queue.")
     properties: dict[str, Any] | None = Field(None, description=(
         f"At most {MAX_PROPERTIES} properties, each named by 1 to {PROPERTY_KEY_LENGTH} characters; they count "
-        "towards the message length."))
+        "towards the message length."), json_schema_extra={
+            "maxProperties": MAX_PROPERTIES, "propertyNames": {"minLength": 1, "maxLength": PROPERTY_KEY_LENGTH}})
     refers_to: RefersTo | None = Field(None, description="A reactive message: acts on an earlier message.")
     dedup_key: Annotated[str, Field(min_length=1, max_length=DEDUP_KEY_LENGTH)] | None = Field(
         None, description="Duplicate detection: a put of a key the queue has already taken is skipped "

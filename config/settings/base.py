@@ -55,6 +55,7 @@ INSTALLED_APPS = [
     "dashboard",
     "ingest",
     "analytics",
+    "axes",  # sign-in throttling (config/settings/signin.py)
 ]
 
 MIDDLEWARE = [
@@ -66,6 +67,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "axes.middleware.AxesMiddleware",  # last: turns a locked-out sign-in into its 429 page
 ]
 
 ROOT_URLCONF = "config.urls"

@@ -40,6 +40,7 @@ def operation_response(operation: type[Operation], request: Request, data: dict[
         if name in data:
             raise InvalidInput("The request is not valid.", errors={name: ["Given in the path; not in the body."]})
         data[name] = value
+    operation.permitted_first(request.user, data)
     parsed = operation.parse(data)
     status, body = performed(operation, request.user, parsed)  # a wait takes one of the user's slots
     body = operation.checked(status, body)
