@@ -168,18 +168,19 @@ class _Applier(threading.Thread):
         def waited() -> None:
             try:
                 status, body = operation.perform(user, data)
-                self.consumer.reply({"re": re, "status": status, **operation.checked(status, body)})
+                answer = {"re": re, "status": status, **operation.checked(status, body)}
             except BatonError as exc:
-                self.consumer.reply(_error(re, exc))
+                answer = _error(re, exc)
             except Exception:
                 log.exception("session request failed")
                 close_old_connections()
-                self.consumer.reply({"re": re, "status": 500, "code": "server_error",
-                                     "message": "The server failed to handle the request."})
-            finally:
+                answer = {"re": re, "status": 500, "code": "server_error",
+                          "message": "The server failed to handle the request."}
+            finally:  # the slot is free before the client hears the answer
                 wait_slot_give(slot)
                 with self.lock:
                     self.waiting -= 1
+            self.consumer.reply(answer)
 
         _waiters().submit(waited)
 
