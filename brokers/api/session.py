@@ -110,9 +110,9 @@ class _Applier(threading.Thread):
             if not isinstance(request, dict):
                 raise InvalidInput("A request is one JSON object: {\"id\", \"op\", ...fields}.",
                                    errors={"body": ["Must be an object."]})
-            json_storable(request)  # the id too: a number that is not finite is not JSON
             re = request.pop("id", None)
-            if isinstance(re, bool) or not isinstance(re, (int, float, str)) or (isinstance(re, str) and len(re) > 200):
+            if isinstance(re, bool) or not isinstance(re, (int, float, str)) or (isinstance(re, str) and len(re) > 200) \
+                    or (isinstance(re, float) and not math.isfinite(re)):  # 1e400 decodes as infinity: not JSON
                 re = None
                 raise InvalidInput("A request needs an id: a number or a string of at most 200 characters.",
                                    errors={"id": ["Required: a number or a string."]})
@@ -128,6 +128,7 @@ class _Applier(threading.Thread):
             user = self.consumer.user
             if user is None:
                 raise NotAuthenticated()
+            json_storable(request)  # text no database stores, numbers that are not finite
             operation.permitted_first(user, request)
             data = operation.parse(request)
             wait = getattr(data, "wait", 0) or 0
