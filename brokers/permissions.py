@@ -265,10 +265,14 @@ def route_end(*, broker: str, queue: str) -> tuple[str, str]:
     return at
 
 
-def _refuse_reached(action: str, *, through: str, end: tuple[str, str]) -> None:
-    raise PermissionDenied(
-        f"You may not do that: {through} leads to queue {end[1]!r} of broker {end[0]!r}, which needs "
-        f"{action} permission there too.", actions=[action], broker=end[0], queue=end[1])
+def _refuse_reached(user, action: str, *, through: str, end: tuple[str, str]) -> None:
+    """The refusal names the queue reached only to a user who may see it (any grant on it)."""
+    if _holds(user, ANY, broker=end[0], queue=end[1]):
+        raise PermissionDenied(
+            f"You may not do that: {through} leads to queue {end[1]!r} of broker {end[0]!r}, which needs "
+            f"{action} permission there too.", actions=[action], broker=end[0], queue=end[1])
+    raise PermissionDenied(f"You may not do that: {through} leads to a queue where it needs {action} permission "
+                           "too.", actions=[action])
 
 
 def require_reached(user, action: str, *, broker: str, queue: str) -> None:
@@ -278,7 +282,7 @@ def require_reached(user, action: str, *, broker: str, queue: str) -> None:
         return
     end = route_end(broker=broker, queue=queue)
     if end != (broker, queue) and not _holds(user, {action}, broker=end[0], queue=end[1]):
-        _refuse_reached(action, through=f"queue {queue!r}", end=end)
+        _refuse_reached(user, action, through=f"queue {queue!r}", end=end)
 
 
 def require_queue_route(user, *, queue: Queue) -> None:
@@ -293,7 +297,7 @@ def require_queue_route(user, *, queue: Queue) -> None:
         return
     end = route_end(broker=hop[0], queue=hop[1])
     if not _holds(user, {"admin"}, broker=end[0], queue=end[1]):
-        _refuse_reached("admin", through=f"{queue.kind} queue {queue.name!r}", end=end)
+        _refuse_reached(user, "admin", through=f"{queue.kind} queue {queue.name!r}", end=end)
 
 
 def report_route_end(*, broker: str, reply_to_broker: str, reply_to_queue: str) -> tuple[str, str]:
