@@ -17,17 +17,27 @@ name_validator = RegexValidator(NAME_PATTERN, "Use 1 to 48 characters of A-Z a-z
 
 DEFAULT_DEAD_LETTER_QUEUE = "SYSTEM.DEAD.LETTER.QUEUE"
 
-#: Words the REST API's paths use after a name; a name containing one as a '/'-separated
-#: part would make its URLs ambiguous.
-ROUTE_WORDS = {"queues", "messages", "get", "transactions", "connections", "graph"}
+#: Words the REST API's and the dashboard's paths use after a name; a name containing one as a
+#: '/'-separated part would make its URLs ambiguous.
+ROUTE_WORDS = {
+    "queues", "messages", "get", "transactions", "connections", "graph",  # REST
+    "put", "purge", "move", "jobs", "ingest", "ingests", "body", "topics", "subscriptions",  # dashboard, pub/sub
+    "retained", "publish", "analytics", "start", "stop", "resume", "progress",
+}
 
 
 def name_not_route(value: str) -> None:
+    """Names may hold '/' (DESIGN.md §2), as path-like names (``orders/eu``), but each
+    '/'-separated part must be a plain name: not empty (no leading, trailing or double '/'),
+    not ``.`` or ``..`` (a browser or proxy would resolve them as path steps: ``../../x``
+    leads elsewhere), and not a word the paths use after a name."""
     parts = value.split("/")
+    if any(part in ("", ".", "..") for part in parts):
+        raise ValidationError("A name may not start or end with '/', hold '//', or have . or .. as a '/'-separated part.")
     if len(parts) > 1 and ROUTE_WORDS & set(parts):
         raise ValidationError(
-            "A name with '/' may not have %(words)s as one of its parts (the REST API's paths use them).",
-            params={"words": ", ".join(sorted(ROUTE_WORDS))},
+            "A name with '/' may not have %(words)s as one of its parts (the REST API's and the dashboard's "
+            "paths use them).", params={"words": ", ".join(sorted(ROUTE_WORDS))},
         )
 
 
@@ -433,6 +443,9 @@ class Grant(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["user", "broker", "queue"], name="grant_unique_object")]
+        # Not per broker: as MQ's set-all-context authority, it lets a user's puts carry
+        # their own put_application and msg_type report (docs/permissions.md).
+        permissions = [("set_context", "Can set a message's context (put_application, msg_type report)")]
 
     @property
     def actions(self) -> list[str]:

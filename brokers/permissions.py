@@ -62,7 +62,7 @@ from transactions.exceptions import TransactionNotFound
 from transactions.models import Transaction
 
 from .exceptions import ConnectionNotFound
-from .models import Channel, Grant, Message, Queue
+from .models import Broker, Channel, Grant, Message, Queue, QueueKind
 from .selectors import connection_get
 
 T = TypeVar("T")
@@ -206,13 +206,142 @@ def require_browse(user, *, broker: str, queue: str) -> None:
 
 def require_lock(user, *, token: str) -> None:
     """Settle a peek-lock: get on the queue the locked message is on (or was, for a lock
-    that lapsed). An unknown token is left to the service (404)."""
+    that lapsed). An unknown token is left to the service (404). The refusal names the
+    broker and queue only to a caller who may see that queue (any grant on it)."""
     if _superuser(user):
         return
     where = (Message.objects.filter(Q(lock_token=token) | Q(lapsed_lock_token=token))
              .values_list("queue__broker__name", "queue__name").first())
-    if where is not None:
-        require_get(user, broker=where[0], queue=where[1])
+    if where is None or _holds(user, {"get"}, broker=where[0], queue=where[1]):
+        return
+    if _holds(user, ANY, broker=where[0], queue=where[1]):  # they may see the queue: name it
+        _refuse({"get"}, broker=where[0], queue=where[1])
+    raise PermissionDenied("You may not do that: settling this lock needs get permission on the queue "
+                           "its message is on.", actions=["get"])
+
+
+# --- indirect paths: aliases, remote queues, reports ---------------------------------------
+#
+# The one rule (docs/permissions.md, "Indirect paths"): a put or get that reaches a queue
+# through another name (an alias, a remote queue, a report's or a reply's reply-to queue, a
+# channel, a workflow step, a STOMP destination) needs the same right on the queue it
+# finally reaches as a direct call would; defining or altering a queue into an alias or a
+# remote queue needs admin on the queue it finally reaches. Transports call these with
+# their authenticated user; ``user=None`` is system code (channel agents, commands).
+
+#: Most names followed from one queue to the next (aliases and remote queues); a longer
+#: chain, or a loop, ends where the following stopped.
+MAX_HOPS = 8
+
+
+def _next_hop(broker: str, kind: str, target_queue: str, remote_broker: str, remote_queue: str,
+              transmission_queue: str, name: str) -> tuple[str, str] | None:
+    """Where a queue of this definition leads, or None for a local queue. A remote queue
+    leads to its remote queue when its broker is on this platform, else to its transmission
+    queue: the last queue on this platform the message reaches."""
+    if kind == QueueKind.ALIAS:
+        return broker, target_queue
+    if kind == QueueKind.REMOTE:
+        if Broker.objects.filter(name=remote_broker).exists():
+            return remote_broker, remote_queue or name
+        return broker, transmission_queue or remote_broker
+    return None
+
+
+def route_end(*, broker: str, queue: str) -> tuple[str, str]:
+    """The queue (broker, name) that a put or get on ``broker``/``queue`` finally reaches,
+    following aliases and remote queues (at most MAX_HOPS). An unknown queue is its own end."""
+    at, seen = (broker, queue), {(broker, queue)}
+    for _ in range(MAX_HOPS):
+        row = (Queue.objects.filter(broker__name=at[0], name=at[1])
+               .values_list("kind", "target_queue", "remote_broker", "remote_queue", "transmission_queue").first())
+        if row is None:
+            break
+        hop = _next_hop(at[0], *row, name=at[1])
+        if hop is None or hop in seen:
+            break
+        seen.add(hop)
+        at = hop
+    return at
+
+
+def _refuse_reached(user, action: str, *, through: str, end: tuple[str, str]) -> None:
+    """The refusal names the queue reached only to a user who may see it (any grant on it)."""
+    if _holds(user, ANY, broker=end[0], queue=end[1]):
+        raise PermissionDenied(
+            f"You may not do that: {through} leads to queue {end[1]!r} of broker {end[0]!r}, which needs "
+            f"{action} permission there too.", actions=[action], broker=end[0], queue=end[1])
+    raise PermissionDenied(f"You may not do that: {through} leads to a queue where it needs {action} permission "
+                           "too.", actions=[action])
+
+
+def require_reached(user, action: str, *, broker: str, queue: str) -> None:
+    """A put or get (``action``) on ``broker``/``queue``, where that queue is not local:
+    ``action`` on the queue it finally reaches too. The caller has checked the named queue."""
+    if user is None or _superuser(user):
+        return
+    end = route_end(broker=broker, queue=queue)
+    if end != (broker, queue) and not _holds(user, {action}, broker=end[0], queue=end[1]):
+        _refuse_reached(user, action, through=f"queue {queue!r}", end=end)
+
+
+def require_queue_route(user, *, queue: Queue) -> None:
+    """Defining or altering ``queue`` (not yet saved) into an alias or a remote queue: admin
+    on the queue it finally reaches."""
+    if user is None or _superuser(user):
+        return
+    broker = queue.broker.name
+    hop = _next_hop(broker, queue.kind, queue.target_queue, queue.remote_broker, queue.remote_queue,
+                    queue.transmission_queue, name=queue.name)
+    if hop is None:
+        return
+    end = route_end(broker=hop[0], queue=hop[1])
+    if not _holds(user, {"admin"}, broker=end[0], queue=end[1]):
+        _refuse_reached(user, "admin", through=f"{queue.kind} queue {queue.name!r}", end=end)
+
+
+def report_route_end(*, broker: str, reply_to_broker: str, reply_to_queue: str) -> tuple[str, str]:
+    """The queue a report (or a reply) about a message put on ``broker`` finally reaches:
+    the reply-to queue on this broker or on another broker of this platform (followed as
+    :func:`route_end`), else the transmission queue named after the reply-to broker."""
+    to_broker = reply_to_broker or broker
+    if to_broker != broker and not Broker.objects.filter(name=to_broker).exists():
+        return broker, to_broker
+    return route_end(broker=to_broker, queue=reply_to_queue)
+
+
+def may_put_reports(user, *, broker: str, reply_to_broker: str, reply_to_queue: str) -> bool:
+    """Whether reports asked for by ``user``'s put on ``broker`` may go to the reply-to queue:
+    put permission on the queue they finally reach."""
+    if user is None or _superuser(user):
+        return True
+    end = report_route_end(broker=broker, reply_to_broker=reply_to_broker, reply_to_queue=reply_to_queue)
+    return _holds(user, {"put"}, broker=end[0], queue=end[1])
+
+
+def require_reports(user, *, broker: str, reply_to_broker: str, reply_to_queue: str) -> None:
+    """A put asking for reports: put permission where the reports would finally go."""
+    if not may_put_reports(user, broker=broker, reply_to_broker=reply_to_broker, reply_to_queue=reply_to_queue):
+        raise PermissionDenied(
+            "You may not do that: the reports asked for would go to the reply-to queue, which needs put "
+            "permission where they finally arrive.", actions=["put"])
+
+
+# --- context fields ------------------------------------------------------------------------
+
+#: The Django permission that lets a user set a message's context (``put_application``,
+#: ``msg_type`` report) as MQ's set-all-context authority does.
+SET_CONTEXT = "brokers.set_context"
+
+
+def may_set_context(user) -> bool:
+    return user is None or _superuser(user) or bool(getattr(user, "has_perm", None) and user.has_perm(SET_CONTEXT))
+
+
+def require_set_context(user, *, field: str) -> None:
+    if not may_set_context(user):
+        raise PermissionDenied(f"You may not set {field}: it needs the set-context permission ({SET_CONTEXT}).",
+                               actions=["set_context"], field=field)
 
 
 # --- transactions and connections ----------------------------------------------------------

@@ -67,7 +67,9 @@ def api_exception_handler(exc: Exception, context: dict) -> Response | None:
     if isinstance(exc, RequestDataTooBig):
         exc = _request_too_large(context)
     if isinstance(exc, BatonError):
-        return Response(exc.as_dict(), status=exc.status)
+        retry = exc.details.get("retry_after") if isinstance(exc, Throttled) else None
+        return Response(exc.as_dict(), status=exc.status,
+                        headers={"Retry-After": str(max(1, round(retry)))} if retry is not None else None)
     if isinstance(exc, Http404):
         return Response({"code": "not_found", "message": "Not found."}, status=404)
     if isinstance(exc, DjangoPermissionDenied):

@@ -40,12 +40,18 @@ class Visibility:
     everything: bool
     brokers: frozenset[str] = frozenset()
     queues: frozenset[tuple[str, str]] = frozenset()
+    #: Brokers the user holds any grant on: the channels they see are those whose source
+    #: broker is one of these, as in the REST API (``brokers.permissions.channels_visible``).
+    granted: frozenset[str] = frozenset()
 
     def broker(self, name: str) -> bool:
         return self.everything or name in self.brokers or any(b == name for b, _ in self.queues)
 
     def queue(self, broker: str, name: str) -> bool:
         return self.everything or broker in self.brokers or (broker, name) in self.queues
+
+    def channel(self, source_broker: str) -> bool:
+        return self.everything or source_broker in self.granted
 
 
 def _grants(user, actions) -> list[tuple[str, str]]:
@@ -60,11 +66,13 @@ def _grants(user, actions) -> list[tuple[str, str]]:
 def visibility(user) -> Visibility:
     if getattr(user, "is_superuser", False):
         return Visibility(everything=True)
-    rows = _grants(user, SEEING)
+    rows = _grants(user, Grant.ACTIONS)
+    seeing = set(_grants(user, SEEING)) if rows else set()
     return Visibility(
         everything=False,
-        brokers=frozenset(b for b, q in rows if not q),
-        queues=frozenset((b, q) for b, q in rows if q),
+        brokers=frozenset(b for b, q in seeing if not q),
+        queues=frozenset((b, q) for b, q in seeing if q),
+        granted=frozenset(b for b, _ in rows),
     )
 
 

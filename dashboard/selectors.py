@@ -105,7 +105,7 @@ def overview_for(data: dict[str, Any], seen: Visibility) -> dict[str, Any]:
         {**b, "queues": [q for q in b["queues"] if seen.queue(b["name"], q["name"])]}
         for b in data["brokers"] if seen.broker(b["name"])
     ]
-    channels = [c for c in data["channels"] if seen.broker(c["source_broker"]) or seen.broker(c["target_broker"])]
+    channels = [c for c in data["channels"] if seen.channel(c["source_broker"])]  # as REST lists them
     return {**data, "brokers": brokers, "channels": channels}
 
 
@@ -114,7 +114,8 @@ def broker_page(*, broker: str, seen: Visibility) -> dict[str, Any]:
     queues = [q for q in Queue.objects.filter(broker=b).order_by("name") if seen.queue(broker, q.name)]
     counts = queue_counts(queue_ids=[q.pk for q in queues])
     open_units = Transaction.objects.filter(broker=broker, state__in=["active", "commit_held"]).count()
-    channels = [c for c in channel_rows() if broker in (c["source_broker"], c["target_broker"])]
+    channels = [c for c in channel_rows()
+                if broker in (c["source_broker"], c["target_broker"]) and seen.channel(c["source_broker"])]
     return {"broker": b, "queues": [{"queue": q, **counts[q.pk]} for q in queues],
             "open_units": open_units, "channels": channels}
 

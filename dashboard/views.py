@@ -115,7 +115,7 @@ def message_put(request, broker, queue):
         msg_id = services.dashboard_put(
             broker=broker, queue=queue, body=request.POST.get("body", ""), priority=request.POST.get("priority", ""),
             format=request.POST.get("format", ""), properties=request.POST.get("properties", ""),
-            user=request.user.username)
+            user=request.user.username, actor=request.user)
         messages.success(request, f"Put message {msg_id}.")
     except BatonError as exc:
         messages.error(request, f"Not put: {exc.message}")

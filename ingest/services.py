@@ -19,7 +19,7 @@ from spark_jobs.launch import job_run
 
 from .models import DEDUP_RETENTION_DAYS_MAX, Ingest, IngestFormat, IngestState
 from .selectors import ingest_get
-from .staging import staging_path
+from .staging import staging_dir, staging_files, staging_path
 
 #: What a Spark job's retried tasks need: without a failure count ``local`` mode never retries.
 #: The Celery task that runs a recorded ingest (ingest/tasks.py).
@@ -36,7 +36,7 @@ def ingest_start(*, user, broker: str, queue: str, source: str, format: str = In
     fields a format does not have and a key retention out of range. ``dedup_retention_days``:
     how long the queue remembers each record's key (docs/spark.md, "Exactly once")."""
     queue_get(broker=broker, name=queue)  # 404 when there is no such queue
-    staging_path(source)
+    staging_files(source)  # every file it would read, links resolved, inside the staging directory
     if format not in IngestFormat.values:
         raise InvalidInput("Unknown format.", errors={"format": [f"Must be one of {', '.join(IngestFormat.values)}."]})
     properties_fields = list(properties_fields or [])
@@ -109,10 +109,12 @@ def ingest_run(*, ingest_id: str, master: str | None = None, extra_args: list[st
         ingest.save(update_fields=["state", "started_at"])
     try:
         source = staging_path(ingest.source)
+        staging_files(ingest.source)  # refused now if a link inside has come to lead out since it started
         token = Token.objects.get_or_create(user=ingest.created_by)[0].key if ingest.created_by else ""
         args = [
             "--url", settings.BATON_API_URL, "--broker", ingest.broker, "--queue", ingest.queue,
-            "--source", str(source), "--format", ingest.format, "--ingest-id", ingest.pk,
+            "--source", str(source), "--staging-root", str(staging_dir()), "--format", ingest.format,
+            "--ingest-id", ingest.pk,
             "--master", master or settings.BATON_SPARK_MASTER or LOCAL_MASTER,
             "--write-partitions", str(settings.BATON_INGEST_WRITE_PARTITIONS),
             "--dedup-retention-ms", str(ingest.dedup_retention_days * MS_PER_DAY),

@@ -83,16 +83,26 @@ class Options:
         return self
 
 
-def source_files(source: str | Path) -> list[Path]:
-    """The files an ingest reads: ``source`` itself, or every visible file under it."""
+def source_files(source: str | Path, root: str | Path | None = None) -> list[Path]:
+    """The files an ingest reads: ``source`` itself, or every visible file under it, each
+    resolved (symbolic links followed), so Spark reads exactly the files checked. With
+    ``root`` (the staging directory), a file that resolves outside it is refused."""
     path = Path(source)
     if path.is_file():
-        return [path]
-    if not path.is_dir():
+        files = [path]
+    elif path.is_dir():
+        hidden = re.compile(r"^[._]")
+        files = [p for p in path.rglob("*")
+                 if p.is_file() and not any(hidden.match(part) for part in p.relative_to(path).parts)]
+    else:
         raise IngestError(f"No file or folder {str(path)!r}.")
-    hidden = re.compile(r"^[._]")
-    return sorted(p for p in path.rglob("*")
-                  if p.is_file() and not any(hidden.match(part) for part in p.relative_to(path).parts))
+    resolved = sorted({p.resolve() for p in files})
+    if root is not None:
+        top = Path(root).resolve()
+        outside = [p for p in resolved if not p.is_relative_to(top)]
+        if outside:
+            raise IngestError(f"{len(outside)} file(s) of the source lead outside the staging directory.")
+    return resolved
 
 
 def file_digest(path: Path) -> str:
@@ -198,12 +208,12 @@ def put_partition(rows: Iterable, *, target: PlatformTarget, options: Options) -
 
 
 def run(spark: SparkSession, *, source: str, target: PlatformTarget, options: Options,
-        write_partitions: int = WRITE_PARTITIONS) -> dict[str, int]:
+        write_partitions: int = WRITE_PARTITIONS, staging_root: str | None = None) -> dict[str, int]:
     """Put every record of ``source``; return ``records_total``, ``records_done`` and, from
     the attempts that succeeded, ``messages_put`` and ``duplicates_skipped`` (the platform's
     ingest record also counts puts of attempts that failed)."""
     options = options.checked()
-    rdd = records(spark, source_files(source), options).cache()
+    rdd = records(spark, source_files(source, staging_root), options).cache()
     try:
         total = rdd.count()
         with target.reporter() as reporter:
@@ -234,6 +244,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--broker", required=True)
     parser.add_argument("--queue", required=True)
     parser.add_argument("--source", required=True, help="A file or folder.")
+    parser.add_argument("--staging-root", default=None,
+                        help="Refuse files that resolve outside this folder (the platform's staging directory).")
     parser.add_argument("--format", default="jsonl", choices=FORMATS)
     parser.add_argument("--body-field", default="")
     parser.add_argument("--key-field", default="")
@@ -257,7 +269,7 @@ def main(argv: list[str] | None = None) -> int:
         spark = spark_session(APP_NAME, master=args.master)
         try:
             summary = run(spark, source=args.source, target=target, options=options,
-                          write_partitions=args.write_partitions)
+                          write_partitions=args.write_partitions, staging_root=args.staging_root)
         finally:
             spark.stop()
     except Exception as exc:  # the one line the platform shows as the ingest's error

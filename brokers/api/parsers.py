@@ -4,11 +4,15 @@ JSON may carry ``\\u0000`` and unpaired surrogate escapes (``\\ud800``). A lone 
 cannot be encoded as UTF-8 at all (SQLite and PostgreSQL both fail, as does turning a
 message body into bytes), and PostgreSQL refuses NUL in text and in jsonb. Without this
 they surface as 500s deep in the services; here they are 400 ``invalid`` naming the field.
-So is JSON nested deeper than ``MAX_DEPTH`` (the decoder itself would fail with a RecursionError).
+So is JSON nested deeper than ``MAX_DEPTH`` (the decoder itself would fail with a RecursionError),
+and a number that is not finite: ``NaN`` and ``Infinity`` are not JSON (:func:`json_strict_loads`
+refuses them), and ``1e400`` decodes as infinity.
 A message's ``body`` (top level, or in ``messages``) may hold NUL: it is stored as bytes.
 """
 from __future__ import annotations
 
+import json
+import math
 import re
 from typing import Any
 
@@ -43,6 +47,9 @@ def _checked(value: Any, where: str, errors: dict[str, list[str]], *, body: bool
     if isinstance(value, str):
         if problem := _problem(value, nul_allowed=body):
             errors.setdefault(where or "body", []).append(problem)
+    elif isinstance(value, float):
+        if not math.isfinite(value):  # 1e400 decodes as infinity: not a number JSON has
+            errors.setdefault(where or "body", []).append("Must be a finite number.")
     elif isinstance(value, dict):
         top = where == ""
         for key, item in value.items():
@@ -57,6 +64,16 @@ def _checked(value: Any, where: str, errors: dict[str, list[str]], *, body: bool
     elif isinstance(value, list):
         for index, item in enumerate(value):
             _checked(item, f"{where}[{index}]", errors, depth=depth + 1)
+
+
+def _not_json(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def json_strict_loads(text: str | bytes) -> Any:
+    """``json.loads`` refusing ``NaN``, ``Infinity`` and ``-Infinity`` (ValueError), as
+    strict JSON does; the finite check on numbers is :func:`json_storable`'s."""
+    return json.loads(text, parse_constant=_not_json)
 
 
 def json_storable(data: Any) -> Any:

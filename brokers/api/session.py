@@ -16,7 +16,8 @@ service). How it is served:
 - Bounds: a frame longer than ``BATON_MAX_REQUEST_LENGTH`` is answered 413
   ``message_too_large`` unread; more than ``BATON_SESSION_MAX_PENDING`` requests not yet
   applied are answered 429 ``throttled``; more than ``BATON_SESSION_MAX_WAITS`` waiting
-  requests likewise. A client that stops reading its replies until more than
+  requests likewise, as are more than ``BATON_MAX_WAITS_PER_USER`` waiting requests of one
+  user across all sessions and REST (``brokers/api/waits.py``). A client that stops reading its replies until more than
   ``BATON_SESSION_SEND_BUFFER`` bytes are queued, or for longer than
   ``BATON_SESSION_SEND_TIMEOUT_S``, is disconnected (close code 1008): it never holds up
   anyone else.
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import logging
 import queue
 import threading
@@ -43,16 +45,10 @@ from config.errors import BatonError, InvalidInput, MessageTooLarge
 
 from .authentication import token_user
 from .operations import SESSION_OPERATIONS
-from .parsers import json_storable
+from .parsers import json_storable, json_strict_loads
+from .waits import WOULD_WAIT as _WOULD_WAIT, wait_slot_give, wait_slot_take
 
 log = logging.getLogger(__name__)
-
-#: Operations whose ``wait`` may hold them, and how to tell that the immediate try must wait.
-_WOULD_WAIT = {
-    "get": lambda status, body: status == 200 and not body.get("messages"),
-    "commit": lambda status, body: status == 202,
-    "check": lambda status, body: status == 200 and body.get("result") == "pending",
-}
 
 _WAITERS: ThreadPoolExecutor | None = None
 _WAITERS_LOCK = threading.Lock()
@@ -107,7 +103,7 @@ class _Applier(threading.Thread):
         re = None
         try:
             try:
-                request = json.loads(text)
+                request = json_strict_loads(text)
             except (ValueError, RecursionError):  # not JSON, or nested beyond the decoder's depth
                 raise InvalidInput("A request is one JSON object: {\"id\", \"op\", ...fields}.",
                                    errors={"body": ["Not JSON."]}) from None
@@ -115,7 +111,8 @@ class _Applier(threading.Thread):
                 raise InvalidInput("A request is one JSON object: {\"id\", \"op\", ...fields}.",
                                    errors={"body": ["Must be an object."]})
             re = request.pop("id", None)
-            if isinstance(re, bool) or not isinstance(re, (int, float, str)) or (isinstance(re, str) and len(re) > 200):
+            if isinstance(re, bool) or not isinstance(re, (int, float, str)) or (isinstance(re, str) and len(re) > 200) \
+                    or (isinstance(re, float) and not math.isfinite(re)):  # 1e400 decodes as infinity: not JSON
                 re = None
                 raise InvalidInput("A request needs an id: a number or a string of at most 200 characters.",
                                    errors={"id": ["Required: a number or a string."]})
@@ -131,7 +128,8 @@ class _Applier(threading.Thread):
             user = self.consumer.user
             if user is None:
                 raise NotAuthenticated()
-            json_storable(request)
+            json_storable(request)  # text no database stores, numbers that are not finite
+            operation.permitted_first(user, request)
             data = operation.parse(request)
             wait = getattr(data, "wait", 0) or 0
             if op in _WOULD_WAIT and wait > 0:
@@ -163,23 +161,27 @@ class _Applier(threading.Thread):
     def wait(self, re: Any, operation, user, data) -> None:
         with self.lock:
             if self.waiting >= settings.BATON_SESSION_MAX_WAITS:
-                raise Throttled(f"At most {settings.BATON_SESSION_MAX_WAITS} waiting requests per session.")
+                raise Throttled(f"At most {settings.BATON_SESSION_MAX_WAITS} waiting requests per session.",
+                                retry_after=1)
+            slot = wait_slot_take(user)  # the user's, across sessions and REST (brokers/api/waits.py)
             self.waiting += 1
 
         def waited() -> None:
             try:
                 status, body = operation.perform(user, data)
-                self.consumer.reply({"re": re, "status": status, **operation.checked(status, body)})
+                answer = {"re": re, "status": status, **operation.checked(status, body)}
             except BatonError as exc:
-                self.consumer.reply(_error(re, exc))
+                answer = _error(re, exc)
             except Exception:
                 log.exception("session request failed")
                 close_old_connections()
-                self.consumer.reply({"re": re, "status": 500, "code": "server_error",
-                                     "message": "The server failed to handle the request."})
-            finally:
+                answer = {"re": re, "status": 500, "code": "server_error",
+                          "message": "The server failed to handle the request."}
+            finally:  # the slot is free before the client hears the answer
+                wait_slot_give(slot)
                 with self.lock:
                     self.waiting -= 1
+            self.consumer.reply(answer)
 
         _waiters().submit(waited)
 
@@ -257,7 +259,7 @@ class SessionConsumer(AsyncWebsocketConsumer):
     def reply(self, body: dict[str, Any]) -> None:
         """Encode a reply (once) and hand it to the event loop. Replies made while the loop
         has not yet taken the earlier ones go with them: one wake-up of the loop for all."""
-        text = json.dumps(body, separators=(",", ":"), ensure_ascii=False)
+        text = json.dumps(body, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
         with self.made_lock:
             self.made.append(text)
             if len(self.made) > 1:
@@ -324,7 +326,9 @@ def _peek_id(text: str) -> Any:
     if len(text) > 65536:
         return None
     try:
-        found = json.loads(text).get("id")
+        found = json_strict_loads(text).get("id")
     except (ValueError, AttributeError, RecursionError):
+        return None
+    if isinstance(found, float) and not math.isfinite(found):
         return None
     return found if isinstance(found, (int, float, str)) and not isinstance(found, bool) else None

@@ -7,6 +7,11 @@ from pydantic import ValidationError
 
 from ..exceptions import InvalidInput
 
+#: At most this many message properties, each named by 1 to PROPERTY_KEY_LENGTH characters
+#: (message_input.MessageInput enforces them; they count towards the message length too).
+MAX_PROPERTIES = 100
+PROPERTY_KEY_LENGTH = 128
+
 #: What a person is told when a message field is not valid (whatever pydantic found).
 FIELD_TEXTS = {
     "correl_id": "Must be 48 hexadecimal characters (24 bytes).",
@@ -19,7 +24,8 @@ FIELD_TEXTS = {
     "reply_to_queue": "Use 1 to 48 characters of A-Z a-z 0-9 . _ / %.",
     "reply_to_broker": "Use 1 to 48 characters of A-Z a-z 0-9 . _ / %.",
     "report": "Must be a list drawn from coa, cod, expiry, exception.",
-    "properties": "Must be an object.",
+    "properties": f"Must be an object of at most {MAX_PROPERTIES} properties, each named by 1 to "
+                  f"{PROPERTY_KEY_LENGTH} characters.",
     "refers_to": "Must be {\"msg_id\": <48 hex>, \"action\": cancel|replace|reprioritise}.",
     "body": "Must be a string; send bytes as body_base64.",
     "body_base64": "Must be valid base64.",

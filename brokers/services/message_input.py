@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import json
 import re
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
@@ -15,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, Validation
 
 from ..exceptions import InvalidInput
 from ..models import NAME_PATTERN, Message, MessageType
-from .invalid_input import FIELD_TEXTS, invalid  # noqa: F401  (FIELD_TEXTS: where it always was)
+from .invalid_input import FIELD_TEXTS, MAX_PROPERTIES, PROPERTY_KEY_LENGTH, invalid  # noqa: F401
 
 HEX_ID = re.compile(r"^[0-9a-fA-F]{48}$")
 MESSAGE_FIELDS = {
@@ -25,6 +26,9 @@ MESSAGE_FIELDS = {
 }
 #: Longest duplicate-detection key.
 DEDUP_KEY_LENGTH = 200
+#: Most properties a message may carry, and the longest property name (as Service Bus and
+#: JMS bound them; each property's value counts towards the message length):
+#: MAX_PROPERTIES and PROPERTY_KEY_LENGTH, defined with the texts that name them (invalid_input).
 
 
 @dataclass
@@ -83,7 +87,10 @@ class MessageIn(BaseModel):
     reply_to_broker: Name | None = None
     report: list[Literal["coa", "cod", "expiry", "exception"]] | None = Field(
         None, description="Reports to send to reply_to_queue.")
-    properties: dict[str, Any] | None = None
+    properties: dict[str, Any] | None = Field(None, description=(
+        f"At most {MAX_PROPERTIES} properties, each named by 1 to {PROPERTY_KEY_LENGTH} characters; they count "
+        "towards the message length."), json_schema_extra={
+            "maxProperties": MAX_PROPERTIES, "propertyNames": {"minLength": 1, "maxLength": PROPERTY_KEY_LENGTH}})
     refers_to: RefersTo | None = Field(None, description="A reactive message: acts on an earlier message.")
     dedup_key: Annotated[str, Field(min_length=1, max_length=DEDUP_KEY_LENGTH)] | None = Field(
         None, description="Duplicate detection: a put of a key the queue has already taken is skipped "
@@ -105,6 +112,9 @@ class MessageIn(BaseModel):
             raise ValueError("reply_to_queue: Reports need a reply-to queue.")
         if self.dedup_retention_ms is not None and self.dedup_key is None:
             raise ValueError("dedup_retention_ms: A retention needs a dedup_key.")
+        if self.properties is not None and (len(self.properties) > MAX_PROPERTIES or not all(
+                0 < len(key) <= PROPERTY_KEY_LENGTH for key in self.properties)):
+            raise ValueError(f"properties: {FIELD_TEXTS['properties']}")
         return self
 
     def to_input(self) -> MessageInput:
@@ -123,6 +133,18 @@ class MessageIn(BaseModel):
             if self.refers_to else None,
             dedup_key=self.dedup_key, dedup_retention_ms=self.dedup_retention_ms,
         )
+
+
+def message_length(msg: MessageInput) -> int:
+    """What a message counts against the message length limits: its body, its properties
+    (as compact UTF-8 JSON) and the descriptor fields a client sets freely."""
+    length = len(msg.body)
+    if msg.properties:
+        length += len(json.dumps(msg.properties, separators=(",", ":"), ensure_ascii=False).encode("utf-8", "surrogatepass"))
+    for text in (msg.correl_id, msg.group_id, msg.format, msg.reply_to_queue, msg.reply_to_broker, msg.dedup_key):
+        if text:
+            length += len(text)
+    return length
 
 
 def message_input_parse(data: Any, *, where: str = "") -> MessageInput:

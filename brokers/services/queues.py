@@ -3,8 +3,9 @@ from __future__ import annotations
 
 from django.db import IntegrityError, transaction as db
 
+from .. import permissions as may
 from ..exceptions import AlreadyExists, InvalidInput, NotEmpty
-from ..models import Message, Queue, QueueKind
+from ..models import Message, Queue, QueueKind, QueueUsage
 from ..selectors import broker_get, queue_get
 from .validation import model_validated, unknown_fields_refused
 
@@ -14,11 +15,30 @@ QUEUE_FIELDS = {
     "backout_threshold", "backout_queue", "lock_duration_ms", "default_access", "remote_broker",
     "remote_queue", "transmission_queue", "target_queue",
 }
+#: The attributes only a queue of that kind has; any other kind leaves them empty.
+KIND_FIELDS = {
+    QueueKind.LOCAL: set(),
+    QueueKind.REMOTE: {"remote_broker", "remote_queue", "transmission_queue"},
+    QueueKind.ALIAS: {"target_queue"},
+}
+ROUTE_FIELDS = set().union(*KIND_FIELDS.values())
+
+
+def _contradictions(queue: Queue) -> dict[str, list[str]]:
+    """The attributes that do not belong to the queue's kind (a definition is checked as a
+    whole: what it would be once saved, not only the fields changed)."""
+    errors: dict[str, list[str]] = {}
+    for name in sorted(ROUTE_FIELDS - KIND_FIELDS.get(queue.kind, set())):
+        if getattr(queue, name):
+            errors[name] = [f"A {queue.kind} queue has no {name}."]
+    if queue.kind != QueueKind.LOCAL and queue.usage == QueueUsage.TRANSMISSION:
+        errors["usage"] = ["Only a local queue can be a transmission queue."]
+    return errors
 
 
 def _queue_definition_checked(queue: Queue) -> None:
     model_validated(queue, exclude=["broker"])
-    errors: dict[str, list[str]] = {}
+    errors: dict[str, list[str]] = _contradictions(queue)
     if queue.kind == QueueKind.REMOTE:
         if not queue.remote_broker:
             errors["remote_broker"] = ["A remote queue names the broker it leads to."]
@@ -37,15 +57,18 @@ def _queue_definition_checked(queue: Queue) -> None:
         raise InvalidInput("The request is not valid.", errors=errors)
 
 
-def queue_define(*, broker: str, name: str, **attributes) -> Queue:
+def queue_define(*, broker: str, name: str, user=None, **attributes) -> Queue:
     """Define a queue on a broker. Unset attributes take the broker's defaults where it has
-    them (maximum message length, persistence)."""
+    them (maximum message length, persistence). ``user`` (a transport's authenticated user;
+    None: system code): an alias or remote queue needs admin where it leads
+    (``brokers.permissions.require_queue_route``)."""
     unknown_fields_refused(attributes, QUEUE_FIELDS)
     owner = broker_get(name=broker)
     attributes.setdefault("max_message_length", owner.max_message_length)
     attributes.setdefault("default_persistence", owner.default_persistence)
     queue = Queue(broker=owner, name=name, **attributes)
     _queue_definition_checked(queue)
+    may.require_queue_route(user, queue=queue)
     try:
         with db.atomic():
             queue.save()
@@ -54,16 +77,28 @@ def queue_define(*, broker: str, name: str, **attributes) -> Queue:
     return queue
 
 
-def queue_alter(*, broker: str, name: str, **changes) -> Queue:
+def queue_alter(*, broker: str, name: str, user=None, **changes) -> Queue:
+    """Alter a queue's definition, checked as a whole: the attributes of the kind it ends
+    as (those of its former kind that are not given are cleared; contradicting ones given
+    are refused). A queue that holds messages keeps its kind and usage. ``user``: as for
+    :func:`queue_define`, when the alteration leaves an alias or remote queue."""
     unknown_fields_refused(changes, QUEUE_FIELDS)
     with db.atomic():
         queue = queue_get(broker=broker, name=name)
-        if "kind" in changes and changes["kind"] != queue.kind:
-            if queue.kind == QueueKind.LOCAL and Message.objects.filter(queue=queue).exists():
-                raise NotEmpty(f"Queue {name!r} holds messages; its kind cannot change.", queue=name)
+        rekinded = "kind" in changes and changes["kind"] != queue.kind
+        reused = "usage" in changes and changes["usage"] != queue.usage
+        if (rekinded or reused) and Message.objects.filter(queue=queue).exists():
+            what = "kind" if rekinded else "usage"
+            raise NotEmpty(f"Queue {name!r} holds messages; its {what} cannot change.", queue=name)
+        if rekinded:
+            kept = KIND_FIELDS.get(changes["kind"], set())
+            for field in ROUTE_FIELDS - kept - set(changes):
+                setattr(queue, field, "")
         for key, value in changes.items():
             setattr(queue, key, value)
         _queue_definition_checked(queue)
+        if rekinded or ROUTE_FIELDS & set(changes):
+            may.require_queue_route(user, queue=queue)
         # Counters are changed only under the row lock; save just the definition.
         queue.save(update_fields=sorted(QUEUE_FIELDS))
     return queue

@@ -3,9 +3,14 @@ exception. A report goes to the original message's reply-to queue (on its reply-
 or through the transmission queue named after that broker), with ``msg_type`` report,
 ``correl_id`` = the original msg_id and ``feedback`` saying which report it is.
 
-Reports are never refused: they are put beyond a full queue's max depth (as they would be
-on a dead-letter queue); one that has nowhere to go is recorded in the journal and dropped.
-Caller holds an open database transaction; the report commits with the event it reports.
+A report goes where any message would (docs/permissions.md, "Indirect paths"): to the
+reply-to queue on this broker, or over the transmission queue named after the reply-to
+broker; never straight into another broker's queue. The put that asked for it was refused
+unless its user may put where the report finally arrives. A report respects its queue's
+max depth and put inhibition: one that cannot be put there goes to the dead-letter queue
+of the broker it was made on, with the reason (``dead_letter_reason``); one with no
+dead-letter queue either is recorded in the journal and dropped. Caller holds an open
+database transaction; the report commits with the event it reports.
 """
 from __future__ import annotations
 
@@ -15,8 +20,9 @@ from transactions.journal import journal_event, journal_record
 from transactions.models import JournalKind
 
 from ..ids import id_new
-from ..models import Message, MessageType, Queue, QueueKind, QueueUsage
-from .room import queue_reserve, queues_woken
+from .. import queries
+from ..models import Broker, Message, MessageType, Queue, QueueKind, QueueUsage
+from .room import queues_woken
 
 COA, COD, EXPIRY, EXCEPTION = "coa", "cod", "expiry", "exception"
 
@@ -30,8 +36,7 @@ def _local_queue(broker_name: str, name: str) -> Queue | None:
 
 def _report_destination(*, original: Message, broker_name: str) -> tuple[Queue | None, dict | None]:
     """The reply-to queue on this broker; for another broker, the transmission queue named
-    after it (so the report travels over the channel as any message would), else that
-    broker's queue directly if it is on this platform."""
+    after it (so the report travels over the channel as any message would)."""
     to_broker = original.reply_to_broker or broker_name
     if to_broker == broker_name:
         return _local_queue(broker_name, original.reply_to_queue), None
@@ -40,7 +45,32 @@ def _report_destination(*, original: Message, broker_name: str) -> tuple[Queue |
     ).first()
     if xmitq is not None:
         return xmitq, {"broker": to_broker, "queue": original.reply_to_queue}
-    return _local_queue(to_broker, original.reply_to_queue), None
+    return None, None
+
+
+def _dead_letter_queue(broker_name: str) -> Queue | None:
+    name = Broker.objects.filter(name=broker_name).values_list("dead_letter_queue", flat=True).first()
+    return _local_queue(broker_name, name) if name else None
+
+
+def _placed(*, target: Queue | None, original: Message, broker_name: str,
+            feedback: str) -> tuple[Queue | None, int | None, str]:
+    """Where the report goes and its commit sequence: its destination while that takes it
+    (put enabled, under max depth), else the dead-letter queue with the reason."""
+    where = f"{original.reply_to_broker or broker_name}/{original.reply_to_queue}"
+    if target is None:
+        why = f"{feedback} report: no route to {where}"
+    elif not target.put_enabled:
+        why = f"{feedback} report: puts disabled on {where}"
+    else:
+        base = queries.queue_reserve(queue_id=target.pk, count=1, commit_count=1, max_depth_checked=True)
+        if base is not None:
+            return target, base, ""
+        why = f"{feedback} report: queue full ({where}, max depth {target.max_depth})"
+    dead = _dead_letter_queue(broker_name)
+    if dead is None:
+        return None, None, why
+    return dead, queries.queue_reserve(queue_id=dead.pk, count=1, commit_count=1, max_depth_checked=False), why
 
 
 def report_send(*, original: Message, broker_name: str, queue_name: str, feedback: str, reason: str = "") -> Message | None:
@@ -51,22 +81,23 @@ def report_send(*, original: Message, broker_name: str, queue_name: str, feedbac
 
     target, header = _report_destination(original=original, broker_name=broker_name)
     now = timezone.now()
+    target, base, why = _placed(target=target, original=original, broker_name=broker_name, feedback=feedback)
     if target is None:
         journal_record(events=[journal_event(
             JournalKind.DEAD_LETTER, broker=broker_name, queue=queue_name, msg_id=original.msg_id, at=now,
-            reason=f"{feedback} report undeliverable: no queue {original.reply_to_queue!r}",
+            reason=f"{why}; no dead-letter queue",
         )])
         return None
-    base = queue_reserve(queue=target, count=1, commit_count=1, enforce_max_depth=False)
     report = Message.objects.create(
         queue=target, msg_id=id_new(), correl_id=original.msg_id, msg_type=MessageType.REPORT, feedback=feedback,
         priority=original.priority or 0, persistent=getattr(original, "persistent", True), put_time=now, put_application="baton",
         properties={"original_broker": broker_name, "original_queue": queue_name, **({"reason": reason} if reason else {})},
-        body=b"", commit_seq=base, transmission_header=header,
+        body=b"", commit_seq=base, transmission_header=None if why else header,
+        dead_letter_reason=why[:200], dead_letter_queue=original.reply_to_queue[:48] if why else "",
     )
     journal_record(events=[journal_event(
-        JournalKind.PUT, broker=target.broker.name, queue=target.name, msg_id=report.msg_id, at=now,
-        report=feedback, about=original.msg_id,
+        JournalKind.DEAD_LETTER if why else JournalKind.PUT, broker=target.broker.name, queue=target.name,
+        msg_id=report.msg_id, at=now, report=feedback, about=original.msg_id, **({"reason": why} if why else {}),
     )])
     queues_woken([target.pk])
     return report

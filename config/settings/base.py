@@ -58,6 +58,7 @@ INSTALLED_APPS = [
     "analytics",
     "stomp_server",
     "bench",  # benchmarks and the soak test (commands only); no product app imports it
+    "axes",  # sign-in throttling (config/settings/signin.py)
 ]
 
 MIDDLEWARE = [
@@ -69,6 +70,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "axes.middleware.AxesMiddleware",  # last: turns a locked-out sign-in into its 429 page
 ]
 
 ROOT_URLCONF = "config.urls"

@@ -12,3 +12,23 @@ BATON_SESSION_WAIT_THREADS = env_int("BATON_SESSION_WAIT_THREADS", 64)
 BATON_SESSION_SEND_BUFFER = env_int("BATON_SESSION_SEND_BUFFER", 64 * 1024 * 1024)
 #: Seconds one reply may take to send before the session is closed (code 1008).
 BATON_SESSION_SEND_TIMEOUT_S = env_float_default("BATON_SESSION_SEND_TIMEOUT_S", 30.0)
+
+#: Requests of one user waiting at once in this process (REST and sessions together: a get,
+#: commit or check whose ``wait`` holds it); more are answered 429 ``throttled`` with
+#: Retry-After. Below both pools (BATON_HTTP_THREADS, BATON_SESSION_WAIT_THREADS), so no
+#: single user can hold every thread that serves others.
+BATON_MAX_WAITS_PER_USER = env_int("BATON_MAX_WAITS_PER_USER", 16)
+
+
+def _waits_checked() -> None:
+    from django.core.exceptions import ImproperlyConfigured
+
+    from .api import BATON_HTTP_THREADS
+
+    pools = min(BATON_HTTP_THREADS, BATON_SESSION_WAIT_THREADS)
+    if not 1 <= BATON_MAX_WAITS_PER_USER < pools:
+        raise ImproperlyConfigured(f"BATON_MAX_WAITS_PER_USER must be at least 1 and below {pools} (the smaller of "
+                                   "BATON_HTTP_THREADS and BATON_SESSION_WAIT_THREADS).")
+
+
+_waits_checked()

@@ -8,10 +8,15 @@ from brokers.services.messages import message_get, message_put
 from config.errors import InvalidInput
 
 
+def _not_json(name: str):
+    raise ValueError(f"{name} is not JSON")
+
+
 def dashboard_put(*, broker: str, queue: str, body: str, priority: str = "", format: str = "",
-                  properties: str = "", user: str = "") -> str:
+                  properties: str = "", user: str = "", actor=None) -> str:
     """Put one message outside any unit of work, as typed into the queue page's form.
-    Returns the new message's id."""
+    Returns the new message's id. ``actor``: the signed-in user, whose rights the brokers'
+    rule for indirect paths checks (an alias or remote queue's destination)."""
     import json
 
     data: dict = {"body": body}
@@ -24,11 +29,11 @@ def dashboard_put(*, broker: str, queue: str, body: str, priority: str = "", for
         data["format"] = format.strip()
     if properties.strip():
         try:
-            data["properties"] = json.loads(properties)
+            data["properties"] = json.loads(properties, parse_constant=_not_json)
         except ValueError as exc:
             raise InvalidInput("Properties must be a JSON object.", errors={"properties": ["Not JSON."]}) from exc
     result = message_put(broker=broker, queue=queue, messages=[message_input_parse(data)], syncpoint="no",
-                         put_application=f"dashboard:{user}"[:100])
+                         put_application=f"dashboard:{user}"[:100], user=actor)
     return result.messages[0].msg_id
 
 

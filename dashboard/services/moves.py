@@ -24,6 +24,7 @@ from django.conf import settings
 from django.db import transaction as db
 from django.utils import timezone
 
+from brokers import permissions as may
 from brokers.exceptions import PutInhibited, QueueFull
 from brokers.models import Message, Queue, QueueKind
 from brokers.selectors import queue_get
@@ -128,6 +129,7 @@ def move_job_submit(*, user, broker: str, queue: str, action: str, msg_ids=(), e
                                  .exclude(dead_letter_queue="").values_list("dead_letter_queue", flat=True)))
         for name in targets:
             require_queue_action(user, "put", broker=broker, queue=name)
+            may.require_reached(user, "put", broker=broker, queue=name)  # an alias's target too (docs/permissions.md)
         job = MoveJob.objects.create(broker=broker, source_queue=queue, action=action, target_queue=target_queue,
                                      msg_ids=ids, user=user if user.pk else None, username=user.get_username())
         _dispatch(job)

@@ -79,6 +79,12 @@ class Operation:
             SESSION_OPERATIONS[cls.session] = cls
 
     @classmethod
+    def permitted_first(cls, user, data: dict[str, Any]) -> None:
+        """A permission check made on the raw request before it is validated, for operations
+        whose validation could otherwise tell a stranger something (a 400 before a 403).
+        Both transports call it; ``perform`` checks again on the validated input."""
+
+    @classmethod
     def parse(cls, data: Any) -> Model:
         if not isinstance(data, dict):
             raise InvalidInput("The request body must be a JSON object.", errors={"body": ["Must be an object."]})
@@ -112,6 +118,8 @@ class Operation:
     @classmethod
     def run(cls, user, data: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         """Validate, perform, check: what both transports call."""
+        if isinstance(data, dict):
+            cls.permitted_first(user, data)
         status, body = cls.perform(user, cls.parse(data))
         return status, cls.checked(status, body)
 

@@ -36,6 +36,13 @@ class ConnectionOpen(Operation):
     Output = ConnectionOut
 
     @classmethod
+    def permitted_first(cls, user, data: dict[str, Any]) -> None:
+        """Who may open a connection on the broker, before its fields are validated: a
+        stranger's bad request is 403, as a good one is, and says nothing of the broker."""
+        if isinstance(data.get("broker"), str):
+            may.require_connection_open(user, broker=data["broker"])
+
+    @classmethod
     def perform(cls, user, data: Input) -> tuple[int, dict[str, Any]]:
         may.require_connection_open(user, broker=data.broker)
         return 201, connection_render(connection_open(broker=data.broker, client_name=data.client_name))

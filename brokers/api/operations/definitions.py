@@ -264,7 +264,8 @@ class QueueDefine(Operation):
     @classmethod
     def perform(cls, user, data: Input) -> tuple[int, dict[str, Any]]:
         may.require_broker_admin(user, broker=data.broker)
-        queue = queue_define(broker=data.broker, name=data.name, **_given(data, skip=("broker", "name")))
+        queue = queue_define(broker=data.broker, name=data.name, user=user,
+                             **_given(data, skip=("broker", "name")))
         return 201, _queue_body(queue)
 
 
@@ -299,7 +300,7 @@ class QueueAlter(Operation):
     @classmethod
     def perform(cls, user, data: Input) -> tuple[int, dict[str, Any]]:
         may.require_queue_admin(user, broker=data.broker, queue=data.queue)
-        return 200, _queue_body(queue_alter(broker=data.broker, name=data.queue,
+        return 200, _queue_body(queue_alter(broker=data.broker, name=data.queue, user=user,
                                             **_given(data, skip=("broker", "queue"))))
 
 

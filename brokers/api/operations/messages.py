@@ -109,6 +109,9 @@ class MessagePut(Operation):
     def perform(cls, user, data: Input) -> tuple[int, dict[str, Any]]:
         may.require_put(user, broker=data.broker, queue=data.queue)
         may.require_connection_use(user, conn_id=data.connection)
+        username = getattr(user, "username", "")
+        if data.put_application is not None and data.put_application != username:
+            may.require_set_context(user, field="put_application")
         if data.messages is not None:
             messages = [m.to_input() for m in data.messages]
         else:
@@ -116,7 +119,7 @@ class MessagePut(Operation):
         result = message_put(
             broker=data.broker, queue=data.queue, messages=messages, transaction_id=data.transaction,
             syncpoint=data.syncpoint, connection_id=data.connection,
-            put_application=(data.put_application or getattr(user, "username", ""))[:100],
+            put_application=(data.put_application or username)[:100],
             user=user,  # ownership of units of work (docs/permissions.md)
         )
         b, q = result.queue.broker.name, result.queue.name
@@ -207,7 +210,7 @@ class MessageBrowse(Operation):
         may.require_browse(user, broker=data.broker, queue=data.queue)
         result = message_browse(broker=data.broker, queue=data.queue, cursor=data.cursor or None,
                                 ordered=data.ordered, limit=data.limit, body_contains=data.body_contains,
-                                property=data.property)
+                                property=data.property, user=user)
         b, q = result.queue.broker.name, result.queue.name
         return 200, {"messages": [message_render(m, broker=b, queue=q) for m in result.messages],
                      "cursor": result.cursor}

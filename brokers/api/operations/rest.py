@@ -9,6 +9,7 @@ from rest_framework.response import Response
 
 from config.errors import InvalidInput
 
+from ..waits import performed
 from .base import Operation
 
 #: Path parameter -> the operation's field.
@@ -39,5 +40,8 @@ def operation_response(operation: type[Operation], request: Request, data: dict[
         if name in data:
             raise InvalidInput("The request is not valid.", errors={name: ["Given in the path; not in the body."]})
         data[name] = value
-    status, body = operation.run(request.user, data)
+    operation.permitted_first(request.user, data)
+    parsed = operation.parse(data)
+    status, body = performed(operation, request.user, parsed)  # a wait takes one of the user's slots
+    body = operation.checked(status, body)
     return Response(body if status != 204 else None, status=status)

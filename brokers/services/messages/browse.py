@@ -9,6 +9,7 @@ from django.conf import settings
 from django.db.models import Q
 from django.utils import timezone
 
+from ... import permissions as may
 from ...exceptions import InvalidInput
 from ...models import Message, QueueKind
 from ...selectors import queue_get
@@ -38,7 +39,7 @@ def _cursor_encode(after: int, order: str) -> str:
 
 def message_browse(*, broker: str, queue: str, cursor: str | None = None, limit: int = 50,
                    ordered: bool = False, body_contains: str | None = None,
-                   property: str | None = None) -> BrowseResult:
+                   property: str | None = None, user=None) -> BrowseResult:
     """Look at messages without removing them; the cursor marks the position after the
     last message returned, so browsing again from it shows what came since.
 
@@ -50,12 +51,14 @@ def message_browse(*, broker: str, queue: str, cursor: str | None = None, limit:
 
     ``body_contains`` and ``property`` show only the messages they match
     (brokers/services/message_filter.py; malformed: InvalidInput), pages read on from the
-    cursor as without them."""
+    cursor as without them. ``user`` (a transport's authenticated user; None: system code):
+    browsing through an alias needs browse on the queue it stands for too."""
     found = message_filter_parse(body_contains=body_contains, property=property)
     if not 1 <= limit <= settings.BATON_MAX_BATCH:
         raise InvalidInput(f"limit must be from 1 to {settings.BATON_MAX_BATCH}.", errors={"limit": ["Out of range."]})
     source = queue_get(broker=broker, name=queue)
     if source.kind == QueueKind.ALIAS:
+        may.require_reached(user, "browse", broker=broker, queue=queue)  # docs/permissions.md
         source = queue_get(broker=broker, name=source.target_queue)
     now = timezone.now()
     if not ordered:

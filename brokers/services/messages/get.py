@@ -31,7 +31,8 @@ from ... import queries
 from ...definitions import definitions_checked
 from ... import permissions as may
 from ...exceptions import ConnectionNotFound, InvalidInput, OptionsConflict, QueueInUse, QueueNotFound
-from ...models import Access, Connection, DeliverySequence, Message, Queue, ReadOrder
+from ...definitions import queue_cached
+from ...models import Access, Connection, DeliverySequence, Message, Queue, QueueKind, ReadOrder
 from ...selectors import connection_get, queue_next_release
 from .. import locks  # (a module: locks imports this package's common helpers)
 from ..message_input import HEX_ID
@@ -306,6 +307,11 @@ def _match_id(name: str, value: str | None) -> str | None:
     return value.lower()
 
 
+def _named_queue(*, broker: str, queue: str) -> Queue:
+    definitions_checked()
+    return queue_cached(broker=broker, name=queue)
+
+
 def message_get(
     *, broker: str, queue: str, transaction_id: str | None = None, syncpoint: str | None = None,
     connection_id: str | None = None, wait: float = 0, batch: int = 1, msg_id: str | None = None,
@@ -340,6 +346,10 @@ def message_get(
         raise InvalidInput("A get takes syncpoint yes or no.", errors={"syncpoint": ["Invalid choice."]})
     if preemptive and syncpoint != "yes":
         raise OptionsConflict("A pre-emptive get needs a unit of work: name a transaction or ask for syncpoint yes.")
+    if user is not None:  # the indirect paths' rule (docs/permissions.md): an alias's target too
+        named = _named_queue(broker=broker, queue=queue)
+        if named.kind != QueueKind.LOCAL:
+            may.require_reached(user, "get", broker=broker, queue=queue)
     outside = False
     if commit_first:  # docs/design.md §4: commit the unit of work first, then get outside it
         if connection_id:

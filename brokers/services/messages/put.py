@@ -16,13 +16,14 @@ from transactions.journal import journal_event, journal_record
 from transactions.manager import transaction_mark, transaction_timeouts_applied
 from transactions.models import JournalKind
 
+from ... import permissions as may
 from ... import queries
 from ...definitions import definitions_checked
 from ...exceptions import InvalidInput, MessageTooLarge, QueueFull
 from ...ids import ids_new
-from ...models import Message, PendingReaction, Persistence
+from ...models import Message, MessageType, PendingReaction, Persistence
 from ...queries import message_new
-from ..message_input import MessageInput
+from ..message_input import MessageInput, message_length
 from ..reactions import reaction_apply
 from ..reports import COA, reports_send
 from ..store import (
@@ -68,13 +69,20 @@ def message_put(
         target = _put_target(broker=broker, queue=queue)
         named, dest = target.named, target.queue
         owner = dest.broker
+        if user is not None and any(m.msg_type == MessageType.REPORT for m in messages):
+            may.require_set_context(user, field="msg_type")  # reports are Baton's own (docs/permissions.md)
+        if user is not None:  # the indirect paths' rule (docs/permissions.md)
+            if named is not dest:
+                may.require_reached(user, "put", broker=broker, queue=queue)
+            _reports_checked(user, broker=broker, messages=messages)
         limit = min(named.max_message_length, dest.max_message_length, owner.max_message_length,
                     settings.BATON_MAX_MESSAGE_LENGTH)
         for index, msg in enumerate(messages):
-            if len(msg.body) > limit:
+            length = message_length(msg)
+            if length > limit:
                 raise MessageTooLarge(
-                    f"Message {index} is {len(msg.body)} bytes; queue {dest.name!r} accepts at most {limit}.",
-                    index=index, length=len(msg.body), max_message_length=limit,
+                    f"Message {index} is {length} bytes (body, properties and descriptor); queue {dest.name!r} "
+                    f"accepts at most {limit}.", index=index, length=length, max_message_length=limit,
                 )
         queue_persistent = named.default_persistence == Persistence.PERSISTENT
         persistent = [
@@ -137,6 +145,17 @@ def message_put(
 
 def _retained_until(msg: MessageInput, now):
     return None if msg.dedup_retention_ms is None else now + timedelta(milliseconds=msg.dedup_retention_ms)
+
+
+def _reports_checked(user, *, broker: str, messages: list[MessageInput]) -> None:
+    """Reports go only where the putting user may put: each distinct reply-to destination of
+    the messages asking for reports is checked once."""
+    seen: set[tuple[str, str]] = set()
+    for msg in messages:
+        where = (msg.reply_to_broker, msg.reply_to_queue)
+        if msg.report and msg.reply_to_queue and where not in seen:
+            seen.add(where)
+            may.require_reports(user, broker=broker, reply_to_broker=where[0], reply_to_queue=where[1])
 
 
 def _duplicates_skipped(*, queue, rows: list[Message], messages: list[MessageInput], now):

@@ -205,3 +205,66 @@ def test_api_conforms_to_its_schema(case, live, live_ids):
             f"{case.method} {case.formatted_path} with data the schema forbids answered {response.status_code} "
             f"but changed {changed}", response.text[:300],
         )
+
+
+# --- as a user with grants on one broker's queues: the indirect paths ----------------------
+#
+# The same fuzz over the queue and message operations, as a user holding put, get and browse
+# on QM1/Q1 and admin too on QM1/MINE. Whatever it sends (aliases, remote queues, reports,
+# re-kinding MINE), nothing it has no grant on may change: QM1/SECRET and broker QM2.
+
+#: Kept short (CI's time): the writes only, generated and fuzzed, without the coverage phase.
+USER_CONFIG = {**CONFIG, "generation": {**CONFIG["generation"], "max-examples": max(3, MAX_EXAMPLES // 2)},
+               "phases": {**CONFIG["phases"], "coverage": {"enabled": False}}}
+user_schema = schemathesis.openapi.from_dict(_openapi(), config=schemathesis.Config.from_dict(USER_CONFIG)).include(
+    path_regex=r"^/api/brokers/\{broker\}/queues/", method=["POST", "PATCH"])
+
+
+@pytest.fixture(scope="module")
+def live_user(live) -> dict[str, str]:
+    with httpx.Client(base_url=live.url, headers=live.headers, timeout=30) as http:
+        for broker in ("QM1", "QM2"):  # the fuzz above may have made them
+            _ok(http.post("/api/brokers/", json={"name": broker}), 201, 409)
+        _ok(http.post("/api/brokers/QM2/queues/", json={"name": "AUDIT", "max_depth": 2}), 201, 409)
+        for queue in ("Q1", "SECRET", "MINE"):
+            _ok(http.post("/api/brokers/QM1/queues/", json={"name": queue}), 201, 409)
+    token = manage(live.env, "api_token", "fuzz-user", "--create-user").strip().splitlines()[-1]
+    manage(live.env, "grant", "fuzz-user", "--broker", "QM1", "--queue", "Q1", "--actions", "put,get,browse")
+    manage(live.env, "grant", "fuzz-user", "--broker", "QM1", "--queue", "MINE", "--actions", "put,get,browse,admin")
+    return {"Authorization": f"Token {token}"}
+
+
+def _untouchable(live) -> tuple | None:
+    """The rows of what the fuzzing user holds no grant on (SQLite only)."""
+    if live.env["DATABASE_URL"] != f"sqlite:///{live.var_dir / 'baton.sqlite3'}":
+        return None
+    db = sqlite3.connect(f"file:{live.var_dir / 'baton.sqlite3'}?mode=ro", uri=True, timeout=30)
+    try:
+        where = "(b.name = 'QM2' OR (b.name = 'QM1' AND q.name = 'SECRET'))"
+        queues = db.execute(f"SELECT q.* FROM brokers_queue q JOIN brokers_broker b ON b.id = q.broker_id "
+                            f"WHERE {where} ORDER BY q.id").fetchall()
+        messages = db.execute(f"SELECT m.id FROM brokers_message m JOIN brokers_queue q ON q.id = m.queue_id "
+                              f"JOIN brokers_broker b ON b.id = q.broker_id WHERE {where} ORDER BY m.id").fetchall()
+        return queues, messages
+    finally:
+        db.close()
+
+
+@user_schema.parametrize()
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_a_user_reaches_nothing_it_has_no_grant_on(case, live, live_user):
+    params = case.path_parameters or {}
+    if "broker" in params:
+        params["broker"] = "QM1"
+    if "queue" in params:
+        params["queue"] = ("Q1", "MINE")[next(_cases) % 2]
+    negative = case.meta is not None and case.meta.generation.mode.is_negative
+    lenient = isinstance(case.body, dict) and any(
+        name in LENIENT_FLAGS and not isinstance(value, bool) for name, value in case.body.items())
+    before = _untouchable(live)
+    case.call_and_validate(
+        base_url=live.url, headers=live_user, timeout=30,
+        checks=[not_a_server_error, *([negative_data_rejection] if negative and not lenient else [])],
+    )
+    if before is not None:
+        assert _untouchable(live) == before, f"{case.method} {case.formatted_path} changed what the user has no grant on"

@@ -1,0 +1,43 @@
+"""The dashboard shows a user the channels REST shows them: those whose source broker they
+hold a grant on (the channels page, the broker page and the overview socket's data)."""
+from __future__ import annotations
+
+import pytest
+from rest_framework.test import APIClient
+
+from brokers.channels.definitions import channel_define
+from brokers.services.access import api_token_issue, grant_actions
+from brokers.services.queues import queue_define
+from dashboard import selectors
+from dashboard.access import visibility
+
+from .conftest import make_user
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def channels(two_brokers):
+    for broker, target in (("SEEN", "HIDDEN"), ("HIDDEN", "SEEN")):
+        queue_define(broker=broker, name=target, usage="transmission")
+        channel_define(name=f"{broker}.TO.{target}", source_broker=broker, transmission_queue=target,
+                       target_broker=target)
+
+
+def test_channels_shown_are_those_rest_shows(channels, client):
+    user = make_user("solo")
+    grant_actions(username="solo", broker="SEEN", actions=["browse"])
+    rest = APIClient()
+    rest.credentials(HTTP_AUTHORIZATION=f"Token {api_token_issue(username='solo')}")
+    listed = [c["name"] for c in rest.get("/api/channels/").json()["results"]]
+    assert listed == ["SEEN.TO.HIDDEN"]
+
+    overview = selectors.overview_for(selectors.overview(), visibility(user))
+    assert [c["name"] for c in overview["channels"]] == listed
+    assert [c["name"] for c in selectors.broker_page(broker="SEEN", seen=visibility(user))["channels"]] == listed
+
+    client.force_login(user)
+    page = client.get("/channels/").content.decode()
+    assert "SEEN.TO.HIDDEN" in page and "HIDDEN.TO.SEEN" not in page
+    page = client.get("/brokers/SEEN/").content.decode()
+    assert "HIDDEN.TO.SEEN" not in page
