@@ -1,5 +1,6 @@
 #!/usr/bin/env python
 """Baton's administrative command line."""
+
 import os
 import sys
 

@@ -1,4 +1,5 @@
 """REST: run the analytics now, follow a run, read a broker's latest results."""
+
 from __future__ import annotations
 
 from django.db import transaction
@@ -39,9 +40,13 @@ class AnalyticsRunsView(APIView):
 
     OutputSerializer = RunOutputSerializer
 
-    @extend_schema(operation_id="analytics_run", tags=["analytics"], request=InputSerializer,
-                   responses=responses({202: OutputSerializer}, 400, 413),
-                   summary="Run the analytics now (they also run on a schedule)")
+    @extend_schema(
+        operation_id="analytics_run",
+        tags=["analytics"],
+        request=InputSerializer,
+        responses=responses({202: OutputSerializer}, 400, 413),
+        summary="Run the analytics now (they also run on a schedule)",
+    )
     def post(self, request: Request) -> Response:
         _require_operator(request.user)
         validated(self.InputSerializer, request)
@@ -53,8 +58,9 @@ class AnalyticsRunsView(APIView):
 class AnalyticsRunDetailView(APIView):
     OutputSerializer = RunOutputSerializer
 
-    @extend_schema(operation_id="analytics_run_display", tags=["analytics"],
-                   responses=responses({200: OutputSerializer}, 404))
+    @extend_schema(
+        operation_id="analytics_run_display", tags=["analytics"], responses=responses({200: OutputSerializer}, 404)
+    )
     def get(self, request: Request, run_id: str) -> Response:
         _require_operator(request.user)
         return Response(self.OutputSerializer(analytics_run_get(run_id=run_id)).data)
@@ -66,26 +72,49 @@ class BrokerAnalyticsView(APIView):
         broker = serializers.CharField()
         computed_at = serializers.DateTimeField(allow_null=True)
         run = serializers.CharField(allow_null=True)
-        units_of_work = serializers.DictField(help_text=(
-            "committed, rolled_back, cascaded, links, links_upstream_committed, max_chain_depth, saved_ms, wasted_ms"))
-        queues = serializers.ListField(child=serializers.DictField(), help_text=(
-            "Per queue: puts, gets, backouts, backout_rate, dead_letters, expired, depth, oldest_age_ms, "
-            "dwell_samples, dwell_p50_ms, dwell_p95_ms, dwell_p99_ms"))
-        throughput = serializers.ListField(child=serializers.DictField(),
-                                           help_text="Per queue and minute: puts, gets, depth")
-        chains = serializers.ListField(child=serializers.DictField(), help_text=(
-            "Per committed linked unit of work: transaction_id, chain_depth, saved_ms, chain_latency_ms"))
+        units_of_work = serializers.DictField(
+            help_text=(
+                "committed, rolled_back, cascaded, links, links_upstream_committed, max_chain_depth, saved_ms, "
+                "wasted_ms"
+            )
+        )
+        queues = serializers.ListField(
+            child=serializers.DictField(),
+            help_text=(
+                "Per queue: puts, gets, backouts, backout_rate, dead_letters, expired, depth, oldest_age_ms, "
+                "dwell_samples, dwell_p50_ms, dwell_p95_ms, dwell_p99_ms"
+            ),
+        )
+        throughput = serializers.ListField(
+            child=serializers.DictField(), help_text="Per queue and minute: puts, gets, depth"
+        )
+        chains = serializers.ListField(
+            child=serializers.DictField(),
+            help_text=("Per committed linked unit of work: transaction_id, chain_depth, saved_ms, chain_latency_ms"),
+        )
 
-    @extend_schema(operation_id="broker_analytics", tags=["analytics"], parameters=[BROKER],
-                   responses=responses({200: OutputSerializer}, 404), summary="The latest analytics results for a broker")
+    @extend_schema(
+        operation_id="broker_analytics",
+        tags=["analytics"],
+        parameters=[BROKER],
+        responses=responses({200: OutputSerializer}, 404),
+        summary="The latest analytics results for a broker",
+    )
     def get(self, request: Request, broker: str) -> Response:
         broker_get(name=broker)
         may.require_broker_display(request.user, broker=broker)
         found = broker_analytics_get(broker=broker)
         results = found.results if found else {}
-        return Response(self.OutputSerializer({
-            "broker": broker, "computed_at": found.computed_at if found else None,
-            "run": found.run_id if found else None, "units_of_work": results.get("broker", {}),
-            "queues": results.get("queues", []), "throughput": results.get("throughput", []),
-            "chains": results.get("chains", []),
-        }).data)
+        return Response(
+            self.OutputSerializer(
+                {
+                    "broker": broker,
+                    "computed_at": found.computed_at if found else None,
+                    "run": found.run_id if found else None,
+                    "units_of_work": results.get("broker", {}),
+                    "queues": results.get("queues", []),
+                    "throughput": results.get("throughput", []),
+                    "chains": results.get("chains", []),
+                }
+            ).data
+        )

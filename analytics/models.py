@@ -1,4 +1,5 @@
 """Analytics runs over the journal and their results, per broker."""
+
 from __future__ import annotations
 
 import uuid

@@ -1,6 +1,7 @@
 """Analytics: export the journal's new events (a watermark that never misses a late
 committer: transactions.journal_export), analyse everything exported with the Spark job
 (``spark_jobs.journal_analytics``), load the results per broker."""
+
 from __future__ import annotations
 
 import hashlib
@@ -43,7 +44,8 @@ def _run_send_on_commit(run_id: str) -> None:
         task_send(ANALYTICS_RUN_TASK, run_id)
     except Exception as exc:  # noqa: BLE001 - kombu's errors vary by transport
         AnalyticsRun.objects.filter(pk=run_id, state=RunState.QUEUED).update(
-            state=RunState.FAILED, error=f"Could not reach the worker fleet: {exc}", finished_at=timezone.now())
+            state=RunState.FAILED, error=f"Could not reach the worker fleet: {exc}", finished_at=timezone.now()
+        )
 
 
 def analytics_run(*, run_id: str, master: str | None = None) -> AnalyticsRun:
@@ -59,10 +61,17 @@ def analytics_run(*, run_id: str, master: str | None = None) -> AnalyticsRun:
         run.events_exported = _export(run)
         run.save(update_fields=["events_exported"])
         out = Path(settings.BATON_ANALYTICS_DIR) / "results" / run.pk
-        result = job_run("spark_jobs.journal_analytics", [
-            "--input", str(_journal_dir()), "--output", str(out),
-            "--master", master or settings.BATON_SPARK_MASTER or "local[*]",
-        ])
+        result = job_run(
+            "spark_jobs.journal_analytics",
+            [
+                "--input",
+                str(_journal_dir()),
+                "--output",
+                str(out),
+                "--master",
+                master or settings.BATON_SPARK_MASTER or "local[*]",
+            ],
+        )
         if not result.ok:
             error = result.error
         else:
@@ -88,7 +97,8 @@ def _export(run: AnalyticsRun) -> int:
     now = timezone.now()
     ExportWatermark.objects.get_or_create(pk=1)
     taken = ExportWatermark.objects.filter(Q(holder="") | Q(held_until__lt=now) | Q(holder=run.pk), pk=1).update(
-        holder=run.pk, held_until=now + LEASE)
+        holder=run.pk, held_until=now + LEASE
+    )
     if not taken:
         raise Conflict("Another analytics run is exporting the journal; this one stopped.")
     try:
@@ -105,9 +115,15 @@ def _export(run: AnalyticsRun) -> int:
 
 def _load(run: AnalyticsRun, out: Path) -> None:
     """The job's JSON Lines results, per broker, replacing each broker's previous ones."""
-    rows = {name: [json.loads(line) for part in sorted((out / name).glob("part-*.json"))
-                   for line in part.read_text(encoding="utf-8").splitlines() if line.strip()]
-            for name in RESULTS}
+    rows = {
+        name: [
+            json.loads(line)
+            for part in sorted((out / name).glob("part-*.json"))
+            for line in part.read_text(encoding="utf-8").splitlines()
+            if line.strip()
+        ]
+        for name in RESULTS
+    }
     per_broker: dict[str, dict] = {}
     for name in RESULTS:
         for row in rows[name]:
@@ -121,4 +137,5 @@ def _load(run: AnalyticsRun, out: Path) -> None:
     with transaction.atomic():
         for broker, results in per_broker.items():
             BrokerAnalytics.objects.update_or_create(
-                broker=broker, defaults={"run": run, "computed_at": computed_at, "results": results})
+                broker=broker, defaults={"run": run, "computed_at": computed_at, "results": results}
+            )

@@ -1,5 +1,6 @@
 """Celery tasks: analytics runs on the worker fleet, on Celery beat's schedule
 (``BATON_ANALYTICS_INTERVAL_S``; config/celery.py) and on request."""
+
 from celery import shared_task
 
 from .models import RunTrigger

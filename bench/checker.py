@@ -29,6 +29,7 @@ Invariants, per body:
 Indeterminate outcomes (a reply that never came) may go either way, never both: an
 unknown put may be absent; an unknown completion may have removed its message.
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -55,11 +56,17 @@ class Verdict:
 
     def numbers(self) -> dict[str, int]:
         return {
-            "acknowledged": self.acknowledged, "failed": self.failed, "indeterminate_puts": self.indeterminate_puts,
-            "consumed": self.consumed, "delivered": self.delivered,
-            "indeterminate_deliveries": self.indeterminate_deliveries, "queued": self.queued,
-            "lost": len(self.lost), "duplicated": len(self.duplicated),
-            "uncommitted_visible": len(self.uncommitted_visible), "unknown": len(self.unknown),
+            "acknowledged": self.acknowledged,
+            "failed": self.failed,
+            "indeterminate_puts": self.indeterminate_puts,
+            "consumed": self.consumed,
+            "delivered": self.delivered,
+            "indeterminate_deliveries": self.indeterminate_deliveries,
+            "queued": self.queued,
+            "lost": len(self.lost),
+            "duplicated": len(self.duplicated),
+            "uncommitted_visible": len(self.uncommitted_visible),
+            "unknown": len(self.unknown),
         }
 
     def problems(self, limit: int = 20) -> str:
@@ -71,9 +78,18 @@ class Verdict:
         return "\n".join(lines)
 
 
-def check(*, puts: dict[str, str], consumed: Counter, consumed_unknown: Counter, delivered: Counter,
-          delivered_unknown: Counter, seen: dict[str, dict], queued: dict[str, Counter],
-          asked: dict[str, float] | None = None, forward_asked: dict[str, float] | None = None) -> Verdict:
+def check(
+    *,
+    puts: dict[str, str],
+    consumed: Counter,
+    consumed_unknown: Counter,
+    delivered: Counter,
+    delivered_unknown: Counter,
+    seen: dict[str, dict],
+    queued: dict[str, Counter],
+    asked: dict[str, float] | None = None,
+    forward_asked: dict[str, float] | None = None,
+) -> Verdict:
     """Judge one run. ``puts`` maps each body to "ack", "failed" or "unknown" ("pending"
     counts as unknown); ``queued`` maps "work" and "down" to the bodies still on their queues;
     ``seen`` maps each stage to the bodies gets that are not pre-emptive returned (with the
@@ -85,12 +101,22 @@ def check(*, puts: dict[str, str], consumed: Counter, consumed_unknown: Counter,
         acknowledged=sum(1 for s in puts.values() if s == "ack"),
         failed=sum(1 for s in puts.values() if s == "failed"),
         indeterminate_puts=sum(1 for s in puts.values() if s not in ("ack", "failed")),
-        consumed=sum(consumed.values()), delivered=sum(delivered.values()),
+        consumed=sum(consumed.values()),
+        delivered=sum(delivered.values()),
         indeterminate_deliveries=sum(delivered_unknown.values()) + sum(consumed_unknown.values()),
         queued=sum(work.values()) + sum(down.values()),
     )
-    bodies = set(puts) | set(work) | set(down) | set(consumed) | set(consumed_unknown) | set(delivered) \
-        | set(delivered_unknown) | set(seen.get("work", ())) | set(seen.get("down", ()))
+    bodies = (
+        set(puts)
+        | set(work)
+        | set(down)
+        | set(consumed)
+        | set(consumed_unknown)
+        | set(delivered)
+        | set(delivered_unknown)
+        | set(seen.get("work", ()))
+        | set(seen.get("down", ()))
+    )
     for body in sorted(bodies):
         status = puts.get(body)
         if status is None:
@@ -131,6 +157,14 @@ def _seen_before(seen: dict, body: str, asked: dict[str, float]) -> bool:
 
 def history_checked(history, queued: dict[str, Counter]) -> Verdict:
     """``check`` over a ``workload.History``."""
-    return check(puts=dict(history.puts), consumed=history.consumed, consumed_unknown=history.consumed_unknown,
-                 delivered=history.delivered, delivered_unknown=history.delivered_unknown, seen=history.seen,
-                 queued=queued, asked=history.asked, forward_asked=history.forward_asked)
+    return check(
+        puts=dict(history.puts),
+        consumed=history.consumed,
+        consumed_unknown=history.consumed_unknown,
+        delivered=history.delivered,
+        delivered_unknown=history.delivered_unknown,
+        seen=history.seen,
+        queued=queued,
+        asked=history.asked,
+        forward_asked=history.forward_asked,
+    )

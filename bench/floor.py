@@ -51,6 +51,7 @@ left at half the plain rate for everything the engine does besides these stateme
 when the statements alone are slower than that. ``--json`` prints one object per line
 instead. Needs no Django, except for ``--baton``; asserts nothing.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -81,14 +82,18 @@ _SCHEMA = (
     "CREATE TABLE unit_of_work (id TEXT PRIMARY KEY, state TEXT NOT NULL) WITHOUT ROWID",
     "CREATE TABLE queue (id INTEGER PRIMARY KEY, depth INTEGER NOT NULL, max_depth INTEGER NOT NULL)",
     "INSERT INTO queue VALUES (1, 0, 999999999)",
-    ("CREATE TABLE message (id INTEGER PRIMARY KEY, queue_id INTEGER NOT NULL, unit_of_work_id TEXT,"
-     " body BLOB NOT NULL)"),
+    (
+        "CREATE TABLE message (id INTEGER PRIMARY KEY, queue_id INTEGER NOT NULL, unit_of_work_id TEXT,"
+        " body BLOB NOT NULL)"
+    ),
     "CREATE INDEX message_get ON message (queue_id, id)",
     # messages gotten under a unit of work not yet committed: a small row each, so that a
     # get does not rewrite the (1 KiB) message row
     "CREATE TABLE taken (message_id INTEGER PRIMARY KEY, unit_of_work_id TEXT NOT NULL)",
-    ("CREATE TABLE journal (id INTEGER PRIMARY KEY, unit_of_work_id TEXT NOT NULL, event TEXT NOT NULL,"
-     " at REAL NOT NULL)"),
+    (
+        "CREATE TABLE journal (id INTEGER PRIMARY KEY, unit_of_work_id TEXT NOT NULL, event TEXT NOT NULL,"
+        " at REAL NOT NULL)"
+    ),
     "CREATE TABLE plain_message (id INTEGER PRIMARY KEY, body BLOB NOT NULL)",
 )
 _JOURNAL = "INSERT INTO journal (unit_of_work_id, event, at) VALUES "
@@ -108,8 +113,10 @@ class Floor:
             self.conn.execute(statement)
         self.body = body_text().encode("ascii")
         self.rows = {batch: [(self.body,)] * batch for batch in BATCHES}
-        self.inserts = {batch: ("INSERT INTO message (queue_id, unit_of_work_id, body) VALUES "
-                                + ", ".join(["(1, ?, ?)"] * batch)) for batch in BATCHES}
+        self.inserts = {
+            batch: ("INSERT INTO message (queue_id, unit_of_work_id, body) VALUES " + ", ".join(["(1, ?, ?)"] * batch))
+            for batch in BATCHES
+        }
 
     def plain(self, batch: int) -> None:
         c = self.conn
@@ -140,8 +147,13 @@ class Floor:
     def put_commit(self, batch: int) -> None:
         unit, now = secrets.token_hex(12), time.time()
         c = self._operation(unit)
-        if c.execute("UPDATE queue SET depth = depth + ? WHERE id = 1 AND depth + ? <= max_depth RETURNING depth",
-                     (batch, batch)).fetchone() is None:
+        if (
+            c.execute(
+                "UPDATE queue SET depth = depth + ? WHERE id = 1 AND depth + ? <= max_depth RETURNING depth",
+                (batch, batch),
+            ).fetchone()
+            is None
+        ):
             raise RuntimeError("queue full")
         c.execute(self.inserts[batch], [value for _ in range(batch) for value in (unit, self.body)])
         c.execute(_JOURNAL + "(?, 'begin', ?), (?, 'put', ?)", (unit, now, unit, now))
@@ -151,11 +163,16 @@ class Floor:
     def get_commit(self, batch: int) -> None:
         unit, now = secrets.token_hex(12), time.time()
         c = self._operation(unit)
-        ids = [row[0] for row in c.execute(
-            "INSERT INTO taken (message_id, unit_of_work_id) SELECT m.id, ? FROM message m"
-            " JOIN unit_of_work w ON w.id = m.unit_of_work_id WHERE m.queue_id = 1 AND w.state = 'committed'"
-            " AND NOT EXISTS (SELECT 1 FROM taken t WHERE t.message_id = m.id) ORDER BY m.id LIMIT ?"
-            " RETURNING message_id", (unit, batch)).fetchall()]
+        ids = [
+            row[0]
+            for row in c.execute(
+                "INSERT INTO taken (message_id, unit_of_work_id) SELECT m.id, ? FROM message m"
+                " JOIN unit_of_work w ON w.id = m.unit_of_work_id WHERE m.queue_id = 1 AND w.state = 'committed'"
+                " AND NOT EXISTS (SELECT 1 FROM taken t WHERE t.message_id = m.id) ORDER BY m.id LIMIT ?"
+                " RETURNING message_id",
+                (unit, batch),
+            ).fetchall()
+        ]
         if len(ids) != batch:
             raise RuntimeError(f"get: {len(ids)} messages of {batch}")
         marks = ", ".join(["?"] * batch)
@@ -179,8 +196,11 @@ class Engine:
 
     def __init__(self, directory: Path) -> None:
         self.directory = Path(tempfile.mkdtemp(prefix="baton-floor-engine-", dir=directory))
-        os.environ.update(DATABASE_URL=f"sqlite:///{self.directory / 'baton.sqlite3'}",
-                          BATON_VAR_DIR=str(self.directory), DJANGO_SETTINGS_MODULE="config.settings")
+        os.environ.update(
+            DATABASE_URL=f"sqlite:///{self.directory / 'baton.sqlite3'}",
+            BATON_VAR_DIR=str(self.directory),
+            DJANGO_SETTINGS_MODULE="config.settings",
+        )
         import django
 
         django.setup()
@@ -231,8 +251,10 @@ def flow_rate(path: Path, *, batch: int, calls: int) -> float:
     def producer(conn: sqlite3.Connection) -> None:
         for _ in range(calls):
             conn.execute("BEGIN IMMEDIATE")
-            conn.execute("UPDATE queue SET depth = depth + ? WHERE id = 1 AND depth + ? <= max_depth RETURNING depth",
-                         (batch, batch)).fetchone()
+            conn.execute(
+                "UPDATE queue SET depth = depth + ? WHERE id = 1 AND depth + ? <= max_depth RETURNING depth",
+                (batch, batch),
+            ).fetchone()
             conn.execute(insert, [body] * batch)
             conn.execute(_JOURNAL + "('', 'put', ?)", (time.time(),))
             conn.execute("COMMIT")
@@ -242,9 +264,11 @@ def flow_rate(path: Path, *, batch: int, calls: int) -> float:
         for _ in range(calls):
             ready.acquire()
             conn.execute("BEGIN IMMEDIATE")
-            rows = conn.execute("DELETE FROM message WHERE id IN (SELECT id FROM message WHERE queue_id = 1"
-                                " ORDER BY id LIMIT ?) RETURNING body",
-                                (batch,)).fetchall()
+            rows = conn.execute(
+                "DELETE FROM message WHERE id IN (SELECT id FROM message WHERE queue_id = 1"
+                " ORDER BY id LIMIT ?) RETURNING body",
+                (batch,),
+            ).fetchall()
             conn.execute("UPDATE queue SET depth = depth - ? WHERE id = 1", (len(rows),))
             conn.execute(_JOURNAL + "('', 'get', ?)", (time.time(),))
             conn.execute("COMMIT")
@@ -257,6 +281,7 @@ def flow_rate(path: Path, *, batch: int, calls: int) -> float:
             except BaseException as exc:  # reported below; the consumer is released
                 errors.append(exc)
                 ready.release()
+
         return threading.Thread(target=target)
 
     connections = []
@@ -312,9 +337,11 @@ def run(*, directory: Path, units: int, rounds: int, baton: bool = False) -> tup
                 times.setdefault(("plain", batch), []).append(_seconds_per_unit(floor.plain, batch, count))
                 for name, side in sides.items():  # the puts first: the gets take what they put
                     times.setdefault((name, "put+commit", batch), []).append(
-                        _seconds_per_unit(side.put_commit, batch, count))
+                        _seconds_per_unit(side.put_commit, batch, count)
+                    )
                     times.setdefault((name, "get+commit", batch), []).append(
-                        _seconds_per_unit(side.get_commit, batch, count))
+                        _seconds_per_unit(side.get_commit, batch, count)
+                    )
                 path = Path(tempfile.mkstemp(prefix="baton-floor-flow-", suffix=".sqlite3", dir=directory)[1])
                 path.unlink()
                 flows.setdefault(batch, []).append(flow_rate(path, batch=batch, calls=count * 5))
@@ -329,44 +356,69 @@ def run(*, directory: Path, units: int, rounds: int, baton: bool = False) -> tup
             least = statistics.median(times["floor", operation, batch])
             budget = plain / GOAL - least
             result = {
-                "scenario": "floor", "operation": operation, "batch": batch, "rounds": rounds,
+                "scenario": "floor",
+                "operation": operation,
+                "batch": batch,
+                "rounds": rounds,
                 "units": units if batch == 1 else max(1, units // 10),
-                "plain_ms": plain * 1000, "floor_ms": least * 1000, "floor_ratio": plain / least,
-                "budget_ms_per_unit": budget * 1000, "budget_us_per_message": budget / batch * 1e6,
+                "plain_ms": plain * 1000,
+                "floor_ms": least * 1000,
+                "floor_ratio": plain / least,
+                "budget_ms_per_unit": budget * 1000,
+                "budget_us_per_message": budget / batch * 1e6,
             }
             if engine:
                 engine_s = statistics.median(times["baton", operation, batch])
-                result.update(baton_ms=engine_s * 1000, baton_ratio=plain / engine_s,
-                              beyond_floor_us_per_message=(engine_s - least) / batch * 1e6)
+                result.update(
+                    baton_ms=engine_s * 1000,
+                    baton_ratio=plain / engine_s,
+                    beyond_floor_us_per_message=(engine_s - least) / batch * 1e6,
+                )
             results.append(result)
-    flow = [{"scenario": "flow floor", "batch": batch, "rounds": rounds,
-             "msgs_per_s": statistics.median(flows[batch])} for batch in BATCHES]
+    flow = [
+        {"scenario": "flow floor", "batch": batch, "rounds": rounds, "msgs_per_s": statistics.median(flows[batch])}
+        for batch in BATCHES
+    ]
     return results, flow
 
 
 def table(results: list[dict], flow: list[dict]) -> str:
     baton = "baton_ms" in results[0]
-    lines = [f"{'operation':<10}  {'batch':>5}  {'plain ms':>8}  {'floor ms':>8}  {'floor/plain':>11}  "
-             f"{'budget at 0.5x ms':>17}  {'per message us':>14}"
-             + (f"  {'Baton ms':>8}  {'Baton/plain':>11}  {'beyond floor us/msg':>19}" if baton else "")]
+    lines = [
+        f"{'operation':<10}  {'batch':>5}  {'plain ms':>8}  {'floor ms':>8}  {'floor/plain':>11}  "
+        f"{'budget at 0.5x ms':>17}  {'per message us':>14}"
+        + (f"  {'Baton ms':>8}  {'Baton/plain':>11}  {'beyond floor us/msg':>19}" if baton else "")
+    ]
     for r in results:
-        lines.append(f"{r['operation']:<10}  {r['batch']:>5}  {r['plain_ms']:>8.3f}  {r['floor_ms']:>8.3f}  "
-                     f"{r['floor_ratio']:>10.2f}x  {r['budget_ms_per_unit']:>17.3f}  {r['budget_us_per_message']:>14.1f}"
-                     + (f"  {r['baton_ms']:>8.3f}  {r['baton_ratio']:>10.2f}x  {r['beyond_floor_us_per_message']:>19.1f}"
-                        if baton else ""))
+        lines.append(
+            f"{r['operation']:<10}  {r['batch']:>5}  {r['plain_ms']:>8.3f}  {r['floor_ms']:>8.3f}  "
+            f"{r['floor_ratio']:>10.2f}x  {r['budget_ms_per_unit']:>17.3f}  {r['budget_us_per_message']:>14.1f}"
+            + (
+                f"  {r['baton_ms']:>8.3f}  {r['baton_ratio']:>10.2f}x  {r['beyond_floor_us_per_message']:>19.1f}"
+                if baton
+                else ""
+            )
+        )
     lines.append("")
-    lines.append("queue flow floor, 1 producer + 1 consumer: "
-                 + ", ".join(f"{f['msgs_per_s']:.0f} msgs/s at {f['batch']} per call" for f in flow))
+    lines.append(
+        "queue flow floor, 1 producer + 1 consumer: "
+        + ", ".join(f"{f['msgs_per_s']:.0f} msgs/s at {f['batch']} per call" for f in flow)
+    )
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--units", type=int, default=400, help="units of work of one message per round (400); "
-                                                                "a tenth as many of 100")
+    parser.add_argument(
+        "--units", type=int, default=400, help="units of work of one message per round (400); a tenth as many of 100"
+    )
     parser.add_argument("--rounds", type=int, default=5, help="alternating rounds; medians are printed (5)")
-    parser.add_argument("--directory", type=Path, default=Path(__file__).resolve().parents[1] / "var",
-                        help="where the scratch files go (default: var/, beside the platform's database)")
+    parser.add_argument(
+        "--directory",
+        type=Path,
+        default=Path(__file__).resolve().parents[1] / "var",
+        help="where the scratch files go (default: var/, beside the platform's database)",
+    )
     parser.add_argument("--baton", action="store_true", help="also Baton's engine in this process (needs Django)")
     parser.add_argument("--json", action="store_true", help="one JSON object per line")
     args = parser.parse_args(argv)
@@ -379,8 +431,11 @@ def main(argv: list[str] | None = None) -> int:
     load_after = [round(x, 2) for x in os.getloadavg()]
     if args.json:
         for r in results + flow:
-            print(json.dumps({**r, "sqlite_version": sqlite3.sqlite_version, "load_before": load,
-                              "load_after": load_after}))
+            print(
+                json.dumps(
+                    {**r, "sqlite_version": sqlite3.sqlite_version, "load_before": load, "load_after": load_after}
+                )
+            )
     else:
         print(f"SQLite {sqlite3.sqlite_version}, {args.directory}, load {load} -> {load_after}")
         print(table(results, flow))

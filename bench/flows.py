@@ -9,6 +9,7 @@ Python client over REST and over a session (its default transport), and over the
 a plain PostgreSQL table queue (``INSERT`` + ``COMMIT``; ``DELETE … FOR UPDATE SKIP LOCKED
 … RETURNING`` + ``COMMIT``) and RabbitMQ (:mod:`.rabbitmq`).
 """
+
 from __future__ import annotations
 
 import sys
@@ -37,8 +38,14 @@ def flow_messages(messages: int, *, batch: int, clients: int) -> int:
     return max(step, -(-wanted // step) * step)
 
 
-def flow_run(*, clients: int, batch: int, total: int, producer: Callable[[], tuple[Put, Callable[[], None]]],
-             consumer: Callable[[], tuple[Get, Callable[[], None]]]) -> float:
+def flow_run(
+    *,
+    clients: int,
+    batch: int,
+    total: int,
+    producer: Callable[[], tuple[Put, Callable[[], None]]],
+    consumer: Callable[[], tuple[Get, Callable[[], None]]],
+) -> float:
     """Start ``clients // 2`` producers and as many consumers (each opens its own connection
     with ``producer()`` / ``consumer()``, which return the call and a close), release them
     together, and return the seconds until ``total`` messages were got."""
@@ -105,8 +112,14 @@ def flow_run(*, clients: int, batch: int, total: int, producer: Callable[[], tup
     return seconds
 
 
-def flows(*, label: str, operation: str, messages: int, progress: bool,
-          open_sides: Callable[[int, int], tuple[Callable, Callable]]) -> list[Result]:
+def flows(
+    *,
+    label: str,
+    operation: str,
+    messages: int,
+    progress: bool,
+    open_sides: Callable[[int, int], tuple[Callable, Callable]],
+) -> list[Result]:
     """Every (clients, batch) flow for one path; ``open_sides(clients, batch)`` gives the
     producer and consumer factories for that flow's queue."""
     results = []
@@ -114,8 +127,11 @@ def flows(*, label: str, operation: str, messages: int, progress: bool,
         for batch in FLOW_BATCHES:
             total = flow_messages(messages, batch=batch, clients=clients)
             if progress:
-                print(f"  {label} {operation}, {clients // 2}+{clients // 2} clients, batch {batch}: "
-                      f"{total} messages", file=sys.stderr, flush=True)
+                print(
+                    f"  {label} {operation}, {clients // 2}+{clients // 2} clients, batch {batch}: {total} messages",
+                    file=sys.stderr,
+                    flush=True,
+                )
             producer, consumer = open_sides(clients, batch)
             seconds = flow_run(clients=clients, batch=batch, total=total, producer=producer, consumer=consumer)
             results.append(Result(label, operation, clients, batch, total, seconds))
@@ -124,8 +140,10 @@ def flows(*, label: str, operation: str, messages: int, progress: bool,
 
 # --- Baton through the Python client (REST or session) -------------------------------------
 
-def client_flows(*, base_url: str, token: str, broker: str, transport: str, messages: int,
-                 progress: bool = False) -> list[Result]:
+
+def client_flows(
+    *, base_url: str, token: str, broker: str, transport: str, messages: int, progress: bool = False
+) -> list[Result]:
     """The flows through :class:`baton_client.Client` with ``transport`` "rest" or "session"."""
     from baton_client import Client
 
@@ -149,6 +167,7 @@ def client_flows(*, base_url: str, token: str, broker: str, transport: str, mess
                     client.put(broker, queue, body, persistence="persistent")
                 else:
                     client.put(broker, queue, messages=bodies, persistence="persistent")
+
             return put, client.close
 
         def consumer():
@@ -159,7 +178,9 @@ def client_flows(*, base_url: str, token: str, broker: str, transport: str, mess
 
             def get(n: int) -> int:
                 return len(client.get(broker, queue, batch=n, wait=GET_WAIT_S))
+
             return get, client.close
+
         return producer, consumer
 
     warm = Client(base_url, token, timeout=120, transport=transport)
@@ -197,8 +218,10 @@ def run_plain_postgres_queue(*, database_url: str, messages: int, progress: bool
     with psycopg.connect(conninfo, autocommit=True, connect_timeout=30) as admin:
         admin.execute(f"CREATE TABLE {table} (id bigserial PRIMARY KEY, body bytea NOT NULL)")
     insert = f"INSERT INTO {table} (body) SELECT %s FROM generate_series(1, %s)"
-    delete = (f"DELETE FROM {table} WHERE id IN (SELECT id FROM {table} ORDER BY id "
-              f"FOR UPDATE SKIP LOCKED LIMIT %s) RETURNING id, body")
+    delete = (
+        f"DELETE FROM {table} WHERE id IN (SELECT id FROM {table} ORDER BY id "
+        f"FOR UPDATE SKIP LOCKED LIMIT %s) RETURNING id, body"
+    )
 
     def connected():
         conn = psycopg.connect(conninfo, connect_timeout=30)
@@ -213,6 +236,7 @@ def run_plain_postgres_queue(*, database_url: str, messages: int, progress: bool
             def put(n: int) -> None:
                 conn.execute(insert, (body, n), prepare=True)
                 conn.commit()
+
             return put, conn.close
 
         def consumer():
@@ -224,12 +248,15 @@ def run_plain_postgres_queue(*, database_url: str, messages: int, progress: bool
                 if not rows:
                     time.sleep(0.001)  # an empty table: poll again in a millisecond
                 return len(rows)
+
             return get, conn.close
+
         return producer, consumer
 
     try:
-        return flows(label=PLAIN_QUEUE, operation="insert+delete", messages=messages, progress=progress,
-                     open_sides=open_sides)
+        return flows(
+            label=PLAIN_QUEUE, operation="insert+delete", messages=messages, progress=progress, open_sides=open_sides
+        )
     finally:
         with psycopg.connect(conninfo, autocommit=True, connect_timeout=30) as admin:
             admin.execute(f"DROP TABLE IF EXISTS {table}")

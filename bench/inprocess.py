@@ -1,5 +1,6 @@
 """The in-process scenarios and the scratch database's setup. These run inside a child
 process whose settings point at the scratch database (see :mod:`.scratch`)."""
+
 from __future__ import annotations
 
 import sys
@@ -19,7 +20,14 @@ from brokers.services.messages import message_get, message_put
 from brokers.services.queues import queue_define
 from .flows import FLOW_BATCHES, FLOW_CLIENTS, GET_WAIT_S, flows
 from .report import (
-    BATCHES, REST_CLIENTS, WARMUP_QUEUE, BenchmarkError, Result, body_text, queue_name, scenario_messages,
+    BATCHES,
+    REST_CLIENTS,
+    WARMUP_QUEUE,
+    BenchmarkError,
+    Result,
+    body_text,
+    queue_name,
+    scenario_messages,
 )
 
 #: Benchmark queues hold everything one scenario puts before its gets drain them.
@@ -33,8 +41,12 @@ def scratch_setup(*, broker: str, username: str) -> dict:
     broker_define(name=broker, description="python manage.py benchmark")
     names = [WARMUP_QUEUE] + [queue_name("in", 1, b) for b in BATCHES]
     names += [queue_name(path, c, b) for path in ("rest", "session") for c in REST_CLIENTS for b in BATCHES]
-    names += [queue_name(f"flow_{path}", c, b) for path in ("in", "rest", "session")
-              for c in FLOW_CLIENTS for b in FLOW_BATCHES]
+    names += [
+        queue_name(f"flow_{path}", c, b)
+        for path in ("in", "rest", "session")
+        for c in FLOW_CLIENTS
+        for b in FLOW_BATCHES
+    ]
     for name in names:
         queue_define(broker=broker, name=name, max_depth=MAX_DEPTH, default_persistence=Persistence.PERSISTENT)
     return {"token": api_token_issue(username=username, create_user=True, superuser=True)}
@@ -53,8 +65,11 @@ def baton_durability() -> dict:
             mode = str(cursor.fetchone()[0]).upper()
             cursor.execute("PRAGMA synchronous")
             level = cursor.fetchone()[0]
-            return {"vendor": "sqlite", "journal_mode": mode,
-                    "synchronous": {0: "OFF", 1: "NORMAL", 2: "FULL", 3: "EXTRA"}.get(level, str(level))}
+            return {
+                "vendor": "sqlite",
+                "journal_mode": mode,
+                "synchronous": {0: "OFF", 1: "NORMAL", 2: "FULL", 3: "EXTRA"}.get(level, str(level)),
+            }
         if connection.vendor == "postgresql":
             facts = {"vendor": "postgresql"}
             for name in ("synchronous_commit", "fsync"):
@@ -160,13 +175,15 @@ def run_inprocess_flows(*, broker: str, messages: int, progress: bool = False) -
         def producer():
             def put(n: int) -> None:
                 message_put(broker=broker, queue=queue, messages=inputs[:n])
+
             return put, connection.close
 
         def consumer():
             def get(n: int) -> int:
                 return len(message_get(broker=broker, queue=queue, batch=n, wait=GET_WAIT_S).messages)
+
             return get, connection.close
+
         return producer, consumer
 
-    return flows(label="in-process", operation="put+get", messages=messages, progress=progress,
-                 open_sides=open_sides)
+    return flows(label="in-process", operation="put+get", messages=messages, progress=progress, open_sides=open_sides)

@@ -9,6 +9,7 @@ database.
 
 Needs no Django: every wait is a bounded polling loop that fails saying what it waited for.
 """
+
 from __future__ import annotations
 
 import os
@@ -37,7 +38,7 @@ def _numbered(kind: str, count: int) -> list[str]:
 def _kind(name: str) -> tuple[str, int]:
     """``web2`` → ("web", 1): the process kind and its index."""
     kind = name.rstrip("0123456789")
-    return kind, int(name[len(kind):] or 1) - 1
+    return kind, int(name[len(kind) :] or 1) - 1
 
 
 @contextmanager
@@ -144,24 +145,38 @@ class LivePlatform:
 
     def environ(self) -> dict[str, str]:
         env = dict(os.environ)
-        for name in ("DJANGO_SETTINGS_MODULE", "BATON_TEST_DATABASE", "BATON_REDIS_URL", "BATON_SECRET_KEY",
-                     "CELERY_BROKER_URL"):
+        for name in (
+            "DJANGO_SETTINGS_MODULE",
+            "BATON_TEST_DATABASE",
+            "BATON_REDIS_URL",
+            "BATON_SECRET_KEY",
+            "CELERY_BROKER_URL",
+        ):
             env.pop(name, None)
-        env.update({
-            "DJANGO_SETTINGS_MODULE": "config.settings",
-            "BATON_VAR_DIR": str(self.var_dir),
-            "DATABASE_URL": self.database_url,
-            "BATON_LOG_LEVEL": "WARNING",
-            "PYTHONUNBUFFERED": "1",
-            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}",
-            **self.env,
-        })
+        env.update(
+            {
+                "DJANGO_SETTINGS_MODULE": "config.settings",
+                "BATON_VAR_DIR": str(self.var_dir),
+                "DATABASE_URL": self.database_url,
+                "BATON_LOG_LEVEL": "WARNING",
+                "PYTHONUNBUFFERED": "1",
+                "PATH": f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}",
+                **self.env,
+            }
+        )
         return env
 
     # -- preparing -------------------------------------------------------------------------
     def manage(self, *args: str, timeout: float = 300) -> str:
-        result = subprocess.run([sys.executable, "manage.py", *args], check=False, cwd=ROOT, env=self.environ(),
-                                capture_output=True, text=True, timeout=timeout)
+        result = subprocess.run(
+            [sys.executable, "manage.py", *args],
+            check=False,
+            cwd=ROOT,
+            env=self.environ(),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
         if result.returncode != 0:
             raise PlatformError(f"manage.py {' '.join(args)} failed ({result.returncode}):\n{result.stderr[-4000:]}")
         return result.stdout
@@ -174,8 +189,11 @@ class LivePlatform:
         (self.var_dir / "log").mkdir(parents=True, exist_ok=True)
         self.manage("migrate", "--noinput", "-v0")
         self.manage("brokers_recover")
-        lines = [line.strip() for line in self.manage("api_token", username, "--create-user", "--superuser").splitlines()
-                 if line.strip()]
+        lines = [
+            line.strip()
+            for line in self.manage("api_token", username, "--create-user", "--superuser").splitlines()
+            if line.strip()
+        ]
         self.token = lines[-1]
         return self.token
 
@@ -183,15 +201,51 @@ class LivePlatform:
     def _command(self, name: str) -> list[str]:
         kind, index = _kind(name)
         if kind == "web" and index < self.webs:
-            return [sys.executable, "-m", "uvicorn", "config.asgi:application", "--host", HOST, "--port",
-                    str(self.ports[index]), "--lifespan", "off", "--log-level", "warning", "--no-access-log"]
+            return [
+                sys.executable,
+                "-m",
+                "uvicorn",
+                "config.asgi:application",
+                "--host",
+                HOST,
+                "--port",
+                str(self.ports[index]),
+                "--lifespan",
+                "off",
+                "--log-level",
+                "warning",
+                "--no-access-log",
+            ]
         if kind == "worker" and index < self.workers:
-            return [sys.executable, "-m", "celery", "-A", "config", "worker", "--pool", "threads",
-                    "--concurrency", str(self.worker_concurrency), "--loglevel", "INFO",
-                    "--hostname", f"{name}-{self.port}@%h"]
+            return [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "config",
+                "worker",
+                "--pool",
+                "threads",
+                "--concurrency",
+                str(self.worker_concurrency),
+                "--loglevel",
+                "INFO",
+                "--hostname",
+                f"{name}-{self.port}@%h",
+            ]
         if name == "beat":
-            return [sys.executable, "-m", "celery", "-A", "config", "beat", "--loglevel", "INFO",
-                    "--schedule", str(self.var_dir / "celerybeat-schedule")]
+            return [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "config",
+                "beat",
+                "--loglevel",
+                "INFO",
+                "--schedule",
+                str(self.var_dir / "celerybeat-schedule"),
+            ]
         raise ValueError(f"No platform process {name!r}; one of {', '.join(self.names())}.")
 
     def spawn(self, name: str) -> Process:
@@ -201,11 +255,18 @@ class LivePlatform:
         log = self.var_dir / "log" / f"{name}-{number}.log"
         with log.open("wb") as out:
             proc = subprocess.Popen(
-                self._command(name), cwd=ROOT, env=self.environ(), stdin=subprocess.DEVNULL, stdout=out,
-                stderr=subprocess.STDOUT, start_new_session=True,
+                self._command(name),
+                cwd=ROOT,
+                env=self.environ(),
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
                 # the kernel's parent-death signal follows the *thread* that started the child:
                 # only ask for it from the main thread, which lives as long as we do
-                preexec_fn=_die_with_parent if sys.platform == "linux" and threading.current_thread() is threading.main_thread() else None,
+                preexec_fn=_die_with_parent
+                if sys.platform == "linux" and threading.current_thread() is threading.main_thread()
+                else None,
             )
         process = Process(name, number, proc, log)
         self.processes[name] = process
@@ -221,13 +282,16 @@ class LivePlatform:
 
             def check() -> bool:
                 with httpx.Client(timeout=2) as client:
-                    return client.get(f"{url}/api/brokers/", headers={"Authorization": f"Token {self.token}"}
-                                      ).status_code == 200
+                    return (
+                        client.get(f"{url}/api/brokers/", headers={"Authorization": f"Token {self.token}"}).status_code
+                        == 200
+                    )
         else:
             text = "ready." if kind == "worker" else "beat: Starting"
 
             def check() -> bool:
                 return text in _tail(process.log, 10**7)
+
         self._poll(check, process, timeout=timeout)
 
     def _poll(self, check: Callable[[], bool], process: Process, *, timeout: float) -> None:
@@ -235,16 +299,18 @@ class LivePlatform:
         last: BaseException | None = None
         while True:
             if not process.alive():
-                raise PlatformError(f"{process.name} exited with status {process.proc.returncode} while starting:\n"
-                                    f"{_tail(process.log)}")
+                raise PlatformError(
+                    f"{process.name} exited with status {process.proc.returncode} while starting:\n{_tail(process.log)}"
+                )
             try:
                 if check():
                     return
             except (httpx.HTTPError, OSError) as exc:
                 last = exc
             if time.monotonic() >= deadline:
-                raise PlatformError(f"{process.name} was not ready after {timeout:g} s (last error: {last!r}):\n"
-                                    f"{_tail(process.log)}")
+                raise PlatformError(
+                    f"{process.name} was not ready after {timeout:g} s (last error: {last!r}):\n{_tail(process.log)}"
+                )
             time.sleep(0.1)  # polling interval of a bounded loop
 
     def start(self, *names: str, timeout: float = 90) -> None:

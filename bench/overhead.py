@@ -11,6 +11,7 @@ the Python client does). Prints per request (per operation for the session) the 
 and the web server's CPU time (user + system, from /proc), which moves less with the
 machine's load than the wall time does. Needs no Django in this process; asserts nothing.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -39,8 +40,10 @@ def _measure(label: str, pid: int, count: int, per: int, step) -> str:
         step()
     wall = time.perf_counter() - start
     cpu = _cpu_seconds(pid) - cpu
-    return (f"{label:<40} {count / wall:8.1f}/s  {wall / count / per * 1000:6.2f} ms wall  "
-            f"{cpu / count / per * 1000:6.2f} ms server CPU")
+    return (
+        f"{label:<40} {count / wall:8.1f}/s  {wall / count / per * 1000:6.2f} ms wall  "
+        f"{cpu / count / per * 1000:6.2f} ms server CPU"
+    )
 
 
 def run(*, units: int, database_url: str | None) -> list[str]:
@@ -59,17 +62,27 @@ def run(*, units: int, database_url: str | None) -> list[str]:
 
                 def rest_unit() -> None:
                     txn = http.post(f"/api/brokers/{BROKER}/transactions/", json={}).json()["id"]
-                    http.post(f"/api/brokers/{BROKER}/queues/{QUEUE}/messages/",
-                              json={"body": body, "persistence": "persistent", "transaction": txn}).raise_for_status()
+                    http.post(
+                        f"/api/brokers/{BROKER}/queues/{QUEUE}/messages/",
+                        json={"body": body, "persistence": "persistent", "transaction": txn},
+                    ).raise_for_status()
                     assert http.post(f"/api/transactions/{txn}/commit/", json={}).json()["state"] == "committed"
 
                 lines.append(_measure("REST begin+put+commit, per request", pid, units, 3, rest_unit))
-                lines.append(_measure("REST GET broker, per request", pid, units, 1,
-                                      lambda: http.get(f"/api/brokers/{BROKER}/").raise_for_status()))
+                lines.append(
+                    _measure(
+                        "REST GET broker, per request",
+                        pid,
+                        units,
+                        1,
+                        lambda: http.get(f"/api/brokers/{BROKER}/").raise_for_status(),
+                    )
+                )
             from baton_client import Client
 
             client = Client(platform.url, token, transport="session")
             try:
+
                 def session_unit() -> None:
                     txn = client.transaction(BROKER)
                     txn.put(QUEUE, body, persistence="persistent")

@@ -9,6 +9,7 @@ settings of a production server: ``fsync=on``, ``synchronous_commit=on``,
 weaken them). It is stopped (``pg_ctl stop -m fast``) and its directory removed on the
 way out, errors and Ctrl-C included.
 """
+
 from __future__ import annotations
 
 import os
@@ -38,6 +39,7 @@ SETTINGS = {
 
 def pg_bin() -> Path:
     """The newest installed version's bin directory."""
+
     def version(path: Path) -> tuple[int, ...]:
         return tuple(int(n) for n in re.findall(r"\d+", path.name)) or (0,)
 
@@ -68,8 +70,10 @@ def _run(args: list[str], *, what: str, log: Path | None = None, timeout: float 
     proc = subprocess.run(args, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout)
     if proc.returncode != 0:
         tail = log.read_text(errors="replace")[-2000:] if log and log.exists() else ""
-        raise BenchmarkError(f"--postgres: {what} failed (exit status {proc.returncode}): "
-                             f"{' '.join(args)}\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}{tail}".rstrip())
+        raise BenchmarkError(
+            f"--postgres: {what} failed (exit status {proc.returncode}): "
+            f"{' '.join(args)}\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}{tail}".rstrip()
+        )
 
 
 @contextmanager
@@ -88,14 +92,13 @@ def postgres_server(*, keep: bool = False) -> Iterator[PostgresServer]:
     stop = as_pg + [str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "stop"]
     started = False
     try:
-        _run(as_pg + [str(bin_dir / "initdb"), "-D", str(data), "-A", "trust", "-U", USER, "-E", "UTF8"],
-             what="initdb")
+        _run(as_pg + [str(bin_dir / "initdb"), "-D", str(data), "-A", "trust", "-U", USER, "-E", "UTF8"], what="initdb")
         _run(start, what="pg_ctl start", log=log)
         started = True
-        _run(as_pg + [str(bin_dir / "createdb"), "-h", HOST, "-p", str(port), "-U", USER, DATABASE],
-             what="createdb")
-        yield PostgresServer(url=f"postgres://{USER}@{HOST}:{port}/{DATABASE}", bin_dir=bin_dir,
-                             directory=directory, command=start)
+        _run(as_pg + [str(bin_dir / "createdb"), "-h", HOST, "-p", str(port), "-U", USER, DATABASE], what="createdb")
+        yield PostgresServer(
+            url=f"postgres://{USER}@{HOST}:{port}/{DATABASE}", bin_dir=bin_dir, directory=directory, command=start
+        )
     finally:
         try:
             if started:

@@ -24,6 +24,7 @@ own database connection, closed when it ends. Every wait is bounded: a message t
 never arrives is a :class:`.report.BenchmarkError` naming who waited for what, never a
 hang. Nothing here asserts anything about timings.
 """
+
 from __future__ import annotations
 
 import re
@@ -97,6 +98,7 @@ class PipelineResult:
 
 # --- threads --------------------------------------------------------------------------------
 
+
 class _Run:
     """The threads of one run: they open their database connections, wait at a start line,
     share a deadline and a stop flag, and report their errors. Each thread closes its
@@ -120,9 +122,7 @@ class _Run:
         """Raise if the run is out of time (every thread still waiting says what for), or if
         another thread failed."""
         if self.remaining() <= 0:
-            raise BenchmarkError(
-                f"{self.label}: {who} still waiting for {waiting_for} after {self.timeout_s:g} s."
-            )
+            raise BenchmarkError(f"{self.label}: {who} still waiting for {waiting_for} after {self.timeout_s:g} s.")
         if self.stop.is_set():
             raise _Stopped
 
@@ -141,6 +141,7 @@ class _Run:
     def add(self, name: str, work: Callable[[_Run, list[str]], None]) -> threading.Thread:
         """A thread (not started) running ``work(run, open_uows)``; ``open_uows`` is where
         it notes the units of work it begins, so that they are rolled back if the run fails."""
+
         def main() -> None:
             open_uows: list[str] = []
             try:
@@ -166,6 +167,7 @@ class _Run:
     def start(self, threads: list[threading.Thread]) -> None:
         """Start these threads, which all call :meth:`started`; the clock starts when the
         last of them (and this one) crosses the start line."""
+
         def crossed() -> None:
             self.times["start"] = time.perf_counter()
             self.deadline = time.monotonic() + self.timeout_s
@@ -194,8 +196,10 @@ class _Run:
         """Raise the run's errors (threads that time out together all report)."""
         if self.errors:
             first = self.errors[0]
-            text = [str(e) if isinstance(e, BenchmarkError) else f"{self.label}: {type(e).__name__}: {e}"
-                    for e in self.errors]
+            text = [
+                str(e) if isinstance(e, BenchmarkError) else f"{self.label}: {type(e).__name__}: {e}"
+                for e in self.errors
+            ]
             raise BenchmarkError("\n".join(dict.fromkeys(text))) from first
 
 
@@ -213,6 +217,7 @@ def _rolled_back(transaction_id: str) -> None:
 
 # --- what the applications do ---------------------------------------------------------------
 
+
 def _begin(broker: str, open_uows: list[str]) -> str:
     txn = transaction_begin(broker=broker, timeout_ms=UOW_TIMEOUT_MS).id
     open_uows.append(txn)
@@ -220,21 +225,33 @@ def _begin(broker: str, open_uows: list[str]) -> str:
 
 
 def _put(*, broker: str, queue: str, txn: str, body: bytes, correl_id: str | None = None) -> str:
-    put = message_put(broker=broker, queue=queue, transaction_id=txn, messages=[
-        MessageInput(body=body, correl_id=correl_id, persistence=Persistence.PERSISTENT),
-    ])
+    put = message_put(
+        broker=broker,
+        queue=queue,
+        transaction_id=txn,
+        messages=[
+            MessageInput(body=body, correl_id=correl_id, persistence=Persistence.PERSISTENT),
+        ],
+    )
     return put.messages[0].msg_id
 
 
-def _take(run: _Run, *, who: str, broker: str, queue: str, txn: str, count: int, preemptive: bool,
-          each: Callable) -> None:
+def _take(
+    run: _Run, *, who: str, broker: str, queue: str, txn: str, count: int, preemptive: bool, each: Callable
+) -> None:
     """Get ``count`` messages from the queue under ``txn`` as they come (pre-emptively or
     not), calling ``each(message)`` for every one."""
     done = 0
     while done < count:
         run.check(who, f"{count - done} of {count} messages on {broker}/{queue}")
-        got = message_get(broker=broker, queue=queue, transaction_id=txn, preemptive=preemptive,
-                          batch=min(GET_BATCH, count - done), wait=max(0.001, min(GET_WAIT_S, run.remaining())))
+        got = message_get(
+            broker=broker,
+            queue=queue,
+            transaction_id=txn,
+            preemptive=preemptive,
+            batch=min(GET_BATCH, count - done),
+            wait=max(0.001, min(GET_WAIT_S, run.remaining())),
+        )
         for message in got.messages:
             each(message)
             done += 1
@@ -262,14 +279,17 @@ def _setting(preemptive: bool) -> str:
 
 # --- the chain ------------------------------------------------------------------------------
 
-def run_chain(*, prefix: str, stages: int, messages: int, work_ms: float, preemptive: bool,
-              tag: str = "CHAIN") -> PipelineResult:
+
+def run_chain(
+    *, prefix: str, stages: int, messages: int, work_ms: float, preemptive: bool, tag: str = "CHAIN"
+) -> PipelineResult:
     """Stage 0 puts N messages on S0 (w of work each) in one unit of work; stage i gets them
     from S(i-1) as they come, works w on each, puts it on S(i), commits with a wait."""
     label = f"chain, pre-emptive {'on' if preemptive else 'off'}"
     broker = f"{prefix}.{tag}.{_setting(preemptive)}"
-    broker_define(name=broker, description="python manage.py benchmark_pipelines: chain",
-                  transaction_timeout_ms=UOW_TIMEOUT_MS)
+    broker_define(
+        name=broker, description="python manage.py benchmark_pipelines: chain", transaction_timeout_ms=UOW_TIMEOUT_MS
+    )
     for i in range(stages + 1):
         queue_define(broker=broker, name=f"S{i}", max_depth=MAX_DEPTH, default_persistence=Persistence.PERSISTENT)
     work_s = work_ms / 1000
@@ -294,10 +314,19 @@ def run_chain(*, prefix: str, stages: int, messages: int, work_ms: float, preemp
                 _work(work_s)
                 _put(broker=broker, queue=f"S{i}", txn=txn, body=bytes(message.body) + b" >", correl_id=message.msg_id)
 
-            _take(run, who=f"stage {i}", broker=broker, queue=f"S{i - 1}", txn=txn, count=messages,
-                  preemptive=preemptive, each=each)
+            _take(
+                run,
+                who=f"stage {i}",
+                broker=broker,
+                queue=f"S{i - 1}",
+                txn=txn,
+                count=messages,
+                preemptive=preemptive,
+                each=each,
+            )
             held[i] = _committed(run, who=f"stage {i}", txn=txn)
             run.times[f"stage {i}"] = time.perf_counter()
+
         return work
 
     threads = [run.add("stage 0", producer)] + [run.add(f"stage {i}", stage(i)) for i in range(1, stages + 1)]
@@ -307,7 +336,12 @@ def run_chain(*, prefix: str, stages: int, messages: int, work_ms: float, preemp
     start = run.times["start"]
     last = run.times[f"stage {stages}"]
     return PipelineResult(
-        "chain", preemptive, stages, messages, work_ms, last - start,
+        "chain",
+        preemptive,
+        stages,
+        messages,
+        work_ms,
+        last - start,
         notes={
             # in stage order (with pre-emptive gets several stages commit in one database transaction)
             "committed_at_s": {f"stage {i}": round(run.times[f"stage {i}"] - start, 4) for i in range(stages + 1)},
@@ -318,11 +352,16 @@ def run_chain(*, prefix: str, stages: int, messages: int, work_ms: float, preemp
 
 # --- request-reply across two brokers -------------------------------------------------------
 
-def _request_reply_define(*, a: str, b: str, channels: tuple[str, str], preemptive: bool,
-                          batch_interval_ms: int, window: int) -> None:
+
+def _request_reply_define(
+    *, a: str, b: str, channels: tuple[str, str], preemptive: bool, batch_interval_ms: int, window: int
+) -> None:
     for name in (a, b):
-        broker_define(name=name, description="python manage.py benchmark_pipelines: request-reply",
-                      transaction_timeout_ms=UOW_TIMEOUT_MS)
+        broker_define(
+            name=name,
+            description="python manage.py benchmark_pipelines: request-reply",
+            transaction_timeout_ms=UOW_TIMEOUT_MS,
+        )
     local = {"max_depth": MAX_DEPTH, "default_persistence": Persistence.PERSISTENT}
     # A: REQ → B/REQ.IN through the transmission queue named after B; replies land on REPLY.IN
     queue_define(broker=a, name=b, usage="transmission", **local)
@@ -336,15 +375,30 @@ def _request_reply_define(*, a: str, b: str, channels: tuple[str, str], preempti
     queue_define(broker=b, name=a, usage="transmission", **local)
     queue_define(broker=b, name="REPLY", kind="remote", remote_broker=a, remote_queue="REPLY.IN", transmission_queue=a)
     for name, source, target in ((channels[0], a, b), (channels[1], b, a)):
-        channel_define(name=name, source_broker=source, transmission_queue=target, target_broker=target,
-                       batch_size=CHANNEL_BATCH_SIZE, batch_interval_ms=batch_interval_ms, window=window,
-                       preemptive=preemptive)
+        channel_define(
+            name=name,
+            source_broker=source,
+            transmission_queue=target,
+            target_broker=target,
+            batch_size=CHANNEL_BATCH_SIZE,
+            batch_interval_ms=batch_interval_ms,
+            window=window,
+            preemptive=preemptive,
+        )
         channel_start(name=name, dispatch=False)
 
 
-def run_request_reply(*, prefix: str, messages: int, work_ms: float, preemptive: bool, tag: str = "RR",
-                      batch_interval_ms: int = CHANNEL_BATCH_INTERVAL_MS, window: int = CHANNEL_WINDOW,
-                      long_uow_ms: float = 0) -> PipelineResult:
+def run_request_reply(
+    *,
+    prefix: str,
+    messages: int,
+    work_ms: float,
+    preemptive: bool,
+    tag: str = "RR",
+    batch_interval_ms: int = CHANNEL_BATCH_INTERVAL_MS,
+    window: int = CHANNEL_WINDOW,
+    long_uow_ms: float = 0,
+) -> PipelineResult:
     """The request-reply scenario. ``long_uow_ms`` > 0: at the start another application on
     A puts one message through the same channel A.TO.B (to B/SIDE.IN, which nobody reads) in
     a unit of work it commits only after that long, so that with pre-emptive gets the
@@ -353,8 +407,9 @@ def run_request_reply(*, prefix: str, messages: int, work_ms: float, preemptive:
     base = f"{prefix}.{tag}.{_setting(preemptive)}"
     a, b = f"{base}.A", f"{base}.B"
     channels = (f"{base}.A.TO.B", f"{base}.B.TO.A")
-    _request_reply_define(a=a, b=b, channels=channels, preemptive=preemptive, batch_interval_ms=batch_interval_ms,
-                          window=window)
+    _request_reply_define(
+        a=a, b=b, channels=channels, preemptive=preemptive, batch_interval_ms=batch_interval_ms, window=window
+    )
     work_s = work_ms / 1000
     run = _Run(label)
     requests: list[str] = []
@@ -364,12 +419,16 @@ def run_request_reply(*, prefix: str, messages: int, work_ms: float, preemptive:
 
     def agent(name: str) -> Callable[[_Run, list[str]], None]:
         def work(run: _Run, open_uows: list[str]) -> None:
-            outcome = channel_agent_run(name=name, holder=f"benchmark_pipelines:{name}",
-                                        max_seconds=RUN_TIMEOUT_S + 120)
+            outcome = channel_agent_run(
+                name=name, holder=f"benchmark_pipelines:{name}", max_seconds=RUN_TIMEOUT_S + 120
+            )
             if not agents_stopping.is_set():
                 last_error = Channel.objects.filter(name=name).values_list("last_error", flat=True).first()
-                raise BenchmarkError(f"{label}: channel {name}'s agent ended ({outcome}) before it was stopped"
-                                     + (f": {last_error}" if last_error else "."))
+                raise BenchmarkError(
+                    f"{label}: channel {name}'s agent ended ({outcome}) before it was stopped"
+                    + (f": {last_error}" if last_error else ".")
+                )
+
         return work
 
     def app1(run: _Run, open_uows: list[str]) -> None:
@@ -397,8 +456,16 @@ def run_request_reply(*, prefix: str, messages: int, work_ms: float, preemptive:
     def app1_replies(run: _Run, open_uows: list[str]) -> None:
         run.started()
         txn = _begin(a, open_uows)
-        _take(run, who="App1'", broker=a, queue="REPLY.IN", txn=txn, count=messages, preemptive=preemptive,
-              each=lambda message: replies.append(message.correl_id))
+        _take(
+            run,
+            who="App1'",
+            broker=a,
+            queue="REPLY.IN",
+            txn=txn,
+            count=messages,
+            preemptive=preemptive,
+            each=lambda message: replies.append(message.correl_id),
+        )
         held["App1'"] = _committed(run, who="App1'", txn=txn)
         run.times["App1'"] = time.perf_counter()
 
@@ -437,11 +504,15 @@ def run_request_reply(*, prefix: str, messages: int, work_ms: float, preemptive:
         raise BenchmarkError(f"{label}: the {len(replies)} replies do not answer the {len(requests)} requests.")
     start = run.times["start"]
     batches = {
-        name: Channel.objects.filter(name=name).values_list("batches_committed", flat=True).first()
-        for name in channels
+        name: Channel.objects.filter(name=name).values_list("batches_committed", flat=True).first() for name in channels
     }
     return PipelineResult(
-        "request-reply", preemptive, None, messages, work_ms, run.times["App1'"] - start,
+        "request-reply",
+        preemptive,
+        None,
+        messages,
+        work_ms,
+        run.times["App1'"] - start,
         notes={
             "committed_at_s": {name: round(t - start, 4) for name, t in run.times.items() if name != "start"},
             "commits_held": sorted(name for name, h in held.items() if h),
@@ -464,14 +535,25 @@ def _agents_running(run: _Run, channels: tuple[str, ...], timeout_s: float = 30)
 
 # --- the whole run, in the child process -----------------------------------------------------
 
-def run_pipelines(*, prefix: str, stages: int, messages: int, work_ms: float, only: str | None = None,
-                  progress: bool = False, results: list[PipelineResult] | None = None,
-                  batch_interval_ms: int = CHANNEL_BATCH_INTERVAL_MS, window: int = CHANNEL_WINDOW,
-                  long_uow_ms: float = 0) -> list[PipelineResult]:
+
+def run_pipelines(
+    *,
+    prefix: str,
+    stages: int,
+    messages: int,
+    work_ms: float,
+    only: str | None = None,
+    progress: bool = False,
+    results: list[PipelineResult] | None = None,
+    batch_interval_ms: int = CHANNEL_BATCH_INTERVAL_MS,
+    window: int = CHANNEL_WINDOW,
+    long_uow_ms: float = 0,
+) -> list[PipelineResult]:
     """Warm up (imports, first connections, the code paths, at tiny sizes), then each
     scenario asked for with pre-emptive gets off, then on. Each result is appended to
     ``results`` (if given) as soon as its run ends, so a caller keeps them if a later run
     fails."""
+
     def say(text: str) -> None:
         if progress:
             print(f"  {text}", file=sys.stderr, flush=True)
@@ -482,19 +564,33 @@ def run_pipelines(*, prefix: str, stages: int, messages: int, work_ms: float, on
         if "chain" in scenarios:
             run_chain(prefix=prefix, stages=1, messages=3, work_ms=0, preemptive=preemptive, tag="WARM")
         if "request-reply" in scenarios:
-            run_request_reply(prefix=prefix, messages=3, work_ms=0, preemptive=preemptive, tag="WARMRR",
-                              batch_interval_ms=batch_interval_ms, window=window)
+            run_request_reply(
+                prefix=prefix,
+                messages=3,
+                work_ms=0,
+                preemptive=preemptive,
+                tag="WARMRR",
+                batch_interval_ms=batch_interval_ms,
+                window=window,
+            )
     results = [] if results is None else results
     for scenario in scenarios:
         for preemptive in (False, True):
             say(f"{scenario}, pre-emptive gets {'on' if preemptive else 'off'}")
             if scenario == "chain":
-                result = run_chain(prefix=prefix, stages=stages, messages=messages, work_ms=work_ms,
-                                   preemptive=preemptive)
+                result = run_chain(
+                    prefix=prefix, stages=stages, messages=messages, work_ms=work_ms, preemptive=preemptive
+                )
             else:
-                result = run_request_reply(prefix=prefix, messages=messages, work_ms=work_ms, preemptive=preemptive,
-                                           batch_interval_ms=batch_interval_ms, window=window,
-                                           long_uow_ms=long_uow_ms)
+                result = run_request_reply(
+                    prefix=prefix,
+                    messages=messages,
+                    work_ms=work_ms,
+                    preemptive=preemptive,
+                    batch_interval_ms=batch_interval_ms,
+                    window=window,
+                    long_uow_ms=long_uow_ms,
+                )
             say(f"  {result.seconds:.3f} s")
             results.append(result)
     return results
@@ -521,9 +617,7 @@ ROW = re.compile(
     r"^(?P<scenario>[a-z][a-z-]*)\s+(?P<preemptive>off|on)\s+(?P<stages>\d+|-)\s+(?P<messages>\d+)\s+"
     r"(?P<work_ms>[\d.]+)\s+(?P<seconds>[\d.]+)\s+(?P<rate>[\d.]+)\s*$"
 )
-RATIO_ROW = re.compile(
-    r"^(?P<scenario>[a-z][a-z-]*)\s+(?P<off>[\d.]+)\s+(?P<on>[\d.]+)\s+(?P<ratio>[\d.]+)x\s*$"
-)
+RATIO_ROW = re.compile(r"^(?P<scenario>[a-z][a-z-]*)\s+(?P<off>[\d.]+)\s+(?P<on>[\d.]+)\s+(?P<ratio>[\d.]+)x\s*$")
 
 
 def ratios(results: list[PipelineResult]) -> list[tuple[str, float, float, float]]:
@@ -539,16 +633,24 @@ def ratios(results: list[PipelineResult]) -> list[tuple[str, float, float, float
 
 def table(results: list[PipelineResult]) -> str:
     rows = [HEADER] + [
-        (r.scenario, "on" if r.preemptive else "off", "-" if r.stages is None else str(r.stages), str(r.messages),
-         f"{r.work_ms:g}", f"{r.seconds:.3f}", f"{r.rate:.1f}")
+        (
+            r.scenario,
+            "on" if r.preemptive else "off",
+            "-" if r.stages is None else str(r.stages),
+            str(r.messages),
+            f"{r.work_ms:g}",
+            f"{r.seconds:.3f}",
+            f"{r.rate:.1f}",
+        )
         for r in results
     ]
     text = grid(rows)
     pairs = ratios(results)
     if pairs:
-        text += "\n\n" + grid([RATIO_HEADER] + [
-            (scenario, f"{off:.3f}", f"{on:.3f}", f"{ratio:.2f}x") for scenario, off, on, ratio in pairs
-        ])
+        text += "\n\n" + grid(
+            [RATIO_HEADER]
+            + [(scenario, f"{off:.3f}", f"{on:.3f}", f"{ratio:.2f}x") for scenario, off, on, ratio in pairs]
+        )
     return text
 
 
@@ -558,13 +660,24 @@ def table_parse(text: str) -> dict[str, list[dict]]:
     for line in text.splitlines():
         line = line.strip()
         if m := ROW.match(line):
-            parsed["results"].append({
-                "scenario": m["scenario"], "preemptive": m["preemptive"] == "on",
-                "stages": None if m["stages"] == "-" else int(m["stages"]), "messages": int(m["messages"]),
-                "work_ms": float(m["work_ms"]), "seconds": float(m["seconds"]), "rate": float(m["rate"]),
-            })
+            parsed["results"].append(
+                {
+                    "scenario": m["scenario"],
+                    "preemptive": m["preemptive"] == "on",
+                    "stages": None if m["stages"] == "-" else int(m["stages"]),
+                    "messages": int(m["messages"]),
+                    "work_ms": float(m["work_ms"]),
+                    "seconds": float(m["seconds"]),
+                    "rate": float(m["rate"]),
+                }
+            )
         elif m := RATIO_ROW.match(line):
-            parsed["ratios"].append({
-                "scenario": m["scenario"], "off": float(m["off"]), "on": float(m["on"]), "ratio": float(m["ratio"]),
-            })
+            parsed["ratios"].append(
+                {
+                    "scenario": m["scenario"],
+                    "off": float(m["off"]),
+                    "on": float(m["on"]),
+                    "ratio": float(m["ratio"]),
+                }
+            )
     return parsed

@@ -9,6 +9,7 @@ own :class:`baton_client.Client` — over a session, or over REST — to a real 
 and started through REST; each channel's agent runs in a process of its own (``manage.py
 channel_run``, as a worker would run it), started by the command before the clock starts.
 """
+
 from __future__ import annotations
 
 import time
@@ -20,7 +21,14 @@ from baton_client import Client
 from baton_client.errors import BatonError
 
 from .pipelines import (
-    CHANNEL_BATCH_INTERVAL_MS, CHANNEL_BATCH_SIZE, CHANNEL_WINDOW, GET_BATCH, GET_WAIT_S, UOW_TIMEOUT_MS, PipelineResult, _Run,
+    CHANNEL_BATCH_INTERVAL_MS,
+    CHANNEL_BATCH_SIZE,
+    CHANNEL_WINDOW,
+    GET_BATCH,
+    GET_WAIT_S,
+    UOW_TIMEOUT_MS,
+    PipelineResult,
+    _Run,
 )
 from .pipelines_session import REQUEST_TIMEOUT_S, _committed, _SessionRun
 from .report import BenchmarkError
@@ -34,11 +42,23 @@ AGENTS_START_S = 60.0
 Agents = Callable[[list[str]], AbstractContextManager]
 
 
-def _define(admin: Client, http: httpx.Client, *, a: str, b: str, channels: tuple[str, str], preemptive: bool,
-            batch_interval_ms: int, window: int) -> None:
+def _define(
+    admin: Client,
+    http: httpx.Client,
+    *,
+    a: str,
+    b: str,
+    channels: tuple[str, str],
+    preemptive: bool,
+    batch_interval_ms: int,
+    window: int,
+) -> None:
     for name in (a, b):
-        admin.define_broker(name, description="python manage.py benchmark_pipelines: request-reply",
-                            transaction_timeout_ms=UOW_TIMEOUT_MS)
+        admin.define_broker(
+            name,
+            description="python manage.py benchmark_pipelines: request-reply",
+            transaction_timeout_ms=UOW_TIMEOUT_MS,
+        )
     local = {"max_depth": 999_999_999, "default_persistence": "persistent"}
     admin.define_queue(a, b, usage="transmission", **local)
     admin.define_queue(a, "REQ", kind="remote", remote_broker=b, remote_queue="REQ.IN", transmission_queue=b)
@@ -47,17 +67,29 @@ def _define(admin: Client, http: httpx.Client, *, a: str, b: str, channels: tupl
     admin.define_queue(b, a, usage="transmission", **local)
     admin.define_queue(b, "REPLY", kind="remote", remote_broker=a, remote_queue="REPLY.IN", transmission_queue=a)
     for name, source, target in ((channels[0], a, b), (channels[1], b, a)):
-        _ok(http.post("/api/channels/", json={
-            "name": name, "source_broker": source, "transmission_queue": target, "target_broker": target,
-            "batch_size": CHANNEL_BATCH_SIZE, "batch_interval_ms": batch_interval_ms, "window": window,
-            "preemptive": preemptive}))
+        _ok(
+            http.post(
+                "/api/channels/",
+                json={
+                    "name": name,
+                    "source_broker": source,
+                    "transmission_queue": target,
+                    "target_broker": target,
+                    "batch_size": CHANNEL_BATCH_SIZE,
+                    "batch_interval_ms": batch_interval_ms,
+                    "window": window,
+                    "preemptive": preemptive,
+                },
+            )
+        )
         _ok(http.post(f"/api/channels/{name}/start/"))
 
 
 def _ok(response: httpx.Response) -> dict:
     if response.status_code >= 400:
-        raise BenchmarkError(f"{response.request.method} {response.request.url.path}: HTTP {response.status_code} "
-                             f"{response.text[:500]}")
+        raise BenchmarkError(
+            f"{response.request.method} {response.request.url.path}: HTTP {response.status_code} {response.text[:500]}"
+        )
     return response.json() if response.content else {}
 
 
@@ -73,24 +105,54 @@ def _agents_running(http: httpx.Client, channels: tuple[str, ...], label: str) -
         time.sleep(0.05)  # polling interval of a bounded wait for other processes
 
 
-def run_request_reply_client(*, base_url: str, token: str, scenario: str, prefix: str, messages: int,
-                             work_ms: float, preemptive: bool, agents: Agents, tag: str = "RRC",
-                             batch_interval_ms: int = CHANNEL_BATCH_INTERVAL_MS, window: int = CHANNEL_WINDOW) -> PipelineResult:
+def run_request_reply_client(
+    *,
+    base_url: str,
+    token: str,
+    scenario: str,
+    prefix: str,
+    messages: int,
+    work_ms: float,
+    preemptive: bool,
+    agents: Agents,
+    tag: str = "RRC",
+    batch_interval_ms: int = CHANNEL_BATCH_INTERVAL_MS,
+    window: int = CHANNEL_WINDOW,
+) -> PipelineResult:
     transport = SCENARIOS[scenario]
     label = f"request-reply over {transport}, pre-emptive {'on' if preemptive else 'off'}"
     base = f"{prefix}.{tag}{transport[0].upper()}.{'ON' if preemptive else 'OFF'}"
     a, b = f"{base}.A", f"{base}.B"
     channels = (f"{base}.A.TO.B", f"{base}.B.TO.A")
     headers = {"Authorization": f"Token {token}"}
-    with Client(base_url, token, timeout=REQUEST_TIMEOUT_S, transport="rest") as admin, \
-            httpx.Client(base_url=base_url, headers=headers, timeout=REQUEST_TIMEOUT_S) as http:
-        _define(admin, http, a=a, b=b, channels=channels, preemptive=preemptive, batch_interval_ms=batch_interval_ms,
-                window=window)
+    with (
+        Client(base_url, token, timeout=REQUEST_TIMEOUT_S, transport="rest") as admin,
+        httpx.Client(base_url=base_url, headers=headers, timeout=REQUEST_TIMEOUT_S) as http,
+    ):
+        _define(
+            admin,
+            http,
+            a=a,
+            b=b,
+            channels=channels,
+            preemptive=preemptive,
+            batch_interval_ms=batch_interval_ms,
+            window=window,
+        )
         with agents(list(channels)):
             try:
                 _agents_running(http, channels, label)
-                result = _run(base_url=base_url, token=token, transport=transport, label=label, a=a, b=b,
-                              messages=messages, work_ms=work_ms, preemptive=preemptive)
+                result = _run(
+                    base_url=base_url,
+                    token=token,
+                    transport=transport,
+                    label=label,
+                    a=a,
+                    b=b,
+                    messages=messages,
+                    work_ms=work_ms,
+                    preemptive=preemptive,
+                )
             finally:
                 for name in channels:
                     _ok(http.post(f"/api/channels/{name}/stop/"))
@@ -99,8 +161,18 @@ def run_request_reply_client(*, base_url: str, token: str, scenario: str, prefix
     return result
 
 
-def _run(*, base_url: str, token: str, transport: str, label: str, a: str, b: str, messages: int, work_ms: float,
-         preemptive: bool) -> PipelineResult:
+def _run(
+    *,
+    base_url: str,
+    token: str,
+    transport: str,
+    label: str,
+    a: str,
+    b: str,
+    messages: int,
+    work_ms: float,
+    preemptive: bool,
+) -> PipelineResult:
     work_s = work_ms / 1000
     run = _SessionRun(label, base_url=base_url, token=token, transport=transport)
     requests: list = []
@@ -115,8 +187,12 @@ def _run(*, base_url: str, token: str, transport: str, label: str, a: str, b: st
         done = 0
         while done < messages:
             run.check(who, f"{messages - done} of {messages} messages on {queue}")
-            for message in txn.get(queue, preemptive=preemptive, batch=min(GET_BATCH, messages - done),
-                                   wait=max(0.001, min(GET_WAIT_S, run.remaining()))):
+            for message in txn.get(
+                queue,
+                preemptive=preemptive,
+                batch=min(GET_BATCH, messages - done),
+                wait=max(0.001, min(GET_WAIT_S, run.remaining())),
+            ):
                 run.times.setdefault(f"{who} got the first", time.perf_counter())
                 each(message)
                 done += 1
@@ -162,21 +238,38 @@ def _run(*, base_url: str, token: str, transport: str, label: str, a: str, b: st
         raise BenchmarkError(f"{label}: the {len(replies)} replies do not answer the {len(requests)} requests.")
     start = run.times["start"]
     return PipelineResult(
-        next(s for s, t in SCENARIOS.items() if t == transport), preemptive, None, messages, work_ms,
+        next(s for s, t in SCENARIOS.items() if t == transport),
+        preemptive,
+        None,
+        messages,
+        work_ms,
         run.times["App1'"] - start,
         notes={
             # when each unit of work committed, and when the requests and the replies arrived, in time order
-            "committed_at_s": {name: round(t - start, 4) for name, t in sorted(run.times.items(), key=lambda i: i[1])
-                               if name != "start"},
+            "committed_at_s": {
+                name: round(t - start, 4)
+                for name, t in sorted(run.times.items(), key=lambda i: i[1])
+                if name != "start"
+            },
             "commits_held": sorted(name for name, h in held.items() if h),
         },
     )
 
 
-def run_request_reply_pipelines(*, base_url: str, token: str, prefix: str, messages: int, work_ms: float,
-                                agents: Agents, scenarios: list[str], progress: bool = False,
-                                results: list[PipelineResult], batch_interval_ms: int = CHANNEL_BATCH_INTERVAL_MS,
-                                window: int = CHANNEL_WINDOW) -> None:
+def run_request_reply_pipelines(
+    *,
+    base_url: str,
+    token: str,
+    prefix: str,
+    messages: int,
+    work_ms: float,
+    agents: Agents,
+    scenarios: list[str],
+    progress: bool = False,
+    results: list[PipelineResult],
+    batch_interval_ms: int = CHANNEL_BATCH_INTERVAL_MS,
+    window: int = CHANNEL_WINDOW,
+) -> None:
     """For each scenario asked for: warm up (a tiny run each way), then pre-emptive gets off,
     then on."""
     import sys
@@ -188,16 +281,34 @@ def run_request_reply_pipelines(*, base_url: str, token: str, prefix: str, messa
     for scenario in scenarios:
         say(f"{scenario}: warming up")
         for preemptive in (False, True):
-            run_request_reply_client(base_url=base_url, token=token, scenario=scenario, prefix=prefix, messages=3,
-                                     work_ms=0, preemptive=preemptive, agents=agents, tag="WRRC",
-                                     batch_interval_ms=batch_interval_ms, window=window)
+            run_request_reply_client(
+                base_url=base_url,
+                token=token,
+                scenario=scenario,
+                prefix=prefix,
+                messages=3,
+                work_ms=0,
+                preemptive=preemptive,
+                agents=agents,
+                tag="WRRC",
+                batch_interval_ms=batch_interval_ms,
+                window=window,
+            )
         for preemptive in (False, True):
             say(f"{scenario}, pre-emptive gets {'on' if preemptive else 'off'}")
             try:
-                result = run_request_reply_client(base_url=base_url, token=token, scenario=scenario, prefix=prefix,
-                                                  messages=messages, work_ms=work_ms, preemptive=preemptive,
-                                                  agents=agents, batch_interval_ms=batch_interval_ms,
-                                                  window=window)
+                result = run_request_reply_client(
+                    base_url=base_url,
+                    token=token,
+                    scenario=scenario,
+                    prefix=prefix,
+                    messages=messages,
+                    work_ms=work_ms,
+                    preemptive=preemptive,
+                    agents=agents,
+                    batch_interval_ms=batch_interval_ms,
+                    window=window,
+                )
             except BatonError as exc:
                 raise BenchmarkError(f"{scenario}: {exc!r}") from exc
             say(f"  {result.seconds:.3f} s")

@@ -9,6 +9,7 @@ the command on the scratch database). Puts under a unit of work are pipelined; g
 commits wait for their replies. Runs in the command's own process, which never touches a
 database: everything goes through the server.
 """
+
 from __future__ import annotations
 
 import threading
@@ -18,7 +19,16 @@ from typing import Callable
 from baton_client import Client
 from baton_client.errors import BatonError
 
-from .pipelines import COMMIT_WAIT_S, GET_BATCH, GET_WAIT_S, RUN_TIMEOUT_S, UOW_TIMEOUT_MS, PipelineResult, _Run, _Stopped
+from .pipelines import (
+    COMMIT_WAIT_S,
+    GET_BATCH,
+    GET_WAIT_S,
+    RUN_TIMEOUT_S,
+    UOW_TIMEOUT_MS,
+    PipelineResult,
+    _Run,
+    _Stopped,
+)
 from .report import BenchmarkError
 
 SCENARIO = "chain-session"
@@ -29,8 +39,9 @@ class _SessionRun(_Run):
     """A run whose threads are applications with a client each (a session, or REST), and no
     database connection."""
 
-    def __init__(self, label: str, *, base_url: str, token: str, timeout_s: float = RUN_TIMEOUT_S,
-                 transport: str = "session") -> None:
+    def __init__(
+        self, label: str, *, base_url: str, token: str, timeout_s: float = RUN_TIMEOUT_S, transport: str = "session"
+    ) -> None:
         super().__init__(label, timeout_s=timeout_s)
         self.base_url, self.token, self.transport = base_url, token, transport
 
@@ -69,14 +80,26 @@ def _committed(run: _Run, *, who: str, txn) -> bool:
     return held
 
 
-def run_chain_session(*, base_url: str, token: str, prefix: str, stages: int, messages: int, work_ms: float,
-                      preemptive: bool, tag: str = "CHAINS") -> PipelineResult:
+def run_chain_session(
+    *,
+    base_url: str,
+    token: str,
+    prefix: str,
+    stages: int,
+    messages: int,
+    work_ms: float,
+    preemptive: bool,
+    tag: str = "CHAINS",
+) -> PipelineResult:
     """The chain, each stage an application with a session of its own."""
     label = f"chain over sessions, pre-emptive {'on' if preemptive else 'off'}"
     broker = f"{prefix}.{tag}.{'ON' if preemptive else 'OFF'}"
     with Client(base_url, token, timeout=REQUEST_TIMEOUT_S, transport="rest") as admin:
-        admin.define_broker(broker, description="python manage.py benchmark_pipelines: chain over sessions",
-                            transaction_timeout_ms=UOW_TIMEOUT_MS)
+        admin.define_broker(
+            broker,
+            description="python manage.py benchmark_pipelines: chain over sessions",
+            transaction_timeout_ms=UOW_TIMEOUT_MS,
+        )
         for i in range(stages + 1):
             admin.define_queue(broker, f"S{i}", max_depth=999_999_999, default_persistence="persistent")
     work_s = work_ms / 1000
@@ -105,14 +128,19 @@ def run_chain_session(*, base_url: str, token: str, prefix: str, stages: int, me
             done = 0
             while done < messages:
                 run.check(f"stage {i}", f"{messages - done} of {messages} messages on {broker}/S{i - 1}")
-                got = txn.get(f"S{i - 1}", preemptive=preemptive, batch=min(GET_BATCH, messages - done),
-                              wait=max(0.001, min(GET_WAIT_S, run.remaining())))
+                got = txn.get(
+                    f"S{i - 1}",
+                    preemptive=preemptive,
+                    batch=min(GET_BATCH, messages - done),
+                    wait=max(0.001, min(GET_WAIT_S, run.remaining())),
+                )
                 for message in got:
                     work_done()
                     txn.put(f"S{i}", message.body + b" >", correl_id=message.msg_id, persistence="persistent")
                     done += 1
             held[i] = _committed(run, who=f"stage {i}", txn=txn)
             run.times[f"stage {i}"] = time.perf_counter()
+
         return work
 
     threads = [run.add("stage 0", producer)] + [run.add(f"stage {i}", stage(i)) for i in range(1, stages + 1)]
@@ -121,7 +149,12 @@ def run_chain_session(*, base_url: str, token: str, prefix: str, stages: int, me
     run.raise_error()
     start = run.times["start"]
     return PipelineResult(
-        SCENARIO, preemptive, stages, messages, work_ms, run.times[f"stage {stages}"] - start,
+        SCENARIO,
+        preemptive,
+        stages,
+        messages,
+        work_ms,
+        run.times[f"stage {stages}"] - start,
         notes={
             "committed_at_s": {f"stage {i}": round(run.times[f"stage {i}"] - start, 4) for i in range(stages + 1)},
             "commits_held": sorted(i for i, h in held.items() if h),
@@ -129,8 +162,17 @@ def run_chain_session(*, base_url: str, token: str, prefix: str, stages: int, me
     )
 
 
-def run_session_pipelines(*, base_url: str, token: str, prefix: str, stages: int, messages: int, work_ms: float,
-                          progress: bool = False, results: list[PipelineResult]) -> None:
+def run_session_pipelines(
+    *,
+    base_url: str,
+    token: str,
+    prefix: str,
+    stages: int,
+    messages: int,
+    work_ms: float,
+    progress: bool = False,
+    results: list[PipelineResult],
+) -> None:
     """Warm up (tiny chains), then the chain over sessions with pre-emptive gets off, then on."""
     import sys
 
@@ -140,13 +182,28 @@ def run_session_pipelines(*, base_url: str, token: str, prefix: str, stages: int
 
     say("chain over sessions: warming up")
     for preemptive in (False, True):
-        run_chain_session(base_url=base_url, token=token, prefix=prefix, stages=1, messages=3, work_ms=0,
-                          preemptive=preemptive, tag="WARMS")
+        run_chain_session(
+            base_url=base_url,
+            token=token,
+            prefix=prefix,
+            stages=1,
+            messages=3,
+            work_ms=0,
+            preemptive=preemptive,
+            tag="WARMS",
+        )
     for preemptive in (False, True):
         say(f"chain over sessions, pre-emptive gets {'on' if preemptive else 'off'}")
         try:
-            result = run_chain_session(base_url=base_url, token=token, prefix=prefix, stages=stages,
-                                       messages=messages, work_ms=work_ms, preemptive=preemptive)
+            result = run_chain_session(
+                base_url=base_url,
+                token=token,
+                prefix=prefix,
+                stages=stages,
+                messages=messages,
+                work_ms=work_ms,
+                preemptive=preemptive,
+            )
         except BatonError as exc:
             raise BenchmarkError(f"chain over sessions: {exc!r}") from exc
         say(f"  {result.seconds:.3f} s")

@@ -15,6 +15,7 @@ same run, on the same disk and at the same durability as Baton's durable commits
 One row per commit and 100 rows per commit, as many messages as Baton's scenarios move
 (:func:`.report.scenario_messages`). Needs no Django: it runs in the command's own process.
 """
+
 from __future__ import annotations
 
 import secrets
@@ -45,7 +46,7 @@ SQLITE_SYNCHRONOUS = {0: "OFF", 1: "NORMAL", 2: "FULL", 3: "EXTRA"}
 
 
 def database_kind(database_url: str) -> str | None:
-    """"sqlite", "postgres" or None (no plain baseline for that database)."""
+    """ "sqlite", "postgres" or None (no plain baseline for that database)."""
     scheme = urlsplit(database_url).scheme.lower()
     if scheme.startswith("sqlite"):
         return "sqlite"
@@ -65,8 +66,7 @@ def sqlite_path(database_url: str, *, base: Path) -> Path:
     return base / name  # an absolute name stays as it is
 
 
-def _measure(label: str, *, messages: int, progress: bool,
-             unit: Callable[[int], None]) -> list[Result]:
+def _measure(label: str, *, messages: int, progress: bool, unit: Callable[[int], None]) -> list[Result]:
     """Per batch size: warm up, then ``unit(batch)`` until the scenario's messages are in."""
     results = []
     for batch in BATCHES:
@@ -109,8 +109,13 @@ def run_plain_sqlite(*, directory: Path, messages: int, progress: bool = False) 
         for _ in range(SQLITE_WAL_WARMUP_UNITS):
             unit(1)
         results = _measure(PLAIN_SQLITE, messages=messages, progress=progress, unit=unit)
-        facts = {"file": str(path), "journal_mode": mode.upper(), "synchronous": synchronous,
-                 "sqlite_version": sqlite3.sqlite_version, "wal_warmup_units": SQLITE_WAL_WARMUP_UNITS}
+        facts = {
+            "file": str(path),
+            "journal_mode": mode.upper(),
+            "synchronous": synchronous,
+            "sqlite_version": sqlite3.sqlite_version,
+            "wal_warmup_units": SQLITE_WAL_WARMUP_UNITS,
+        }
         return results, facts
     finally:
         conn.close()

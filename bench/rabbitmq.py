@@ -8,6 +8,7 @@ the message is written to disk: fsync'd); the consumer uses manual acknowledgeme
 per message, with a prefetch of the batch size. Producers and consumers run concurrently,
 each on its own connection, like Baton's queue scenarios. Needs no Django.
 """
+
 from __future__ import annotations
 
 import os
@@ -70,22 +71,42 @@ def rabbitmq_server(*, keep: bool = False, stomp_port: int | None = None) -> Ite
     if stomp_port:
         (directory / "rabbitmq.conf").write_text(f"stomp.listeners.tcp.1 = 127.0.0.1:{stomp_port}\n")
     env = {
-        **os.environ, "HOME": str(directory), "ERL_EPMD_PORT": str(epmd_port),
-        "RABBITMQ_NODENAME": f"baton-bench-{amqp_port}@localhost", "RABBITMQ_NODE_IP_ADDRESS": "127.0.0.1",
-        "RABBITMQ_NODE_PORT": str(amqp_port), "RABBITMQ_DIST_PORT": str(dist_port),
-        "RABBITMQ_MNESIA_BASE": str(directory / "mnesia"), "RABBITMQ_LOG_BASE": str(directory / "log"),
+        **os.environ,
+        "HOME": str(directory),
+        "ERL_EPMD_PORT": str(epmd_port),
+        "RABBITMQ_NODENAME": f"baton-bench-{amqp_port}@localhost",
+        "RABBITMQ_NODE_IP_ADDRESS": "127.0.0.1",
+        "RABBITMQ_NODE_PORT": str(amqp_port),
+        "RABBITMQ_DIST_PORT": str(dist_port),
+        "RABBITMQ_MNESIA_BASE": str(directory / "mnesia"),
+        "RABBITMQ_LOG_BASE": str(directory / "log"),
         "RABBITMQ_ENABLED_PLUGINS_FILE": str(directory / "enabled_plugins"),
-        "RABBITMQ_CONFIG_FILE": str(directory / "rabbitmq"), "RABBITMQ_CONF_ENV_FILE": str(directory / "env.conf"),
-        "RABBITMQ_ADVANCED_CONFIG_FILE": str(directory / "advanced.config"), "RABBITMQ_PID_FILE": str(directory / "pid"),
+        "RABBITMQ_CONFIG_FILE": str(directory / "rabbitmq"),
+        "RABBITMQ_CONF_ENV_FILE": str(directory / "env.conf"),
+        "RABBITMQ_ADVANCED_CONFIG_FILE": str(directory / "advanced.config"),
+        "RABBITMQ_PID_FILE": str(directory / "pid"),
         "RABBITMQ_LOGS": "-",
     }
     log = open(directory / "server.log", "wb")
-    epmd = subprocess.Popen([EPMD, "-port", str(epmd_port)], env=env, stdin=subprocess.DEVNULL, stdout=log,
-                            stderr=subprocess.STDOUT, start_new_session=True)
+    epmd = subprocess.Popen(
+        [EPMD, "-port", str(epmd_port)],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     server = None
     try:
-        server = subprocess.Popen([str(SERVER)], env=env, cwd=directory, stdin=subprocess.DEVNULL, stdout=log,
-                                  stderr=subprocess.STDOUT, start_new_session=True)
+        server = subprocess.Popen(
+            [str(SERVER)],
+            env=env,
+            cwd=directory,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         deadline = time.monotonic() + START_TIMEOUT_S
         while True:
             if server.poll() is not None:
@@ -102,8 +123,10 @@ def rabbitmq_server(*, keep: bool = False, stomp_port: int | None = None) -> Ite
             if "RabbitMQ " in line and "Starting" in line:
                 version = line.split("Starting", 1)[1].strip()
                 break
-        describe = (f"{version or 'RabbitMQ (Debian)'} on 127.0.0.1:{amqp_port}, data in {directory} "
-                    "(durable classic queue, persistent messages, publisher confirms, manual acks)")
+        describe = (
+            f"{version or 'RabbitMQ (Debian)'} on 127.0.0.1:{amqp_port}, data in {directory} "
+            "(durable classic queue, persistent messages, publisher confirms, manual acks)"
+        )
         yield f"amqp://guest:guest@127.0.0.1:{amqp_port}/%2F", describe
     finally:
         if server is not None:
@@ -120,8 +143,7 @@ def _connection(url: str):
     return pika.BlockingConnection(pika.URLParameters(url))
 
 
-def _flow(url: str, *, queue: str, total: int, batch: int, producers: int, consumers: int,
-          body: bytes) -> float:
+def _flow(url: str, *, queue: str, total: int, batch: int, producers: int, consumers: int, body: bytes) -> float:
     """``producers`` publish ``total`` messages (confirmed one by one; for a batch, a
     publish of ``batch`` messages then their confirms: pika's blocking channel confirms each
     publish, so a batch is ``batch`` confirmed publishes back to back), ``consumers`` ack
@@ -195,9 +217,19 @@ def run_rabbitmq(*, url: str, flows: list[tuple[int, int, int]], progress: bool 
     results = []
     for clients, batch, total in flows:
         if progress:
-            print(f"  RabbitMQ publish+ack, {clients} clients, {total} messages", flush=True,
-                  file=__import__("sys").stderr)
-        seconds = _flow(url, queue=f"baton.bench.c{clients}.b{batch}", total=total, batch=batch,
-                        producers=clients // 2, consumers=clients // 2, body=body)
+            print(
+                f"  RabbitMQ publish+ack, {clients} clients, {total} messages",
+                flush=True,
+                file=__import__("sys").stderr,
+            )
+        seconds = _flow(
+            url,
+            queue=f"baton.bench.c{clients}.b{batch}",
+            total=total,
+            batch=batch,
+            producers=clients // 2,
+            consumers=clients // 2,
+            body=body,
+        )
         results.append(Result(PATH_LABEL, "publish+ack", clients, batch, total, seconds))
     return results

@@ -1,6 +1,7 @@
 """A throwaway Redis server (Debian's ``redis-server``) for the wake-up benchmark and the
 scaled-out tests: a temporary directory, a free loopback port, no persistence. It is
 shut down and its directory removed on the way out, errors and Ctrl-C included."""
+
 from __future__ import annotations
 
 import shutil
@@ -32,7 +33,9 @@ class RedisServer:
 def redis_binary() -> str:
     binary = shutil.which("redis-server") or ("/usr/bin/redis-server" if Path("/usr/bin/redis-server").exists() else "")
     if not binary:
-        raise BenchmarkError("no redis-server on PATH (on Debian: apt-get install -y redis-server; platform/lib.sh does it)")
+        raise BenchmarkError(
+            "no redis-server on PATH (on Debian: apt-get install -y redis-server; platform/lib.sh does it)"
+        )
     return binary
 
 
@@ -42,14 +45,34 @@ def redis_server() -> Iterator[RedisServer]:
     import redis
 
     binary = redis_binary()
-    version = subprocess.run([binary, "--version"], check=False, capture_output=True, text=True, timeout=30).stdout.split()[2][2:]
+    version = subprocess.run(
+        [binary, "--version"], check=False, capture_output=True, text=True, timeout=30
+    ).stdout.split()[2][2:]
     directory = Path(tempfile.mkdtemp(prefix="baton-redis-"))
     port = free_port()
     log = directory / "server.log"
     proc = subprocess.Popen(
-        [binary, "--port", str(port), "--bind", HOST, "--dir", str(directory), "--save", "", "--appendonly", "no",
-         "--daemonize", "no", "--logfile", str(log)],
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        [
+            binary,
+            "--port",
+            str(port),
+            "--bind",
+            HOST,
+            "--dir",
+            str(directory),
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--daemonize",
+            "no",
+            "--logfile",
+            str(log),
+        ],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
     )
     try:
         client = redis.Redis(host=HOST, port=port, socket_connect_timeout=1)

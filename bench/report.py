@@ -1,4 +1,5 @@
 """Benchmark results and the table they print as."""
+
 from __future__ import annotations
 
 import re
@@ -11,8 +12,10 @@ BATCHES = (1, 100)
 REST_CLIENTS = (1, 8)
 
 HEADER = ("scenario", "clients", "batch", "messages", "seconds", "msgs/s")
-_SCENARIO = (r"(?:in-process|REST|session) (?:begin\+)?(?:put|get)\+commit|(?:in-process|REST|session) put\+get"
-             r"|plain (?:SQLite|PostgreSQL) insert\+commit|plain PostgreSQL queue insert\+delete|RabbitMQ publish\+ack")
+_SCENARIO = (
+    r"(?:in-process|REST|session) (?:begin\+)?(?:put|get)\+commit|(?:in-process|REST|session) put\+get"
+    r"|plain (?:SQLite|PostgreSQL) insert\+commit|plain PostgreSQL queue insert\+delete|RabbitMQ publish\+ack"
+)
 ROW = re.compile(
     rf"^(?P<scenario>{_SCENARIO})\s+(?P<clients>\d+)\s+(?P<batch>\d+)\s+"
     r"(?P<messages>\d+)\s+(?P<seconds>[\d.]+)\s+(?P<rate>[\d.]+)\s*$"
@@ -109,9 +112,15 @@ def json_rows(results: list[Result]) -> list[dict]:
     rows = []
     for r in results:
         row = {
-            "kind": "result", "scenario": r.scenario, "path": r.path, "operation": r.operation,
-            "clients": r.clients, "batch": r.batch, "messages": r.messages,
-            "seconds": round(r.seconds, 6), "msgs_per_s": round(r.rate, 3),
+            "kind": "result",
+            "scenario": r.scenario,
+            "path": r.path,
+            "operation": r.operation,
+            "clients": r.clients,
+            "batch": r.batch,
+            "messages": r.messages,
+            "seconds": round(r.seconds, 6),
+            "msgs_per_s": round(r.rate, 3),
         }
         if id(r) in by_result:
             p, ratio = by_result[id(r)]
@@ -132,11 +141,13 @@ def table(results: list[Result]) -> str:
     compared = ratios(results)
     if compared:
         plain_names = sorted({p.scenario for _, p, _ in compared})
-        text += (f"\n\n{RATIO_TITLE}: in-process rate over {' / '.join(plain_names)} at the same batch size\n"
-                 + grid([RATIO_HEADER] + [
-                     (r.scenario, str(r.batch), f"{r.rate:.1f}", f"{p.rate:.1f}", f"{ratio:.3f}x")
-                     for r, p, ratio in compared
-                 ]))
+        text += f"\n\n{RATIO_TITLE}: in-process rate over {' / '.join(plain_names)} at the same batch size\n" + grid(
+            [RATIO_HEADER]
+            + [
+                (r.scenario, str(r.batch), f"{r.rate:.1f}", f"{p.rate:.1f}", f"{ratio:.3f}x")
+                for r, p, ratio in compared
+            ]
+        )
     return text
 
 
@@ -158,10 +169,16 @@ def table_parse(text: str) -> list[dict]:
     for line in text.splitlines():
         m = ROW.match(line.strip())
         if m:
-            rows.append({
-                "scenario": m["scenario"], "clients": int(m["clients"]), "batch": int(m["batch"]),
-                "messages": int(m["messages"]), "seconds": float(m["seconds"]), "rate": float(m["rate"]),
-            })
+            rows.append(
+                {
+                    "scenario": m["scenario"],
+                    "clients": int(m["clients"]),
+                    "batch": int(m["batch"]),
+                    "messages": int(m["messages"]),
+                    "seconds": float(m["seconds"]),
+                    "rate": float(m["rate"]),
+                }
+            )
     return rows
 
 
@@ -171,6 +188,13 @@ def ratio_parse(text: str) -> list[dict]:
     for line in text.splitlines():
         m = RATIO_ROW.match(line.strip())
         if m:
-            rows.append({"scenario": m["scenario"], "batch": int(m["batch"]), "rate": float(m["rate"]),
-                         "plain": float(m["plain"]), "ratio": float(m["ratio"])})
+            rows.append(
+                {
+                    "scenario": m["scenario"],
+                    "batch": int(m["batch"]),
+                    "rate": float(m["rate"]),
+                    "plain": float(m["plain"]),
+                    "ratio": float(m["ratio"]),
+                }
+            )
     return rows

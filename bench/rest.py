@@ -1,6 +1,7 @@
 """The REST and session scenarios: clients (threads, each with its own keep-alive
 ``httpx.Client``, or its own session through the Python client) against a running server.
 Needs no Django (and touches no database)."""
+
 from __future__ import annotations
 
 import sys
@@ -10,7 +11,16 @@ from typing import Callable
 
 import httpx
 
-from .report import BATCHES, REST_CLIENTS, WARMUP_QUEUE, BenchmarkError, Result, body_text, scenario_messages, queue_name
+from .report import (
+    BATCHES,
+    REST_CLIENTS,
+    WARMUP_QUEUE,
+    BenchmarkError,
+    Result,
+    body_text,
+    scenario_messages,
+    queue_name,
+)
 
 REQUEST_TIMEOUT_S = 120.0
 
@@ -20,7 +30,9 @@ class Api:
 
     def __init__(self, base_url: str, token: str) -> None:
         self.http = httpx.Client(
-            base_url=base_url, headers={"Authorization": f"Token {token}"}, timeout=REQUEST_TIMEOUT_S,
+            base_url=base_url,
+            headers={"Authorization": f"Token {token}"},
+            timeout=REQUEST_TIMEOUT_S,
         )
 
     def close(self) -> None:
@@ -40,13 +52,20 @@ class Api:
 
     def put(self, broker: str, queue: str, transaction: str, body: str, batch: int) -> None:
         message = {"body": body, "persistence": "persistent"}
-        data = {**message, "transaction": transaction} if batch == 1 else {
-            "messages": [message] * batch, "transaction": transaction,
-        }
+        data = (
+            {**message, "transaction": transaction}
+            if batch == 1
+            else {
+                "messages": [message] * batch,
+                "transaction": transaction,
+            }
+        )
         self._call("POST", f"/api/brokers/{broker}/queues/{queue}/messages/", data)
 
     def get(self, broker: str, queue: str, transaction: str, batch: int) -> int:
-        data = self._call("POST", f"/api/brokers/{broker}/queues/{queue}/get/", {"transaction": transaction, "batch": batch})
+        data = self._call(
+            "POST", f"/api/brokers/{broker}/queues/{queue}/get/", {"transaction": transaction, "batch": batch}
+        )
         return len(data["messages"])
 
     def commit(self, transaction: str) -> None:
@@ -109,8 +128,15 @@ def server_ready(base_url: str, token: str, broker: str, *, alive: Callable[[], 
 
 
 def _scenario(
-    *, base_url: str, token: str, broker: str, clients: int, units_each: int,
-    unit: Callable[[Api], int], stop: threading.Event, api_class: type = Api,
+    *,
+    base_url: str,
+    token: str,
+    broker: str,
+    clients: int,
+    units_each: int,
+    unit: Callable[[Api], int],
+    stop: threading.Event,
+    api_class: type = Api,
 ) -> tuple[int, float]:
     """Run ``unit`` ``units_each`` times in each of ``clients`` threads, all starting
     together; return the messages moved and the wall-clock seconds."""
@@ -136,7 +162,9 @@ def _scenario(
         finally:
             api.close()
 
-    threads = [threading.Thread(target=client, args=(i,), name=f"bench-client-{i}", daemon=True) for i in range(clients)]
+    threads = [
+        threading.Thread(target=client, args=(i,), name=f"bench-client-{i}", daemon=True) for i in range(clients)
+    ]
     try:
         for thread in threads:
             thread.start()
@@ -160,8 +188,9 @@ def _scenario(
     return sum(moved), seconds
 
 
-def run_rest(*, base_url: str, token: str, broker: str, messages: int, progress: bool = False,
-             transport: str = "rest") -> list[Result]:
+def run_rest(
+    *, base_url: str, token: str, broker: str, messages: int, progress: bool = False, transport: str = "rest"
+) -> list[Result]:
     """For 1 and 8 clients and each batch size: put+commit, then get+commit, ``messages``
     messages (rounded up so each client does whole units of work) over the REST API, or
     over sessions (``transport="session"``)."""
@@ -203,13 +232,24 @@ def run_rest(*, base_url: str, token: str, broker: str, messages: int, progress:
 
             for operation, unit in (("put+commit", put_unit), ("get+commit", get_unit)):
                 if progress:
-                    print(f"  {label} {operation}, {clients} client(s), batch {batch}: {total} messages",
-                          file=sys.stderr, flush=True)
+                    print(
+                        f"  {label} {operation}, {clients} client(s), batch {batch}: {total} messages",
+                        file=sys.stderr,
+                        flush=True,
+                    )
                 moved, seconds = _scenario(
-                    base_url=base_url, token=token, broker=broker, clients=clients, units_each=units_each,
-                    unit=unit, stop=stop, api_class=api_class,
+                    base_url=base_url,
+                    token=token,
+                    broker=broker,
+                    clients=clients,
+                    units_each=units_each,
+                    unit=unit,
+                    stop=stop,
+                    api_class=api_class,
                 )
                 if moved != total:
-                    raise BenchmarkError(f"{label} {operation}, {clients} client(s), batch {batch}: moved {moved} of {total} messages.")
+                    raise BenchmarkError(
+                        f"{label} {operation}, {clients} client(s), batch {batch}: moved {moved} of {total} messages."
+                    )
                 results.append(Result(label, operation, clients, batch, moved, seconds))
     return results

@@ -5,6 +5,7 @@ Every child gets ``DATABASE_URL`` and ``BATON_VAR_DIR`` pointing at the scratch
 database and directory, and ``BATON_BENCHMARK_SCRATCH=1``, without which the command's
 ``--phase`` refuses to run (so a phase can never run against the platform's database).
 """
+
 from __future__ import annotations
 
 import json
@@ -51,8 +52,19 @@ def server_command(port: int) -> list[str]:
     processes as ``BATON_WEB_PROCESSES`` says (1 by default), as platform/up starts."""
     processes = int(os.environ.get("BATON_WEB_PROCESSES") or 1)
     return [
-        sys.executable, "-m", "uvicorn", "config.asgi:application", "--host", HOST, "--port", str(port),
-        "--lifespan", "off", "--log-level", "warning", "--no-access-log",
+        sys.executable,
+        "-m",
+        "uvicorn",
+        "config.asgi:application",
+        "--host",
+        HOST,
+        "--port",
+        str(port),
+        "--lifespan",
+        "off",
+        "--log-level",
+        "warning",
+        "--no-access-log",
     ] + (["--workers", str(processes)] if processes > 1 else [])
 
 
@@ -123,8 +135,15 @@ class Scratch:
         from .report import BenchmarkError
 
         result_file = self.dir / f"{name}.json"
-        args = [sys.executable, str(base_dir() / "manage.py"), "benchmark", "--phase", name,
-                "--result-file", str(result_file)]
+        args = [
+            sys.executable,
+            str(base_dir() / "manage.py"),
+            "benchmark",
+            "--phase",
+            name,
+            "--result-file",
+            str(result_file),
+        ]
         for key, value in options.items():
             args += [f"--{key.replace('_', '-')}", str(value)]
         log_path = self.dir / f"{name}.log"
@@ -151,9 +170,15 @@ class Scratch:
         command = server_command(port)
         with open(self.dir / "server.log", "wb") as log:
             proc = subprocess.Popen(
-                command, cwd=base_dir(), env=self.env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                command,
+                cwd=base_dir(),
+                env=self.env,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
                 # its own process group: a Ctrl-C reaches only us, and we stop it in order
-                start_new_session=True, preexec_fn=_die_with_parent if sys.platform == "linux" else None,
+                start_new_session=True,
+                preexec_fn=_die_with_parent if sys.platform == "linux" else None,
             )
             try:
                 yield f"http://{HOST}:{port}", command, proc
@@ -165,6 +190,7 @@ class Scratch:
 def sigterm_as_interrupt() -> Iterator[None]:
     """Turn SIGTERM into KeyboardInterrupt while the benchmark runs, so that the
     ``finally`` blocks that stop the server run for it too."""
+
     def interrupted(signum, frame):
         raise KeyboardInterrupt
 

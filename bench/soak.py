@@ -7,6 +7,7 @@ the run, at least one sample kept). A process *grows* when its memory slope exce
 slope exceeds ``FD_GROWTH_PER_H``; both thresholds are well above the noise of a shared
 machine over half an hour and well below any leak that matters in a day.
 """
+
 from __future__ import annotations
 
 import os
@@ -69,14 +70,20 @@ class Series:
         fds = [float(self.fds[i]) for i in keep]
         rss_slope, fd_slope = slope_per_hour(times, rss), slope_per_hour(times, fds)
         mean_rss = sum(rss) / len(rss)
-        grows = (rss_slope > max(RSS_GROWTH_MIB_PER_H, RSS_GROWTH_SHARE_PER_H * mean_rss)
-                 or fd_slope > FD_GROWTH_PER_H)
+        grows = rss_slope > max(RSS_GROWTH_MIB_PER_H, RSS_GROWTH_SHARE_PER_H * mean_rss) or fd_slope > FD_GROWTH_PER_H
         return {
-            "process": self.name, "pid": self.pid, "samples": len(self.times_s),
-            "rss_mib_first": round(self.rss_mib[0], 1), "rss_mib_last": round(self.rss_mib[-1], 1),
-            "rss_mib_max": round(max(self.rss_mib), 1), "rss_mib_per_h": round(rss_slope, 1),
-            "fds_first": self.fds[0], "fds_last": self.fds[-1], "fds_max": max(self.fds),
-            "fds_per_h": round(fd_slope, 1), "verdict": "growth" if grows else "no growth",
+            "process": self.name,
+            "pid": self.pid,
+            "samples": len(self.times_s),
+            "rss_mib_first": round(self.rss_mib[0], 1),
+            "rss_mib_last": round(self.rss_mib[-1], 1),
+            "rss_mib_max": round(max(self.rss_mib), 1),
+            "rss_mib_per_h": round(rss_slope, 1),
+            "fds_first": self.fds[0],
+            "fds_last": self.fds[-1],
+            "fds_max": max(self.fds),
+            "fds_per_h": round(fd_slope, 1),
+            "verdict": "growth" if grows else "no growth",
         }
 
 
@@ -98,8 +105,10 @@ def samples_table(series: list[Series], *, rows: int = 30) -> str:
 
 
 def summary_table(summaries: list[dict]) -> str:
-    head = (f"{'process':<8} {'pid':>7} {'samples':>7} {'RSS MiB first':>13} {'last':>7} {'max':>7} {'MiB/h':>7} "
-            f"{'fds first':>9} {'last':>5} {'max':>5} {'fds/h':>7}  verdict")
+    head = (
+        f"{'process':<8} {'pid':>7} {'samples':>7} {'RSS MiB first':>13} {'last':>7} {'max':>7} {'MiB/h':>7} "
+        f"{'fds first':>9} {'last':>5} {'max':>5} {'fds/h':>7}  verdict"
+    )
     lines = [head, "-" * len(head)]
     for s in summaries:
         if not s.get("samples"):
@@ -108,5 +117,6 @@ def summary_table(summaries: list[dict]) -> str:
         lines.append(
             f"{s['process']:<8} {s['pid']:>7} {s['samples']:>7} {s['rss_mib_first']:>13.1f} {s['rss_mib_last']:>7.1f} "
             f"{s['rss_mib_max']:>7.1f} {s['rss_mib_per_h']:>7.1f} {s['fds_first']:>9} {s['fds_last']:>5} "
-            f"{s['fds_max']:>5} {s['fds_per_h']:>7.1f}  {s['verdict']}")
+            f"{s['fds_max']:>5} {s['fds_per_h']:>7.1f}  {s['verdict']}"
+        )
     return "\n".join(lines)

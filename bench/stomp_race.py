@@ -19,6 +19,7 @@ database (or ``--database-url``); RabbitMQ is Debian's ``rabbitmq-server`` with
 acknowledged) per second, from the start line until the consumer's last acknowledgement.
 Needs no Django in this process beyond the command.
 """
+
 from __future__ import annotations
 
 import queue as queues
@@ -72,8 +73,9 @@ class _Client:
     def __init__(self, target: Target) -> None:
         import stomp
 
-        self.conn = stomp.Connection12([(HOST, target.port)], vhost=target.vhost, heartbeats=(0, 0),
-                                       auto_content_length=True)
+        self.conn = stomp.Connection12(
+            [(HOST, target.port)], vhost=target.vhost, heartbeats=(0, 0), auto_content_length=True
+        )
         self.cond = threading.Condition()
         self.receipts: set[str] = set()
         self.errors: list[str] = []
@@ -121,8 +123,7 @@ class _Client:
 def _flow(target: Target, *, total: int, batch: int) -> float:
     body = body_text()
     producer, consumer = _Client(target), _Client(target)
-    consumer.conn.subscribe(target.destination, id="bench", ack="client-individual",
-                            headers={"prefetch-count": "100"})
+    consumer.conn.subscribe(target.destination, id="bench", ack="client-individual", headers={"prefetch-count": "100"})
     start_line = threading.Barrier(3)
     errors: list[BaseException] = []
 
@@ -135,8 +136,9 @@ def _flow(target: Target, *, total: int, batch: int) -> float:
                 else:
                     producer.conn.begin(f"p{n}")
                     for _ in range(batch):
-                        producer.conn.send(target.destination, body, headers={"persistent": "true",
-                                                                               "transaction": f"p{n}"})
+                        producer.conn.send(
+                            target.destination, body, headers={"persistent": "true", "transaction": f"p{n}"}
+                        )
                     producer.conn.commit(f"p{n}", receipt=f"s{n}")
                 producer.receipt(f"s{n}")
         except BaseException as exc:  # noqa: BLE001 - reported below
@@ -191,8 +193,14 @@ def stomp_race(target: Target, *, messages: int, progress: bool = False) -> list
 
 
 def _manage(scratch: Scratch, *args: str) -> str:
-    done = subprocess.run([sys.executable, str(base_dir() / "manage.py"), *args], cwd=base_dir(), env=scratch.env,
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, str(base_dir() / "manage.py"), *args],
+        cwd=base_dir(),
+        env=scratch.env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     if done.returncode != 0:
         raise BenchmarkError(f"manage.py {' '.join(args)} failed: {done.stderr[-2000:]}")
     return done.stdout
@@ -203,15 +211,24 @@ def baton_stomp(scratch: Scratch) -> Iterator[Target]:
     """Baton's STOMP server (``manage.py stomp_serve``, as platform/up starts it) on the
     scratch database, with a broker, a queue and a user of its own."""
     _manage(scratch, "migrate", "--noinput", "-v0")
-    token = [line for line in _manage(scratch, "api_token", USER, "--create-user", "--superuser").splitlines()
-             if line.strip()][-1].strip()
+    token = [
+        line
+        for line in _manage(scratch, "api_token", USER, "--create-user", "--superuser").splitlines()
+        if line.strip()
+    ][-1].strip()
     _manage(scratch, "define_broker", BROKER, "-v0")
     _manage(scratch, "define_queue", BROKER, QUEUE, "-v0")
     port = free_port()
     with open(scratch.dir / "stomp.log", "wb") as log:
-        proc = subprocess.Popen([sys.executable, str(base_dir() / "manage.py"), "stomp_serve", "--host", HOST,
-                                 "--port", str(port)], cwd=base_dir(), env=scratch.env, stdin=subprocess.DEVNULL,
-                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(
+            [sys.executable, str(base_dir() / "manage.py"), "stomp_serve", "--host", HOST, "--port", str(port)],
+            cwd=base_dir(),
+            env=scratch.env,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         try:
             import socket
 
@@ -226,8 +243,15 @@ def baton_stomp(scratch: Scratch) -> Iterator[Target]:
                     if time.monotonic() > deadline:
                         raise BenchmarkError("stomp_serve did not listen within 60 s") from None
                     time.sleep(0.1)  # polling the port of a starting server
-            yield Target("Baton", port, BROKER, USER, token, f"/queue/{QUEUE}",
-                         f"manage.py stomp_serve on {HOST}:{port}, database {scratch.database_url}")
+            yield Target(
+                "Baton",
+                port,
+                BROKER,
+                USER,
+                token,
+                f"/queue/{QUEUE}",
+                f"manage.py stomp_serve on {HOST}:{port}, database {scratch.database_url}",
+            )
         finally:
             process_stopped(proc)
 
@@ -238,8 +262,15 @@ def rabbitmq_stomp(*, keep: bool = False) -> Iterator[Target]:
 
     port = free_port()
     with rabbitmq_server(keep=keep, stomp_port=port) as (_url, describe):
-        yield Target("RabbitMQ", port, "/", "guest", "guest", "/queue/baton.bench.stomp",
-                     f"{describe}; rabbitmq_stomp on {HOST}:{port}")
+        yield Target(
+            "RabbitMQ",
+            port,
+            "/",
+            "guest",
+            "guest",
+            "/queue/baton.bench.stomp",
+            f"{describe}; rabbitmq_stomp on {HOST}:{port}",
+        )
 
 
 def table(results: list[StompResult]) -> str:
@@ -247,8 +278,11 @@ def table(results: list[StompResult]) -> str:
     for r in results:
         lines.append(f"{r.peer:<10} {r.scenario:<16} {r.batch:>5} {r.messages:>8} {r.seconds:>8.2f} {r.rate:>9.1f}")
     by = {(r.peer, r.scenario): r.rate for r in results}
-    ratios = [(s, by[("Baton", s)] / by[("RabbitMQ", s)]) for s, _ in SCENARIOS
-              if by.get(("RabbitMQ", s)) and ("Baton", s) in by]
+    ratios = [
+        (s, by[("Baton", s)] / by[("RabbitMQ", s)])
+        for s, _ in SCENARIOS
+        if by.get(("RabbitMQ", s)) and ("Baton", s) in by
+    ]
     if ratios:
         lines.append("")
         lines.extend(f"Baton / RabbitMQ, {s}: {ratio:.2f}x" for s, ratio in ratios)

@@ -9,6 +9,7 @@ the get returned, a clock all processes of the machine share; ``heard_ns``: when
 process's wake-up listener last heard a notification, 0 if never; ``body`` null when the
 get timed out).
 """
+
 from __future__ import annotations
 
 import json

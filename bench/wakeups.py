@@ -10,6 +10,7 @@ machine's monotonic clock (shared by all its processes). It includes the waiter'
 second get attempt (a database transaction that takes the message); "heard" is the part
 until the waiter's wake-up listener heard the commit (the bus alone).
 """
+
 from __future__ import annotations
 
 import json
@@ -55,27 +56,58 @@ def percentile(values: list[float], p: float) -> float:
     return ordered[int(rank) - 1]
 
 
-def summary(*, scenario: str, bus: str, latencies_ms: list[float], heard_ms: list[float], timeouts: int) -> WakeupResult:
+def summary(
+    *, scenario: str, bus: str, latencies_ms: list[float], heard_ms: list[float], timeouts: int
+) -> WakeupResult:
     return WakeupResult(
         heard_p50_ms=round(percentile(heard_ms, 50), 3) if heard_ms else None,
         heard_p99_ms=round(percentile(heard_ms, 99), 3) if heard_ms else None,
-        scenario=scenario, bus=bus, messages=len(latencies_ms),
-        p50_ms=round(percentile(latencies_ms, 50), 3), p99_ms=round(percentile(latencies_ms, 99), 3),
-        max_ms=round(max(latencies_ms), 3), mean_ms=round(statistics.fmean(latencies_ms), 3), timeouts=timeouts,
+        scenario=scenario,
+        bus=bus,
+        messages=len(latencies_ms),
+        p50_ms=round(percentile(latencies_ms, 50), 3),
+        p99_ms=round(percentile(latencies_ms, 99), 3),
+        max_ms=round(max(latencies_ms), 3),
+        mean_ms=round(statistics.fmean(latencies_ms), 3),
+        timeouts=timeouts,
     )
 
 
 def table(results: list[WakeupResult]) -> str:
-    header = ("scenario", "wake-up bus", "messages", "p50 ms", "p99 ms", "max ms", "mean ms", "heard p50",
-              "heard p99", "timeouts")
+    header = (
+        "scenario",
+        "wake-up bus",
+        "messages",
+        "p50 ms",
+        "p99 ms",
+        "max ms",
+        "mean ms",
+        "heard p50",
+        "heard p99",
+        "timeouts",
+    )
+
     def ms(value: float | None) -> str:
         return "-" if value is None else f"{value:.2f}"
 
-    return grid([header] + [
-        (r.scenario, r.bus, str(r.messages), ms(r.p50_ms), ms(r.p99_ms), ms(r.max_ms), ms(r.mean_ms),
-         ms(r.heard_p50_ms), ms(r.heard_p99_ms), str(r.timeouts))
-        for r in results
-    ])
+    return grid(
+        [header]
+        + [
+            (
+                r.scenario,
+                r.bus,
+                str(r.messages),
+                ms(r.p50_ms),
+                ms(r.p99_ms),
+                ms(r.max_ms),
+                ms(r.mean_ms),
+                ms(r.heard_p50_ms),
+                ms(r.heard_p99_ms),
+                str(r.timeouts),
+            )
+            for r in results
+        ]
+    )
 
 
 def _line(proc: subprocess.Popen) -> str:
@@ -98,7 +130,12 @@ def wakeup_latencies(*, broker: str, messages: int, env: dict[str, str]) -> dict
     queue_define(broker=broker, name=QUEUE)
     proc = subprocess.Popen(
         [sys.executable, "-m", "bench.wakeup_waiter", broker, QUEUE, str(messages), str(WAIT_S)],
-        cwd=base_dir(), env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        cwd=base_dir(),
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     latencies: list[float] = []
     heard: list[float] = []

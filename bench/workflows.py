@@ -3,6 +3,7 @@ scratch database): instances of a four-step workflow completed per second with t
 workers getting normally and pre-emptively, at 1 ms and 5 ms of work per step; each step's
 latency (its worker's get to its commit's answer, a held commit included); and the time
 from ``abort`` to ``compensated`` for an instance with four committed steps."""
+
 from __future__ import annotations
 
 import statistics
@@ -38,12 +39,23 @@ def _define(broker: str) -> None:
     workflow_define(broker=broker, name="bench", steps=steps)
     # the same four steps and a fifth that no worker serves: it stays running with four committed
     queue_define(broker=broker, name="PARKED", max_depth=1_000_000)
-    workflow_define(broker=broker, name="parked", steps=[
-        *steps, {"name": "parked", "queue": "PARKED", "compensation_queue": "PARKED"}])
+    workflow_define(
+        broker=broker,
+        name="parked",
+        steps=[*steps, {"name": "parked", "queue": "PARKED", "compensation_queue": "PARKED"}],
+    )
 
 
-def _worker(*, broker: str, queue: str, stop: threading.Event, work_s: float, preemptive: bool,
-            latencies: list[float], compensation: bool = False) -> None:
+def _worker(
+    *,
+    broker: str,
+    queue: str,
+    stop: threading.Event,
+    work_s: float,
+    preemptive: bool,
+    latencies: list[float],
+    compensation: bool = False,
+) -> None:
     try:
         while not stop.is_set():
             txn = transaction_begin(broker=broker, timeout_ms=120_000).id
@@ -57,8 +69,13 @@ def _worker(*, broker: str, queue: str, stop: threading.Event, work_s: float, pr
             if compensation:
                 step_compensated(instance_id=tag["instance"], step=tag["step"], transaction_id=txn)
             else:
-                step_complete(instance_id=tag["instance"], step=tag["step"], transaction_id=txn,
-                              output=MessageInput(body=b"out"), compensation=MessageInput(body=b"undo"))
+                step_complete(
+                    instance_id=tag["instance"],
+                    step=tag["step"],
+                    transaction_id=txn,
+                    output=MessageInput(body=b"out"),
+                    compensation=MessageInput(body=b"undo"),
+                )
             transaction_commit(transaction_id=txn, wait=60)
             instances_advance(instance_ids=[tag["instance"]])  # as the commit's hook would, on a platform
             latencies.append(time.perf_counter() - began)
@@ -69,9 +86,20 @@ def _worker(*, broker: str, queue: str, stop: threading.Event, work_s: float, pr
 def _throughput(*, broker: str, instances: int, work_ms: float, preemptive: bool) -> dict:
     ids = [instance_start(broker=broker, name="bench", message=MessageInput(body=b"go")).pk for _ in range(instances)]
     stop, latencies = threading.Event(), []
-    threads = [threading.Thread(target=_worker, kwargs={
-        "broker": broker, "queue": s.upper(), "stop": stop, "work_s": work_ms / 1000, "preemptive": preemptive,
-        "latencies": latencies}) for s in STEPS]
+    threads = [
+        threading.Thread(
+            target=_worker,
+            kwargs={
+                "broker": broker,
+                "queue": s.upper(),
+                "stop": stop,
+                "work_s": work_ms / 1000,
+                "preemptive": preemptive,
+                "latencies": latencies,
+            },
+        )
+        for s in STEPS
+    ]
     started = time.perf_counter()
     for t in threads:
         t.start()
@@ -81,20 +109,47 @@ def _throughput(*, broker: str, instances: int, work_ms: float, preemptive: bool
     stop.set()
     for t in threads:
         t.join()
-    return {"scenario": f"{'pre-emptive' if preemptive else 'normal'} gets, {work_ms:g} ms of work per step",
-            "instances": instances, "instances_per_s": instances / elapsed,
-            "step_p50_ms": _percentile(latencies, 50) * 1000, "step_p99_ms": _percentile(latencies, 99) * 1000}
+    return {
+        "scenario": f"{'pre-emptive' if preemptive else 'normal'} gets, {work_ms:g} ms of work per step",
+        "instances": instances,
+        "instances_per_s": instances / elapsed,
+        "step_p50_ms": _percentile(latencies, 50) * 1000,
+        "step_p99_ms": _percentile(latencies, 99) * 1000,
+    }
 
 
 def _abort_to_compensated(*, broker: str, rounds: int) -> dict:
     times = []
     stop, ignored = threading.Event(), []
-    forward = [threading.Thread(target=_worker, kwargs={
-        "broker": broker, "queue": s.upper(), "stop": stop, "work_s": 0, "preemptive": False, "latencies": ignored})
-        for s in STEPS]
-    undo = [threading.Thread(target=_worker, kwargs={
-        "broker": broker, "queue": f"UNDO.{s.upper()}", "stop": stop, "work_s": 0, "preemptive": False,
-        "latencies": ignored, "compensation": True}) for s in STEPS]
+    forward = [
+        threading.Thread(
+            target=_worker,
+            kwargs={
+                "broker": broker,
+                "queue": s.upper(),
+                "stop": stop,
+                "work_s": 0,
+                "preemptive": False,
+                "latencies": ignored,
+            },
+        )
+        for s in STEPS
+    ]
+    undo = [
+        threading.Thread(
+            target=_worker,
+            kwargs={
+                "broker": broker,
+                "queue": f"UNDO.{s.upper()}",
+                "stop": stop,
+                "work_s": 0,
+                "preemptive": False,
+                "latencies": ignored,
+                "compensation": True,
+            },
+        )
+        for s in STEPS
+    ]
     for t in forward + undo:
         t.start()
     try:
@@ -111,8 +166,12 @@ def _abort_to_compensated(*, broker: str, rounds: int) -> dict:
         stop.set()
         for t in forward + undo:
             t.join()
-    return {"scenario": "abort to compensated, 4 committed steps", "rounds": rounds,
-            "p50_ms": statistics.median(times) * 1000, "max_ms": max(times) * 1000}
+    return {
+        "scenario": "abort to compensated, 4 committed steps",
+        "rounds": rounds,
+        "p50_ms": statistics.median(times) * 1000,
+        "max_ms": max(times) * 1000,
+    }
 
 
 def run(*, instances: int, rounds: int, broker: str) -> dict:

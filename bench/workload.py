@@ -23,6 +23,7 @@ answered; a commit whose reply never came is settled by reading the unit of work
 once the server answers again (committing again if it is still open). A put whose reply
 never came is recorded as indeterminate and not retried (a retry could put it twice).
 """
+
 from __future__ import annotations
 
 import os
@@ -38,7 +39,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from brokers.client import (
-    BatonClientError, Client, Message, NetworkError, ServerError, Throttled, TransactionBackedOut,
+    BatonClientError,
+    Client,
+    Message,
+    NetworkError,
+    ServerError,
+    Throttled,
+    TransactionBackedOut,
 )
 
 BROKER_A, BROKER_B = "SOURCE", "TARGET"
@@ -134,17 +141,26 @@ def topology_define(client: Client, settings: Settings) -> list[tuple[str, str, 
     """Define the brokers, queues and channel, start the channel; return the queues the
     checker reads at the end, with their stage."""
     for broker in (BROKER_A, BROKER_B):
-        client.define_broker(broker, transaction_timeout_ms=settings.transaction_timeout_ms,
-                             description="crash test and soak load")
+        client.define_broker(
+            broker, transaction_timeout_ms=settings.transaction_timeout_ms, description="crash test and soak load"
+        )
     client.define_queue(BROKER_A, WORK, max_depth=1_000_000)
     client.define_queue(BROKER_A, XQ, usage="transmission", max_depth=1_000_000)
     client.define_queue(BROKER_A, FWD, kind="remote", remote_broker=BROKER_B, remote_queue=IN, transmission_queue=XQ)
     client.define_queue(BROKER_B, IN, max_depth=1_000_000, lock_duration_ms=settings.lock_duration_ms)
-    client._request("POST", "/api/channels/", json={
-        "name": CHANNEL, "source_broker": BROKER_A, "transmission_queue": XQ, "target_broker": BROKER_B,
-        "batch_size": settings.channel_batch_size, "batch_interval_ms": settings.channel_batch_interval_ms,
-        "preemptive": True,
-    })
+    client._request(
+        "POST",
+        "/api/channels/",
+        json={
+            "name": CHANNEL,
+            "source_broker": BROKER_A,
+            "transmission_queue": XQ,
+            "target_broker": BROKER_B,
+            "batch_size": settings.channel_batch_size,
+            "batch_interval_ms": settings.channel_batch_interval_ms,
+            "preemptive": True,
+        },
+    )
     client._request("POST", f"/api/channels/{CHANNEL}/start/", json={})
     queues = list(STAGE_QUEUES)
     for broker, stage in ((BROKER_A, "work"), (BROKER_B, "down")):
@@ -157,14 +173,25 @@ class Actor(threading.Thread):
 
     kind = "actor"
 
-    def __init__(self, index: int, *, url: str, token: str, history: History, settings: Settings,
-                 stop: threading.Event, seed: int) -> None:
+    def __init__(
+        self,
+        index: int,
+        *,
+        url: str,
+        token: str,
+        history: History,
+        settings: Settings,
+        stop: threading.Event,
+        seed: int,
+    ) -> None:
         super().__init__(name=f"{self.kind}-{index}", daemon=True)
         self.index = index
         self.url, self.token = url, token
         self.history, self.settings, self.stop = history, settings, stop
         self.rng = random.Random(seed)
-        self.client = Client(url, token, timeout=settings.request_timeout_s, transport=os.environ.get("BATON_CRASH_TRANSPORT", "session"))
+        self.client = Client(
+            url, token, timeout=settings.request_timeout_s, transport=os.environ.get("BATON_CRASH_TRANSPORT", "session")
+        )
         self.error: BaseException | None = None
         self._numbers = itertools.count(1)
 
@@ -306,8 +333,9 @@ class Consumer(Actor):
         if outcome != ANSWERED:
             return
         preemptive = self.rng.random() < 0.7
-        outcome, batch = self.call(self.client.get, BROKER_A, WORK, transaction=txn, preemptive=preemptive,
-                                   batch=5, wait=1)
+        outcome, batch = self.call(
+            self.client.get, BROKER_A, WORK, transaction=txn, preemptive=preemptive, batch=5, wait=1
+        )
         if outcome != ANSWERED or not batch:
             self.rolled_back(txn)
             return
@@ -394,8 +422,11 @@ class Load:
         rng = random.Random(seed)
         urls = [url] if isinstance(url, str) else list(url)
         common = {"token": token, "history": self.history, "settings": settings}
-        kinds = ([(Producer, i) for i in range(settings.producers)] + [(Consumer, i) for i in range(settings.consumers)]
-                 + [(Locker, i) for i in range(settings.lockers)])
+        kinds = (
+            [(Producer, i) for i in range(settings.producers)]
+            + [(Consumer, i) for i in range(settings.consumers)]
+            + [(Locker, i) for i in range(settings.lockers)]
+        )
         self.actors: list[Actor] = [
             kind(i + 1, seed=rng.random(), stop=threading.Event(), url=urls[n % len(urls)], **common)
             for n, (kind, i) in enumerate(kinds)
@@ -419,8 +450,9 @@ class Load:
         stuck = [a for a in actors if a.is_alive()]
         if stuck:
             frames = sys._current_frames()
-            where = "\n".join(f"{a.name}:\n{''.join(traceback.format_stack(frames[a.ident]))}"
-                              for a in stuck if a.ident in frames)
+            where = "\n".join(
+                f"{a.name}:\n{''.join(traceback.format_stack(frames[a.ident]))}" for a in stuck if a.ident in frames
+            )
             raise RuntimeError(f"Clients still running {timeout:g} s after being stopped:\n{where}")
         errors = [(a.name, a.error) for a in actors if a.error is not None]
         if errors:
@@ -440,8 +472,11 @@ def open_transactions(client: Client) -> list[dict]:
     """Units of work not resolved yet on either broker."""
     nodes = []
     for broker in (BROKER_A, BROKER_B):
-        nodes += [n for n in client.transaction_graph(broker)["nodes"]
-                  if n["broker"] == broker and n["state"] in ("active", "commit_held")]
+        nodes += [
+            n
+            for n in client.transaction_graph(broker)["nodes"]
+            if n["broker"] == broker and n["state"] in ("active", "commit_held")
+        ]
     return nodes
 
 

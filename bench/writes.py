@@ -25,8 +25,10 @@ Without ``DATABASE_URL`` the run uses a scratch SQLite database in ``--directory
 a scratch database on that server. The engine's target (issue "Engine v2") is at most 8 WAL
 pages for put+commit+get+commit of one 1 KiB message and one round trip per operation on
 PostgreSQL. ``--floor`` adds the WAL pages of the floor tool's units of work and of the
-plain baseline, counted the same way (SQLite). Asserts nothing; prints a table, or one JSON object per line with ``--json``.
+plain baseline, counted the same way (SQLite). Asserts nothing; prints a table, or one JSON object
+per line with ``--json``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -57,12 +59,16 @@ class StepCount:
     round_trips: float
 
     def row(self) -> str:
-        return (f"{self.step:<12} {self.batch:>5} {self.units:>6} {self.wal_pages:>10.1f} {self.transactions:>13.2f}"
-                f" {self.statements:>11.1f} {self.round_trips:>12.1f}")
+        return (
+            f"{self.step:<12} {self.batch:>5} {self.units:>6} {self.wal_pages:>10.1f} {self.transactions:>13.2f}"
+            f" {self.statements:>11.1f} {self.round_trips:>12.1f}"
+        )
 
 
-HEADER = (f"{'step':<12} {'batch':>5} {'units':>6} {'WAL pages':>10} {'transactions':>13}"
-          f" {'statements':>11} {'round trips':>12}")
+HEADER = (
+    f"{'step':<12} {'batch':>5} {'units':>6} {'WAL pages':>10} {'transactions':>13}"
+    f" {'statements':>11} {'round trips':>12}"
+)
 
 
 class _SQLiteCounter:
@@ -120,8 +126,11 @@ class _PostgresCounter:
         self.db.connection.pgconn.untrace()  # flushes libpq's buffered trace
         with open(self.trace.name, errors="replace") as f:
             # a line: timestamp, direction (F: from the client), length, message type, contents
-            kinds = [(parts[3], "\t".join(parts[4:])) for parts in (line.rstrip("\n").split("\t") for line in f)
-                     if len(parts) > 3 and parts[1] == "F"]
+            kinds = [
+                (parts[3], "\t".join(parts[4:]))
+                for parts in (line.rstrip("\n").split("\t") for line in f)
+                if len(parts) > 3 and parts[1] == "F"
+            ]
         self.trace.close()
         if os.environ.get("BATON_WRITES_KEEP_TRACE"):
             print(f"trace kept: {self.trace.name}", file=sys.stderr)
@@ -221,9 +230,17 @@ def run(*, units: int, directory: Path) -> list[StepCount]:
                         for transaction_id in pending:  # tidy up outside the count
                             commit(transaction_id)
                     wal, transactions, statements, round_trips = counts
-                    results.append(StepCount(step=step, batch=batch, units=n, wal_pages=wal / n,
-                                             transactions=transactions / n, statements=statements / n,
-                                             round_trips=round_trips / n))
+                    results.append(
+                        StepCount(
+                            step=step,
+                            batch=batch,
+                            units=n,
+                            wal_pages=wal / n,
+                            transactions=transactions / n,
+                            statements=statements / n,
+                            round_trips=round_trips / n,
+                        )
+                    )
         finally:
             counter.close()
             connection.close()
@@ -240,11 +257,21 @@ def totals(results: list[StepCount]) -> list[dict]:
     out = []
     for batch in sorted({r.batch for r in results}):
         by_step = {r.step: r for r in results if r.batch == batch}
-        for name, steps in (("put+commit", ("put", "put commit")), ("get+commit", ("get", "get commit")),
-                            ("put+commit+get+commit", STEPS)):
-            out.append({"unit": name, "batch": batch,
-                        **{k: round(sum(getattr(by_step[s], k) for s in steps), 2)
-                           for k in ("wal_pages", "transactions", "statements", "round_trips")}})
+        for name, steps in (
+            ("put+commit", ("put", "put commit")),
+            ("get+commit", ("get", "get commit")),
+            ("put+commit+get+commit", STEPS),
+        ):
+            out.append(
+                {
+                    "unit": name,
+                    "batch": batch,
+                    **{
+                        k: round(sum(getattr(by_step[s], k) for s in steps), 2)
+                        for k in ("wal_pages", "transactions", "statements", "round_trips")
+                    },
+                }
+            )
     return out
 
 
@@ -276,10 +303,12 @@ def floor_pages(*, directory: Path, units: int) -> list[dict]:
             put = pages(lambda b=batch: floor.put_commit(b), n)
             get = pages(lambda b=batch: floor.get_commit(b), n)
             plain = pages(lambda b=batch: floor.plain(b), n)
-            out += [{"unit": "floor put+commit", "batch": batch, "wal_pages": round(put, 2)},
-                    {"unit": "floor get+commit", "batch": batch, "wal_pages": round(get, 2)},
-                    {"unit": "floor put+commit+get+commit", "batch": batch, "wal_pages": round(put + get, 2)},
-                    {"unit": "plain insert+commit", "batch": batch, "wal_pages": round(plain, 2)}]
+            out += [
+                {"unit": "floor put+commit", "batch": batch, "wal_pages": round(put, 2)},
+                {"unit": "floor get+commit", "batch": batch, "wal_pages": round(get, 2)},
+                {"unit": "floor put+commit+get+commit", "batch": batch, "wal_pages": round(put + get, 2)},
+                {"unit": "plain insert+commit", "batch": batch, "wal_pages": round(plain, 2)},
+            ]
         return out
     finally:
         floor.close()
@@ -290,9 +319,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.writes", description=__doc__.split("\n\n")[0])
     parser.add_argument("--units", type=int, default=200, help="units of work of one message per step (default 200)")
     parser.add_argument("--json", action="store_true", help="one JSON object per line")
-    parser.add_argument("--directory", type=Path, default=None, help="where the scratch SQLite file goes (default var/)")
-    parser.add_argument("--floor", action="store_true",
-                        help="also the floor's and the plain baseline's WAL pages per unit of work (SQLite)")
+    parser.add_argument(
+        "--directory", type=Path, default=None, help="where the scratch SQLite file goes (default var/)"
+    )
+    parser.add_argument(
+        "--floor",
+        action="store_true",
+        help="also the floor's and the plain baseline's WAL pages per unit of work (SQLite)",
+    )
     args = parser.parse_args(argv)
     if args.units < 1:
         parser.error("--units must be at least 1")
@@ -315,10 +349,15 @@ def main(argv: list[str] | None = None) -> int:
     for result in results:
         print(result.row())
     print()
-    print(f"{'unit of work':<22} {'batch':>5} {'WAL pages':>10} {'transactions':>13} {'statements':>11} {'round trips':>12}")
+    print(
+        f"{'unit of work':<22} {'batch':>5} {'WAL pages':>10} {'transactions':>13} {'statements':>11}"
+        f" {'round trips':>12}"
+    )
     for t in totals(results):
-        print(f"{t['unit']:<22} {t['batch']:>5} {t['wal_pages']:>10.1f} {t['transactions']:>13.2f}"
-              f" {t['statements']:>11.1f} {t['round_trips']:>12.1f}")
+        print(
+            f"{t['unit']:<22} {t['batch']:>5} {t['wal_pages']:>10.1f} {t['transactions']:>13.2f}"
+            f" {t['statements']:>11.1f} {t['round_trips']:>12.1f}"
+        )
     if floors:
         print()
         print(f"{'SQLite, the same count':<30} {'batch':>5} {'WAL pages':>10}")

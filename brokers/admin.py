@@ -19,7 +19,16 @@ class QueueAdmin(admin.ModelAdmin):
 
 @admin.register(Message)
 class MessageAdmin(admin.ModelAdmin):
-    list_display = ["msg_id", "queue", "priority", "persistent", "put_time", "put_transaction", "get_transaction", "backout_count"]
+    list_display = [
+        "msg_id",
+        "queue",
+        "priority",
+        "persistent",
+        "put_time",
+        "put_transaction",
+        "get_transaction",
+        "backout_count",
+    ]
     list_filter = ["queue__broker", "persistent", "msg_type"]
     search_fields = ["msg_id", "correl_id"]
     raw_id_fields = ["queue", "put_transaction", "get_transaction"]
@@ -37,10 +46,28 @@ class ClientSessionAdmin(admin.ModelAdmin):
 
 @admin.register(Channel)
 class ChannelAdmin(admin.ModelAdmin):
-    list_display = ["name", "source_broker", "transmission_queue", "target_broker", "state", "enabled",
-                    "batches_committed", "messages_sent", "last_error"]
-    readonly_fields = ["state", "batches_committed", "batches_backed_out", "messages_sent", "last_batch_seq",
-                       "bytes_sent", "lease_holder", "lease_until", "last_error"]
+    list_display = [
+        "name",
+        "source_broker",
+        "transmission_queue",
+        "target_broker",
+        "state",
+        "enabled",
+        "batches_committed",
+        "messages_sent",
+        "last_error",
+    ]
+    readonly_fields = [
+        "state",
+        "batches_committed",
+        "batches_backed_out",
+        "messages_sent",
+        "last_batch_seq",
+        "bytes_sent",
+        "lease_holder",
+        "lease_until",
+        "last_error",
+    ]
 
 
 @admin.register(Grant)

@@ -12,6 +12,7 @@ What a cached queue must not be trusted for: its counters (``reserved_depth``,
 ``next_commit_seq``) and its exclusive-input lease, which change on every operation and
 are read fresh by the statements that use them.
 """
+
 from __future__ import annotations
 
 import threading

@@ -1,13 +1,36 @@
 """Errors of brokers, queues and messages: the shared hierarchy's (:mod:`baton_client.errors`)
 and the server's more specific not-founds."""
+
 from baton_client.errors import (
-    AlreadyExists, BatonError, Conflict, GetInhibited, InvalidInput, MessageTooLarge, NotEmpty, NotFound,
-    OptionsConflict, PutInhibited, QueueFull, QueueInUse,
+    AlreadyExists,
+    BatonError,
+    Conflict,
+    GetInhibited,
+    InvalidInput,
+    MessageTooLarge,
+    NotEmpty,
+    NotFound,
+    OptionsConflict,
+    PutInhibited,
+    QueueFull,
+    QueueInUse,
 )
 
 __all__ = [
-    "AlreadyExists", "BatonError", "BrokerNotFound", "Conflict", "ConnectionNotFound", "GetInhibited", "InvalidInput",
-    "MessageTooLarge", "NotEmpty", "NotFound", "OptionsConflict", "PutInhibited", "QueueFull", "QueueInUse",
+    "AlreadyExists",
+    "BatonError",
+    "BrokerNotFound",
+    "Conflict",
+    "ConnectionNotFound",
+    "GetInhibited",
+    "InvalidInput",
+    "MessageTooLarge",
+    "NotEmpty",
+    "NotFound",
+    "OptionsConflict",
+    "PutInhibited",
+    "QueueFull",
+    "QueueInUse",
     "QueueNotFound",
 ]
 

@@ -4,6 +4,7 @@ An id is 24 bytes: 8 bytes of wall-clock nanoseconds, 8 random bytes fixed per p
 and an 8-byte counter. Two ids from this generator never clash, so an application may use
 its connection id as a correlation id knowing it can never equal a system-made id.
 """
+
 from __future__ import annotations
 
 import itertools

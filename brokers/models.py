@@ -5,6 +5,7 @@ its put is uncommitted, ``get_transaction`` while it is gotten under a unit of w
 committed. A message with both set was pre-emptively gotten. ``available`` means neither
 is set (and no lock): the message can be gotten by anyone.
 """
+
 from __future__ import annotations
 
 from django.core.exceptions import ValidationError
@@ -13,16 +14,37 @@ from django.db import models
 from django.db.models import Q
 
 NAME_PATTERN = r"^[A-Za-z0-9._/%]{1,48}$"
-name_validator = RegexValidator(NAME_PATTERN, "Use 1 to 48 characters of A-Z a-z 0-9 . _ / %%.")  # %% : Django formats it
+name_validator = RegexValidator(
+    NAME_PATTERN, "Use 1 to 48 characters of A-Z a-z 0-9 . _ / %%."
+)  # %% : Django formats it
 
 DEFAULT_DEAD_LETTER_QUEUE = "SYSTEM.DEAD.LETTER.QUEUE"
 
 #: Words the REST API's and the dashboard's paths use after a name; a name containing one as a
 #: '/'-separated part would make its URLs ambiguous.
 ROUTE_WORDS = {
-    "queues", "messages", "get", "transactions", "connections", "graph",  # REST
-    "put", "purge", "move", "jobs", "ingest", "ingests", "body", "topics", "subscriptions",  # dashboard, pub/sub
-    "retained", "publish", "analytics", "start", "stop", "resume", "progress",
+    "queues",
+    "messages",
+    "get",
+    "transactions",
+    "connections",
+    "graph",  # REST
+    "put",
+    "purge",
+    "move",
+    "jobs",
+    "ingest",
+    "ingests",
+    "body",
+    "topics",
+    "subscriptions",  # dashboard, pub/sub
+    "retained",
+    "publish",
+    "analytics",
+    "start",
+    "stop",
+    "resume",
+    "progress",
 }
 
 
@@ -33,11 +55,14 @@ def name_not_route(value: str) -> None:
     leads elsewhere), and not a word the paths use after a name."""
     parts = value.split("/")
     if any(part in ("", ".", "..") for part in parts):
-        raise ValidationError("A name may not start or end with '/', hold '//', or have . or .. as a '/'-separated part.")
+        raise ValidationError(
+            "A name may not start or end with '/', hold '//', or have . or .. as a '/'-separated part."
+        )
     if len(parts) > 1 and ROUTE_WORDS & set(parts):
         raise ValidationError(
             "A name with '/' may not have %(words)s as one of its parts (the REST API's and the dashboard's "
-            "paths use them).", params={"words": ", ".join(sorted(ROUTE_WORDS))},
+            "paths use them).",
+            params={"words": ", ".join(sorted(ROUTE_WORDS))},
         )
 
 
@@ -121,7 +146,9 @@ class Queue(models.Model):
     get_enabled = models.BooleanField(default=True)
     default_priority = models.PositiveSmallIntegerField(default=0, validators=[MaxValueValidator(9)])
     default_persistence = models.CharField(max_length=16, choices=Persistence.choices, default=Persistence.PERSISTENT)
-    delivery_sequence = models.CharField(max_length=8, choices=DeliverySequence.choices, default=DeliverySequence.PRIORITY)
+    delivery_sequence = models.CharField(
+        max_length=8, choices=DeliverySequence.choices, default=DeliverySequence.PRIORITY
+    )
     read_order = models.CharField(max_length=8, choices=ReadOrder.choices, default=ReadOrder.PUT)
     enforce_order = models.CharField(max_length=4, choices=EnforceOrder.choices, default=EnforceOrder.NO)
     backout_threshold = models.PositiveIntegerField(default=0, help_text="0: never move backed-out messages.")
@@ -134,7 +161,9 @@ class Queue(models.Model):
     transmission_queue = models.CharField(max_length=48, blank=True)
     target_queue = models.CharField(max_length=48, blank=True, help_text="For an alias: the queue it names.")
     # counters, changed only while the row is locked
-    reserved_depth = models.PositiveIntegerField(default=0, help_text="Messages on the queue, uncommitted puts included.")
+    reserved_depth = models.PositiveIntegerField(
+        default=0, help_text="Messages on the queue, uncommitted puts included."
+    )
     # exclusive input: a lease held by one connection, renewed by its gets
     exclusive_holder = models.CharField(max_length=48, blank=True)
     exclusive_until = models.DateTimeField(null=True, blank=True)
@@ -187,39 +216,66 @@ class Message(models.Model):
     delivery_count = models.PositiveIntegerField(default=0)
     dead_letter_reason = models.CharField(max_length=200, blank=True)
     dead_letter_queue = models.CharField(max_length=48, blank=True, help_text="Queue it was moved from.")
-    transmission_header = models.JSONField(null=True, blank=True, help_text="Destination broker and queue, on a transmission queue.")
+    transmission_header = models.JSONField(
+        null=True, blank=True, help_text="Destination broker and queue, on a transmission queue."
+    )
     body = models.BinaryField()
     commit_seq = models.BigIntegerField(null=True, blank=True)
     put_transaction = models.ForeignKey(
-        "transactions.Transaction", null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
-        db_index=False, help_text="Set while the put is uncommitted.",
+        "transactions.Transaction",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        db_index=False,
+        help_text="Set while the put is uncommitted.",
     )
     get_transaction = models.ForeignKey(
-        "transactions.Transaction", null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
-        db_index=False, help_text="Set while it is gotten under a unit of work not yet committed.",
+        "transactions.Transaction",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        db_index=False,
+        help_text="Set while it is gotten under a unit of work not yet committed.",
     )
-    lock_token = models.CharField(max_length=32, null=True, blank=True, help_text="Set while the message is peek-locked.")
+    lock_token = models.CharField(
+        max_length=32, null=True, blank=True, help_text="Set while the message is peek-locked."
+    )
     locked_until = models.DateTimeField(null=True, blank=True)
-    lapsed_lock_token = models.CharField(max_length=32, null=True, blank=True,
-                                         help_text="The last lock that expired, so its holder hears lock_lost.")
+    lapsed_lock_token = models.CharField(
+        max_length=32, null=True, blank=True, help_text="The last lock that expired, so its holder hears lock_lost."
+    )
     feedback = models.CharField(max_length=16, blank=True, help_text="On a report: coa, cod, expiry or exception.")
 
     class Meta:
         constraints = [
             models.UniqueConstraint(fields=["queue", "msg_id"], name="msg_unique_per_queue"),
-            models.UniqueConstraint(fields=["lock_token"], name="msg_lock_token_unique",
-                                    condition=Q(lock_token__isnull=False)),
+            models.UniqueConstraint(
+                fields=["lock_token"], name="msg_lock_token_unique", condition=Q(lock_token__isnull=False)
+            ),
         ]
         indexes = [
             # The get path, for priority and FIFO queues. The put transaction is in the index
             # so that ordinary gets skip uncommitted puts without reading their rows, and
             # pre-emptive gets walk the same index.
-            models.Index("queue", models.F("priority").desc(), "id", "put_transaction", name="msg_get_priority",
-                         condition=_NOT_GOTTEN),
+            models.Index(
+                "queue",
+                models.F("priority").desc(),
+                "id",
+                "put_transaction",
+                name="msg_get_priority",
+                condition=_NOT_GOTTEN,
+            ),
             models.Index("queue", "id", "put_transaction", name="msg_get_fifo", condition=_NOT_GOTTEN),
             # commit-ordered queues: gets in priority order, and ordered gets and browses
-            models.Index("queue", models.F("priority").desc(), "commit_seq", name="msg_commit_priority",
-                         condition=Q(get_transaction__isnull=True, commit_seq__isnull=False)),
+            models.Index(
+                "queue",
+                models.F("priority").desc(),
+                "commit_seq",
+                name="msg_commit_priority",
+                condition=Q(get_transaction__isnull=True, commit_seq__isnull=False),
+            ),
             models.Index("queue", "commit_seq", name="msg_commit_order", condition=Q(commit_seq__isnull=False)),
             models.Index("locked_until", name="msg_lock_expiry", condition=Q(lock_token__isnull=False)),
             models.Index("queue", "correl_id", name="msg_correl", condition=Q(correl_id__isnull=False)),
@@ -254,11 +310,19 @@ class Connection(models.Model):
     broker = models.ForeignKey(Broker, on_delete=models.CASCADE, related_name="connections")
     client_name = models.CharField(max_length=100)
     current_transaction = models.ForeignKey(
-        "transactions.Transaction", null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+        "transactions.Transaction",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
     )
     # what the client name's session will remember once ``pending_transaction`` commits
     pending_transaction = models.ForeignKey(
-        "transactions.Transaction", null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+        "transactions.Transaction",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
     )
     pending_put_msg_id = models.CharField(max_length=48, blank=True)
     pending_got_msg_id = models.CharField(max_length=48, blank=True)
@@ -299,16 +363,22 @@ class Channel(models.Model):
     source_broker = models.ForeignKey(Broker, on_delete=models.PROTECT, related_name="channels")
     transmission_queue = models.CharField(max_length=48, validators=[name_validator])
     target_broker = models.CharField(max_length=48, validators=[name_validator])
-    target_url = models.CharField(max_length=300, blank=True, help_text="Another platform's base URL; blank: this platform.")
+    target_url = models.CharField(
+        max_length=300, blank=True, help_text="Another platform's base URL; blank: this platform."
+    )
     target_token = models.CharField(max_length=200, blank=True)
     batch_size = models.PositiveIntegerField(default=50, validators=[MinValueValidator(1), MaxValueValidator(1000)])
     batch_interval_ms = models.PositiveIntegerField(default=200, validators=[MaxValueValidator(60_000)])
     batch_bytes = models.PositiveIntegerField(
-        default=4 * 1024 * 1024, validators=[MinValueValidator(1)],
-        help_text="A batch stops growing at this many bytes of bodies (it always takes one message).")
+        default=4 * 1024 * 1024,
+        validators=[MinValueValidator(1)],
+        help_text="A batch stops growing at this many bytes of bodies (it always takes one message).",
+    )
     window = models.PositiveIntegerField(
-        default=8, validators=[MinValueValidator(1), MaxValueValidator(64)],
-        help_text="How many provisional batches may be in flight (sent, not yet confirmed) at once.")
+        default=8,
+        validators=[MinValueValidator(1), MaxValueValidator(64)],
+        help_text="How many provisional batches may be in flight (sent, not yet confirmed) at once.",
+    )
     preemptive = models.BooleanField(default=False)
     description = models.CharField(max_length=200, blank=True)
     # what the operator asked for, and what the agent reports
@@ -433,8 +503,12 @@ class Grant(models.Model):
 
     user = models.ForeignKey(_settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="baton_grants")
     broker = models.CharField(max_length=48, validators=[name_validator])
-    queue = models.CharField(max_length=48, blank=True, validators=[name_validator],
-                             help_text="Blank: every queue of the broker, and the broker itself.")
+    queue = models.CharField(
+        max_length=48,
+        blank=True,
+        validators=[name_validator],
+        help_text="Blank: every queue of the broker, and the broker itself.",
+    )
     may_put = models.BooleanField(default=False)
     may_get = models.BooleanField(default=False)
     may_browse = models.BooleanField(default=False)
@@ -468,17 +542,22 @@ class DedupKey(models.Model):
     queue = models.ForeignKey(Queue, on_delete=models.CASCADE, related_name="+", db_index=False)
     key = models.CharField(max_length=200)
     msg_id = models.CharField(max_length=48, help_text="The message put with this key.")
-    transaction_id = models.CharField(max_length=32, blank=True,
-                                      help_text="The unit of work that put it, if any (its rollback frees the key).")
+    transaction_id = models.CharField(
+        max_length=32, blank=True, help_text="The unit of work that put it, if any (its rollback frees the key)."
+    )
     created_at = models.DateTimeField()
-    expires_at = models.DateTimeField(null=True, blank=True,
-                                      help_text="Forgotten from this time on (the put's dedup_retention_ms); none: kept.")
+    expires_at = models.DateTimeField(
+        null=True, blank=True, help_text="Forgotten from this time on (the put's dedup_retention_ms); none: kept."
+    )
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["queue", "key"], name="dedupkey_unique_per_queue")]
-        indexes = [models.Index(fields=["transaction_id"], name="dedupkey_transaction",
-                                condition=~models.Q(transaction_id="")),
-                   models.Index(fields=["expires_at"], name="dedupkey_expiry", condition=models.Q(expires_at__isnull=False))]
+        indexes = [
+            models.Index(
+                fields=["transaction_id"], name="dedupkey_transaction", condition=~models.Q(transaction_id="")
+            ),
+            models.Index(fields=["expires_at"], name="dedupkey_expiry", condition=models.Q(expires_at__isnull=False)),
+        ]
 
     def __str__(self) -> str:
         return f"{self.key} on queue {self.queue_id}"

@@ -50,6 +50,7 @@ take a ``user`` (``message_put``, ``message_get``, ``lock_complete``) check the 
 work they join with :func:`require_transaction_owner` on the row they have locked, so
 every transport that passes its user gets the rule; ``user=None`` is system code.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -72,6 +73,7 @@ CONNECTION_ACTIONS = frozenset({"put", "get"})
 
 
 # --- what a user holds ---------------------------------------------------------------------
+
 
 def _superuser(user) -> bool:
     return bool(getattr(user, "is_superuser", False))
@@ -121,6 +123,7 @@ def _require(user, actions: Iterable[str], *, broker: str, queue: str | None = N
 
 # --- brokers and queues --------------------------------------------------------------------
 
+
 def require_broker_define(user) -> None:
     if not _superuser(user):
         raise PermissionDenied("You may not do that: only a superuser may define a broker.", actions=["admin"])
@@ -169,15 +172,19 @@ def require_channel_display(user, *, channel: str) -> None:
         return
     broker = Channel.objects.filter(name=channel).values_list("source_broker__name", flat=True).first()
     if broker is None or not _holds(user, ANY, broker=broker, anywhere=True):
-        raise PermissionDenied("You may not do that: displaying a channel needs a grant on its source broker.",
-                               actions=sorted(ANY, key=Grant.ACTIONS.index), channel=channel)
+        raise PermissionDenied(
+            "You may not do that: displaying a channel needs a grant on its source broker.",
+            actions=sorted(ANY, key=Grant.ACTIONS.index),
+            channel=channel,
+        )
 
 
 def require_channel_operate(user) -> None:
     """Define, alter, start, stop or delete a channel, or deliver batches to this platform."""
     if not _superuser(user):
-        raise PermissionDenied("You may not do that: only a superuser may manage channels or deliver batches.",
-                               actions=["admin"])
+        raise PermissionDenied(
+            "You may not do that: only a superuser may manage channels or deliver batches.", actions=["admin"]
+        )
 
 
 def queues_visible(user, *, broker: str, queues: Iterable[Queue]) -> list[Queue]:
@@ -191,6 +198,7 @@ def queues_visible(user, *, broker: str, queues: Iterable[Queue]) -> list[Queue]
 
 
 # --- messages ------------------------------------------------------------------------------
+
 
 def require_put(user, *, broker: str, queue: str) -> None:
     _require(user, {"put"}, broker=broker, queue=queue)
@@ -210,14 +218,18 @@ def require_lock(user, *, token: str) -> None:
     broker and queue only to a caller who may see that queue (any grant on it)."""
     if _superuser(user):
         return
-    where = (Message.objects.filter(Q(lock_token=token) | Q(lapsed_lock_token=token))
-             .values_list("queue__broker__name", "queue__name").first())
+    where = (
+        Message.objects.filter(Q(lock_token=token) | Q(lapsed_lock_token=token))
+        .values_list("queue__broker__name", "queue__name")
+        .first()
+    )
     if where is None or _holds(user, {"get"}, broker=where[0], queue=where[1]):
         return
     if _holds(user, ANY, broker=where[0], queue=where[1]):  # they may see the queue: name it
         _refuse({"get"}, broker=where[0], queue=where[1])
-    raise PermissionDenied("You may not do that: settling this lock needs get permission on the queue "
-                           "its message is on.", actions=["get"])
+    raise PermissionDenied(
+        "You may not do that: settling this lock needs get permission on the queue its message is on.", actions=["get"]
+    )
 
 
 # --- indirect paths: aliases, remote queues, reports ---------------------------------------
@@ -234,8 +246,9 @@ def require_lock(user, *, token: str) -> None:
 MAX_HOPS = 8
 
 
-def _next_hop(broker: str, kind: str, target_queue: str, remote_broker: str, remote_queue: str,
-              transmission_queue: str, name: str) -> tuple[str, str] | None:
+def _next_hop(
+    broker: str, kind: str, target_queue: str, remote_broker: str, remote_queue: str, transmission_queue: str, name: str
+) -> tuple[str, str] | None:
     """Where a queue of this definition leads, or None for a local queue. A remote queue
     leads to its remote queue when its broker is on this platform, else to its transmission
     queue: the last queue on this platform the message reaches."""
@@ -253,8 +266,11 @@ def route_end(*, broker: str, queue: str) -> tuple[str, str]:
     following aliases and remote queues (at most MAX_HOPS). An unknown queue is its own end."""
     at, seen = (broker, queue), {(broker, queue)}
     for _ in range(MAX_HOPS):
-        row = (Queue.objects.filter(broker__name=at[0], name=at[1])
-               .values_list("kind", "target_queue", "remote_broker", "remote_queue", "transmission_queue").first())
+        row = (
+            Queue.objects.filter(broker__name=at[0], name=at[1])
+            .values_list("kind", "target_queue", "remote_broker", "remote_queue", "transmission_queue")
+            .first()
+        )
         if row is None:
             break
         hop = _next_hop(at[0], *row, name=at[1])
@@ -270,9 +286,14 @@ def _refuse_reached(user, action: str, *, through: str, end: tuple[str, str]) ->
     if _holds(user, ANY, broker=end[0], queue=end[1]):
         raise PermissionDenied(
             f"You may not do that: {through} leads to queue {end[1]!r} of broker {end[0]!r}, which needs "
-            f"{action} permission there too.", actions=[action], broker=end[0], queue=end[1])
-    raise PermissionDenied(f"You may not do that: {through} leads to a queue where it needs {action} permission "
-                           "too.", actions=[action])
+            f"{action} permission there too.",
+            actions=[action],
+            broker=end[0],
+            queue=end[1],
+        )
+    raise PermissionDenied(
+        f"You may not do that: {through} leads to a queue where it needs {action} permission too.", actions=[action]
+    )
 
 
 def require_reached(user, action: str, *, broker: str, queue: str) -> None:
@@ -291,8 +312,15 @@ def require_queue_route(user, *, queue: Queue) -> None:
     if user is None or _superuser(user):
         return
     broker = queue.broker.name
-    hop = _next_hop(broker, queue.kind, queue.target_queue, queue.remote_broker, queue.remote_queue,
-                    queue.transmission_queue, name=queue.name)
+    hop = _next_hop(
+        broker,
+        queue.kind,
+        queue.target_queue,
+        queue.remote_broker,
+        queue.remote_queue,
+        queue.transmission_queue,
+        name=queue.name,
+    )
     if hop is None:
         return
     end = route_end(broker=hop[0], queue=hop[1])
@@ -324,7 +352,9 @@ def require_reports(user, *, broker: str, reply_to_broker: str, reply_to_queue: 
     if not may_put_reports(user, broker=broker, reply_to_broker=reply_to_broker, reply_to_queue=reply_to_queue):
         raise PermissionDenied(
             "You may not do that: the reports asked for would go to the reply-to queue, which needs put "
-            "permission where they finally arrive.", actions=["put"])
+            "permission where they finally arrive.",
+            actions=["put"],
+        )
 
 
 # --- context fields ------------------------------------------------------------------------
@@ -340,11 +370,15 @@ def may_set_context(user) -> bool:
 
 def require_set_context(user, *, field: str) -> None:
     if not may_set_context(user):
-        raise PermissionDenied(f"You may not set {field}: it needs the set-context permission ({SET_CONTEXT}).",
-                               actions=["set_context"], field=field)
+        raise PermissionDenied(
+            f"You may not set {field}: it needs the set-context permission ({SET_CONTEXT}).",
+            actions=["set_context"],
+            field=field,
+        )
 
 
 # --- transactions and connections ----------------------------------------------------------
+
 
 def require_transaction_begin(user, *, broker: str) -> None:
     """Begin a unit of work on the broker, or see its transaction graph."""
@@ -391,12 +425,22 @@ def transaction_graph_for(user, graph: dict) -> dict:
     if not _superuser(user):
         seen = set(Grant.objects.filter(_holding(ANY), user=user).values_list("broker", flat=True))
         nodes = [n for n in nodes if n["broker"] in seen]
-    administered = None if _superuser(user) else set(
-        Grant.objects.filter(user=user, queue="", may_admin=True).values_list("broker", flat=True))
+    administered = (
+        None
+        if _superuser(user)
+        else set(Grant.objects.filter(user=user, queue="", may_admin=True).values_list("broker", flat=True))
+    )
     owners = dict(Transaction.objects.filter(pk__in=[n["id"] for n in nodes]).values_list("id", "user_id"))
     me = getattr(user, "pk", None)
-    nodes = [{**n, "yours": administered is None or n["broker"] in administered
-              or (owners.get(n["id"]) is not None and owners.get(n["id"]) == me)} for n in nodes]
+    nodes = [
+        {
+            **n,
+            "yours": administered is None
+            or n["broker"] in administered
+            or (owners.get(n["id"]) is not None and owners.get(n["id"]) == me),
+        }
+        for n in nodes
+    ]
     ids = {n["id"] for n in nodes}
     edges = [e for e in graph["edges"] if e["upstream"] in ids and e["downstream"] in ids]
     return {**graph, "nodes": nodes, "edges": edges}
@@ -408,8 +452,9 @@ def require_transaction_owner(user, *, transaction: Transaction) -> None:
     it (the operation's own permission was checked first). ``user`` None is system code."""
     if user is None or _superuser(user):
         return
-    _acts_on(user, transaction_id=transaction.pk, broker=transaction.broker, user_id=transaction.user_id,
-             owner_checked=True)
+    _acts_on(
+        user, transaction_id=transaction.pk, broker=transaction.broker, user_id=transaction.user_id, owner_checked=True
+    )
 
 
 def require_connection_open(user, *, broker: str) -> None:
@@ -424,12 +469,21 @@ def require_connection(user, *, conn_id: str) -> None:
         return
     conn = connection_get(conn_id=conn_id)
     require_connection_open(user, broker=conn.broker.name)
-    current = conn.current_transaction_id and Transaction.objects.filter(
-        pk=conn.current_transaction_id, state__in=["active", "commit_held"]).values_list("broker", "user_id").first()
+    current = (
+        conn.current_transaction_id
+        and Transaction.objects.filter(pk=conn.current_transaction_id, state__in=["active", "commit_held"])
+        .values_list("broker", "user_id")
+        .first()
+    )
     if current:
         try:
-            _acts_on(user, transaction_id=conn.current_transaction_id, broker=current[0], user_id=current[1],
-                     owner_checked=True)
+            _acts_on(
+                user,
+                transaction_id=conn.current_transaction_id,
+                broker=current[0],
+                user_id=current[1],
+                owner_checked=True,
+            )
         except TransactionNotFound:
             raise ConnectionNotFound(f"No open connection {conn_id}.", connection=conn_id) from None
 

@@ -11,6 +11,7 @@ Lock order (docs/concurrency.md): link-graph lock → transaction rows → queue
 order) → message rows. On SQLite every writer holds the database's write lock from
 ``BEGIN IMMEDIATE``, so the row locks named below are taken on PostgreSQL only.
 """
+
 from __future__ import annotations
 
 import json
@@ -20,7 +21,15 @@ from django.core.serializers.json import DjangoJSONEncoder
 
 from transactions.models import OPEN_STATES
 from transactions.queries import (
-    TRANSACTION, TRANSACTION_COLUMNS, aware, cursor, deferred, dt_param, json_param, model_instance, postgres,
+    TRANSACTION,
+    TRANSACTION_COLUMNS,
+    aware,
+    cursor,
+    deferred,
+    dt_param,
+    json_param,
+    model_instance,
+    postgres,
     transaction_from_row,
 )
 
@@ -37,10 +46,30 @@ MESSAGE_COLUMNS = tuple(f.attname for f in Message._meta.concrete_fields)
 _COLUMN_LIST = ", ".join(MESSAGE_COLUMNS)
 #: The columns a put writes (the rest keep their defaults: lock fields, dead-letter fields...).
 PUT_COLUMNS = (
-    "queue_id", "msg_id", "correl_id", "group_id", "msg_type", "priority", "persistent", "expires_at", "format",
-    "reply_to_queue", "reply_to_broker", "report", "properties", "put_time", "put_application", "backout_count",
-    "delivery_count", "dead_letter_reason", "dead_letter_queue", "transmission_header", "body", "commit_seq",
-    "put_transaction_id", "feedback",
+    "queue_id",
+    "msg_id",
+    "correl_id",
+    "group_id",
+    "msg_type",
+    "priority",
+    "persistent",
+    "expires_at",
+    "format",
+    "reply_to_queue",
+    "reply_to_broker",
+    "report",
+    "properties",
+    "put_time",
+    "put_application",
+    "backout_count",
+    "delivery_count",
+    "dead_letter_reason",
+    "dead_letter_queue",
+    "transmission_header",
+    "body",
+    "commit_seq",
+    "put_transaction_id",
+    "feedback",
 )
 #: The open states of a unit of work, as the open-deadline index's condition writes them.
 _OPEN = ", ".join(f"'{state}'" for state in OPEN_STATES)
@@ -49,6 +78,7 @@ _DATETIME_COLUMNS = {"expires_at", "put_time", "locked_until"}
 
 
 # --- definitions ----------------------------------------------------------------------------
+
 
 def definitions_version() -> int | None:
     """The definitions version (brokers/definitions.py); None when its row is missing (a
@@ -88,13 +118,16 @@ def get_start(*, queue_id: int, transaction_id: str | None, now):
             c.execute(
                 f"SELECT {version}, q.exclusive_holder, q.exclusive_until, {settle},"
                 f" {', '.join('t.' + name for name in TRANSACTION_COLUMNS)}"
-                f" FROM {QUEUE} q, {TRANSACTION} t WHERE q.id = %s AND t.id = %s{lock}", [t, t, queue_id, transaction_id],
+                f" FROM {QUEUE} q, {TRANSACTION} t WHERE q.id = %s AND t.id = %s{lock}",
+                [t, t, queue_id, transaction_id],
             )
             row = c.fetchone()
             if row is not None:
                 return row[0], row[1], aware(row[2]), transaction_from_row(row[5:]), bool(row[3]), row[4]
-        c.execute(f"SELECT {version}, q.exclusive_holder, q.exclusive_until, {settle} FROM {QUEUE} q WHERE q.id = %s",
-                  [t, t, queue_id])
+        c.execute(
+            f"SELECT {version}, q.exclusive_holder, q.exclusive_until, {settle} FROM {QUEUE} q WHERE q.id = %s",
+            [t, t, queue_id],
+        )
         row = c.fetchone()
     return None if row is None else (row[0], row[1], aware(row[2]), None, bool(row[3]), row[4])
 
@@ -107,13 +140,15 @@ def transaction_row_and_definitions_version(*, transaction_id: str):
     with cursor() as c:
         c.execute(
             f"SELECT {', '.join(TRANSACTION_COLUMNS)}, (SELECT version FROM {VERSION} WHERE id = 1)"
-            f" FROM {TRANSACTION} WHERE id = %s{lock}", [transaction_id],
+            f" FROM {TRANSACTION} WHERE id = %s{lock}",
+            [transaction_id],
         )
         row = c.fetchone()
     return None if row is None else (transaction_from_row(row[:-1]), row[-1])
 
 
 # --- queue counters -------------------------------------------------------------------------
+
 
 def queue_reserve(*, queue_id: int, count: int, commit_count: int, max_depth_checked: bool) -> int | None:
     """Reserve room for ``count`` messages and ``commit_count`` commit sequences; return the
@@ -124,7 +159,8 @@ def queue_reserve(*, queue_id: int, count: int, commit_count: int, max_depth_che
     with cursor() as c:
         c.execute(
             f"UPDATE {QUEUE} SET reserved_depth = reserved_depth + %s, next_commit_seq = next_commit_seq + %s"
-            f" WHERE id = %s{limit} RETURNING next_commit_seq", params,
+            f" WHERE id = %s{limit} RETURNING next_commit_seq",
+            params,
         )
         row = c.fetchone()
     return None if row is None else row[0] - commit_count
@@ -134,7 +170,9 @@ def queues_release(*, counts: dict[int, int]) -> None:
     """Give back room on queues whose messages went. Locks those queues' rows, in id order."""
     for queue_id in sorted(counts):
         if counts[queue_id]:  # nothing reads it back: on PostgreSQL it travels with the next statement
-            deferred(f"UPDATE {QUEUE} SET reserved_depth = reserved_depth - %s WHERE id = %s", [counts[queue_id], queue_id])
+            deferred(
+                f"UPDATE {QUEUE} SET reserved_depth = reserved_depth - %s WHERE id = %s", [counts[queue_id], queue_id]
+            )
 
 
 def queues_lock(*, queue_ids: Iterable[int], even_one: bool = False) -> None:
@@ -205,9 +243,14 @@ def messages_insert(*, messages: Sequence[Message]) -> None:
 
 # --- get ------------------------------------------------------------------------------------
 
+
 def _candidates_where(*, uncommitted_of_others: str | None, commit_ordered: bool, match: dict) -> tuple[str, list]:
-    where = ["queue_id = %s", "get_transaction_id IS NULL", "lock_token IS NULL",
-             "(expires_at IS NULL OR expires_at > %s)"]
+    where = [
+        "queue_id = %s",
+        "get_transaction_id IS NULL",
+        "lock_token IS NULL",
+        "(expires_at IS NULL OR expires_at > %s)",
+    ]
     params: list = []
     if uncommitted_of_others:
         where.append("(put_transaction_id IS NULL OR put_transaction_id <> %s)")
@@ -232,8 +275,17 @@ def _order_by(*, priority_first: bool, commit_ordered: bool, with_uncommitted: b
     return ", ".join(fields)
 
 
-def messages_take(*, queue_id: int, now, limit: int, get_transaction_id: str | None, priority_first: bool,
-                  commit_ordered: bool, uncommitted_of_others: str | None, match: dict) -> list[Message]:
+def messages_take(
+    *,
+    queue_id: int,
+    now,
+    limit: int,
+    get_transaction_id: str | None,
+    priority_first: bool,
+    commit_ordered: bool,
+    uncommitted_of_others: str | None,
+    match: dict,
+) -> list[Message]:
     """An unordered destructive get in one statement: choose up to ``limit`` messages in
     delivery order and, under a unit of work, mark them gotten by it (delivery count + 1),
     or else delete them. Returns them in delivery order.
@@ -241,25 +293,32 @@ def messages_take(*, queue_id: int, now, limit: int, get_transaction_id: str | N
     PostgreSQL: the chosen rows are locked with ``FOR UPDATE SKIP LOCKED``, so competing
     consumers take different messages; the outer statement re-checks that each is still
     free. SQLite: the write lock is held already."""
-    where, extra = _candidates_where(uncommitted_of_others=uncommitted_of_others, commit_ordered=commit_ordered,
-                                     match=match)
-    order = _order_by(priority_first=priority_first, commit_ordered=commit_ordered,
-                      with_uncommitted=bool(uncommitted_of_others))
-    choose = (f"SELECT id FROM {MESSAGE} WHERE {where} ORDER BY {order} LIMIT %s"
-              + (" FOR UPDATE SKIP LOCKED" if postgres() else ""))
+    where, extra = _candidates_where(
+        uncommitted_of_others=uncommitted_of_others, commit_ordered=commit_ordered, match=match
+    )
+    order = _order_by(
+        priority_first=priority_first, commit_ordered=commit_ordered, with_uncommitted=bool(uncommitted_of_others)
+    )
+    choose = f"SELECT id FROM {MESSAGE} WHERE {where} ORDER BY {order} LIMIT %s" + (
+        " FOR UPDATE SKIP LOCKED" if postgres() else ""
+    )
     params = [queue_id, dt_param(now), *extra, limit]
     # PostgreSQL may run an IN (subquery with LIMIT) more than once and take more rows than
     # asked: there the choice is a materialised CTE, evaluated exactly once.
-    chosen = (f"WITH chosen AS MATERIALIZED ({choose}) " if postgres() else "")
+    chosen = f"WITH chosen AS MATERIALIZED ({choose}) " if postgres() else ""
     picked = "SELECT id FROM chosen" if postgres() else choose
     if get_transaction_id is not None:
-        sql = (f"{chosen}UPDATE {MESSAGE} SET get_transaction_id = %s, delivery_count = delivery_count + 1"
-               f" WHERE id IN ({picked}) AND get_transaction_id IS NULL AND lock_token IS NULL"
-               f" RETURNING {_COLUMN_LIST}")
+        sql = (
+            f"{chosen}UPDATE {MESSAGE} SET get_transaction_id = %s, delivery_count = delivery_count + 1"
+            f" WHERE id IN ({picked}) AND get_transaction_id IS NULL AND lock_token IS NULL"
+            f" RETURNING {_COLUMN_LIST}"
+        )
         params = [*params, get_transaction_id] if postgres() else [get_transaction_id, *params]
     else:
-        sql = (f"{chosen}DELETE FROM {MESSAGE} WHERE id IN ({picked}) AND get_transaction_id IS NULL"
-               f" AND lock_token IS NULL RETURNING {_COLUMN_LIST}")
+        sql = (
+            f"{chosen}DELETE FROM {MESSAGE} WHERE id IN ({picked}) AND get_transaction_id IS NULL"
+            f" AND lock_token IS NULL RETURNING {_COLUMN_LIST}"
+        )
     with cursor() as c:
         c.execute(sql, params)
         rows = c.fetchall()
@@ -273,6 +332,7 @@ def _sort_key(*, priority_first: bool, commit_ordered: bool):
     def key(m: Message):
         seq = (m.commit_seq is None, m.commit_seq or 0, m.id) if commit_ordered else (m.id,)
         return ((-m.priority,) if priority_first else ()) + seq
+
     return key
 
 
@@ -287,13 +347,17 @@ def messages_locks_lapse(*, queue_id: int, now) -> list[tuple[int, int]]:
     lapsed = "lock_token IS NOT NULL AND locked_until <= %s AND queue_id = %s AND get_transaction_id IS NULL"
     params = [dt_param(now), queue_id]
     if postgres():
-        sql = (f"WITH chosen AS MATERIALIZED (SELECT id FROM {MESSAGE} WHERE {lapsed} FOR UPDATE SKIP LOCKED)"
-               f" UPDATE {MESSAGE} SET lapsed_lock_token = lock_token, lock_token = NULL, locked_until = NULL"
-               f" WHERE id IN (SELECT id FROM chosen) AND {lapsed} RETURNING id, delivery_count")
+        sql = (
+            f"WITH chosen AS MATERIALIZED (SELECT id FROM {MESSAGE} WHERE {lapsed} FOR UPDATE SKIP LOCKED)"
+            f" UPDATE {MESSAGE} SET lapsed_lock_token = lock_token, lock_token = NULL, locked_until = NULL"
+            f" WHERE id IN (SELECT id FROM chosen) AND {lapsed} RETURNING id, delivery_count"
+        )
         params = params + params
     else:
-        sql = (f"UPDATE {MESSAGE} SET lapsed_lock_token = lock_token, lock_token = NULL, locked_until = NULL"
-               f" WHERE {lapsed} RETURNING id, delivery_count")
+        sql = (
+            f"UPDATE {MESSAGE} SET lapsed_lock_token = lock_token, lock_token = NULL, locked_until = NULL"
+            f" WHERE {lapsed} RETURNING id, delivery_count"
+        )
     with cursor() as c:
         c.execute(sql, params)
         return sorted(c.fetchall())
@@ -308,12 +372,16 @@ def messages_sendable_lengths(*, queue_id: int, preemptive: bool, priority_first
     committed = "" if preemptive else " AND put_transaction_id IS NULL"
     order = "priority DESC, id" if priority_first else "id"
     with cursor() as c:
-        c.execute(f"SELECT length(body) FROM {MESSAGE} WHERE queue_id = %s AND get_transaction_id IS NULL"
-                  f" AND lock_token IS NULL{committed} ORDER BY {order} LIMIT %s", [queue_id, limit])
+        c.execute(
+            f"SELECT length(body) FROM {MESSAGE} WHERE queue_id = %s AND get_transaction_id IS NULL"
+            f" AND lock_token IS NULL{committed} ORDER BY {order} LIMIT %s",
+            [queue_id, limit],
+        )
         return [row[0] for row in c.fetchall()]
 
 
 # --- commit and rollback --------------------------------------------------------------------
+
 
 def transaction_messages(*, transaction_ids: Sequence[str]) -> tuple[dict[int, tuple[int, int]], dict[int, int]]:
     """What these units of work did to messages: per queue, the lowest and highest row id of
@@ -377,6 +445,7 @@ def message_from_row(row: Sequence) -> Message:
         if value is not None:
             if isinstance(value, str):
                 from django.utils.dateparse import parse_datetime
+
                 value = parse_datetime(value)
             values[i] = aware(value)
     for i in _BOOL_AT:
@@ -390,11 +459,15 @@ def message_from_row(row: Sequence) -> Message:
 def transaction_counts(*, transaction_id: str) -> tuple[dict[int, int], dict[int, int]]:
     """Per queue, how many messages a unit of work put (uncommitted) and got. No lock."""
     with cursor() as c:
-        c.execute(f"SELECT queue_id, COUNT(*) FROM {MESSAGE} WHERE put_transaction_id = %s GROUP BY queue_id",
-                       [transaction_id])
+        c.execute(
+            f"SELECT queue_id, COUNT(*) FROM {MESSAGE} WHERE put_transaction_id = %s GROUP BY queue_id",
+            [transaction_id],
+        )
         puts = dict(c.fetchall())
-        c.execute(f"SELECT queue_id, COUNT(*) FROM {MESSAGE} WHERE get_transaction_id = %s GROUP BY queue_id",
-                       [transaction_id])
+        c.execute(
+            f"SELECT queue_id, COUNT(*) FROM {MESSAGE} WHERE get_transaction_id = %s GROUP BY queue_id",
+            [transaction_id],
+        )
         gets = dict(c.fetchall())
     return puts, gets
 
@@ -406,6 +479,7 @@ def messages_delete_put(*, transaction_id: str) -> None:
 
 
 # --- duplicate detection (dedup keys) -----------------------------------------------------------
+
 
 def dedup_keys_claim(*, queue_id: int, keys: Sequence[tuple[str, str, str | None, object]], now) -> set[str]:
     """Take the keys (``(key, msg_id, put_transaction_id, expires_at)``: the message put with
@@ -430,7 +504,8 @@ def dedup_keys_claim(*, queue_id: int, keys: Sequence[tuple[str, str, str | None
             f" VALUES {', '.join(['(%s, %s, %s, %s, %s, %s)'] * len(keys))}"
             " ON CONFLICT (queue_id, key) DO UPDATE SET msg_id = excluded.msg_id,"
             " transaction_id = excluded.transaction_id, created_at = excluded.created_at,"
-            f" expires_at = excluded.expires_at WHERE {DEDUP}.expires_at <= %s RETURNING key", [*params, t],
+            f" expires_at = excluded.expires_at WHERE {DEDUP}.expires_at <= %s RETURNING key",
+            [*params, t],
         )
         return {row[0] for row in c.fetchall()}
 
@@ -438,8 +513,10 @@ def dedup_keys_claim(*, queue_id: int, keys: Sequence[tuple[str, str, str | None
 def dedup_keys_owners(*, queue_id: int, keys: Sequence[str]) -> dict[str, str]:
     """The msg_id each of ``keys`` was first put with on the queue. No lock."""
     with cursor() as c:
-        c.execute(f"SELECT key, msg_id FROM {DEDUP} WHERE queue_id = %s AND key IN ({', '.join(['%s'] * len(keys))})",
-                  [queue_id, *keys])
+        c.execute(
+            f"SELECT key, msg_id FROM {DEDUP} WHERE queue_id = %s AND key IN ({', '.join(['%s'] * len(keys))})",
+            [queue_id, *keys],
+        )
         return dict(c.fetchall())
 
 
@@ -447,8 +524,11 @@ def dedup_keys_forget(*, now, limit: int) -> int:
     """Delete up to ``limit`` keys whose retention ended by ``now`` (housekeeping), oldest
     first through the expiry index; returns how many. Locks those rows."""
     with cursor() as c:
-        c.execute(f"DELETE FROM {DEDUP} WHERE id IN (SELECT id FROM {DEDUP} WHERE expires_at <= %s"
-                  f" ORDER BY expires_at LIMIT %s)", [dt_param(now), limit])
+        c.execute(
+            f"DELETE FROM {DEDUP} WHERE id IN (SELECT id FROM {DEDUP} WHERE expires_at <= %s"
+            f" ORDER BY expires_at LIMIT %s)",
+            [dt_param(now), limit],
+        )
         return c.rowcount
 
 
@@ -461,8 +541,18 @@ def dedup_keys_release(*, transaction_id: str) -> None:
 # --- message instances without the ORM's per-field work ---------------------------------------
 
 _DEFAULTS = {f.attname: (f.get_default() if f.has_default() else None) for f in Message._meta.concrete_fields}
-_DEFAULTS.update(id=None, report=None, properties=None, format="", reply_to_queue="", reply_to_broker="",
-                 put_application="", dead_letter_reason="", dead_letter_queue="", feedback="")
+_DEFAULTS.update(
+    id=None,
+    report=None,
+    properties=None,
+    format="",
+    reply_to_queue="",
+    reply_to_broker="",
+    put_application="",
+    dead_letter_reason="",
+    dead_letter_queue="",
+    feedback="",
+)
 _encoder = DjangoJSONEncoder()
 
 
@@ -470,17 +560,43 @@ def _instance(values: dict, queue=None) -> Message:
     return model_instance(Message, values, {"queue": queue} if queue is not None else None)
 
 
-def message_new(*, queue, msg_id: str, msg, priority: int, persistent: bool, expires_at, put_time,
-                put_application: str, transmission_header, put_transaction_id: str | None) -> Message:
+def message_new(
+    *,
+    queue,
+    msg_id: str,
+    msg,
+    priority: int,
+    persistent: bool,
+    expires_at,
+    put_time,
+    put_application: str,
+    transmission_header,
+    put_transaction_id: str | None,
+) -> Message:
     """A message about to be put (``messages_insert`` writes it), from a validated input."""
     values = dict(_DEFAULTS)
     values.update(
-        queue_id=queue.pk, msg_id=msg_id, correl_id=msg.correl_id, group_id=msg.group_id, msg_type=msg.msg_type,
-        priority=priority, persistent=persistent, expires_at=expires_at, format=msg.format,
-        reply_to_queue=msg.reply_to_queue, reply_to_broker=msg.reply_to_broker, report=msg.report,
-        properties=msg.properties, put_time=put_time, put_application=put_application, backout_count=0,
-        delivery_count=0, transmission_header=transmission_header, body=msg.body,
-        put_transaction_id=put_transaction_id, get_transaction_id=None,
+        queue_id=queue.pk,
+        msg_id=msg_id,
+        correl_id=msg.correl_id,
+        group_id=msg.group_id,
+        msg_type=msg.msg_type,
+        priority=priority,
+        persistent=persistent,
+        expires_at=expires_at,
+        format=msg.format,
+        reply_to_queue=msg.reply_to_queue,
+        reply_to_broker=msg.reply_to_broker,
+        report=msg.report,
+        properties=msg.properties,
+        put_time=put_time,
+        put_application=put_application,
+        backout_count=0,
+        delivery_count=0,
+        transmission_header=transmission_header,
+        body=msg.body,
+        put_transaction_id=put_transaction_id,
+        get_transaction_id=None,
     )
     return _instance(values, queue)
 
@@ -488,12 +604,30 @@ def message_new(*, queue, msg_id: str, msg, priority: int, persistent: bool, exp
 def message_put_values(m: Message, adapt=dt_param) -> tuple:
     """The row ``messages_insert`` writes for a message, in ``PUT_COLUMNS`` order."""
     return (
-        m.queue_id, m.msg_id, m.correl_id, m.group_id, m.msg_type, m.priority, m.persistent, adapt(m.expires_at),
-        m.format, m.reply_to_queue, m.reply_to_broker, _encoder.encode(m.report) if m.report else "[]",
-        _encoder.encode(m.properties) if m.properties else "{}", adapt(m.put_time), m.put_application, m.backout_count,
-        m.delivery_count, m.dead_letter_reason, m.dead_letter_queue,
-        None if m.transmission_header is None else _encoder.encode(m.transmission_header), m.body, m.commit_seq,
-        m.put_transaction_id, m.feedback,
+        m.queue_id,
+        m.msg_id,
+        m.correl_id,
+        m.group_id,
+        m.msg_type,
+        m.priority,
+        m.persistent,
+        adapt(m.expires_at),
+        m.format,
+        m.reply_to_queue,
+        m.reply_to_broker,
+        _encoder.encode(m.report) if m.report else "[]",
+        _encoder.encode(m.properties) if m.properties else "{}",
+        adapt(m.put_time),
+        m.put_application,
+        m.backout_count,
+        m.delivery_count,
+        m.dead_letter_reason,
+        m.dead_letter_queue,
+        None if m.transmission_header is None else _encoder.encode(m.transmission_header),
+        m.body,
+        m.commit_seq,
+        m.put_transaction_id,
+        m.feedback,
     )
 
 
@@ -502,8 +636,11 @@ def queues_backout_info(*, queue_ids: Iterable[int]) -> dict[int, tuple[str, str
     ids = sorted(set(queue_ids))
     marks = ", ".join(["%s"] * len(ids))
     with cursor() as c:
-        c.execute(f"SELECT q.id, q.name, b.name, q.backout_threshold FROM {QUEUE} q JOIN {BROKER} b"
-                  f" ON b.id = q.broker_id WHERE q.id IN ({marks})", ids)
+        c.execute(
+            f"SELECT q.id, q.name, b.name, q.backout_threshold FROM {QUEUE} q JOIN {BROKER} b"
+            f" ON b.id = q.broker_id WHERE q.id IN ({marks})",
+            ids,
+        )
         return {queue_id: (name, broker, threshold) for queue_id, name, broker, threshold in c.fetchall()}
 
 
@@ -521,7 +658,9 @@ def messages_restore(*, transaction_id: str) -> list[tuple[int, str, int, bool]]
             [transaction_id],
         )
         rows = sorted(c.fetchall())
-    return [(queue_id, msg_id, backout_count, lock_token is None) for _, queue_id, msg_id, backout_count, lock_token in rows]
+    return [
+        (queue_id, msg_id, backout_count, lock_token is None) for _, queue_id, msg_id, backout_count, lock_token in rows
+    ]
 
 
 def messages_take_chosen(*, ids: list[int], get_transaction_id: str | None) -> bool:
@@ -533,8 +672,10 @@ def messages_take_chosen(*, ids: list[int], get_transaction_id: str | None) -> b
     free = f"id IN ({marks}) AND get_transaction_id IS NULL AND lock_token IS NULL"
     with cursor() as c:
         if get_transaction_id is not None:
-            c.execute(f"UPDATE {MESSAGE} SET get_transaction_id = %s, delivery_count = delivery_count + 1"
-                      f" WHERE {free}", [get_transaction_id, *ids])
+            c.execute(
+                f"UPDATE {MESSAGE} SET get_transaction_id = %s, delivery_count = delivery_count + 1 WHERE {free}",
+                [get_transaction_id, *ids],
+            )
         else:
             c.execute(f"DELETE FROM {MESSAGE} WHERE {free}", ids)
         return c.rowcount == len(ids)

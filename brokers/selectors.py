@@ -1,4 +1,5 @@
 """Reads: brokers, queues, depths, connections."""
+
 from __future__ import annotations
 
 from django.db.models import Count, Q, QuerySet
@@ -34,7 +35,9 @@ def queue_depths(*, queue_ids: list[int]) -> dict[int, dict[str, int]]:
     """Per queue: ``depth`` (committed messages, available or in flight), ``uncommitted_puts``,
     ``in_flight`` and ``locked``."""
     rows = (
-        Message.objects.filter(queue_id__in=queue_ids).values("queue_id").annotate(
+        Message.objects.filter(queue_id__in=queue_ids)
+        .values("queue_id")
+        .annotate(
             depth=Count("id", filter=Q(put_transaction__isnull=True)),
             uncommitted_puts=Count("id", filter=Q(put_transaction__isnull=False)),
             in_flight=Count("id", filter=Q(get_transaction__isnull=False)),
@@ -44,7 +47,9 @@ def queue_depths(*, queue_ids: list[int]) -> dict[int, dict[str, int]]:
     depths = {qid: {"depth": 0, "uncommitted_puts": 0, "in_flight": 0, "locked": 0} for qid in queue_ids}
     for row in rows:
         depths[row["queue_id"]].update(
-            depth=row["depth"], uncommitted_puts=row["uncommitted_puts"], in_flight=row["in_flight"],
+            depth=row["depth"],
+            uncommitted_puts=row["uncommitted_puts"],
+            in_flight=row["in_flight"],
             locked=row["locked"],
         )
     return depths
@@ -61,7 +66,6 @@ def client_session_get(*, broker: Broker, client_name: str) -> ClientSession | N
     return ClientSession.objects.filter(broker=broker, client_name=client_name).first()
 
 
-
 def queue_next_release(*, queue_id: int, now):
     """When, after ``now``, a message of the queue next becomes available with no commit to
     announce it: the earliest end of a peek-lock on it, or of the deadline of an open unit
@@ -72,11 +76,16 @@ def queue_next_release(*, queue_id: int, now):
     from transactions.models import OPEN_STATES, Transaction
 
     lock_end = Message.objects.filter(
-        queue_id=queue_id, lock_token__isnull=False, get_transaction__isnull=True, locked_until__gt=now,
+        queue_id=queue_id,
+        lock_token__isnull=False,
+        get_transaction__isnull=True,
+        locked_until__gt=now,
     ).aggregate(at=Min("locked_until"))["at"]
     holders = Message.objects.filter(queue_id=queue_id, get_transaction__isnull=False).values("get_transaction_id")
     deadline = Transaction.objects.filter(
-        state__in=OPEN_STATES, deadline_at__gt=now, pk__in=holders,
+        state__in=OPEN_STATES,
+        deadline_at__gt=now,
+        pk__in=holders,
     ).aggregate(at=Min("deadline_at"))["at"]
     ends = [at for at in (lock_end, deadline) if at is not None]
     return min(ends) if ends else None
@@ -91,14 +100,28 @@ def messages_where(*, broker: str, queues: list[str], msg_ids: list[str]) -> dic
     absent."""
     if not msg_ids:
         return {}
-    rows = Message.objects.filter(queue__broker__name=broker, queue__name__in=sorted(set(queues)),
-                                  msg_id__in=list(msg_ids)).values_list(
-        "msg_id", "queue__name", "get_transaction_id", "put_transaction_id", "backout_count",
-        "queue__backout_threshold", "lock_token", "dead_letter_queue",
+    rows = Message.objects.filter(
+        queue__broker__name=broker, queue__name__in=sorted(set(queues)), msg_id__in=list(msg_ids)
+    ).values_list(
+        "msg_id",
+        "queue__name",
+        "get_transaction_id",
+        "put_transaction_id",
+        "backout_count",
+        "queue__backout_threshold",
+        "lock_token",
+        "dead_letter_queue",
     )
     return {
-        m: {"queue": q, "get_transaction": g, "put_transaction": p, "backout_count": b, "backout_threshold": t,
-            "locked": lock is not None, "dead_letter_from": d or None}
+        m: {
+            "queue": q,
+            "get_transaction": g,
+            "put_transaction": p,
+            "backout_count": b,
+            "backout_threshold": t,
+            "locked": lock is not None,
+            "dead_letter_from": d or None,
+        }
         for m, q, g, p, b, t, lock, d in rows
     }
 
@@ -113,7 +136,7 @@ def messages_gotten(*, transaction_id: str, msg_ids: list[str] | None = None) ->
     rows = Message.objects.filter(get_transaction_id=transaction_id)
     if msg_ids is not None:
         rows = rows.filter(msg_id__in=list(msg_ids))
-    rows = rows.values_list(
-        "msg_id", "backout_count", "queue__backout_threshold", "lock_token")
-    return [{"msg_id": m, "backout_count": b, "backout_threshold": t, "locked": lock is not None}
-            for m, b, t, lock in rows]
+    rows = rows.values_list("msg_id", "backout_count", "queue__backout_threshold", "lock_token")
+    return [
+        {"msg_id": m, "backout_count": b, "backout_threshold": t, "locked": lock is not None} for m, b, t, lock in rows
+    ]

@@ -1,4 +1,5 @@
 """Celery tasks run by the worker fleet (Celery's autodiscovery imports this module)."""
+
 from celery import shared_task
 
 from .channels.tasks import channel_agent, channels_supervise  # noqa: F401 - registered with the worker

@@ -6,6 +6,7 @@ shared thread, so a waiting get or a held commit would stall every other request
 each request has a pool thread (and its own persistent database connection) for as long
 as it waits.
 """
+
 import os
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
@@ -33,8 +34,9 @@ application = ProtocolTypeRouter(
         # STOMP by its CONNECT frame; the dashboard's pages by the sign-in cookie; any other
         # path is refused with 404
         "websocket": AuthMiddlewareStack(
-            URLRouter([*session_urlpatterns, *stomp_urlpatterns, *websocket_urlpatterns,
-                       re_path(r"", websocket_not_found)])
+            URLRouter(
+                [*session_urlpatterns, *stomp_urlpatterns, *websocket_urlpatterns, re_path(r"", websocket_not_found)]
+            )
         ),
     }
 )

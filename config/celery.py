@@ -1,4 +1,5 @@
 """The Celery app: channel agents and housekeeping run on its worker fleet."""
+
 import os
 
 from celery import Celery

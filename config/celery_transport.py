@@ -7,6 +7,7 @@ reader can take a file before its content is written, fail to parse the empty pa
 the worker stops ("Unrecoverable error: JSONDecodeError"): channels and housekeeping stop
 with it. Found by ``manage.py soak``. Here a message is written under a name the reader
 ignores (it has no dot) and renamed into place, which is atomic within one filesystem."""
+
 from __future__ import annotations
 
 import os

@@ -8,6 +8,7 @@ class docstring is the default message. Domain modules subclass :class:`BatonErr
 (``transactions.exceptions``, ``brokers.exceptions``); views never build error bodies
 themselves.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -19,8 +20,20 @@ from rest_framework import exceptions as drf
 from rest_framework.response import Response
 
 from baton_client.errors import (  # noqa: F401 - re-exported: the server's names for the hierarchy
-    AlreadyExists, BatonError, Conflict, InvalidInput, MessageTooLarge, MethodNotAllowed, NotAcceptable,
-    NotAuthenticated, NotFound, OptionsConflict, PermissionDenied, ServerError, Throttled, UnsupportedMediaType,
+    AlreadyExists,
+    BatonError,
+    Conflict,
+    InvalidInput,
+    MessageTooLarge,
+    MethodNotAllowed,
+    NotAcceptable,
+    NotAuthenticated,
+    NotFound,
+    OptionsConflict,
+    PermissionDenied,
+    ServerError,
+    Throttled,
+    UnsupportedMediaType,
 )
 
 
@@ -68,8 +81,11 @@ def api_exception_handler(exc: Exception, context: dict) -> Response | None:
         exc = _request_too_large(context)
     if isinstance(exc, BatonError):
         retry = exc.details.get("retry_after") if isinstance(exc, Throttled) else None
-        return Response(exc.as_dict(), status=exc.status,
-                        headers={"Retry-After": str(max(1, round(retry)))} if retry is not None else None)
+        return Response(
+            exc.as_dict(),
+            status=exc.status,
+            headers={"Retry-After": str(max(1, round(retry)))} if retry is not None else None,
+        )
     if isinstance(exc, Http404):
         return Response({"code": "not_found", "message": "Not found."}, status=404)
     if isinstance(exc, DjangoPermissionDenied):

@@ -1,5 +1,6 @@
 """Validating a request body with a view's ``InputSerializer``: unknown fields are a 400
 ``invalid`` naming them (DRF ignores them by default), as are bodies that are not objects."""
+
 from __future__ import annotations
 
 from typing import Any

@@ -1,4 +1,5 @@
 """The authentication backend that throttles sign-ins (settings: config/settings/signin.py)."""
+
 from __future__ import annotations
 
 from axes.backends import AxesStandaloneBackend

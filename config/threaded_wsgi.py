@@ -17,6 +17,7 @@ from the thread as it is needed (so Django still refuses one over
 ``DATA_UPLOAD_MAX_MEMORY_SIZE`` before reading it), and a streaming or large response is
 sent chunk by chunk as it is produced.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -84,7 +85,7 @@ def _environ(scope: dict[str, Any], body: _Body) -> dict[str, Any]:
     script_name = scope.get("root_path", "").encode("utf8").decode("latin1")
     path_info = scope["path"].encode("utf8").decode("latin1")
     if script_name and path_info.startswith(script_name):
-        path_info = path_info[len(script_name):]
+        path_info = path_info[len(script_name) :]
     server = scope.get("server") or ("localhost", 80)
     environ: dict[str, Any] = {
         "REQUEST_METHOD": scope["method"],

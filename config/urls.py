@@ -9,8 +9,11 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/schema/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="schema-docs"),
     # ReDoc without drf-spectacular's web fonts from Google: the docs load nothing from elsewhere
-    path("api/schema/redoc/", SpectacularRedocView.as_view(url_name="schema", template_name="api/redoc.html"),
-         name="schema-redoc"),
+    path(
+        "api/schema/redoc/",
+        SpectacularRedocView.as_view(url_name="schema", template_name="api/redoc.html"),
+        name="schema-redoc",
+    ),
     # the session is a WebSocket (config/asgi.py); a plain GET is told so, its page beside it
     path("api/session/", session_upgrade_required, name="session"),
     path("api/session/docs/", session_docs, name="session-docs"),

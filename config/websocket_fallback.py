@@ -14,6 +14,7 @@ end of a handshake. ``_DeniedHandshakeFilter`` drops exactly that line, and only
 handshake this app refused (a context variable set in the task that serves it); the same
 line for any other application still reaches the log.
 """
+
 from __future__ import annotations
 
 import contextvars
@@ -55,14 +56,14 @@ async def websocket_not_found(scope, receive, send) -> None:
     client = scope.get("client") or ("?", 0)
     logger.info("WebSocket handshake refused with 404: no WebSocket at %s (from %s)", path[:200], client[0])
     if DENIAL_EXTENSION in scope.get("extensions", {}):
-        body = json.dumps(
-            {"code": "not_found", "message": f"No WebSocket endpoint at {path[:200]}."}
-        ).encode()
-        await send({
-            "type": "websocket.http.response.start",
-            "status": 404,
-            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
-        })
+        body = json.dumps({"code": "not_found", "message": f"No WebSocket endpoint at {path[:200]}."}).encode()
+        await send(
+            {
+                "type": "websocket.http.response.start",
+                "status": 404,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+            }
+        )
         _refused_here.set(True)  # the caller's task: Uvicorn logs its line after this returns
         await send({"type": "websocket.http.response.body", "body": body})
     else:

@@ -1,4 +1,5 @@
 """WSGI entry point (the REST API and pages, without WebSockets)."""
+
 import os
 
 from django.core.wsgi import get_wsgi_application

@@ -16,6 +16,7 @@ admin      browse, put, get, admin     + purge a queue
 
 Channels are started and stopped by superusers only, as in the REST API.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -85,20 +86,28 @@ def may(user, action: str, *, broker: str, queue: str) -> bool:
 
 def require_broker_seen(user, *, broker: str) -> None:
     if not visibility(user).broker(broker):
-        raise PermissionDenied(f"You may not see broker {broker!r}: it needs browse or admin permission.",
-                               broker=broker)
+        raise PermissionDenied(
+            f"You may not see broker {broker!r}: it needs browse or admin permission.", broker=broker
+        )
 
 
 def require_queue_seen(user, *, broker: str, queue: str) -> None:
     if not visibility(user).queue(broker, queue):
-        raise PermissionDenied(f"You may not see queue {queue!r} of broker {broker!r}: it needs browse or admin "
-                               "permission.", broker=broker, queue=queue)
+        raise PermissionDenied(
+            f"You may not see queue {queue!r} of broker {broker!r}: it needs browse or admin permission.",
+            broker=broker,
+            queue=queue,
+        )
 
 
 def require_queue_action(user, action: str, *, broker: str, queue: str) -> None:
     if not may(user, action, broker=broker, queue=queue):
-        raise PermissionDenied(f"You may not do that: it needs {action} permission on queue {queue!r}.",
-                               broker=broker, queue=queue, actions=[action])
+        raise PermissionDenied(
+            f"You may not do that: it needs {action} permission on queue {queue!r}.",
+            broker=broker,
+            queue=queue,
+            actions=[action],
+        )
 
 
 def require_superuser(user) -> None:

@@ -1,6 +1,7 @@
 """WebSocket consumers of the dashboard. They check who is asking, send a first snapshot,
 then relay what the process's journal follower (``follower.py``) publishes, cut down to
 what the user may see. Foreign origins are refused in ``routing.py``."""
+
 from __future__ import annotations
 
 import time
@@ -72,8 +73,9 @@ class OverviewConsumer(_DashboardConsumer):
 
     async def overview_changed(self, event: dict) -> None:
         counts = {b: c for b, c in event["counts"].items() if self.seen.broker(b)}
-        await self.send_json({"type": "overview", "data": selectors.overview_for(event["data"], self.seen),
-                              "counts": counts})
+        await self.send_json(
+            {"type": "overview", "data": selectors.overview_for(event["data"], self.seen), "counts": counts}
+        )
 
 
 class GraphConsumer(_DashboardConsumer):
@@ -101,7 +103,9 @@ class JobConsumer(_DashboardConsumer):
     async def connect(self) -> None:
         if not await self._open():
             return
-        job = await database_sync_to_async(selectors.move_job_row_or_none)(job_id=self.scope["url_route"]["kwargs"]["job_id"])
+        job = await database_sync_to_async(selectors.move_job_row_or_none)(
+            job_id=self.scope["url_route"]["kwargs"]["job_id"]
+        )
         if job is None or not self.seen.queue(job["broker"], job["source_queue"]):
             await self.close(code=4403)
             return

@@ -12,6 +12,7 @@ the broker name>`` gets the units of work that changed on that broker, with thei
 With several web processes on Redis each process follows on its own; what they send is
 idempotent (snapshots and upserts).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -97,13 +98,18 @@ class Follower:
                 if queue and kind in ("put", "get"):
                     queues.setdefault(transaction_id, set()).add(queue)
         data = await database_sync_to_async(selectors.overview)()
-        await layer.group_send(OVERVIEW_GROUP, {
-            "type": "overview.changed", "data": data,
-            "counts": {b: dict(c) for b, c in counts.items()},
-        })
+        await layer.group_send(
+            OVERVIEW_GROUP,
+            {
+                "type": "overview.changed",
+                "data": data,
+                "counts": {b: dict(c) for b, c in counts.items()},
+            },
+        )
         for broker, ids in changed.items():
             delta = await database_sync_to_async(selectors.graph_delta)(
-                transaction_ids=ids, queues={t: queues[t] for t in ids if t in queues})
+                transaction_ids=ids, queues={t: queues[t] for t in ids if t in queues}
+            )
             await layer.group_send(graph_group(broker), {"type": "graph.changed", "delta": delta})
         return (events[-1][0] if events else position), current
 

@@ -1,5 +1,6 @@
 """The dashboard's own rows: background jobs that move or resubmit messages, and samples
 of each broker's depth for the overview's history."""
+
 from __future__ import annotations
 
 from django.conf import settings
@@ -38,15 +39,21 @@ class MoveJob(models.Model):
     broker = models.CharField(max_length=48)
     source_queue = models.CharField(max_length=48)
     action = models.CharField(max_length=8, choices=MoveAction.choices)
-    target_queue = models.CharField(max_length=48, blank=True, help_text="For a move; a resubmit goes back to each message's own.")
+    target_queue = models.CharField(
+        max_length=48, blank=True, help_text="For a move; a resubmit goes back to each message's own."
+    )
     msg_ids = models.JSONField(default=list, help_text="The selection, in the source queue's put order.")
     state = models.CharField(max_length=9, choices=JobState.choices, default=JobState.QUEUED)
     position = models.PositiveIntegerField(default=0, help_text="Messages handled so far (an index into msg_ids).")
     moved = models.PositiveIntegerField(default=0)
     skipped = models.PositiveIntegerField(default=0)
-    problems = models.JSONField(default=list, blank=True, help_text="Skipped messages: msg_id, code, message (the first 100).")
+    problems = models.JSONField(
+        default=list, blank=True, help_text="Skipped messages: msg_id, code, message (the first 100)."
+    )
     error = models.CharField(max_length=500, blank=True, help_text="Why a failed job stopped.")
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     username = models.CharField(max_length=150, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)

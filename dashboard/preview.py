@@ -2,6 +2,7 @@
 short. Only a prefix of the body is read (``PREVIEW_BYTES``, by the database); nothing is
 decoded that could fail: a body that is not UTF-8 text (or holds control characters) is
 shown as hex."""
+
 from __future__ import annotations
 
 import json
@@ -31,7 +32,7 @@ def _text(prefix: bytes, whole: bool) -> str | None:
     character's first bytes, not the verdict."""
     for drop in range(1 if whole else 4):
         try:
-            return prefix[:len(prefix) - drop].decode("utf-8")
+            return prefix[: len(prefix) - drop].decode("utf-8")
         except UnicodeDecodeError:
             continue
     return None

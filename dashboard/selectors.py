@@ -1,5 +1,6 @@
 """What the dashboard shows: reads only, through the brokers' and the transaction
 manager's selectors where they exist. Nothing here changes a message's state."""
+
 from __future__ import annotations
 
 import base64
@@ -32,18 +33,24 @@ PAGE_SIZE = 25
 
 # --- queues and depths ---------------------------------------------------------------------
 
+
 def queue_counts(*, queue_ids: list[int]) -> dict[int, dict[str, int]]:
     """Per queue, messages split by state: ``available`` (committed, not in flight, not
     locked), ``uncommitted_puts``, ``in_flight`` (gotten under a unit of work, pre-emptive
     gets of uncommitted puts included), ``locked`` (peek-locked); ``depth`` as the API has it
     (committed messages, available or in flight)."""
-    rows = Message.objects.filter(queue_id__in=queue_ids).values("queue_id").annotate(
-        depth=Count("id", filter=Q(put_transaction__isnull=True)),
-        available=Count("id", filter=Q(put_transaction__isnull=True, get_transaction__isnull=True,
-                                       lock_token__isnull=True)),
-        uncommitted_puts=Count("id", filter=Q(put_transaction__isnull=False)),
-        in_flight=Count("id", filter=Q(get_transaction__isnull=False)),
-        locked=Count("id", filter=Q(lock_token__isnull=False, get_transaction__isnull=True)),
+    rows = (
+        Message.objects.filter(queue_id__in=queue_ids)
+        .values("queue_id")
+        .annotate(
+            depth=Count("id", filter=Q(put_transaction__isnull=True)),
+            available=Count(
+                "id", filter=Q(put_transaction__isnull=True, get_transaction__isnull=True, lock_token__isnull=True)
+            ),
+            uncommitted_puts=Count("id", filter=Q(put_transaction__isnull=False)),
+            in_flight=Count("id", filter=Q(get_transaction__isnull=False)),
+            locked=Count("id", filter=Q(lock_token__isnull=False, get_transaction__isnull=True)),
+        )
     )
     zero = {"depth": 0, "available": 0, "uncommitted_puts": 0, "in_flight": 0, "locked": 0}
     counts = {qid: dict(zero) for qid in queue_ids}
@@ -53,13 +60,24 @@ def queue_counts(*, queue_ids: list[int]) -> dict[int, dict[str, int]]:
 
 
 def _channel_row(c: Channel) -> dict[str, Any]:
-    return {"name": c.name, "source_broker": c.source_broker.name, "target_broker": c.target_broker,
-            "transmission_queue": c.transmission_queue, "remote": bool(c.target_url), "state": c.state,
-            "enabled": c.enabled, "preemptive": c.preemptive, "batch_size": c.batch_size,
-            "batch_interval_ms": c.batch_interval_ms, "in_doubt_seq": c.in_doubt_seq or None,
-            "batches_committed": c.batches_committed, "batches_backed_out": c.batches_backed_out,
-            "messages_sent": c.messages_sent, "last_batch_seq": c.last_batch_seq,
-            "last_error": c.last_error or None}
+    return {
+        "name": c.name,
+        "source_broker": c.source_broker.name,
+        "target_broker": c.target_broker,
+        "transmission_queue": c.transmission_queue,
+        "remote": bool(c.target_url),
+        "state": c.state,
+        "enabled": c.enabled,
+        "preemptive": c.preemptive,
+        "batch_size": c.batch_size,
+        "batch_interval_ms": c.batch_interval_ms,
+        "in_doubt_seq": c.in_doubt_seq or None,
+        "batches_committed": c.batches_committed,
+        "batches_backed_out": c.batches_backed_out,
+        "messages_sent": c.messages_sent,
+        "last_batch_seq": c.last_batch_seq,
+        "last_error": c.last_error or None,
+    }
 
 
 def channel_rows() -> list[dict[str, Any]]:
@@ -80,10 +98,22 @@ def overview() -> dict[str, Any]:
         "journal_position": journal_position(),
         "channels": channel_rows(),
         "brokers": [
-            {"name": b.name, "description": b.description,
-             "queues": [{"name": q.name, "kind": q.kind, "usage": q.usage, "put_enabled": q.put_enabled,
-                         "get_enabled": q.get_enabled, **counts[q.pk]}
-                        for q in queues if q.broker_id == b.pk]}
+            {
+                "name": b.name,
+                "description": b.description,
+                "queues": [
+                    {
+                        "name": q.name,
+                        "kind": q.kind,
+                        "usage": q.usage,
+                        "put_enabled": q.put_enabled,
+                        "get_enabled": q.get_enabled,
+                        **counts[q.pk],
+                    }
+                    for q in queues
+                    if q.broker_id == b.pk
+                ],
+            }
             for b in brokers
         ],
     }
@@ -92,9 +122,14 @@ def overview() -> dict[str, Any]:
 def topology() -> tuple[list, list]:
     """Every broker and queue as the overview and broker pages list them: the follower
     pushes a fresh overview when this changes (an object defined, altered or deleted)."""
-    return (list(Broker.objects.order_by("name").values_list("name", "description")),
-            list(Queue.objects.order_by("broker__name", "name").values_list(
-                "broker__name", "name", "kind", "usage", "put_enabled", "get_enabled")))
+    return (
+        list(Broker.objects.order_by("name").values_list("name", "description")),
+        list(
+            Queue.objects.order_by("broker__name", "name").values_list(
+                "broker__name", "name", "kind", "usage", "put_enabled", "get_enabled"
+            )
+        ),
+    )
 
 
 def overview_for(data: dict[str, Any], seen: Visibility) -> dict[str, Any]:
@@ -103,7 +138,8 @@ def overview_for(data: dict[str, Any], seen: Visibility) -> dict[str, Any]:
         return data
     brokers = [
         {**b, "queues": [q for q in b["queues"] if seen.queue(b["name"], q["name"])]}
-        for b in data["brokers"] if seen.broker(b["name"])
+        for b in data["brokers"]
+        if seen.broker(b["name"])
     ]
     channels = [c for c in data["channels"] if seen.channel(c["source_broker"])]  # as REST lists them
     return {**data, "brokers": brokers, "channels": channels}
@@ -114,13 +150,21 @@ def broker_page(*, broker: str, seen: Visibility) -> dict[str, Any]:
     queues = [q for q in Queue.objects.filter(broker=b).order_by("name") if seen.queue(broker, q.name)]
     counts = queue_counts(queue_ids=[q.pk for q in queues])
     open_units = Transaction.objects.filter(broker=broker, state__in=["active", "commit_held"]).count()
-    channels = [c for c in channel_rows()
-                if broker in (c["source_broker"], c["target_broker"]) and seen.channel(c["source_broker"])]
-    return {"broker": b, "queues": [{"queue": q, **counts[q.pk]} for q in queues],
-            "open_units": open_units, "channels": channels}
+    channels = [
+        c
+        for c in channel_rows()
+        if broker in (c["source_broker"], c["target_broker"]) and seen.channel(c["source_broker"])
+    ]
+    return {
+        "broker": b,
+        "queues": [{"queue": q, **counts[q.pk]} for q in queues],
+        "open_units": open_units,
+        "channels": channels,
+    }
 
 
 # --- publish/subscribe ---------------------------------------------------------------------
+
 
 def topics_page(*, broker: str) -> dict[str, Any]:
     """A broker's topic objects and retained publications."""
@@ -133,8 +177,15 @@ def topics_page(*, broker: str) -> dict[str, Any]:
             text = body.decode("utf-8")
         except UnicodeDecodeError:
             text = None
-        retained.append({"topic": row.topic, "msg_id": row.msg_id, "published_at": row.published_at,
-                         "body": text, "length": len(body)})
+        retained.append(
+            {
+                "topic": row.topic,
+                "msg_id": row.msg_id,
+                "published_at": row.published_at,
+                "body": text,
+                "length": len(body),
+            }
+        )
     return {"broker": broker_get(name=broker), "topics": topic_list(broker=broker), "retained": retained}
 
 
@@ -148,11 +199,15 @@ def subscriptions_page(*, broker: str, seen: Visibility) -> dict[str, Any]:
 
 def queue_names_seen(*, broker: str, seen: Visibility) -> list[str]:
     """The broker's queues the user sees, by name (the graph page's queue filter)."""
-    return [name for name in Queue.objects.filter(broker__name=broker).order_by("name").values_list("name", flat=True)
-            if seen.queue(broker, name)]
+    return [
+        name
+        for name in Queue.objects.filter(broker__name=broker).order_by("name").values_list("name", flat=True)
+        if seen.queue(broker, name)
+    ]
 
 
 # --- the message browser -------------------------------------------------------------------
+
 
 def message_state(m: Message, now) -> str:
     if m.expires_at is not None and m.expires_at <= now:
@@ -184,8 +239,9 @@ def _browse_cursor_read(cursor: str | None) -> tuple[str, int]:
     return direction, position
 
 
-def message_page(*, broker: str, queue: str, cursor: str | None = None, limit: int = PAGE_SIZE,
-                 filter: MessageFilter | None = None) -> dict[str, Any]:
+def message_page(
+    *, broker: str, queue: str, cursor: str | None = None, limit: int = PAGE_SIZE, filter: MessageFilter | None = None
+) -> dict[str, Any]:
     """One page of a queue's messages in put order, in every state (uncommitted puts, in
     flight, locked and expired ones included), with the units of work that hold them and a
     preview of each body (its first bytes only are read: dashboard/preview.py); only those
@@ -193,25 +249,30 @@ def message_page(*, broker: str, queue: str, cursor: str | None = None, limit: i
     nothing. Cursors page both ways, within the filter."""
     q = queue_get(broker=broker, name=queue)
     direction, position = _browse_cursor_read(cursor)
-    rows = Message.objects.filter(queue=q).defer("body").annotate(
-        size=Length("body"),
-        head=Func(F("body"), Value(1), Value(PREVIEW_BYTES), function="substr", output_field=BinaryField()),
+    rows = (
+        Message.objects.filter(queue=q)
+        .defer("body")
+        .annotate(
+            size=Length("body"),
+            head=Func(F("body"), Value(1), Value(PREVIEW_BYTES), function="substr", output_field=BinaryField()),
+        )
     )
     if filter is not None:
         rows = message_filter_apply(rows, filter)
     if direction == "after":
-        page = list(rows.filter(id__gt=position).order_by("id")[:limit + 1])
+        page = list(rows.filter(id__gt=position).order_by("id")[: limit + 1])
         more_after, page = len(page) > limit, page[:limit]
         more_before = bool(page) and rows.filter(id__lt=page[0].id).exists() or (not page and position > 0)
     else:
-        page = list(rows.filter(id__lt=position).order_by("-id")[:limit + 1])
+        page = list(rows.filter(id__lt=position).order_by("-id")[: limit + 1])
         more_before, page = len(page) > limit, list(reversed(page[:limit]))
         more_after = bool(page) and rows.filter(id__gt=page[-1].id).exists()
     now = timezone.now()
     return {
         "queue": q,
-        "rows": [{"m": m, "state": message_state(m, now), "preview": body_preview(m.head or b"", m.size or 0)}
-                 for m in page],
+        "rows": [
+            {"m": m, "state": message_state(m, now), "preview": body_preview(m.head or b"", m.size or 0)} for m in page
+        ],
         "next": _browse_cursor(page[-1].id, "after") if page and more_after else None,
         "previous": _browse_cursor(page[0].id, "before") if page and more_before else None,
     }
@@ -238,20 +299,31 @@ def message_detail(*, broker: str, queue: str, msg_id: str) -> dict[str, Any]:
         except ValueError:
             pretty = None
     shown = body[:65536]
-    hex_lines = [f"{i:08x}  {shown[i:i + 16].hex(' ')}" for i in range(0, len(shown), 16)]
-    return {"queue": q, "m": m, "state": message_state(m, timezone.now()), "length": len(body), "text": text,
-            "json": pretty, "hex": "\n".join(hex_lines), "hex_cut": len(body) > len(shown),
-            "base64": base64.b64encode(body).decode("ascii"), "body": body}
+    hex_lines = [f"{i:08x}  {shown[i : i + 16].hex(' ')}" for i in range(0, len(shown), 16)]
+    return {
+        "queue": q,
+        "m": m,
+        "state": message_state(m, timezone.now()),
+        "length": len(body),
+        "text": text,
+        "json": pretty,
+        "hex": "\n".join(hex_lines),
+        "hex_cut": len(body) > len(shown),
+        "base64": base64.b64encode(body).decode("ascii"),
+        "body": body,
+    }
 
 
 def purge_count(*, broker: str, queue: str) -> int:
     """Messages a purge would remove: the committed ones that are available now."""
     q = queue_get(broker=broker, name=queue)
-    return Message.objects.filter(queue=q, put_transaction__isnull=True, get_transaction__isnull=True,
-                                  lock_token__isnull=True).count()
+    return Message.objects.filter(
+        queue=q, put_transaction__isnull=True, get_transaction__isnull=True, lock_token__isnull=True
+    ).count()
 
 
 # --- the transaction graph -----------------------------------------------------------------
+
 
 def graph_snapshot(*, broker: str, recent: int = 200) -> dict[str, Any]:
     """The broker's live graph (open units of work, recent resolved ones, and what links
@@ -273,8 +345,11 @@ def graph_for(graph: dict[str, Any], seen: Visibility) -> dict[str, Any]:
     hidden = {n["id"] for n in graph["nodes"] if not seen.broker(n["broker"])}
     if not hidden:
         return graph
-    return {**graph, "nodes": [n for n in graph["nodes"] if n["id"] not in hidden],
-            "edges": [e for e in graph["edges"] if e["upstream"] not in hidden and e["downstream"] not in hidden]}
+    return {
+        **graph,
+        "nodes": [n for n in graph["nodes"] if n["id"] not in hidden],
+        "edges": [e for e in graph["edges"] if e["upstream"] not in hidden and e["downstream"] not in hidden],
+    }
 
 
 def units_queues(*, nodes: list[dict[str, Any]]) -> dict[str, list[str]]:
@@ -295,9 +370,13 @@ def units_queues(*, nodes: list[dict[str, Any]]) -> dict[str, list[str]]:
     if resolved:
         # an operation's events may carry a time taken just before it began its unit of work
         since = datetime.fromisoformat(min(n["created_at"] for n in resolved)) - timedelta(seconds=1)
-        rows = (JournalEvent.objects.filter(at__gte=since, kind__in=("put", "get"),
-                                            transaction_id__in=[n["id"] for n in resolved])
-                .values_list("transaction_id", "queue").distinct())
+        rows = (
+            JournalEvent.objects.filter(
+                at__gte=since, kind__in=("put", "get"), transaction_id__in=[n["id"] for n in resolved]
+            )
+            .values_list("transaction_id", "queue")
+            .distinct()
+        )
         for tid, name in rows:
             found.setdefault(tid, set()).add(name)
     return {tid: sorted(names) for tid, names in found.items()}
@@ -310,27 +389,43 @@ def graph_delta(*, transaction_ids: set[str], queues: dict[str, set[str]] | None
     removes its link). A node's ``queues``: queues it was seen putting to or getting from
     in the events behind this delta (``queues``), which the client adds to what it knows."""
     queues = queues or {}
-    links = sorted(set(
-        Link.objects.filter(Q(upstream_id__in=transaction_ids) | Q(downstream_id__in=transaction_ids))
-        .values_list("upstream_id", "downstream_id", "resource_ref")
-    ))
+    links = sorted(
+        set(
+            Link.objects.filter(Q(upstream_id__in=transaction_ids) | Q(downstream_id__in=transaction_ids)).values_list(
+                "upstream_id", "downstream_id", "resource_ref"
+            )
+        )
+    )
     ids = set(transaction_ids) | {u for u, _, _ in links} | {d for _, d, _ in links}
     nodes = [
-        {"id": t.id, "broker": t.broker, "state": t.state, "reason": t.reason or None,
-         "created_at": t.created_at.isoformat(), "resolved_at": t.resolved_at.isoformat() if t.resolved_at else None,
-         "queues": sorted(queues.get(t.id, ()))}
+        {
+            "id": t.id,
+            "broker": t.broker,
+            "state": t.state,
+            "reason": t.reason or None,
+            "created_at": t.created_at.isoformat(),
+            "resolved_at": t.resolved_at.isoformat() if t.resolved_at else None,
+            "queues": sorted(queues.get(t.id, ())),
+        }
         for t in Transaction.objects.filter(pk__in=ids)
     ]
-    return {"nodes": nodes, "edges": [{"upstream": u, "downstream": d, "resource": r} for u, d, r in links],
-            "touched": sorted(transaction_ids)}
+    return {
+        "nodes": nodes,
+        "edges": [{"upstream": u, "downstream": d, "resource": r} for u, d, r in links],
+        "touched": sorted(transaction_ids),
+    }
 
 
 # --- the journal, for the follower and the charts ------------------------------------------
 
+
 def journal_after(*, position: int, limit: int = 5000) -> list[tuple[int, str, str, str, str]]:
     """(id, kind, broker, transaction_id, queue) of the journal events after ``position``."""
-    return list(JournalEvent.objects.filter(id__gt=position).order_by("id")
-                .values_list("id", "kind", "broker", "transaction_id", "queue")[:limit])
+    return list(
+        JournalEvent.objects.filter(id__gt=position)
+        .order_by("id")
+        .values_list("id", "kind", "broker", "transaction_id", "queue")[:limit]
+    )
 
 
 def depth_history(*, window_s: int, seen: Visibility) -> list[dict[str, Any]]:
@@ -364,21 +459,37 @@ def journal_rates(*, window_s: int, seen: Visibility) -> dict[str, Any]:
     series: dict[int, dict[str, int]] = {}
     for row in rows:
         series.setdefault(int(row["t"].timestamp()), dict.fromkeys(RATE_KINDS, 0))[row["kind"]] = row["n"]
-    return {"window": window_s, "bucket": 1 if bucket == "second" else 60,
-            "points": [{"t": t, **v} for t, v in sorted(series.items())],
-            "depth": depth_history(window_s=window_s, seen=seen)}
+    return {
+        "window": window_s,
+        "bucket": 1 if bucket == "second" else 60,
+        "points": [{"t": t, **v} for t, v in sorted(series.items())],
+        "depth": depth_history(window_s=window_s, seen=seen),
+    }
 
 
 # --- move and resubmit jobs ----------------------------------------------------------------
 
+
 def move_job_row(job: MoveJob) -> dict[str, Any]:
     """A job as the job page and its socket show it."""
-    return {"id": job.pk, "broker": job.broker, "source_queue": job.source_queue, "action": job.action,
-            "target_queue": job.target_queue or None, "state": job.state, "total": job.total,
-            "position": job.position, "moved": job.moved, "skipped": job.skipped, "problems": job.problems,
-            "error": job.error or None, "username": job.username,
-            "created_at": job.created_at.isoformat(), "started_at": job.started_at and job.started_at.isoformat(),
-            "finished_at": job.finished_at and job.finished_at.isoformat()}
+    return {
+        "id": job.pk,
+        "broker": job.broker,
+        "source_queue": job.source_queue,
+        "action": job.action,
+        "target_queue": job.target_queue or None,
+        "state": job.state,
+        "total": job.total,
+        "position": job.position,
+        "moved": job.moved,
+        "skipped": job.skipped,
+        "problems": job.problems,
+        "error": job.error or None,
+        "username": job.username,
+        "created_at": job.created_at.isoformat(),
+        "started_at": job.started_at and job.started_at.isoformat(),
+        "finished_at": job.finished_at and job.finished_at.isoformat(),
+    }
 
 
 def move_job_get(*, job_id: int, broker: str, queue: str) -> MoveJob:
@@ -411,6 +522,9 @@ def move_panel(*, broker: str, queue: Queue, user) -> dict[str, Any] | None:
     kind = move_source_kind(queue=queue)
     if kind is None or not may(user, "get", broker=broker, queue=queue.name):
         return None
-    targets = [q.name for q in Queue.objects.filter(broker_id=queue.broker_id, kind="local").exclude(pk=queue.pk)
-               .order_by("name") if may(user, "put", broker=broker, queue=q.name)]
+    targets = [
+        q.name
+        for q in Queue.objects.filter(broker_id=queue.broker_id, kind="local").exclude(pk=queue.pk).order_by("name")
+        if may(user, "put", broker=broker, queue=q.name)
+    ]
     return {"kind": kind, "targets": targets, "jobs": move_jobs_of_queue(broker=broker, queue=queue.name)}

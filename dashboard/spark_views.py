@@ -1,5 +1,6 @@
 """Dashboard pages for the Spark jobs: starting an ingest from a queue's page (its progress
 is followed live there) and the analytics page."""
+
 from __future__ import annotations
 
 from django.contrib import messages
@@ -27,9 +28,15 @@ def ingest_start_view(request, broker, queue):
     try:
         with transaction.atomic():
             ingest = ingest_start(
-                user=request.user, broker=broker, queue=queue, source=request.POST.get("source", ""),
-                format=request.POST.get("format", "jsonl"), body_field=request.POST.get("body_field", "").strip(),
-                key_field=request.POST.get("key_field", "").strip(), properties_fields=fields)
+                user=request.user,
+                broker=broker,
+                queue=queue,
+                source=request.POST.get("source", ""),
+                format=request.POST.get("format", "jsonl"),
+                body_field=request.POST.get("body_field", "").strip(),
+                key_field=request.POST.get("key_field", "").strip(),
+                properties_fields=fields,
+            )
         messages.success(request, f"Ingest {ingest.pk} started.")
     except BatonError as exc:
         messages.error(request, f"Not started: {exc.message}")
@@ -41,10 +48,16 @@ def analytics_page(request):
     seen = visibility(request.user)
     results = [r for r in BrokerAnalytics.objects.order_by("broker") if seen.broker(r.broker)]
     charts = {r.broker: r.results.get("throughput", []) for r in results}
-    return render(request, "dashboard/analytics.html", {
-        "nav": "analytics", "results": results, "charts": charts,
-        "runs": analytics_runs_latest(limit=5) if request.user.is_superuser else [],
-    })
+    return render(
+        request,
+        "dashboard/analytics.html",
+        {
+            "nav": "analytics",
+            "results": results,
+            "charts": charts,
+            "runs": analytics_runs_latest(limit=5) if request.user.is_superuser else [],
+        },
+    )
 
 
 @page

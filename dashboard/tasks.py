@@ -1,4 +1,5 @@
 """Celery tasks of the dashboard, run by the worker fleet."""
+
 from celery import shared_task
 
 from .services.moves import MOVE_JOB_TASK, move_job_run

@@ -1,5 +1,6 @@
 """Dashboard routes. Broker and queue names may contain '/': the API's ``name`` converter
 takes slashes, so the most specific routes come first."""
+
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
@@ -10,8 +11,11 @@ from . import spark_views, views, workflow_views
 Q = "brokers/<name:broker>/queues/<name:queue>"
 
 urlpatterns = [
-    path("login/", auth_views.LoginView.as_view(template_name="dashboard/login.html",
-                                                redirect_authenticated_user=True), name="login"),
+    path(
+        "login/",
+        auth_views.LoginView.as_view(template_name="dashboard/login.html", redirect_authenticated_user=True),
+        name="login",
+    ),
     path("logout/", auth_views.LogoutView.as_view(next_page="login"), name="logout"),
     path("", views.overview_page, name="dashboard-overview"),
     path("rates/", views.rates_json, name="dashboard-rates"),
@@ -26,12 +30,23 @@ urlpatterns = [
     path(f"{Q}/", views.queue_page, name="dashboard-queue"),
     path("brokers/<name:broker>/transactions/", views.transactions_page, name="dashboard-transactions"),
     path("brokers/<name:broker>/workflows/", workflow_views.workflows_page, name="dashboard-workflows"),
-    path("workflow-instances/<str:instance_id>/state/", workflow_views.instance_json,
-         name="dashboard-workflow-instance-state"),
-    path("workflow-instances/<str:instance_id>/abort/", workflow_views.instance_action, {"action": "abort"},
-         name="dashboard-workflow-abort"),
-    path("workflow-instances/<str:instance_id>/resubmit/", workflow_views.instance_action, {"action": "resubmit"},
-         name="dashboard-workflow-resubmit"),
+    path(
+        "workflow-instances/<str:instance_id>/state/",
+        workflow_views.instance_json,
+        name="dashboard-workflow-instance-state",
+    ),
+    path(
+        "workflow-instances/<str:instance_id>/abort/",
+        workflow_views.instance_action,
+        {"action": "abort"},
+        name="dashboard-workflow-abort",
+    ),
+    path(
+        "workflow-instances/<str:instance_id>/resubmit/",
+        workflow_views.instance_action,
+        {"action": "resubmit"},
+        name="dashboard-workflow-resubmit",
+    ),
     path("workflow-instances/<str:instance_id>/", workflow_views.instance_page, name="dashboard-workflow-instance"),
     path("brokers/<name:broker>/topics/", views.topics_page, name="dashboard-topics"),
     path("brokers/<name:broker>/subscriptions/", views.subscriptions_page, name="dashboard-subscriptions"),

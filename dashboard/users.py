@@ -1,4 +1,5 @@
 """Dashboard users: the first admin account, and users with a role on brokers."""
+
 from __future__ import annotations
 
 import secrets

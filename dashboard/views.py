@@ -1,4 +1,5 @@
 """Dashboard pages. Each view checks who asks, calls one selector or service, renders."""
+
 from __future__ import annotations
 
 from functools import wraps
@@ -20,12 +21,18 @@ from stomp_server.selectors import stomp_clients
 
 from . import selectors, services
 from .access import (
-    may, require_broker_seen, require_queue_action, require_queue_seen, require_superuser, visibility,
+    may,
+    require_broker_seen,
+    require_queue_action,
+    require_queue_seen,
+    require_superuser,
+    visibility,
 )
 
 
 def page(view):
     """Signed-in users only; a BatonError becomes an error page with its status."""
+
     @login_required
     @wraps(view)
     def wrapped(request, *args, **kwargs):
@@ -33,16 +40,23 @@ def page(view):
             return view(request, *args, **kwargs)
         except BatonError as exc:
             return render(request, "dashboard/error.html", {"error": exc}, status=exc.status)
+
     return wrapped
 
 
 @page
 def overview_page(request):
     seen = visibility(request.user)
-    return render(request, "dashboard/overview.html",
-                  {"overview": selectors.overview_for(selectors.overview(), seen), "nav": "overview",
-                   "stomp_clients": stomp_clients(brokers=None if seen.everything else seen.brokers),
-                   "stomp_port": settings.BATON_STOMP_PORT or "off"})
+    return render(
+        request,
+        "dashboard/overview.html",
+        {
+            "overview": selectors.overview_for(selectors.overview(), seen),
+            "nav": "overview",
+            "stomp_clients": stomp_clients(brokers=None if seen.everything else seen.brokers),
+            "stomp_port": settings.BATON_STOMP_PORT or "off",
+        },
+    )
 
 
 @page
@@ -65,8 +79,10 @@ def broker_page(request, broker):
 
 
 def _queue_actions(user, broker: str, queue: str) -> dict[str, bool]:
-    return {"may_put": may(user, "put", broker=broker, queue=queue),
-            "may_purge": may(user, "admin", broker=broker, queue=queue)}
+    return {
+        "may_put": may(user, "put", broker=broker, queue=queue),
+        "may_purge": may(user, "admin", broker=broker, queue=queue),
+    }
 
 
 @page
@@ -81,13 +97,24 @@ def queue_page(request, broker, queue):
     if filter_error is not None:
         data.update(rows=[], next=None, previous=None)
     counts = selectors.queue_counts(queue_ids=[data["queue"].pk])[data["queue"].pk]
-    return render(request, "dashboard/queue.html", {
-        **data, "counts": counts, "broker_name": broker, "nav": "overview", "filter": asked,
-        "filter_error": filter_error, "filtered": bool(found and found.active) or filter_error is not None,
-        "filter_query": urlencode({k: v for k, v in asked.items() if v}),
-        "move": selectors.move_panel(broker=broker, queue=data["queue"], user=request.user),
-        "ingests": ingest_list(broker=broker, queue=queue, limit=5),  # Spark ingests (dashboard/ingest_panel.html)
-        **_queue_actions(request.user, broker, queue)}, status=400 if filter_error is not None else 200)
+    return render(
+        request,
+        "dashboard/queue.html",
+        {
+            **data,
+            "counts": counts,
+            "broker_name": broker,
+            "nav": "overview",
+            "filter": asked,
+            "filter_error": filter_error,
+            "filtered": bool(found and found.active) or filter_error is not None,
+            "filter_query": urlencode({k: v for k, v in asked.items() if v}),
+            "move": selectors.move_panel(broker=broker, queue=data["queue"], user=request.user),
+            "ingests": ingest_list(broker=broker, queue=queue, limit=5),  # Spark ingests (dashboard/ingest_panel.html)
+            **_queue_actions(request.user, broker, queue),
+        },
+        status=400 if filter_error is not None else 200,
+    )
 
 
 @page
@@ -113,9 +140,15 @@ def message_put(request, broker, queue):
     require_queue_action(request.user, "put", broker=broker, queue=queue)
     try:
         msg_id = services.dashboard_put(
-            broker=broker, queue=queue, body=request.POST.get("body", ""), priority=request.POST.get("priority", ""),
-            format=request.POST.get("format", ""), properties=request.POST.get("properties", ""),
-            user=request.user.username, actor=request.user)
+            broker=broker,
+            queue=queue,
+            body=request.POST.get("body", ""),
+            priority=request.POST.get("priority", ""),
+            format=request.POST.get("format", ""),
+            properties=request.POST.get("properties", ""),
+            user=request.user.username,
+            actor=request.user,
+        )
         messages.success(request, f"Put message {msg_id}.")
     except BatonError as exc:
         messages.error(request, f"Not put: {exc.message}")
@@ -135,16 +168,23 @@ def queue_purge(request, broker, queue):
         messages.success(request, f"Purged {removed} message{'s' if removed != 1 else ''}.")
         return redirect(reverse("dashboard-queue", args=[broker, queue]))
     count = selectors.purge_count(broker=broker, queue=queue)
-    return render(request, "dashboard/purge.html",
-                  {"broker_name": broker, "queue_name": queue, "count": count, "nav": "overview"})
+    return render(
+        request, "dashboard/purge.html", {"broker_name": broker, "queue_name": queue, "count": count, "nav": "overview"}
+    )
 
 
 @page
 def transactions_page(request, broker):
     require_broker_seen(request.user, broker=broker)
-    return render(request, "dashboard/transactions.html", {
-        "broker_name": broker, "nav": "transactions",
-        "queue_names": selectors.queue_names_seen(broker=broker, seen=visibility(request.user))})
+    return render(
+        request,
+        "dashboard/transactions.html",
+        {
+            "broker_name": broker,
+            "nav": "transactions",
+            "queue_names": selectors.queue_names_seen(broker=broker, seen=visibility(request.user)),
+        },
+    )
 
 
 @page
@@ -164,9 +204,16 @@ def subscriptions_page(request, broker):
 def channels_page(request):
     seen = visibility(request.user)
     data = selectors.overview_for(selectors.overview(), seen)
-    return render(request, "dashboard/channels.html", {
-        "channels": data["channels"], "brokers": data["brokers"], "nav": "channels",
-        "may_operate": request.user.is_superuser})
+    return render(
+        request,
+        "dashboard/channels.html",
+        {
+            "channels": data["channels"],
+            "brokers": data["brokers"],
+            "nav": "channels",
+            "may_operate": request.user.is_superuser,
+        },
+    )
 
 
 @page
@@ -185,9 +232,14 @@ def move_submit(request, broker, queue):
     the worker fleet; its page shows the progress."""
     try:
         job = services.move_job_submit(
-            user=request.user, broker=broker, queue=queue, action=request.POST.get("action", ""),
-            msg_ids=request.POST.getlist("msg_id"), everything=request.POST.get("everything") == "yes",
-            target_queue=request.POST.get("target_queue", ""))
+            user=request.user,
+            broker=broker,
+            queue=queue,
+            action=request.POST.get("action", ""),
+            msg_ids=request.POST.getlist("msg_id"),
+            everything=request.POST.get("everything") == "yes",
+            target_queue=request.POST.get("target_queue", ""),
+        )
     except BatonError as exc:
         if exc.status == 403:
             raise
@@ -200,9 +252,17 @@ def move_submit(request, broker, queue):
 def move_job_page(request, broker, queue, job_id):
     require_queue_seen(request.user, broker=broker, queue=queue)
     job = selectors.move_job_get(job_id=job_id, broker=broker, queue=queue)
-    return render(request, "dashboard/move_job.html", {
-        "job": selectors.move_job_row(job), "broker_name": broker, "queue_name": queue, "nav": "overview",
-        "may_resume": may(request.user, "get", broker=broker, queue=queue)})
+    return render(
+        request,
+        "dashboard/move_job.html",
+        {
+            "job": selectors.move_job_row(job),
+            "broker_name": broker,
+            "queue_name": queue,
+            "nav": "overview",
+            "may_resume": may(request.user, "get", broker=broker, queue=queue),
+        },
+    )
 
 
 @page

@@ -2,6 +2,7 @@
 state), and one instance live (its steps as a graph, held links, compensation path,
 history) with its actions. Checks and services are workflows' own (workflows.permissions),
 so the dashboard allows exactly what the API does."""
+
 from __future__ import annotations
 
 from django.contrib import messages
@@ -13,7 +14,13 @@ from config.errors import BatonError, InvalidInput
 from workflows import permissions as wmay
 from workflows.models import InstanceState
 from workflows.selectors import (
-    instance_counts, instance_get, instance_summary, instance_view, instances_find, workflow_list, workflow_view,
+    instance_counts,
+    instance_get,
+    instance_summary,
+    instance_view,
+    instances_find,
+    workflow_list,
+    workflow_view,
 )
 from workflows.services.instances import compensation_resubmit, workflow_abort
 
@@ -44,15 +51,25 @@ def workflows_page(request, broker):
         offset = max(0, int(request.GET.get("offset") or 0))
     except ValueError:
         raise InvalidInput("older_than_s and offset are whole numbers.") from None
-    count, rows = instances_find(broker=broker, name=name, state=state, older_than_ms=older * 1000 or None,
-                                 step=step, limit=PAGE, offset=offset)
-    return render(request, "dashboard/workflows.html", {
-        "broker_name": broker, "nav": "overview", "workflows": [workflow_view(w) for w in workflow_list(broker=broker)],
-        "counts": instance_counts(broker=broker), "states": InstanceState.values, "count": count,
-        "instances": [instance_summary(i) for i in rows], "filters": {"state": state or "", "workflow": name or "",
-                                                                      "step": step or "", "older_than_s": older},
-        "offset": offset, "next_offset": offset + PAGE if offset + PAGE < count else None,
-    })
+    count, rows = instances_find(
+        broker=broker, name=name, state=state, older_than_ms=older * 1000 or None, step=step, limit=PAGE, offset=offset
+    )
+    return render(
+        request,
+        "dashboard/workflows.html",
+        {
+            "broker_name": broker,
+            "nav": "overview",
+            "workflows": [workflow_view(w) for w in workflow_list(broker=broker)],
+            "counts": instance_counts(broker=broker),
+            "states": InstanceState.values,
+            "count": count,
+            "instances": [instance_summary(i) for i in rows],
+            "filters": {"state": state or "", "workflow": name or "", "step": step or "", "older_than_s": older},
+            "offset": offset,
+            "next_offset": offset + PAGE if offset + PAGE < count else None,
+        },
+    )
 
 
 def _instance(request, instance_id: str):
@@ -64,13 +81,19 @@ def _instance(request, instance_id: str):
 def instance_page(request, instance_id):
     broker, instance = _instance(request, instance_id)
     view = instance_view(instance)
-    return render(request, "dashboard/workflow_instance.html", {
-        "broker_name": broker, "nav": "overview", "instance": view,
-        "may_abort": view["state"] == InstanceState.RUNNING
-        and _may(wmay.require_abort, request.user, instance_id=instance_id),
-        "may_resubmit": view["state"] == InstanceState.COMPENSATION_FAILED
-        and _may(wmay.require_resubmit, request.user, instance_id=instance_id),
-    })
+    return render(
+        request,
+        "dashboard/workflow_instance.html",
+        {
+            "broker_name": broker,
+            "nav": "overview",
+            "instance": view,
+            "may_abort": view["state"] == InstanceState.RUNNING
+            and _may(wmay.require_abort, request.user, instance_id=instance_id),
+            "may_resubmit": view["state"] == InstanceState.COMPENSATION_FAILED
+            and _may(wmay.require_resubmit, request.user, instance_id=instance_id),
+        },
+    )
 
 
 @page
@@ -87,8 +110,9 @@ def instance_json(request, instance_id):
 def instance_action(request, instance_id, action):
     if action == "abort":
         wmay.require_abort(request.user, instance_id=instance_id)
-        result = workflow_abort(instance_id=instance_id, reason=request.POST.get("reason") or "aborted from the "
-                                                                                               "dashboard")
+        result = workflow_abort(
+            instance_id=instance_id, reason=request.POST.get("reason") or "aborted from the dashboard"
+        )
     else:
         wmay.require_resubmit(request.user, instance_id=instance_id)
         result = compensation_resubmit(instance_id=instance_id)

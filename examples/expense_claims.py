@@ -19,6 +19,7 @@ for each committed step, newest first, and the workers below undo them.
 Only the Python client (baton_client) is needed: the workers use ordinary gets, units of
 work and the workflow operations over one session.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -55,9 +56,13 @@ def setup(client: Client) -> None:
             except AlreadyExists:
                 pass
     try:
-        client.define_workflow(BROKER, WORKFLOW, [
-            {"name": step, "queue": queue, "compensation_queue": undo} for step, (queue, undo) in STEPS.items()],
-            deadline_ms=86_400_000, description="Submit, validate, approve, authorize, deposit, notify")
+        client.define_workflow(
+            BROKER,
+            WORKFLOW,
+            [{"name": step, "queue": queue, "compensation_queue": undo} for step, (queue, undo) in STEPS.items()],
+            deadline_ms=86_400_000,
+            description="Submit, validate, approve, authorize, deposit, notify",
+        )
     except AlreadyExists:
         pass
 
@@ -78,8 +83,9 @@ def _do(claim: dict, step: str) -> tuple[dict, dict | None]:
             raise ValueError(f"amount {claim['amount']} is outside 0..{LIMIT}")
         return {**claim, "validated": True}, {"undo": "validate"}
     if step == "authorize":
-        return {**claim, "authorization": f"AUTH-{abs(hash(claim['description'])) % 10**6:06d}"}, \
-            {"void": f"AUTH for {claim['amount']}"}
+        return {**claim, "authorization": f"AUTH-{abs(hash(claim['description'])) % 10**6:06d}"}, {
+            "void": f"AUTH for {claim['amount']}"
+        }
     if step == "deposit":
         return {**claim, "deposited": claim["amount"]}, {"reverse_deposit": claim["amount"]}
     if step == "notify":
@@ -102,8 +108,9 @@ def work_step(client: Client, step: str, *, wait: float = 0) -> bool:
             client.fail_step(tag["instance"], step, str(exc), transaction=txn)
             return True
         try:
-            client.complete_step(tag["instance"], step, txn, output=json.dumps(output),
-                                 compensation=json.dumps(compensation))
+            client.complete_step(
+                tag["instance"], step, txn, output=json.dumps(output), compensation=json.dumps(compensation)
+            )
         except WorkflowConflict:
             pass  # the claim was aborted meanwhile: the request is consumed, nothing is done
     return True

@@ -1,4 +1,5 @@
 """Bulk ingests: a Spark job putting the records of staged files on a queue, once each."""
+
 from __future__ import annotations
 
 import uuid
@@ -45,8 +46,10 @@ class Ingest(models.Model):
     key_field = models.CharField(max_length=200, blank=True)
     properties_fields = models.JSONField(default=list, blank=True)
     dedup_retention_days = models.PositiveIntegerField(
-        default=7, validators=[MinValueValidator(1), MaxValueValidator(DEDUP_RETENTION_DAYS_MAX)],
-        help_text="How long the queue remembers each record's key: a rerun within it skips every record put.")
+        default=7,
+        validators=[MinValueValidator(1), MaxValueValidator(DEDUP_RETENTION_DAYS_MAX)],
+        help_text="How long the queue remembers each record's key: a rerun within it skips every record put.",
+    )
     state = models.CharField(max_length=16, choices=IngestState.choices, default=IngestState.QUEUED)
     records_total = models.BigIntegerField(null=True, blank=True, help_text="Counted before the first put.")
     records_done = models.BigIntegerField(default=0)

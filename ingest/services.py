@@ -5,6 +5,7 @@ An ingest is started by the REST API, ``manage.py ingest`` or the dashboard (all
 child process (``spark_jobs.ingest``), which puts over sessions of the platform's API with
 the starting user's token and reports progress per task attempt (:func:`ingest_progress_note`).
 """
+
 from __future__ import annotations
 
 from django.conf import settings
@@ -28,28 +29,53 @@ LOCAL_MASTER = "local[*,3]"
 MS_PER_DAY = 86_400_000
 
 
-def ingest_start(*, user, broker: str, queue: str, source: str, format: str = IngestFormat.JSONL,
-                 body_field: str = "", key_field: str = "", properties_fields: list[str] | None = None,
-                 dedup_retention_days: int = 7, on_worker: bool = True) -> Ingest:
+def ingest_start(
+    *,
+    user,
+    broker: str,
+    queue: str,
+    source: str,
+    format: str = IngestFormat.JSONL,
+    body_field: str = "",
+    key_field: str = "",
+    properties_fields: list[str] | None = None,
+    dedup_retention_days: int = 7,
+    on_worker: bool = True,
+) -> Ingest:
     """Record an ingest (``queued``) and send it to the worker fleet once this database
-    transaction commits (unless not ``on_worker``: the caller runs :func:`ingest_run`). Refuses a source outside the staging directory, an unknown queue,
-    fields a format does not have and a key retention out of range. ``dedup_retention_days``:
+    transaction commits (unless not ``on_worker``: the caller runs :func:`ingest_run`).
+    Refuses a source outside the staging directory, an unknown queue, fields a format does
+    not have and a key retention out of range. ``dedup_retention_days``:
     how long the queue remembers each record's key (docs/spark.md, "Exactly once")."""
     queue_get(broker=broker, name=queue)  # 404 when there is no such queue
     staging_files(source)  # every file it would read, links resolved, inside the staging directory
     if format not in IngestFormat.values:
         raise InvalidInput("Unknown format.", errors={"format": [f"Must be one of {', '.join(IngestFormat.values)}."]})
     properties_fields = list(properties_fields or [])
-    if isinstance(dedup_retention_days, bool) or not isinstance(dedup_retention_days, int) \
-            or not 1 <= dedup_retention_days <= DEDUP_RETENTION_DAYS_MAX:
-        raise InvalidInput("The key retention is out of range.", errors={
-            "dedup_retention_days": [f"Must be a whole number of days from 1 to {DEDUP_RETENTION_DAYS_MAX}."]})
+    if (
+        isinstance(dedup_retention_days, bool)
+        or not isinstance(dedup_retention_days, int)
+        or not 1 <= dedup_retention_days <= DEDUP_RETENTION_DAYS_MAX
+    ):
+        raise InvalidInput(
+            "The key retention is out of range.",
+            errors={"dedup_retention_days": [f"Must be a whole number of days from 1 to {DEDUP_RETENTION_DAYS_MAX}."]},
+        )
     if format == IngestFormat.TEXT and (body_field or key_field or properties_fields):
-        raise InvalidInput("Text records have no fields.",
-                           errors={"format": ["body_field, key_field and properties_fields need jsonl or csv."]})
+        raise InvalidInput(
+            "Text records have no fields.",
+            errors={"format": ["body_field, key_field and properties_fields need jsonl or csv."]},
+        )
     ingest = Ingest.objects.create(
-        broker=broker, queue=queue, source=source, format=format, body_field=body_field, key_field=key_field,
-        properties_fields=properties_fields, dedup_retention_days=dedup_retention_days, created_by=user if getattr(user, "pk", None) else None,
+        broker=broker,
+        queue=queue,
+        source=source,
+        format=format,
+        body_field=body_field,
+        key_field=key_field,
+        properties_fields=properties_fields,
+        dedup_retention_days=dedup_retention_days,
+        created_by=user if getattr(user, "pk", None) else None,
     )
     if on_worker:
         transaction.on_commit(lambda: _ingest_send_on_commit(ingest.pk))
@@ -64,7 +90,8 @@ def _ingest_send_on_commit(ingest_id: str) -> None:
         task_send(INGEST_RUN_TASK, ingest_id)
     except Exception as exc:  # noqa: BLE001 - kombu's errors vary by transport
         Ingest.objects.filter(pk=ingest_id, state=IngestState.QUEUED).update(
-            state=IngestState.FAILED, error=f"Could not reach the worker fleet: {exc}", finished_at=timezone.now())
+            state=IngestState.FAILED, error=f"Could not reach the worker fleet: {exc}", finished_at=timezone.now()
+        )
 
 
 def ingest_progress_note(*, ingest_id: str, report: dict) -> Ingest:
@@ -80,7 +107,9 @@ def ingest_progress_note(*, ingest_id: str, report: dict) -> Ingest:
             ingest.records_total = int(report["records_total"])
         else:
             ingest.attempts[f"{int(report['partition'])}:{int(report['attempt'])}"] = [
-                int(report["done"]), int(report["put"])]
+                int(report["done"]),
+                int(report["put"]),
+            ]
         _counters_set(ingest)
         ingest.save(update_fields=["records_total", "attempts", "records_done", "messages_put", "duplicates_skipped"])
     return ingest
@@ -112,15 +141,32 @@ def ingest_run(*, ingest_id: str, master: str | None = None, extra_args: list[st
         staging_files(ingest.source)  # refused now if a link inside has come to lead out since it started
         token = Token.objects.get_or_create(user=ingest.created_by)[0].key if ingest.created_by else ""
         args = [
-            "--url", settings.BATON_API_URL, "--broker", ingest.broker, "--queue", ingest.queue,
-            "--source", str(source), "--staging-root", str(staging_dir()), "--format", ingest.format,
-            "--ingest-id", ingest.pk,
-            "--master", master or settings.BATON_SPARK_MASTER or LOCAL_MASTER,
-            "--write-partitions", str(settings.BATON_INGEST_WRITE_PARTITIONS),
-            "--dedup-retention-ms", str(ingest.dedup_retention_days * MS_PER_DAY),
+            "--url",
+            settings.BATON_API_URL,
+            "--broker",
+            ingest.broker,
+            "--queue",
+            ingest.queue,
+            "--source",
+            str(source),
+            "--staging-root",
+            str(staging_dir()),
+            "--format",
+            ingest.format,
+            "--ingest-id",
+            ingest.pk,
+            "--master",
+            master or settings.BATON_SPARK_MASTER or LOCAL_MASTER,
+            "--write-partitions",
+            str(settings.BATON_INGEST_WRITE_PARTITIONS),
+            "--dedup-retention-ms",
+            str(ingest.dedup_retention_days * MS_PER_DAY),
         ]
-        for flag, value in (("--body-field", ingest.body_field), ("--key-field", ingest.key_field),
-                            ("--properties-fields", ",".join(ingest.properties_fields))):
+        for flag, value in (
+            ("--body-field", ingest.body_field),
+            ("--key-field", ingest.key_field),
+            ("--properties-fields", ",".join(ingest.properties_fields)),
+        ):
             if value:
                 args += [flag, value]
         result = job_run("spark_jobs.ingest", args + list(extra_args or []), env={"BATON_API_TOKEN": token})
@@ -132,8 +178,9 @@ def ingest_run(*, ingest_id: str, master: str | None = None, extra_args: list[st
         if ok:
             if summary.get("records_total") is not None:
                 ingest.records_total = summary["records_total"]
-            _counters_set(ingest, done_at_least=summary.get("records_done", 0),
-                          put_at_least=summary.get("messages_put", 0))
+            _counters_set(
+                ingest, done_at_least=summary.get("records_done", 0), put_at_least=summary.get("messages_put", 0)
+            )
         ingest.state = IngestState.SUCCEEDED if ok else IngestState.FAILED
         ingest.error = "" if ok else error
         ingest.finished_at = timezone.now()

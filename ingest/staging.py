@@ -1,4 +1,5 @@
 """The staging directory: the only place ingests read from."""
+
 from __future__ import annotations
 
 import os
@@ -23,11 +24,13 @@ def staging_path(source: str) -> Path:
         raise SourceRefused("Name a file or folder in the staging directory.", errors={"source": ["Required."]})
     resolved = (root / source).resolve()
     if not resolved.is_relative_to(root):
-        raise SourceRefused(f"{source!r} is outside the staging directory.",
-                            errors={"source": ["Outside the staging directory."]})
+        raise SourceRefused(
+            f"{source!r} is outside the staging directory.", errors={"source": ["Outside the staging directory."]}
+        )
     if not resolved.exists():
-        raise SourceRefused(f"{source!r} does not exist in the staging directory.",
-                            errors={"source": ["No such file or folder."]})
+        raise SourceRefused(
+            f"{source!r} does not exist in the staging directory.", errors={"source": ["No such file or folder."]}
+        )
     return resolved
 
 
@@ -38,8 +41,10 @@ HIDDEN = re.compile(r"^[._]")
 def _inside(root: Path, path: Path, shown: str) -> Path:
     resolved = path.resolve()
     if not resolved.is_relative_to(root):
-        raise SourceRefused(f"{shown!r} leads outside the staging directory (a symbolic link).",
-                            errors={"source": [f"{shown}: leads outside the staging directory."]})
+        raise SourceRefused(
+            f"{shown!r} leads outside the staging directory (a symbolic link).",
+            errors={"source": [f"{shown}: leads outside the staging directory."]},
+        )
     return resolved
 
 

@@ -1,4 +1,5 @@
 """Celery tasks: ingests run on the worker fleet."""
+
 from celery import shared_task
 
 from .services import INGEST_RUN_TASK, ingest_run

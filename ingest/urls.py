@@ -1,4 +1,5 @@
 """Ingest routes (included before the brokers' routes: a queue name may contain '/')."""
+
 from django.urls import path
 
 from brokers.api import urls as _brokers_urls  # noqa: F401  (registers the name and id converters)

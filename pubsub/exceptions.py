@@ -1,4 +1,5 @@
 """Errors of topic objects and subscriptions (config.errors holds the hierarchy)."""
+
 from config.errors import NotFound
 
 

@@ -7,6 +7,7 @@ per-process tree of every subscription (pubsub.tree), checked against
 ``TopicTreeVersion`` — changed in the same database transaction as every topic object or
 subscription definition change — so it is never stale.
 """
+
 from __future__ import annotations
 
 from django.db import models
@@ -33,8 +34,10 @@ class Topic(models.Model):
     name = models.CharField(max_length=48, validators=[name_validator])
     topic_string = models.CharField(max_length=TOPIC_MAX)
     conflation_interval_ms = models.PositiveIntegerField(
-        default=0, help_text="Publications within this many ms of the last delivery are held; the latest is "
-        "delivered when the interval ends (0: no conflation).")
+        default=0,
+        help_text="Publications within this many ms of the last delivery are held; the latest is "
+        "delivered when the interval ends (0: no conflation).",
+    )
     durable_subscriptions = models.BooleanField(default=True, help_text="Whether durable subscriptions are allowed.")
     description = models.CharField(max_length=200, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -58,7 +61,8 @@ class Subscription(models.Model):
     topic_filter = models.CharField(max_length=TOPIC_MAX)
     queue = models.ForeignKey(Queue, on_delete=models.CASCADE, related_name="subscriptions")
     durable = models.BooleanField(
-        default=True, help_text="Survives a platform restart; a full queue fails a publication.")
+        default=True, help_text="Survives a platform restart; a full queue fails a publication."
+    )
     activation_topic = models.CharField(max_length=TOPIC_MAX, blank=True)
     deactivation_topic = models.CharField(max_length=TOPIC_MAX, blank=True)
     new_publications_only = models.BooleanField(default=False, help_text="Do not send it the retained publications.")

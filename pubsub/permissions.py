@@ -11,6 +11,7 @@ publish                                put (or admin) on the whole broker
 STOMP SUBSCRIBE to /topic/...          get on the whole broker
 =====================================  =========================================================
 """
+
 from __future__ import annotations
 
 from brokers import permissions as may

@@ -1,4 +1,5 @@
 """Reads of topic objects, subscriptions and retained publications."""
+
 from __future__ import annotations
 
 from brokers.selectors import broker_get
@@ -31,8 +32,7 @@ def subscription_get(*, broker: str, name: str) -> Subscription:
     sub = Subscription.objects.filter(broker__name=broker, name=name).select_related("broker", "queue").first()
     if sub is None:
         broker_get(name=broker)
-        raise SubscriptionNotFound(f"No subscription {name!r} on broker {broker!r}.", broker=broker,
-                                   subscription=name)
+        raise SubscriptionNotFound(f"No subscription {name!r} on broker {broker!r}.", broker=broker, subscription=name)
     return sub
 
 

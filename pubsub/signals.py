@@ -1,5 +1,6 @@
 """A subscription deleted by cascade (with its queue or broker) changes the topic tree
 version like one deleted by subscription_delete, so no process's tree keeps it."""
+
 from django.db.models.signals import post_delete
 from django.dispatch import receiver
 

@@ -1,5 +1,6 @@
 """Celery tasks of publish/subscribe: the conflation sweeper, run by beat every
 ``BATON_HOUSEKEEPING_INTERVAL_S`` (config/celery.py)."""
+
 from celery import shared_task
 
 from .services.conflation import conflation_sweep as _sweep

@@ -8,6 +8,7 @@
   matches ``a``, ``a/`` and ``a/b/c``). A filter whose first level is ``+`` or ``#`` does not
   match a topic whose first character is ``$``.
 """
+
 from __future__ import annotations
 
 from .models import TOPIC_MAX

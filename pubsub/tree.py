@@ -17,6 +17,7 @@ through the ``post_delete`` signal, pubsub.signals). Whether a subscription with
 activation or deactivation topic is active is read from its row by each publication that
 matches it; one without either is always active.
 """
+
 from __future__ import annotations
 
 import secrets
@@ -50,8 +51,14 @@ class Subscriber:
 
     @classmethod
     def of(cls, sub: Subscription) -> "Subscriber":
-        return cls(sub.pk, sub.name, sub.queue_id, sub.queue.name, sub.durable,
-                   bool(sub.activation_topic or sub.deactivation_topic))
+        return cls(
+            sub.pk,
+            sub.name,
+            sub.queue_id,
+            sub.queue.name,
+            sub.durable,
+            bool(sub.activation_topic or sub.deactivation_topic),
+        )
 
 
 @dataclass
@@ -150,7 +157,9 @@ def tree_for(*, broker_id: int, version: int | None = None) -> TopicTree:
         if sub.deactivation_topic:
             tree.deactivations.setdefault(sub.deactivation_topic, []).append(sub.pk)
     for topic_string, interval, durable in Topic.objects.filter(broker_id=broker_id).values_list(
-        "topic_string", "conflation_interval_ms", "durable_subscriptions",
+        "topic_string",
+        "conflation_interval_ms",
+        "durable_subscriptions",
     ):
         tree.topics[topic_string] = (interval, durable)
     with _lock:

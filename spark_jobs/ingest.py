@@ -27,6 +27,7 @@ some batches committed and is retried finds their keys taken; batches whose repl
 dropped session lost are sent again on a new session and find theirs taken; a rerun of the
 whole ingest puts nothing twice. Spark jobs never import Django.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -75,7 +76,9 @@ class Options:
         if self.format not in FORMATS:
             raise IngestError(f"format must be one of {', '.join(FORMATS)}, not {self.format!r}.")
         if self.format == "text" and (self.body_field or self.key_field or self.properties_fields):
-            raise IngestError("Text records have no fields: body_field, key_field and properties_fields need jsonl or csv.")
+            raise IngestError(
+                "Text records have no fields: body_field, key_field and properties_fields need jsonl or csv."
+            )
         if not 1 <= self.batch_size <= 1000:
             raise IngestError("batch_size must be 1 to 1000.")
         if not 1 <= self.in_flight <= 100:
@@ -92,8 +95,11 @@ def source_files(source: str | Path, root: str | Path | None = None) -> list[Pat
         files = [path]
     elif path.is_dir():
         hidden = re.compile(r"^[._]")
-        files = [p for p in path.rglob("*")
-                 if p.is_file() and not any(hidden.match(part) for part in p.relative_to(path).parts)]
+        files = [
+            p
+            for p in path.rglob("*")
+            if p.is_file() and not any(hidden.match(part) for part in p.relative_to(path).parts)
+        ]
     else:
         raise IngestError(f"No file or folder {str(path)!r}.")
     resolved = sorted({p.resolve() for p in files})
@@ -122,8 +128,13 @@ def records(spark: SparkSession, files: list[Path], options: Options):
     for path in files:
         digest = file_digest(path)
         if options.format == "csv":
-            rows = (spark.read.option("header", "true").option("multiLine", "true").option("mode", "FAILFAST")
-                    .csv(str(path)).rdd.map(lambda row: row.asDict()))
+            rows = (
+                spark.read.option("header", "true")
+                .option("multiLine", "true")
+                .option("mode", "FAILFAST")
+                .csv(str(path))
+                .rdd.map(lambda row: row.asDict())
+            )
         else:
             rows = sc.textFile(str(path))
         parts.append(rows.zipWithIndex().map(lambda pair, d=digest: (d, pair[1], pair[0])))
@@ -182,18 +193,21 @@ def put_partition(rows: Iterable, *, target: PlatformTarget, options: Options) -
     partition, attempt = context.partitionId(), context.attemptNumber()
     done = put = 0
     with target.reporter() as reporter:
+
         def answered(outcome: BatchOutcome) -> None:
             nonlocal done, put
             done, put = done + outcome.sent, put + outcome.put
             reporter.report({"partition": partition, "attempt": attempt, "done": done, "put": put})
 
         with target.writer(in_flight=options.in_flight, answered=answered) as writer:
+
             def send(batch: list[dict[str, Any]]) -> None:
                 writer.put(batch)
                 if options.fail_first_attempt_after == writer.sent and attempt == 0:
                     writer.drain()  # exactly that many batches committed, nothing more sent
-                    raise RuntimeError(f"injected failure: attempt 0 of partition {partition} "
-                                       f"after {writer.sent} batch(es)")
+                    raise RuntimeError(
+                        f"injected failure: attempt 0 of partition {partition} after {writer.sent} batch(es)"
+                    )
 
             batch: list[dict[str, Any]] = []
             for digest, number, record in rows:
@@ -207,8 +221,15 @@ def put_partition(rows: Iterable, *, target: PlatformTarget, options: Options) -
     yield done, put
 
 
-def run(spark: SparkSession, *, source: str, target: PlatformTarget, options: Options,
-        write_partitions: int = WRITE_PARTITIONS, staging_root: str | None = None) -> dict[str, int]:
+def run(
+    spark: SparkSession,
+    *,
+    source: str,
+    target: PlatformTarget,
+    options: Options,
+    write_partitions: int = WRITE_PARTITIONS,
+    staging_root: str | None = None,
+) -> dict[str, int]:
     """Put every record of ``source``; return ``records_total``, ``records_done`` and, from
     the attempts that succeeded, ``messages_put`` and ``duplicates_skipped`` (the platform's
     ingest record also counts puts of attempts that failed)."""
@@ -219,9 +240,11 @@ def run(spark: SparkSession, *, source: str, target: PlatformTarget, options: Op
         with target.reporter() as reporter:
             reporter.report({"records_total": total})
         opts = options
-        counts = (rdd.coalesce(max(1, write_partitions))
-                  .mapPartitions(lambda rows: put_partition(rows, target=target, options=opts))
-                  .collect())
+        counts = (
+            rdd.coalesce(max(1, write_partitions))
+            .mapPartitions(lambda rows: put_partition(rows, target=target, options=opts))
+            .collect()
+        )
     finally:
         rdd.unpersist()
     done, put = sum(c[0] for c in counts), sum(c[1] for c in counts)
@@ -244,32 +267,55 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--broker", required=True)
     parser.add_argument("--queue", required=True)
     parser.add_argument("--source", required=True, help="A file or folder.")
-    parser.add_argument("--staging-root", default=None,
-                        help="Refuse files that resolve outside this folder (the platform's staging directory).")
+    parser.add_argument(
+        "--staging-root",
+        default=None,
+        help="Refuse files that resolve outside this folder (the platform's staging directory).",
+    )
     parser.add_argument("--format", default="jsonl", choices=FORMATS)
     parser.add_argument("--body-field", default="")
     parser.add_argument("--key-field", default="")
     parser.add_argument("--properties-fields", default="", help="Comma-separated field names.")
     parser.add_argument("--ingest-id", default="", help="The platform's ingest record to report progress to.")
     parser.add_argument("--batch-size", type=int, default=BATCH_SIZE)
-    parser.add_argument("--in-flight", type=int, default=IN_FLIGHT,
-                        help="Batch puts each task keeps sent and unanswered on its session.")
+    parser.add_argument(
+        "--in-flight",
+        type=int,
+        default=IN_FLIGHT,
+        help="Batch puts each task keeps sent and unanswered on its session.",
+    )
     parser.add_argument("--write-partitions", type=int, default=WRITE_PARTITIONS)
     parser.add_argument("--master", default=None, help="Spark master URL (default: BATON_SPARK_MASTER or local[*]).")
-    parser.add_argument("--dedup-retention-ms", type=int, default=None,
-                        help="How long the queue remembers each record's key (default: until the queue is deleted).")
+    parser.add_argument(
+        "--dedup-retention-ms",
+        type=int,
+        default=None,
+        help="How long the queue remembers each record's key (default: until the queue is deleted).",
+    )
     parser.add_argument("--fail-first-attempt-after", type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    options = Options(format=args.format, body_field=args.body_field, key_field=args.key_field,
-                      properties_fields=tuple(f for f in args.properties_fields.split(",") if f),
-                      batch_size=args.batch_size, in_flight=args.in_flight, dedup_retention_ms=args.dedup_retention_ms,
-                      fail_first_attempt_after=args.fail_first_attempt_after)
+    options = Options(
+        format=args.format,
+        body_field=args.body_field,
+        key_field=args.key_field,
+        properties_fields=tuple(f for f in args.properties_fields.split(",") if f),
+        batch_size=args.batch_size,
+        in_flight=args.in_flight,
+        dedup_retention_ms=args.dedup_retention_ms,
+        fail_first_attempt_after=args.fail_first_attempt_after,
+    )
     try:
         target = PlatformTarget.from_env(url=args.url, broker=args.broker, queue=args.queue, ingest_id=args.ingest_id)
         spark = spark_session(APP_NAME, master=args.master)
         try:
-            summary = run(spark, source=args.source, target=target, options=options,
-                          write_partitions=args.write_partitions, staging_root=args.staging_root)
+            summary = run(
+                spark,
+                source=args.source,
+                target=target,
+                options=options,
+                write_partitions=args.write_partitions,
+                staging_root=args.staging_root,
+            )
         finally:
             spark.stop()
     except Exception as exc:  # the one line the platform shows as the ingest's error

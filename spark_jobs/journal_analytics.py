@@ -55,6 +55,7 @@ Spark's ``_SUCCESS`` marker once complete (replaced whole on every run):
 Extract, transform and load are separate functions; ``transform`` is pure (DataFrames in,
 DataFrames out) so tests check it on hand-made events. Spark jobs never import Django.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -73,17 +74,19 @@ from spark_jobs.session import spark_session
 APP_NAME = "baton-journal-analytics"
 
 #: Every field nullable: Spark reads files with nullable fields whatever the schema says.
-EVENT_SCHEMA = T.StructType([
-    T.StructField("id", T.LongType()),
-    T.StructField("at", T.TimestampType()),
-    T.StructField("kind", T.StringType()),
-    T.StructField("broker", T.StringType()),
-    T.StructField("queue", T.StringType()),
-    T.StructField("transaction_id", T.StringType()),
-    T.StructField("msg_id", T.StringType()),
-    # Values are scalars as text ("true", "3", an ISO time); nested values as JSON text.
-    T.StructField("detail", T.MapType(T.StringType(), T.StringType())),
-])
+EVENT_SCHEMA = T.StructType(
+    [
+        T.StructField("id", T.LongType()),
+        T.StructField("at", T.TimestampType()),
+        T.StructField("kind", T.StringType()),
+        T.StructField("broker", T.StringType()),
+        T.StructField("queue", T.StringType()),
+        T.StructField("transaction_id", T.StringType()),
+        T.StructField("msg_id", T.StringType()),
+        # Values are scalars as text ("true", "3", an ISO time); nested values as JSON text.
+        T.StructField("detail", T.MapType(T.StringType(), T.StringType())),
+    ]
+)
 
 PUT, GET, BACKOUT, TRANSFER, COMMIT, ROLLBACK = "put", "get", "backout", "transfer", "commit", "rollback"
 BEGIN, LINK, HOLD, CASCADE, EXPIRE, DEAD_LETTER = "begin", "link", "hold", "cascade", "expire", "dead_letter"
@@ -114,38 +117,75 @@ def transform(events: DataFrame) -> Analytics:
     queues = (
         events.where(kind.isin(PUT, GET, BACKOUT, TRANSFER, EXPIRE, DEAD_LETTER))
         .groupBy(*QUEUE_KEY)
-        .agg(_count(kind == PUT, "puts"), _count(kind == GET, "gets"), _count(kind == BACKOUT, "backouts"),
-             _count(kind == DEAD_LETTER, "dead_letters"), _count(kind == EXPIRE, "expired"))
+        .agg(
+            _count(kind == PUT, "puts"),
+            _count(kind == GET, "gets"),
+            _count(kind == BACKOUT, "backouts"),
+            _count(kind == DEAD_LETTER, "dead_letters"),
+            _count(kind == EXPIRE, "expired"),
+        )
         .where(F.col("queue") != "")
         .withColumn("backout_rate", F.when(F.col("gets") > 0, F.col("backouts") / F.col("gets")))
         .join(_dwell(events), QUEUE_KEY, "left")
         .join(depth.groupBy(*QUEUE_KEY).agg(F.max_by("depth", "minute").alias("depth")), QUEUE_KEY, "left")
         .join(_oldest(events, end), QUEUE_KEY, "left")
         .fillna(0, subset=["dwell_samples", "depth"])
-        .select(*QUEUE_KEY, "puts", "gets", "backouts", "backout_rate", "dead_letters", "expired", "depth",
-                "oldest_age_ms", "dwell_samples", "dwell_p50_ms", "dwell_p95_ms", "dwell_p99_ms")
+        .select(
+            *QUEUE_KEY,
+            "puts",
+            "gets",
+            "backouts",
+            "backout_rate",
+            "dead_letters",
+            "expired",
+            "depth",
+            "oldest_age_ms",
+            "dwell_samples",
+            "dwell_p50_ms",
+            "dwell_p95_ms",
+            "dwell_p99_ms",
+        )
         .orderBy(*QUEUE_KEY)
     )
     chains = _chains(events)
     links = events.where(kind == LINK).select(
-        "broker", F.col("transaction_id").alias("downstream"), F.col("detail")["upstream"].alias("upstream"))
+        "broker", F.col("transaction_id").alias("downstream"), F.col("detail")["upstream"].alias("upstream")
+    )
     committed = events.where(kind == COMMIT).select(F.col("transaction_id").alias("upstream"), F.lit(1).alias("ok"))
-    link_stats = (links.join(committed.dropDuplicates(["upstream"]), "upstream", "left").groupBy("broker")
-                  .agg(F.count("*").cast(T.LongType()).alias("links"),
-                       F.count("ok").cast(T.LongType()).alias("links_upstream_committed")))
+    link_stats = (
+        links.join(committed.dropDuplicates(["upstream"]), "upstream", "left")
+        .groupBy("broker")
+        .agg(
+            F.count("*").cast(T.LongType()).alias("links"),
+            F.count("ok").cast(T.LongType()).alias("links_upstream_committed"),
+        )
+    )
     chain_stats = chains.groupBy("broker").agg(
-        F.max("chain_depth").alias("max_chain_depth"), F.sum("saved_ms").alias("saved_ms"))
+        F.max("chain_depth").alias("max_chain_depth"), F.sum("saved_ms").alias("saved_ms")
+    )
     brokers = (
         events.groupBy("broker")
-        .agg(_count(kind == COMMIT, "committed"), _count(kind == ROLLBACK, "rolled_back"),
-             _count(kind == CASCADE, "cascaded"))
+        .agg(
+            _count(kind == COMMIT, "committed"),
+            _count(kind == ROLLBACK, "rolled_back"),
+            _count(kind == CASCADE, "cascaded"),
+        )
         .join(link_stats, "broker", "left")
         .join(chain_stats, "broker", "left")
         .join(_wasted(events), "broker", "left")
         .fillna(0, subset=["links", "links_upstream_committed", "saved_ms", "wasted_ms"])
         .withColumn("max_chain_depth", F.coalesce("max_chain_depth", F.lit(0)).cast(T.IntegerType()))
-        .select("broker", "committed", "rolled_back", "cascaded", "links", "links_upstream_committed",
-                "max_chain_depth", "saved_ms", "wasted_ms")
+        .select(
+            "broker",
+            "committed",
+            "rolled_back",
+            "cascaded",
+            "links",
+            "links_upstream_committed",
+            "max_chain_depth",
+            "saved_ms",
+            "wasted_ms",
+        )
         .orderBy("broker")
     )
     throughput = (
@@ -171,10 +211,12 @@ def _depth_by_minute(events: DataFrame) -> DataFrame:
     # Puts under a unit of work that rolled back vanished: they never counted.
     vanished = _rolled_back(events).where(F.col("transaction_id") != "")
     counted = counted.join(vanished.withColumn("gone", F.lit(True)), "transaction_id", "left").where(
-        ~(kind.isin(PUT, TRANSFER) & F.col("gone").isNotNull()))
+        ~(kind.isin(PUT, TRANSFER) & F.col("gone").isNotNull())
+    )
     change = F.when(kind.isin(PUT, TRANSFER, BACKOUT), 1).otherwise(-1)
-    per_minute = (counted.groupBy(*QUEUE_KEY, F.date_trunc("minute", "at").alias("minute"))
-                  .agg(F.sum(change).alias("change")))
+    per_minute = counted.groupBy(*QUEUE_KEY, F.date_trunc("minute", "at").alias("minute")).agg(
+        F.sum(change).alias("change")
+    )
     running = Window.partitionBy(*QUEUE_KEY).orderBy("minute").rowsBetween(Window.unboundedPreceding, 0)
     return per_minute.select(*QUEUE_KEY, "minute", F.sum("change").over(running).cast(T.LongType()).alias("depth"))
 
@@ -185,13 +227,20 @@ def _oldest(events: DataFrame, end: DataFrame) -> DataFrame:
     key = [*QUEUE_KEY, "msg_id"]
     kind = F.col("kind")
     vanished = _rolled_back(events).where(F.col("transaction_id") != "").withColumn("gone", F.lit(True))
-    relevant = (events.where(kind.isin(PUT, TRANSFER, GET, BACKOUT, EXPIRE, DEAD_LETTER) & (F.col("msg_id") != ""))
-                .join(vanished, "transaction_id", "left")
-                .where(~(kind.isin(PUT, TRANSFER) & F.col("gone").isNotNull())))
+    relevant = (
+        events.where(kind.isin(PUT, TRANSFER, GET, BACKOUT, EXPIRE, DEAD_LETTER) & (F.col("msg_id") != ""))
+        .join(vanished, "transaction_id", "left")
+        .where(~(kind.isin(PUT, TRANSFER) & F.col("gone").isNotNull()))
+    )
     latest = Window.partitionBy(*key).orderBy(F.col("at").desc(), F.col("id").desc())
     arrived = relevant.where(kind.isin(PUT, TRANSFER)).groupBy(*key).agg(F.min("at").alias("arrived_at"))
-    waiting = (relevant.withColumn("n", F.row_number().over(latest)).where("n = 1")
-               .where(kind.isin(PUT, TRANSFER, BACKOUT)).select(*key).join(arrived, key))
+    waiting = (
+        relevant.withColumn("n", F.row_number().over(latest))
+        .where("n = 1")
+        .where(kind.isin(PUT, TRANSFER, BACKOUT))
+        .select(*key)
+        .join(arrived, key)
+    )
     age_ms = (F.unix_micros(F.col("end_at")) - F.unix_micros(F.col("arrived_at"))) / 1000.0
     return waiting.crossJoin(end).groupBy(*QUEUE_KEY).agg(F.max(age_ms).alias("oldest_age_ms"))
 
@@ -214,21 +263,39 @@ def _chains(events: DataFrame) -> DataFrame:
     commits = events.where(kind == COMMIT).groupBy("transaction_id").agg(F.min("at").alias("committed_at"))
     begins = events.where(kind == BEGIN).groupBy("transaction_id").agg(F.min("at").alias("begun_at"))
     holds = events.where(kind == HOLD).groupBy("transaction_id").agg(F.min("at").alias("held_at"))
-    links = (events.where(kind == LINK)
-             .select("broker", F.col("transaction_id").alias("d"), F.col("detail")["upstream"].alias("u"),
-                     F.col("at").alias("got_at"))
-             .groupBy("broker", "d", "u").agg(F.min("got_at").alias("got_at")))
+    links = (
+        events.where(kind == LINK)
+        .select(
+            "broker",
+            F.col("transaction_id").alias("d"),
+            F.col("detail")["upstream"].alias("u"),
+            F.col("at").alias("got_at"),
+        )
+        .groupBy("broker", "d", "u")
+        .agg(F.min("got_at").alias("got_at"))
+    )
     # p per downstream: from its first pre-emptive get to its commit request
-    consumer = (links.groupBy("broker", "d").agg(F.min("got_at").alias("got_at"))
-                .join(commits.withColumnRenamed("transaction_id", "d"), "d")
-                .join(holds.withColumnRenamed("transaction_id", "d"), "d", "left")
-                .withColumn("p_ms", ms(F.coalesce("held_at", "committed_at")) - ms("got_at")))
+    consumer = (
+        links.groupBy("broker", "d")
+        .agg(F.min("got_at").alias("got_at"))
+        .join(commits.withColumnRenamed("transaction_id", "d"), "d")
+        .join(holds.withColumnRenamed("transaction_id", "d"), "d", "left")
+        .withColumn("p_ms", ms(F.coalesce("held_at", "committed_at")) - ms("got_at"))
+    )
     # level 1: committed units of work that are upstream of someone and have no upstream themselves
-    heads = (links.select(F.col("u").alias("transaction_id")).distinct()
-             .join(links.select(F.col("d").alias("transaction_id")).distinct(), "transaction_id", "left_anti")
-             .join(commits, "transaction_id").join(begins, "transaction_id", "left")
-             .select("transaction_id", F.lit(1).alias("chain_depth"), ms("committed_at").alias("cf_ms"),
-                     ms(F.coalesce("begun_at", "committed_at")).alias("head_ms")))
+    heads = (
+        links.select(F.col("u").alias("transaction_id"))
+        .distinct()
+        .join(links.select(F.col("d").alias("transaction_id")).distinct(), "transaction_id", "left_anti")
+        .join(commits, "transaction_id")
+        .join(begins, "transaction_id", "left")
+        .select(
+            "transaction_id",
+            F.lit(1).alias("chain_depth"),
+            ms("committed_at").alias("cf_ms"),
+            ms(F.coalesce("begun_at", "committed_at")).alias("head_ms"),
+        )
+    )
     schema = "broker string, transaction_id string, chain_depth int, saved_ms double, chain_latency_ms double"
     rows = []
     resolved = heads.localCheckpoint(eager=True)
@@ -236,12 +303,26 @@ def _chains(events: DataFrame) -> DataFrame:
     for _ in range(MAX_CHAIN_DEPTH if not resolved.isEmpty() else 0):
         ups = links.join(resolved.withColumnRenamed("transaction_id", "u"), "u")
         counts = links.groupBy("d").agg(F.count("*").alias("needed"))
-        ready = (ups.groupBy("d").agg(F.count("*").alias("have"), F.max("chain_depth").alias("up_depth"),
-                                       F.max("cf_ms").alias("up_cf_ms"), F.min("head_ms").alias("head_ms"))
-                 .join(counts, "d").where("have = needed")
-                 .join(pending, "d")
-                 .select(F.col("d").alias("transaction_id"), "broker", (F.col("up_depth") + 1).alias("chain_depth"),
-                         (F.col("up_cf_ms") + F.col("p_ms")).alias("cf_ms"), "head_ms", "committed_at"))
+        ready = (
+            ups.groupBy("d")
+            .agg(
+                F.count("*").alias("have"),
+                F.max("chain_depth").alias("up_depth"),
+                F.max("cf_ms").alias("up_cf_ms"),
+                F.min("head_ms").alias("head_ms"),
+            )
+            .join(counts, "d")
+            .where("have = needed")
+            .join(pending, "d")
+            .select(
+                F.col("d").alias("transaction_id"),
+                "broker",
+                (F.col("up_depth") + 1).alias("chain_depth"),
+                (F.col("up_cf_ms") + F.col("p_ms")).alias("cf_ms"),
+                "head_ms",
+                "committed_at",
+            )
+        )
         ready = ready.localCheckpoint(eager=True)  # cut the plan: each level builds on the last
         if ready.isEmpty():
             break
@@ -253,10 +334,13 @@ def _chains(events: DataFrame) -> DataFrame:
     out = rows[0]
     for more in rows[1:]:
         out = out.unionByName(more)
-    return (out.select("broker", "transaction_id", F.col("chain_depth").cast(T.IntegerType()).alias("chain_depth"),
-                       F.greatest(F.lit(0.0), F.col("cf_ms") - ms("committed_at")).alias("saved_ms"),
-                       (ms("committed_at") - F.col("head_ms")).alias("chain_latency_ms"))
-            .orderBy("broker", "transaction_id"))
+    return out.select(
+        "broker",
+        "transaction_id",
+        F.col("chain_depth").cast(T.IntegerType()).alias("chain_depth"),
+        F.greatest(F.lit(0.0), F.col("cf_ms") - ms("committed_at")).alias("saved_ms"),
+        (ms("committed_at") - F.col("head_ms")).alias("chain_latency_ms"),
+    ).orderBy("broker", "transaction_id")
 
 
 def _count(condition: Column, name: str) -> Column:
@@ -267,8 +351,7 @@ def _dwell(events: DataFrame) -> DataFrame:
     """Per queue: how many gets have a known arrival, and percentiles of their dwell time."""
     key = [*QUEUE_KEY, "msg_id"]
     arrivals = (  # the first arrival, should a message id ever arrive twice on one queue
-        events.where(F.col("kind").isin(PUT, TRANSFER))
-        .groupBy(*key).agg(F.min("at").alias("arrived_at"))
+        events.where(F.col("kind").isin(PUT, TRANSFER)).groupBy(*key).agg(F.min("at").alias("arrived_at"))
     )
     gets = events.where(F.col("kind") == GET).select(*key, F.col("at").alias("got_at"))
     # Put and get stamp their events when the call starts, before waiting for the database's
@@ -280,8 +363,13 @@ def _dwell(events: DataFrame) -> DataFrame:
         gets.join(arrivals, key)
         .groupBy(*QUEUE_KEY)
         .agg(F.count("*").alias("dwell_samples"), percentiles.alias("p"))
-        .select(*QUEUE_KEY, "dwell_samples", F.col("p")[0].alias("dwell_p50_ms"), F.col("p")[1].alias("dwell_p95_ms"),
-                F.col("p")[2].alias("dwell_p99_ms"))
+        .select(
+            *QUEUE_KEY,
+            "dwell_samples",
+            F.col("p")[0].alias("dwell_p50_ms"),
+            F.col("p")[1].alias("dwell_p95_ms"),
+            F.col("p")[2].alias("dwell_p99_ms"),
+        )
     )
 
 
@@ -292,10 +380,13 @@ def load(result: Analytics, out_dir: str) -> dict[str, str]:
     written = {}
     for name, frame in result._asdict().items():
         target = str(Path(out_dir) / name)
-        (frame.coalesce(1).write.mode("overwrite")
-         .option("ignoreNullFields", "false")
-         .option("timestampFormat", "yyyy-MM-dd'T'HH:mm:ssXXX")
-         .json(target))
+        (
+            frame.coalesce(1)
+            .write.mode("overwrite")
+            .option("ignoreNullFields", "false")
+            .option("timestampFormat", "yyyy-MM-dd'T'HH:mm:ssXXX")
+            .json(target)
+        )
         written[name] = target
     return written
 
@@ -311,10 +402,14 @@ def run(spark: SparkSession, input_path: str, out_dir: str) -> dict[str, str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m spark_jobs.journal_analytics", description=__doc__.split("\n")[0])
     parser.add_argument("--input", required=True, help="Journal export: a JSON Lines file or a directory of them.")
-    parser.add_argument("--output", required=True,
-                        help="Directory for the results (queues/, brokers/, throughput/, chains/).")
-    parser.add_argument("--master", default=None,
-                        help="Spark master URL (default: BATON_SPARK_MASTER, spark-submit's --master, or local[*]).")
+    parser.add_argument(
+        "--output", required=True, help="Directory for the results (queues/, brokers/, throughput/, chains/)."
+    )
+    parser.add_argument(
+        "--master",
+        default=None,
+        help="Spark master URL (default: BATON_SPARK_MASTER, spark-submit's --master, or local[*]).",
+    )
     args = parser.parse_args(argv)
     try:
         spark = spark_session(APP_NAME, master=args.master)

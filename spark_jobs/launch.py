@@ -5,6 +5,7 @@ driver JVM, so a Celery worker never holds a SparkContext between jobs and a job
 never takes the worker down. The child prints one JSON object as its last line of
 standard output: its summary, or ``{"error": "..."}``. No Django here.
 """
+
 from __future__ import annotations
 
 import json
@@ -25,15 +26,27 @@ class JobResult:
     stderr_tail: str
 
 
-def job_run(module: str, args: list[str], *, env: dict[str, str] | None = None, timeout: float | None = None) -> JobResult:
+def job_run(
+    module: str, args: list[str], *, env: dict[str, str] | None = None, timeout: float | None = None
+) -> JobResult:
     """Run ``python -m <module> <args>`` from the project directory; ``env`` is added to
     this process's environment (secrets such as the API token travel here, not in argv)."""
-    child_env = {**os.environ, **(env or {}), "PYTHONPATH": os.pathsep.join(
-        p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)}
+    child_env = {
+        **os.environ,
+        **(env or {}),
+        "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p),
+    }
     # Spark's Python workers: this interpreter (its packages), unless the deployment says otherwise
     child_env.setdefault("PYSPARK_PYTHON", sys.executable)
-    proc = subprocess.run([sys.executable, "-m", module, *args], cwd=ROOT, env=child_env, capture_output=True,
-                          text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+    proc = subprocess.run(
+        [sys.executable, "-m", module, *args],
+        cwd=ROOT,
+        env=child_env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
     stderr_tail = proc.stderr[-4000:]
     summary: dict = {}
     for line in reversed(proc.stdout.splitlines()):

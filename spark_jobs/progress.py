@@ -1,6 +1,7 @@
 """Where a Spark job reports the progress of the ingest it runs for: ``POST
 /api/ingests/{id}/progress/`` (REST: the session has no operation for it). Standard library
 only (``http.client``, one kept-alive connection per task), no Django."""
+
 from __future__ import annotations
 
 import http.client
@@ -44,7 +45,7 @@ class ProgressReporter:
             else:
                 if status not in (429, 503) or attempt == RETRIES - 1:
                     break
-            time.sleep(0.2 * 2 ** attempt)  # back-off between retries of a failed request
+            time.sleep(0.2 * 2**attempt)  # back-off between retries of a failed request
         if status >= 300:
             try:
                 detail = json.loads(content)
@@ -57,8 +58,9 @@ class ProgressReporter:
         if self._conn is None:
             self._conn = self._factory(self._host, self._port, timeout=self._timeout)
         try:
-            self._conn.request("POST", self._prefix + self._path, body=json.dumps(payload).encode(),
-                               headers=self._headers)
+            self._conn.request(
+                "POST", self._prefix + self._path, body=json.dumps(payload).encode(), headers=self._headers
+            )
             response = self._conn.getresponse()
             return response.status, response.read()
         except (OSError, http.client.HTTPException):

@@ -15,6 +15,7 @@ does not come in time) leaves every batch still in flight unknown: put or not. T
 opens a new session and sends them all again, in order; the keys make that safe: a batch
 the platform had put answers with every message a duplicate.
 """
+
 from __future__ import annotations
 
 import os
@@ -62,8 +63,9 @@ class PlatformTarget:
             raise PlatformError("Set BATON_API_TOKEN to an API token (manage.py api_token USER).")
         return cls(url=url.rstrip("/"), broker=broker, queue=queue, token=token, ingest_id=ingest_id)
 
-    def writer(self, *, in_flight: int = IN_FLIGHT,
-               answered: Callable[[BatchOutcome], None] = lambda outcome: None) -> "SessionWriter":
+    def writer(
+        self, *, in_flight: int = IN_FLIGHT, answered: Callable[[BatchOutcome], None] = lambda outcome: None
+    ) -> "SessionWriter":
         """A session putting batches on the queue; ``answered`` is called with each batch's
         outcome, in the order the batches were given."""
         return SessionWriter(self, in_flight=in_flight, answered=answered)
@@ -113,11 +115,13 @@ class SessionWriter:
 
     def _send(self, messages: list[dict[str, Any]]) -> Future:
         if self._session is None:
-            self._session = Session(self.target.url, self.target.token, timeout=REPLY_TIMEOUT_S,
-                                    user_agent="baton-spark-ingest")
+            self._session = Session(
+                self.target.url, self.target.token, timeout=REPLY_TIMEOUT_S, user_agent="baton-spark-ingest"
+            )
         try:
-            return self._session.send("put", {"broker": self.target.broker, "queue": self.target.queue,
-                                              "messages": messages})
+            return self._session.send(
+                "put", {"broker": self.target.broker, "queue": self.target.queue, "messages": messages}
+            )
         except NetworkError as exc:  # the session could not be opened: settled like a drop
             failed: Future = Future()
             failed.set_exception(exc)
@@ -132,11 +136,14 @@ class SessionWriter:
                 body = self._session.result("put", future)
             except BatonError as exc:
                 if not _retryable(exc):
-                    raise PlatformError(f"put of {len(messages)} messages on {self.target.broker}/"
-                                        f"{self.target.queue} answered {exc.status} {exc.code}: {exc.message}") from exc
+                    raise PlatformError(
+                        f"put of {len(messages)} messages on {self.target.broker}/"
+                        f"{self.target.queue} answered {exc.status} {exc.code}: {exc.message}"
+                    ) from exc
                 if attempt == ATTEMPTS:
-                    raise PlatformError(f"put of {len(messages)} messages: no answer after {ATTEMPTS} tries "
-                                        f"({exc.code}: {exc.message})") from exc
+                    raise PlatformError(
+                        f"put of {len(messages)} messages: no answer after {ATTEMPTS} tries ({exc.code}: {exc.message})"
+                    ) from exc
                 self._resent(backoff=0.2 * 2 ** (attempt - 1))
                 continue
             self._pending.popleft()

@@ -8,6 +8,7 @@ Which master: the ``master`` argument, else ``BATON_SPARK_MASTER``, else whateve
 this process, one task thread per core). So one job runs embedded or on a cluster
 (``spark://host:7077``) unchanged.
 """
+
 from __future__ import annotations
 
 import os
@@ -29,8 +30,7 @@ def spark_session(app_name: str, master: str | None = None, config: Mapping[str,
     the running session if there is one (``getOrCreate``), so a test run shares one JVM;
     settings that act at JVM start (``spark.driver.*``) then have no effect."""
     builder = (
-        SparkSession.builder
-        .appName(app_name)
+        SparkSession.builder.appName(app_name)
         .config("spark.sql.shuffle.partitions", str(SHUFFLE_PARTITIONS))
         .config("spark.sql.session.timeZone", "UTC")  # the journal is in UTC; so are the results
         .config("spark.ui.enabled", "false")

@@ -2,6 +2,7 @@
 ``v11.stomp`` and ``v10.stomp`` are offered and the one chosen is echoed (a browser fails
 the handshake otherwise). Frames may come in text or binary messages, split or several to
 a message; each frame goes out as one message (binary when its bytes are not UTF-8)."""
+
 from __future__ import annotations
 
 from typing import Any

@@ -6,6 +6,7 @@ Beyond them only: signing in (a password or an API token), the broker a connecti
 the queues ``auto_define_queues`` defines, and the queue and subscription behind a SUBSCRIBE
 to a topic, by the definition services with the permissions docs/stomp.md records.
 """
+
 from __future__ import annotations
 
 import base64
@@ -21,7 +22,13 @@ from django.contrib.auth import authenticate
 from brokers import permissions as may
 from brokers.api.authentication import token_user
 from brokers.api.operations import (
-    LockAbandon, LockComplete, LockRenew, MessageGet, MessagePut, TransactionBegin, TransactionCommit,
+    LockAbandon,
+    LockComplete,
+    LockRenew,
+    MessageGet,
+    MessagePut,
+    TransactionBegin,
+    TransactionCommit,
     TransactionRollback,
 )
 from brokers.definitions import broker_cached, definitions_checked, queue_cached
@@ -78,7 +85,8 @@ def broker_chosen(user, *, host: str | None) -> str:
                 raise NameTheBroker(
                     "Name the broker in the host header of CONNECT: "
                     + (f"you may use {len(usable)} brokers." if usable else "you may use no broker."),
-                    errors={"host": ["Required."]})
+                    errors={"host": ["Required."]},
+                )
             host = usable[0].name
     may.require_broker_display(user, broker=host)
     return broker_cached(name=host).name
@@ -109,8 +117,9 @@ def _body(body: bytes) -> dict[str, str]:
         return {"body_base64": base64.b64encode(body).decode("ascii")}
 
 
-def message_send(user, *, broker: str, queue: str, fields: dict[str, Any], body: bytes,
-                 transaction: str | None) -> None:
+def message_send(
+    user, *, broker: str, queue: str, fields: dict[str, Any], body: bytes, transaction: str | None
+) -> None:
     request = {"broker": broker, "queue": queue, **fields, **_body(body)}
     if transaction:
         request["transaction"] = transaction
@@ -124,11 +133,18 @@ def message_send(user, *, broker: str, queue: str, fields: dict[str, Any], body:
         MessagePut.perform(user, data)
 
 
-def messages_send(user, *, broker: str, queue: str, messages: list[tuple[dict[str, Any], bytes]],
-                  transaction: str) -> None:
+def messages_send(
+    user, *, broker: str, queue: str, messages: list[tuple[dict[str, Any], bytes]], transaction: str
+) -> None:
     """Several SENDs of one transaction to one queue: one put of them all."""
-    data = MessagePut.parse({"broker": broker, "queue": queue, "transaction": transaction,
-                             "messages": [{**fields, **_body(body)} for fields, body in messages]})
+    data = MessagePut.parse(
+        {
+            "broker": broker,
+            "queue": queue,
+            "transaction": transaction,
+            "messages": [{**fields, **_body(body)} for fields, body in messages],
+        }
+    )
     try:
         MessagePut.perform(user, data)
     except QueueNotFound:
@@ -138,8 +154,9 @@ def messages_send(user, *, broker: str, queue: str, messages: list[tuple[dict[st
         MessagePut.perform(user, data)
 
 
-def publication_send(user, *, broker: str, topic: str, fields: dict[str, Any], body: bytes,
-                     transaction: str | None) -> None:
+def publication_send(
+    user, *, broker: str, topic: str, fields: dict[str, Any], body: bytes, transaction: str | None
+) -> None:
     request = {"broker": broker, "topic": topic, **fields, **_body(body)}
     if transaction:
         request["transaction"] = transaction
@@ -188,10 +205,15 @@ def topic_subscribed(user, *, broker: str, topic_filter: str, name: str, durable
     except AlreadyExists:
         from pubsub.models import Subscription
 
-        existing = Subscription.objects.filter(broker__name=broker, name=name).values_list("topic_filter", flat=True).first()
+        existing = (
+            Subscription.objects.filter(broker__name=broker, name=name).values_list("topic_filter", flat=True).first()
+        )
         if existing != topic_filter:  # RabbitMQ's rule: the same id with another filter is refused
-            raise AlreadyExists(f"The durable subscription {name!r} is to {existing!r}, not {topic_filter!r}; "
-                                "unsubscribe it (durable:true) first.", subscription=name) from None
+            raise AlreadyExists(
+                f"The durable subscription {name!r} is to {existing!r}, not {topic_filter!r}; "
+                "unsubscribe it (durable:true) first.",
+                subscription=name,
+            ) from None
     return queue_key(broker=broker, queue=name)
 
 
@@ -207,8 +229,9 @@ def topic_unsubscribed(*, broker: str, name: str) -> None:
         pass
 
 
-def messages_got(user, *, broker: str, queue: str, mode: str, batch: int, transaction: str | None = None,
-                 preemptive: bool = False) -> list[dict[str, Any]]:
+def messages_got(
+    user, *, broker: str, queue: str, mode: str, batch: int, transaction: str | None = None, preemptive: bool = False
+) -> list[dict[str, Any]]:
     """Up to ``batch`` messages; under ``transaction`` (a destructive get in that unit of
     work), ``preemptive`` also takes other units of work's uncommitted puts, linking them
     upstream of it (held commit, cascading backout)."""

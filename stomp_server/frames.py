@@ -12,14 +12,16 @@
 - Bytes may arrive split anywhere; a frame (head and body) longer than the size limit is
   refused as soon as that is known, without buffering the rest.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 #: Frames whose headers are never escaped.
 UNESCAPED = frozenset({"CONNECT", "STOMP", "CONNECTED"})
-CLIENT_COMMANDS = frozenset({"CONNECT", "STOMP", "SEND", "SUBSCRIBE", "UNSUBSCRIBE", "ACK", "NACK", "BEGIN",
-                             "COMMIT", "ABORT", "DISCONNECT"})
+CLIENT_COMMANDS = frozenset(
+    {"CONNECT", "STOMP", "SEND", "SUBSCRIBE", "UNSUBSCRIBE", "ACK", "NACK", "BEGIN", "COMMIT", "ABORT", "DISCONNECT"}
+)
 SERVER_COMMANDS = frozenset({"CONNECTED", "MESSAGE", "RECEIPT", "ERROR"})
 #: Longest head (command and headers) accepted, whatever the frame size limit.
 MAX_HEAD = 64 * 1024
@@ -194,7 +196,7 @@ class FrameParser:
                 return None
             if buf[start + length] != 0:
                 raise FrameError("The body is not followed by a NUL where its content-length says it ends.")
-            body = bytes(buf[start:start + length])
+            body = bytes(buf[start : start + length])
             end = start + length + 1
         else:
             nul = buf.find(b"\0", self._scan)
@@ -246,7 +248,8 @@ class FrameParser:
                     raise FrameError(f"content-length must be a whole number of bytes, not {value[:40]!r}.")
                 length = int(value)
                 if length > self.max_frame:
-                    raise FrameTooLarge(f"A frame is larger than the {self.max_frame} bytes accepted "
-                                        f"(content-length {length}).")
+                    raise FrameTooLarge(
+                        f"A frame is larger than the {self.max_frame} bytes accepted (content-length {length})."
+                    )
                 break
         return command, headers, length

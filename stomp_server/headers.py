@@ -7,6 +7,7 @@ the epoch, 0 = never: the time left becomes expiry_ms), ``content-type`` (format
 other header (but the frame's own: destination, transaction, receipt, content-length) is a
 property, a text. A MESSAGE carries them back, with the properties first-come.
 """
+
 from __future__ import annotations
 
 import json
@@ -24,10 +25,23 @@ QUEUE_NAME = re.compile(r"^[A-Za-z0-9._/%]{1,48}$")
 #: Headers of the frame itself, never properties.
 FRAME_HEADERS = frozenset({"destination", "transaction", "receipt", "content-length"})
 #: Headers a MESSAGE sets itself: a property of one of these names is not repeated.
-MESSAGE_HEADERS = frozenset({
-    "destination", "message-id", "subscription", "ack", "content-length", "content-type", "correlation-id",
-    "reply-to", "priority", "persistent", "expires", "receipt", "transaction",
-})
+MESSAGE_HEADERS = frozenset(
+    {
+        "destination",
+        "message-id",
+        "subscription",
+        "ack",
+        "content-length",
+        "content-type",
+        "correlation-id",
+        "reply-to",
+        "priority",
+        "persistent",
+        "expires",
+        "receipt",
+        "transaction",
+    }
+)
 #: Properties a publication's copy carries that the MESSAGE says otherwise (its destination).
 _COPY_PROPERTIES = frozenset({"topic", "subscription"})
 MAX_PROPERTIES = 100
@@ -47,25 +61,32 @@ def message_fields(frame: Frame) -> dict[str, Any]:
             else:
                 properties[name] = value
         elif name == "reply-to":
-            queue = value[len("/queue/"):] if value.startswith("/queue/") else None
+            queue = value[len("/queue/") :] if value.startswith("/queue/") else None
             if queue is not None and QUEUE_NAME.match(queue):
                 fields["reply_to_queue"] = queue
             else:
                 properties[name] = value
         elif name == "priority":
             if not (value.isascii() and value.isdigit() and 0 <= int(value) <= 9):
-                raise InvalidInput(f"The priority header must be a whole number from 0 to 9, not {value[:40]!r}.",
-                                   errors={"priority": ["Must be a whole number from 0 to 9."]})
+                raise InvalidInput(
+                    f"The priority header must be a whole number from 0 to 9, not {value[:40]!r}.",
+                    errors={"priority": ["Must be a whole number from 0 to 9."]},
+                )
             fields["priority"] = int(value)
         elif name == "persistent":
             if value not in ("true", "false"):
-                raise InvalidInput(f"The persistent header must be true or false, not {value[:40]!r}.",
-                                   errors={"persistent": ["Must be true or false."]})
+                raise InvalidInput(
+                    f"The persistent header must be true or false, not {value[:40]!r}.",
+                    errors={"persistent": ["Must be true or false."]},
+                )
             fields["persistence"] = "persistent" if value == "true" else "non_persistent"
         elif name == "expires":
             if not (value.isascii() and value.isdigit()):
-                raise InvalidInput("The expires header is the time it expires, in milliseconds since the epoch "
-                                   f"(0: never), not {value[:40]!r}.", errors={"expires": ["Must be a whole number."]})
+                raise InvalidInput(
+                    "The expires header is the time it expires, in milliseconds since the epoch "
+                    f"(0: never), not {value[:40]!r}.",
+                    errors={"expires": ["Must be a whole number."]},
+                )
             at = int(value)
             if at:
                 fields["expiry_ms"] = min(max(1, at - int(time.time() * 1000)), 315_360_000_000)
@@ -74,15 +95,17 @@ def message_fields(frame: Frame) -> dict[str, Any]:
         else:
             properties[name] = value
     if len(properties) > MAX_PROPERTIES:
-        raise InvalidInput(f"At most {MAX_PROPERTIES} headers become properties of a message.",
-                           errors={"headers": ["Too many."]})
+        raise InvalidInput(
+            f"At most {MAX_PROPERTIES} headers become properties of a message.", errors={"headers": ["Too many."]}
+        )
     if properties:
         fields["properties"] = properties
     return fields
 
 
-def message_headers(message: dict[str, Any], *, destination: str, subscription: str,
-                    ack: str | None) -> list[tuple[str, str]]:
+def message_headers(
+    message: dict[str, Any], *, destination: str, subscription: str, ack: str | None
+) -> list[tuple[str, str]]:
     """The headers of the MESSAGE frame of a message as the get operation rendered it."""
     properties = message.get("properties") or {}
     if "topic" in properties and destination.startswith("/topic/"):

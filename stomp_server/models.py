@@ -1,5 +1,6 @@
 """The live STOMP connections, as the dashboard shows them (each process that serves STOMP
 keeps its own rows current: stomp_server/registry.py)."""
+
 from django.db import models
 
 

@@ -5,6 +5,7 @@ server removes them (with their subscription and what they hold) when it starts.
 Each such queue's description names the process that defined it (``host:pid``); a process
 of this host that no longer runs left it behind. Processes of other hosts are not judged
 (``manage.py pubsub_recover`` at a platform restart removes their subscriptions)."""
+
 from __future__ import annotations
 
 import logging

@@ -16,6 +16,7 @@ machine (docs/api.md, "STOMP"; docs/stomp.md).
   its open transactions are rolled back, the messages it was sent but did not acknowledge
   are available again, and its non-durable topic subscriptions are removed.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -87,8 +88,10 @@ def heart_beats(frame: Frame, *, server_ms: int) -> tuple[int, int]:
     value = frame.get("heart-beat", "0,0")
     cx, _, cy = value.partition(",")
     if not (cx.isascii() and cy.isascii() and cx.strip().isdigit() and cy.strip().isdigit()):
-        raise StompRefused(f"The heart-beat header must be two whole numbers, not {value[:40]!r}.",
-                           errors={"heart-beat": ["Must be cx,cy."]})
+        raise StompRefused(
+            f"The heart-beat header must be two whole numbers, not {value[:40]!r}.",
+            errors={"heart-beat": ["Must be cx,cy."]},
+        )
     cx_ms, cy_ms = int(cx), int(cy)
     send = 0 if not server_ms or not cy_ms else max(server_ms, cy_ms)
     receive = 0 if not server_ms or not cx_ms else max(server_ms, cx_ms)
@@ -377,8 +380,13 @@ class StompConnection:
     # --- SENDs in a transaction, pipelined: one put of them all --------------------------
 
     def _batchable(self, frame: Any) -> bool:
-        return (isinstance(frame, Frame) and frame.command == "SEND" and self.user is not None
-                and frame.get("transaction") is not None and (frame.get("destination") or "").startswith("/queue/"))
+        return (
+            isinstance(frame, Frame)
+            and frame.command == "SEND"
+            and self.user is not None
+            and frame.get("transaction") is not None
+            and (frame.get("destination") or "").startswith("/queue/")
+        )
 
     def _gathered(self, batch: list[Frame]) -> Any:
         """Add to ``batch`` the SENDs already received right after its first, to the same
@@ -391,8 +399,11 @@ class StompConnection:
                 following = self.inbox.get_nowait()
             except queue.Empty:
                 return _NOTHING
-            if not (self._batchable(following) and following.get("destination") == first.get("destination")
-                    and following.get("transaction") == first.get("transaction")):
+            if not (
+                self._batchable(following)
+                and following.get("destination") == first.get("destination")
+                and following.get("transaction") == first.get("transaction")
+            ):
                 return following
             batch.append(following)
         return _NOTHING
@@ -403,8 +414,13 @@ class StompConnection:
             return
         _, name = self._destination(batch[0])
         txn = self._transaction(batch[0])
-        engine.messages_send(self.user, broker=self.broker, queue=name, transaction=txn.id,
-                             messages=[(message_fields(frame), frame.body) for frame in batch])
+        engine.messages_send(
+            self.user,
+            broker=self.broker,
+            queue=name,
+            transaction=txn.id,
+            messages=[(message_fields(frame), frame.body) for frame in batch],
+        )
         self.receipt(batch[-1])
 
     def _apply(self, frame: Frame) -> None:
@@ -434,8 +450,9 @@ class StompConnection:
             raise StompRefused(f"Supported protocol versions are {' '.join(VERSIONS)}.", version=",".join(VERSIONS))
         self.version = version
         self.parser.version = version
-        send_ms, receive_ms = heart_beats(frame, server_ms=settings.BATON_STOMP_HEARTBEAT_MS) \
-            if version != "1.0" else (0, 0)
+        send_ms, receive_ms = (
+            heart_beats(frame, server_ms=settings.BATON_STOMP_HEARTBEAT_MS) if version != "1.0" else (0, 0)
+        )
         user = engine.user_signed_in(login=frame.get("login"), passcode=frame.get("passcode"))
         if user is None:
             raise NotAuthenticated("Bad login or passcode: login is a user name, passcode its password or API token.")
@@ -461,9 +478,11 @@ class StompConnection:
         for kind in ("queue", "topic"):
             prefix = f"/{kind}/"
             if destination.startswith(prefix) and len(destination) > len(prefix):
-                return kind, destination[len(prefix):]
-        raise UnknownDestination(f"Unknown destination {destination[:100]!r}: use /queue/{{queue}} or "
-                                 "/topic/{topic string}.", destination=destination[:100])
+                return kind, destination[len(prefix) :]
+        raise UnknownDestination(
+            f"Unknown destination {destination[:100]!r}: use /queue/{{queue}} or /topic/{{topic string}}.",
+            destination=destination[:100],
+        )
 
     def _transaction(self, frame: Frame) -> Txn | None:
         name = frame.get("transaction")
@@ -471,8 +490,9 @@ class StompConnection:
             return None
         txn = self.transactions.get(name)
         if txn is None:
-            raise StompRefused(f"No transaction {name[:100]!r} is open on this connection (BEGIN it first).",
-                               transaction=name[:100])
+            raise StompRefused(
+                f"No transaction {name[:100]!r} is open on this connection (BEGIN it first).", transaction=name[:100]
+            )
         return txn
 
     def _send(self, frame: Frame) -> None:
@@ -480,11 +500,23 @@ class StompConnection:
         txn = self._transaction(frame)
         fields = message_fields(frame)
         if kind == "queue":
-            engine.message_send(self.user, broker=self.broker, queue=name, fields=fields, body=frame.body,
-                                transaction=txn.id if txn else None)
+            engine.message_send(
+                self.user,
+                broker=self.broker,
+                queue=name,
+                fields=fields,
+                body=frame.body,
+                transaction=txn.id if txn else None,
+            )
         else:
-            engine.publication_send(self.user, broker=self.broker, topic=name, fields=fields, body=frame.body,
-                                    transaction=txn.id if txn else None)
+            engine.publication_send(
+                self.user,
+                broker=self.broker,
+                topic=name,
+                fields=fields,
+                body=frame.body,
+                transaction=txn.id if txn else None,
+            )
         self.receipt(frame)
 
     # --- subscriptions ------------------------------------------------------------------
@@ -497,37 +529,57 @@ class StompConnection:
                 raise StompRefused("SUBSCRIBE needs an id header.", errors={"id": ["Required."]})
             sub_id = frame.get("destination")
         if sub_id in self.subscriptions:
-            raise StompRefused(f"This connection already has a subscription with id {sub_id[:100]!r}.",
-                               subscription=sub_id[:100])
+            raise StompRefused(
+                f"This connection already has a subscription with id {sub_id[:100]!r}.", subscription=sub_id[:100]
+            )
         ack = frame.get("ack", "auto")
         if ack not in ACK_MODES:
-            raise StompRefused(f"ack must be auto, client or client-individual, not {ack[:40]!r}.",
-                               errors={"ack": ["Invalid choice."]})
+            raise StompRefused(
+                f"ack must be auto, client or client-individual, not {ack[:40]!r}.", errors={"ack": ["Invalid choice."]}
+            )
         prefetch_text = frame.get("prefetch-count", "100")
         if not (prefetch_text.isascii() and prefetch_text.isdigit() and 1 <= int(prefetch_text) <= 10_000):
-            raise StompRefused(f"prefetch-count must be a whole number from 1 to 10000, not {prefetch_text[:40]!r}.",
-                               errors={"prefetch-count": ["Out of range."]})
+            raise StompRefused(
+                f"prefetch-count must be a whole number from 1 to 10000, not {prefetch_text[:40]!r}.",
+                errors={"prefetch-count": ["Out of range."]},
+            )
         preemptive = frame.get("x-baton-preemptive", "false")
         if preemptive not in ("true", "false"):
-            raise StompRefused(f"x-baton-preemptive must be true or false, not {preemptive[:40]!r}.",
-                               errors={"x-baton-preemptive": ["Must be true or false."]})
+            raise StompRefused(
+                f"x-baton-preemptive must be true or false, not {preemptive[:40]!r}.",
+                errors={"x-baton-preemptive": ["Must be true or false."]},
+            )
         if preemptive == "true" and ack == "auto":
-            raise StompRefused("A pre-emptive subscription needs ack:client or ack:client-individual "
-                               "(its acknowledgements are transactional).", errors={"ack": ["Must not be auto."]})
-        durable = frame.get("durable") == "true" or frame.get("persistent") == "true" \
-            or frame.get("auto-delete") == "false"
-        sub = Subscription(id=sub_id, destination=frame.get("destination"), broker=self.broker, queue=name,
-                           ack=ack, prefetch=int(prefetch_text), key="", preemptive=preemptive == "true")
+            raise StompRefused(
+                "A pre-emptive subscription needs ack:client or ack:client-individual "
+                "(its acknowledgements are transactional).",
+                errors={"ack": ["Must not be auto."]},
+            )
+        durable = (
+            frame.get("durable") == "true" or frame.get("persistent") == "true" or frame.get("auto-delete") == "false"
+        )
+        sub = Subscription(
+            id=sub_id,
+            destination=frame.get("destination"),
+            broker=self.broker,
+            queue=name,
+            ack=ack,
+            prefetch=int(prefetch_text),
+            key="",
+            preemptive=preemptive == "true",
+        )
         if kind == "queue":
             sub.key, sub.lock_s = engine.queue_subscribed(self.user, broker=self.broker, queue=name)
         else:
             if durable and not frame.get("id"):
                 raise StompRefused("A durable subscription needs an id header.", errors={"id": ["Required."]})
             sub.durable = durable
-            sub.topic_name = engine.subscription_name(user=self.user, connection=self.session, id=sub_id,
-                                                      durable=durable)
-            sub.key, sub.lock_s = engine.topic_subscribed(self.user, broker=self.broker, topic_filter=name, name=sub.topic_name,
-                                              durable=durable)
+            sub.topic_name = engine.subscription_name(
+                user=self.user, connection=self.session, id=sub_id, durable=durable
+            )
+            sub.key, sub.lock_s = engine.topic_subscribed(
+                self.user, broker=self.broker, topic_filter=name, name=sub.topic_name, durable=durable
+            )
             sub.queue = sub.topic_name
         self.subscriptions[sub_id] = sub
         sub.thread = threading.Thread(target=self._deliver, args=(sub,), name="stomp-sub", daemon=True)
@@ -542,8 +594,9 @@ class StompConnection:
             raise StompRefused("UNSUBSCRIBE needs an id header.", errors={"id": ["Required."]})
         sub = self.subscriptions.get(sub_id)
         if sub is None:
-            raise StompRefused(f"No subscription with id {sub_id[:100]!r} on this connection.",
-                               subscription=sub_id[:100])
+            raise StompRefused(
+                f"No subscription with id {sub_id[:100]!r} on this connection.", subscription=sub_id[:100]
+            )
         self._stop(sub)
         del self.subscriptions[sub_id]
         self._give_back(list(sub.pending.values()))
@@ -573,8 +626,9 @@ class StompConnection:
         try:
             while True:
                 with self.lock:
-                    self.lock.wait_for(lambda: sub.stopped or self.closed or self._room(sub) > 0,
-                                       timeout=sub.lock_s / 3)
+                    self.lock.wait_for(
+                        lambda: sub.stopped or self.closed or self._room(sub) > 0, timeout=sub.lock_s / 3
+                    )
                     if sub.stopped or self.closed:
                         return
                     room = self._room(sub)
@@ -619,8 +673,15 @@ class StompConnection:
             txn.getting += 1
         try:
             try:
-                got = engine.messages_got(self.user, broker=sub.broker, queue=sub.queue, mode="destructive",
-                                          batch=room, transaction=txn.id, preemptive=True)
+                got = engine.messages_got(
+                    self.user,
+                    broker=sub.broker,
+                    queue=sub.queue,
+                    mode="destructive",
+                    batch=room,
+                    transaction=txn.id,
+                    preemptive=True,
+                )
             except (TransactionBackedOut, TransactionNotActive, TransactionNotFound):  # backed out upstream
                 txn.gone = True
                 return True
@@ -649,22 +710,24 @@ class StompConnection:
         ack_id = None
         if sub.ack != "auto":
             ack_id = f"{next(self.ack_ids)}"
-            pending = Pending(ack_id=ack_id, msg_id=message["msg_id"], token=message.get("lock_token"),
-                              subscription=sub, txn=txn)
+            pending = Pending(
+                ack_id=ack_id, msg_id=message["msg_id"], token=message.get("lock_token"), subscription=sub, txn=txn
+            )
             with self.lock:
                 sub.pending[pending.msg_id] = pending
                 self.acks[ack_id] = pending
                 if txn is not None:
                     txn.delivered[pending.msg_id] = pending
         body = base64.b64decode(message["body_base64"])
-        headers = message_headers(message, destination=sub.destination, subscription=sub.id,
-                                  ack=ack_id if self.version == "1.2" else None)
+        headers = message_headers(
+            message, destination=sub.destination, subscription=sub.id, ack=ack_id if self.version == "1.2" else None
+        )
         if txn is not None:
             headers.insert(3, ("transaction", txn.name))
         try:
             self.send(Frame("MESSAGE", headers, body))
         except FrameError:  # a property 1.0 cannot carry: without the properties
-            self.send(Frame("MESSAGE", headers[:4 if txn is not None else 3], body))
+            self.send(Frame("MESSAGE", headers[: 4 if txn is not None else 3], body))
 
     # --- acknowledgements -----------------------------------------------------------------
 
@@ -675,20 +738,29 @@ class StompConnection:
             with self.lock:
                 pending = self.acks.get(ack_id)
             if pending is None:
-                raise StompRefused(f"{frame.command} of an unknown or already acknowledged message (id {ack_id[:100]!r}).",
-                                   id=ack_id[:100])
+                raise StompRefused(
+                    f"{frame.command} of an unknown or already acknowledged message (id {ack_id[:100]!r}).",
+                    id=ack_id[:100],
+                )
         else:
             msg_id = self._required(frame, "message-id")
             sub_id = frame.get("subscription")
             if self.version == "1.1" and sub_id is None:
-                raise StompRefused(f"{frame.command} needs the subscription header.", errors={"subscription": ["Required."]})
-            subs = [self.subscriptions[sub_id]] if sub_id in self.subscriptions else (
-                [] if sub_id is not None else list(self.subscriptions.values()))
+                raise StompRefused(
+                    f"{frame.command} needs the subscription header.", errors={"subscription": ["Required."]}
+                )
+            subs = (
+                [self.subscriptions[sub_id]]
+                if sub_id in self.subscriptions
+                else ([] if sub_id is not None else list(self.subscriptions.values()))
+            )
             with self.lock:
                 pending = next((s.pending[msg_id] for s in subs if msg_id in s.pending), None)
             if pending is None:
-                raise StompRefused(f"{frame.command} of an unknown or already acknowledged message "
-                                   f"(message-id {msg_id[:100]!r}).", message_id=msg_id[:100])
+                raise StompRefused(
+                    f"{frame.command} of an unknown or already acknowledged message (message-id {msg_id[:100]!r}).",
+                    message_id=msg_id[:100],
+                )
         sub = pending.subscription
         if sub.ack == "client-individual":
             return [pending]
@@ -714,7 +786,9 @@ class StompConnection:
             if item.txn is not None and item.txn is not txn:
                 raise StompRefused(
                     f"{frame.command} of message {item.msg_id} needs transaction:{item.txn.name[:100]}: it was "
-                    "delivered pre-emptively under that transaction.", transaction=item.txn.name[:100])
+                    "delivered pre-emptively under that transaction.",
+                    transaction=item.txn.name[:100],
+                )
 
     def _ack(self, frame: Frame) -> None:
         covered = self._acknowledged(frame)
@@ -773,8 +847,9 @@ class StompConnection:
     def _begin(self, frame: Frame) -> None:
         name = self._required(frame, "transaction")
         if name in self.transactions:
-            raise StompRefused(f"Transaction {name[:100]!r} is already open on this connection.",
-                               transaction=name[:100])
+            raise StompRefused(
+                f"Transaction {name[:100]!r} is already open on this connection.", transaction=name[:100]
+            )
         txn = Txn(name=name, id=engine.transaction_begun(self.user, broker=self.broker))
         with self.lock:
             self.transactions[name] = txn
@@ -811,7 +886,10 @@ class StompConnection:
             raise Unsettled(
                 f"COMMIT of {txn.name[:100]!r} refused: {len(unsettled)} message(s) delivered pre-emptively under it "
                 "were not acknowledged under it (NACKed, or not ACKed yet); it is rolled back and they are "
-                "available again.", transaction=txn.name[:100], messages=" ".join(unsettled[:20]))
+                "available again.",
+                transaction=txn.name[:100],
+                messages=" ".join(unsettled[:20]),
+            )
         with self.lock:
             del self.transactions[txn.name]
         self._settled(txn)

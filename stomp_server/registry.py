@@ -2,6 +2,7 @@
 dashboard: a thread per process compares a snapshot of them every ``INTERVAL_S`` seconds
 with what it last wrote, and writes only what changed (so no frame pays for a database
 write). When it starts it removes the rows of processes of this host that are gone."""
+
 from __future__ import annotations
 
 import logging
@@ -34,13 +35,20 @@ def _snapshot(live: dict) -> dict[str, dict]:
     for session, conn in list(live.items()):
         if conn.user is None or conn.closed:
             continue
-        subs = [{"id": s.id, "destination": s.destination, "ack": s.ack, "unacknowledged": len(s.pending)}
-                for s in list(conn.subscriptions.values())]
+        subs = [
+            {"id": s.id, "destination": s.destination, "ack": s.ack, "unacknowledged": len(s.pending)}
+            for s in list(conn.subscriptions.values())
+        ]
         rows[session] = {
-            "process": PROCESS, "transport": conn.kind, "peer": conn.peer[:100],
-            "username": conn.user.get_username(), "broker": conn.broker, "version": conn.version,
+            "process": PROCESS,
+            "transport": conn.kind,
+            "peer": conn.peer[:100],
+            "username": conn.user.get_username(),
+            "broker": conn.broker,
+            "version": conn.version,
             "connected_at": datetime.fromtimestamp(conn.connected_at, tz=timezone.utc),
-            "subscriptions": subs, "open_transactions": len(conn.transactions),
+            "subscriptions": subs,
+            "open_transactions": len(conn.transactions),
         }
     return rows
 
@@ -49,7 +57,9 @@ def _gone_processes_removed() -> None:
     from .models import StompClient
 
     host = socket.gethostname()
-    for process in StompClient.objects.filter(process__startswith=f"{host}:").values_list("process", flat=True).distinct():
+    for process in (
+        StompClient.objects.filter(process__startswith=f"{host}:").values_list("process", flat=True).distinct()
+    ):
         pid = int(process.rpartition(":")[2] or 0)
         try:
             os.kill(pid, 0)

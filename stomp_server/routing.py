@@ -1,4 +1,5 @@
 """WebSocket routes: STOMP at /stomp/."""
+
 from django.urls import path
 
 from .consumers import StompConsumer

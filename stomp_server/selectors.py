@@ -1,4 +1,5 @@
 """Reads of the STOMP app."""
+
 from __future__ import annotations
 
 from .models import StompClient

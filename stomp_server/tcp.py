@@ -1,5 +1,6 @@
 """STOMP over TCP: an asyncio server on ``BATON_STOMP_PORT`` at ``BATON_HOST`` (docs/api.md,
 "STOMP"). Each connection is a :class:`~stomp_server.protocol.StompConnection`."""
+
 from __future__ import annotations
 
 import asyncio
@@ -38,8 +39,9 @@ async def _serve_one(reader: asyncio.StreamReader, writer: asyncio.StreamWriter)
     if sock is not None:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     peer = writer.get_extra_info("peername")
-    connection = StompConnection(TcpTransport(writer), kind="tcp",
-                                 peer=f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer))
+    connection = StompConnection(
+        TcpTransport(writer), kind="tcp", peer=f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
+    )
     connection.start()
     for live in _LIVE_SETS:
         live.add(connection)

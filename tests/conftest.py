@@ -1,5 +1,6 @@
 """Shared fixtures. Database tests use a SQLite file (WAL, IMMEDIATE) like the platform;
 the PostgreSQL suite sets DATABASE_URL to a server it starts itself."""
+
 from __future__ import annotations
 
 import os

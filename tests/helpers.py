@@ -1,4 +1,5 @@
 """Assertions the test suites share."""
+
 from __future__ import annotations
 
 

@@ -1,4 +1,5 @@
 """The Django admin lists and shows brokers, queues, messages and transactions."""
+
 from __future__ import annotations
 
 import pytest
@@ -10,10 +11,18 @@ from tests.conftest import msgs
 from transactions.manager import transaction_begin
 
 
-@pytest.mark.parametrize("path", [
-    "/admin/brokers/broker/", "/admin/brokers/queue/", "/admin/brokers/message/", "/admin/brokers/channel/",
-    "/admin/transactions/transaction/", "/admin/transactions/link/", "/admin/transactions/journalevent/",
-])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/admin/brokers/broker/",
+        "/admin/brokers/queue/",
+        "/admin/brokers/message/",
+        "/admin/brokers/channel/",
+        "/admin/transactions/transaction/",
+        "/admin/transactions/link/",
+        "/admin/transactions/journalevent/",
+    ],
+)
 def test_admin_lists_render(client, queue, path):
     txn = transaction_begin(broker="QM1", timeout_ms=60_000)
     message_put(broker="QM1", queue="Q1", messages=msgs("in admin"), transaction_id=txn.id)

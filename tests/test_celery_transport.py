@@ -1,5 +1,6 @@
 """The embedded Celery transport (config/celery_transport.py): a message file becomes
 visible to the worker only whole, so a reader can never take one half-written."""
+
 from __future__ import annotations
 
 from queue import Empty

@@ -26,6 +26,7 @@ for it; they run after the commit (and a durable step's sync). While queries are
 so the statement counts stay visible and a nested step leaves the level to the outermost
 transaction (durable unless it said otherwise).
 """
+
 from __future__ import annotations
 
 from contextlib import contextmanager

@@ -5,6 +5,7 @@ recorded exactly when what it describes commits.
 The journal is written on every put, get, commit and rollback, so events are plain tuples
 (not model instances) and the statement lives in :mod:`transactions.queries`.
 """
+
 from __future__ import annotations
 
 from datetime import datetime
@@ -28,8 +29,14 @@ class Event(NamedTuple):
 
 
 def journal_event(
-    kind: str, *, broker: str, queue: str = "", transaction_id: str | None = "", msg_id: str = "",
-    at: datetime | None = None, **detail: Any,
+    kind: str,
+    *,
+    broker: str,
+    queue: str = "",
+    transaction_id: str | None = "",
+    msg_id: str = "",
+    at: datetime | None = None,
+    **detail: Any,
 ) -> Event:
     return Event(at or timezone.now(), kind, broker, queue, transaction_id or "", msg_id or "", detail)
 

@@ -31,6 +31,7 @@ Incremental exports that never miss an event use :func:`journal_export_increment
   older than the previous watermark: each event exactly once, however late its writer
   commits. Rows of a writer still in progress wait for the next increment.
 """
+
 from __future__ import annotations
 
 import json
@@ -46,8 +47,9 @@ FIELDS = ("id", "at", "kind", "broker", "queue", "transaction_id", "msg_id", "de
 CHUNK_SIZE = 2000
 
 
-def journal_export(*, path: str | os.PathLike, after_id: int = 0, limit: int | None = None,
-                   chunk_size: int = CHUNK_SIZE) -> dict:
+def journal_export(
+    *, path: str | os.PathLike, after_id: int = 0, limit: int | None = None, chunk_size: int = CHUNK_SIZE
+) -> dict:
     """Write the journal events with ``id > after_id`` (at most ``limit`` of them, oldest
     first) to ``path`` as JSON Lines, replacing the file atomically. Returns ``{"path",
     "events", "last_id"}``; ``last_id`` is the last id written, or ``after_id`` if none was
@@ -97,8 +99,8 @@ def _exported(event: dict) -> dict:
 
 # --- incremental export with a watermark -----------------------------------------------------
 
-def journal_export_increment(*, path: str | os.PathLike, watermark: dict | None,
-                             chunk_size: int = CHUNK_SIZE) -> dict:
+
+def journal_export_increment(*, path: str | os.PathLike, watermark: dict | None, chunk_size: int = CHUNK_SIZE) -> dict:
     """Write the journal events after ``watermark`` (None: from the start) that are final
     now to ``path`` (JSON Lines, atomically). Returns ``{"path", "events", "last_id",
     "watermark"}``; pass ``watermark`` to the next increment. See the module's docstring."""
@@ -142,8 +144,10 @@ def _final_events(*, newer_than: str | None, older_than: str, chunk_size: int):
     columns = ", ".join(FIELDS)
     while True:
         with connection.cursor() as c:
-            c.execute(f"SELECT {columns} FROM {table} WHERE id > %s AND {window} ORDER BY id LIMIT %s",
-                      [after_id, *params_window, chunk_size])
+            c.execute(
+                f"SELECT {columns} FROM {table} WHERE id > %s AND {window} ORDER BY id LIMIT %s",
+                [after_id, *params_window, chunk_size],
+            )
             chunk = [dict(zip(FIELDS, row)) for row in c.fetchall()]
         for event in chunk:
             if isinstance(event["detail"], str):

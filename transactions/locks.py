@@ -10,6 +10,7 @@ transaction rows, then queue rows, then message rows.
 
 On SQLite, IMMEDIATE transactions already serialise every writer; nothing is taken.
 """
+
 from __future__ import annotations
 
 from django.db import connection

@@ -12,6 +12,7 @@ Locking (see docs/concurrency.md):
 * ``transaction_for_operation`` is for resource managers that add work to a unit of work:
   the caller holds an open database transaction; it locks the transaction's row.
 """
+
 from __future__ import annotations
 
 from contextlib import contextmanager
@@ -85,7 +86,8 @@ class CheckOutcome:
 def _backed_out(txn: Transaction) -> TransactionBackedOut:
     return TransactionBackedOut(
         f"Transaction {txn.id} was rolled back: {txn.reason or 'rolled back'}.",
-        transaction=txn.id, reason=txn.reason,
+        transaction=txn.id,
+        reason=txn.reason,
     )
 
 
@@ -96,8 +98,9 @@ def _locked(transaction_id: str) -> Transaction:
     return txn
 
 
-def transaction_begin(*, broker: str, timeout_ms: int, owner: str = "", transaction_id: str | None = None,
-                      user_id: int | None = None) -> Transaction:
+def transaction_begin(
+    *, broker: str, timeout_ms: int, owner: str = "", transaction_id: str | None = None, user_id: int | None = None
+) -> Transaction:
     """Begin a unit of work on a broker. It is rolled back if still open after ``timeout_ms``.
     ``transaction_id``: an id chosen beforehand (a get that took messages under it in the
     same database transaction); a new one by default. ``user_id``: the user it belongs to
@@ -106,8 +109,12 @@ def transaction_begin(*, broker: str, timeout_ms: int, owner: str = "", transact
     admins may act on."""
     now = timezone.now()
     txn = queries.transaction_new(
-        transaction_id=transaction_id or transaction_id_new(), broker=broker, owner=owner, created_at=now,
-        deadline_at=now + timedelta(milliseconds=timeout_ms) if timeout_ms > 0 else None, user_id=user_id,
+        transaction_id=transaction_id or transaction_id_new(),
+        broker=broker,
+        owner=owner,
+        created_at=now,
+        deadline_at=now + timedelta(milliseconds=timeout_ms) if timeout_ms > 0 else None,
+        user_id=user_id,
     )
     if connection.in_atomic_block:  # begun by an operation's first put or get, in its step
         _begin_written(txn, now=now, user_id=user_id)
@@ -120,8 +127,14 @@ def transaction_begin(*, broker: str, timeout_ms: int, owner: str = "", transact
 def _begin_written(txn: Transaction, *, now, user_id: int | None) -> None:
     # the journal first: on PostgreSQL it travels with the INSERT (queries.deferred)
     journal_record(events=[journal_event(JournalKind.BEGIN, broker=txn.broker, transaction_id=txn.id, at=now)])
-    queries.transaction_insert(transaction_id=txn.id, broker=txn.broker, owner=txn.owner, created_at=now,
-                               deadline_at=txn.deadline_at, user_id=user_id)
+    queries.transaction_insert(
+        transaction_id=txn.id,
+        broker=txn.broker,
+        owner=txn.owner,
+        created_at=now,
+        deadline_at=txn.deadline_at,
+        user_id=user_id,
+    )
 
 
 def transaction_for_operation(*, transaction_id: str, broker: str, locked: Transaction | None = None) -> Transaction:
@@ -137,11 +150,13 @@ def transaction_for_operation(*, transaction_id: str, broker: str, locked: Trans
     if txn.state != TransactionState.ACTIVE:
         raise TransactionNotActive(
             f"Transaction {txn.id} is {txn.state}; no more work can be added to it.",
-            transaction=txn.id, state=txn.state,
+            transaction=txn.id,
+            state=txn.state,
         )
     if txn.broker != broker:
         raise TransactionNotActive(
-            f"Transaction {txn.id} belongs to broker {txn.broker}, not {broker}.", transaction=txn.id,
+            f"Transaction {txn.id} belongs to broker {txn.broker}, not {broker}.",
+            transaction=txn.id,
         )
     if txn.deadline_at is not None and txn.deadline_at <= timezone.now():
         raise TransactionOverdue(txn.id)
@@ -191,14 +206,18 @@ def transaction_links_add(*, downstream: Transaction, upstream_refs: list[tuple[
         [Link(upstream_id=u, downstream=downstream, resource_ref=ref, created_at=now) for u, ref in upstream_refs],
         ignore_conflicts=True,
     )
-    journal_record(events=[
-        journal_event(JournalKind.LINK, broker=downstream.broker, transaction_id=downstream.id, msg_id=ref,
-                      upstream=u, at=now)
-        for u, ref in upstream_refs
-    ])
+    journal_record(
+        events=[
+            journal_event(
+                JournalKind.LINK, broker=downstream.broker, transaction_id=downstream.id, msg_id=ref, upstream=u, at=now
+            )
+            for u, ref in upstream_refs
+        ]
+    )
 
 
 # --- the link-graph lock -----------------------------------------------------------------
+
 
 class _NeedsExclusive(Exception):
     pass
@@ -227,15 +246,18 @@ def _under_graph_lock(transaction_id: str, work, *, durable: bool):
 
 # --- commit -----------------------------------------------------------------------------
 
+
 def _open_upstream_closure(start: Transaction, resolved: set[str]) -> dict[str, Transaction]:
     """Every open transaction upstream of ``start`` (transitively, ``start`` included),
     leaving out those already committed in this resolution. Locks each one it returns."""
     members = {start.id: start}
     frontier = [start.id] if _linked(start) else []
     while frontier:
-        upstream_ids = set(
-            Link.objects.filter(downstream_id__in=frontier).values_list("upstream_id", flat=True)
-        ) - members.keys() - resolved
+        upstream_ids = (
+            set(Link.objects.filter(downstream_id__in=frontier).values_list("upstream_id", flat=True))
+            - members.keys()
+            - resolved
+        )
         frontier = []
         if not upstream_ids:
             break
@@ -248,7 +270,8 @@ def _open_upstream_closure(start: Transaction, resolved: set[str]) -> dict[str, 
 def _open_downstream_ids(transaction_ids: list[str]) -> list[str]:
     return list(
         Link.objects.filter(upstream_id__in=transaction_ids, downstream__state__in=OPEN_STATES)
-        .values_list("downstream_id", flat=True).distinct()
+        .values_list("downstream_id", flat=True)
+        .distinct()
     )
 
 
@@ -280,7 +303,8 @@ def _commit_resolution(start: Transaction, *, now) -> tuple[list[Transaction], l
         if not _linked(*closure.values()):
             continue
         for downstream in Transaction.objects.select_for_update().filter(
-            pk__in=_open_downstream_ids(list(closure)), state=TransactionState.COMMIT_HELD,
+            pk__in=_open_downstream_ids(list(closure)),
+            state=TransactionState.COMMIT_HELD,
         ):
             if downstream.id not in to_commit:
                 worklist.append(downstream)
@@ -306,12 +330,21 @@ def _commit_locked(transaction_id: str) -> CommitOutcome:
     to_commit, waiting_on = _commit_resolution(txn, now=now)
     if not to_commit:
         Transaction.objects.filter(pk=txn.id).update(
-            state=TransactionState.COMMIT_HELD, commit_requested_at=txn.commit_requested_at,
+            state=TransactionState.COMMIT_HELD,
+            commit_requested_at=txn.commit_requested_at,
         )
         if newly_held:
-            journal_record(events=[journal_event(
-                JournalKind.HOLD, broker=txn.broker, transaction_id=txn.id, waiting_on=waiting_on, at=now,
-            )])
+            journal_record(
+                events=[
+                    journal_event(
+                        JournalKind.HOLD,
+                        broker=txn.broker,
+                        transaction_id=txn.id,
+                        waiting_on=waiting_on,
+                        at=now,
+                    )
+                ]
+            )
         return CommitOutcome(txn, waiting_on)
     _commit_apply(to_commit, requested_by=txn.id, now=now)
     txn.state = TransactionState.COMMITTED
@@ -328,9 +361,15 @@ def _commit_apply(members: list[Transaction], *, requested_by: str, now) -> None
     for member in members:
         events.append(journal_event(JournalKind.COMMIT, broker=member.broker, transaction_id=member.id, at=now))
         if member.id != requested_by:
-            events.append(journal_event(
-                JournalKind.RELEASE, broker=member.broker, transaction_id=member.id, by=requested_by, at=now,
-            ))
+            events.append(
+                journal_event(
+                    JournalKind.RELEASE,
+                    broker=member.broker,
+                    transaction_id=member.id,
+                    by=requested_by,
+                    at=now,
+                )
+            )
     journal_record(events=events)  # first: on PostgreSQL it travels with the UPDATE (queries.deferred)
     queries.transactions_resolve(transaction_ids=ids, state=TransactionState.COMMITTED, resolved_at=now)
     woken = set(ids)
@@ -361,7 +400,9 @@ def transaction_commit(*, transaction_id: str, wait: float = 0) -> CommitOutcome
 
     txn = wait_for(resolved, keys=[f"txn:{transaction_id}"], wait_s=wait)
     if txn is None:
-        return CommitOutcome(Transaction.objects.get(pk=transaction_id), transaction_waiting_on(transaction_id=transaction_id))
+        return CommitOutcome(
+            Transaction.objects.get(pk=transaction_id), transaction_waiting_on(transaction_id=transaction_id)
+        )
     if txn.state == TransactionState.ROLLED_BACK:
         raise _backed_out(txn)
     return CommitOutcome(txn)
@@ -369,11 +410,13 @@ def transaction_commit(*, transaction_id: str, wait: float = 0) -> CommitOutcome
 
 # --- rollback ---------------------------------------------------------------------------
 
+
 def _rollback_one(txn: Transaction, *, reason: str, cause_id: str | None, now) -> None:
     for manager in resource_managers():
         manager.resources_rollback(transaction_id=txn.id, reason=reason, marks=set(txn.marks))
-    queries.transactions_resolve(transaction_ids=[txn.id], state=TransactionState.ROLLED_BACK, resolved_at=now,
-                                 reason=reason, cause_id=cause_id)
+    queries.transactions_resolve(
+        transaction_ids=[txn.id], state=TransactionState.ROLLED_BACK, resolved_at=now, reason=reason, cause_id=cause_id
+    )
     txn.state, txn.reason, txn.cause_id, txn.resolved_at = TransactionState.ROLLED_BACK, reason, cause_id, now
 
 
@@ -386,8 +429,9 @@ def transaction_rollback(*, transaction_id: str, reason: str = "client", require
     Rolling back a transaction that is already rolled back answers with its state again
     (idempotent); a committed one raises TransactionNotActive."""
     # Not synced: a rollback lost at power failure is done again by restart recovery.
-    return _under_graph_lock(transaction_id, lambda: _rollback_locked(transaction_id, reason, require_open),
-                             durable=False)
+    return _under_graph_lock(
+        transaction_id, lambda: _rollback_locked(transaction_id, reason, require_open), durable=False
+    )
 
 
 def _rollback_locked(transaction_id: str, reason: str, require_open: bool) -> RollbackOutcome:
@@ -408,7 +452,9 @@ def _rollback_locked(transaction_id: str, reason: str, require_open: bool) -> Ro
     while frontier:
         next_ids = [i for i in _open_downstream_ids(frontier) if i not in seen]
         frontier = []
-        for downstream in Transaction.objects.select_for_update().filter(pk__in=sorted(next_ids), state__in=OPEN_STATES):
+        for downstream in Transaction.objects.select_for_update().filter(
+            pk__in=sorted(next_ids), state__in=OPEN_STATES
+        ):
             seen.add(downstream.id)
             order.append(downstream)
             frontier.append(downstream.id)
@@ -416,8 +462,14 @@ def _rollback_locked(transaction_id: str, reason: str, require_open: bool) -> Ro
     events = []
     for member in reversed(order[1:]):
         _rollback_one(member, reason=cascade_reason, cause_id=txn.id, now=now)
-        events.append(journal_event(JournalKind.CASCADE, broker=member.broker, transaction_id=member.id, cause=txn.id, at=now))
-        events.append(journal_event(JournalKind.ROLLBACK, broker=member.broker, transaction_id=member.id, reason=cascade_reason, at=now))
+        events.append(
+            journal_event(JournalKind.CASCADE, broker=member.broker, transaction_id=member.id, cause=txn.id, at=now)
+        )
+        events.append(
+            journal_event(
+                JournalKind.ROLLBACK, broker=member.broker, transaction_id=member.id, reason=cascade_reason, at=now
+            )
+        )
     _rollback_one(txn, reason=reason, cause_id=None, now=now)
     events.append(journal_event(JournalKind.ROLLBACK, broker=txn.broker, transaction_id=txn.id, reason=reason, at=now))
     # Only links whose downstream rolled back go: the upstream's side is untouched.
@@ -430,10 +482,12 @@ def _rollback_locked(transaction_id: str, reason: str, require_open: bool) -> Ro
 
 # --- ready-check, waiting-on, timeouts --------------------------------------------------
 
+
 def transaction_waiting_on(*, transaction_id: str) -> list[str]:
     return sorted(
         Link.objects.filter(downstream_id=transaction_id, upstream__state__in=OPEN_STATES)
-        .values_list("upstream_id", flat=True).distinct()
+        .values_list("upstream_id", flat=True)
+        .distinct()
     )
 
 
@@ -451,8 +505,9 @@ def transaction_check(*, transaction_id: str, wait: float = 0) -> CheckOutcome:
     """The ready-check: whether every upstream of the transaction has committed (ready) or
     it has been backed out, without committing it. Waits up to ``wait`` seconds while pending."""
     outcome = wait_for(
-        lambda: (o if (o := _check_once(transaction_id)).result != "pending" else None),
-        keys=[f"txn:{transaction_id}"], wait_s=wait,
+        lambda: o if (o := _check_once(transaction_id)).result != "pending" else None,
+        keys=[f"txn:{transaction_id}"],
+        wait_s=wait,
     )
     return outcome or _check_once(transaction_id)
 
@@ -463,7 +518,8 @@ def transactions_time_out(*, limit: int = 500) -> list[str]:
     now = timezone.now()
     overdue = list(
         Transaction.objects.filter(state__in=OPEN_STATES, deadline_at__lte=now)
-        .order_by("deadline_at").values_list("pk", flat=True)[:limit]
+        .order_by("deadline_at")
+        .values_list("pk", flat=True)[:limit]
     )
     rolled_back = []
     for transaction_id in overdue:

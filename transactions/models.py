@@ -3,6 +3,7 @@
 The transaction manager knows nothing about queues: a transaction is scoped to a broker
 by name only, and resource managers (``transactions.resources``) carry the effects.
 """
+
 import uuid
 
 from django.conf import settings
@@ -34,26 +35,36 @@ class Transaction(models.Model):
     state = models.CharField(max_length=16, choices=TransactionState.choices, default=TransactionState.ACTIVE)
     reason = models.CharField(max_length=200, blank=True, help_text="Why it was rolled back.")
     cause = models.ForeignKey(
-        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
         help_text="The upstream transaction whose rollback cascaded to this one.",
     )
     owner = models.CharField(max_length=100, blank=True, help_text="Connection id or channel that began it, if any.")
-    marks = models.JSONField(default=list, blank=True,
-                             help_text="What kinds of effects resource managers must look for at its resolution.")
+    marks = models.JSONField(
+        default=list, blank=True, help_text="What kinds of effects resource managers must look for at its resolution."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     deadline_at = models.DateTimeField(null=True, blank=True, help_text="Rolled back if still open at this time.")
     commit_requested_at = models.DateTimeField(null=True, blank=True)
     resolved_at = models.DateTimeField(null=True, blank=True)
     user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
         help_text="The user who began it, who alone (with superusers and the broker's admins) may act on it; "
-                  "empty for units of work begun by channel agents and other system code.",
+        "empty for units of work begun by channel agents and other system code.",
     )
 
     class Meta:
         indexes = [
             models.Index(
-                fields=["deadline_at"], name="txn_open_deadline",
+                fields=["deadline_at"],
+                name="txn_open_deadline",
                 condition=models.Q(state__in=["active", "commit_held"]),
             ),
         ]

@@ -11,6 +11,7 @@ Row locks (``FOR UPDATE``) are taken on PostgreSQL only; on SQLite every writer 
 database's write lock from ``BEGIN IMMEDIATE``. Lock order: link-graph lock → transaction
 rows → queue rows → message rows (docs/concurrency.md).
 """
+
 from __future__ import annotations
 
 import json
@@ -196,12 +197,26 @@ def aware(value):
     return value
 
 
-def transaction_new(*, transaction_id: str, broker: str, owner: str, created_at, deadline_at,
-                    user_id: int | None = None) -> Transaction:
+def transaction_new(
+    *, transaction_id: str, broker: str, owner: str, created_at, deadline_at, user_id: int | None = None
+) -> Transaction:
     """The instance of a unit of work about to be begun (``transaction_insert`` writes it)."""
-    return _transaction_instance([
-        transaction_id, broker, "active", "", None, owner, [], created_at, deadline_at, None, None, user_id,
-    ])
+    return _transaction_instance(
+        [
+            transaction_id,
+            broker,
+            "active",
+            "",
+            None,
+            owner,
+            [],
+            created_at,
+            deadline_at,
+            None,
+            None,
+            user_id,
+        ]
+    )
 
 
 def model_instance(model, values: dict, fields_cache: dict | None = None):
@@ -233,8 +248,10 @@ def transaction_from_row(row: Sequence) -> Transaction:
 
 # --- transactions ---------------------------------------------------------------------------
 
-def transaction_insert(*, transaction_id: str, broker: str, owner: str, created_at, deadline_at,
-                       user_id: int | None = None) -> None:
+
+def transaction_insert(
+    *, transaction_id: str, broker: str, owner: str, created_at, deadline_at, user_id: int | None = None
+) -> None:
     """A new unit of work, active, belonging to ``user_id`` (None: system code). A new row: no lock."""
     marks = json_param()
     deferred(  # nothing reads it back in this step: on PostgreSQL it travels with the next statement
@@ -254,8 +271,9 @@ def transaction_row(*, transaction_id: str, lock: bool) -> Transaction | None:
     return None if row is None else transaction_from_row(row)
 
 
-def transactions_resolve(*, transaction_ids: Sequence[str], state: str, resolved_at, reason: str = "",
-                         cause_id: str | None = None) -> None:
+def transactions_resolve(
+    *, transaction_ids: Sequence[str], state: str, resolved_at, reason: str = "", cause_id: str | None = None
+) -> None:
     """Set the final state of units of work whose rows the caller holds."""
     marks = ", ".join(["%s"] * len(transaction_ids))
     deferred(  # nothing reads it back in this step: on PostgreSQL it travels with the next statement
@@ -273,6 +291,7 @@ def transaction_marks_set(*, transaction_id: str, marks: list[str]) -> None:
 
 # --- links ----------------------------------------------------------------------------------
 
+
 def graph_lock_shared_and_links(*, transaction_id: str) -> bool:
     """PostgreSQL: take the link-graph lock shared (until the database transaction ends,
     see transactions/locks.py) and say whether the unit of work has a link either way, in
@@ -282,7 +301,8 @@ def graph_lock_shared_and_links(*, transaction_id: str) -> bool:
     with cursor() as c:
         c.execute(
             f"SELECT pg_advisory_xact_lock_shared(%s), EXISTS (SELECT 1 FROM {LINK}"
-            f" WHERE upstream_id = %s OR downstream_id = %s)", [LINK_GRAPH_LOCK_KEY, transaction_id, transaction_id],
+            f" WHERE upstream_id = %s OR downstream_id = %s)",
+            [LINK_GRAPH_LOCK_KEY, transaction_id, transaction_id],
         )
         return c.fetchone()[1]
 
@@ -290,8 +310,10 @@ def graph_lock_shared_and_links(*, transaction_id: str) -> bool:
 def links_exist(*, transaction_id: str) -> bool:
     """Whether the unit of work has a link either way. No lock (the link-graph lock decides)."""
     with cursor() as c:
-        c.execute(f"SELECT 1 FROM {LINK} WHERE upstream_id = %s OR downstream_id = %s LIMIT 1",
-                       [transaction_id, transaction_id])
+        c.execute(
+            f"SELECT 1 FROM {LINK} WHERE upstream_id = %s OR downstream_id = %s LIMIT 1",
+            [transaction_id, transaction_id],
+        )
         return c.fetchone() is not None
 
 
@@ -319,13 +341,17 @@ def ready_checks(*, transaction_ids: Sequence[str]) -> dict[str, str]:
         c.execute(
             f"SELECT t.id, t.state, EXISTS (SELECT 1 FROM {LINK} l JOIN {TRANSACTION} u ON u.id = l.upstream_id"
             f" WHERE l.downstream_id = t.id AND u.state IN ({marks}))"
-            f" FROM {TRANSACTION} t WHERE t.id IN ({', '.join(['%s'] * len(ids))})", [*OPEN_STATES, *ids],
+            f" FROM {TRANSACTION} t WHERE t.id IN ({', '.join(['%s'] * len(ids))})",
+            [*OPEN_STATES, *ids],
         )
-        return {txn_id: "backed_out" if state == "rolled_back" else "pending" if waiting else "ready"
-                for txn_id, state, waiting in c.fetchall()}
+        return {
+            txn_id: "backed_out" if state == "rolled_back" else "pending" if waiting else "ready"
+            for txn_id, state, waiting in c.fetchall()
+        }
 
 
 # --- journal --------------------------------------------------------------------------------
+
 
 def journal_insert(*, events: list) -> None:
     """Append journal events (``journal.Event`` tuples) in one multi-row ``INSERT`` (one
@@ -340,13 +366,20 @@ def journal_insert(*, events: list) -> None:
     head = f"INSERT INTO {JOURNAL} ({', '.join(_JOURNAL_COLUMNS)}) VALUES "
     last_at, last_value = None, None
     for start in range(0, len(events), _JOURNAL_CHUNK):
-        chunk = events[start:start + _JOURNAL_CHUNK]
+        chunk = events[start : start + _JOURNAL_CHUNK]
         params: list = []
         for e in chunk:
             if e.at is not last_at:  # events of one operation share their time
                 last_at, last_value = e.at, dt_param(e.at)
-            params += (last_value, e.kind, e.broker, e.queue, e.transaction_id, e.msg_id,
-                       _encoder.encode(e.detail) if e.detail else "{}")
+            params += (
+                last_value,
+                e.kind,
+                e.broker,
+                e.queue,
+                e.transaction_id,
+                e.msg_id,
+                _encoder.encode(e.detail) if e.detail else "{}",
+            )
         deferred(head + ", ".join([one] * len(chunk)), params)
 
 
@@ -369,8 +402,18 @@ def _journal_insert_arrays(events: list) -> None:
     for e in events:
         if e.at is not last_at:
             last_at, last_value = e.at, dt_param(e.at)
-        for column, value in zip(columns, (last_value, e.kind, e.broker, e.queue, e.transaction_id, e.msg_id,
-                                           _encoder.encode(e.detail) if e.detail else "{}")):
+        for column, value in zip(
+            columns,
+            (
+                last_value,
+                e.kind,
+                e.broker,
+                e.queue,
+                e.transaction_id,
+                e.msg_id,
+                _encoder.encode(e.detail) if e.detail else "{}",
+            ),
+        ):
             column.append(value)
     deferred(_JOURNAL_ARRAYS, columns)
 

@@ -4,6 +4,7 @@ A resource manager (the message store in ``brokers``) carries the effects of uni
 work. The transaction manager calls it inside the database transaction that changes the
 transactions' states, so effects and states change together or not at all.
 """
+
 from __future__ import annotations
 
 from typing import Protocol

@@ -1,4 +1,5 @@
 """Reads on units of work and their links."""
+
 from __future__ import annotations
 
 from .exceptions import TransactionNotFound
@@ -29,19 +30,24 @@ def transaction_graph(*, broker: str, recent: int = 200) -> dict:
     open_ids = set(Transaction.objects.filter(broker=broker, state__in=OPEN_STATES).values_list("id", flat=True))
     recent_ids = set(
         Transaction.objects.filter(broker=broker, resolved_at__isnull=False)
-        .order_by("-resolved_at").values_list("id", flat=True)[:recent]
+        .order_by("-resolved_at")
+        .values_list("id", flat=True)[:recent]
     )
     core = open_ids | recent_ids
     links = list(
         Link.objects.filter(upstream_id__in=core).values_list("upstream_id", "downstream_id", "resource_ref")
-    ) + list(
-        Link.objects.filter(downstream_id__in=core).values_list("upstream_id", "downstream_id", "resource_ref")
-    )
+    ) + list(Link.objects.filter(downstream_id__in=core).values_list("upstream_id", "downstream_id", "resource_ref"))
     links = sorted(set(links))
     ids = core | {u for u, _, _ in links} | {d for _, d, _ in links}
     nodes = [
-        {"id": t.id, "broker": t.broker, "state": t.state, "reason": t.reason or None,
-         "created_at": t.created_at.isoformat(), "resolved_at": t.resolved_at.isoformat() if t.resolved_at else None}
+        {
+            "id": t.id,
+            "broker": t.broker,
+            "state": t.state,
+            "reason": t.reason or None,
+            "created_at": t.created_at.isoformat(),
+            "resolved_at": t.resolved_at.isoformat() if t.resolved_at else None,
+        }
         for t in Transaction.objects.filter(pk__in=ids).order_by("created_at")
     ]
     edges = [{"upstream": u, "downstream": d, "resource": r} for u, d, r in links]

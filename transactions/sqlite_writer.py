@@ -23,6 +23,7 @@ would ("database is locked"). In-memory databases have one process and no file: 
 only. A forked child opens the file again and starts with free locks (an ``flock`` belongs
 to the open file, which a fork shares).
 """
+
 from __future__ import annotations
 
 import fcntl

@@ -11,6 +11,7 @@ A message is the keys it concerns, separated by spaces; ``*`` wakes every waiter
 Notifications are scoped to one database: the channel (or socket directory) is named
 after it, so platforms sharing a Redis or a ``var/`` never wake each other.
 """
+
 from __future__ import annotations
 
 import hashlib

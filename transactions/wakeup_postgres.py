@@ -2,6 +2,7 @@
 inside itself (``queries.wakeup_notify``), so the notification is delivered exactly when
 it commits and never if it rolls back; each process keeps one connection that
 ``LISTEN``s and hands what it hears to its waiters."""
+
 from __future__ import annotations
 
 import contextlib

@@ -1,6 +1,7 @@
 """Wake-ups over Redis publish/subscribe (when Redis is configured): a committing thread
 publishes the keys right after its commit; each process keeps one subscribed connection
 that hands what it hears to its waiters. The channel is named after the database."""
+
 from __future__ import annotations
 
 import contextlib
@@ -12,7 +13,6 @@ import redis
 from .wakeup_bus import IDLE_CHECK_S, STOP_CHECK_S, ListenerBus, payload_deliver, payload_encode
 
 log = logging.getLogger(__name__)
-
 
 
 class RedisBus(ListenerBus):

@@ -8,6 +8,7 @@ while the receiver's buffer has room; if a receiver does not read for ``SEND_TIM
 (stopped, starved) the sender gives that datagram up and marks the socket, and its next
 datagram to it starts with ``*``, which wakes every waiter there (each re-checks once).
 """
+
 from __future__ import annotations
 
 import atexit

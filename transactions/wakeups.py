@@ -12,6 +12,7 @@ lost, or ``BATON_WAKEUPS=poll``) — when a notification could be lost — do wa
 back to re-checking at intervals growing from 20 ms to half a second; a listener that
 (re)connects, or learns that a notification was lost, wakes every waiter.
 """
+
 from __future__ import annotations
 
 import threading
@@ -70,8 +71,9 @@ def _seen(keys: list[str]) -> tuple:
     return (_epoch[0], *[_versions[k] for k in keys])
 
 
-def wait_for(attempt: Callable[[], T], *, keys: list[str], wait_s: float,
-             due: Callable[[], float | None] | None = None) -> T:
+def wait_for(
+    attempt: Callable[[], T], *, keys: list[str], wait_s: float, due: Callable[[], float | None] | None = None
+) -> T:
     """Call ``attempt`` until it returns something truthy or ``wait_s`` seconds pass;
     return its last result. ``attempt`` runs outside any database transaction. ``due``
     (called after an attempt that found nothing): in how many seconds an attempt may succeed

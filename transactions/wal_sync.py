@@ -20,6 +20,7 @@ The WAL file can be deleted and created again (when the last connection to the d
 closes); the open file is checked against the path's inode before each sync and reopened
 when they differ.
 """
+
 from __future__ import annotations
 
 import os

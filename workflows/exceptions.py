@@ -1,4 +1,5 @@
 """Errors of workflows (config.errors holds the hierarchy)."""
+
 from baton_client.errors import NotEmpty, WorkflowConflict  # noqa: F401 - re-exported
 
 from config.errors import NotFound

@@ -7,6 +7,7 @@ with. An instance's and its steps' states follow the units of work of its worker
 ``in_flight`` until it commits (``committed``) or rolls back (``backed_out``); ``held`` is
 shown while that unit of work's commit is held on an upstream one.
 """
+
 from __future__ import annotations
 
 from django.conf import settings
@@ -34,7 +35,8 @@ class WorkflowVersion(models.Model):
     version = models.PositiveIntegerField()
     description = models.CharField(max_length=200, blank=True)
     deadline_ms = models.PositiveBigIntegerField(
-        default=0, help_text="An instance with no step committed for this long fails (0: no deadline).")
+        default=0, help_text="An instance with no step committed for this long fails (0: no deadline)."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -107,13 +109,15 @@ class Instance(models.Model):
     state = models.CharField(max_length=24, choices=InstanceState.choices, default=InstanceState.RUNNING)
     reason = models.CharField(max_length=200, blank=True, help_text="Why it failed or was aborted.")
     start_transaction = models.CharField(
-        max_length=32, blank=True, help_text="The unit of work that started it, until that commits.")
+        max_length=32, blank=True, help_text="The unit of work that started it, until that commits."
+    )
     started_at = models.DateTimeField()
     progress_at = models.DateTimeField(help_text="Its start or its latest step commit: the deadline counts from it.")
     ended_at = models.DateTimeField(null=True, blank=True)
     commits = models.PositiveIntegerField(default=0, help_text="Step commits so far (orders them).")
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-                             related_name="+")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
 
     class Meta:
         indexes = [

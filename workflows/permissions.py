@@ -18,6 +18,7 @@ An instance is addressed by its id alone: to a user without any grant on its bro
 not confirmed to exist (404, as for an unknown id). Units of work named in these requests
 follow the ownership rule of units of work (docs/permissions.md): anyone else's is 404.
 """
+
 from __future__ import annotations
 
 from brokers import permissions as may
@@ -33,8 +34,12 @@ def _first_queue(*, broker: str, name: str) -> str | None:
     workflow = Workflow.objects.filter(broker__name=broker, name=name).values_list("pk", "version").first()
     if workflow is None:
         return None  # the service answers 404
-    return (WorkflowStep.objects.filter(version__workflow_id=workflow[0], version__version=workflow[1])
-            .order_by("position").values_list("queue", flat=True).first())
+    return (
+        WorkflowStep.objects.filter(version__workflow_id=workflow[0], version__version=workflow[1])
+        .order_by("position")
+        .values_list("queue", flat=True)
+        .first()
+    )
 
 
 def require_start(user, *, broker: str, name: str) -> None:
@@ -63,8 +68,11 @@ def require_complete(user, *, instance_id: str, step: str) -> None:
     definition = _step(instance, step)
     if definition is None:
         return  # the service answers 404
-    queues = dict(WorkflowStep.objects.filter(version_id=instance.version_id, name__in=definition.successors)
-                  .values_list("name", "queue"))
+    queues = dict(
+        WorkflowStep.objects.filter(version_id=instance.version_id, name__in=definition.successors).values_list(
+            "name", "queue"
+        )
+    )
     for name in definition.successors:
         may.require_put(user, broker=broker, queue=queues[name])
 

@@ -1,6 +1,7 @@
 """Reads of workflows and instances, as the API renders them. A step's shown state follows
 its units of work: a pending or backed-out step whose request a unit of work has got is
 ``in_flight``; a step completed under a unit of work whose commit is held is ``held``."""
+
 from __future__ import annotations
 
 from datetime import timedelta
@@ -14,7 +15,14 @@ from transactions.models import Link, Transaction, TransactionState
 
 from .exceptions import InstanceNotFound, WorkflowNotFound
 from .models import (
-    ACTIVE_INSTANCE_STATES, Instance, InstanceState, InstanceStep, StepRequest, StepState, Workflow, WorkflowVersion,
+    ACTIVE_INSTANCE_STATES,
+    Instance,
+    InstanceState,
+    InstanceStep,
+    StepRequest,
+    StepState,
+    Workflow,
+    WorkflowVersion,
 )
 
 
@@ -41,12 +49,18 @@ def workflow_view(workflow: Workflow, *, version: int | None = None) -> dict[str
     current = WorkflowVersion.objects.get(workflow=workflow, version=version or workflow.version)
     counts = dict(Instance.objects.filter(workflow=workflow).values_list("state").annotate(n=Count("pk")))
     return {
-        "name": workflow.name, "broker": workflow.broker.name, "version": current.version,
-        "description": current.description, "deadline_ms": current.deadline_ms,
-        "steps": [{"name": s.name, "queue": s.queue, "compensation_queue": s.compensation_queue, "next": s.successors}
-                  for s in current.steps.all()],
+        "name": workflow.name,
+        "broker": workflow.broker.name,
+        "version": current.version,
+        "description": current.description,
+        "deadline_ms": current.deadline_ms,
+        "steps": [
+            {"name": s.name, "queue": s.queue, "compensation_queue": s.compensation_queue, "next": s.successors}
+            for s in current.steps.all()
+        ],
         "instances": {state: counts.get(state, 0) for state in InstanceState.values},
-        "created_at": _iso(workflow.created_at), "altered_at": _iso(current.created_at),
+        "created_at": _iso(workflow.created_at),
+        "altered_at": _iso(current.created_at),
     }
 
 
@@ -57,14 +71,22 @@ def instance_get(*, instance_id: str) -> Instance:
     return instance
 
 
-def instances_find(*, broker: str, name: str | None = None, state: str | None = None,
-                   older_than_ms: int | None = None, step: str | None = None, limit: int = 100,
-                   offset: int = 0) -> tuple[int, list[Instance]]:
+def instances_find(
+    *,
+    broker: str,
+    name: str | None = None,
+    state: str | None = None,
+    older_than_ms: int | None = None,
+    step: str | None = None,
+    limit: int = 100,
+    offset: int = 0,
+) -> tuple[int, list[Instance]]:
     """Instances of a workflow (or of every workflow of the broker), newest first:
     ``state``, started more than ``older_than_ms`` ago, ``step``: standing at that step (its
     request put and not yet committed, or its compensation out). Returns the count and a page."""
-    rows = Instance.objects.filter(broker=broker_get(name=broker)).exclude(start_transaction__in=Transaction.objects.filter(
-        state=TransactionState.ROLLED_BACK).values("pk"))
+    rows = Instance.objects.filter(broker=broker_get(name=broker)).exclude(
+        start_transaction__in=Transaction.objects.filter(state=TransactionState.ROLLED_BACK).values("pk")
+    )
     if name is not None:
         rows = rows.filter(workflow=workflow_get(broker=broker, name=name))
     if state:
@@ -72,26 +94,38 @@ def instances_find(*, broker: str, name: str | None = None, state: str | None = 
     if older_than_ms:
         rows = rows.filter(started_at__lte=timezone.now() - timedelta(milliseconds=older_than_ms))
     if step:
-        rows = rows.filter(Q(requests__step=step, requests__open=True)
-                           | Q(steps__name=step, steps__state__in=[StepState.IN_FLIGHT, StepState.COMPENSATING])
-                           ).distinct()
+        rows = rows.filter(
+            Q(requests__step=step, requests__open=True)
+            | Q(steps__name=step, steps__state__in=[StepState.IN_FLIGHT, StepState.COMPENSATING])
+        ).distinct()
     count = rows.count()
-    return count, list(rows.select_related("workflow", "version").order_by("-started_at", "-pk")[offset:offset + limit])
+    return count, list(
+        rows.select_related("workflow", "version").order_by("-started_at", "-pk")[offset : offset + limit]
+    )
 
 
 def instance_counts(*, broker: str) -> dict[str, dict[str, int]]:
     """Per workflow of the broker, its instances by state."""
     counts: dict[str, dict[str, int]] = {}
-    for name, state, n in (Instance.objects.filter(broker=broker_get(name=broker))
-                           .values_list("workflow__name", "state").annotate(n=Count("pk"))):
+    for name, state, n in (
+        Instance.objects.filter(broker=broker_get(name=broker))
+        .values_list("workflow__name", "state")
+        .annotate(n=Count("pk"))
+    ):
         counts.setdefault(name, dict.fromkeys(InstanceState.values, 0))[state] = n
     return counts
 
 
 def instance_summary(instance: Instance) -> dict[str, Any]:
-    return {"id": instance.pk, "workflow": instance.workflow.name, "version": instance.version.version,
-            "state": instance.state, "reason": instance.reason or None, "started_at": _iso(instance.started_at),
-            "ended_at": _iso(instance.ended_at)}
+    return {
+        "id": instance.pk,
+        "workflow": instance.workflow.name,
+        "version": instance.version.version,
+        "state": instance.state,
+        "reason": instance.reason or None,
+        "started_at": _iso(instance.started_at),
+        "ended_at": _iso(instance.ended_at),
+    }
 
 
 def instance_view(instance: Instance) -> dict[str, Any]:
@@ -101,8 +135,9 @@ def instance_view(instance: Instance) -> dict[str, Any]:
     steps = list(InstanceStep.objects.filter(instance=instance))
     definitions = {s.name: s for s in instance.version.steps.all()}
     requests = list(StepRequest.objects.filter(instance=instance, open=True))
-    where = messages_where(broker=instance.broker.name, queues=[r.queue for r in requests],
-                           msg_ids=[r.msg_id for r in requests])
+    where = messages_where(
+        broker=instance.broker.name, queues=[r.queue for r in requests], msg_ids=[r.msg_id for r in requests]
+    )
     taken: dict[tuple[str, bool], str] = {}
     for r in requests:
         got = where.get(r.msg_id, {}).get("get_transaction")
@@ -118,31 +153,63 @@ def instance_view(instance: Instance) -> dict[str, Any]:
         if state == StepState.IN_FLIGHT and txn_states.get(transaction) == TransactionState.COMMIT_HELD:
             state = StepState.HELD
         d = definitions[s.name]
-        rendered.append({
-            "name": s.name, "state": state, "transaction": transaction, "committed_at": _iso(s.committed_at),
-            "compensated_at": _iso(s.compensated_at), "queue": d.queue, "compensation_queue": d.compensation_queue,
-            "next": d.successors, "commit_order": s.commit_order,
-            "compensation_transaction": s.compensation_transaction or taken.get((s.name, True)) or None,
-        })
-    by_txn = {r["transaction"]: r["name"] for r in rendered if r["transaction"] and r["state"] in
-              (StepState.IN_FLIGHT, StepState.HELD)}
+        rendered.append(
+            {
+                "name": s.name,
+                "state": state,
+                "transaction": transaction,
+                "committed_at": _iso(s.committed_at),
+                "compensated_at": _iso(s.compensated_at),
+                "queue": d.queue,
+                "compensation_queue": d.compensation_queue,
+                "next": d.successors,
+                "commit_order": s.commit_order,
+                "compensation_transaction": s.compensation_transaction or taken.get((s.name, True)) or None,
+            }
+        )
+    by_txn = {
+        r["transaction"]: r["name"]
+        for r in rendered
+        if r["transaction"] and r["state"] in (StepState.IN_FLIGHT, StepState.HELD)
+    }
     held = []
     if by_txn:
         for up, down in Link.objects.filter(downstream_id__in=list(by_txn)).values_list("upstream_id", "downstream_id"):
-            held.append({"downstream": by_txn[down], "upstream": by_txn.get(up), "upstream_transaction": up,
-                         "downstream_transaction": down,
-                         "open": txn_states.get(up, Transaction.objects.filter(pk=up).values_list("state", flat=True)
-                                                .first()) in (TransactionState.ACTIVE, TransactionState.COMMIT_HELD)})
+            held.append(
+                {
+                    "downstream": by_txn[down],
+                    "upstream": by_txn.get(up),
+                    "upstream_transaction": up,
+                    "downstream_transaction": down,
+                    "open": txn_states.get(
+                        up, Transaction.objects.filter(pk=up).values_list("state", flat=True).first()
+                    )
+                    in (TransactionState.ACTIVE, TransactionState.COMMIT_HELD),
+                }
+            )
     if instance.start_transaction:
         start_state = Transaction.objects.filter(pk=instance.start_transaction).values_list("state", flat=True).first()
     else:
         start_state = None
     path = [s["name"] for s in sorted((r for r in rendered if r["commit_order"]), key=lambda r: -r["commit_order"])]
     return {
-        **instance_summary(instance), "broker": instance.broker.name, "transaction": instance.start_transaction or None,
-        "transaction_state": start_state, "steps": rendered, "held": held, "compensation_path": path,
-        "history": [{"at": _iso(h.at), "event": h.event, "step": h.step or None, "transaction": h.transaction or None,
-                     "detail": h.detail or None} for h in instance.history.all()],
+        **instance_summary(instance),
+        "broker": instance.broker.name,
+        "transaction": instance.start_transaction or None,
+        "transaction_state": start_state,
+        "steps": rendered,
+        "held": held,
+        "compensation_path": path,
+        "history": [
+            {
+                "at": _iso(h.at),
+                "event": h.event,
+                "step": h.step or None,
+                "transaction": h.transaction or None,
+                "detail": h.detail or None,
+            }
+            for h in instance.history.all()
+        ],
     }
 
 

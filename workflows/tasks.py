@@ -1,4 +1,5 @@
 """Celery tasks of workflows (Celery's autodiscovery imports this module)."""
+
 from celery import shared_task
 
 from .services.saga import workflows_sweep

@@ -6,45 +6,80 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
-    dependencies = [
-    ]
+    dependencies = []
 
     operations = [
         migrations.CreateModel(
-            name='AnalyticsRun',
+            name="AnalyticsRun",
             fields=[
-                ('id', models.CharField(default=analytics.models.run_id_new, editable=False, max_length=32, primary_key=True, serialize=False)),
-                ('state', models.CharField(choices=[('queued', 'Queued'), ('running', 'Running'), ('succeeded', 'Succeeded'), ('failed', 'Failed')], default='queued', max_length=16)),
-                ('trigger', models.CharField(choices=[('schedule', 'Schedule'), ('request', 'Request')], default='request', max_length=16)),
-                ('events_exported', models.BigIntegerField(default=0, help_text="Journal events this run's increment added.")),
-                ('error', models.TextField(blank=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('started_at', models.DateTimeField(blank=True, null=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
+                (
+                    "id",
+                    models.CharField(
+                        default=analytics.models.run_id_new,
+                        editable=False,
+                        max_length=32,
+                        primary_key=True,
+                        serialize=False,
+                    ),
+                ),
+                (
+                    "state",
+                    models.CharField(
+                        choices=[
+                            ("queued", "Queued"),
+                            ("running", "Running"),
+                            ("succeeded", "Succeeded"),
+                            ("failed", "Failed"),
+                        ],
+                        default="queued",
+                        max_length=16,
+                    ),
+                ),
+                (
+                    "trigger",
+                    models.CharField(
+                        choices=[("schedule", "Schedule"), ("request", "Request")], default="request", max_length=16
+                    ),
+                ),
+                (
+                    "events_exported",
+                    models.BigIntegerField(default=0, help_text="Journal events this run's increment added."),
+                ),
+                ("error", models.TextField(blank=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("started_at", models.DateTimeField(blank=True, null=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
             ],
             options={
-                'ordering': ['-created_at'],
+                "ordering": ["-created_at"],
             },
         ),
         migrations.CreateModel(
-            name='ExportWatermark',
+            name="ExportWatermark",
             fields=[
-                ('id', models.PositiveSmallIntegerField(default=1, primary_key=True, serialize=False)),
-                ('watermark', models.JSONField(blank=True, help_text="transactions.journal_export's watermark.", null=True)),
-                ('holder', models.CharField(blank=True, max_length=32)),
-                ('held_until', models.DateTimeField(blank=True, null=True)),
+                ("id", models.PositiveSmallIntegerField(default=1, primary_key=True, serialize=False)),
+                (
+                    "watermark",
+                    models.JSONField(blank=True, help_text="transactions.journal_export's watermark.", null=True),
+                ),
+                ("holder", models.CharField(blank=True, max_length=32)),
+                ("held_until", models.DateTimeField(blank=True, null=True)),
             ],
         ),
         migrations.CreateModel(
-            name='BrokerAnalytics',
+            name="BrokerAnalytics",
             fields=[
-                ('broker', models.CharField(max_length=48, primary_key=True, serialize=False)),
-                ('computed_at', models.DateTimeField()),
-                ('results', models.JSONField(default=dict)),
-                ('run', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='analytics.analyticsrun')),
+                ("broker", models.CharField(max_length=48, primary_key=True, serialize=False)),
+                ("computed_at", models.DateTimeField()),
+                ("results", models.JSONField(default=dict)),
+                (
+                    "run",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="+", to="analytics.analyticsrun"
+                    ),
+                ),
             ],
         ),
     ]

@@ -12,6 +12,7 @@ now, so a deleted (revoked) token or a deactivated user is refused at once, and 
 ``is_superuser`` and grants are the current ones. The answers are DRF's: 401
 ``not_authenticated`` with "Invalid token." or "User inactive or deleted.".
 """
+
 from __future__ import annotations
 
 from typing import Any

@@ -7,6 +7,7 @@ key. A single-message put whose key was taken answers 200 (not 201: nothing was 
 with that same object plus ``transaction``. Like Service Bus and SQS FIFO, a duplicate is
 not an error: a client that retries a put it is unsure of gets a success either way.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -15,5 +16,10 @@ from ..services.messages.common import Duplicate
 
 
 def duplicate_render(duplicate: Duplicate, **extra: Any) -> dict[str, Any]:
-    return {"index": duplicate.index, "dedup_key": duplicate.dedup_key, "msg_id": duplicate.msg_id,
-            "duplicate": True, **extra}
+    return {
+        "index": duplicate.index,
+        "dedup_key": duplicate.dedup_key,
+        "msg_id": duplicate.msg_id,
+        "duplicate": True,
+        **extra,
+    }

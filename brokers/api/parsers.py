@@ -9,6 +9,7 @@ and a number that is not finite: ``NaN`` and ``Infinity`` are not JSON (:func:`j
 refuses them), and ``1e400`` decodes as infinity.
 A message's ``body`` (top level, or in ``messages``) may hold NUL: it is stored as bytes.
 """
+
 from __future__ import annotations
 
 import json
@@ -37,8 +38,10 @@ MAX_DEPTH = 32
 
 
 def _too_deep() -> InvalidInput:
-    return InvalidInput(f"The request body nests arrays and objects more than {MAX_DEPTH} levels deep.",
-                        errors={"body": ["Nested too deeply."]})
+    return InvalidInput(
+        f"The request body nests arrays and objects more than {MAX_DEPTH} levels deep.",
+        errors={"body": ["Nested too deeply."]},
+    )
 
 
 def _checked(value: Any, where: str, errors: dict[str, list[str]], *, body: bool = False, depth: int = 0) -> None:

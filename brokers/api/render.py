@@ -1,4 +1,5 @@
 """What the API returns for brokers, queues, transactions and connections."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -16,10 +17,14 @@ def iso(value) -> str | None:
 
 def broker_render(b: Broker) -> dict[str, Any]:
     return {
-        "name": b.name, "description": b.description, "dead_letter_queue": b.dead_letter_queue,
-        "transaction_timeout_ms": b.transaction_timeout_ms, "max_message_length": b.max_message_length,
+        "name": b.name,
+        "description": b.description,
+        "dead_letter_queue": b.dead_letter_queue,
+        "transaction_timeout_ms": b.transaction_timeout_ms,
+        "max_message_length": b.max_message_length,
         "default_persistence": b.default_persistence,
-        "auto_define_queues": b.auto_define_queues, "created_at": iso(b.created_at),
+        "auto_define_queues": b.auto_define_queues,
+        "created_at": iso(b.created_at),
     }
 
 
@@ -34,17 +39,28 @@ def queue_render(q: Queue, depths: dict[str, int] | None = None) -> dict[str, An
 
 def transaction_render(t: Transaction, *, upstream: list[str], downstream: list[str]) -> dict[str, Any]:
     return {
-        "id": t.id, "broker": t.broker, "state": t.state, "reason": t.reason or None,
-        "cause": t.cause_id, "upstream": upstream, "downstream": downstream,
-        "created_at": iso(t.created_at), "deadline_at": iso(t.deadline_at),
-        "commit_requested_at": iso(t.commit_requested_at), "resolved_at": iso(t.resolved_at),
+        "id": t.id,
+        "broker": t.broker,
+        "state": t.state,
+        "reason": t.reason or None,
+        "cause": t.cause_id,
+        "upstream": upstream,
+        "downstream": downstream,
+        "created_at": iso(t.created_at),
+        "deadline_at": iso(t.deadline_at),
+        "commit_requested_at": iso(t.commit_requested_at),
+        "resolved_at": iso(t.resolved_at),
     }
 
 
 def connection_render(v: ConnectionView) -> dict[str, Any]:
     c = v.connection
     return {
-        "conn_id": c.conn_id, "broker": c.broker.name, "client_name": c.client_name,
-        "last_put_msg_id": v.last_put_msg_id, "last_got_msg_id": v.last_got_msg_id,
-        "current_transaction": c.current_transaction_id, "created_at": iso(c.created_at),
+        "conn_id": c.conn_id,
+        "broker": c.broker.name,
+        "client_name": c.client_name,
+        "last_put_msg_id": v.last_put_msg_id,
+        "last_got_msg_id": v.last_got_msg_id,
+        "current_transaction": c.current_transaction_id,
+        "created_at": iso(c.created_at),
     }

@@ -2,12 +2,16 @@
 path parameters, examples, and :func:`operation`, which documents an operation from its
 definition in ``brokers.api.operations``. (The transaction graph is still described by
 serializers here.)"""
+
 from __future__ import annotations
 
 from django.core.validators import RegexValidator
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
-    OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema,
+    OpenApiExample,
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
     extend_schema_field,
 )
 from rest_framework import serializers as s
@@ -44,16 +48,20 @@ class ObjectField(s.JSONField):
 
 # --- errors ---------------------------------------------------------------------------------
 
+
 class ErrorSerializer(s.Serializer):
     """Every error: a stable ``code``, a ``message`` for a person, and details (an invalid
     request has ``errors``: field name to list of problems)."""
 
-    code = s.CharField(help_text="invalid, not_authenticated, permission_denied, not_found, "
-                                 "transaction_backed_out, transaction_not_active, put_inhibited, get_inhibited, "
-                                 "queue_full, options_conflict, already_exists, message_too_large, throttled, ...")
+    code = s.CharField(
+        help_text="invalid, not_authenticated, permission_denied, not_found, "
+        "transaction_backed_out, transaction_not_active, put_inhibited, get_inhibited, "
+        "queue_full, options_conflict, already_exists, message_too_large, throttled, ..."
+    )
     message = s.CharField()
-    errors = s.DictField(child=s.ListField(child=s.CharField()), required=False,
-                         help_text="With code invalid: the problems per field.")
+    errors = s.DictField(
+        child=s.ListField(child=s.CharField()), required=False, help_text="With code invalid: the problems per field."
+    )
 
 
 def _error(description: str) -> OpenApiResponse:
@@ -64,8 +72,10 @@ E400 = _error("invalid: the request is not valid (details per field in errors)."
 E401 = _error("not_authenticated: no valid token.")
 E403 = _error("permission_denied: the user may not do this (the message names the action and the object).")
 E404 = _error("not_found: no such object.")
-E409 = _error("Conflict with the object's state: already_exists, not_empty, put_inhibited, get_inhibited, "
-              "queue_full, transaction_backed_out, transaction_not_active, options_conflict, queue_in_use, ...")
+E409 = _error(
+    "Conflict with the object's state: already_exists, not_empty, put_inhibited, get_inhibited, "
+    "queue_full, transaction_backed_out, transaction_not_active, options_conflict, queue_in_use, ..."
+)
 E410 = _error("lock_lost: the lock expired.")
 E413 = _error("message_too_large: a message is longer than the queue accepts, or the request body is too long.")
 E429 = _error("throttled: too many requests; retry after the Retry-After header's seconds.")
@@ -80,9 +90,17 @@ def responses(ok: dict, *errors: int) -> dict:
 
 # --- path and query parameters --------------------------------------------------------------
 
+
 def _path(name: str, description: str, pattern: str, example: str) -> OpenApiParameter:
-    return OpenApiParameter(name, str, OpenApiParameter.PATH, required=True, description=description,
-                            pattern=pattern, examples=[OpenApiExample(name, value=example)])
+    return OpenApiParameter(
+        name,
+        str,
+        OpenApiParameter.PATH,
+        required=True,
+        description=description,
+        pattern=pattern,
+        examples=[OpenApiExample(name, value=example)],
+    )
 
 
 BROKER = _path("broker", "Broker name.", PATH_NAME, "QM1")
@@ -99,6 +117,7 @@ PAGE = [LIMIT, OFFSET]
 
 # --- transactions ---------------------------------------------------------------------------
 
+
 class GraphNodeSerializer(s.Serializer):
     id = s.CharField()
     broker = s.CharField()
@@ -106,7 +125,9 @@ class GraphNodeSerializer(s.Serializer):
     reason = s.CharField(allow_null=True)
     created_at = s.DateTimeField()
     resolved_at = s.DateTimeField(allow_null=True)
-    yours = s.BooleanField(help_text="Whether you may act on it: you began it, administer its broker, or are a superuser.")
+    yours = s.BooleanField(
+        help_text="Whether you may act on it: you began it, administer its broker, or are a superuser."
+    )
 
 
 class GraphEdgeSerializer(s.Serializer):
@@ -123,6 +144,7 @@ class TransactionGraphSerializer(s.Serializer):
 
 # --- request examples (the docs show them; schemathesis sends them first) -------------------
 
+
 def _example(name: str, value: dict) -> OpenApiExample:
     return OpenApiExample(name, value=value, request_only=True)
 
@@ -131,8 +153,16 @@ BROKER_EXAMPLES = [_example("A broker", {"name": "QM2", "description": "Orders",
 BROKER_CHANGE_EXAMPLES = [_example("A new timeout", {"transaction_timeout_ms": 30000})]
 QUEUE_EXAMPLES = [
     _example("A local queue", {"name": "ORDERS", "max_depth": 10000, "default_priority": 4}),
-    _example("A remote queue", {"name": "PAYMENTS", "kind": "remote", "remote_broker": "QM2",
-                                "remote_queue": "PAYMENTS.IN", "transmission_queue": "QM2"}),
+    _example(
+        "A remote queue",
+        {
+            "name": "PAYMENTS",
+            "kind": "remote",
+            "remote_broker": "QM2",
+            "remote_queue": "PAYMENTS.IN",
+            "transmission_queue": "QM2",
+        },
+    ),
 ]
 QUEUE_CHANGE_EXAMPLES = [_example("Stop puts", {"put_enabled": False})]
 PUT_EXAMPLES = [
@@ -148,11 +178,28 @@ BEGIN_EXAMPLES = [_example("A minute", {"timeout_ms": 60000})]
 WAIT_EXAMPLES = [_example("Do not wait", {"wait": 0})]
 CONNECTION_EXAMPLES = [_example("An application", {"client_name": "billing-1"})]
 CHANNEL_EXAMPLES = [
-    _example("To a broker of this platform", {"name": "QMA.TO.QMB", "source_broker": "QMA", "transmission_queue": "QMB",
-                                              "target_broker": "QMB", "batch_size": 50, "preemptive": True}),
-    _example("To another platform", {"name": "QMA.TO.FAR", "source_broker": "QMA", "transmission_queue": "FAR",
-                                     "target_broker": "FAR", "target_url": "https://far.example.com",
-                                     "target_token": "0123456789abcdef0123456789abcdef01234567"}),
+    _example(
+        "To a broker of this platform",
+        {
+            "name": "QMA.TO.QMB",
+            "source_broker": "QMA",
+            "transmission_queue": "QMB",
+            "target_broker": "QMB",
+            "batch_size": 50,
+            "preemptive": True,
+        },
+    ),
+    _example(
+        "To another platform",
+        {
+            "name": "QMA.TO.FAR",
+            "source_broker": "QMA",
+            "transmission_queue": "FAR",
+            "target_broker": "FAR",
+            "target_url": "https://far.example.com",
+            "target_token": "0123456789abcdef0123456789abcdef01234567",
+        },
+    ),
 ]
 CHANNEL_CHANGE_EXAMPLES = [_example("A bigger window", {"window": 16})]
 DEAD_LETTER_EXAMPLES = [_example("Cannot process", {"reason": "unparseable order"})]
@@ -163,25 +210,53 @@ DEAD_LETTER_EXAMPLES = [_example("Cannot process", {"reason": "unparseable order
 _UNSET = object()
 
 
-def _operation(operation_id: str, tag: str, ok: dict, *errors: int, parameters=(), request=_UNSET,
-               examples=None, summary: str | None = None):
+def _operation(
+    operation_id: str,
+    tag: str,
+    ok: dict,
+    *errors: int,
+    parameters=(),
+    request=_UNSET,
+    examples=None,
+    summary: str | None = None,
+):
     kwargs = {"request": request} if request is not _UNSET else {}
-    return extend_schema(operation_id=operation_id, tags=[tag], parameters=list(parameters), summary=summary,
-                         examples=examples, responses=responses(ok, *errors), **kwargs)
+    return extend_schema(
+        operation_id=operation_id,
+        tags=[tag],
+        parameters=list(parameters),
+        summary=summary,
+        examples=examples,
+        responses=responses(ok, *errors),
+        **kwargs,
+    )
 
 
-transactions_graph = _operation("transactions_graph", "transactions", {200: TransactionGraphSerializer}, 404,
-                                parameters=[BROKER], summary="The broker's live transaction graph")
+transactions_graph = _operation(
+    "transactions_graph",
+    "transactions",
+    {200: TransactionGraphSerializer},
+    404,
+    parameters=[BROKER],
+    summary="The broker's live transaction graph",
+)
 
 
 # --- operations defined once (brokers.api.operations) -----------------------------------------
 
-_PATH_PARAMETERS = {"broker": BROKER, "queue": QUEUE, "transaction": TRANSACTION, "lock_token": TOKEN,
-                    "conn_id": CONNECTION, "channel": CHANNEL}
+_PATH_PARAMETERS = {
+    "broker": BROKER,
+    "queue": QUEUE,
+    "transaction": TRANSACTION,
+    "lock_token": TOKEN,
+    "conn_id": CONNECTION,
+    "channel": CHANNEL,
+}
 
 
-def operation(op, operation_id: str, tag: str, *errors: int, query: bool = False, examples=None,
-              summary: str | None = None):
+def operation(
+    op, operation_id: str, tag: str, *errors: int, query: bool = False, examples=None, summary: str | None = None
+):
     """The OpenAPI description of one operation, from its definition: the request body (or,
     with ``query``, the query parameters) from its ``Input`` without the path's fields, the
     responses from its ``Output``."""
@@ -191,11 +266,21 @@ def operation(op, operation_id: str, tag: str, *errors: int, query: bool = False
     parameters = [_PATH_PARAMETERS[name] for name in op.path]
     request = None if query else body
     if query and body is not None:
-        parameters += [OpenApiParameter(name, _QUERY_TYPES.get(info.annotation, str), description=info.description)
-                       for name, info in body.model_fields.items()]
+        parameters += [
+            OpenApiParameter(name, _QUERY_TYPES.get(info.annotation, str), description=info.description)
+            for name, info in body.model_fields.items()
+        ]
     ok = {status: (model if model.model_fields else NO_CONTENT) for status, model in op.outputs().items()}
-    return _operation(operation_id, tag, ok, *errors, parameters=parameters, request=request, examples=examples,
-                      summary=summary or ((op.__doc__ or "").strip().splitlines() or [None])[0])
+    return _operation(
+        operation_id,
+        tag,
+        ok,
+        *errors,
+        parameters=parameters,
+        request=request,
+        examples=examples,
+        summary=summary or ((op.__doc__ or "").strip().splitlines() or [None])[0],
+    )
 
 
 _QUERY_TYPES = {bool: bool, int: int, float: float}

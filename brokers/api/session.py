@@ -23,6 +23,7 @@ service). How it is served:
   anyone else.
 - Closing a session leaves its units of work as they are.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -105,17 +106,25 @@ class _Applier(threading.Thread):
             try:
                 request = json_strict_loads(text)
             except (ValueError, RecursionError):  # not JSON, or nested beyond the decoder's depth
-                raise InvalidInput("A request is one JSON object: {\"id\", \"op\", ...fields}.",
-                                   errors={"body": ["Not JSON."]}) from None
+                raise InvalidInput(
+                    'A request is one JSON object: {"id", "op", ...fields}.', errors={"body": ["Not JSON."]}
+                ) from None
             if not isinstance(request, dict):
-                raise InvalidInput("A request is one JSON object: {\"id\", \"op\", ...fields}.",
-                                   errors={"body": ["Must be an object."]})
+                raise InvalidInput(
+                    'A request is one JSON object: {"id", "op", ...fields}.', errors={"body": ["Must be an object."]}
+                )
             re = request.pop("id", None)
-            if isinstance(re, bool) or not isinstance(re, (int, float, str)) or (isinstance(re, str) and len(re) > 200) \
-                    or (isinstance(re, float) and not math.isfinite(re)):  # 1e400 decodes as infinity: not JSON
+            if (
+                isinstance(re, bool)
+                or not isinstance(re, (int, float, str))
+                or (isinstance(re, str) and len(re) > 200)
+                or (isinstance(re, float) and not math.isfinite(re))
+            ):  # 1e400 decodes as infinity: not JSON
                 re = None
-                raise InvalidInput("A request needs an id: a number or a string of at most 200 characters.",
-                                   errors={"id": ["Required: a number or a string."]})
+                raise InvalidInput(
+                    "A request needs an id: a number or a string of at most 200 characters.",
+                    errors={"id": ["Required: a number or a string."]},
+                )
             op = request.pop("op", None)
             if op == "auth":
                 self.authenticate(re, request)
@@ -123,8 +132,10 @@ class _Applier(threading.Thread):
             operation = SESSION_OPERATIONS.get(op) if isinstance(op, str) else None
             if operation is None:
                 known = ", ".join(sorted(["auth", *SESSION_OPERATIONS]))
-                raise InvalidInput(f"Unknown operation {op!r}; the operations are {known}.",
-                                   errors={"op": ["Unknown operation." if op is not None else "Required."]})
+                raise InvalidInput(
+                    f"Unknown operation {op!r}; the operations are {known}.",
+                    errors={"op": ["Unknown operation." if op is not None else "Required."]},
+                )
             user = self.consumer.user
             if user is None:
                 raise NotAuthenticated()
@@ -147,8 +158,9 @@ class _Applier(threading.Thread):
         except Exception:  # a bug: answer it as REST would, keep the session
             log.exception("session request failed")
             close_old_connections()
-            self.consumer.reply({"re": re, "status": 500, "code": "server_error",
-                                 "message": "The server failed to handle the request."})
+            self.consumer.reply(
+                {"re": re, "status": 500, "code": "server_error", "message": "The server failed to handle the request."}
+            )
 
     def authenticate(self, re: Any, request: dict[str, Any]) -> None:
         key = request.get("token")
@@ -161,8 +173,9 @@ class _Applier(threading.Thread):
     def wait(self, re: Any, operation, user, data) -> None:
         with self.lock:
             if self.waiting >= settings.BATON_SESSION_MAX_WAITS:
-                raise Throttled(f"At most {settings.BATON_SESSION_MAX_WAITS} waiting requests per session.",
-                                retry_after=1)
+                raise Throttled(
+                    f"At most {settings.BATON_SESSION_MAX_WAITS} waiting requests per session.", retry_after=1
+                )
             slot = wait_slot_take(user)  # the user's, across sessions and REST (brokers/api/waits.py)
             self.waiting += 1
 
@@ -175,8 +188,12 @@ class _Applier(threading.Thread):
             except Exception:
                 log.exception("session request failed")
                 close_old_connections()
-                answer = {"re": re, "status": 500, "code": "server_error",
-                          "message": "The server failed to handle the request."}
+                answer = {
+                    "re": re,
+                    "status": 500,
+                    "code": "server_error",
+                    "message": "The server failed to handle the request.",
+                }
             finally:  # the slot is free before the client hears the answer
                 wait_slot_give(slot)
                 with self.lock:
@@ -236,13 +253,21 @@ class SessionConsumer(AsyncWebsocketConsumer):
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         if text_data is None:
-            await self._send_now(_error(None, InvalidInput("Send requests as JSON text frames.",
-                                                           errors={"body": ["A binary frame."]})))
+            await self._send_now(
+                _error(None, InvalidInput("Send requests as JSON text frames.", errors={"body": ["A binary frame."]}))
+            )
             return
         if len(text_data) > settings.BATON_MAX_REQUEST_LENGTH:
-            await self._send_now(_error(None, MessageTooLarge(
-                f"A request frame may hold at most {settings.BATON_MAX_REQUEST_LENGTH} characters.",
-                max_request_length=settings.BATON_MAX_REQUEST_LENGTH, length=len(text_data))))
+            await self._send_now(
+                _error(
+                    None,
+                    MessageTooLarge(
+                        f"A request frame may hold at most {settings.BATON_MAX_REQUEST_LENGTH} characters.",
+                        max_request_length=settings.BATON_MAX_REQUEST_LENGTH,
+                        length=len(text_data),
+                    ),
+                )
+            )
             return
         applier = self.applier
         with applier.lock:

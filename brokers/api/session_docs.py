@@ -1,6 +1,7 @@
 """``GET /api/session/`` without the WebSocket upgrade, and ``/api/session/docs/``: the
 session protocol's page, generated from the operations' definitions (the same ones REST and
 the OpenAPI schema use), so it cannot drift from what the session accepts and answers."""
+
 from __future__ import annotations
 
 import json
@@ -12,10 +13,13 @@ from .operations import SESSION_OPERATIONS
 
 
 def session_upgrade_required(request: HttpRequest) -> JsonResponse:
-    response = JsonResponse({
-        "code": "upgrade_required",
-        "message": "/api/session/ is a WebSocket: connect with an Upgrade request. See /api/session/docs/.",
-    }, status=426)
+    response = JsonResponse(
+        {
+            "code": "upgrade_required",
+            "message": "/api/session/ is a WebSocket: connect with an Upgrade request. See /api/session/docs/.",
+        },
+        status=426,
+    )
     response["Upgrade"] = "websocket"
     return response
 
@@ -31,9 +35,13 @@ def session_docs(request: HttpRequest) -> HttpResponse:
             "summary": (operation.__doc__ or "").strip(),
             "rest": operation.__name__,
             "input": _schema(operation.Input),
-            "outputs": [{"status": status, "schema": json.dumps(model.model_json_schema(mode="serialization"),
-                                                                 indent=2, sort_keys=True)}
-                        for status, model in sorted(operation.outputs().items())],
+            "outputs": [
+                {
+                    "status": status,
+                    "schema": json.dumps(model.model_json_schema(mode="serialization"), indent=2, sort_keys=True),
+                }
+                for status, model in sorted(operation.outputs().items())
+            ],
         }
         for name, operation in sorted(SESSION_OPERATIONS.items())
     ]

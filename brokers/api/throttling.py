@@ -6,6 +6,7 @@ thousands of entries long on a busy put path. This one counts requests in fixed 
 of the rate's period instead: one cache ``add``/``incr`` per request. The rate is read from
 the settings at each request, so a test's ``override_settings(BATON_API_RATE=...)`` works.
 """
+
 from __future__ import annotations
 
 import math

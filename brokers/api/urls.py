@@ -1,5 +1,6 @@
 """API routes. Broker and queue names may contain '/', so the name converter takes slashes
 and the most specific routes come first."""
+
 from django.urls import path, register_converter
 
 from . import views
@@ -42,7 +43,11 @@ urlpatterns = [
     path("brokers/<name:broker>/", views.BrokerDetailView.as_view(), name="broker-detail"),
     path("brokers/", views.BrokerListView.as_view(), name="broker-list"),
     path("transactions/<id:transaction_id>/commit/", views.TransactionCommitView.as_view(), name="transaction-commit"),
-    path("transactions/<id:transaction_id>/rollback/", views.TransactionRollbackView.as_view(), name="transaction-rollback"),
+    path(
+        "transactions/<id:transaction_id>/rollback/",
+        views.TransactionRollbackView.as_view(),
+        name="transaction-rollback",
+    ),
     path("transactions/<id:transaction_id>/check/", views.TransactionCheckView.as_view(), name="transaction-check"),
     path("transactions/<id:transaction_id>/", views.TransactionDetailView.as_view(), name="transaction-detail"),
     path("locks/<id:token>/complete/", views.LockCompleteView.as_view(), name="lock-complete"),

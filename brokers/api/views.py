@@ -1,6 +1,7 @@
 """REST views: each method hands its request (the body, or the query for GETs and DELETEs,
 with the path's fields) to one operation of ``brokers.api.operations`` — the definition
 the session and the OpenAPI schema use too — and renders what it answers."""
+
 from __future__ import annotations
 
 from rest_framework.request import Request
@@ -16,6 +17,7 @@ from .operations.rest import operation_response as _run, request_query as _query
 
 
 # --- brokers and queues -------------------------------------------------------------------
+
 
 class BrokerListView(APIView):
     @doc.operation(ops.BrokerList, "brokers_list", "brokers", 400, query=True)
@@ -67,23 +69,49 @@ class QueueDetailView(APIView):
 
 # --- operations defined once (brokers.api.operations): messages, locks, transactions ------
 
+
 class MessagesView(APIView):
     """GET browses, POST puts."""
 
-    @doc.operation(ops.MessageBrowse, "messages_browse", "messages", 400, 404, query=True,
-                   summary="Browse: look at messages without removing them")
+    @doc.operation(
+        ops.MessageBrowse,
+        "messages_browse",
+        "messages",
+        400,
+        404,
+        query=True,
+        summary="Browse: look at messages without removing them",
+    )
     def get(self, request: Request, broker: str, queue: str) -> Response:
         return _run(ops.MessageBrowse, request, dict(request.query_params.items()), broker=broker, queue=queue)
 
-    @doc.operation(ops.MessagePut, "messages_put", "messages", 400, 404, 409, 413, examples=doc.PUT_EXAMPLES,
-                   summary="Put one message, or a batch as messages")
+    @doc.operation(
+        ops.MessagePut,
+        "messages_put",
+        "messages",
+        400,
+        404,
+        409,
+        413,
+        examples=doc.PUT_EXAMPLES,
+        summary="Put one message, or a batch as messages",
+    )
     def post(self, request: Request, broker: str, queue: str) -> Response:
         return _run(ops.MessagePut, request, broker=broker, queue=queue)
 
 
 class GetView(APIView):
-    @doc.operation(ops.MessageGet, "messages_get", "messages", 400, 404, 409, 413, examples=doc.GET_EXAMPLES,
-                   summary="Get messages (destructive, browse or peek-lock)")
+    @doc.operation(
+        ops.MessageGet,
+        "messages_get",
+        "messages",
+        400,
+        404,
+        409,
+        413,
+        examples=doc.GET_EXAMPLES,
+        summary="Get messages (destructive, browse or peek-lock)",
+    )
     def post(self, request: Request, broker: str, queue: str) -> Response:
         return _run(ops.MessageGet, request, broker=broker, queue=queue)
 
@@ -107,15 +135,17 @@ class LockRenewView(APIView):
 
 
 class LockDeadLetterView(APIView):
-    @doc.operation(ops.LockDeadLetter, "locks_dead_letter", "locks", 400, 404, 409, 410, 413,
-                   examples=doc.DEAD_LETTER_EXAMPLES)
+    @doc.operation(
+        ops.LockDeadLetter, "locks_dead_letter", "locks", 400, 404, 409, 410, 413, examples=doc.DEAD_LETTER_EXAMPLES
+    )
     def post(self, request: Request, token: str) -> Response:
         return _run(ops.LockDeadLetter, request, token=token)
 
 
 class TransactionBeginView(APIView):
-    @doc.operation(ops.TransactionBegin, "transactions_begin", "transactions", 400, 404, 413,
-                   examples=doc.BEGIN_EXAMPLES)
+    @doc.operation(
+        ops.TransactionBegin, "transactions_begin", "transactions", 400, 404, 413, examples=doc.BEGIN_EXAMPLES
+    )
     def post(self, request: Request, broker: str) -> Response:
         return _run(ops.TransactionBegin, request, broker=broker)
 
@@ -136,8 +166,9 @@ class TransactionDetailView(APIView):
 
 
 class TransactionCommitView(APIView):
-    @doc.operation(ops.TransactionCommit, "transactions_commit", "transactions", 400, 404, 409, 413,
-                   examples=doc.WAIT_EXAMPLES)
+    @doc.operation(
+        ops.TransactionCommit, "transactions_commit", "transactions", 400, 404, 409, 413, examples=doc.WAIT_EXAMPLES
+    )
     def post(self, request: Request, transaction_id: str) -> Response:
         return _run(ops.TransactionCommit, request, transaction_id=transaction_id)
 
@@ -149,17 +180,27 @@ class TransactionRollbackView(APIView):
 
 
 class TransactionCheckView(APIView):
-    @doc.operation(ops.TransactionCheck, "transactions_check", "transactions", 400, 404, 413,
-                   examples=doc.WAIT_EXAMPLES, summary="The ready-check")
+    @doc.operation(
+        ops.TransactionCheck,
+        "transactions_check",
+        "transactions",
+        400,
+        404,
+        413,
+        examples=doc.WAIT_EXAMPLES,
+        summary="The ready-check",
+    )
     def post(self, request: Request, transaction_id: str) -> Response:
         return _run(ops.TransactionCheck, request, transaction_id=transaction_id)
 
 
 # --- connections --------------------------------------------------------------------------
 
+
 class ConnectionOpenView(APIView):
-    @doc.operation(ops.ConnectionOpen, "connections_open", "connections", 400, 404, 413,
-                   examples=doc.CONNECTION_EXAMPLES)
+    @doc.operation(
+        ops.ConnectionOpen, "connections_open", "connections", 400, 404, 413, examples=doc.CONNECTION_EXAMPLES
+    )
     def post(self, request: Request, broker: str) -> Response:
         return _run(ops.ConnectionOpen, request, broker=broker)
 
@@ -169,7 +210,12 @@ class ConnectionDetailView(APIView):
     def get(self, request: Request, conn_id: str) -> Response:
         return _run(ops.ConnectionDisplay, request, {}, conn_id=conn_id)
 
-    @doc.operation(ops.ConnectionClose, "connections_close", "connections", 404,
-                   summary="Close: an open unit of work it began is rolled back")
+    @doc.operation(
+        ops.ConnectionClose,
+        "connections_close",
+        "connections",
+        404,
+        summary="Close: an open unit of work it began is rolled back",
+    )
     def delete(self, request: Request, conn_id: str) -> Response:
         return _run(ops.ConnectionClose, request, {}, conn_id=conn_id)

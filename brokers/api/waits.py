@@ -5,6 +5,7 @@ sessions together). Over the limit the request is answered 429 ``throttled`` wit
 Retry-After: one user's waits can never hold every thread that serves the others (the
 HTTP threads, the sessions' waiter pool).
 """
+
 from __future__ import annotations
 
 import threading
@@ -39,8 +40,11 @@ def wait_slot_take(user) -> Any:
     limit = settings.BATON_MAX_WAITS_PER_USER
     with _lock:
         if _waiting.get(key, 0) >= limit:
-            raise Throttled(f"At most {limit} waiting requests per user; try again when one is answered.",
-                            retry_after=RETRY_AFTER_S, max_waits=limit)
+            raise Throttled(
+                f"At most {limit} waiting requests per user; try again when one is answered.",
+                retry_after=RETRY_AFTER_S,
+                max_waits=limit,
+            )
         _waiting[key] = _waiting.get(key, 0) + 1
     return key
 

@@ -1,4 +1,5 @@
 """Defining, altering, deleting, starting and stopping channels."""
+
 from __future__ import annotations
 
 from urllib.parse import urlparse
@@ -12,8 +13,17 @@ from ..models import Broker, Channel, ChannelState, Queue, QueueKind, QueueUsage
 from ..services.validation import model_validated, unknown_fields_refused
 
 CHANNEL_FIELDS = {
-    "source_broker", "transmission_queue", "target_broker", "target_url", "target_token", "batch_size",
-    "batch_interval_ms", "batch_bytes", "window", "preemptive", "description",
+    "source_broker",
+    "transmission_queue",
+    "target_broker",
+    "target_url",
+    "target_token",
+    "batch_size",
+    "batch_interval_ms",
+    "batch_bytes",
+    "window",
+    "preemptive",
+    "description",
 }
 
 
@@ -23,6 +33,7 @@ class ChannelNotFound(NotFound):
 
 #: The Celery task that runs a channel's sender agent (brokers/channels/tasks.py).
 CHANNEL_AGENT_TASK = "brokers.tasks.channel_agent"
+
 
 def channel_get(*, name: str) -> Channel:
     try:
@@ -36,7 +47,9 @@ def _channel_checked(channel: Channel) -> None:
     errors: dict[str, list[str]] = {}
     xmitq = Queue.objects.filter(broker=channel.source_broker, name=channel.transmission_queue).first()
     if xmitq is None:
-        errors["transmission_queue"] = [f"No queue {channel.transmission_queue!r} on broker {channel.source_broker.name!r}."]
+        errors["transmission_queue"] = [
+            f"No queue {channel.transmission_queue!r} on broker {channel.source_broker.name!r}."
+        ]
     elif xmitq.kind != QueueKind.LOCAL or xmitq.usage != QueueUsage.TRANSMISSION:
         errors["transmission_queue"] = ["Must be a local queue with usage transmission."]
     if channel.target_url:
@@ -46,7 +59,9 @@ def _channel_checked(channel: Channel) -> None:
         if not channel.target_token:
             errors["target_token"] = ["A channel to another platform needs that platform's API token."]
     elif not Broker.objects.filter(name=channel.target_broker).exists():
-        errors["target_broker"] = [f"No broker {channel.target_broker!r} on this platform (give target_url for another one)."]
+        errors["target_broker"] = [
+            f"No broker {channel.target_broker!r} on this platform (give target_url for another one)."
+        ]
     if errors:
         raise InvalidInput("The channel definition is not valid.", errors=errors)
 
@@ -56,7 +71,9 @@ def _source_broker(attributes: dict) -> None:
         name = attributes["source_broker"]
         broker = Broker.objects.filter(name=name).first() if isinstance(name, str) else None
         if broker is None:
-            raise InvalidInput("The channel definition is not valid.", errors={"source_broker": [f"No broker {name!r}."]})
+            raise InvalidInput(
+                "The channel definition is not valid.", errors={"source_broker": [f"No broker {name!r}."]}
+            )
         attributes["source_broker"] = broker
 
 
@@ -84,7 +101,9 @@ def channel_alter(*, name: str, **changes) -> Channel:
     with db.atomic():
         channel = channel_get(name=name)
         if channel.enabled or channel.batches.exists():
-            raise Conflict(f"Stop channel {name!r} (and let its batches in flight resolve) before altering it.", channel=name)
+            raise Conflict(
+                f"Stop channel {name!r} (and let its batches in flight resolve) before altering it.", channel=name
+            )
         for key, value in changes.items():
             setattr(channel, key, value)
         _channel_checked(channel)

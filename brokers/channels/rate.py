@@ -4,6 +4,7 @@ An exponentially decayed count: each confirmed batch adds ``n / TAU_S`` to the r
 the rate decays by ``exp(-dt / TAU_S)`` over ``dt`` seconds, so a steady flow of r per
 second reads r, and a channel that stopped reads towards 0 within a few ``TAU_S``.
 """
+
 from __future__ import annotations
 
 import math

@@ -21,6 +21,7 @@ A batch is put with a few statements whatever its size (``_batch_put``): the rec
 the critical path of every pipeline through a channel, since its messages are invisible,
 even to pre-emptive gets, until its database transaction commits.
 """
+
 from __future__ import annotations
 
 import base64
@@ -32,7 +33,10 @@ from django.utils import timezone
 from transactions.journal import journal_event, journal_record
 from transactions.locks import link_graph_lock
 from transactions.manager import (
-    transaction_begin, transaction_commit, transaction_links_add, transaction_rollback,
+    transaction_begin,
+    transaction_commit,
+    transaction_links_add,
+    transaction_rollback,
 )
 from transactions.models import JournalKind, Transaction, TransactionState
 
@@ -46,28 +50,54 @@ from ..services.store import queue_reserve, queues_woken
 COMMITTED, PENDING, BACKED_OUT, UNKNOWN = "committed", "pending", "backed_out", "unknown"
 
 MESSAGE_KEYS = {
-    "msg_id", "correl_id", "group_id", "msg_type", "priority", "persistent", "expires_at", "format",
-    "reply_to_queue", "reply_to_broker", "report", "properties", "put_time", "put_application", "feedback",
-    "body_base64", "destination",
+    "msg_id",
+    "correl_id",
+    "group_id",
+    "msg_type",
+    "priority",
+    "persistent",
+    "expires_at",
+    "format",
+    "reply_to_queue",
+    "reply_to_broker",
+    "report",
+    "properties",
+    "put_time",
+    "put_application",
+    "feedback",
+    "body_base64",
+    "destination",
 }
 
 
 def batch_message_render(m: Message) -> dict:
     """A message as it travels in a batch: its descriptor (msg_id kept), body, destination."""
     return {
-        "msg_id": m.msg_id, "correl_id": m.correl_id, "group_id": m.group_id, "msg_type": m.msg_type,
-        "priority": m.priority, "persistent": m.persistent,
-        "expires_at": m.expires_at.isoformat() if m.expires_at else None, "format": m.format,
-        "reply_to_queue": m.reply_to_queue, "reply_to_broker": m.reply_to_broker, "report": m.report,
-        "properties": m.properties, "put_time": m.put_time.isoformat(), "put_application": m.put_application,
-        "feedback": m.feedback, "body_base64": base64.b64encode(bytes(m.body)).decode("ascii"),
+        "msg_id": m.msg_id,
+        "correl_id": m.correl_id,
+        "group_id": m.group_id,
+        "msg_type": m.msg_type,
+        "priority": m.priority,
+        "persistent": m.persistent,
+        "expires_at": m.expires_at.isoformat() if m.expires_at else None,
+        "format": m.format,
+        "reply_to_queue": m.reply_to_queue,
+        "reply_to_broker": m.reply_to_broker,
+        "report": m.report,
+        "properties": m.properties,
+        "put_time": m.put_time.isoformat(),
+        "put_application": m.put_application,
+        "feedback": m.feedback,
+        "body_base64": base64.b64encode(bytes(m.body)).decode("ascii"),
         "destination": m.transmission_header or {},
     }
 
 
 def _receipt(channel: str, source_broker: str, target_broker: str) -> ChannelReceipt:
     receipt, _ = ChannelReceipt.objects.select_for_update().get_or_create(
-        channel_name=channel, source_broker=source_broker, defaults={"target_broker": target_broker},
+        channel_name=channel,
+        source_broker=source_broker,
+        defaults={"target_broker": target_broker},
     )
     return receipt
 
@@ -121,15 +151,23 @@ def _dead_letter_queue(broker) -> Queue:
 def _message(item: dict, body: bytes, txn: Transaction) -> Message:
     """The message a batch item becomes (not saved; its queue is decided afterwards)."""
     return Message(
-        msg_id=item["msg_id"], correl_id=item.get("correl_id"), group_id=item.get("group_id"),
-        msg_type=item.get("msg_type") or "datagram", priority=item.get("priority") or 0,
+        msg_id=item["msg_id"],
+        correl_id=item.get("correl_id"),
+        group_id=item.get("group_id"),
+        msg_type=item.get("msg_type") or "datagram",
+        priority=item.get("priority") or 0,
         persistent=bool(item.get("persistent", True)),
         expires_at=datetime.fromisoformat(item["expires_at"]) if item.get("expires_at") else None,
-        format=item.get("format") or "", reply_to_queue=item.get("reply_to_queue") or "",
-        reply_to_broker=item.get("reply_to_broker") or "", report=item.get("report") or [],
-        properties=item.get("properties") or {}, put_time=datetime.fromisoformat(item["put_time"]),
-        put_application=item.get("put_application") or "", feedback=item.get("feedback") or "",
-        body=body, put_transaction=txn,
+        format=item.get("format") or "",
+        reply_to_queue=item.get("reply_to_queue") or "",
+        reply_to_broker=item.get("reply_to_broker") or "",
+        report=item.get("report") or [],
+        properties=item.get("properties") or {},
+        put_time=datetime.fromisoformat(item["put_time"]),
+        put_application=item.get("put_application") or "",
+        feedback=item.get("feedback") or "",
+        body=body,
+        put_transaction=txn,
     )
 
 
@@ -168,8 +206,11 @@ def _planned(broker, items: list[dict], txn: Transaction) -> list[_Planned]:
 def _duplicates_marked(queue: Queue, entries: list[_Planned]) -> list[_Planned]:
     """Mark the entries whose msg_id is already on ``queue`` (delivered before: a batch cannot
     commit twice, this is a second guard) or earlier in this batch; return the others."""
-    seen = set(Message.objects.filter(queue=queue, msg_id__in=[e.message.msg_id for e in entries])
-               .values_list("msg_id", flat=True))
+    seen = set(
+        Message.objects.filter(queue=queue, msg_id__in=[e.message.msg_id for e in entries]).values_list(
+            "msg_id", flat=True
+        )
+    )
     fresh = []
     for entry in entries:
         if entry.message.msg_id in seen:
@@ -224,18 +265,33 @@ def _batch_put(*, broker, items: list[dict], txn: Transaction, now: datetime) ->
         entry.message.dead_letter_reason = entry.reason
         entry.message.dead_letter_queue = entry.name if entry.reason else ""
     Message.objects.bulk_create([e.message for e in stored])
-    journal_record(events=[journal_event(
-        JournalKind.TRANSFER, broker=broker.name, queue=e.queue.name, msg_id=e.message.msg_id, transaction_id=txn.id,
-        at=now, **({"dead_letter": e.reason} if e.reason else {}),
-    ) for e in stored])
+    journal_record(
+        events=[
+            journal_event(
+                JournalKind.TRANSFER,
+                broker=broker.name,
+                queue=e.queue.name,
+                msg_id=e.message.msg_id,
+                transaction_id=txn.id,
+                at=now,
+                **({"dead_letter": e.reason} if e.reason else {}),
+            )
+            for e in stored
+        ]
+    )
     queues_woken({e.queue.pk for e in stored})
     return ["duplicate" if e.duplicate else "dead_lettered" if e.reason else "put" for e in planned]
 
 
 def _batch_checked(payload: dict) -> None:
     problems = {}
-    for key, kind in (("channel", str), ("source_broker", str), ("target_broker", str), ("seq", int),
-                      ("messages", list)):
+    for key, kind in (
+        ("channel", str),
+        ("source_broker", str),
+        ("target_broker", str),
+        ("seq", int),
+        ("messages", list),
+    ):
         if not isinstance(payload.get(key), kind) or isinstance(payload.get(key), bool):
             problems[key] = [f"Required ({kind.__name__})."]
     if not problems:
@@ -264,13 +320,20 @@ def receiver_batch_receive(*, payload: dict) -> dict:
         txn = transaction_begin(broker=broker.name, timeout_ms=0, owner=f"channel:{payload['channel']}:receiver")
         outcomes = _batch_put(broker=broker, items=payload["messages"], txn=txn, now=now)
         txn_row = Transaction.objects.select_for_update().get(pk=txn.pk)
-        transaction_links_add(downstream=txn_row, upstream_refs=[
-            (standin.id, f"batch:{payload['channel']}:{seq}"),
-        ])
+        transaction_links_add(
+            downstream=txn_row,
+            upstream_refs=[
+                (standin.id, f"batch:{payload['channel']}:{seq}"),
+            ],
+        )
         ReceivedBatch.objects.create(receipt=receipt, seq=seq, transaction=txn.id, standin=standin.id)
         transaction_commit(transaction_id=txn.id)  # held on the stand-in until the sender says commit
-    return {"state": "received", "seq": seq, "dead_lettered": outcomes.count("dead_lettered"),
-            "duplicates": outcomes.count("duplicate")}
+    return {
+        "state": "received",
+        "seq": seq,
+        "dead_lettered": outcomes.count("dead_lettered"),
+        "duplicates": outcomes.count("duplicate"),
+    }
 
 
 def receiver_batch_commit(*, channel: str, source_broker: str, seq: int, through: int | None = None) -> dict:
@@ -281,7 +344,9 @@ def receiver_batch_commit(*, channel: str, source_broker: str, seq: int, through
     received); the answer says batch ``seq``'s state and the last batch committed."""
     last = max(seq, through if through is not None else seq)
     with db.atomic():
-        receipt = ChannelReceipt.objects.select_for_update().filter(channel_name=channel, source_broker=source_broker).first()
+        receipt = (
+            ChannelReceipt.objects.select_for_update().filter(channel_name=channel, source_broker=source_broker).first()
+        )
         if receipt is None:
             return {"state": UNKNOWN, "seq": seq}
         first_state, committed_through = None, None
@@ -336,14 +401,18 @@ def receiver_batch_backout(*, channel: str, source_broker: str, seq: int) -> dic
     application that pre-emptively consumed its messages."""
     cascaded: list[str] = []
     with db.atomic():
-        receipt = ChannelReceipt.objects.select_for_update().filter(channel_name=channel, source_broker=source_broker).first()
+        receipt = (
+            ChannelReceipt.objects.select_for_update().filter(channel_name=channel, source_broker=source_broker).first()
+        )
         if receipt is None:
             return {"state": UNKNOWN, "seq": seq}
         held = _pending(receipt, seq)
         status = _status(receipt, seq, held)
         if status == PENDING:
             outcome = transaction_rollback(
-                transaction_id=held.standin, reason=f"channel {channel} batch {seq} backed out", require_open=False,
+                transaction_id=held.standin,
+                reason=f"channel {channel} batch {seq} backed out",
+                require_open=False,
             )
             cascaded = outcome.cascaded
             status = BACKED_OUT

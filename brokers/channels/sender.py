@@ -21,6 +21,7 @@ order, and commits, backs out, resends or keeps waiting on it — every message 
 exactly once. At most one agent runs a channel: it holds a lease on the channel row,
 renewed after a step at most once a second.
 """
+
 from __future__ import annotations
 
 import os
@@ -100,8 +101,12 @@ def _next_lengths(channel: Channel, queue: Queue, limit: int) -> list[int]:
     (priority, then put order). Hand-written SQL (brokers/queries.py): an agent asks at
     every wake-up, hundreds of times a second on a busy pre-emptive channel, and a queryset
     cost it about a millisecond of Python each time."""
-    return messages_sendable_lengths(queue_id=queue.pk, preemptive=channel.preemptive, limit=limit,
-                                     priority_first=queue.delivery_sequence == DeliverySequence.PRIORITY)
+    return messages_sendable_lengths(
+        queue_id=queue.pk,
+        preemptive=channel.preemptive,
+        limit=limit,
+        priority_first=queue.delivery_sequence == DeliverySequence.PRIORITY,
+    )
 
 
 def _fitting(lengths: list[int], *, size: int, limit: int, first: bool) -> int:
@@ -126,8 +131,13 @@ def _batch_gather(channel: Channel, queue: Queue, txn_id: str) -> list[Message]:
         lengths = _next_lengths(channel, queue, channel.batch_size - len(messages))
         fits = _fitting(lengths, size=size, limit=channel.batch_bytes, first=not messages)
         if fits:
-            got = message_get(broker=channel.source_broker.name, queue=queue.name, transaction_id=txn_id,
-                              preemptive=channel.preemptive, batch=fits)
+            got = message_get(
+                broker=channel.source_broker.name,
+                queue=queue.name,
+                transaction_id=txn_id,
+                preemptive=channel.preemptive,
+                batch=fits,
+            )
             messages.extend(got.messages)
             size += sum(len(bytes(m.body)) for m in got.messages)
         if not messages:
@@ -148,14 +158,18 @@ def _batch_gather(channel: Channel, queue: Queue, txn_id: str) -> list[Message]:
 
 def _payload(channel: Channel, seq: int, messages: list[Message], provisional: bool) -> dict:
     return {
-        "channel": channel.name, "source_broker": channel.source_broker.name,
-        "target_broker": channel.target_broker, "seq": seq, "provisional": provisional,
+        "channel": channel.name,
+        "source_broker": channel.source_broker.name,
+        "target_broker": channel.target_broker,
+        "seq": seq,
+        "provisional": provisional,
         "messages": [batch_message_render(m) for m in messages],
     }
 
 
-def _batch_send(channel: Channel, transport: Transport, batch: ChannelBatch, messages: list[Message],
-                crash_at: str | None) -> None:
+def _batch_send(
+    channel: Channel, transport: Transport, batch: ChannelBatch, messages: list[Message], crash_at: str | None
+) -> None:
     provisional = transaction_check(transaction_id=batch.transaction).result == "pending"
     transport.receive(_payload(channel, batch.seq, messages, provisional))
     now = timezone.now()
@@ -174,8 +188,13 @@ def _batch_new(channel: Channel, queue: Queue, transport: Transport, crash_at: s
     seq = channel.last_batch_seq + 1
     _crash_point("after_get", crash_at, seq)
     with db.atomic():
-        batch = ChannelBatch.objects.create(channel=channel, seq=seq, transaction=txn.id, messages=len(messages),
-                                            bytes=sum(len(bytes(m.body)) for m in messages))
+        batch = ChannelBatch.objects.create(
+            channel=channel,
+            seq=seq,
+            transaction=txn.id,
+            messages=len(messages),
+            bytes=sum(len(bytes(m.body)) for m in messages),
+        )
         _set(channel, last_batch_seq=seq)
     _crash_point("after_record", crash_at, seq)
     _batch_send(channel, transport, batch, messages, crash_at)
@@ -193,8 +212,11 @@ def _batches_finish(channel: Channel, batches: list[ChannelBatch], status: str, 
     committed them) or rolls back; they leave the window, in one database transaction."""
     with db.atomic():  # the T_s outcomes, the counters and the batches' records change together
         if status == COMMITTED:
-            open_ids = set(Transaction.objects.filter(pk__in=[b.transaction for b in batches], state__in=OPEN_STATES)
-                           .values_list("pk", flat=True))
+            open_ids = set(
+                Transaction.objects.filter(pk__in=[b.transaction for b in batches], state__in=OPEN_STATES).values_list(
+                    "pk", flat=True
+                )
+            )
             for batch in batches:
                 if batch.transaction in open_ids:
                     transaction_commit(transaction_id=batch.transaction)
@@ -202,15 +224,20 @@ def _batches_finish(channel: Channel, batches: list[ChannelBatch], status: str, 
             now = timezone.now()
             rate = Channel.objects.filter(pk=channel.pk).values("rate_messages", "rate_bytes", "rate_at").get()
             counters = {
-                "batches_committed": F("batches_committed") + len(batches), "messages_sent": F("messages_sent") + count,
-                "bytes_sent": F("bytes_sent") + size, "rate_at": now,
+                "batches_committed": F("batches_committed") + len(batches),
+                "messages_sent": F("messages_sent") + count,
+                "bytes_sent": F("bytes_sent") + size,
+                "rate_at": now,
                 "rate_messages": rate_added(rate=rate["rate_messages"], at=rate["rate_at"], now=now, count=count),
                 "rate_bytes": rate_added(rate=rate["rate_bytes"], at=rate["rate_at"], now=now, count=size),
             }
         else:
             for batch in batches:
-                transaction_rollback(transaction_id=batch.transaction,
-                                     reason=f"channel {channel.name} batch {batch.seq} backed out", require_open=False)
+                transaction_rollback(
+                    transaction_id=batch.transaction,
+                    reason=f"channel {channel.name} batch {batch.seq} backed out",
+                    require_open=False,
+                )
             counters = {"batches_backed_out": F("batches_backed_out") + len(batches)}
         ChannelBatch.objects.filter(pk__in=[b.pk for b in batches]).delete()
         Channel.objects.filter(pk=channel.pk).update(updated_at=timezone.now(), **counters)
@@ -218,8 +245,9 @@ def _batches_finish(channel: Channel, batches: list[ChannelBatch], status: str, 
         _crash_point("after_sender_commit", crash_at, batch.seq)
 
 
-def _batch_settle(channel: Channel, transport: Transport, batch: ChannelBatch, result: str,
-                  crash_at: str | None) -> str:
+def _batch_settle(
+    channel: Channel, transport: Transport, batch: ChannelBatch, result: str, crash_at: str | None
+) -> str:
     """The oldest batch's ready-check answered ``result`` (ready or backed_out)."""
     if result == "ready":
         answer = transport.commit(batch.seq)["state"]
@@ -250,7 +278,7 @@ def _batches_settle(channel: Channel, transport: Transport, ready: list[ChannelB
     if done:
         _batches_finish(channel, done, COMMITTED, crash_at)
         outcome = "committed"
-    for batch in ready[len(done):]:
+    for batch in ready[len(done) :]:
         outcome = _batch_settle(channel, transport, batch, "ready", crash_at)
     return outcome
 
@@ -277,19 +305,23 @@ def channel_recover(*, channel: Channel, transport: Transport, crash_at: str | N
             else:  # T_s is gone (rolled back): nothing was delivered and nothing is left to send
                 with db.atomic():
                     if txn_state in OPEN_STATES:
-                        transaction_rollback(transaction_id=batch.transaction, reason="channel batch empty",
-                                             require_open=False)
+                        transaction_rollback(
+                            transaction_id=batch.transaction, reason="channel batch empty", require_open=False
+                        )
                     ChannelBatch.objects.filter(pk=batch.pk).delete()
                 outcomes.append("dropped")
     recorded = ChannelBatch.objects.filter(channel=channel).values_list("transaction", flat=True)
-    stale = Transaction.objects.filter(owner=f"channel:{channel.name}", state__in=OPEN_STATES).exclude(pk__in=list(recorded))
+    stale = Transaction.objects.filter(owner=f"channel:{channel.name}", state__in=OPEN_STATES).exclude(
+        pk__in=list(recorded)
+    )
     for txn_id in stale.values_list("pk", flat=True):
         transaction_rollback(transaction_id=txn_id, reason="channel agent restarted", require_open=False)
     return outcomes
 
 
-def _settled_in_turn(channel: Channel, transport: Transport, batches: list[ChannelBatch],
-                     results: list[str], crash_at: str | None) -> str:
+def _settled_in_turn(
+    channel: Channel, transport: Transport, batches: list[ChannelBatch], results: list[str], crash_at: str | None
+) -> str:
     """Settle every batch whose ready-check answered, oldest first: each run of consecutive
     ready batches in one receiver call (``_batches_settle``), a backed-out one by itself.
     Batches still pending stay in the window, however many settle behind them. Returns the
@@ -309,7 +341,9 @@ def _settled_in_turn(channel: Channel, transport: Transport, batches: list[Chann
     return outcome
 
 
-def channel_batch_cycle(*, channel: Channel, transport: Transport, send: bool = True, crash_at: str | None = None) -> str:
+def channel_batch_cycle(
+    *, channel: Channel, transport: Transport, send: bool = True, crash_at: str | None = None
+) -> str:
     """One step of the agent: settle the batches whose ready-check has answered (a held one
     does not stop a ready one behind it); else send a new batch if the window has room (and
     ``send``); else wait up to IDLE_WAIT_S for either. Returns committed or backed_out (the
@@ -327,15 +361,18 @@ def channel_batch_cycle(*, channel: Channel, transport: Transport, send: bool = 
     held = [b.transaction for b in batches]
 
     def due() -> bool:
-        return bool(any(r != "pending" for r in ready_checks(transaction_ids=held).values())
-                    or (room and _xmitq_has(channel, queue)))
+        return bool(
+            any(r != "pending" for r in ready_checks(transaction_ids=held).values())
+            or (room and _xmitq_has(channel, queue))
+        )
 
     wait_for(due, keys=[queue_wakeup_key(queue.pk)] + [f"txn:{t}" for t in held], wait_s=IDLE_WAIT_S)
     return "waiting" if batches else "idle"
 
 
-def channel_agent_run(*, name: str, holder: str, max_seconds: float = 50, once: bool = False,
-                      crash_at: str | None = None) -> str:
+def channel_agent_run(
+    *, name: str, holder: str, max_seconds: float = 50, once: bool = False, crash_at: str | None = None
+) -> str:
     """Run the channel's agent for up to ``max_seconds`` (then the supervisor starts the next
     run), or with ``once`` until one batch has been sent and every batch in flight settled.
     Returns why it ended (or, with ``once``, the last batch's outcome)."""
@@ -370,12 +407,18 @@ def channel_agent_run(*, name: str, holder: str, max_seconds: float = 50, once: 
                     _set(channel, state=ChannelState.RUNNING)
                     outcome = settled or "idle"
                 else:
-                    outcome = channel_batch_cycle(channel=channel, transport=transport, send=not (once and sent),
-                                                  crash_at=crash_at)
+                    outcome = channel_batch_cycle(
+                        channel=channel, transport=transport, send=not (once and sent), crash_at=crash_at
+                    )
             except TransportError as exc:
                 backoff = min(BACKOFF_MAX_S, 2 ** min(channel.retry_count, 6))
-                _set(channel, state=ChannelState.RETRYING, last_error=str(exc)[:2000], retry_count=channel.retry_count + 1,
-                     next_attempt_at=timezone.now() + timedelta(seconds=backoff))
+                _set(
+                    channel,
+                    state=ChannelState.RETRYING,
+                    last_error=str(exc)[:2000],
+                    retry_count=channel.retry_count + 1,
+                    next_attempt_at=timezone.now() + timedelta(seconds=backoff),
+                )
                 ended = "retrying"
                 break
             if channel.state == ChannelState.RETRYING or channel.last_error:

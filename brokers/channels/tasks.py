@@ -1,6 +1,7 @@
 """The channels' Celery tasks: a channel's sender agent, and the supervisor that starts
 agents. Their names stay ``brokers.tasks.…``: beat schedules and queued task messages name
 them so, and ``brokers.tasks`` imports this module so that the worker registers them."""
+
 import os
 import socket
 

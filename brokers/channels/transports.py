@@ -10,6 +10,7 @@ an answer (the session dropped, the receiver restarted, an error reply) is a
 :class:`TransportError`; the agent then ends, retrying with back-off, and the next one asks
 the receiver about every batch in doubt and resends what it never got (docs/channels.md).
 """
+
 from __future__ import annotations
 
 from concurrent.futures import Future
@@ -70,8 +71,9 @@ class SessionTransport:
 
     def __init__(self, channel: Channel, *, timeout: float = 30.0) -> None:
         self.key = {"channel": channel.name, "source_broker": channel.source_broker.name}
-        self.session = Session(channel.target_url, channel.target_token, timeout=timeout,
-                               user_agent=f"baton-channel/{channel.name}")
+        self.session = Session(
+            channel.target_url, channel.target_token, timeout=timeout, user_agent=f"baton-channel/{channel.name}"
+        )
         self.unread: dict[int, Future] = {}  # batch seq -> the answer to its batch_receive, not read yet
 
     def _failed(self, op: str, exc: BatonError) -> TransportError:

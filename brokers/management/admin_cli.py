@@ -4,6 +4,7 @@ turned into one-line command errors, and output formatting.
 
 The commands call the service layer only; they never save models themselves.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -39,8 +40,14 @@ def option_name(field: str) -> str:
     return "--" + field.replace("_", "-")
 
 
-def attribute_options_add(parser, model: type[models.Model], fields: Iterable[str], *, with_defaults: bool,
-                          defaults_note: dict[str, str] | None = None) -> None:
+def attribute_options_add(
+    parser,
+    model: type[models.Model],
+    fields: Iterable[str],
+    *,
+    with_defaults: bool,
+    defaults_note: dict[str, str] | None = None,
+) -> None:
     """One option per attribute, generated from the model's fields so that the commands
     follow the services' field lists: ``--put-enabled`` / ``--no-put-enabled`` /
     ``--put-enabled yes|no`` for booleans, whole numbers for integer fields, text for the
@@ -66,15 +73,28 @@ def attribute_options_add(parser, model: type[models.Model], fields: Iterable[st
         help_text = "; ".join(parts) or None
         flag = option_name(name)
         if isinstance(field, models.BooleanField):
-            group.add_argument(flag, dest=name, nargs="?", const=True, type=yes_no, default=argparse.SUPPRESS,
-                               metavar="yes|no", help=help_text)
-            group.add_argument("--no-" + flag[2:], dest=name, action="store_const", const=False,
-                               default=argparse.SUPPRESS, help=f"same as {flag} no")
+            group.add_argument(
+                flag,
+                dest=name,
+                nargs="?",
+                const=True,
+                type=yes_no,
+                default=argparse.SUPPRESS,
+                metavar="yes|no",
+                help=help_text,
+            )
+            group.add_argument(
+                "--no-" + flag[2:],
+                dest=name,
+                action="store_const",
+                const=False,
+                default=argparse.SUPPRESS,
+                help=f"same as {flag} no",
+            )
         elif isinstance(field, models.IntegerField):
             group.add_argument(flag, dest=name, type=int, default=argparse.SUPPRESS, metavar="N", help=help_text)
         else:
-            group.add_argument(flag, dest=name, type=str, default=argparse.SUPPRESS, metavar="TEXT",
-                               help=help_text)
+            group.add_argument(flag, dest=name, type=str, default=argparse.SUPPRESS, metavar="TEXT", help=help_text)
 
 
 def attributes_given(options: dict[str, Any], fields: Iterable[str]) -> dict[str, Any]:
@@ -83,6 +103,7 @@ def attributes_given(options: dict[str, Any], fields: Iterable[str]) -> dict[str
 
 
 # --- errors ---------------------------------------------------------------------------
+
 
 def error_line(exc: BatonError) -> str:
     """A service error on one line: its message, what was wrong with each field, its code."""
@@ -114,6 +135,7 @@ def service_errors(returncode: int = ERROR) -> Iterator[None]:
 
 # --- names ----------------------------------------------------------------------------
 
+
 def is_generic(name: str | None) -> bool:
     """A generic name (``*``, ``QM*``, ``APP.*.IN``) selects every object it matches, as in
     runmqsc. ``*`` cannot be part of a real name."""
@@ -125,6 +147,7 @@ def name_matches(pattern: str | None, name: str) -> bool:
 
 
 # --- output ---------------------------------------------------------------------------
+
 
 def cell(value: Any) -> str:
     if value is None:

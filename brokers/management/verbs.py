@@ -2,13 +2,16 @@
 what it acts on) and the command each runs. The commands' own names (``define_queue``...)
 stay as aliases: ``manage.py baton define queue BRK1 Q1`` is ``manage.py define_queue BRK1
 Q1``."""
+
 from __future__ import annotations
 
 #: (verb, object or "") -> (the command, what it does). An empty object: the verb alone.
 VERBS: dict[tuple[str, str], tuple[str, str]] = {
-    **{(verb, obj): (f"{verb}_{obj}", f"{verb} a {noun}")
-       for verb in ("define", "alter", "display", "delete")
-       for obj, noun in (("broker", "broker"), ("queue", "queue"), ("channel", "channel"), ("topic", "topic object"))},
+    **{
+        (verb, obj): (f"{verb}_{obj}", f"{verb} a {noun}")
+        for verb in ("define", "alter", "display", "delete")
+        for obj, noun in (("broker", "broker"), ("queue", "queue"), ("channel", "channel"), ("topic", "topic object"))
+    },
     ("define", "sub"): ("define_sub", "define a subscription"),
     ("display", "sub"): ("display_sub", "display subscriptions"),
     ("delete", "sub"): ("delete_sub", "delete a subscription"),
@@ -50,7 +53,10 @@ def verb_resolve(words: list[str]) -> tuple[str, list[str]] | None:
 def verbs_text() -> str:
     rows = [(f"{verb} {obj}".strip(), command, what) for (verb, obj), (command, what) in VERBS.items()]
     width = max(len(row[0]) for row in rows)
-    lines = ["manage.py baton <verb> [<object>] [arguments]   (each verb runs the command named beside it;",
-             "the command's own name works too; `manage.py baton <verb> [<object>] --help` shows its options)", ""]
+    lines = [
+        "manage.py baton <verb> [<object>] [arguments]   (each verb runs the command named beside it;",
+        "the command's own name works too; `manage.py baton <verb> [<object>] --help` shows its options)",
+        "",
+    ]
     lines += [f"  {words:<{width}}  {command:<17} {what}" for words, command, what in sorted(rows)]
     return "\n".join(lines)

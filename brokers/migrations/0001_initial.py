@@ -8,254 +8,620 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('transactions', '0001_initial'),
+        ("transactions", "0001_initial"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Broker',
+            name="Broker",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=48, unique=True, validators=[django.core.validators.RegexValidator('^[A-Za-z0-9._/%]{1,48}$', 'Use 1 to 48 characters of A-Z a-z 0-9 . _ / %%.'), brokers.models.name_not_route])),
-                ('description', models.CharField(blank=True, max_length=200)),
-                ('dead_letter_queue', models.CharField(default='SYSTEM.DEAD.LETTER.QUEUE', max_length=48, validators=[django.core.validators.RegexValidator('^[A-Za-z0-9._/%]{1,48}$', 'Use 1 to 48 characters of A-Z a-z 0-9 . _ / %%.')])),
-                ('transaction_timeout_ms', models.PositiveIntegerField(default=120000)),
-                ('max_message_length', models.PositiveIntegerField(default=4194304)),
-                ('default_persistence', models.CharField(choices=[('persistent', 'Persistent'), ('non_persistent', 'Non Persistent')], default='persistent', max_length=16)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "name",
+                    models.CharField(
+                        max_length=48,
+                        unique=True,
+                        validators=[
+                            django.core.validators.RegexValidator(
+                                "^[A-Za-z0-9._/%]{1,48}$", "Use 1 to 48 characters of A-Z a-z 0-9 . _ / %%."
+                            ),
+                            brokers.models.name_not_route,
+                        ],
+                    ),
+                ),
+                ("description", models.CharField(blank=True, max_length=200)),
+                (
+                    "dead_letter_queue",
+                    models.CharField(
+                        default="SYSTEM.DEAD.LETTER.QUEUE",
+                        max_length=48,
+                        validators=[
+                            django.core.validators.RegexValidator(
+                                "^[A-Za-z0-9._/%]{1,48}$", "Use 1 to 48 characters of A-Z a-z 0-9 . _ / %%."
+                            )
+                        ],
+                    ),
+                ),
+                ("transaction_timeout_ms", models.PositiveIntegerField(default=120000)),
+                ("max_message_length", models.PositiveIntegerField(default=4194304)),
+                (
+                    "default_persistence",
+                    models.CharField(
+                        choices=[("persistent", "Persistent"), ("non_persistent", "Non Persistent")],
+                        default="persistent",
+                        max_length=16,
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
             ],
         ),
         migrations.CreateModel(
-            name='Channel',
+            name="Channel",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=48, unique=True, validators=[django.core.validators.RegexValidator('^[A-Za-z0-9._/%]{1,48}$', 'Use 1 to 48 characters of A-Z a-z 0-9 . _ / %%.')])),
-                ('transmission_queue', models.CharField(max_length=48, validators=[django.core.validators.RegexValidator('^[A-Za-z0-9._/%]{1,48}$', 'Use 1 to 48 characters of A-Z a-z 0-9 . _ / %%.')])),
-                ('target_broker', models.CharField(max_length=48, validators=[django.core.validators.RegexValidator('^[A-Za-z0-9._/%]{1,48}$', 'Use 1 to 48 characters of A-Z a-z 0-9 . _ / %%.')])),
-                ('target_url', models.CharField(blank=True, help_text="Another platform's base URL; blank: this platform.", max_length=300)),
-                ('target_token', models.CharField(blank=True, max_length=200)),
-                ('batch_size', models.PositiveIntegerField(default=50, validators=[django.core.validators.MinValueValidator(1), django.core.validators.MaxValueValidator(1000)])),
-                ('batch_interval_ms', models.PositiveIntegerField(default=200, validators=[django.core.validators.MaxValueValidator(60000)])),
-                ('preemptive', models.BooleanField(default=False)),
-                ('description', models.CharField(blank=True, max_length=200)),
-                ('enabled', models.BooleanField(default=False, help_text='Started (True) or stopped (False) by the operator.')),
-                ('state', models.CharField(choices=[('stopped', 'Stopped'), ('running', 'Running'), ('retrying', 'Retrying'), ('in_doubt', 'In Doubt')], default='stopped', max_length=16)),
-                ('batches_committed', models.PositiveBigIntegerField(default=0)),
-                ('batches_backed_out', models.PositiveBigIntegerField(default=0)),
-                ('messages_sent', models.PositiveBigIntegerField(default=0)),
-                ('last_batch_seq', models.PositiveBigIntegerField(default=0)),
-                ('last_error', models.TextField(blank=True)),
-                ('retry_count', models.PositiveIntegerField(default=0)),
-                ('next_attempt_at', models.DateTimeField(blank=True, null=True)),
-                ('in_doubt_seq', models.PositiveBigIntegerField(blank=True, null=True)),
-                ('in_doubt_transaction', models.CharField(blank=True, max_length=32)),
-                ('lease_holder', models.CharField(blank=True, max_length=100)),
-                ('lease_until', models.DateTimeField(blank=True, null=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('source_broker', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='channels', to='brokers.broker')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "name",
+                    models.CharField(
+                        max_length=48,
+                        unique=True,
+                        validators=[
+                            django.core.validators.RegexValidator(
+                                "^[A-Za-z0-9._/%]{1,48}$", "Use 1 to 48 characters of A-Z a-z 0-9 . _ / %%."
+                            )
+                        ],
+                    ),
+                ),
+                (
+                    "transmission_queue",
+                    models.CharField(
+                        max_length=48,
+                        validators=[
+                            django.core.validators.RegexValidator(
+                                "^[A-Za-z0-9._/%]{1,48}$", "Use 1 to 48 characters of A-Z a-z 0-9 . _ / %%."
+                            )
+                        ],
+                    ),
+                ),
+                (
+                    "target_broker",
+                    models.CharField(
+                        max_length=48,
+                        validators=[
+                            django.core.validators.RegexValidator(
+                                "^[A-Za-z0-9._/%]{1,48}$", "Use 1 to 48 characters of A-Z a-z 0-9 . _ / %%."
+                            )
+                        ],
+                    ),
+                ),
+                (
+                    "target_url",
+                    models.CharField(
+                        blank=True, help_text="Another platform's base URL; blank: this platform.", max_length=300
+                    ),
+                ),
+                ("target_token", models.CharField(blank=True, max_length=200)),
+                (
+                    "batch_size",
+                    models.PositiveIntegerField(
+                        default=50,
+                        validators=[
+                            django.core.validators.MinValueValidator(1),
+                            django.core.validators.MaxValueValidator(1000),
+                        ],
+                    ),
+                ),
+                (
+                    "batch_interval_ms",
+                    models.PositiveIntegerField(
+                        default=200, validators=[django.core.validators.MaxValueValidator(60000)]
+                    ),
+                ),
+                ("preemptive", models.BooleanField(default=False)),
+                ("description", models.CharField(blank=True, max_length=200)),
+                (
+                    "enabled",
+                    models.BooleanField(default=False, help_text="Started (True) or stopped (False) by the operator."),
+                ),
+                (
+                    "state",
+                    models.CharField(
+                        choices=[
+                            ("stopped", "Stopped"),
+                            ("running", "Running"),
+                            ("retrying", "Retrying"),
+                            ("in_doubt", "In Doubt"),
+                        ],
+                        default="stopped",
+                        max_length=16,
+                    ),
+                ),
+                ("batches_committed", models.PositiveBigIntegerField(default=0)),
+                ("batches_backed_out", models.PositiveBigIntegerField(default=0)),
+                ("messages_sent", models.PositiveBigIntegerField(default=0)),
+                ("last_batch_seq", models.PositiveBigIntegerField(default=0)),
+                ("last_error", models.TextField(blank=True)),
+                ("retry_count", models.PositiveIntegerField(default=0)),
+                ("next_attempt_at", models.DateTimeField(blank=True, null=True)),
+                ("in_doubt_seq", models.PositiveBigIntegerField(blank=True, null=True)),
+                ("in_doubt_transaction", models.CharField(blank=True, max_length=32)),
+                ("lease_holder", models.CharField(blank=True, max_length=100)),
+                ("lease_until", models.DateTimeField(blank=True, null=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "source_broker",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name="channels", to="brokers.broker"
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='ChannelReceipt',
+            name="ChannelReceipt",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('channel_name', models.CharField(max_length=48)),
-                ('source_broker', models.CharField(max_length=48)),
-                ('target_broker', models.CharField(max_length=48)),
-                ('last_committed_seq', models.PositiveBigIntegerField(default=0)),
-                ('pending_seq', models.PositiveBigIntegerField(blank=True, null=True)),
-                ('pending_transaction', models.CharField(blank=True, max_length=32)),
-                ('pending_standin', models.CharField(blank=True, max_length=32)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("channel_name", models.CharField(max_length=48)),
+                ("source_broker", models.CharField(max_length=48)),
+                ("target_broker", models.CharField(max_length=48)),
+                ("last_committed_seq", models.PositiveBigIntegerField(default=0)),
+                ("pending_seq", models.PositiveBigIntegerField(blank=True, null=True)),
+                ("pending_transaction", models.CharField(blank=True, max_length=32)),
+                ("pending_standin", models.CharField(blank=True, max_length=32)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
             ],
             options={
-                'constraints': [models.UniqueConstraint(fields=('channel_name', 'source_broker'), name='receipt_unique_channel')],
+                "constraints": [
+                    models.UniqueConstraint(fields=("channel_name", "source_broker"), name="receipt_unique_channel")
+                ],
             },
         ),
         migrations.CreateModel(
-            name='Connection',
+            name="Connection",
             fields=[
-                ('conn_id', models.CharField(max_length=48, primary_key=True, serialize=False)),
-                ('client_name', models.CharField(max_length=100)),
-                ('pending_put_msg_id', models.CharField(blank=True, max_length=48)),
-                ('pending_got_msg_id', models.CharField(blank=True, max_length=48)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('closed_at', models.DateTimeField(blank=True, null=True)),
-                ('broker', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='connections', to='brokers.broker')),
-                ('current_transaction', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='transactions.transaction')),
-                ('pending_transaction', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='transactions.transaction')),
+                ("conn_id", models.CharField(max_length=48, primary_key=True, serialize=False)),
+                ("client_name", models.CharField(max_length=100)),
+                ("pending_put_msg_id", models.CharField(blank=True, max_length=48)),
+                ("pending_got_msg_id", models.CharField(blank=True, max_length=48)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("closed_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "broker",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="connections", to="brokers.broker"
+                    ),
+                ),
+                (
+                    "current_transaction",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to="transactions.transaction",
+                    ),
+                ),
+                (
+                    "pending_transaction",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to="transactions.transaction",
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='Queue',
+            name="Queue",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=48, validators=[django.core.validators.RegexValidator('^[A-Za-z0-9._/%]{1,48}$', 'Use 1 to 48 characters of A-Z a-z 0-9 . _ / %%.'), brokers.models.name_not_route])),
-                ('kind', models.CharField(choices=[('local', 'Local'), ('remote', 'Remote'), ('alias', 'Alias')], default='local', max_length=8)),
-                ('usage', models.CharField(choices=[('normal', 'Normal'), ('transmission', 'Transmission')], default='normal', max_length=16)),
-                ('description', models.CharField(blank=True, max_length=200)),
-                ('max_depth', models.PositiveIntegerField(default=5000)),
-                ('max_message_length', models.PositiveIntegerField(default=4194304)),
-                ('put_enabled', models.BooleanField(default=True)),
-                ('get_enabled', models.BooleanField(default=True)),
-                ('default_priority', models.PositiveSmallIntegerField(default=0, validators=[django.core.validators.MaxValueValidator(9)])),
-                ('default_persistence', models.CharField(choices=[('persistent', 'Persistent'), ('non_persistent', 'Non Persistent')], default='persistent', max_length=16)),
-                ('delivery_sequence', models.CharField(choices=[('priority', 'Priority'), ('fifo', 'Fifo')], default='priority', max_length=8)),
-                ('read_order', models.CharField(choices=[('put', 'Put'), ('commit', 'Commit')], default='put', max_length=8)),
-                ('enforce_order', models.CharField(choices=[('no', 'No'), ('yes', 'Yes')], default='no', max_length=4)),
-                ('backout_threshold', models.PositiveIntegerField(default=0, help_text='0: never move backed-out messages.')),
-                ('backout_queue', models.CharField(blank=True, max_length=48)),
-                ('lock_duration_ms', models.PositiveIntegerField(default=30000, validators=[django.core.validators.MinValueValidator(1)])),
-                ('default_access', models.CharField(choices=[('shared', 'Shared'), ('exclusive', 'Exclusive')], default='shared', max_length=16)),
-                ('remote_broker', models.CharField(blank=True, max_length=48)),
-                ('remote_queue', models.CharField(blank=True, max_length=48)),
-                ('transmission_queue', models.CharField(blank=True, max_length=48)),
-                ('target_queue', models.CharField(blank=True, help_text='For an alias: the queue it names.', max_length=48)),
-                ('reserved_depth', models.PositiveIntegerField(default=0, help_text='Messages on the queue, uncommitted puts included.')),
-                ('exclusive_holder', models.CharField(blank=True, max_length=48)),
-                ('exclusive_until', models.DateTimeField(blank=True, null=True)),
-                ('next_commit_seq', models.BigIntegerField(default=1)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('broker', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='queues', to='brokers.broker')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "name",
+                    models.CharField(
+                        max_length=48,
+                        validators=[
+                            django.core.validators.RegexValidator(
+                                "^[A-Za-z0-9._/%]{1,48}$", "Use 1 to 48 characters of A-Z a-z 0-9 . _ / %%."
+                            ),
+                            brokers.models.name_not_route,
+                        ],
+                    ),
+                ),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[("local", "Local"), ("remote", "Remote"), ("alias", "Alias")],
+                        default="local",
+                        max_length=8,
+                    ),
+                ),
+                (
+                    "usage",
+                    models.CharField(
+                        choices=[("normal", "Normal"), ("transmission", "Transmission")],
+                        default="normal",
+                        max_length=16,
+                    ),
+                ),
+                ("description", models.CharField(blank=True, max_length=200)),
+                ("max_depth", models.PositiveIntegerField(default=5000)),
+                ("max_message_length", models.PositiveIntegerField(default=4194304)),
+                ("put_enabled", models.BooleanField(default=True)),
+                ("get_enabled", models.BooleanField(default=True)),
+                (
+                    "default_priority",
+                    models.PositiveSmallIntegerField(
+                        default=0, validators=[django.core.validators.MaxValueValidator(9)]
+                    ),
+                ),
+                (
+                    "default_persistence",
+                    models.CharField(
+                        choices=[("persistent", "Persistent"), ("non_persistent", "Non Persistent")],
+                        default="persistent",
+                        max_length=16,
+                    ),
+                ),
+                (
+                    "delivery_sequence",
+                    models.CharField(
+                        choices=[("priority", "Priority"), ("fifo", "Fifo")], default="priority", max_length=8
+                    ),
+                ),
+                (
+                    "read_order",
+                    models.CharField(choices=[("put", "Put"), ("commit", "Commit")], default="put", max_length=8),
+                ),
+                ("enforce_order", models.CharField(choices=[("no", "No"), ("yes", "Yes")], default="no", max_length=4)),
+                (
+                    "backout_threshold",
+                    models.PositiveIntegerField(default=0, help_text="0: never move backed-out messages."),
+                ),
+                ("backout_queue", models.CharField(blank=True, max_length=48)),
+                (
+                    "lock_duration_ms",
+                    models.PositiveIntegerField(
+                        default=30000, validators=[django.core.validators.MinValueValidator(1)]
+                    ),
+                ),
+                (
+                    "default_access",
+                    models.CharField(
+                        choices=[("shared", "Shared"), ("exclusive", "Exclusive")], default="shared", max_length=16
+                    ),
+                ),
+                ("remote_broker", models.CharField(blank=True, max_length=48)),
+                ("remote_queue", models.CharField(blank=True, max_length=48)),
+                ("transmission_queue", models.CharField(blank=True, max_length=48)),
+                (
+                    "target_queue",
+                    models.CharField(blank=True, help_text="For an alias: the queue it names.", max_length=48),
+                ),
+                (
+                    "reserved_depth",
+                    models.PositiveIntegerField(
+                        default=0, help_text="Messages on the queue, uncommitted puts included."
+                    ),
+                ),
+                ("exclusive_holder", models.CharField(blank=True, max_length=48)),
+                ("exclusive_until", models.DateTimeField(blank=True, null=True)),
+                ("next_commit_seq", models.BigIntegerField(default=1)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "broker",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="queues", to="brokers.broker"
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='PendingReaction',
+            name="PendingReaction",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('msg_id', models.CharField(max_length=48)),
-                ('target_msg_id', models.CharField(max_length=48)),
-                ('action', models.CharField(choices=[('cancel', 'Cancel'), ('replace', 'Replace'), ('reprioritise', 'Reprioritise')], max_length=16)),
-                ('body', models.BinaryField()),
-                ('priority', models.PositiveSmallIntegerField(blank=True, null=True)),
-                ('report', models.JSONField(blank=True, default=list)),
-                ('reply_to_queue', models.CharField(blank=True, max_length=48)),
-                ('reply_to_broker', models.CharField(blank=True, max_length=48)),
-                ('transaction', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='transactions.transaction')),
-                ('queue', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='brokers.queue')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("msg_id", models.CharField(max_length=48)),
+                ("target_msg_id", models.CharField(max_length=48)),
+                (
+                    "action",
+                    models.CharField(
+                        choices=[("cancel", "Cancel"), ("replace", "Replace"), ("reprioritise", "Reprioritise")],
+                        max_length=16,
+                    ),
+                ),
+                ("body", models.BinaryField()),
+                ("priority", models.PositiveSmallIntegerField(blank=True, null=True)),
+                ("report", models.JSONField(blank=True, default=list)),
+                ("reply_to_queue", models.CharField(blank=True, max_length=48)),
+                ("reply_to_broker", models.CharField(blank=True, max_length=48)),
+                (
+                    "transaction",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="+", to="transactions.transaction"
+                    ),
+                ),
+                (
+                    "queue",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="+", to="brokers.queue"
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='Message',
+            name="Message",
             fields=[
-                ('id', models.BigAutoField(primary_key=True, serialize=False)),
-                ('msg_id', models.CharField(db_index=True, help_text='Kept when a channel moves the message on.', max_length=48)),
-                ('correl_id', models.CharField(blank=True, max_length=48, null=True)),
-                ('group_id', models.CharField(blank=True, max_length=48, null=True)),
-                ('msg_type', models.CharField(choices=[('datagram', 'Datagram'), ('request', 'Request'), ('reply', 'Reply'), ('report', 'Report')], default='datagram', max_length=8)),
-                ('priority', models.PositiveSmallIntegerField(default=0)),
-                ('persistent', models.BooleanField(default=True)),
-                ('expires_at', models.DateTimeField(blank=True, null=True)),
-                ('format', models.CharField(blank=True, max_length=100)),
-                ('reply_to_queue', models.CharField(blank=True, max_length=48)),
-                ('reply_to_broker', models.CharField(blank=True, max_length=48)),
-                ('report', models.JSONField(blank=True, default=list)),
-                ('properties', models.JSONField(blank=True, default=dict)),
-                ('put_time', models.DateTimeField()),
-                ('put_application', models.CharField(blank=True, max_length=100)),
-                ('backout_count', models.PositiveIntegerField(default=0)),
-                ('delivery_count', models.PositiveIntegerField(default=0)),
-                ('dead_letter_reason', models.CharField(blank=True, max_length=200)),
-                ('dead_letter_queue', models.CharField(blank=True, help_text='Queue it was moved from.', max_length=48)),
-                ('transmission_header', models.JSONField(blank=True, help_text='Destination broker and queue, on a transmission queue.', null=True)),
-                ('body', models.BinaryField()),
-                ('commit_seq', models.BigIntegerField(blank=True, null=True)),
-                ('lock_token', models.CharField(blank=True, help_text='Set while the message is peek-locked.', max_length=32, null=True, unique=True)),
-                ('locked_until', models.DateTimeField(blank=True, null=True)),
-                ('lapsed_lock_token', models.CharField(blank=True, db_index=True, help_text='The last lock that expired, so its holder hears lock_lost.', max_length=32, null=True)),
-                ('feedback', models.CharField(blank=True, help_text='On a report: coa, cod, expiry or exception.', max_length=16)),
-                ('get_transaction', models.ForeignKey(blank=True, help_text='Set while it is gotten under a unit of work not yet committed.', null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='transactions.transaction')),
-                ('put_transaction', models.ForeignKey(blank=True, help_text='Set while the put is uncommitted.', null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='transactions.transaction')),
-                ('queue', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='messages', to='brokers.queue')),
+                ("id", models.BigAutoField(primary_key=True, serialize=False)),
+                (
+                    "msg_id",
+                    models.CharField(
+                        db_index=True, help_text="Kept when a channel moves the message on.", max_length=48
+                    ),
+                ),
+                ("correl_id", models.CharField(blank=True, max_length=48, null=True)),
+                ("group_id", models.CharField(blank=True, max_length=48, null=True)),
+                (
+                    "msg_type",
+                    models.CharField(
+                        choices=[
+                            ("datagram", "Datagram"),
+                            ("request", "Request"),
+                            ("reply", "Reply"),
+                            ("report", "Report"),
+                        ],
+                        default="datagram",
+                        max_length=8,
+                    ),
+                ),
+                ("priority", models.PositiveSmallIntegerField(default=0)),
+                ("persistent", models.BooleanField(default=True)),
+                ("expires_at", models.DateTimeField(blank=True, null=True)),
+                ("format", models.CharField(blank=True, max_length=100)),
+                ("reply_to_queue", models.CharField(blank=True, max_length=48)),
+                ("reply_to_broker", models.CharField(blank=True, max_length=48)),
+                ("report", models.JSONField(blank=True, default=list)),
+                ("properties", models.JSONField(blank=True, default=dict)),
+                ("put_time", models.DateTimeField()),
+                ("put_application", models.CharField(blank=True, max_length=100)),
+                ("backout_count", models.PositiveIntegerField(default=0)),
+                ("delivery_count", models.PositiveIntegerField(default=0)),
+                ("dead_letter_reason", models.CharField(blank=True, max_length=200)),
+                (
+                    "dead_letter_queue",
+                    models.CharField(blank=True, help_text="Queue it was moved from.", max_length=48),
+                ),
+                (
+                    "transmission_header",
+                    models.JSONField(
+                        blank=True, help_text="Destination broker and queue, on a transmission queue.", null=True
+                    ),
+                ),
+                ("body", models.BinaryField()),
+                ("commit_seq", models.BigIntegerField(blank=True, null=True)),
+                (
+                    "lock_token",
+                    models.CharField(
+                        blank=True,
+                        help_text="Set while the message is peek-locked.",
+                        max_length=32,
+                        null=True,
+                        unique=True,
+                    ),
+                ),
+                ("locked_until", models.DateTimeField(blank=True, null=True)),
+                (
+                    "lapsed_lock_token",
+                    models.CharField(
+                        blank=True,
+                        db_index=True,
+                        help_text="The last lock that expired, so its holder hears lock_lost.",
+                        max_length=32,
+                        null=True,
+                    ),
+                ),
+                (
+                    "feedback",
+                    models.CharField(
+                        blank=True, help_text="On a report: coa, cod, expiry or exception.", max_length=16
+                    ),
+                ),
+                (
+                    "get_transaction",
+                    models.ForeignKey(
+                        blank=True,
+                        help_text="Set while it is gotten under a unit of work not yet committed.",
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to="transactions.transaction",
+                    ),
+                ),
+                (
+                    "put_transaction",
+                    models.ForeignKey(
+                        blank=True,
+                        help_text="Set while the put is uncommitted.",
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to="transactions.transaction",
+                    ),
+                ),
+                (
+                    "queue",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="messages", to="brokers.queue"
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='ClientSession',
+            name="ClientSession",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('client_name', models.CharField(max_length=100)),
-                ('last_put_msg_id', models.CharField(blank=True, max_length=48)),
-                ('last_got_msg_id', models.CharField(blank=True, max_length=48)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('broker', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='client_sessions', to='brokers.broker')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("client_name", models.CharField(max_length=100)),
+                ("last_put_msg_id", models.CharField(blank=True, max_length=48)),
+                ("last_got_msg_id", models.CharField(blank=True, max_length=48)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "broker",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="client_sessions", to="brokers.broker"
+                    ),
+                ),
             ],
             options={
-                'constraints': [models.UniqueConstraint(fields=('broker', 'client_name'), name='session_unique_client')],
+                "constraints": [
+                    models.UniqueConstraint(fields=("broker", "client_name"), name="session_unique_client")
+                ],
             },
         ),
         migrations.CreateModel(
-            name='Grant',
+            name="Grant",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('broker', models.CharField(max_length=48, validators=[django.core.validators.RegexValidator('^[A-Za-z0-9._/%]{1,48}$', 'Use 1 to 48 characters of A-Z a-z 0-9 . _ / %%.')])),
-                ('queue', models.CharField(blank=True, help_text='Blank: every queue of the broker, and the broker itself.', max_length=48, validators=[django.core.validators.RegexValidator('^[A-Za-z0-9._/%]{1,48}$', 'Use 1 to 48 characters of A-Z a-z 0-9 . _ / %%.')])),
-                ('may_put', models.BooleanField(default=False)),
-                ('may_get', models.BooleanField(default=False)),
-                ('may_browse', models.BooleanField(default=False)),
-                ('may_admin', models.BooleanField(default=False)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('user', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='baton_grants', to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "broker",
+                    models.CharField(
+                        max_length=48,
+                        validators=[
+                            django.core.validators.RegexValidator(
+                                "^[A-Za-z0-9._/%]{1,48}$", "Use 1 to 48 characters of A-Z a-z 0-9 . _ / %%."
+                            )
+                        ],
+                    ),
+                ),
+                (
+                    "queue",
+                    models.CharField(
+                        blank=True,
+                        help_text="Blank: every queue of the broker, and the broker itself.",
+                        max_length=48,
+                        validators=[
+                            django.core.validators.RegexValidator(
+                                "^[A-Za-z0-9._/%]{1,48}$", "Use 1 to 48 characters of A-Z a-z 0-9 . _ / %%."
+                            )
+                        ],
+                    ),
+                ),
+                ("may_put", models.BooleanField(default=False)),
+                ("may_get", models.BooleanField(default=False)),
+                ("may_browse", models.BooleanField(default=False)),
+                ("may_admin", models.BooleanField(default=False)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "user",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="baton_grants",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'constraints': [models.UniqueConstraint(fields=('user', 'broker', 'queue'), name='grant_unique_object')],
+                "constraints": [
+                    models.UniqueConstraint(fields=("user", "broker", "queue"), name="grant_unique_object")
+                ],
             },
         ),
         migrations.AddConstraint(
-            model_name='queue',
-            constraint=models.UniqueConstraint(fields=('broker', 'name'), name='queue_unique_name'),
+            model_name="queue",
+            constraint=models.UniqueConstraint(fields=("broker", "name"), name="queue_unique_name"),
         ),
         migrations.AddIndex(
-            model_name='message',
-            index=models.Index(models.F('queue'), models.OrderBy(models.F('priority'), descending=True), models.F('id'), models.F('put_transaction'), condition=models.Q(('get_transaction__isnull', True)), name='msg_get_priority'),
+            model_name="message",
+            index=models.Index(
+                models.F("queue"),
+                models.OrderBy(models.F("priority"), descending=True),
+                models.F("id"),
+                models.F("put_transaction"),
+                condition=models.Q(("get_transaction__isnull", True)),
+                name="msg_get_priority",
+            ),
         ),
         migrations.AddIndex(
-            model_name='message',
-            index=models.Index(models.F('queue'), models.F('id'), models.F('put_transaction'), condition=models.Q(('get_transaction__isnull', True)), name='msg_get_fifo'),
+            model_name="message",
+            index=models.Index(
+                models.F("queue"),
+                models.F("id"),
+                models.F("put_transaction"),
+                condition=models.Q(("get_transaction__isnull", True)),
+                name="msg_get_fifo",
+            ),
         ),
         migrations.AddIndex(
-            model_name='message',
-            index=models.Index(models.F('queue'), models.OrderBy(models.F('priority'), descending=True), models.F('commit_seq'), condition=models.Q(('commit_seq__isnull', False), ('get_transaction__isnull', True)), name='msg_commit_priority'),
+            model_name="message",
+            index=models.Index(
+                models.F("queue"),
+                models.OrderBy(models.F("priority"), descending=True),
+                models.F("commit_seq"),
+                condition=models.Q(("commit_seq__isnull", False), ("get_transaction__isnull", True)),
+                name="msg_commit_priority",
+            ),
         ),
         migrations.AddIndex(
-            model_name='message',
-            index=models.Index(models.F('queue'), models.F('commit_seq'), condition=models.Q(('commit_seq__isnull', False)), name='msg_commit_order'),
+            model_name="message",
+            index=models.Index(
+                models.F("queue"),
+                models.F("commit_seq"),
+                condition=models.Q(("commit_seq__isnull", False)),
+                name="msg_commit_order",
+            ),
         ),
         migrations.AddIndex(
-            model_name='message',
-            index=models.Index(models.F('locked_until'), condition=models.Q(('lock_token__isnull', False)), name='msg_lock_expiry'),
+            model_name="message",
+            index=models.Index(
+                models.F("locked_until"), condition=models.Q(("lock_token__isnull", False)), name="msg_lock_expiry"
+            ),
         ),
         migrations.AddIndex(
-            model_name='message',
-            index=models.Index(models.F('queue'), models.F('correl_id'), condition=models.Q(('correl_id__isnull', False)), name='msg_correl'),
+            model_name="message",
+            index=models.Index(
+                models.F("queue"),
+                models.F("correl_id"),
+                condition=models.Q(("correl_id__isnull", False)),
+                name="msg_correl",
+            ),
         ),
         migrations.AddIndex(
-            model_name='message',
-            index=models.Index(models.F('queue'), models.F('group_id'), condition=models.Q(('group_id__isnull', False)), name='msg_group'),
+            model_name="message",
+            index=models.Index(
+                models.F("queue"),
+                models.F("group_id"),
+                condition=models.Q(("group_id__isnull", False)),
+                name="msg_group",
+            ),
         ),
         migrations.AddIndex(
-            model_name='message',
-            index=models.Index(models.F('expires_at'), condition=models.Q(('expires_at__isnull', False)), name='msg_expiry'),
+            model_name="message",
+            index=models.Index(
+                models.F("expires_at"), condition=models.Q(("expires_at__isnull", False)), name="msg_expiry"
+            ),
         ),
         migrations.AddIndex(
-            model_name='message',
-            index=models.Index(models.F('put_transaction'), condition=models.Q(('put_transaction__isnull', False)), name='msg_put_txn'),
+            model_name="message",
+            index=models.Index(
+                models.F("put_transaction"), condition=models.Q(("put_transaction__isnull", False)), name="msg_put_txn"
+            ),
         ),
         migrations.AddIndex(
-            model_name='message',
-            index=models.Index(models.F('get_transaction'), condition=models.Q(('get_transaction__isnull', False)), name='msg_get_txn'),
+            model_name="message",
+            index=models.Index(
+                models.F("get_transaction"), condition=models.Q(("get_transaction__isnull", False)), name="msg_get_txn"
+            ),
         ),
         migrations.AddIndex(
-            model_name='message',
-            index=models.Index(models.F('persistent'), condition=models.Q(('persistent', False)), name='msg_non_persistent'),
+            model_name="message",
+            index=models.Index(
+                models.F("persistent"), condition=models.Q(("persistent", False)), name="msg_non_persistent"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='message',
-            constraint=models.UniqueConstraint(fields=('queue', 'msg_id'), name='msg_unique_per_queue'),
+            model_name="message",
+            constraint=models.UniqueConstraint(fields=("queue", "msg_id"), name="msg_unique_per_queue"),
         ),
     ]

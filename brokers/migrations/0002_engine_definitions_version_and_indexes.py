@@ -5,57 +5,87 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('brokers', '0001_initial'),
-        ('transactions', '0001_initial'),
+        ("brokers", "0001_initial"),
+        ("transactions", "0001_initial"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='DefinitionsVersion',
+            name="DefinitionsVersion",
             fields=[
-                ('id', models.PositiveSmallIntegerField(default=1, primary_key=True, serialize=False)),
-                ('version', models.BigIntegerField(default=0)),
+                ("id", models.PositiveSmallIntegerField(default=1, primary_key=True, serialize=False)),
+                ("version", models.BigIntegerField(default=0)),
             ],
         ),
         migrations.AlterField(
-            model_name='message',
-            name='get_transaction',
-            field=models.ForeignKey(blank=True, db_index=False, help_text='Set while it is gotten under a unit of work not yet committed.', null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='transactions.transaction'),
+            model_name="message",
+            name="get_transaction",
+            field=models.ForeignKey(
+                blank=True,
+                db_index=False,
+                help_text="Set while it is gotten under a unit of work not yet committed.",
+                null=True,
+                on_delete=django.db.models.deletion.SET_NULL,
+                related_name="+",
+                to="transactions.transaction",
+            ),
         ),
         migrations.AlterField(
-            model_name='message',
-            name='lapsed_lock_token',
-            field=models.CharField(blank=True, help_text='The last lock that expired, so its holder hears lock_lost.', max_length=32, null=True),
+            model_name="message",
+            name="lapsed_lock_token",
+            field=models.CharField(
+                blank=True,
+                help_text="The last lock that expired, so its holder hears lock_lost.",
+                max_length=32,
+                null=True,
+            ),
         ),
         migrations.AlterField(
-            model_name='message',
-            name='lock_token',
-            field=models.CharField(blank=True, help_text='Set while the message is peek-locked.', max_length=32, null=True),
+            model_name="message",
+            name="lock_token",
+            field=models.CharField(
+                blank=True, help_text="Set while the message is peek-locked.", max_length=32, null=True
+            ),
         ),
         migrations.AlterField(
-            model_name='message',
-            name='msg_id',
-            field=models.CharField(help_text='Kept when a channel moves the message on.', max_length=48),
+            model_name="message",
+            name="msg_id",
+            field=models.CharField(help_text="Kept when a channel moves the message on.", max_length=48),
         ),
         migrations.AlterField(
-            model_name='message',
-            name='put_transaction',
-            field=models.ForeignKey(blank=True, db_index=False, help_text='Set while the put is uncommitted.', null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='transactions.transaction'),
+            model_name="message",
+            name="put_transaction",
+            field=models.ForeignKey(
+                blank=True,
+                db_index=False,
+                help_text="Set while the put is uncommitted.",
+                null=True,
+                on_delete=django.db.models.deletion.SET_NULL,
+                related_name="+",
+                to="transactions.transaction",
+            ),
         ),
         migrations.AlterField(
-            model_name='message',
-            name='queue',
-            field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='messages', to='brokers.queue'),
+            model_name="message",
+            name="queue",
+            field=models.ForeignKey(
+                db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name="messages", to="brokers.queue"
+            ),
         ),
         migrations.AddIndex(
-            model_name='message',
-            index=models.Index(models.F('lapsed_lock_token'), condition=models.Q(('lapsed_lock_token__isnull', False)), name='msg_lapsed_lock'),
+            model_name="message",
+            index=models.Index(
+                models.F("lapsed_lock_token"),
+                condition=models.Q(("lapsed_lock_token__isnull", False)),
+                name="msg_lapsed_lock",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='message',
-            constraint=models.UniqueConstraint(condition=models.Q(('lock_token__isnull', False)), fields=('lock_token',), name='msg_lock_token_unique'),
+            model_name="message",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("lock_token__isnull", False)), fields=("lock_token",), name="msg_lock_token_unique"
+            ),
         ),
     ]
 
@@ -69,10 +99,28 @@ class Migration(migrations.Migration):
 #: Queue columns that define it (the rest are counters and the exclusive-input lease, which
 #: change on every operation and are never cached).
 QUEUE_DEFINITION_COLUMNS = (
-    "broker_id", "name", "kind", "usage", "description", "max_depth", "max_message_length", "put_enabled",
-    "get_enabled", "default_priority", "default_persistence", "delivery_sequence", "read_order", "enforce_order",
-    "backout_threshold", "backout_queue", "lock_duration_ms", "default_access", "remote_broker", "remote_queue",
-    "transmission_queue", "target_queue",
+    "broker_id",
+    "name",
+    "kind",
+    "usage",
+    "description",
+    "max_depth",
+    "max_message_length",
+    "put_enabled",
+    "get_enabled",
+    "default_priority",
+    "default_persistence",
+    "delivery_sequence",
+    "read_order",
+    "enforce_order",
+    "backout_threshold",
+    "backout_queue",
+    "lock_duration_ms",
+    "default_access",
+    "remote_broker",
+    "remote_queue",
+    "transmission_queue",
+    "target_queue",
 )
 WATCHED = (  # table, the UPDATE OF column list (None: any column)
     ("brokers_broker", None),
@@ -82,8 +130,10 @@ WATCHED = (  # table, the UPDATE OF column list (None: any column)
 
 
 def _sqlite_triggers():
-    bump = ("INSERT INTO brokers_definitionsversion (id, version) VALUES (1, random())"
-            " ON CONFLICT (id) DO UPDATE SET version = excluded.version;")
+    bump = (
+        "INSERT INTO brokers_definitionsversion (id, version) VALUES (1, random())"
+        " ON CONFLICT (id) DO UPDATE SET version = excluded.version;"
+    )
     for table, columns in WATCHED:
         of = f" OF {', '.join(columns)}" if columns else ""
         for event, name in (("INSERT", "ins"), (f"UPDATE{of}", "upd"), ("DELETE", "del")):
@@ -91,14 +141,18 @@ def _sqlite_triggers():
 
 
 def _postgres_triggers():
-    yield ("CREATE FUNCTION brokers_definitions_bump() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
-           "INSERT INTO brokers_definitionsversion (id, version) VALUES (1, (random() * 9.2e18)::bigint) "
-           "ON CONFLICT (id) DO UPDATE SET version = excluded.version; "
-           "RETURN NULL; END $$")
+    yield (
+        "CREATE FUNCTION brokers_definitions_bump() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+        "INSERT INTO brokers_definitionsversion (id, version) VALUES (1, (random() * 9.2e18)::bigint) "
+        "ON CONFLICT (id) DO UPDATE SET version = excluded.version; "
+        "RETURN NULL; END $$"
+    )
     for table, columns in WATCHED:
         of = f" OF {', '.join(columns)}" if columns else ""
-        yield (f"CREATE TRIGGER {table}_defv AFTER INSERT OR UPDATE{of} OR DELETE ON {table} "
-               "FOR EACH STATEMENT EXECUTE FUNCTION brokers_definitions_bump()")
+        yield (
+            f"CREATE TRIGGER {table}_defv AFTER INSERT OR UPDATE{of} OR DELETE ON {table} "
+            "FOR EACH STATEMENT EXECUTE FUNCTION brokers_definitions_bump()"
+        )
 
 
 def triggers_create(apps, schema_editor):

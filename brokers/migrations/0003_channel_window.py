@@ -9,100 +9,129 @@ def batches_in_doubt_kept(apps, schema_editor):
     """The single batch in doubt of each channel (and of each receipt) becomes a row of the
     window's tables, so an agent upgraded mid-batch still resolves it."""
     Channel, ChannelBatch = apps.get_model("brokers", "Channel"), apps.get_model("brokers", "ChannelBatch")
-    ChannelReceipt, ReceivedBatch = apps.get_model("brokers", "ChannelReceipt"), apps.get_model("brokers", "ReceivedBatch")
+    ChannelReceipt, ReceivedBatch = (
+        apps.get_model("brokers", "ChannelReceipt"),
+        apps.get_model("brokers", "ReceivedBatch"),
+    )
     for channel in Channel.objects.exclude(in_doubt_seq=None):
         ChannelBatch.objects.create(channel=channel, seq=channel.in_doubt_seq, transaction=channel.in_doubt_transaction)
     for receipt in ChannelReceipt.objects.exclude(pending_seq=None):
-        ReceivedBatch.objects.create(receipt=receipt, seq=receipt.pending_seq, transaction=receipt.pending_transaction,
-                                     standin=receipt.pending_standin)
+        ReceivedBatch.objects.create(
+            receipt=receipt,
+            seq=receipt.pending_seq,
+            transaction=receipt.pending_transaction,
+            standin=receipt.pending_standin,
+        )
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('brokers', '0002_engine_definitions_version_and_indexes'),
+        ("brokers", "0002_engine_definitions_version_and_indexes"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='channel',
-            name='batch_bytes',
-            field=models.PositiveIntegerField(default=4194304, help_text='A batch stops growing at this many bytes of bodies (it always takes one message).', validators=[django.core.validators.MinValueValidator(1)]),
+            model_name="channel",
+            name="batch_bytes",
+            field=models.PositiveIntegerField(
+                default=4194304,
+                help_text="A batch stops growing at this many bytes of bodies (it always takes one message).",
+                validators=[django.core.validators.MinValueValidator(1)],
+            ),
         ),
         migrations.AddField(
-            model_name='channel',
-            name='bytes_sent',
+            model_name="channel",
+            name="bytes_sent",
             field=models.PositiveBigIntegerField(default=0),
         ),
         migrations.AddField(
-            model_name='channel',
-            name='rate_at',
+            model_name="channel",
+            name="rate_at",
             field=models.DateTimeField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='channel',
-            name='rate_bytes',
+            model_name="channel",
+            name="rate_bytes",
             field=models.FloatField(default=0),
         ),
         migrations.AddField(
-            model_name='channel',
-            name='rate_messages',
+            model_name="channel",
+            name="rate_messages",
             field=models.FloatField(default=0),
         ),
         migrations.AddField(
-            model_name='channel',
-            name='window',
-            field=models.PositiveIntegerField(default=8, help_text='How many provisional batches may be in flight (sent, not yet confirmed) at once.', validators=[django.core.validators.MinValueValidator(1), django.core.validators.MaxValueValidator(64)]),
+            model_name="channel",
+            name="window",
+            field=models.PositiveIntegerField(
+                default=8,
+                help_text="How many provisional batches may be in flight (sent, not yet confirmed) at once.",
+                validators=[django.core.validators.MinValueValidator(1), django.core.validators.MaxValueValidator(64)],
+            ),
         ),
         migrations.CreateModel(
-            name='ChannelBatch',
+            name="ChannelBatch",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('seq', models.PositiveBigIntegerField()),
-                ('transaction', models.CharField(max_length=32)),
-                ('state', models.CharField(choices=[('gathered', 'Gathered'), ('sent', 'Sent')], default='gathered', max_length=16)),
-                ('messages', models.PositiveIntegerField(default=0)),
-                ('bytes', models.PositiveBigIntegerField(default=0)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('sent_at', models.DateTimeField(blank=True, null=True)),
-                ('channel', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='batches', to='brokers.channel')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("seq", models.PositiveBigIntegerField()),
+                ("transaction", models.CharField(max_length=32)),
+                (
+                    "state",
+                    models.CharField(
+                        choices=[("gathered", "Gathered"), ("sent", "Sent")], default="gathered", max_length=16
+                    ),
+                ),
+                ("messages", models.PositiveIntegerField(default=0)),
+                ("bytes", models.PositiveBigIntegerField(default=0)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("sent_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "channel",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="batches", to="brokers.channel"
+                    ),
+                ),
             ],
             options={
-                'constraints': [models.UniqueConstraint(fields=('channel', 'seq'), name='channel_batch_unique_seq')],
+                "constraints": [models.UniqueConstraint(fields=("channel", "seq"), name="channel_batch_unique_seq")],
             },
         ),
         migrations.CreateModel(
-            name='ReceivedBatch',
+            name="ReceivedBatch",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('seq', models.PositiveBigIntegerField()),
-                ('transaction', models.CharField(max_length=32)),
-                ('standin', models.CharField(max_length=32)),
-                ('receipt', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='pending', to='brokers.channelreceipt')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("seq", models.PositiveBigIntegerField()),
+                ("transaction", models.CharField(max_length=32)),
+                ("standin", models.CharField(max_length=32)),
+                (
+                    "receipt",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="pending", to="brokers.channelreceipt"
+                    ),
+                ),
             ],
             options={
-                'constraints': [models.UniqueConstraint(fields=('receipt', 'seq'), name='received_batch_unique_seq')],
+                "constraints": [models.UniqueConstraint(fields=("receipt", "seq"), name="received_batch_unique_seq")],
             },
         ),
         migrations.RunPython(batches_in_doubt_kept, migrations.RunPython.noop),
         migrations.RemoveField(
-            model_name='channel',
-            name='in_doubt_seq',
+            model_name="channel",
+            name="in_doubt_seq",
         ),
         migrations.RemoveField(
-            model_name='channel',
-            name='in_doubt_transaction',
+            model_name="channel",
+            name="in_doubt_transaction",
         ),
         migrations.RemoveField(
-            model_name='channelreceipt',
-            name='pending_seq',
+            model_name="channelreceipt",
+            name="pending_seq",
         ),
         migrations.RemoveField(
-            model_name='channelreceipt',
-            name='pending_standin',
+            model_name="channelreceipt",
+            name="pending_standin",
         ),
         migrations.RemoveField(
-            model_name='channelreceipt',
-            name='pending_transaction',
+            model_name="channelreceipt",
+            name="pending_transaction",
         ),
     ]

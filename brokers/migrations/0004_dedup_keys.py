@@ -5,25 +5,45 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('brokers', '0003_channel_window'),
+        ("brokers", "0003_channel_window"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='DedupKey',
+            name="DedupKey",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('key', models.CharField(max_length=200)),
-                ('msg_id', models.CharField(help_text='The message put with this key.', max_length=48)),
-                ('transaction_id', models.CharField(blank=True, help_text='The unit of work that put it, if any (its rollback frees the key).', max_length=32)),
-                ('created_at', models.DateTimeField()),
-                ('queue', models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='+', to='brokers.queue')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("key", models.CharField(max_length=200)),
+                ("msg_id", models.CharField(help_text="The message put with this key.", max_length=48)),
+                (
+                    "transaction_id",
+                    models.CharField(
+                        blank=True,
+                        help_text="The unit of work that put it, if any (its rollback frees the key).",
+                        max_length=32,
+                    ),
+                ),
+                ("created_at", models.DateTimeField()),
+                (
+                    "queue",
+                    models.ForeignKey(
+                        db_index=False,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="brokers.queue",
+                    ),
+                ),
             ],
             options={
-                'indexes': [models.Index(condition=models.Q(('transaction_id', ''), _negated=True), fields=['transaction_id'], name='dedupkey_transaction')],
-                'constraints': [models.UniqueConstraint(fields=('queue', 'key'), name='dedupkey_unique_per_queue')],
+                "indexes": [
+                    models.Index(
+                        condition=models.Q(("transaction_id", ""), _negated=True),
+                        fields=["transaction_id"],
+                        name="dedupkey_transaction",
+                    )
+                ],
+                "constraints": [models.UniqueConstraint(fields=("queue", "key"), name="dedupkey_unique_per_queue")],
             },
         ),
     ]

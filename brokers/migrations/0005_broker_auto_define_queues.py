@@ -4,15 +4,14 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('brokers', '0004_dedup_keys'),
+        ("brokers", "0004_dedup_keys"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='broker',
-            name='auto_define_queues',
+            model_name="broker",
+            name="auto_define_queues",
             field=models.BooleanField(default=False),
         ),
     ]

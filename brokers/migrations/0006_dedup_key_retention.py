@@ -4,19 +4,24 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('brokers', '0005_broker_auto_define_queues'),
+        ("brokers", "0005_broker_auto_define_queues"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='dedupkey',
-            name='expires_at',
-            field=models.DateTimeField(blank=True, help_text="Forgotten from this time on (the put's dedup_retention_ms); none: kept.", null=True),
+            model_name="dedupkey",
+            name="expires_at",
+            field=models.DateTimeField(
+                blank=True,
+                help_text="Forgotten from this time on (the put's dedup_retention_ms); none: kept.",
+                null=True,
+            ),
         ),
         migrations.AddIndex(
-            model_name='dedupkey',
-            index=models.Index(condition=models.Q(('expires_at__isnull', False)), fields=['expires_at'], name='dedupkey_expiry'),
+            model_name="dedupkey",
+            index=models.Index(
+                condition=models.Q(("expires_at__isnull", False)), fields=["expires_at"], name="dedupkey_expiry"
+            ),
         ),
     ]

@@ -4,14 +4,15 @@ from django.db import migrations
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('brokers', '0006_dedup_key_retention'),
+        ("brokers", "0006_dedup_key_retention"),
     ]
 
     operations = [
         migrations.AlterModelOptions(
-            name='grant',
-            options={'permissions': [('set_context', "Can set a message's context (put_application, msg_type report)")]},
+            name="grant",
+            options={
+                "permissions": [("set_context", "Can set a message's context (put_application, msg_type report)")]
+            },
         ),
     ]

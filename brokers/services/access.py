@@ -1,4 +1,5 @@
 """Users, API tokens and grants (what a user may do on brokers and queues)."""
+
 from __future__ import annotations
 
 import re
@@ -33,19 +34,23 @@ def api_token_issue(*, username: str, create_user: bool = False, superuser: bool
     return token.key
 
 
-
 def _actions_parsed(actions) -> list[str]:
     """``actions`` as a list or a comma-separated string: a non-empty subset of put, get,
     browse, admin."""
     if isinstance(actions, str):
         actions = [a.strip() for a in actions.split(",") if a.strip()]
-    if not isinstance(actions, (list, tuple, set, frozenset)) or not actions \
-            or not all(isinstance(a, str) for a in actions):
+    if (
+        not isinstance(actions, (list, tuple, set, frozenset))
+        or not actions
+        or not all(isinstance(a, str) for a in actions)
+    ):
         raise InvalidInput("Name at least one action: put, get, browse or admin.", errors={"actions": ["Required."]})
     unknown = sorted(set(actions) - set(Grant.ACTIONS))
     if unknown:
-        raise InvalidInput(f"Unknown action(s) {', '.join(unknown)}; use put, get, browse, admin.",
-                           errors={"actions": [f"Unknown: {', '.join(unknown)}."]})
+        raise InvalidInput(
+            f"Unknown action(s) {', '.join(unknown)}; use put, get, browse, admin.",
+            errors={"actions": [f"Unknown: {', '.join(unknown)}."]},
+        )
     return [a for a in Grant.ACTIONS if a in set(actions)]
 
 
@@ -57,8 +62,9 @@ def _object_checked(broker: str, queue: str | None) -> tuple[str, str]:
     if queue and not NAME.match(queue):
         errors["queue"] = ["Use 1 to 48 characters of A-Z a-z 0-9 . _ / %."]
     if errors:
-        raise InvalidInput(f"Not a valid {' or '.join(errors)} name: use 1 to 48 characters of A-Z a-z 0-9 . _ / %.",
-                           errors=errors)
+        raise InvalidInput(
+            f"Not a valid {' or '.join(errors)} name: use 1 to 48 characters of A-Z a-z 0-9 . _ / %.", errors=errors
+        )
     return broker, queue
 
 

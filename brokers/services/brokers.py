@@ -1,4 +1,5 @@
 """Defining, altering and deleting brokers."""
+
 from __future__ import annotations
 
 from django.db import IntegrityError, transaction as db
@@ -10,8 +11,14 @@ from ..models import Broker, Message, Queue
 from ..selectors import broker_get
 from .validation import model_validated, unknown_fields_refused
 
-BROKER_FIELDS = {"description", "dead_letter_queue", "transaction_timeout_ms", "max_message_length", "default_persistence",
-                 "auto_define_queues"}
+BROKER_FIELDS = {
+    "description",
+    "dead_letter_queue",
+    "transaction_timeout_ms",
+    "max_message_length",
+    "default_persistence",
+    "auto_define_queues",
+}
 
 
 def broker_define(*, name: str, **attributes) -> Broker:
@@ -23,8 +30,13 @@ def broker_define(*, name: str, **attributes) -> Broker:
     try:
         with db.atomic():
             broker.save()
-            dlq = Queue(broker=broker, name=broker.dead_letter_queue, description="Dead-letter queue",
-                        default_persistence=broker.default_persistence, max_depth=999_999_999)
+            dlq = Queue(
+                broker=broker,
+                name=broker.dead_letter_queue,
+                description="Dead-letter queue",
+                default_persistence=broker.default_persistence,
+                max_depth=999_999_999,
+            )
             model_validated(dlq, exclude=["broker"])
             dlq.save()
     except IntegrityError as exc:
@@ -42,7 +54,9 @@ def broker_alter(*, name: str, **changes) -> Broker:
         model_validated(broker)
         broker.save()
         if not Queue.objects.filter(broker=broker, name=broker.dead_letter_queue).exists():
-            dlq = Queue(broker=broker, name=broker.dead_letter_queue, description="Dead-letter queue", max_depth=999_999_999)
+            dlq = Queue(
+                broker=broker, name=broker.dead_letter_queue, description="Dead-letter queue", max_depth=999_999_999
+            )
             model_validated(dlq, exclude=["broker"])
             dlq.save()
     return broker

@@ -1,4 +1,5 @@
 """Connections: an application's session with a broker, remembered by client name."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass

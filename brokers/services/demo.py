@@ -1,4 +1,5 @@
 """The demo topology ``platform/up`` defines when BATON_DEMO=1."""
+
 from __future__ import annotations
 
 from ..models import Broker, Queue

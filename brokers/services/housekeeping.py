@@ -1,4 +1,5 @@
 """Expiry, timeouts and restart recovery: the work the housekeeping task does every interval."""
+
 from __future__ import annotations
 
 from collections import Counter
@@ -24,18 +25,25 @@ def messages_expire(*, limit: int = 1000) -> int:
     now = timezone.now()
     with db.atomic():
         rows = list(
-            Message.objects.filter(expires_at__lte=now, put_transaction__isnull=True, get_transaction__isnull=True,
-                                   lock_token__isnull=True)
-            .select_related("queue__broker").defer("body").order_by("expires_at")[:limit]
+            Message.objects.filter(
+                expires_at__lte=now, put_transaction__isnull=True, get_transaction__isnull=True, lock_token__isnull=True
+            )
+            .select_related("queue__broker")
+            .defer("body")
+            .order_by("expires_at")[:limit]
         )
         if not rows:
             return 0
         Message.objects.filter(pk__in=[m.pk for m in rows]).delete()
         queue_release(counts=Counter(m.queue_id for m in rows))
-        journal_record(events=[
-            journal_event(JournalKind.EXPIRE, broker=m.queue.broker.name, queue=m.queue.name, msg_id=m.msg_id, at=now)
-            for m in rows
-        ])
+        journal_record(
+            events=[
+                journal_event(
+                    JournalKind.EXPIRE, broker=m.queue.broker.name, queue=m.queue.name, msg_id=m.msg_id, at=now
+                )
+                for m in rows
+            ]
+        )
         reports_send(originals=[m for m in rows if m.report], feedback=EXPIRY)
     return len(rows)
 
@@ -67,19 +75,25 @@ def brokers_recover() -> dict[str, int]:
     discarded, as IBM MQ does at queue manager restart."""
     rolled_back = 0
     # A channel's units of work are in doubt, not lost: its agent resolves them with the receiver.
-    for transaction_id in (Transaction.objects.filter(state__in=OPEN_STATES).exclude(owner__startswith="channel:")
-                           .values_list("pk", flat=True)):
-        if transaction_rollback(transaction_id=transaction_id, reason="broker restart", require_open=False).rolled_back_now:
+    for transaction_id in (
+        Transaction.objects.filter(state__in=OPEN_STATES)
+        .exclude(owner__startswith="channel:")
+        .values_list("pk", flat=True)
+    ):
+        if transaction_rollback(
+            transaction_id=transaction_id, reason="broker restart", require_open=False
+        ).rolled_back_now:
             rolled_back += 1
     now = timezone.now()
     with db.atomic():
         rows = list(
-            Message.objects.filter(persistent=False)
-            .values_list("id", "queue_id", "msg_id", "queue__name", "queue__broker__name")
+            Message.objects.filter(persistent=False).values_list(
+                "id", "queue_id", "msg_id", "queue__name", "queue__broker__name"
+            )
         )
         Message.objects.filter(pk__in=[r[0] for r in rows]).delete()
         queue_release(counts=Counter(r[1] for r in rows))
-        journal_record(events=[
-            journal_event(JournalKind.DISCARD, broker=r[4], queue=r[3], msg_id=r[2], at=now) for r in rows
-        ])
+        journal_record(
+            events=[journal_event(JournalKind.DISCARD, broker=r[4], queue=r[3], msg_id=r[2], at=now) for r in rows]
+        )
     return {"rolled_back": rolled_back, "discarded": len(rows)}

@@ -1,6 +1,7 @@
 """A pydantic ValidationError as Baton's 400 ``invalid``, naming every bad field with a text a
 person understands: one translation for the API's operations and the services' own parsing
 of message input (services never import the API layer)."""
+
 from __future__ import annotations
 
 from pydantic import ValidationError
@@ -25,8 +26,8 @@ FIELD_TEXTS = {
     "reply_to_broker": "Use 1 to 48 characters of A-Z a-z 0-9 . _ / %.",
     "report": "Must be a list drawn from coa, cod, expiry, exception.",
     "properties": f"Must be an object of at most {MAX_PROPERTIES} properties, each named by 1 to "
-                  f"{PROPERTY_KEY_LENGTH} characters.",
-    "refers_to": "Must be {\"msg_id\": <48 hex>, \"action\": cancel|replace|reprioritise}.",
+    f"{PROPERTY_KEY_LENGTH} characters.",
+    "refers_to": 'Must be {"msg_id": <48 hex>, "action": cancel|replace|reprioritise}.',
     "body": "Must be a string; send bytes as body_base64.",
     "body_base64": "Must be valid base64.",
     "dedup_key": "Must be a string of 1 to 200 characters.",
@@ -37,12 +38,18 @@ FIELD_TEXTS = {
 TYPE_TEXTS = {
     "missing": "Required.",
     "extra_forbidden": "Unknown field.",
-    "bool_type": "Must be true or false.", "bool_parsing": "Must be true or false.",
-    "int_type": "Must be a whole number.", "int_parsing": "Must be a whole number.",
+    "bool_type": "Must be true or false.",
+    "bool_parsing": "Must be true or false.",
+    "int_type": "Must be a whole number.",
+    "int_parsing": "Must be a whole number.",
     "int_from_float": "Must be a whole number.",
-    "float_type": "Must be a number.", "float_parsing": "Must be a number.",
-    "string_type": "Must be a string.", "list_type": "Must be a list.",
-    "dict_type": "Must be an object.", "model_type": "Must be an object.", "model_attributes_type": "Must be an object.",
+    "float_type": "Must be a number.",
+    "float_parsing": "Must be a number.",
+    "string_type": "Must be a string.",
+    "list_type": "Must be a list.",
+    "dict_type": "Must be an object.",
+    "model_type": "Must be an object.",
+    "model_attributes_type": "Must be an object.",
 }
 
 

@@ -6,11 +6,13 @@ that commits, and if that rolls back the lock stays), abandons it (unlocked at o
 renews the lock, or dead-letters it. A lock that has run out is released by the next get
 on its queue, before that get chooses (``locks_lapsed_release``), so the message is
 available to the very next receive; housekeeping releases those no get met (``locks_expire``),
-tidying only. Either way its holder hears lock_lost. Whenever a message comes back from a lock with a delivery count at its queue's backout
-threshold (> 0; the delivery limit) it moves to the dead-letter queue instead.
+tidying only. Either way its holder hears lock_lost. Whenever a message comes back from a
+lock with a delivery count at its queue's backout threshold (> 0; the delivery limit) it
+moves to the dead-letter queue instead.
 
 Locking: the message row (``FOR UPDATE``), then the queue row for a removal or a move.
 """
+
 from __future__ import annotations
 
 from datetime import timedelta
@@ -57,7 +59,9 @@ def _unlocked_or_dead_lettered(message: Message, *, reason_if_over: str, lapsed:
             message_move(message=message, source=queue, target=target, reason=reason_if_over)
             return "dead_lettered"
     Message.objects.filter(pk=message.pk).update(
-        lock_token=None, locked_until=None, **({"lapsed_lock_token": message.lock_token} if lapsed else {}),
+        lock_token=None,
+        locked_until=None,
+        **({"lapsed_lock_token": message.lock_token} if lapsed else {}),
     )
     queues_woken([queue.pk])
     return "available"
@@ -77,8 +81,9 @@ def lock_complete(*, token: str, transaction_id: str | None = None, user=None) -
             txn = unit_of_work_joined(transaction_id=transaction_id, broker=broker or "", user=user)
         message = _locked_message(token, now)
         if message.get_transaction_id is not None:
-            raise Conflict(f"The message locked with {token} is already being completed under a unit of work.",
-                           lock_token=token)
+            raise Conflict(
+                f"The message locked with {token} is already being completed under a unit of work.", lock_token=token
+            )
         queue = message.queue
         if txn is not None:
             Message.objects.filter(pk=message.pk).update(get_transaction=txn)
@@ -88,10 +93,20 @@ def lock_complete(*, token: str, transaction_id: str | None = None, user=None) -
             queue_release(counts={queue.pk: 1})
             queues_woken([queue.pk])
             outcome = "completed"
-        journal_record(events=[journal_event(
-            JournalKind.GET, broker=queue.broker.name, queue=queue.name, msg_id=message.msg_id, at=now,
-            transaction_id=txn.id if txn else None, put_time=message.put_time.isoformat(), completed_lock=True,
-        )])
+        journal_record(
+            events=[
+                journal_event(
+                    JournalKind.GET,
+                    broker=queue.broker.name,
+                    queue=queue.name,
+                    msg_id=message.msg_id,
+                    at=now,
+                    transaction_id=txn.id if txn else None,
+                    put_time=message.put_time.isoformat(),
+                    completed_lock=True,
+                )
+            ]
+        )
     return outcome
 
 
@@ -101,9 +116,12 @@ def lock_abandon(*, token: str) -> str:
     with db.atomic():
         message = _locked_message(token, now)
         if message.get_transaction_id is not None:
-            raise Conflict(f"The message locked with {token} is being completed under a unit of work.", lock_token=token)
+            raise Conflict(
+                f"The message locked with {token} is being completed under a unit of work.", lock_token=token
+            )
         return _unlocked_or_dead_lettered(
-            message, reason_if_over=f"delivery count {message.delivery_count} reached the delivery limit",
+            message,
+            reason_if_over=f"delivery count {message.delivery_count} reached the delivery limit",
         )
 
 
@@ -127,7 +145,9 @@ def lock_dead_letter(*, token: str, reason: str) -> Message:
     with db.atomic():
         message = _locked_message(token, now)
         if message.get_transaction_id is not None:
-            raise Conflict(f"The message locked with {token} is being completed under a unit of work.", lock_token=token)
+            raise Conflict(
+                f"The message locked with {token} is being completed under a unit of work.", lock_token=token
+            )
         target = dead_letter_target(queue=message.queue, prefer_backout=False)
         if target is None:
             raise Conflict("The broker has no usable dead-letter queue.", lock_token=token)
@@ -162,13 +182,15 @@ def locks_expire(*, limit: int = 1000) -> int:
     released = 0
     with db.atomic():
         expired = list(
-            Message.objects.select_for_update().select_related("queue__broker")
+            Message.objects.select_for_update()
+            .select_related("queue__broker")
             .filter(lock_token__isnull=False, locked_until__lte=now, get_transaction__isnull=True)
             .order_by("locked_until")[:limit]
         )
         for message in expired:
             _unlocked_or_dead_lettered(
-                message, reason_if_over=_expired_reason(message.delivery_count),
+                message,
+                reason_if_over=_expired_reason(message.delivery_count),
                 lapsed=True,
             )
             released += 1

@@ -10,6 +10,7 @@ Both are reads: nothing here changes a message.
   PostgreSQL and ``1`` on SQLite). The name is 1 to 100 characters of A-Z a-z 0-9 ``_ . : -``;
   the value at most 200 characters, without NUL (no JSON string holds one as text).
 """
+
 from __future__ import annotations
 
 import re
@@ -52,15 +53,19 @@ def message_filter_parse(*, body_contains: str | None = None, property: str | No
     if property:
         name, has_value, raw = property.partition("=") if isinstance(property, str) else ("", False, "")
         if not PROPERTY_NAME.match(name) or len(raw) > PROPERTY_VALUE_MAX or "\x00" in raw:
-            errors["property"] = [(
-                "A property filter is name or name=value: the name 1 to 100 characters of A-Z a-z 0-9 _ . : -, "
-                f"the value at most {PROPERTY_VALUE_MAX} characters (no NUL).")]
+            errors["property"] = [
+                (
+                    "A property filter is name or name=value: the name 1 to 100 characters of A-Z a-z 0-9 _ . : -, "
+                    f"the value at most {PROPERTY_VALUE_MAX} characters (no NUL)."
+                )
+            ]
             name = None
         elif has_value:
             value = raw
     if errors:
-        raise InvalidInput("The message filter is not valid: " + " ".join(m for ms in errors.values() for m in ms),
-                           errors=errors)
+        raise InvalidInput(
+            "The message filter is not valid: " + " ".join(m for ms in errors.values() for m in ms), errors=errors
+        )
     return MessageFilter(body_contains=needle, property_name=name, property_value=value)
 
 

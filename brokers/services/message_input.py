@@ -2,6 +2,7 @@
 stored message into what a client reads. :class:`MessageIn` is the one
 definition of a message on input: it validates (about 3 µs a message), and the API's
 schema and session docs are generated from it."""
+
 from __future__ import annotations
 
 import base64
@@ -20,8 +21,21 @@ from .invalid_input import FIELD_TEXTS, MAX_PROPERTIES, PROPERTY_KEY_LENGTH, inv
 
 HEX_ID = re.compile(r"^[0-9a-fA-F]{48}$")
 MESSAGE_FIELDS = {
-    "body", "body_base64", "correl_id", "group_id", "msg_type", "priority", "persistence", "expiry_ms",
-    "format", "reply_to_queue", "reply_to_broker", "report", "properties", "refers_to", "dedup_key",
+    "body",
+    "body_base64",
+    "correl_id",
+    "group_id",
+    "msg_type",
+    "priority",
+    "persistence",
+    "expiry_ms",
+    "format",
+    "reply_to_queue",
+    "reply_to_broker",
+    "report",
+    "properties",
+    "refers_to",
+    "dedup_key",
     "dedup_retention_ms",
 }
 #: Longest duplicate-detection key.
@@ -52,11 +66,16 @@ class MessageInput:
     dedup_retention_ms: int | None = None
 
 
-
-HexId = Annotated[str, StringConstraints(pattern=HEX_ID.pattern), Field(
-    description="48 hexadecimal characters (24 bytes).", examples=["0" * 48])]
-Name = Annotated[str, StringConstraints(pattern=NAME_PATTERN, max_length=48), Field(
-    description="1 to 48 characters of A-Z a-z 0-9 . _ / %.")]
+HexId = Annotated[
+    str,
+    StringConstraints(pattern=HEX_ID.pattern),
+    Field(description="48 hexadecimal characters (24 bytes).", examples=["0" * 48]),
+]
+Name = Annotated[
+    str,
+    StringConstraints(pattern=NAME_PATTERN, max_length=48),
+    Field(description="1 to 48 characters of A-Z a-z 0-9 . _ / %."),
+]
 
 
 class RefersTo(BaseModel):
@@ -73,31 +92,45 @@ class MessageIn(BaseModel):
 
     model_config = ConfigDict(extra="forbid", strict=True)
     body: str | None = Field(None, description="The body as text (stored as its UTF-8 bytes).")
-    body_base64: str | None = Field(None, description="The body as standard base64.", json_schema_extra={
-        "format": "byte"})
+    body_base64: str | None = Field(
+        None, description="The body as standard base64.", json_schema_extra={"format": "byte"}
+    )
     correl_id: HexId | None = None
     group_id: HexId | None = None
     msg_type: Literal["datagram", "request", "reply", "report"] | None = None
     priority: Annotated[int, Field(ge=0, le=9)] | None = None
     persistence: Literal["persistent", "non_persistent", "queue_default"] | None = None
     expiry_ms: Annotated[int, Field(ge=1, le=315_360_000_000)] | None = Field(
-        None, description="Discarded if not got within this many milliseconds (at most ten years).")
+        None, description="Discarded if not got within this many milliseconds (at most ten years)."
+    )
     format: Annotated[str, Field(max_length=100)] | None = None
     reply_to_queue: Name | None = None
     reply_to_broker: Name | None = None
     report: list[Literal["coa", "cod", "expiry", "exception"]] | None = Field(
-        None, description="Reports to send to reply_to_queue.")
-    properties: dict[str, Any] | None = Field(None, description=(
-        f"At most {MAX_PROPERTIES} properties, each named by 1 to {PROPERTY_KEY_LENGTH} characters; they count "
-        "towards the message length."), json_schema_extra={
-            "maxProperties": MAX_PROPERTIES, "propertyNames": {"minLength": 1, "maxLength": PROPERTY_KEY_LENGTH}})
+        None, description="Reports to send to reply_to_queue."
+    )
+    properties: dict[str, Any] | None = Field(
+        None,
+        description=(
+            f"At most {MAX_PROPERTIES} properties, each named by 1 to {PROPERTY_KEY_LENGTH} characters; they count "
+            "towards the message length."
+        ),
+        json_schema_extra={
+            "maxProperties": MAX_PROPERTIES,
+            "propertyNames": {"minLength": 1, "maxLength": PROPERTY_KEY_LENGTH},
+        },
+    )
     refers_to: RefersTo | None = Field(None, description="A reactive message: acts on an earlier message.")
     dedup_key: Annotated[str, Field(min_length=1, max_length=DEDUP_KEY_LENGTH)] | None = Field(
-        None, description="Duplicate detection: a put of a key the queue has already taken is skipped "
-                          "(reported under duplicates), not an error.")
+        None,
+        description="Duplicate detection: a put of a key the queue has already taken is skipped "
+        "(reported under duplicates), not an error.",
+    )
     dedup_retention_ms: Annotated[int, Field(ge=1, le=315_360_000_000)] | None = Field(
-        None, description="How long the queue remembers dedup_key (at most ten years); absent: until the queue "
-                          "is deleted. After it, a put of the same key is put again.")
+        None,
+        description="How long the queue remembers dedup_key (at most ten years); absent: until the queue "
+        "is deleted. After it, a put of the same key is put again.",
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> MessageIn:
@@ -112,8 +145,10 @@ class MessageIn(BaseModel):
             raise ValueError("reply_to_queue: Reports need a reply-to queue.")
         if self.dedup_retention_ms is not None and self.dedup_key is None:
             raise ValueError("dedup_retention_ms: A retention needs a dedup_key.")
-        if self.properties is not None and (len(self.properties) > MAX_PROPERTIES or not all(
-                0 < len(key) <= PROPERTY_KEY_LENGTH for key in self.properties)):
+        if self.properties is not None and (
+            len(self.properties) > MAX_PROPERTIES
+            or not all(0 < len(key) <= PROPERTY_KEY_LENGTH for key in self.properties)
+        ):
             raise ValueError(f"properties: {FIELD_TEXTS['properties']}")
         return self
 
@@ -123,15 +158,23 @@ class MessageIn(BaseModel):
         else:
             body = (self.body or "").encode("utf-8", "surrogatepass")
         return MessageInput(
-            body=body, correl_id=self.correl_id.lower() if self.correl_id else None,
+            body=body,
+            correl_id=self.correl_id.lower() if self.correl_id else None,
             group_id=self.group_id.lower() if self.group_id else None,
-            msg_type=self.msg_type or MessageType.DATAGRAM, priority=self.priority,
-            persistence=self.persistence or "queue_default", expiry_ms=self.expiry_ms, format=self.format or "",
-            reply_to_queue=self.reply_to_queue or "", reply_to_broker=self.reply_to_broker or "",
-            report=sorted(set(self.report or [])), properties=self.properties or {},
+            msg_type=self.msg_type or MessageType.DATAGRAM,
+            priority=self.priority,
+            persistence=self.persistence or "queue_default",
+            expiry_ms=self.expiry_ms,
+            format=self.format or "",
+            reply_to_queue=self.reply_to_queue or "",
+            reply_to_broker=self.reply_to_broker or "",
+            report=sorted(set(self.report or [])),
+            properties=self.properties or {},
             refers_to={"msg_id": self.refers_to.msg_id.lower(), "action": self.refers_to.action}
-            if self.refers_to else None,
-            dedup_key=self.dedup_key, dedup_retention_ms=self.dedup_retention_ms,
+            if self.refers_to
+            else None,
+            dedup_key=self.dedup_key,
+            dedup_retention_ms=self.dedup_retention_ms,
         )
 
 
@@ -140,7 +183,9 @@ def message_length(msg: MessageInput) -> int:
     (as compact UTF-8 JSON) and the descriptor fields a client sets freely."""
     length = len(msg.body)
     if msg.properties:
-        length += len(json.dumps(msg.properties, separators=(",", ":"), ensure_ascii=False).encode("utf-8", "surrogatepass"))
+        length += len(
+            json.dumps(msg.properties, separators=(",", ":"), ensure_ascii=False).encode("utf-8", "surrogatepass")
+        )
     for text in (msg.correl_id, msg.group_id, msg.format, msg.reply_to_queue, msg.reply_to_broker, msg.dedup_key):
         if text:
             length += len(text)
@@ -151,13 +196,17 @@ def message_input_parse(data: Any, *, where: str = "") -> MessageInput:
     """Validate one message as sent by a client (by :class:`MessageIn`). Raises InvalidInput
     naming every bad field, prefixed with ``where``."""
     if not isinstance(data, dict):
-        raise InvalidInput("A message must be a JSON object.", errors={where.rstrip(".") or "message": ["Must be an object."]})
+        raise InvalidInput(
+            "A message must be a JSON object.", errors={where.rstrip(".") or "message": ["Must be an object."]}
+        )
     try:
         return MessageIn.model_validate(data).to_input()
     except ValidationError as error:
         found = invalid(error, message="The message is not valid.")
-        raise InvalidInput(found.message, errors={f"{where}{k}" if k != "body" or where else k: v
-                                                  for k, v in found.details["errors"].items()}) from None
+        raise InvalidInput(
+            found.message,
+            errors={f"{where}{k}" if k != "body" or where else k: v for k, v in found.details["errors"].items()},
+        ) from None
 
 
 def message_render(m: Message, *, broker: str, queue: str) -> dict[str, Any]:

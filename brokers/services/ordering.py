@@ -5,6 +5,7 @@ A queue's ``read_order`` picks one as its order key. Unordered gets take any ava
 message in delivery order (priority first on a priority queue, then the order key).
 Ordered gets and ordered browses follow the order key alone and never skip a message:
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field

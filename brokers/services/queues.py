@@ -1,4 +1,5 @@
 """Defining, altering and deleting queues."""
+
 from __future__ import annotations
 
 from django.db import IntegrityError, transaction as db
@@ -10,10 +11,26 @@ from ..selectors import broker_get, queue_get
 from .validation import model_validated, unknown_fields_refused
 
 QUEUE_FIELDS = {
-    "kind", "usage", "description", "max_depth", "max_message_length", "put_enabled", "get_enabled",
-    "default_priority", "default_persistence", "delivery_sequence", "read_order", "enforce_order",
-    "backout_threshold", "backout_queue", "lock_duration_ms", "default_access", "remote_broker",
-    "remote_queue", "transmission_queue", "target_queue",
+    "kind",
+    "usage",
+    "description",
+    "max_depth",
+    "max_message_length",
+    "put_enabled",
+    "get_enabled",
+    "default_priority",
+    "default_persistence",
+    "delivery_sequence",
+    "read_order",
+    "enforce_order",
+    "backout_threshold",
+    "backout_queue",
+    "lock_duration_ms",
+    "default_access",
+    "remote_broker",
+    "remote_queue",
+    "transmission_queue",
+    "target_queue",
 }
 #: The attributes only a queue of that kind has; any other kind leaves them empty.
 KIND_FIELDS = {
@@ -112,7 +129,10 @@ def queue_delete(*, broker: str, name: str, purge: bool = False) -> None:
         if queue.name == queue.broker.dead_letter_queue:
             raise NotEmpty(f"Queue {name!r} is broker {broker!r}'s dead-letter queue.", queue=name)
         messages = Message.objects.filter(queue=queue)
-        if messages.filter(put_transaction__isnull=False).exists() or messages.filter(get_transaction__isnull=False).exists():
+        if (
+            messages.filter(put_transaction__isnull=False).exists()
+            or messages.filter(get_transaction__isnull=False).exists()
+        ):
             raise NotEmpty(f"Queue {name!r} has messages under open units of work.", queue=name)
         if not purge and messages.exists():
             raise NotEmpty(f"Queue {name!r} holds messages; delete with purge to discard them.", queue=name)

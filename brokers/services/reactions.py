@@ -5,6 +5,7 @@ message is still queued on the same queue: committed, not in flight, not locked.
 nothing happens to it, and an exception report is sent when the reactive message asked for
 one. The reactive message itself is consumed by the broker; it is never queued.
 """
+
 from __future__ import annotations
 
 from django.utils import timezone
@@ -23,20 +24,40 @@ def reaction_apply(*, queue: Queue, reaction: PendingReaction) -> bool:
 
     target = (
         Message.objects.select_for_update()
-        .filter(queue=queue, msg_id=reaction.target_msg_id, put_transaction__isnull=True,
-                get_transaction__isnull=True, lock_token__isnull=True)
+        .filter(
+            queue=queue,
+            msg_id=reaction.target_msg_id,
+            put_transaction__isnull=True,
+            get_transaction__isnull=True,
+            lock_token__isnull=True,
+        )
         .first()
     )
     now = timezone.now()
     if target is not None and target.expires_at is not None and target.expires_at <= now:
         target = None
     if target is None:
-        journal_record(events=[journal_event(
-            JournalKind.REACT, broker=queue.broker.name, queue=queue.name, msg_id=reaction.msg_id, at=now,
-            refers_to=reaction.target_msg_id, action=reaction.action, applied=False,
-        )])
-        report_send(original=reaction, broker_name=queue.broker.name, queue_name=queue.name, feedback=EXCEPTION,
-                    reason=f"{reaction.action}: message {reaction.target_msg_id} is not queued")
+        journal_record(
+            events=[
+                journal_event(
+                    JournalKind.REACT,
+                    broker=queue.broker.name,
+                    queue=queue.name,
+                    msg_id=reaction.msg_id,
+                    at=now,
+                    refers_to=reaction.target_msg_id,
+                    action=reaction.action,
+                    applied=False,
+                )
+            ]
+        )
+        report_send(
+            original=reaction,
+            broker_name=queue.broker.name,
+            queue_name=queue.name,
+            feedback=EXCEPTION,
+            reason=f"{reaction.action}: message {reaction.target_msg_id} is not queued",
+        )
         return False
     if reaction.action == ReactiveAction.CANCEL:
         Message.objects.filter(pk=target.pk).delete()
@@ -45,17 +66,31 @@ def reaction_apply(*, queue: Queue, reaction: PendingReaction) -> bool:
         Message.objects.filter(pk=target.pk).update(body=reaction.body)
     elif reaction.action == ReactiveAction.REPRIORITISE and reaction.priority is not None:
         Message.objects.filter(pk=target.pk).update(priority=reaction.priority)
-    journal_record(events=[journal_event(
-        JournalKind.REACT, broker=queue.broker.name, queue=queue.name, msg_id=reaction.msg_id, at=now,
-        refers_to=reaction.target_msg_id, action=reaction.action, applied=True,
-    )])
+    journal_record(
+        events=[
+            journal_event(
+                JournalKind.REACT,
+                broker=queue.broker.name,
+                queue=queue.name,
+                msg_id=reaction.msg_id,
+                at=now,
+                refers_to=reaction.target_msg_id,
+                action=reaction.action,
+                applied=True,
+            )
+        ]
+    )
     queues_woken([queue.pk])
     return True
 
 
 def reactions_commit(*, transaction_ids: list[str]) -> None:
     """Apply the reactions of committing units of work, in the order they were put."""
-    for reaction in PendingReaction.objects.filter(transaction_id__in=transaction_ids).select_related("queue__broker").order_by("id"):
+    for reaction in (
+        PendingReaction.objects.filter(transaction_id__in=transaction_ids)
+        .select_related("queue__broker")
+        .order_by("id")
+    ):
         reaction_apply(queue=reaction.queue, reaction=reaction)
     PendingReaction.objects.filter(transaction_id__in=transaction_ids).delete()
 

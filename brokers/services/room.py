@@ -5,6 +5,7 @@ store, reports, reactions and locks all build on it.
 
 Every function needs an open database transaction.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -25,12 +26,15 @@ def queue_reserve(*, queue: Queue, count: int, commit_count: int, enforce_max_de
     return the first of those commit sequences. Locks the queue's row. One statement
     (``queries.queue_reserve``) does the depth check and the reservation, so competing
     putters can never overshoot max_depth."""
-    base = queries.queue_reserve(queue_id=queue.pk, count=count, commit_count=commit_count,
-                                 max_depth_checked=enforce_max_depth)
+    base = queries.queue_reserve(
+        queue_id=queue.pk, count=count, commit_count=commit_count, max_depth_checked=enforce_max_depth
+    )
     if base is None:
         raise QueueFull(
             f"Queue {queue.name!r} is full (max depth {queue.max_depth}).",
-            broker=queue.broker.name, queue=queue.name, max_depth=queue.max_depth,
+            broker=queue.broker.name,
+            queue=queue.name,
+            max_depth=queue.max_depth,
         )
     return base
 

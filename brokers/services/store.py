@@ -6,6 +6,7 @@ Locking: a queue's row is locked by the UPDATE that changes its counters
 so they follow commit order on PostgreSQL too. Functions here lock queue rows in queue id
 order, then message rows. Every function needs an open database transaction.
 """
+
 from __future__ import annotations
 
 from django.db.models import F
@@ -55,17 +56,28 @@ def message_move(*, message: Message, source: Queue, target: Queue, reason: str)
     message.dead_letter_reason = reason
     message.dead_letter_queue = source.name
     message.save(force_insert=True)
-    journal_record(events=[journal_event(
-        JournalKind.DEAD_LETTER, broker=source.broker.name, queue=source.name, msg_id=message.msg_id,
-        target=target.name, reason=reason,
-    )])
+    journal_record(
+        events=[
+            journal_event(
+                JournalKind.DEAD_LETTER,
+                broker=source.broker.name,
+                queue=source.name,
+                msg_id=message.msg_id,
+                target=target.name,
+                reason=reason,
+            )
+        ]
+    )
     wakeup_notify_on_commit([queue_wakeup_key(target.pk)])
-    report_send(original=message, broker_name=source.broker.name, queue_name=source.name, feedback=EXCEPTION,
-                reason=reason)
+    report_send(
+        original=message, broker_name=source.broker.name, queue_name=source.name, feedback=EXCEPTION, reason=reason
+    )
     return message
 
 
-def client_sessions_note(*, broker_id: int, put: dict[str, str] | None = None, got: dict[str, str] | None = None) -> None:
+def client_sessions_note(
+    *, broker_id: int, put: dict[str, str] | None = None, got: dict[str, str] | None = None
+) -> None:
     """Remember the last put / got msg_id per connection's client name (a persistent session).
     ``put`` and ``got`` map connection id → msg_id."""
     conn_ids = set(put or {}) | set(got or {})
@@ -81,7 +93,9 @@ def client_sessions_note(*, broker_id: int, put: dict[str, str] | None = None, g
         ClientSession.objects.update_or_create(broker_id=broker_id, client_name=client_name, defaults=changes)
 
 
-def connection_pending_note(*, connection: Connection, transaction, put: str | None = None, got: str | None = None) -> None:
+def connection_pending_note(
+    *, connection: Connection, transaction, put: str | None = None, got: str | None = None
+) -> None:
     """Note the connection's last put / got msg_id under a unit of work; its client session
     remembers them when that unit of work commits."""
     changes: dict = {"pending_transaction": transaction}
@@ -106,19 +120,27 @@ class MessageStore:
         removed without ever becoming available."""
         reported_puts, reported_gets = [], []
         if MARK_REPORTS in marks:  # read before the commit changes or removes them
-            reported_puts = list(Message.objects.filter(put_transaction_id__in=transaction_ids)
-                                 .exclude(get_transaction_id__in=transaction_ids)
-                                 .exclude(reply_to_queue="").select_related("queue__broker"))
-            reported_gets = list(Message.objects.filter(get_transaction_id__in=transaction_ids)
-                                 .exclude(reply_to_queue="").select_related("queue__broker"))
+            reported_puts = list(
+                Message.objects.filter(put_transaction_id__in=transaction_ids)
+                .exclude(get_transaction_id__in=transaction_ids)
+                .exclude(reply_to_queue="")
+                .select_related("queue__broker")
+            )
+            reported_gets = list(
+                Message.objects.filter(get_transaction_id__in=transaction_ids)
+                .exclude(reply_to_queue="")
+                .select_related("queue__broker")
+            )
         puts, gets = queries.transaction_messages(transaction_ids=transaction_ids)
         queries.queues_lock(queue_ids=[*puts, *gets])
         for queue_id in sorted(puts):
             first, last = puts[queue_id]
-            base = queries.queue_reserve(queue_id=queue_id, count=0, commit_count=last - first + 1,
-                                         max_depth_checked=False)
-            queries.messages_commit_puts(transaction_ids=transaction_ids, queue_id=queue_id, first_id=first,
-                                         base_seq=base)
+            base = queries.queue_reserve(
+                queue_id=queue_id, count=0, commit_count=last - first + 1, max_depth_checked=False
+            )
+            queries.messages_commit_puts(
+                transaction_ids=transaction_ids, queue_id=queue_id, first_id=first, base_seq=base
+            )
         if gets:  # the queue rows first (lock order), then the messages
             queries.queues_release(counts=gets)
             queries.messages_delete_gotten(transaction_ids=transaction_ids)
@@ -130,7 +152,9 @@ class MessageStore:
                     got={conn.conn_id: conn.pending_got_msg_id} if conn.pending_got_msg_id else None,
                 )
             Connection.objects.filter(pending_transaction_id__in=transaction_ids).update(
-                pending_transaction=None, pending_put_msg_id="", pending_got_msg_id="",
+                pending_transaction=None,
+                pending_put_msg_id="",
+                pending_got_msg_id="",
             )
         wakeup_notify_on_commit(queue_wakeup_key(q) for q in sorted({*puts, *gets}))
         reports_send(originals=reported_puts + [m for m in reported_gets if m.put_transaction_id], feedback=COA)
@@ -146,19 +170,24 @@ class MessageStore:
             reactions_rollback(transaction_id=transaction_id)
         if MARK_SESSIONS in marks:
             Connection.objects.filter(pending_transaction_id=transaction_id).update(
-                pending_transaction=None, pending_put_msg_id="", pending_got_msg_id="",
+                pending_transaction=None,
+                pending_put_msg_id="",
+                pending_got_msg_id="",
             )
         removed, got = queries.transaction_counts(transaction_id=transaction_id)
         touched = set(removed) | set(got)
         names = queries.queues_backout_info(queue_ids=got) if got else {}
         if not any(threshold for _, _, threshold in names.values()):  # nothing can move: the hot path
-            self._rollback_plain(transaction_id=transaction_id, removed=removed, touched=touched, names=names,
-                                 dedup=MARK_DEDUP in marks)
+            self._rollback_plain(
+                transaction_id=transaction_id, removed=removed, touched=touched, names=names, dedup=MARK_DEDUP in marks
+            )
             return
         if not got:
             queries.queues_lock(queue_ids=touched)
         else:  # and the backout and dead-letter queues messages may move to
-            names = Queue.objects.filter(pk__in=touched).values_list("broker_id", "backout_queue", "broker__dead_letter_queue")
+            names = Queue.objects.filter(pk__in=touched).values_list(
+                "broker_id", "backout_queue", "broker__dead_letter_queue"
+            )
             targets = Queue.objects.none()
             for broker_id, backout, dlq in names:
                 targets = targets | Queue.objects.filter(broker_id=broker_id, name__in=[n for n in (backout, dlq) if n])
@@ -181,7 +210,8 @@ class MessageStore:
         if not restored:
             return
         Message.objects.filter(get_transaction_id=transaction_id).update(
-            get_transaction=None, backout_count=F("backout_count") + 1,
+            get_transaction=None,
+            backout_count=F("backout_count") + 1,
         )
         now = timezone.now()
         events = []
@@ -189,25 +219,39 @@ class MessageStore:
             message.get_transaction = None
             message.backout_count += 1
             queue = message.queue
-            events.append(journal_event(
-                JournalKind.BACKOUT, broker=queue.broker.name, queue=queue.name, transaction_id=transaction_id,
-                msg_id=message.msg_id, backout_count=message.backout_count, at=now,
-            ))
+            events.append(
+                journal_event(
+                    JournalKind.BACKOUT,
+                    broker=queue.broker.name,
+                    queue=queue.name,
+                    transaction_id=transaction_id,
+                    msg_id=message.msg_id,
+                    backout_count=message.backout_count,
+                    at=now,
+                )
+            )
             over = queue.backout_threshold and message.backout_count >= queue.backout_threshold
             if over and message.put_transaction_id is None:
                 target = dead_letter_target(queue=queue, prefer_backout=True)
                 if target is not None:
                     message_move(
-                        message=message, source=queue, target=target,
+                        message=message,
+                        source=queue,
+                        target=target,
                         reason=f"backout count {message.backout_count} reached threshold {queue.backout_threshold}",
                     )
         journal_record(events=events)
         wakeup_notify_on_commit({queue_wakeup_key(m.queue_id) for m in restored})
 
-
     @staticmethod
-    def _rollback_plain(*, transaction_id: str, removed: dict[int, int], touched: set[int],
-                        names: dict[int, tuple[str, str, int]], dedup: bool = False) -> None:
+    def _rollback_plain(
+        *,
+        transaction_id: str,
+        removed: dict[int, int],
+        touched: set[int],
+        names: dict[int, tuple[str, str, int]],
+        dedup: bool = False,
+    ) -> None:
         """A rollback whose gets cannot move any message (no backout threshold on their
         queues): the queue rows are locked first, then puts go and gets return in two
         statements."""
@@ -221,10 +265,19 @@ class MessageStore:
             return
         restored = queries.messages_restore(transaction_id=transaction_id)
         now = timezone.now()
-        journal_record(events=[
-            journal_event(
-                JournalKind.BACKOUT, broker=names[queue_id][1], queue=names[queue_id][0], transaction_id=transaction_id,
-                msg_id=msg_id, backout_count=backout_count, at=now,
-            ) for queue_id, msg_id, backout_count, backed_out in restored if backed_out
-        ])
+        journal_record(
+            events=[
+                journal_event(
+                    JournalKind.BACKOUT,
+                    broker=names[queue_id][1],
+                    queue=names[queue_id][0],
+                    transaction_id=transaction_id,
+                    msg_id=msg_id,
+                    backout_count=backout_count,
+                    at=now,
+                )
+                for queue_id, msg_id, backout_count, backed_out in restored
+                if backed_out
+            ]
+        )
         wakeup_notify_on_commit(sorted({queue_wakeup_key(queue_id) for queue_id, *_ in restored}))

@@ -1,4 +1,5 @@
 """Model validation turned into Baton's ``invalid`` error with per-field details."""
+
 from __future__ import annotations
 
 from django.core.exceptions import ValidationError
@@ -29,7 +30,14 @@ def _types_checked(instance: models.Model, exclude: list[str]) -> dict[str, list
         else:
             continue
         if not ok and not (value is None and field.null):
-            errors[field.name] = [f"Must be a {'boolean' if isinstance(field, models.BooleanField) else 'whole number' if isinstance(field, models.IntegerField) else 'string'}."]
+            kind = (
+                "boolean"
+                if isinstance(field, models.BooleanField)
+                else "whole number"
+                if isinstance(field, models.IntegerField)
+                else "string"
+            )
+            errors[field.name] = [f"Must be a {kind}."]
     return errors
 
 
@@ -66,5 +74,6 @@ def unknown_fields_refused(changes: dict, allowed: set[str]) -> None:
     unknown = sorted(set(changes) - allowed)
     if unknown:
         raise InvalidInput(
-            "The request is not valid.", errors={name: ["Unknown field."] for name in unknown},
+            "The request is not valid.",
+            errors={name: ["Unknown field."] for name in unknown},
         )

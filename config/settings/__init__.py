@@ -1,4 +1,5 @@
 """Settings, one module per concern. Every value a deployment changes comes from the environment."""
+
 from .base import *  # noqa: F401,F403
 from .database import *  # noqa: F401,F403
 from .api import *  # noqa: F401,F403

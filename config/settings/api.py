@@ -1,4 +1,5 @@
 """Django REST framework, the OpenAPI schema and the API's limits."""
+
 import re
 
 from django.core.exceptions import ImproperlyConfigured
@@ -35,7 +36,7 @@ SPECTACULAR_SETTINGS = {
     "TITLE": "Baton REST API",
     "DESCRIPTION": (
         "Brokers, queues, messages, linked transactions and connections. Authenticate with "
-        "`Authorization: Token <key>`. Every error is `{\"code\", \"message\", ...details}`."
+        '`Authorization: Token <key>`. Every error is `{"code", "message", ...details}`.'
     ),
     "VERSION": "0.1.0",
     # 3.1: the operations' definitions (pydantic) describe optional fields as JSON Schema's null.
@@ -60,8 +61,15 @@ SPECTACULAR_SETTINGS = {
         "BatchStateEnum": ["received", "committed", "pending", "backed_out", "unknown"],
         "JobStateEnum": "ingest.models.IngestState",  # ingests and analytics runs (the same states)
         "WorkflowInstanceStateEnum": ["running", "completed", "compensating", "compensated", "compensation_failed"],
-        "WorkflowStepStateEnum": ["pending", "in_flight", "held", "committed", "backed_out", "compensating",
-                                  "compensated"],
+        "WorkflowStepStateEnum": [
+            "pending",
+            "in_flight",
+            "held",
+            "committed",
+            "backed_out",
+            "compensating",
+            "compensated",
+        ],
     },
 }
 
@@ -74,7 +82,8 @@ BATON_HTTP_THREADS = env_int("BATON_HTTP_THREADS", 64)
 #: messages sent as base64 (4/3 of their length) and then some; a longer body is refused
 #: with 413 ``message_too_large`` before it is read.
 BATON_MAX_REQUEST_LENGTH = env_int(
-    "BATON_MAX_REQUEST_LENGTH", max(16 * 1024 * 1024, BATON_MAX_MESSAGE_LENGTH * 4 // 3 + 1024 * 1024),
+    "BATON_MAX_REQUEST_LENGTH",
+    max(16 * 1024 * 1024, BATON_MAX_MESSAGE_LENGTH * 4 // 3 + 1024 * 1024),
 )
 DATA_UPLOAD_MAX_MEMORY_SIZE = BATON_MAX_REQUEST_LENGTH
 

@@ -1,4 +1,5 @@
 """Django core: apps, middleware, security, static files."""
+
 import secrets
 
 from django.core.exceptions import ImproperlyConfigured
@@ -20,8 +21,9 @@ def _secret_key() -> str:
     if key:
         return key
     if BATON_ENV == "production":
-        raise ImproperlyConfigured("Set BATON_SECRET_KEY (a random string of at least 50 characters) "
-                                   "with BATON_ENV=production.")
+        raise ImproperlyConfigured(
+            "Set BATON_SECRET_KEY (a random string of at least 50 characters) with BATON_ENV=production."
+        )
     path = VAR_DIR / "secret_key"
     if path.exists():
         return path.read_text().strip()

@@ -1,4 +1,5 @@
 """Platform defaults for brokers and queues (each broker and queue can override them)."""
+
 from .env import env_int
 
 #: Largest message body, in bytes, any queue accepts.

@@ -1,4 +1,5 @@
 """The dashboard: sign-in, the journal follower's pace, static assets built from npm."""
+
 from .env import env_float_default, env_int
 
 LOGIN_URL = "/login/"

@@ -9,6 +9,7 @@ an uncommitted put, a get under a unit of work) switch that off for themselves
 (``transactions.durability``), and the next durable commit's sync covers them.
 ``BATON_SKIP_COMMIT_SYNC=1`` trades that away: commits are answered before they reach the
 disk, so a power failure (not a process crash) can lose the last committed messages."""
+
 import dj_database_url
 
 from .env import VAR_DIR, env_bool, env_int, env_str

@@ -1,4 +1,5 @@
 """Small helpers for reading settings from the environment."""
+
 import os
 from pathlib import Path
 

@@ -19,6 +19,7 @@ for, with the parts a TLS-terminating proxy takes over switched by the environme
 Whatever is switched off because the proxy does it is named in ``SILENCED_SYSTEM_CHECKS``,
 so ``check --deploy`` stays at 0 warnings and says what it no longer checks.
 """
+
 from django.core.exceptions import ImproperlyConfigured
 
 from .base import ALLOWED_HOSTS, BATON_ENV, SECRET_KEY
@@ -33,7 +34,9 @@ if PRODUCTION:
     if len(SECRET_KEY) < 50 or len(set(SECRET_KEY)) < 5:
         raise ImproperlyConfigured("BATON_SECRET_KEY must be a random string of at least 50 characters.")
     if not env_str("BATON_ALLOWED_HOSTS", "").strip() or "*" in ALLOWED_HOSTS:
-        raise ImproperlyConfigured("Set BATON_ALLOWED_HOSTS to the public host names (no '*') with BATON_ENV=production.")
+        raise ImproperlyConfigured(
+            "Set BATON_ALLOWED_HOSTS to the public host names (no '*') with BATON_ENV=production."
+        )
 
     SESSION_COOKIE_SECURE = True
     CSRF_COOKIE_SECURE = True

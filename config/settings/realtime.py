@@ -1,5 +1,6 @@
 """Django Channels (WebSocket pushes to the dashboard). Embedded default: an in-process
 channel layer; BATON_REDIS_URL switches to Redis for several web processes."""
+
 from .env import env_str
 
 _redis = env_str("BATON_REDIS_URL", "")

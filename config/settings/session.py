@@ -1,4 +1,5 @@
 """The WebSocket session (/api/session/): its bounds. See brokers/api/session.py."""
+
 from .env import env_float_default, env_int
 
 #: Requests received on one session but not yet applied; more are answered 429 throttled.
@@ -27,8 +28,10 @@ def _waits_checked() -> None:
 
     pools = min(BATON_HTTP_THREADS, BATON_SESSION_WAIT_THREADS)
     if not 1 <= BATON_MAX_WAITS_PER_USER < pools:
-        raise ImproperlyConfigured(f"BATON_MAX_WAITS_PER_USER must be at least 1 and below {pools} (the smaller of "
-                                   "BATON_HTTP_THREADS and BATON_SESSION_WAIT_THREADS).")
+        raise ImproperlyConfigured(
+            f"BATON_MAX_WAITS_PER_USER must be at least 1 and below {pools} (the smaller of "
+            "BATON_HTTP_THREADS and BATON_SESSION_WAIT_THREADS)."
+        )
 
 
 _waits_checked()

@@ -3,6 +3,7 @@
 after ``BATON_SIGNIN_FAILURE_LIMIT`` failures either is locked out for
 ``BATON_SIGNIN_COOLOFF_MIN`` minutes (429, the right password included). A success resets
 the user's count. API tokens are not passwords: token requests have their own rate limit."""
+
 from datetime import timedelta
 
 from .env import env_int

@@ -1,4 +1,5 @@
 """Spark jobs: where they run, what they read, how they reach the platform, when analytics run."""
+
 from pathlib import Path
 
 from .env import VAR_DIR, env_float_default, env_int, env_str

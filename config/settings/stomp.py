@@ -1,4 +1,5 @@
 """STOMP (API.md, "STOMP"; docs/stomp.md): where it listens and its bounds."""
+
 from .env import env_bool, env_float_default, env_int, env_str
 
 #: The TCP port of the STOMP server ./platform/up starts at BATON_HOST; 0 turns it off.

@@ -5,6 +5,7 @@ Every file the filesystem transport writes is under var/celery: its messages (``
 and its exchange tables (``control/``, which kombu otherwise puts in the working
 directory). The folders are made here, so any process (web server, worker, beat, a
 management command that starts a channel) finds them."""
+
 from .env import VAR_DIR, env_float_default, env_str
 
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "filesystem://")

@@ -6,6 +6,7 @@ when ``BATON_REDIS_URL`` is set, else PostgreSQL ``LISTEN/NOTIFY`` on PostgreSQL
 local datagram sockets under ``var/wakeups`` beside the SQLite file; ``redis``,
 ``postgres`` and ``sockets`` force one; ``poll`` turns them off (waiters re-check at
 intervals growing from 20 ms to half a second)."""
+
 from django.core.exceptions import ImproperlyConfigured
 
 from .env import env_str

@@ -6,7 +6,6 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
@@ -15,44 +14,86 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.CreateModel(
-            name='DepthSample',
+            name="DepthSample",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('at', models.DateTimeField()),
-                ('broker', models.CharField(max_length=48)),
-                ('available', models.PositiveIntegerField()),
-                ('uncommitted_puts', models.PositiveIntegerField()),
-                ('in_flight', models.PositiveIntegerField()),
-                ('locked', models.PositiveIntegerField()),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("at", models.DateTimeField()),
+                ("broker", models.CharField(max_length=48)),
+                ("available", models.PositiveIntegerField()),
+                ("uncommitted_puts", models.PositiveIntegerField()),
+                ("in_flight", models.PositiveIntegerField()),
+                ("locked", models.PositiveIntegerField()),
             ],
             options={
-                'indexes': [models.Index(fields=['at', 'broker'], name='depthsample_at')],
+                "indexes": [models.Index(fields=["at", "broker"], name="depthsample_at")],
             },
         ),
         migrations.CreateModel(
-            name='MoveJob',
+            name="MoveJob",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('broker', models.CharField(max_length=48)),
-                ('source_queue', models.CharField(max_length=48)),
-                ('action', models.CharField(choices=[('move', 'Move'), ('resubmit', 'Resubmit')], max_length=8)),
-                ('target_queue', models.CharField(blank=True, help_text="For a move; a resubmit goes back to each message's own.", max_length=48)),
-                ('msg_ids', models.JSONField(default=list, help_text="The selection, in the source queue's put order.")),
-                ('state', models.CharField(choices=[('queued', 'Queued'), ('running', 'Running'), ('succeeded', 'Succeeded'), ('failed', 'Failed')], default='queued', max_length=9)),
-                ('position', models.PositiveIntegerField(default=0, help_text='Messages handled so far (an index into msg_ids).')),
-                ('moved', models.PositiveIntegerField(default=0)),
-                ('skipped', models.PositiveIntegerField(default=0)),
-                ('problems', models.JSONField(blank=True, default=list, help_text='Skipped messages: msg_id, code, message (the first 100).')),
-                ('error', models.CharField(blank=True, help_text='Why a failed job stopped.', max_length=500)),
-                ('username', models.CharField(blank=True, max_length=150)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('started_at', models.DateTimeField(blank=True, null=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('user', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("broker", models.CharField(max_length=48)),
+                ("source_queue", models.CharField(max_length=48)),
+                ("action", models.CharField(choices=[("move", "Move"), ("resubmit", "Resubmit")], max_length=8)),
+                (
+                    "target_queue",
+                    models.CharField(
+                        blank=True, help_text="For a move; a resubmit goes back to each message's own.", max_length=48
+                    ),
+                ),
+                (
+                    "msg_ids",
+                    models.JSONField(default=list, help_text="The selection, in the source queue's put order."),
+                ),
+                (
+                    "state",
+                    models.CharField(
+                        choices=[
+                            ("queued", "Queued"),
+                            ("running", "Running"),
+                            ("succeeded", "Succeeded"),
+                            ("failed", "Failed"),
+                        ],
+                        default="queued",
+                        max_length=9,
+                    ),
+                ),
+                (
+                    "position",
+                    models.PositiveIntegerField(
+                        default=0, help_text="Messages handled so far (an index into msg_ids)."
+                    ),
+                ),
+                ("moved", models.PositiveIntegerField(default=0)),
+                ("skipped", models.PositiveIntegerField(default=0)),
+                (
+                    "problems",
+                    models.JSONField(
+                        blank=True, default=list, help_text="Skipped messages: msg_id, code, message (the first 100)."
+                    ),
+                ),
+                ("error", models.CharField(blank=True, help_text="Why a failed job stopped.", max_length=500)),
+                ("username", models.CharField(blank=True, max_length=150)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("started_at", models.DateTimeField(blank=True, null=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "user",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'indexes': [models.Index(fields=['broker', 'source_queue', '-id'], name='movejob_queue'), models.Index(fields=['updated_at'], name='movejob_updated')],
+                "indexes": [
+                    models.Index(fields=["broker", "source_queue", "-id"], name="movejob_queue"),
+                    models.Index(fields=["updated_at"], name="movejob_updated"),
+                ],
             },
         ),
     ]

@@ -1,4 +1,5 @@
 """Depth samples for the overview's history (the journal records events, not depths)."""
+
 from __future__ import annotations
 
 from datetime import timedelta

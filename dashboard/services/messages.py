@@ -1,4 +1,5 @@
 """The queue page's put and purge, each through the brokers' own services."""
+
 from __future__ import annotations
 
 from django.conf import settings
@@ -12,8 +13,17 @@ def _not_json(name: str):
     raise ValueError(f"{name} is not JSON")
 
 
-def dashboard_put(*, broker: str, queue: str, body: str, priority: str = "", format: str = "",
-                  properties: str = "", user: str = "", actor=None) -> str:
+def dashboard_put(
+    *,
+    broker: str,
+    queue: str,
+    body: str,
+    priority: str = "",
+    format: str = "",
+    properties: str = "",
+    user: str = "",
+    actor=None,
+) -> str:
     """Put one message outside any unit of work, as typed into the queue page's form.
     Returns the new message's id. ``actor``: the signed-in user, whose rights the brokers'
     rule for indirect paths checks (an alias or remote queue's destination)."""
@@ -24,7 +34,9 @@ def dashboard_put(*, broker: str, queue: str, body: str, priority: str = "", for
         try:
             data["priority"] = int(priority)
         except ValueError as exc:
-            raise InvalidInput("Priority must be a whole number from 0 to 9.", errors={"priority": ["Invalid."]}) from exc
+            raise InvalidInput(
+                "Priority must be a whole number from 0 to 9.", errors={"priority": ["Invalid."]}
+            ) from exc
     if format.strip():
         data["format"] = format.strip()
     if properties.strip():
@@ -32,8 +44,14 @@ def dashboard_put(*, broker: str, queue: str, body: str, priority: str = "", for
             data["properties"] = json.loads(properties, parse_constant=_not_json)
         except ValueError as exc:
             raise InvalidInput("Properties must be a JSON object.", errors={"properties": ["Not JSON."]}) from exc
-    result = message_put(broker=broker, queue=queue, messages=[message_input_parse(data)], syncpoint="no",
-                         put_application=f"dashboard:{user}"[:100], user=actor)
+    result = message_put(
+        broker=broker,
+        queue=queue,
+        messages=[message_input_parse(data)],
+        syncpoint="no",
+        put_application=f"dashboard:{user}"[:100],
+        user=actor,
+    )
     return result.messages[0].msg_id
 
 

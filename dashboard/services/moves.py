@@ -15,6 +15,7 @@ messages never overtake each other, and the job may be resumed once there is roo
 Locking (docs/concurrency.md): the job's row, then the queues' rows in id order, then the
 message rows.
 """
+
 from __future__ import annotations
 
 import re
@@ -64,8 +65,10 @@ def _target_checked(*, source: Queue, name: str) -> Queue:
         raise InvalidInput("Name the queue to move the messages to.", errors={"target_queue": ["Required."]})
     target = queue_get(broker=source.broker.name, name=name)
     if target.kind != QueueKind.LOCAL:
-        raise InvalidInput(f"Queue {name!r} is a {target.kind} queue; messages move to local queues.",
-                           errors={"target_queue": ["Not a local queue."]})
+        raise InvalidInput(
+            f"Queue {name!r} is a {target.kind} queue; messages move to local queues.",
+            errors={"target_queue": ["Not a local queue."]},
+        )
     if target.pk == source.pk:
         raise InvalidInput("The messages are on that queue already.", errors={"target_queue": ["Same as the source."]})
     return target
@@ -76,14 +79,16 @@ def _selection(*, source: Queue, msg_ids, everything: bool) -> list[str]:
     job reports them as gone)."""
     limit = settings.BATON_DASHBOARD_MOVE_MAX
     if everything:
-        ids = list(Message.objects.filter(queue=source).order_by("id").values_list("msg_id", flat=True)[:limit + 1])
+        ids = list(Message.objects.filter(queue=source).order_by("id").values_list("msg_id", flat=True)[: limit + 1])
     else:
         ids = []
         for value in msg_ids or []:
             value = str(value).strip().lower()
             if not _MSG_ID.match(value):
-                raise InvalidInput(f"{value[:60]!r} is not a message id (48 hexadecimal characters).",
-                                   errors={"msg_ids": ["Not a message id."]})
+                raise InvalidInput(
+                    f"{value[:60]!r} is not a message id (48 hexadecimal characters).",
+                    errors={"msg_ids": ["Not a message id."]},
+                )
             if value not in ids:
                 ids.append(value)
         order = dict(Message.objects.filter(queue=source, msg_id__in=ids).values_list("msg_id", "id"))
@@ -104,8 +109,9 @@ def _move_job_send_on_commit(job_id: int) -> None:
     task_send(MOVE_JOB_TASK, job_id)
 
 
-def move_job_submit(*, user, broker: str, queue: str, action: str, msg_ids=(), everything: bool = False,
-                    target_queue: str = "") -> MoveJob:
+def move_job_submit(
+    *, user, broker: str, queue: str, action: str, msg_ids=(), everything: bool = False, target_queue: str = ""
+) -> MoveJob:
     """Check that ``user`` may get from the dead-letter or backout queue and put where the
     messages go (operators and admins may), record the job and hand it to the worker fleet
     once recorded. ``everything``: every message on the queue now, not only ``msg_ids``."""
@@ -116,8 +122,12 @@ def move_job_submit(*, user, broker: str, queue: str, action: str, msg_ids=(), e
     with db.atomic():
         source = queue_get(broker=broker, name=queue)
         if move_source_kind(queue=source) is None:
-            raise Conflict(f"Queue {queue!r} is not a dead-letter or backout queue; messages are moved or "
-                           "resubmitted from those only.", broker=broker, queue=queue)
+            raise Conflict(
+                f"Queue {queue!r} is not a dead-letter or backout queue; messages are moved or "
+                "resubmitted from those only.",
+                broker=broker,
+                queue=queue,
+            )
         ids = _selection(source=source, msg_ids=msg_ids, everything=everything)
         if action == MoveAction.MOVE:
             target = _target_checked(source=source, name=target_queue)
@@ -125,13 +135,25 @@ def move_job_submit(*, user, broker: str, queue: str, action: str, msg_ids=(), e
             targets = [target.name]
         else:
             target_queue = ""
-            targets = sorted(set(Message.objects.filter(queue=source, msg_id__in=ids)
-                                 .exclude(dead_letter_queue="").values_list("dead_letter_queue", flat=True)))
+            targets = sorted(
+                set(
+                    Message.objects.filter(queue=source, msg_id__in=ids)
+                    .exclude(dead_letter_queue="")
+                    .values_list("dead_letter_queue", flat=True)
+                )
+            )
         for name in targets:
             require_queue_action(user, "put", broker=broker, queue=name)
             may.require_reached(user, "put", broker=broker, queue=name)  # an alias's target too (docs/permissions.md)
-        job = MoveJob.objects.create(broker=broker, source_queue=queue, action=action, target_queue=target_queue,
-                                     msg_ids=ids, user=user if user.pk else None, username=user.get_username())
+        job = MoveJob.objects.create(
+            broker=broker,
+            source_queue=queue,
+            action=action,
+            target_queue=target_queue,
+            msg_ids=ids,
+            user=user if user.pk else None,
+            username=user.get_username(),
+        )
         _dispatch(job)
     return job
 
@@ -149,13 +171,15 @@ def move_job_resume(*, user, job_id: int) -> MoveJob:
         stalled = job.updated_at < timezone.now() - timedelta(seconds=settings.BATON_DASHBOARD_MOVE_STALL_S)
         if job.state == JobState.SUCCEEDED or (job.state in OPEN_JOB_STATES and not stalled):
             raise Conflict(f"Job {job_id} is {job.state}; only a failed or stalled job is resumed.", job=job_id)
-        MoveJob.objects.filter(pk=job.pk).update(state=JobState.QUEUED, error="", finished_at=None,
-                                                 updated_at=timezone.now())
+        MoveJob.objects.filter(pk=job.pk).update(
+            state=JobState.QUEUED, error="", finished_at=None, updated_at=timezone.now()
+        )
         _dispatch(job)
     return MoveJob.objects.get(pk=job_id)
 
 
 # --- the worker's side ----------------------------------------------------------------------
+
 
 def _skip(job: MoveJob, msg_id: str, code: str, message: str) -> None:
     job.skipped += 1
@@ -173,8 +197,15 @@ def _move_one(job: MoveJob, *, source: Queue, msg_id: str, queues: dict[str, Que
     m = Message.objects.select_for_update().filter(queue=source, msg_id=msg_id).first()
     if m is None:
         return _skip(job, msg_id, "gone", f"No longer on {source.name} (gotten, expired or moved by someone else).")
-    held = ("uncommitted_put" if m.put_transaction_id else "in_flight" if m.get_transaction_id
-            else "locked" if m.lock_token else None)
+    held = (
+        "uncommitted_put"
+        if m.put_transaction_id
+        else "in_flight"
+        if m.get_transaction_id
+        else "locked"
+        if m.lock_token
+        else None
+    )
     if held:
         return _skip(job, msg_id, held, f"It is {held.replace('_', ' ')}; only available messages move.")
     if m.expires_at is not None and m.expires_at <= now:
@@ -184,8 +215,14 @@ def _move_one(job: MoveJob, *, source: Queue, msg_id: str, queues: dict[str, Que
         raise _Stop(f"Queue {job.target_queue!r} no longer exists on {job.broker} (or is no local queue).")
     if target is None:
         original = m.dead_letter_queue
-        return _skip(job, msg_id, "no_target", f"Its original queue {original!r} does not exist on {job.broker}."
-                     if original else "It records no queue it was dead-lettered from.")
+        return _skip(
+            job,
+            msg_id,
+            "no_target",
+            f"Its original queue {original!r} does not exist on {job.broker}."
+            if original
+            else "It records no queue it was dead-lettered from.",
+        )
     if target.pk == source.pk:
         return _skip(job, msg_id, "no_target", f"It came from {source.name} itself.")
     if not target.put_enabled:
@@ -207,12 +244,31 @@ def _move_one(job: MoveJob, *, source: Queue, msg_id: str, queues: dict[str, Que
         m.backout_count = m.delivery_count = 0
         m.dead_letter_reason = m.dead_letter_queue = ""
     m.save(force_insert=True)
-    journal_record(events=[
-        journal_event(JournalKind.GET, broker=job.broker, queue=source.name, msg_id=msg_id, at=now,
-                      put_time=m.put_time.isoformat(), moved_to=target.name, job=job.pk),
-        journal_event(JournalKind.PUT, broker=job.broker, queue=target.name, msg_id=msg_id, at=now,
-                      persistent=m.persistent, bytes=len(m.body), moved_from=source.name, job=job.pk),
-    ])
+    journal_record(
+        events=[
+            journal_event(
+                JournalKind.GET,
+                broker=job.broker,
+                queue=source.name,
+                msg_id=msg_id,
+                at=now,
+                put_time=m.put_time.isoformat(),
+                moved_to=target.name,
+                job=job.pk,
+            ),
+            journal_event(
+                JournalKind.PUT,
+                broker=job.broker,
+                queue=target.name,
+                msg_id=msg_id,
+                at=now,
+                persistent=m.persistent,
+                bytes=len(m.body),
+                moved_from=source.name,
+                job=job.pk,
+            ),
+        ]
+    )
     queues_woken([target.pk])
     job.moved += 1
 
@@ -232,14 +288,25 @@ def _batch(job_id: int, size: int, crash_at: int | None) -> int | None:
             return None
         source = Queue.objects.select_related("broker").filter(broker__name=job.broker, name=job.source_queue).first()
         if source is None:
-            job.state, job.finished_at, job.error = JobState.FAILED, now, f"Queue {job.source_queue!r} no longer exists."
+            job.state, job.finished_at, job.error = (
+                JobState.FAILED,
+                now,
+                f"Queue {job.source_queue!r} no longer exists.",
+            )
             job.save()
             return None
-        ids = job.msg_ids[job.position:job.position + size]
-        names = {job.target_queue} if job.action == MoveAction.MOVE else set(
-            Message.objects.filter(queue=source, msg_id__in=ids).values_list("dead_letter_queue", flat=True))
-        queues = {q.name: q for q in Queue.objects.select_related("broker").filter(
-            broker_id=source.broker_id, name__in=names - {""}, kind=QueueKind.LOCAL)}
+        ids = job.msg_ids[job.position : job.position + size]
+        names = (
+            {job.target_queue}
+            if job.action == MoveAction.MOVE
+            else set(Message.objects.filter(queue=source, msg_id__in=ids).values_list("dead_letter_queue", flat=True))
+        )
+        queues = {
+            q.name: q
+            for q in Queue.objects.select_related("broker").filter(
+                broker_id=source.broker_id, name__in=names - {""}, kind=QueueKind.LOCAL
+            )
+        }
         queues_lock(queue_ids=[source.pk, *(q.pk for q in queues.values())])
         for done, msg_id in enumerate(ids):
             if done == crash_at:
@@ -267,15 +334,19 @@ def move_job_run(*, job_id: int, interrupt_after: int | None = None) -> MoveJob:
             raise NotFound(f"No job {job_id}.")
         if job.state not in OPEN_JOB_STATES:
             return job
-        MoveJob.objects.filter(pk=job_id).update(state=JobState.RUNNING, started_at=job.started_at or timezone.now(),
-                                                 updated_at=timezone.now())
+        MoveJob.objects.filter(pk=job_id).update(
+            state=JobState.RUNNING, started_at=job.started_at or timezone.now(), updated_at=timezone.now()
+        )
     size = settings.BATON_DASHBOARD_MOVE_BATCH
     try:
         budget = interrupt_after
-        while (handled := _batch(job_id, size, budget if budget is not None and budget < size else None)):
+        while handled := _batch(job_id, size, budget if budget is not None and budget < size else None):
             budget = None if budget is None else budget - handled
     except Exception as exc:  # noqa: BLE001  (any error ends the job as failed, saying why)
         MoveJob.objects.filter(pk=job_id, state=JobState.RUNNING).update(
-            state=JobState.FAILED, finished_at=timezone.now(), updated_at=timezone.now(),
-            error=f"{type(exc).__name__}: {exc}"[:500])
+            state=JobState.FAILED,
+            finished_at=timezone.now(),
+            updated_at=timezone.now(),
+            error=f"{type(exc).__name__}: {exc}"[:500],
+        )
     return MoveJob.objects.get(pk=job_id)

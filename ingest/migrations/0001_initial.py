@@ -7,7 +7,6 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
@@ -16,31 +15,71 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.CreateModel(
-            name='Ingest',
+            name="Ingest",
             fields=[
-                ('id', models.CharField(default=ingest.models.ingest_id_new, editable=False, max_length=32, primary_key=True, serialize=False)),
-                ('broker', models.CharField(max_length=48)),
-                ('queue', models.CharField(max_length=48)),
-                ('source', models.CharField(help_text='A file or folder, relative to the staging directory.', max_length=1000)),
-                ('format', models.CharField(choices=[('jsonl', 'Jsonl'), ('csv', 'Csv'), ('text', 'Text')], default='jsonl', max_length=8)),
-                ('body_field', models.CharField(blank=True, max_length=200)),
-                ('key_field', models.CharField(blank=True, max_length=200)),
-                ('properties_fields', models.JSONField(blank=True, default=list)),
-                ('state', models.CharField(choices=[('queued', 'Queued'), ('running', 'Running'), ('succeeded', 'Succeeded'), ('failed', 'Failed')], default='queued', max_length=16)),
-                ('records_total', models.BigIntegerField(blank=True, help_text='Counted before the first put.', null=True)),
-                ('records_done', models.BigIntegerField(default=0)),
-                ('messages_put', models.BigIntegerField(default=0)),
-                ('duplicates_skipped', models.BigIntegerField(default=0)),
-                ('attempts', models.JSONField(blank=True, default=dict)),
-                ('error', models.TextField(blank=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('started_at', models.DateTimeField(blank=True, null=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('created_by', models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.CharField(
+                        default=ingest.models.ingest_id_new,
+                        editable=False,
+                        max_length=32,
+                        primary_key=True,
+                        serialize=False,
+                    ),
+                ),
+                ("broker", models.CharField(max_length=48)),
+                ("queue", models.CharField(max_length=48)),
+                (
+                    "source",
+                    models.CharField(help_text="A file or folder, relative to the staging directory.", max_length=1000),
+                ),
+                (
+                    "format",
+                    models.CharField(
+                        choices=[("jsonl", "Jsonl"), ("csv", "Csv"), ("text", "Text")], default="jsonl", max_length=8
+                    ),
+                ),
+                ("body_field", models.CharField(blank=True, max_length=200)),
+                ("key_field", models.CharField(blank=True, max_length=200)),
+                ("properties_fields", models.JSONField(blank=True, default=list)),
+                (
+                    "state",
+                    models.CharField(
+                        choices=[
+                            ("queued", "Queued"),
+                            ("running", "Running"),
+                            ("succeeded", "Succeeded"),
+                            ("failed", "Failed"),
+                        ],
+                        default="queued",
+                        max_length=16,
+                    ),
+                ),
+                (
+                    "records_total",
+                    models.BigIntegerField(blank=True, help_text="Counted before the first put.", null=True),
+                ),
+                ("records_done", models.BigIntegerField(default=0)),
+                ("messages_put", models.BigIntegerField(default=0)),
+                ("duplicates_skipped", models.BigIntegerField(default=0)),
+                ("attempts", models.JSONField(blank=True, default=dict)),
+                ("error", models.TextField(blank=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("started_at", models.DateTimeField(blank=True, null=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at'],
-                'indexes': [models.Index(fields=['broker', 'queue', '-created_at'], name='ingest_by_queue')],
+                "ordering": ["-created_at"],
+                "indexes": [models.Index(fields=["broker", "queue", "-created_at"], name="ingest_by_queue")],
             },
         ),
     ]

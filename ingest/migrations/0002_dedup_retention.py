@@ -5,15 +5,21 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('ingest', '0001_initial'),
+        ("ingest", "0001_initial"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='ingest',
-            name='dedup_retention_days',
-            field=models.PositiveIntegerField(default=7, help_text="How long the queue remembers each record's key: a rerun within it skips every record put.", validators=[django.core.validators.MinValueValidator(1), django.core.validators.MaxValueValidator(3650)]),
+            model_name="ingest",
+            name="dedup_retention_days",
+            field=models.PositiveIntegerField(
+                default=7,
+                help_text="How long the queue remembers each record's key: a rerun within it skips every record put.",
+                validators=[
+                    django.core.validators.MinValueValidator(1),
+                    django.core.validators.MaxValueValidator(3650),
+                ],
+            ),
         ),
     ]

@@ -1,5 +1,6 @@
 """Publishing: its one definition (``brokers.api.operations``), used by REST
 (``POST /api/brokers/{broker}/publish/``), the session's ``publish`` and the schema."""
+
 from __future__ import annotations
 
 from typing import Annotated, Any
@@ -29,8 +30,9 @@ class PublicationPublish(Operation):
         broker: Annotated[str, Field(max_length=48)]
         topic: Annotated[str, Field(max_length=TOPIC_MAX, description="The topic string: levels separated by /.")]
         retain: bool = False
-        transaction: Annotated[str, Field(max_length=64)] | None = Field(None, description="Publish under this unit "
-                                                                                           "of work.")
+        transaction: Annotated[str, Field(max_length=64)] | None = Field(
+            None, description="Publish under this unit of work."
+        )
 
     class Output(Model):
         msg_id: str
@@ -45,7 +47,18 @@ class PublicationPublish(Operation):
         may.require_publish(user, broker=data.broker)
         if data.transaction:  # a unit of work is acted on only by its owner (docs/api.md, "Ownership")
             require_transaction(user, transaction_id=data.transaction)
-        result = publication_publish(broker=data.broker, topic=data.topic, message=MessageIn.to_input(data),
-                                     retain=data.retain, transaction_id=data.transaction or None)
-        return 201, {"msg_id": result.msg_id, "topic": result.topic, "matched": result.matched,
-                     "retained": result.retained, "held": result.held, "transaction": result.transaction_id}
+        result = publication_publish(
+            broker=data.broker,
+            topic=data.topic,
+            message=MessageIn.to_input(data),
+            retain=data.retain,
+            transaction_id=data.transaction or None,
+        )
+        return 201, {
+            "msg_id": result.msg_id,
+            "topic": result.topic,
+            "matched": result.matched,
+            "retained": result.retained,
+            "held": result.held,
+            "transaction": result.transaction_id,
+        }

@@ -1,5 +1,6 @@
 """What the publish/subscribe endpoints share: input serializers that refuse unknown fields,
 and the output serializers (the publication is an Operation: pubsub/api/operations.py)."""
+
 from __future__ import annotations
 
 import base64

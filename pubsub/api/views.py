@@ -1,6 +1,7 @@
 """REST views for publish/subscribe (docs/api.md, "Publish/subscribe"): check permission
 (pubsub.permissions), validate with the view's InputSerializer, call one service, render
 with its OutputSerializer."""
+
 from __future__ import annotations
 
 from drf_spectacular.utils import OpenApiParameter
@@ -21,7 +22,11 @@ from ..services.subscriptions import subscription_define, subscription_delete
 from ..services.topics import topic_alter, topic_define, topic_delete
 from .schema import NO_CONTENT, operation, page
 from .serializers import (
-    RetainedOutput, StrictSerializer, SubscriptionOutput, TopicOutput, topic_field,
+    RetainedOutput,
+    StrictSerializer,
+    SubscriptionOutput,
+    TopicOutput,
+    topic_field,
 )
 
 
@@ -154,19 +159,29 @@ class RetainedView(APIView):
 
     OutputSerializer = RetainedOutput
 
-    @operation("retained_list", {200: page("RetainedPage", RetainedOutput)}, 400, 404,
-               parameters=[OpenApiParameter("topic_filter", str, description="A topic filter (default #).")])
+    @operation(
+        "retained_list",
+        {200: page("RetainedPage", RetainedOutput)},
+        400,
+        404,
+        parameters=[OpenApiParameter("topic_filter", str, description="A topic filter (default #).")],
+    )
     def get(self, request: Request, broker: str) -> Response:
         may.require_display(request.user, broker=broker)
         params = self.ListInputSerializer(data=request.query_params.dict())
         params.is_valid(raise_exception=True)
         rows = retained_list(broker=broker, topic_filter=params.validated_data["topic_filter"])
         offset = params.validated_data.get("offset", 0)
-        page = rows[offset:offset + params.validated_data.get("limit", 1000)]
+        page = rows[offset : offset + params.validated_data.get("limit", 1000)]
         return Response({"count": len(rows), "results": self.OutputSerializer(page, many=True).data})
 
-    @operation("retained_clear", {204: NO_CONTENT}, 400, 404,
-               parameters=[OpenApiParameter("topic", str, required=True, description="The topic string.")])
+    @operation(
+        "retained_clear",
+        {204: NO_CONTENT},
+        400,
+        404,
+        parameters=[OpenApiParameter("topic", str, required=True, description="The topic string.")],
+    )
     def delete(self, request: Request, broker: str) -> Response:
         may.require_admin(request.user, broker=broker)
         params = self.ClearInputSerializer(data=request.query_params.dict())

@@ -6,106 +6,186 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('brokers', '0002_engine_definitions_version_and_indexes'),
-        ('transactions', '0001_initial'),
+        ("brokers", "0002_engine_definitions_version_and_indexes"),
+        ("transactions", "0001_initial"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='TopicTreeVersion',
+            name="TopicTreeVersion",
             fields=[
-                ('id', models.PositiveSmallIntegerField(default=1, primary_key=True, serialize=False)),
-                ('version', models.BigIntegerField(default=0)),
+                ("id", models.PositiveSmallIntegerField(default=1, primary_key=True, serialize=False)),
+                ("version", models.BigIntegerField(default=0)),
             ],
         ),
         migrations.CreateModel(
-            name='PendingEffect',
+            name="PendingEffect",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('msg_id', models.CharField(max_length=48)),
-                ('body', models.BinaryField()),
-                ('message', models.JSONField(default=dict)),
-                ('published_at', models.DateTimeField()),
-                ('topic', models.CharField(max_length=1024)),
-                ('retain', models.BooleanField(default=False)),
-                ('broker', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='brokers.broker')),
-                ('transaction', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='transactions.transaction')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("msg_id", models.CharField(max_length=48)),
+                ("body", models.BinaryField()),
+                ("message", models.JSONField(default=dict)),
+                ("published_at", models.DateTimeField()),
+                ("topic", models.CharField(max_length=1024)),
+                ("retain", models.BooleanField(default=False)),
+                (
+                    "broker",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="+", to="brokers.broker"
+                    ),
+                ),
+                (
+                    "transaction",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="+", to="transactions.transaction"
+                    ),
+                ),
             ],
             options={
-                'abstract': False,
+                "abstract": False,
             },
         ),
         migrations.CreateModel(
-            name='Conflation',
+            name="Conflation",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('topic', models.CharField(max_length=1024)),
-                ('last_delivered_at', models.DateTimeField()),
-                ('held_msg_id', models.CharField(blank=True, max_length=48)),
-                ('held_body', models.BinaryField(null=True)),
-                ('held_message', models.JSONField(null=True)),
-                ('held_at', models.DateTimeField(null=True)),
-                ('due_at', models.DateTimeField(null=True)),
-                ('broker', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='brokers.broker')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("topic", models.CharField(max_length=1024)),
+                ("last_delivered_at", models.DateTimeField()),
+                ("held_msg_id", models.CharField(blank=True, max_length=48)),
+                ("held_body", models.BinaryField(null=True)),
+                ("held_message", models.JSONField(null=True)),
+                ("held_at", models.DateTimeField(null=True)),
+                ("due_at", models.DateTimeField(null=True)),
+                (
+                    "broker",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="+", to="brokers.broker"
+                    ),
+                ),
             ],
             options={
-                'indexes': [models.Index(condition=models.Q(('due_at__isnull', False)), fields=['due_at'], name='conflation_due')],
-                'constraints': [models.UniqueConstraint(fields=('broker', 'topic'), name='conflation_topic_unique')],
+                "indexes": [
+                    models.Index(
+                        condition=models.Q(("due_at__isnull", False)), fields=["due_at"], name="conflation_due"
+                    )
+                ],
+                "constraints": [models.UniqueConstraint(fields=("broker", "topic"), name="conflation_topic_unique")],
             },
         ),
         migrations.CreateModel(
-            name='RetainedPublication',
+            name="RetainedPublication",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('msg_id', models.CharField(max_length=48)),
-                ('body', models.BinaryField()),
-                ('message', models.JSONField(default=dict)),
-                ('published_at', models.DateTimeField()),
-                ('topic', models.CharField(max_length=1024)),
-                ('broker', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='retained_publications', to='brokers.broker')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("msg_id", models.CharField(max_length=48)),
+                ("body", models.BinaryField()),
+                ("message", models.JSONField(default=dict)),
+                ("published_at", models.DateTimeField()),
+                ("topic", models.CharField(max_length=1024)),
+                (
+                    "broker",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="retained_publications",
+                        to="brokers.broker",
+                    ),
+                ),
             ],
             options={
-                'constraints': [models.UniqueConstraint(fields=('broker', 'topic'), name='retained_topic_unique')],
+                "constraints": [models.UniqueConstraint(fields=("broker", "topic"), name="retained_topic_unique")],
             },
         ),
         migrations.CreateModel(
-            name='Subscription',
+            name="Subscription",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=48, validators=[django.core.validators.RegexValidator('^[A-Za-z0-9._/%]{1,48}$', 'Use 1 to 48 characters of A-Z a-z 0-9 . _ / %%.')])),
-                ('topic_filter', models.CharField(max_length=1024)),
-                ('durable', models.BooleanField(default=True, help_text='Survives a platform restart; a full queue fails a publication.')),
-                ('activation_topic', models.CharField(blank=True, max_length=1024)),
-                ('deactivation_topic', models.CharField(blank=True, max_length=1024)),
-                ('new_publications_only', models.BooleanField(default=False, help_text='Do not send it the retained publications.')),
-                ('active', models.BooleanField(default=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('broker', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='subscriptions', to='brokers.broker')),
-                ('queue', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='subscriptions', to='brokers.queue')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "name",
+                    models.CharField(
+                        max_length=48,
+                        validators=[
+                            django.core.validators.RegexValidator(
+                                "^[A-Za-z0-9._/%]{1,48}$", "Use 1 to 48 characters of A-Z a-z 0-9 . _ / %%."
+                            )
+                        ],
+                    ),
+                ),
+                ("topic_filter", models.CharField(max_length=1024)),
+                (
+                    "durable",
+                    models.BooleanField(
+                        default=True, help_text="Survives a platform restart; a full queue fails a publication."
+                    ),
+                ),
+                ("activation_topic", models.CharField(blank=True, max_length=1024)),
+                ("deactivation_topic", models.CharField(blank=True, max_length=1024)),
+                (
+                    "new_publications_only",
+                    models.BooleanField(default=False, help_text="Do not send it the retained publications."),
+                ),
+                ("active", models.BooleanField(default=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "broker",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="subscriptions", to="brokers.broker"
+                    ),
+                ),
+                (
+                    "queue",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="subscriptions", to="brokers.queue"
+                    ),
+                ),
             ],
             options={
-                'constraints': [models.UniqueConstraint(fields=('broker', 'name'), name='subscription_name_unique')],
+                "constraints": [models.UniqueConstraint(fields=("broker", "name"), name="subscription_name_unique")],
             },
         ),
         migrations.CreateModel(
-            name='Topic',
+            name="Topic",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=48, validators=[django.core.validators.RegexValidator('^[A-Za-z0-9._/%]{1,48}$', 'Use 1 to 48 characters of A-Z a-z 0-9 . _ / %%.')])),
-                ('topic_string', models.CharField(max_length=1024)),
-                ('conflation_interval_ms', models.PositiveIntegerField(default=0, help_text='Publications within this many ms of the last delivery are held; the latest is delivered when the interval ends (0: no conflation).')),
-                ('durable_subscriptions', models.BooleanField(default=True, help_text='Whether durable subscriptions are allowed.')),
-                ('description', models.CharField(blank=True, max_length=200)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('altered_at', models.DateTimeField(auto_now=True)),
-                ('broker', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='topics', to='brokers.broker')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "name",
+                    models.CharField(
+                        max_length=48,
+                        validators=[
+                            django.core.validators.RegexValidator(
+                                "^[A-Za-z0-9._/%]{1,48}$", "Use 1 to 48 characters of A-Z a-z 0-9 . _ / %%."
+                            )
+                        ],
+                    ),
+                ),
+                ("topic_string", models.CharField(max_length=1024)),
+                (
+                    "conflation_interval_ms",
+                    models.PositiveIntegerField(
+                        default=0,
+                        help_text="Publications within this many ms of the last delivery are held; the latest is delivered when the interval ends (0: no conflation).",
+                    ),
+                ),
+                (
+                    "durable_subscriptions",
+                    models.BooleanField(default=True, help_text="Whether durable subscriptions are allowed."),
+                ),
+                ("description", models.CharField(blank=True, max_length=200)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("altered_at", models.DateTimeField(auto_now=True)),
+                (
+                    "broker",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="topics", to="brokers.broker"
+                    ),
+                ),
             ],
             options={
-                'constraints': [models.UniqueConstraint(fields=('broker', 'name'), name='topic_name_unique'), models.UniqueConstraint(fields=('broker', 'topic_string'), name='topic_string_unique')],
+                "constraints": [
+                    models.UniqueConstraint(fields=("broker", "name"), name="topic_name_unique"),
+                    models.UniqueConstraint(fields=("broker", "topic_string"), name="topic_string_unique"),
+                ],
             },
         ),
     ]

@@ -10,6 +10,7 @@ publisher deciding to deliver or hold, and by the sweeper delivering. The decisi
 delivery's puts and the row's update commit together, so a held publication is delivered
 once: a second sweeper skips the locked row (``SKIP LOCKED``) or finds it no longer due.
 """
+
 from __future__ import annotations
 
 import logging
@@ -45,8 +46,9 @@ def _row_locked(*, broker: Broker, topic: str, at: datetime) -> tuple[Conflation
         return Conflation.objects.select_for_update().get(broker=broker, topic=topic), False
 
 
-def conflation_admit(*, broker: Broker, topic: str, msg: MessageInput, msg_id: str, interval_ms: int,
-                     at: datetime) -> bool:
+def conflation_admit(
+    *, broker: Broker, topic: str, msg: MessageInput, msg_id: str, interval_ms: int, at: datetime
+) -> bool:
     """Decide whether a publication outside a unit of work is delivered now (True) or held
     (False). Caller holds an open database transaction and delivers it when told to."""
     row, first = _row_locked(broker=broker, topic=topic, at=at)
@@ -56,13 +58,17 @@ def conflation_admit(*, broker: Broker, topic: str, msg: MessageInput, msg_id: s
     if at < row.last_delivered_at + interval:
         body, fields = message_stored(msg)
         Conflation.objects.filter(pk=row.pk).update(
-            held_msg_id=msg_id, held_body=body, held_message=fields, held_at=at,
+            held_msg_id=msg_id,
+            held_body=body,
+            held_message=fields,
+            held_at=at,
             due_at=row.last_delivered_at + interval,
         )
         return False
     # A quiet interval has passed (or a held one is overdue): this one supersedes anything held.
-    Conflation.objects.filter(pk=row.pk).update(last_delivered_at=at, held_msg_id="", held_body=None,
-                                                held_message=None, held_at=None, due_at=None)
+    Conflation.objects.filter(pk=row.pk).update(
+        last_delivered_at=at, held_msg_id="", held_body=None, held_message=None, held_at=None, due_at=None
+    )
     return True
 
 
@@ -92,12 +98,20 @@ def conflation_sweep(*, now: datetime | None = None, limit: int = 500) -> SweepO
                 tree = tree_for(broker_id=row.broker_id)
                 subs = tree.active(tree.match(row.topic))
                 outcome.copies += copies_deliver(
-                    broker=row.broker, subscriptions=subs, topic=row.topic,
-                    msg=message_loaded(row.held_body, row.held_message), msg_id=row.held_msg_id, transaction_id=None,
+                    broker=row.broker,
+                    subscriptions=subs,
+                    topic=row.topic,
+                    msg=message_loaded(row.held_body, row.held_message),
+                    msg_id=row.held_msg_id,
+                    transaction_id=None,
                 )
                 Conflation.objects.filter(pk=pk).update(
-                    last_delivered_at=timezone.now(), held_msg_id="", held_body=None, held_message=None,
-                    held_at=None, due_at=None,
+                    last_delivered_at=timezone.now(),
+                    held_msg_id="",
+                    held_body=None,
+                    held_message=None,
+                    held_at=None,
+                    due_at=None,
                 )
                 outcome.delivered += 1
         except BatonError as exc:

@@ -5,6 +5,7 @@ database transaction, under the publisher's unit of work when there is one (so t
 are its uncommitted puts and pre-emptive gets link to it). A put that fails (full queue,
 puts disabled) fails the whole publication when the subscription is durable; a
 non-durable subscription is skipped (the put's savepoint is undone, nothing else)."""
+
 from __future__ import annotations
 
 from brokers.exceptions import PutInhibited, QueueFull
@@ -19,8 +20,16 @@ from ..tree import Subscriber
 from .stored import message_copy, message_loaded
 
 
-def copies_deliver(*, broker: Broker, subscriptions: list[Subscriber], topic: str, msg: MessageInput, msg_id: str,
-                   transaction_id: str | None, is_retained: bool = False) -> int:
+def copies_deliver(
+    *,
+    broker: Broker,
+    subscriptions: list[Subscriber],
+    topic: str,
+    msg: MessageInput,
+    msg_id: str,
+    transaction_id: str | None,
+    is_retained: bool = False,
+) -> int:
     """Put one copy on each subscription's queue; return how many were put. Caller holds an
     open database transaction (an engine step)."""
     delivered = 0
@@ -28,8 +37,13 @@ def copies_deliver(*, broker: Broker, subscriptions: list[Subscriber], topic: st
         copy = message_copy(msg, topic=topic, subscription=sub.name, is_retained=is_retained, msg_id=msg_id)
         txn_queries.deferred_flush()  # the caller's deferred writes must not ride in the put's savepoint
         try:
-            message_put(broker=broker.name, queue=sub.queue, messages=[copy], transaction_id=transaction_id,
-                        put_application="pubsub")
+            message_put(
+                broker=broker.name,
+                queue=sub.queue,
+                messages=[copy],
+                transaction_id=transaction_id,
+                put_application="pubsub",
+            )
         except (QueueFull, PutInhibited) as exc:
             if sub.durable:
                 exc.details.setdefault("subscription", sub.name)
@@ -50,7 +64,12 @@ def retained_deliver(*, broker: Broker, subscription: Subscription) -> int:
     for row in rows:
         if matches(subscription.topic_filter, row.topic):
             delivered += copies_deliver(
-                broker=broker, subscriptions=[Subscriber.of(subscription)], topic=row.topic,
-                msg=message_loaded(row.body, row.message), msg_id=row.msg_id, transaction_id=None, is_retained=True,
+                broker=broker,
+                subscriptions=[Subscriber.of(subscription)],
+                topic=row.topic,
+                msg=message_loaded(row.body, row.message),
+                msg_id=row.msg_id,
+                transaction_id=None,
+                is_retained=True,
             )
     return delivered

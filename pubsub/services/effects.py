@@ -2,6 +2,7 @@
 switching on or off the subscriptions that name it as their activation or deactivation
 topic. Outside a unit of work they happen with the publication; under one, when it
 commits (pubsub.services.store)."""
+
 from __future__ import annotations
 
 import logging
@@ -38,8 +39,17 @@ def retained_replace(*, broker: Broker, topic: str, msg: MessageInput, msg_id: s
         RetainedPublication.objects.filter(broker=broker, topic=topic).update(**values)
 
 
-def effects_apply(*, broker: Broker, tree: TopicTree, topic: str, msg: MessageInput, msg_id: str, retain: bool,
-                  at: datetime, strict: bool = True) -> None:
+def effects_apply(
+    *,
+    broker: Broker,
+    tree: TopicTree,
+    topic: str,
+    msg: MessageInput,
+    msg_id: str,
+    retain: bool,
+    at: datetime,
+    strict: bool = True,
+) -> None:
     """Retain, then activate (each newly active subscription receives the retained
     publications it matches, this one included when retained), then deactivate. Caller holds
     an open database transaction. ``strict``: a retained publication a newly active durable
@@ -48,8 +58,12 @@ def effects_apply(*, broker: Broker, tree: TopicTree, topic: str, msg: MessageIn
     if retain:
         retained_replace(broker=broker, topic=topic, msg=msg, msg_id=msg_id, at=at)
     if ids := tree.activations.get(topic):
-        woken = list(Subscription.objects.select_for_update().filter(pk__in=ids, active=False)
-                     .select_related("queue").order_by("pk"))
+        woken = list(
+            Subscription.objects.select_for_update()
+            .filter(pk__in=ids, active=False)
+            .select_related("queue")
+            .order_by("pk")
+        )
         if woken:
             Subscription.objects.filter(pk__in=[s.pk for s in woken]).update(active=True)
         for sub in woken:

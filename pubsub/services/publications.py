@@ -7,6 +7,7 @@ copy is put (``message_put``), then the retained publication and subscription ro
 effects change. Everything is one database transaction: a publication that fails (a
 durable subscriber's full queue) leaves nothing behind.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -45,8 +46,9 @@ class PublicationResult:
     transaction_id: str | None = None
 
 
-def publication_publish(*, broker: str, topic: str, message: MessageInput, retain: bool = False,
-                        transaction_id: str | None = None) -> PublicationResult:
+def publication_publish(
+    *, broker: str, topic: str, message: MessageInput, retain: bool = False, transaction_id: str | None = None
+) -> PublicationResult:
     """Publish ``message`` on ``topic``: a copy on the queue of every active subscription
     whose filter matches (under the unit of work ``transaction_id`` if given: its
     uncommitted puts), keep it as the retained publication if ``retain``, and switch the
@@ -65,26 +67,53 @@ def publication_publish(*, broker: str, topic: str, message: MessageInput, retai
         owner = broker_cached(name=broker)
         limit = min(owner.max_message_length, settings.BATON_MAX_MESSAGE_LENGTH)
         if len(message.body) > limit:  # (each copy's put checks its queue's limit too)
-            raise MessageTooLarge(f"The publication is {len(message.body)} bytes; broker {broker!r} accepts at most "
-                                  f"{limit}.", length=len(message.body), max_message_length=limit)
+            raise MessageTooLarge(
+                f"The publication is {len(message.body)} bytes; broker {broker!r} accepts at most {limit}.",
+                length=len(message.body),
+                max_message_length=limit,
+            )
         txn = transaction_for_operation(transaction_id=transaction_id, broker=owner.name) if transaction_id else None
         tree = tree_for(broker_id=owner.pk, version=tree_version)
         msg_id = ids_new(1)[0]
         interval, _ = tree.topic_attributes(topic)
-        deliver = txn is not None or not interval or conflation_admit(
-            broker=owner, topic=topic, msg=message, msg_id=msg_id, interval_ms=interval, at=now,
+        deliver = (
+            txn is not None
+            or not interval
+            or conflation_admit(
+                broker=owner,
+                topic=topic,
+                msg=message,
+                msg_id=msg_id,
+                interval_ms=interval,
+                at=now,
+            )
         )
         matched = 0
         if deliver:
-            matched = copies_deliver(broker=owner, subscriptions=tree.active(tree.match(topic)),
-                                     topic=topic, msg=message, msg_id=msg_id, transaction_id=transaction_id)
+            matched = copies_deliver(
+                broker=owner,
+                subscriptions=tree.active(tree.match(topic)),
+                topic=topic,
+                msg=message,
+                msg_id=msg_id,
+                transaction_id=transaction_id,
+            )
         if effects_wanted(tree=tree, topic=topic, retain=retain):
             if txn is None:
                 effects_apply(broker=owner, tree=tree, topic=topic, msg=message, msg_id=msg_id, retain=retain, at=now)
             else:
                 body, fields = message_stored(message)
-                PendingEffect.objects.create(transaction=txn, broker=owner, topic=topic, retain=retain, msg_id=msg_id,
-                                             body=body, message=fields, published_at=now)
+                PendingEffect.objects.create(
+                    transaction=txn,
+                    broker=owner,
+                    topic=topic,
+                    retain=retain,
+                    msg_id=msg_id,
+                    body=body,
+                    message=fields,
+                    published_at=now,
+                )
                 transaction_mark(transaction=txn, mark=MARK_PUBSUB)
-    return PublicationResult(msg_id=msg_id, topic=topic, matched=matched, retained=retain, held=not deliver,
-                             transaction_id=transaction_id)
+    return PublicationResult(
+        msg_id=msg_id, topic=topic, matched=matched, retained=retain, held=not deliver, transaction_id=transaction_id
+    )

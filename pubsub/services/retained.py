@@ -1,4 +1,5 @@
 """Clearing retained publications."""
+
 from __future__ import annotations
 
 from brokers.selectors import broker_get

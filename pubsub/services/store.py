@@ -1,6 +1,7 @@
 """The resource manager for publication effects under units of work, registered with the
 transaction manager (pubsub.apps). A unit of work that published nothing with effects
 carries no ``pubsub`` mark, and costs this manager no statement at commit or rollback."""
+
 from __future__ import annotations
 
 from brokers.models import Broker
@@ -23,9 +24,14 @@ class PublicationStore:
         brokers = {b.pk: b for b in Broker.objects.filter(pk__in={p.broker_id for p in pending})}
         for effect in pending:
             effects_apply(
-                broker=brokers[effect.broker_id], tree=tree_for(broker_id=effect.broker_id), topic=effect.topic,
-                msg=message_loaded(effect.body, effect.message), msg_id=effect.msg_id, retain=effect.retain,
-                at=effect.published_at, strict=False,
+                broker=brokers[effect.broker_id],
+                tree=tree_for(broker_id=effect.broker_id),
+                topic=effect.topic,
+                msg=message_loaded(effect.body, effect.message),
+                msg_id=effect.msg_id,
+                retain=effect.retain,
+                at=effect.published_at,
+                strict=False,
             )
         PendingEffect.objects.filter(transaction_id__in=transaction_ids).delete()
 

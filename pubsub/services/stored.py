@@ -1,5 +1,6 @@
 """A publication kept in the database (retained, held by conflation, waiting for its unit
 of work) and the copies subscribers receive."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -21,6 +22,11 @@ def message_copy(msg: MessageInput, *, topic: str, subscription: str, is_retaine
     """The copy a subscription's queue receives: the publication with ``topic``,
     ``subscription``, ``is_retained`` and ``publication`` (the publication's msg_id) among
     its properties."""
-    properties = {**msg.properties, "topic": topic, "subscription": subscription, "is_retained": is_retained,
-                  "publication": msg_id}
+    properties = {
+        **msg.properties,
+        "topic": topic,
+        "subscription": subscription,
+        "is_retained": is_retained,
+        "publication": msg_id,
+    }
     return dataclasses.replace(msg, properties=properties)

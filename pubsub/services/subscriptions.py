@@ -1,5 +1,6 @@
 """Defining and deleting subscriptions. Each change moves the topic tree version in its
 database transaction (pubsub.tree)."""
+
 from __future__ import annotations
 
 import re
@@ -20,8 +21,9 @@ from .delivery import retained_deliver
 NAME = re.compile(NAME_PATTERN)
 
 
-def _checked(*, name, topic_filter, queue, durable, activation_topic, deactivation_topic,
-             new_publications_only) -> dict[str, list[str]]:
+def _checked(
+    *, name, topic_filter, queue, durable, activation_topic, deactivation_topic, new_publications_only
+) -> dict[str, list[str]]:
     errors: dict[str, list[str]] = {}
     if not isinstance(name, str) or not NAME.match(name):
         errors["name"] = ["Use 1 to 48 characters of A-Z a-z 0-9 . _ / %."]
@@ -44,9 +46,17 @@ def _checked(*, name, topic_filter, queue, durable, activation_topic, deactivati
     return errors
 
 
-def subscription_define(*, broker: str, name: str, topic_filter: str, queue: str, durable: bool = True,
-                        activation_topic: str = "", deactivation_topic: str = "",
-                        new_publications_only: bool = False) -> Subscription:
+def subscription_define(
+    *,
+    broker: str,
+    name: str,
+    topic_filter: str,
+    queue: str,
+    durable: bool = True,
+    activation_topic: str = "",
+    deactivation_topic: str = "",
+    new_publications_only: bool = False,
+) -> Subscription:
     """Subscribe ``queue`` to the publications matching ``topic_filter``. Active at once
     unless it names an activation topic; an active one receives the retained publications
     its filter matches now, unless ``new_publications_only``. Nothing is defined when any
@@ -54,9 +64,15 @@ def subscription_define(*, broker: str, name: str, topic_filter: str, queue: str
     cannot take a retained publication (409 ``queue_full``)."""
     activation_topic = activation_topic or ""
     deactivation_topic = deactivation_topic or ""
-    errors = _checked(name=name, topic_filter=topic_filter, queue=queue, durable=durable,
-                      activation_topic=activation_topic, deactivation_topic=deactivation_topic,
-                      new_publications_only=new_publications_only)
+    errors = _checked(
+        name=name,
+        topic_filter=topic_filter,
+        queue=queue,
+        durable=durable,
+        activation_topic=activation_topic,
+        deactivation_topic=deactivation_topic,
+        new_publications_only=new_publications_only,
+    )
     if errors:
         raise InvalidInput("The subscription is not valid.", errors=errors)
     with engine_step(durable=True):
@@ -67,17 +83,28 @@ def subscription_define(*, broker: str, name: str, topic_filter: str, queue: str
             raise InvalidInput(f"No queue {queue!r} on broker {broker!r}.", errors={"queue": ["No such queue."]})
         _, durable_allowed = tree_for(broker_id=owner.pk).topic_attributes(literal_prefix(topic_filter))
         if durable and not durable_allowed:
-            raise InvalidInput("The topic object administering this filter allows no durable subscriptions.",
-                               errors={"durable": ["Not allowed here."]})
-        sub = Subscription(broker=owner, name=name, topic_filter=topic_filter, queue=target, durable=durable,
-                           activation_topic=activation_topic, deactivation_topic=deactivation_topic,
-                           new_publications_only=new_publications_only, active=not activation_topic)
+            raise InvalidInput(
+                "The topic object administering this filter allows no durable subscriptions.",
+                errors={"durable": ["Not allowed here."]},
+            )
+        sub = Subscription(
+            broker=owner,
+            name=name,
+            topic_filter=topic_filter,
+            queue=target,
+            durable=durable,
+            activation_topic=activation_topic,
+            deactivation_topic=deactivation_topic,
+            new_publications_only=new_publications_only,
+            active=not activation_topic,
+        )
         try:
             with db.atomic():
                 sub.save()
         except IntegrityError as exc:
-            raise AlreadyExists(f"Subscription {name!r} already exists on broker {broker!r}.", broker=broker,
-                                subscription=name) from exc
+            raise AlreadyExists(
+                f"Subscription {name!r} already exists on broker {broker!r}.", broker=broker, subscription=name
+            ) from exc
         tree_version_bump()
         if sub.active and not new_publications_only:
             retained_deliver(broker=owner, subscription=sub)
@@ -90,8 +117,9 @@ def subscription_delete(*, broker: str, name: str) -> None:
         deleted, _ = Subscription.objects.filter(broker__name=broker, name=name).delete()
         if not deleted:
             broker_cached(name=broker)
-            raise SubscriptionNotFound(f"No subscription {name!r} on broker {broker!r}.", broker=broker,
-                                       subscription=name)
+            raise SubscriptionNotFound(
+                f"No subscription {name!r} on broker {broker!r}.", broker=broker, subscription=name
+            )
         tree_version_bump()
 
 

@@ -1,5 +1,6 @@
 """Defining, altering and deleting topic objects. Each change moves the topic tree version
 in its database transaction (pubsub.tree)."""
+
 from __future__ import annotations
 
 from django.db import IntegrityError, transaction as db
@@ -38,14 +39,19 @@ def topic_define(*, broker: str, name: str, topic_string: str, **attributes) -> 
         model_validated(topic, exclude=["broker"])
         taken = Topic.objects.filter(broker=owner, topic_string=topic_string).values_list("name", flat=True).first()
         if taken is not None:
-            raise AlreadyExists(f"Topic object {taken!r} already administers {topic_string!r}.", broker=broker,
-                                topic=taken, topic_string=topic_string)
+            raise AlreadyExists(
+                f"Topic object {taken!r} already administers {topic_string!r}.",
+                broker=broker,
+                topic=taken,
+                topic_string=topic_string,
+            )
         try:
             with db.atomic():
                 topic.save()
         except IntegrityError as exc:
-            raise AlreadyExists(f"Topic object {name!r} already exists on broker {broker!r}.", broker=broker,
-                                topic=name) from exc
+            raise AlreadyExists(
+                f"Topic object {name!r} already exists on broker {broker!r}.", broker=broker, topic=name
+            ) from exc
         tree_version_bump()
     return topic
 

@@ -4,30 +4,28 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
-    dependencies = [
-    ]
+    dependencies = []
 
     operations = [
         migrations.CreateModel(
-            name='StompClient',
+            name="StompClient",
             fields=[
-                ('session', models.CharField(max_length=32, primary_key=True, serialize=False)),
-                ('process', models.CharField(db_index=True, max_length=200)),
-                ('transport', models.CharField(choices=[('tcp', 'Tcp'), ('websocket', 'Websocket')], max_length=16)),
-                ('peer', models.CharField(max_length=100)),
-                ('username', models.CharField(max_length=150)),
-                ('broker', models.CharField(db_index=True, max_length=48)),
-                ('version', models.CharField(max_length=8)),
-                ('connected_at', models.DateTimeField()),
-                ('subscriptions', models.JSONField(default=list)),
-                ('open_transactions', models.PositiveIntegerField(default=0)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
+                ("session", models.CharField(max_length=32, primary_key=True, serialize=False)),
+                ("process", models.CharField(db_index=True, max_length=200)),
+                ("transport", models.CharField(choices=[("tcp", "Tcp"), ("websocket", "Websocket")], max_length=16)),
+                ("peer", models.CharField(max_length=100)),
+                ("username", models.CharField(max_length=150)),
+                ("broker", models.CharField(db_index=True, max_length=48)),
+                ("version", models.CharField(max_length=8)),
+                ("connected_at", models.DateTimeField()),
+                ("subscriptions", models.JSONField(default=list)),
+                ("open_transactions", models.PositiveIntegerField(default=0)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
             ],
             options={
-                'ordering': ['broker', 'connected_at'],
+                "ordering": ["broker", "connected_at"],
             },
         ),
     ]

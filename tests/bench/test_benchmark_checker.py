@@ -1,5 +1,6 @@
 """The total-queue checker (bench/checker.py) on hand-made histories: it finds
 every kind of violation it promises to, and accepts what indeterminate outcomes allow."""
+
 from __future__ import annotations
 
 from collections import Counter
@@ -8,21 +9,52 @@ from bench.checker import check
 from bench.soak import Series, samples_table, slope_per_hour, summary_table
 
 
-def judged(puts, *, consumed=(), consumed_unknown=(), delivered=(), delivered_unknown=(), seen_work=(), seen_down=(),
-           work=(), down=()):
-    return check(puts=puts, consumed=Counter(consumed), consumed_unknown=Counter(consumed_unknown),
-                 delivered=Counter(delivered), delivered_unknown=Counter(delivered_unknown),
-                 seen={"work": set(seen_work), "down": set(seen_down)},
-                 queued={"work": Counter(work), "down": Counter(down)})
+def judged(
+    puts,
+    *,
+    consumed=(),
+    consumed_unknown=(),
+    delivered=(),
+    delivered_unknown=(),
+    seen_work=(),
+    seen_down=(),
+    work=(),
+    down=(),
+):
+    return check(
+        puts=puts,
+        consumed=Counter(consumed),
+        consumed_unknown=Counter(consumed_unknown),
+        delivered=Counter(delivered),
+        delivered_unknown=Counter(delivered_unknown),
+        seen={"work": set(seen_work), "down": set(seen_down)},
+        queued={"work": Counter(work), "down": Counter(down)},
+    )
 
 
 def test_a_clean_run_passes_and_is_counted():
-    verdict = judged({"a": "ack", "b": "ack", "c": "ack", "d": "failed", "e": "unknown"},
-                     consumed=["a", "b"], delivered=["a"], down=["b"], work=["c"], seen_work=["a"], seen_down=["a"])
+    verdict = judged(
+        {"a": "ack", "b": "ack", "c": "ack", "d": "failed", "e": "unknown"},
+        consumed=["a", "b"],
+        delivered=["a"],
+        down=["b"],
+        work=["c"],
+        seen_work=["a"],
+        seen_down=["a"],
+    )
     assert verdict.ok, verdict.problems()
     assert verdict.numbers() == {
-        "acknowledged": 3, "failed": 1, "indeterminate_puts": 1, "consumed": 2, "delivered": 1,
-        "indeterminate_deliveries": 0, "queued": 2, "lost": 0, "duplicated": 0, "uncommitted_visible": 0, "unknown": 0,
+        "acknowledged": 3,
+        "failed": 1,
+        "indeterminate_puts": 1,
+        "consumed": 2,
+        "delivered": 1,
+        "indeterminate_deliveries": 0,
+        "queued": 2,
+        "lost": 0,
+        "duplicated": 0,
+        "uncommitted_visible": 0,
+        "unknown": 0,
     }
 
 
@@ -92,13 +124,24 @@ def test_tables_show_every_process():
 
 
 def test_seen_before_its_commit_was_asked_for_is_uncommitted_visible():
-    common = {"consumed": Counter(["a"]), "consumed_unknown": Counter(), "delivered": Counter(),
-              "delivered_unknown": Counter(), "queued": {"work": Counter(), "down": Counter(["a"])}}
-    in_order = check(puts={"a": "ack"}, seen={"work": {"a": 2.0}, "down": {"a": 4.0}}, asked={"a": 1.0},
-                     forward_asked={"a": 3.0}, **common)
+    common = {
+        "consumed": Counter(["a"]),
+        "consumed_unknown": Counter(),
+        "delivered": Counter(),
+        "delivered_unknown": Counter(),
+        "queued": {"work": Counter(), "down": Counter(["a"])},
+    }
+    in_order = check(
+        puts={"a": "ack"},
+        seen={"work": {"a": 2.0}, "down": {"a": 4.0}},
+        asked={"a": 1.0},
+        forward_asked={"a": 3.0},
+        **common,
+    )
     assert in_order.ok, in_order.problems()
     early = check(puts={"a": "ack"}, seen={"work": {"a": 0.5}, "down": {}}, asked={"a": 1.0}, **common)
     assert early.uncommitted_visible == ["a"]
-    early_downstream = check(puts={"a": "ack"}, seen={"work": {}, "down": {"a": 2.5}}, asked={"a": 1.0},
-                             forward_asked={"a": 3.0}, **common)
+    early_downstream = check(
+        puts={"a": "ack"}, seen={"work": {}, "down": {"a": 2.5}}, asked={"a": 1.0}, forward_asked={"a": 3.0}, **common
+    )
     assert early_downstream.uncommitted_visible == ["a"]

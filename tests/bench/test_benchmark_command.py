@@ -1,5 +1,6 @@
 """`python manage.py benchmark` runs end to end on its own scratch database and prints its
 table. Only the shape of the output is checked: never a timing."""
+
 from __future__ import annotations
 
 import json
@@ -29,8 +30,9 @@ IN_PROCESS = [
 
 
 def run(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "manage.py", "benchmark", *args], cwd=ROOT, capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "manage.py", "benchmark", *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout
+    )
 
 
 def json_lines(out: str) -> list[dict]:
@@ -55,7 +57,8 @@ def test_table_round_trips():
     text = table(results)
     rows = table_parse(text)
     assert [(r["scenario"], r["clients"], r["batch"], r["messages"], r["rate"]) for r in rows] == [
-        ("in-process put+commit", 1, 1, 20, 40.0), ("REST get+commit", 8, 100, 800, 400.0),
+        ("in-process put+commit", 1, 1, 20, 40.0),
+        ("REST get+commit", 8, 100, 800, 400.0),
     ]
     # no plain baseline: no ratio table
     assert "Baton / plain" not in text and ratio_parse(text) == []
@@ -63,8 +66,10 @@ def test_table_round_trips():
 
 def test_ratios_divide_in_process_rates_by_the_plain_rate_at_the_same_batch():
     results = [
-        Result("plain SQLite", "insert+commit", 1, 1, 20, 0.01), Result("plain SQLite", "insert+commit", 1, 100, 200, 0.01),
-        Result("in-process", "put+commit", 1, 1, 20, 0.1), Result("in-process", "get+commit", 1, 100, 200, 0.04),
+        Result("plain SQLite", "insert+commit", 1, 1, 20, 0.01),
+        Result("plain SQLite", "insert+commit", 1, 100, 200, 0.01),
+        Result("in-process", "put+commit", 1, 1, 20, 0.1),
+        Result("in-process", "get+commit", 1, 100, 200, 0.04),
         Result("REST", "put+commit", 1, 1, 20, 1.0),
     ]
     assert [(r.scenario, r.batch, p.scenario, round(x, 6)) for r, p, x in ratios(results)] == [
@@ -73,8 +78,11 @@ def test_ratios_divide_in_process_rates_by_the_plain_rate_at_the_same_batch():
     ]
     text = table(results)
     assert [(r["scenario"], r["batch"]) for r in table_parse(text)] == [
-        ("plain SQLite insert+commit", 1), ("plain SQLite insert+commit", 100), ("in-process put+commit", 1),
-        ("in-process get+commit", 100), ("REST put+commit", 1),
+        ("plain SQLite insert+commit", 1),
+        ("plain SQLite insert+commit", 100),
+        ("in-process put+commit", 1),
+        ("in-process get+commit", 100),
+        ("REST put+commit", 1),
     ]
     assert re.search(r"^Baton / plain: ", text, re.M)
     assert re.search(r"^scenario\s+batch\s+msgs/s\s+plain msgs/s\s+Baton/plain$", text, re.M)
@@ -118,9 +126,23 @@ def test_benchmark_command_in_process_prints_positive_rates_beside_the_plain_bas
 
 def test_benchmark_phases_refuse_to_run_outside_a_scratch_environment():
     proc = subprocess.run(
-        [sys.executable, "manage.py", "benchmark", "--phase", "setup", "--result-file", "/dev/null",
-         "--broker", "X", "--username", "x"],
-        cwd=ROOT, capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "manage.py",
+            "benchmark",
+            "--phase",
+            "setup",
+            "--result-file",
+            "/dev/null",
+            "--broker",
+            "X",
+            "--username",
+            "x",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
         env={k: v for k, v in os.environ.items() if k != "BATON_BENCHMARK_SCRATCH"},
     )
     assert proc.returncode != 0
@@ -158,7 +180,8 @@ def test_only_plain_measures_the_baseline_alone():
     assert proc.returncode == 0, proc.stderr[-3000:]
     results = json_lines(proc.stdout)[1:]
     assert [(r["scenario"], r["batch"], r["messages"]) for r in results] == [
-        ("plain SQLite insert+commit", 1, 20), ("plain SQLite insert+commit", 100, 200),
+        ("plain SQLite insert+commit", 1, 20),
+        ("plain SQLite insert+commit", 100, 200),
     ]
     assert "migrating" not in proc.stderr  # no Baton scenario: nothing to set up
 
@@ -180,7 +203,8 @@ def test_postgres_starts_a_durable_throwaway_server_and_compares_with_plain_post
     assert facts["postgres"]["fsync"] == "on" and facts["postgres"]["synchronous_commit"] == "on"
     assert facts["plain_durability"]["session"]["synchronous_commit"] == "on"
     assert [(r["scenario"], r["batch"], r["messages"]) for r in results] == [
-        ("plain PostgreSQL insert+commit", 1, 20), ("plain PostgreSQL insert+commit", 100, 200),
+        ("plain PostgreSQL insert+commit", 1, 20),
+        ("plain PostgreSQL insert+commit", 100, 200),
     ] + [(s, b, m) for s, _, b, m in IN_PROCESS]
     assert all(r["ratio_to_plain"] > 0 for r in results[2:])
     # the server is stopped and its directory removed
@@ -196,11 +220,19 @@ def test_session_scenarios_run_in_process_over_rest_and_over_sessions_side_by_si
     results = lines[1:]
     assert all(set(r) >= RESULT_KEYS and r["msgs_per_s"] > 0 for r in results)
     units = [(r["path"], r["operation"], r["clients"], r["batch"]) for r in results if r["operation"] != "put+get"]
-    assert units == [(path, op, c, b) for path in ("REST", "session") for c in (1, 8) for b in (1, 100)
-                     for op in ("put+commit", "get+commit")]
+    assert units == [
+        (path, op, c, b)
+        for path in ("REST", "session")
+        for c in (1, 8)
+        for b in (1, 100)
+        for op in ("put+commit", "get+commit")
+    ]
     flows = [(r["path"], r["clients"], r["batch"], r["messages"]) for r in results if r["operation"] == "put+get"]
-    assert flows == [(path, c, b, m) for path in ("in-process", "REST", "session")
-                     for c, b, m in ((2, 1, 4), (2, 100, 100), (8, 1, 4), (8, 100, 400))]
+    assert flows == [
+        (path, c, b, m)
+        for path in ("in-process", "REST", "session")
+        for c, b, m in ((2, 1, 4), (2, 100, 100), (8, 1, 4), (8, 100, 400))
+    ]
 
 
 @pytest.mark.skipif(not pg_installed(), reason="no PostgreSQL server binaries under /usr/lib/postgresql")
@@ -212,8 +244,10 @@ def test_peers_are_a_plain_postgresql_queue_and_rabbitmq_when_installed():
     lines = json_lines(proc.stdout)
     facts, results = lines[0], lines[1:]
     assert facts["peer_postgres_settings"]["fsync"] == "on"
-    expected = [("plain PostgreSQL queue insert+delete", c, b, m)
-                for c, b, m in ((2, 1, 4), (2, 100, 100), (8, 1, 4), (8, 100, 400))]
+    expected = [
+        ("plain PostgreSQL queue insert+delete", c, b, m)
+        for c, b, m in ((2, 1, 4), (2, 100, 100), (8, 1, 4), (8, 100, 400))
+    ]
     if rabbitmq_available() is None:
         expected += [("RabbitMQ publish+ack", 2, 1, 4), ("RabbitMQ publish+ack", 8, 1, 4)]
         assert "publisher confirms" in facts["rabbitmq"]

@@ -1,5 +1,6 @@
 """`python -m bench.floor` runs its units of work and prints its table and its
 JSON. Only the shape of the output and the writes are checked: never a timing."""
+
 from __future__ import annotations
 
 import json
@@ -16,8 +17,9 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 
 
 def run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "bench.floor", *args], check=False, cwd=ROOT,
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "bench.floor", *args], check=False, cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
 
 
 def test_a_floor_unit_of_work_writes_what_it_says(tmp_path):
@@ -34,7 +36,11 @@ def test_a_floor_unit_of_work_writes_what_it_says(tmp_path):
         assert check.execute("SELECT COUNT(*), MIN(id), MIN(length(body)) FROM message").fetchone() == (1, 101, 1024)
         assert check.execute("SELECT COUNT(*) FROM taken").fetchone() == (0,)  # the get's commit cleared them
         assert check.execute("SELECT event, COUNT(*) FROM journal GROUP BY event ORDER BY event").fetchall() == [
-            ("begin", 3), ("commit", 3), ("get", 1), ("put", 2)]
+            ("begin", 3),
+            ("commit", 3),
+            ("get", 1),
+            ("put", 2),
+        ]
         assert check.execute("SELECT COUNT(*) FROM plain_message").fetchone() == (100,)
         check.close()
         with pytest.raises(RuntimeError, match="get: 1 messages of 100"):
@@ -59,7 +65,11 @@ def test_the_floor_prints_a_table_and_json_with_the_engine_beside_it(tmp_path, s
     lines = [json.loads(line) for line in proc.stdout.splitlines()]
     results, flow = lines[:4], lines[4:]
     assert [(r["operation"], r["batch"], r["rounds"], r["units"]) for r in results] == [
-        ("put+commit", 1, 2, 10), ("put+commit", 100, 2, 1), ("get+commit", 1, 2, 10), ("get+commit", 100, 2, 1)]
+        ("put+commit", 1, 2, 10),
+        ("put+commit", 100, 2, 1),
+        ("get+commit", 1, 2, 10),
+        ("get+commit", 100, 2, 1),
+    ]
     for r in results:
         assert r["scenario"] == "floor" and r["plain_ms"] > 0 and r["floor_ms"] > 0 and r["baton_ms"] > 0
         assert r["budget_us_per_message"] == pytest.approx(r["budget_ms_per_unit"] * 1000 / r["batch"])

@@ -1,5 +1,6 @@
 """`python manage.py benchmark_pubsub` runs end to end on its own scratch database and
 prints its figures (a table, or JSON). Only the shape is checked: never a timing."""
+
 from __future__ import annotations
 
 import json
@@ -14,8 +15,9 @@ SMALL = ["--publications", "5", "--subscriptions", "200", "--matching", "4"]
 
 
 def run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "manage.py", "benchmark_pubsub", *args], cwd=ROOT, capture_output=True,
-                          text=True, timeout=600)
+    return subprocess.run(
+        [sys.executable, "manage.py", "benchmark_pubsub", *args], cwd=ROOT, capture_output=True, text=True, timeout=600
+    )
 
 
 def test_json_figures():
@@ -24,7 +26,9 @@ def test_json_figures():
     report = json.loads(done.stdout)
     assert {"command", "database", "machine", "load_before", "load_after", "elapsed_s"} <= set(report["facts"])
     assert [r["scenario"] for r in report["results"]["publish"]] == [
-        "4 subscriptions, all matching", "200 subscriptions, 4 matching"]
+        "4 subscriptions, all matching",
+        "200 subscriptions, 4 matching",
+    ]
     for row in report["results"]["publish"]:
         assert row["publications_per_s"] > 0 and row["copies_per_s"] == pytest.approx(row["publications_per_s"] * 4)
     assert len(report["results"]["matching"]) == 2

@@ -1,5 +1,6 @@
 """`python manage.py benchmark_wakeups` runs end to end on a scratch SQLite database and
 prints its table and its JSON. Only the shape of the output is checked: never a timing."""
+
 from __future__ import annotations
 
 import json
@@ -15,8 +16,14 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 
 
 def run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "manage.py", "benchmark_wakeups", *args], check=False, cwd=ROOT,
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "manage.py", "benchmark_wakeups", *args],
+        check=False,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def test_percentiles_are_nearest_rank():

@@ -1,5 +1,6 @@
 """The product apps import nothing from ``bench`` (the benchmarks measure the product, never
 the other way round)."""
+
 import ast
 from pathlib import Path
 

@@ -1,6 +1,7 @@
 """`python manage.py soak` end to end for a few seconds: it starts its own platform, runs
 the mixed load, samples every process and reports. Only the shape of the report and the
 checker's verdict are checked: never a figure."""
+
 from __future__ import annotations
 
 import json
@@ -23,8 +24,14 @@ def _once_per_suite(settings):
 
 
 def test_soak_runs_briefly_and_reports_every_process_as_json():
-    result = subprocess.run([sys.executable, "manage.py", "soak", "--seconds", "4", "--interval", "1", "--json"],
-                            check=False, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    result = subprocess.run(
+        [sys.executable, "manage.py", "soak", "--seconds", "4", "--interval", "1", "--json"],
+        check=False,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert result.returncode == 0, result.stderr[-4000:]
     report = json.loads(result.stdout)
     assert [p["process"] for p in report["processes"]] == ["web", "worker", "beat", "load"]
@@ -34,4 +41,3 @@ def test_soak_runs_briefly_and_reports_every_process_as_json():
         assert process["verdict"] in ("growth", "no growth")
     assert report["operations"] > 0
     assert report["checker"]["ok"] and report["checker"]["lost"] == 0 and report["checker"]["duplicated"] == 0
-

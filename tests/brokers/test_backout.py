@@ -1,6 +1,7 @@
 """Rollback of gets: messages return with their backout count raised, and when the count
 reaches the queue's backout threshold they move to the backout queue, or to the broker's
 dead-letter queue, with the reason and the source queue recorded."""
+
 from __future__ import annotations
 
 from brokers.models import DEFAULT_DEAD_LETTER_QUEUE, Message, Queue
@@ -107,7 +108,7 @@ def test_batch_rollback_moves_only_messages_over_threshold(broker):
     queue_define(broker="QM1", name="BOQ")
     queue_define(broker="QM1", name="Q", backout_threshold=2, backout_queue="BOQ", delivery_sequence="fifo")
     message_put(broker="QM1", queue="Q", messages=msgs("a", "b"))
-    assert get_and_back_out("Q") == ["a"]          # a: 1
+    assert get_and_back_out("Q") == ["a"]  # a: 1
     assert get_and_back_out("Q", batch=2) == ["a", "b"]  # a: 2 -> moves, b: 1
     assert [(bytes(m.body).decode(), m.backout_count) for m in browse("Q")] == [("b", 1)]
     assert [(bytes(m.body).decode(), m.backout_count) for m in browse("BOQ")] == [("a", 2)]
@@ -125,8 +126,11 @@ def test_moved_messages_keep_their_order_on_the_backout_queue(broker):
 def test_moved_message_keeps_its_descriptor(broker):
     queue_define(broker="QM1", name="Q", backout_threshold=1)
     correl = "ef" * 24
-    message_put(broker="QM1", queue="Q", messages=msgs("a", correl_id=correl, priority=6,
-                                                         persistence="non_persistent", properties={"p": 1}))
+    message_put(
+        broker="QM1",
+        queue="Q",
+        messages=msgs("a", correl_id=correl, priority=6, persistence="non_persistent", properties={"p": 1}),
+    )
     get_and_back_out("Q")
     [m] = browse(DLQ)
     assert (m.correl_id, m.priority, m.persistent, m.properties) == (correl, 6, False, {"p": 1})

@@ -1,4 +1,5 @@
 """Connections: persistent sessions by client name, units of work per connection."""
+
 from __future__ import annotations
 
 import re
@@ -18,8 +19,10 @@ HEX48 = re.compile(r"^[0-9a-f]{48}$")
 
 
 def browse_all(queue: str = "Q1") -> list[tuple[str, int]]:
-    return [(bytes(m.body).decode(), m.backout_count)
-            for m in message_browse(broker="QM1", queue=queue, limit=1000).messages]
+    return [
+        (bytes(m.body).decode(), m.backout_count)
+        for m in message_browse(broker="QM1", queue=queue, limit=1000).messages
+    ]
 
 
 def session(client_name: str) -> tuple[str | None, str | None]:
@@ -87,8 +90,9 @@ def test_transactional_put_updates_last_put_only_on_commit(queue):
     conn = connection_open(broker="QM1", client_name="app").connection.conn_id
     first = message_put(broker="QM1", queue="Q1", messages=msgs("immediate"), connection_id=conn)
     txn = transaction_begin(broker="QM1", timeout_ms=60_000)
-    pending = message_put(broker="QM1", queue="Q1", messages=msgs("t1", "t2"), connection_id=conn,
-                          transaction_id=txn.id)
+    pending = message_put(
+        broker="QM1", queue="Q1", messages=msgs("t1", "t2"), connection_id=conn, transaction_id=txn.id
+    )
     assert session("app")[0] == first.messages[0].msg_id
     transaction_commit(transaction_id=txn.id)
     assert session("app")[0] == pending.messages[-1].msg_id

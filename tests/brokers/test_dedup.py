@@ -1,6 +1,7 @@
 """Duplicate detection on put (``dedup_key``): keys are taken in the put's database
 transaction, outlive their messages for the retention their put declared, and are given back
 when a unit of work rolls back."""
+
 from __future__ import annotations
 
 from datetime import timedelta
@@ -78,6 +79,7 @@ def test_a_refused_put_takes_no_key(queue):
 
 # --- retention ------------------------------------------------------------------------------
 
+
 def retained(key: str, body: str, ms: int) -> MessageInput:
     return MessageInput(body=body.encode(), dedup_key=key, dedup_retention_ms=ms)
 
@@ -99,8 +101,11 @@ def test_a_key_is_remembered_for_its_retention_then_put_again(queue, clock):
 def test_housekeeping_forgets_only_keys_past_their_retention(queue, clock):
     from brokers.services.housekeeping import dedup_keys_sweep
 
-    message_put(broker="QM1", queue="Q1", messages=[retained("short", "a", 1_000), retained("long", "b", 60_000)]
-                + keyed(("forever", "c")))
+    message_put(
+        broker="QM1",
+        queue="Q1",
+        messages=[retained("short", "a", 1_000), retained("long", "b", 60_000)] + keyed(("forever", "c")),
+    )
     clock.advance(seconds=1)
     assert dedup_keys_sweep() == 1
     assert sorted(DedupKey.objects.values_list("key", flat=True)) == ["forever", "long"]
@@ -109,11 +114,14 @@ def test_housekeeping_forgets_only_keys_past_their_retention(queue, clock):
     assert list(DedupKey.objects.values_list("key", flat=True)) == ["forever"]
 
 
-@pytest.mark.parametrize("message, field", [
-    ({"body": "a", "dedup_retention_ms": 1000}, "dedup_retention_ms"),
-    ({"body": "a", "dedup_key": "k", "dedup_retention_ms": 0}, "dedup_retention_ms"),
-    ({"body": "a", "dedup_key": "k", "dedup_retention_ms": "7d"}, "dedup_retention_ms"),
-])
+@pytest.mark.parametrize(
+    "message, field",
+    [
+        ({"body": "a", "dedup_retention_ms": 1000}, "dedup_retention_ms"),
+        ({"body": "a", "dedup_key": "k", "dedup_retention_ms": 0}, "dedup_retention_ms"),
+        ({"body": "a", "dedup_key": "k", "dedup_retention_ms": "7d"}, "dedup_retention_ms"),
+    ],
+)
 def test_a_bad_retention_is_invalid_and_puts_nothing(api, queue, message, field):
     r = api.post("/api/brokers/QM1/queues/Q1/messages/", message, format="json")
     assert r.status_code == 400 and r.json()["code"] == "invalid", r.content

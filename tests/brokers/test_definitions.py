@@ -1,11 +1,20 @@
 """Brokers and queues: definitions, aliases, remote queues, deletion, error codes."""
+
 from __future__ import annotations
 
 import pytest
 
 from brokers.exceptions import (
-    AlreadyExists, BrokerNotFound, GetInhibited, InvalidInput, MessageTooLarge, NotEmpty, OptionsConflict,
-    PutInhibited, QueueFull, QueueNotFound,
+    AlreadyExists,
+    BrokerNotFound,
+    GetInhibited,
+    InvalidInput,
+    MessageTooLarge,
+    NotEmpty,
+    OptionsConflict,
+    PutInhibited,
+    QueueFull,
+    QueueNotFound,
 )
 from brokers.models import DEFAULT_DEAD_LETTER_QUEUE, Message, Queue
 from brokers.services.brokers import broker_alter, broker_define, broker_delete
@@ -22,6 +31,7 @@ def browse_all(queue: str, broker: str = "QM1") -> list[str]:
 
 
 # --- brokers ---------------------------------------------------------------------------
+
 
 def test_broker_define_creates_its_dead_letter_queue(db):
     broker = broker_define(name="QM9")
@@ -101,10 +111,16 @@ def test_broker_delete_refused_with_open_unit_of_work(queue):
 
 # --- queues ----------------------------------------------------------------------------
 
+
 def test_queue_define_defaults(broker):
     q = queue_define(broker="QM1", name="Q")
     assert (q.kind, q.delivery_sequence, q.put_enabled, q.get_enabled, q.backout_threshold) == (
-        "local", "priority", True, True, 0)
+        "local",
+        "priority",
+        True,
+        True,
+        0,
+    )
 
 
 def test_duplicate_queue_is_refused(queue):
@@ -182,6 +198,7 @@ def test_queue_kind_cannot_change_while_it_holds_messages(queue):
 
 # --- alias queues ----------------------------------------------------------------------
 
+
 def test_alias_put_lands_on_target(queue):
     queue_define(broker="QM1", name="ALIAS", kind="alias", target_queue="Q1")
     result = message_put(broker="QM1", queue="ALIAS", messages=msgs("a"))
@@ -252,10 +269,17 @@ def test_alias_must_name_a_target_other_than_itself(broker):
 
 # --- remote queues ---------------------------------------------------------------------
 
+
 def test_remote_put_lands_on_transmission_queue_with_header(broker):
     queue_define(broker="QM1", name="TO.QM2", usage="transmission")
-    queue_define(broker="QM1", name="REMOTE", kind="remote", remote_broker="QM2", remote_queue="TARGET",
-                 transmission_queue="TO.QM2")
+    queue_define(
+        broker="QM1",
+        name="REMOTE",
+        kind="remote",
+        remote_broker="QM2",
+        remote_queue="TARGET",
+        transmission_queue="TO.QM2",
+    )
     result = message_put(broker="QM1", queue="REMOTE", messages=msgs("a", "b"))
     assert result.queue.name == "TO.QM2"
     got = message_get(broker="QM1", queue="TO.QM2", batch=5)
@@ -306,14 +330,21 @@ def test_remote_put_to_missing_transmission_queue(broker):
 
 # --- error codes -----------------------------------------------------------------------
 
+
 def test_error_codes_are_stable():
     expected = {
-        InvalidInput: ("invalid", 400), QueueNotFound: ("not_found", 404), BrokerNotFound: ("not_found", 404),
-        TransactionNotFound: ("not_found", 404), AlreadyExists: ("already_exists", 409),
-        PutInhibited: ("put_inhibited", 409), GetInhibited: ("get_inhibited", 409),
-        QueueFull: ("queue_full", 409), OptionsConflict: ("options_conflict", 409),
+        InvalidInput: ("invalid", 400),
+        QueueNotFound: ("not_found", 404),
+        BrokerNotFound: ("not_found", 404),
+        TransactionNotFound: ("not_found", 404),
+        AlreadyExists: ("already_exists", 409),
+        PutInhibited: ("put_inhibited", 409),
+        GetInhibited: ("get_inhibited", 409),
+        QueueFull: ("queue_full", 409),
+        OptionsConflict: ("options_conflict", 409),
         TransactionBackedOut: ("transaction_backed_out", 409),
-        TransactionNotActive: ("transaction_not_active", 409), MessageTooLarge: ("message_too_large", 413),
+        TransactionNotActive: ("transaction_not_active", 409),
+        MessageTooLarge: ("message_too_large", 413),
         NotEmpty: ("not_empty", 409),
     }
     for cls, (code, status) in expected.items():
@@ -332,10 +363,18 @@ def test_options_conflict_on_transaction_with_no_syncpoint(queue):
     assert Message.objects.count() == 0
 
 
-@pytest.mark.parametrize("kwargs", [
-    {"batch": 0}, {"batch": 100_000}, {"wait": -1}, {"wait": 10_000}, {"mode": "sideways"},
-    {"syncpoint": "maybe"}, {"syncpoint": "if_persistent"},
-])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"batch": 0},
+        {"batch": 100_000},
+        {"wait": -1},
+        {"wait": 10_000},
+        {"mode": "sideways"},
+        {"syncpoint": "maybe"},
+        {"syncpoint": "if_persistent"},
+    ],
+)
 def test_bad_get_options_are_invalid(queue, kwargs):
     message_put(broker="QM1", queue="Q1", messages=msgs("a"))
     with pytest.raises(InvalidInput) as exc:

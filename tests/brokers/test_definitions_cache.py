@@ -1,6 +1,7 @@
 """The per-process definitions cache (brokers/definitions.py) is never stale: a change
 made by any path — the services, raw SQL, another process — is seen by the next put or get,
 and a rolled-back change leaves nothing behind."""
+
 from __future__ import annotations
 
 import os
@@ -81,18 +82,25 @@ def test_a_change_made_by_another_process_is_seen_at_once(queue):
     env = {**os.environ, "DATABASE_URL": database_url()}
     proc = subprocess.run(
         [sys.executable, "manage.py", "alter_queue", "QM1", "Q1", "--no-put-enabled"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert proc.returncode == 0, proc.stderr
     with pytest.raises(PutInhibited):
         message_put(broker="QM1", queue="Q1", messages=msgs("b"))
 
 
-@pytest.mark.parametrize("statement", [
-    "UPDATE brokers_broker SET max_message_length = 10 WHERE name = 'QM1'",
-    "INSERT INTO brokers_grant (user_id, broker, queue, may_put, may_get, may_browse, may_admin, updated_at)"
-    " SELECT id, 'QM1', '', %s, %s, %s, %s, CURRENT_TIMESTAMP FROM auth_user",
-])
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "UPDATE brokers_broker SET max_message_length = 10 WHERE name = 'QM1'",
+        "INSERT INTO brokers_grant (user_id, broker, queue, may_put, may_get, may_browse, may_admin, updated_at)"
+        " SELECT id, 'QM1', '', %s, %s, %s, %s, CURRENT_TIMESTAMP FROM auth_user",
+    ],
+)
 def test_every_definition_table_changes_the_version(queue, django_user_model, statement):
     django_user_model.objects.create(username="someone")
     before = queries.definitions_version()

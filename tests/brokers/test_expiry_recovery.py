@@ -1,4 +1,5 @@
 """Expiry (messages_expire) and restart recovery (brokers_recover)."""
+
 from __future__ import annotations
 
 import time
@@ -34,6 +35,7 @@ def wait_past(moment, limit_s: float = 10.0) -> None:
 
 
 # --- expiry ----------------------------------------------------------------------------
+
 
 def test_expiry_sets_expires_at(queue):
     before = timezone.now()
@@ -115,11 +117,18 @@ def test_housekeeping_run_times_out_and_expires(queue):
 
 # --- restart recovery ------------------------------------------------------------------
 
+
 def test_recover_discards_non_persistent_and_keeps_persistent(queue):
-    message_put(broker="QM1", queue="Q1", messages=[
-        *msgs("p1", persistence="persistent"), *msgs("n1", persistence="non_persistent"),
-        *msgs("p2", persistence="persistent"), *msgs("n2", persistence="non_persistent"),
-    ])
+    message_put(
+        broker="QM1",
+        queue="Q1",
+        messages=[
+            *msgs("p1", persistence="persistent"),
+            *msgs("n1", persistence="non_persistent"),
+            *msgs("p2", persistence="persistent"),
+            *msgs("n2", persistence="non_persistent"),
+        ],
+    )
     result = brokers_recover()
     assert result["discarded"] == 2 and result["rolled_back"] == 0
     assert browse_all() == ["p1", "p2"]

@@ -1,5 +1,6 @@
 """The id generator: message ids, correlation ids and connection ids are 24 bytes shown
 as 48 hex characters, and never clash (across calls, threads and forked processes)."""
+
 from __future__ import annotations
 
 import json
@@ -118,6 +119,7 @@ def test_connection_ids_come_from_the_same_generator(queue, monkeypatch):
     """With the clock frozen, ids from one generator differ only in their counter: a
     connection id taken between two message ids sits between them, and can never equal
     a message id."""
+
     class FrozenTime:
         @staticmethod
         def time_ns() -> int:

@@ -1,4 +1,5 @@
 """Queue limits and switches: max depth, max message length, put/get inhibited."""
+
 from __future__ import annotations
 
 import pytest
@@ -23,6 +24,7 @@ def browse_all(queue: str, broker: str = "QM1") -> list[str]:
 
 
 # --- max depth ------------------------------------------------------------------------
+
 
 def test_put_up_to_max_depth_then_queue_full(broker):
     queue_define(broker="QM1", name="SMALL", max_depth=3)
@@ -101,6 +103,7 @@ def test_lowering_max_depth_below_current_depth_refuses_puts(broker):
 
 # --- max message length ---------------------------------------------------------------
 
+
 def test_queue_max_message_length_is_inclusive(broker):
     queue_define(broker="QM1", name="SHORT", max_message_length=10)
     message_put(broker="QM1", queue="SHORT", messages=msgs("x" * 10))
@@ -157,6 +160,7 @@ def test_queue_inherits_broker_max_message_length(db):
 
 
 # --- put / get inhibited --------------------------------------------------------------
+
 
 def test_put_inhibited(broker):
     queue_define(broker="QM1", name="Q", put_enabled=False)

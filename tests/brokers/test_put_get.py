@@ -61,6 +61,7 @@ def state(txn_id: str) -> str:
 
 # --- without a unit of work -----------------------------------------------------------
 
+
 def test_immediate_put_is_visible_at_once_and_stored_once(queue):
     result = message_put(broker="QM1", queue="Q1", messages=msgs("a", "b"))
     assert result.transaction_id is None
@@ -85,14 +86,33 @@ def test_get_from_empty_queue_reports_empty(queue):
 
 def test_message_descriptor_is_kept(queue):
     correl = "ab" * 24
-    message_put(broker="QM1", queue="Q1", messages=msgs(
-        "x", correl_id=correl, priority=7, msg_type="request", format="text/plain",
-        reply_to_queue="REPLY", properties={"k": "v"}, persistence="non_persistent",
-    ), put_application="app")
+    message_put(
+        broker="QM1",
+        queue="Q1",
+        messages=msgs(
+            "x",
+            correl_id=correl,
+            priority=7,
+            msg_type="request",
+            format="text/plain",
+            reply_to_queue="REPLY",
+            properties={"k": "v"},
+            persistence="non_persistent",
+        ),
+        put_application="app",
+    )
     m = message_get(broker="QM1", queue="Q1").messages[0]
-    assert (m.correl_id, m.priority, m.msg_type, m.format, m.reply_to_queue, m.properties, m.persistent,
-            m.put_application, m.backout_count) == (correl, 7, "request", "text/plain", "REPLY", {"k": "v"},
-                                                     False, "app", 0)
+    assert (
+        m.correl_id,
+        m.priority,
+        m.msg_type,
+        m.format,
+        m.reply_to_queue,
+        m.properties,
+        m.persistent,
+        m.put_application,
+        m.backout_count,
+    ) == (correl, 7, "request", "text/plain", "REPLY", {"k": "v"}, False, "app", 0)
     assert len(m.msg_id) == 48
 
 
@@ -105,6 +125,7 @@ def test_binary_body_round_trips(queue):
 
 
 # --- under a unit of work -------------------------------------------------------------
+
 
 def test_transactional_put_counts_as_uncommitted_until_commit(queue):
     txn = transaction_begin(broker="QM1", timeout_ms=60_000)
@@ -206,11 +227,18 @@ def test_two_units_of_work_are_independent(queue):
 
 # --- syncpoint if_persistent ----------------------------------------------------------
 
+
 def test_syncpoint_if_persistent_splits_persistent_and_non_persistent(queue):
-    result = message_put(broker="QM1", queue="Q1", syncpoint="if_persistent", messages=[
-        *msgs("p1", persistence="persistent"), *msgs("n1", persistence="non_persistent"),
-        *msgs("p2", persistence="persistent"),
-    ])
+    result = message_put(
+        broker="QM1",
+        queue="Q1",
+        syncpoint="if_persistent",
+        messages=[
+            *msgs("p1", persistence="persistent"),
+            *msgs("n1", persistence="non_persistent"),
+            *msgs("p2", persistence="persistent"),
+        ],
+    )
     assert result.transaction_id is not None
     by_body = {bytes(m.body).decode(): m for m in result.messages}
     assert by_body["p1"].put_transaction_id == result.transaction_id
@@ -223,8 +251,9 @@ def test_syncpoint_if_persistent_splits_persistent_and_non_persistent(queue):
 
 
 def test_syncpoint_if_persistent_with_only_non_persistent_is_immediate(queue):
-    result = message_put(broker="QM1", queue="Q1", syncpoint="if_persistent",
-                         messages=msgs("n1", "n2", persistence="non_persistent"))
+    result = message_put(
+        broker="QM1", queue="Q1", syncpoint="if_persistent", messages=msgs("n1", "n2", persistence="non_persistent")
+    )
     assert result.transaction_id is None
     assert browse_all("Q1") == ["n1", "n2"]
 
@@ -244,15 +273,23 @@ def test_syncpoint_if_persistent_follows_queue_default_persistence(broker):
 
 def test_syncpoint_if_persistent_under_a_named_transaction(queue):
     txn = transaction_begin(broker="QM1", timeout_ms=60_000)
-    message_put(broker="QM1", queue="Q1", syncpoint="if_persistent", transaction_id=txn.id, messages=[
-        *msgs("p", persistence="persistent"), *msgs("n", persistence="non_persistent"),
-    ])
+    message_put(
+        broker="QM1",
+        queue="Q1",
+        syncpoint="if_persistent",
+        transaction_id=txn.id,
+        messages=[
+            *msgs("p", persistence="persistent"),
+            *msgs("n", persistence="non_persistent"),
+        ],
+    )
     assert browse_all("Q1") == ["n"]
     transaction_rollback(transaction_id=txn.id)
     assert browse_all("Q1") == ["n"]
 
 
 # --- delivery sequence ----------------------------------------------------------------
+
 
 def _put_prioritised(queue: str) -> None:
     for body, priority in [("a1", 1), ("b5", 5), ("c5", 5), ("d0", 0), ("e9", 9), ("f1", 1)]:
@@ -314,6 +351,7 @@ def test_commit_ordered_queue_delivers_in_commit_order(broker):
 
 
 # --- matching and batches -------------------------------------------------------------
+
 
 def test_get_by_msg_id(queue):
     put = message_put(broker="QM1", queue="Q1", messages=msgs("a", "b", "c"))
@@ -380,6 +418,7 @@ def test_batch_put_keeps_order_and_ids_unique(queue):
 
 
 # --- browse ---------------------------------------------------------------------------
+
 
 def test_browse_never_removes_and_pages_with_cursor(queue):
     message_put(broker="QM1", queue="Q1", messages=msgs("a", "b", "c", "d", "e"))

@@ -1,6 +1,7 @@
 """What a put stores comes back exactly, whatever its bytes and characters, one message or
 many in one call (on PostgreSQL a put of several goes as one array per column, and the
 journal likewise: brokers.queries.messages_insert, transactions.queries.journal_insert)."""
+
 from __future__ import annotations
 
 import pytest
@@ -9,7 +10,7 @@ from brokers.services.message_input import MessageInput
 from brokers.services.messages import message_get, message_put
 from transactions.models import JournalEvent
 
-AWKWARD_TEXT = 'quote " apostrophe \' backslash \\ braces {} [a,b] comma, NULL null \t tab é 漢字 🙂'
+AWKWARD_TEXT = "quote \" apostrophe ' backslash \\ braces {} [a,b] comma, NULL null \t tab é 漢字 🙂"
 
 
 def awkward(i: int) -> MessageInput:

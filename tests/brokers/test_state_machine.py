@@ -13,6 +13,7 @@ messages, in exactly the order, that the model says.
 
 Each example runs on its own broker inside a savepoint that teardown rolls back.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -22,7 +23,12 @@ from django.db import transaction as db
 from hypothesis import HealthCheck, event, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
-    RuleBasedStateMachine, initialize, invariant, precondition, rule, run_state_machine_as_test,
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    precondition,
+    rule,
+    run_state_machine_as_test,
 )
 
 from brokers.exceptions import QueueFull
@@ -38,9 +44,9 @@ from transactions.models import Transaction, TransactionState
 DLQ = DEFAULT_DEAD_LETTER_QUEUE
 #: name → (delivery sequence, max depth, backout threshold, backout queue)
 QUEUES = {
-    "PRIO": ("priority", 5, 1, "BOQ"),   # moves to its backout queue at the first backout
-    "FIFO": ("fifo", 5, 2, ""),          # moves to the dead-letter queue at 2 backouts
-    "PLAIN": ("priority", 4, 0, ""),     # never moves
+    "PRIO": ("priority", 5, 1, "BOQ"),  # moves to its backout queue at the first backout
+    "FIFO": ("fifo", 5, 2, ""),  # moves to the dead-letter queue at 2 backouts
+    "PLAIN": ("priority", 4, 0, ""),  # never moves
     "BOQ": ("fifo", 5000, 0, ""),
     DLQ: ("priority", 999_999_999, 0, ""),  # as broker_define makes it
 }
@@ -62,8 +68,14 @@ class QueueMachine(RuleBasedStateMachine):
         for name, (sequence, max_depth, threshold, backout_queue) in QUEUES.items():
             if name == DLQ:
                 continue
-            q = queue_define(broker=self.broker, name=name, delivery_sequence=sequence, max_depth=max_depth,
-                             backout_threshold=threshold, backout_queue=backout_queue)
+            q = queue_define(
+                broker=self.broker,
+                name=name,
+                delivery_sequence=sequence,
+                max_depth=max_depth,
+                backout_threshold=threshold,
+                backout_queue=backout_queue,
+            )
             self.queue_ids[name] = q.pk
         # the model
         self.queues: dict[str, list[dict]] = {name: [] for name in QUEUES}
@@ -99,8 +111,17 @@ class QueueMachine(RuleBasedStateMachine):
         assert [bytes(m.body).decode() for m in result.messages] == bodies
         assert result.transaction_id == txn
         for body, priority in zip(bodies, priorities):
-            self.queues[queue].append({"body": body, "priority": priority, "seq": next(self.seq), "put": txn,
-                                       "get": None, "backouts": 0, "origin": ""})
+            self.queues[queue].append(
+                {
+                    "body": body,
+                    "priority": priority,
+                    "seq": next(self.seq),
+                    "put": txn,
+                    "get": None,
+                    "backouts": 0,
+                    "origin": "",
+                }
+            )
 
     def _get(self, queue: str, batch: int, txn: str | None) -> None:
         self.touched.add(queue)
@@ -118,8 +139,10 @@ class QueueMachine(RuleBasedStateMachine):
 
     # --- rules -----------------------------------------------------------------------
 
-    @initialize(prefill=st.lists(st.tuples(st.sampled_from(PUT_QUEUES), st.integers(0, 9)), max_size=8),
-                begun=st.integers(0, MAX_OPEN))
+    @initialize(
+        prefill=st.lists(st.tuples(st.sampled_from(PUT_QUEUES), st.integers(0, 9)), max_size=8),
+        begun=st.integers(0, MAX_OPEN),
+    )
     def start(self, prefill: list[tuple[str, int]], begun: int) -> None:
         """Start from queues with some committed messages and some units of work open."""
         for queue, priority in prefill:
@@ -138,8 +161,11 @@ class QueueMachine(RuleBasedStateMachine):
         self._put(queue, priorities, None)
 
     @precondition(lambda self: self.open)
-    @rule(queue=st.sampled_from(PUT_QUEUES), priorities=st.lists(st.integers(0, 9), min_size=1, max_size=3),
-          index=st.integers(0, MAX_OPEN - 1))
+    @rule(
+        queue=st.sampled_from(PUT_QUEUES),
+        priorities=st.lists(st.integers(0, 9), min_size=1, max_size=3),
+        index=st.integers(0, MAX_OPEN - 1),
+    )
     def put_in_transaction(self, queue: str, priorities: list[int], index: int) -> None:
         self._put(queue, priorities, self._txn(index))
 
@@ -244,7 +270,13 @@ class QueueMachine(RuleBasedStateMachine):
 
 
 def test_queues_agree_with_model(db):
-    run_state_machine_as_test(QueueMachine, settings=settings(
-        max_examples=75, stateful_step_count=25, deadline=None, database=None,
-        suppress_health_check=[HealthCheck.too_slow],
-    ))
+    run_state_machine_as_test(
+        QueueMachine,
+        settings=settings(
+            max_examples=75,
+            stateful_step_count=25,
+            deadline=None,
+            database=None,
+            suppress_health_check=[HealthCheck.too_slow],
+        ),
+    )

@@ -1,6 +1,7 @@
 """Gets that wait: a message put by another thread while a get waits is returned; with
 nothing coming the get returns empty once its wait is over. These run with real
 transactions (``transactional_db``) so that the other thread's put commits."""
+
 from __future__ import annotations
 
 import threading

@@ -2,6 +2,7 @@
 migrate and api_token, in a temporary directory) per session, started with the integration
 suite's helper, and a :class:`brokers.client.Client` talking to it over each transport: a
 session (the default) and REST; every test that uses ``client`` runs on both."""
+
 from __future__ import annotations
 
 import itertools

@@ -1,5 +1,6 @@
 """The client as its own distribution: it installs and imports without Django, and the
 server and the client share one exception hierarchy with the same set of codes."""
+
 from __future__ import annotations
 
 import importlib
@@ -64,9 +65,21 @@ def test_the_distribution_installs_and_imports_without_django(tmp_path):
     that never sees the server's code."""
     target = tmp_path / "site"
     subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
-         "--target", str(target), str(ROOT / "clients" / "python")],
-        check=True, capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--target",
+            str(target),
+            str(ROOT / "clients" / "python"),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     deps = sorted({str(Path(m.__file__).resolve().parents[1]) for m in (httpx, websockets)})
     code = (
@@ -77,6 +90,7 @@ def test_the_distribution_installs_and_imports_without_django(tmp_path):
         "server = ('django', 'rest_framework', 'pyspark', 'brokers', 'config', 'transactions')\n"
         "assert not [m for m in sys.modules if m.split('.')[0] in server], sorted(sys.modules)\n"
     )
-    result = subprocess.run([sys.executable, "-S", "-c", code, str(target), *deps], cwd=tmp_path,
-                            capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-S", "-c", code, str(target), *deps], cwd=tmp_path, capture_output=True, text=True, timeout=60
+    )
     assert result.returncode == 0, result.stderr

@@ -1,5 +1,6 @@
 """The client without a server: it imports without Django, and error bodies map to the
 exception classes by their stable code (through httpx's MockTransport)."""
+
 from __future__ import annotations
 
 import os
@@ -11,9 +12,25 @@ import httpx
 import pytest
 
 from brokers.client import (
-    AlreadyExists, BatonClientError, Client, Conflict, GetInhibited, InvalidInput, LockLost, MessageTooLarge,
-    NotAuthenticated, NotFound, OptionsConflict, PermissionDenied, PutInhibited, QueueFull, QueueInUse, ServerError,
-    Throttled, TransactionBackedOut, TransactionNotActive,
+    AlreadyExists,
+    BatonClientError,
+    Client,
+    Conflict,
+    GetInhibited,
+    InvalidInput,
+    LockLost,
+    MessageTooLarge,
+    NotAuthenticated,
+    NotFound,
+    OptionsConflict,
+    PermissionDenied,
+    PutInhibited,
+    QueueFull,
+    QueueInUse,
+    ServerError,
+    Throttled,
+    TransactionBackedOut,
+    TransactionNotActive,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -22,9 +39,17 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_the_client_imports_without_django():
     env = {k: v for k, v in os.environ.items() if k != "DJANGO_SETTINGS_MODULE"}
     result = subprocess.run(
-        [sys.executable, "-c", "import sys; import brokers.client; assert 'django' not in sys.modules, "
-                               "sorted(m for m in sys.modules if m.startswith('django'))"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=60,
+        [
+            sys.executable,
+            "-c",
+            "import sys; import brokers.client; assert 'django' not in sys.modules, "
+            "sorted(m for m in sys.modules if m.startswith('django'))",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert result.returncode == 0, result.stderr
 
@@ -34,18 +59,31 @@ def _client_answering(status: int, body=None, *, text: str | None = None, header
         if text is not None:
             return httpx.Response(status, text=text, headers=headers)
         return httpx.Response(status, json=body, headers=headers)
+
     return Client("http://baton.invalid", "tok", transport=httpx.MockTransport(handler))
 
 
-@pytest.mark.parametrize("status, code, cls", [
-    (400, "invalid", InvalidInput), (401, "not_authenticated", NotAuthenticated),
-    (403, "permission_denied", PermissionDenied), (404, "not_found", NotFound),
-    (409, "transaction_backed_out", TransactionBackedOut), (409, "transaction_not_active", TransactionNotActive),
-    (409, "put_inhibited", PutInhibited), (409, "get_inhibited", GetInhibited), (409, "queue_full", QueueFull),
-    (409, "options_conflict", OptionsConflict), (409, "already_exists", AlreadyExists),
-    (409, "queue_in_use", QueueInUse), (410, "lock_lost", LockLost), (413, "message_too_large", MessageTooLarge),
-    (429, "throttled", Throttled), (500, "server_error", ServerError),
-])
+@pytest.mark.parametrize(
+    "status, code, cls",
+    [
+        (400, "invalid", InvalidInput),
+        (401, "not_authenticated", NotAuthenticated),
+        (403, "permission_denied", PermissionDenied),
+        (404, "not_found", NotFound),
+        (409, "transaction_backed_out", TransactionBackedOut),
+        (409, "transaction_not_active", TransactionNotActive),
+        (409, "put_inhibited", PutInhibited),
+        (409, "get_inhibited", GetInhibited),
+        (409, "queue_full", QueueFull),
+        (409, "options_conflict", OptionsConflict),
+        (409, "already_exists", AlreadyExists),
+        (409, "queue_in_use", QueueInUse),
+        (410, "lock_lost", LockLost),
+        (413, "message_too_large", MessageTooLarge),
+        (429, "throttled", Throttled),
+        (500, "server_error", ServerError),
+    ],
+)
 def test_error_codes_map_to_classes(status, code, cls):
     with _client_answering(status, {"code": code, "message": "m", "extra": 1}) as client:
         with pytest.raises(cls) as info:
@@ -56,7 +94,12 @@ def test_error_codes_map_to_classes(status, code, cls):
 
 
 def test_conflicts_share_a_base_class_and_details_are_exposed():
-    body = {"code": "transaction_backed_out", "message": "rolled back", "transaction": "T1", "reason": "cascade from T0"}
+    body = {
+        "code": "transaction_backed_out",
+        "message": "rolled back",
+        "transaction": "T1",
+        "reason": "cascade from T0",
+    }
     with _client_answering(409, body) as client, pytest.raises(Conflict) as info:
         client.display_transaction("T1")
     assert isinstance(info.value, TransactionBackedOut)

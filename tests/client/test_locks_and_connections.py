@@ -1,4 +1,5 @@
 """Peek-lock receipts and connections through the client."""
+
 from __future__ import annotations
 
 import pytest

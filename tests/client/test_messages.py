@@ -1,5 +1,6 @@
 """Definitions, put, get and browse through the client against a live server, and the
 errors the server reports as exceptions."""
+
 from __future__ import annotations
 
 import threading
@@ -8,17 +9,46 @@ from dataclasses import fields
 import pytest
 
 from brokers.client import (
-    AlreadyExists, Batch, Client, GetInhibited, InvalidInput, Message, MessageTooLarge, NotAuthenticated,
-    NotEmpty, NotFound, OptionsConflict, PutInhibited, QueueFull,
+    AlreadyExists,
+    Batch,
+    Client,
+    GetInhibited,
+    InvalidInput,
+    Message,
+    MessageTooLarge,
+    NotAuthenticated,
+    NotEmpty,
+    NotFound,
+    OptionsConflict,
+    PutInhibited,
+    QueueFull,
 )
 
 pytestmark = pytest.mark.integration
 
 #: Every field of a message on output, per docs/api.md (input fields + the output-only ones).
 API_OUTPUT_FIELDS = {
-    "body", "body_base64", "correl_id", "group_id", "msg_type", "priority", "persistence", "expiry_ms", "format",
-    "reply_to_queue", "reply_to_broker", "report", "properties", "refers_to",
-    "msg_id", "put_time", "expires_at", "backout_count", "delivery_count", "queue", "broker",
+    "body",
+    "body_base64",
+    "correl_id",
+    "group_id",
+    "msg_type",
+    "priority",
+    "persistence",
+    "expiry_ms",
+    "format",
+    "reply_to_queue",
+    "reply_to_broker",
+    "report",
+    "properties",
+    "refers_to",
+    "msg_id",
+    "put_time",
+    "expires_at",
+    "backout_count",
+    "delivery_count",
+    "queue",
+    "broker",
 }
 
 
@@ -51,8 +81,16 @@ def test_brokers_and_queues(client, transport):
 
 def test_put_get_with_descriptor_fields(client, broker):
     correl = "ab" * 24
-    put = client.put(broker, "Q1", "hello", priority=5, correl_id=correl, format="text/plain",
-                     properties={"k": "v"}, expiry_ms=600_000)
+    put = client.put(
+        broker,
+        "Q1",
+        "hello",
+        priority=5,
+        correl_id=correl,
+        format="text/plain",
+        properties={"k": "v"},
+        expiry_ms=600_000,
+    )
     assert isinstance(put, Message) and len(put.msg_id) == 48 and put.transaction is None
     assert (put.queue, put.broker, put.priority, put.correl_id) == ("Q1", broker, 5, correl)
     assert put.expires_at is not None and put.put_time is not None
@@ -78,8 +116,9 @@ def test_binary_bodies_round_trip(client, broker):
 
 def test_batch_put_match_and_empty_reason(client, broker):
     correl = "cd" * 24
-    put = client.put(broker, "Q1", messages=["a", b"\x00b", {"body": "c", "correl_id": correl, "priority": 9}],
-                     priority=1)
+    put = client.put(
+        broker, "Q1", messages=["a", b"\x00b", {"body": "c", "correl_id": correl, "priority": 9}], priority=1
+    )
     assert [m.body for m in put] == [b"a", b"\x00b", b"c"] and [m.priority for m in put] == [1, 1, 9]
     assert client.get(broker, "Q1", correl_id=correl).msg_id == put[2].msg_id
     assert client.get(broker, "Q1", match={"msg_id": put[1].msg_id}).body == b"\x00b"

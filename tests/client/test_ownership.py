@@ -1,6 +1,7 @@
 """Ownership of units of work through the Python client against a live platform: two users
 with the same grants, each with a token made by ``manage.py api_token``; the one who did not
 begin a unit of work meets NotFound for everything done to it, and it is left as it was."""
+
 from __future__ import annotations
 
 import itertools
@@ -37,9 +38,15 @@ def test_another_user_meets_not_found_and_changes_nothing(two_users, broker, cli
     txn = alice.transaction(broker)
     txn.put("Q1", "alice's")
     stolen = Transaction(bob, {"id": txn.id, "broker": broker})  # bob knows the id (say, from the graph)
-    attempts = {"refresh": stolen.refresh, "commit": stolen.commit, "rollback": stolen.rollback,
-                "check": stolen.check, "put": lambda: _settled(stolen.put("Q1", "bob's")),
-                "get": lambda: stolen.get("Q1", preemptive=True), "display": lambda: bob.display_transaction(txn.id)}
+    attempts = {
+        "refresh": stolen.refresh,
+        "commit": stolen.commit,
+        "rollback": stolen.rollback,
+        "check": stolen.check,
+        "put": lambda: _settled(stolen.put("Q1", "bob's")),
+        "get": lambda: stolen.get("Q1", preemptive=True),
+        "display": lambda: bob.display_transaction(txn.id),
+    }
     for attempt in attempts.values():
         with pytest.raises(NotFound):
             attempt()

@@ -1,6 +1,7 @@
 """The Python client's publish/subscribe methods against a real platform (Uvicorn, Celery
 worker and beat): subscriptions, publications, retained publications, a unit of work, and
 a conflated publication delivered by the beat-driven sweeper."""
+
 from __future__ import annotations
 
 import time

@@ -1,6 +1,7 @@
 """What the session transport adds: pipelined puts under a unit of work (their errors
 surface at the next call that waits), many threads on one session, and a new session after
 a drop."""
+
 from __future__ import annotations
 
 import itertools

@@ -1,5 +1,6 @@
 """Units of work through the client: the context manager, rollback on an exception, held
 commits released by the producer's commit, cascades, the ready-check and the graph."""
+
 from __future__ import annotations
 
 import threading
@@ -21,6 +22,7 @@ def _in_thread(target):
             box["result"] = target()
         except BaseException as exc:  # reported by the test
             box["error"] = exc
+
     thread = threading.Thread(target=run, daemon=True)
     thread.start()
     return thread, box
@@ -97,8 +99,11 @@ def test_commit_wait_in_the_context_manager_is_released_by_the_producer(client, 
 
     thread, box = _in_thread(consume)
     # the consumer's commit request is inside the server once it shows commit_held
-    poll_until(lambda: "error" in box or _server_state(client, consumer.id) == "commit_held", timeout=20,
-               what="the consumer's commit to be held")
+    poll_until(
+        lambda: "error" in box or _server_state(client, consumer.id) == "commit_held",
+        timeout=20,
+        what="the consumer's commit to be held",
+    )
     assert "error" not in box, repr(box.get("error"))
     assert thread.is_alive(), "the context manager should still be waiting for the held commit"
     producer.commit()
@@ -189,8 +194,11 @@ def test_a_unit_of_work_past_its_timeout_is_backed_out(client, broker):
     tx = client.transaction(broker, timeout_ms=200)
     tx.put("Q1", "too slow")
     # housekeeping (or the next operation) rolls it back once its deadline has passed
-    poll_until(lambda: tx.check().result == "backed_out" or tx.refresh().state == "rolled_back", timeout=20,
-               what="the overdue unit of work to be rolled back")
+    poll_until(
+        lambda: tx.check().result == "backed_out" or tx.refresh().state == "rolled_back",
+        timeout=20,
+        what="the overdue unit of work to be rolled back",
+    )
     with pytest.raises(TransactionBackedOut) as info:
         tx.put("Q1", "later").result()
     assert info.value.reason == "timeout"

@@ -2,6 +2,7 @@
 REST: define, start, a worker that gets and completes under its unit of work, abort and the
 compensation it issues (issued by the server when the abort and each compensation commit),
 and the errors of the shared hierarchy."""
+
 from __future__ import annotations
 
 import pytest
@@ -15,10 +16,14 @@ pytestmark = pytest.mark.integration
 def test_a_workflow_through_the_client(client, broker):
     for q in ("VALIDATE", "APPROVE", "UNVALIDATE", "UNAPPROVE"):
         client.define_queue(broker, q)
-    client.define_workflow(broker, "claim", [
-        {"name": "validate", "queue": "VALIDATE", "compensation_queue": "UNVALIDATE"},
-        {"name": "approve", "queue": "APPROVE", "compensation_queue": "UNAPPROVE"},
-    ])
+    client.define_workflow(
+        broker,
+        "claim",
+        [
+            {"name": "validate", "queue": "VALIDATE", "compensation_queue": "UNVALIDATE"},
+            {"name": "approve", "queue": "APPROVE", "compensation_queue": "UNAPPROVE"},
+        ],
+    )
     started = client.start_workflow(broker, "claim", "expense 42")
     instance = started["id"]
     with client.transaction(broker) as txn:

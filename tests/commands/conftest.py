@@ -1,5 +1,6 @@
 """Helpers for the administrator commands' tests: run a command in-process and capture
 what it printed."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass

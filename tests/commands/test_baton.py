@@ -1,6 +1,7 @@
 """``manage.py baton <verb> [<object>] ...``: one name for every administration command,
 which runs the command the verb names with the rest of the line; the commands' own names
 stay as aliases."""
+
 from __future__ import annotations
 
 import json
@@ -27,16 +28,19 @@ def test_every_verb_runs_a_command_that_exists():
 
 
 @pytest.mark.once
-@pytest.mark.parametrize("words, expected", [
-    (["define", "queue", "B", "Q", "--max-depth", "5"], ("define_queue", ["B", "Q", "--max-depth", "5"])),
-    (["DISPLAY", "Queue", "B", "*"], ("display_queue", ["B", "*"])),
-    (["put", "B", "Q", "hello"], ("put", ["B", "Q", "hello"])),
-    (["get", "queue"], ("get", ["queue"])),  # a queue may be named like an object
-    (["token", "admin"], ("api_token", ["admin"])),
-    (["run", "channel", "C"], ("channel_run", ["C"])),
-    (["frob"], None),
-    ([], None),
-])
+@pytest.mark.parametrize(
+    "words, expected",
+    [
+        (["define", "queue", "B", "Q", "--max-depth", "5"], ("define_queue", ["B", "Q", "--max-depth", "5"])),
+        (["DISPLAY", "Queue", "B", "*"], ("display_queue", ["B", "*"])),
+        (["put", "B", "Q", "hello"], ("put", ["B", "Q", "hello"])),
+        (["get", "queue"], ("get", ["queue"])),  # a queue may be named like an object
+        (["token", "admin"], ("api_token", ["admin"])),
+        (["run", "channel", "C"], ("channel_run", ["C"])),
+        (["frob"], None),
+        ([], None),
+    ],
+)
 def test_the_verb_names_the_command(words, expected):
     assert verb_resolve(words) == expected
 
@@ -57,12 +61,20 @@ def test_an_unknown_verb_is_a_command_error(db):
 @pytest.mark.once
 def test_from_the_shell_help_lists_the_verbs_and_an_unknown_one_fails():
     env = {**os.environ, "DATABASE_URL": "sqlite:///:memory:"}
-    shown = subprocess.run([sys.executable, "manage.py", "baton", "help"], cwd=ROOT, env=env, capture_output=True,
-                           text=True, timeout=120)
+    shown = subprocess.run(
+        [sys.executable, "manage.py", "baton", "help"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
     assert shown.returncode == 0 and "define queue" in shown.stdout and "define_queue" in shown.stdout
-    sub_help = subprocess.run([sys.executable, "manage.py", "baton", "define", "queue", "--help"], cwd=ROOT, env=env,
-                              capture_output=True, text=True, timeout=120)
+    sub_help = subprocess.run(
+        [sys.executable, "manage.py", "baton", "define", "queue", "--help"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert sub_help.returncode == 0 and "--max-depth" in sub_help.stdout
-    wrong = subprocess.run([sys.executable, "manage.py", "baton", "frob"], cwd=ROOT, env=env, capture_output=True,
-                           text=True, timeout=120)
+    wrong = subprocess.run(
+        [sys.executable, "manage.py", "baton", "frob"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
     assert wrong.returncode == 1 and "unknown verb" in wrong.stderr

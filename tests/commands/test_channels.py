@@ -1,4 +1,5 @@
 """Channel administration from the shell."""
+
 from __future__ import annotations
 
 import json
@@ -27,10 +28,26 @@ def run(*args) -> str:
 
 
 def test_define_display_alter_start_stop_delete(topology):
-    run("define_channel", "A.B", "--source-broker", "QMA", "--transmission-queue", "QMB", "--target-broker", "QMB",
-        "--batch-size", "20", "--preemptive")
+    run(
+        "define_channel",
+        "A.B",
+        "--source-broker",
+        "QMA",
+        "--transmission-queue",
+        "QMB",
+        "--target-broker",
+        "QMB",
+        "--batch-size",
+        "20",
+        "--preemptive",
+    )
     shown = json.loads(run("display_channel", "A.B", "--json"))[0]
-    assert (shown["source_broker"], shown["batch_size"], shown["preemptive"], shown["state"]) == ("QMA", 20, True, "stopped")
+    assert (shown["source_broker"], shown["batch_size"], shown["preemptive"], shown["state"]) == (
+        "QMA",
+        20,
+        True,
+        "stopped",
+    )
     run("alter_channel", "A.B", "--batch-size", "30")
     assert Channel.objects.get(name="A.B").batch_size == 30
     assert "A.B" in run("display_channel", "*")

@@ -1,5 +1,6 @@
 """define_/alter_/display_/delete_ broker and queue: they call the services, print one line,
 and on any error print one line and change nothing."""
+
 from __future__ import annotations
 
 import io
@@ -24,24 +25,46 @@ def option_dests(command: str) -> set[str]:
     return {action.dest for action in parser._actions if action.option_strings}
 
 
-@pytest.mark.parametrize("command, fields", [
-    ("define_broker", BROKER_FIELDS), ("alter_broker", BROKER_FIELDS),
-    ("define_queue", QUEUE_FIELDS), ("alter_queue", QUEUE_FIELDS),
-])
+@pytest.mark.parametrize(
+    "command, fields",
+    [
+        ("define_broker", BROKER_FIELDS),
+        ("alter_broker", BROKER_FIELDS),
+        ("define_queue", QUEUE_FIELDS),
+        ("alter_queue", QUEUE_FIELDS),
+    ],
+)
 def test_every_service_attribute_has_an_option(command, fields):
     assert fields <= option_dests(command)
 
 
 # --- brokers ----------------------------------------------------------------------------
 
+
 def test_define_broker_with_attributes(db):
-    ran = run("define_broker", "QM2", "--description", "second", "--dead-letter-queue", "DLQ",
-              "--transaction-timeout-ms", "5000", "--max-message-length", "1000",
-              "--default-persistence", "non_persistent")
+    ran = run(
+        "define_broker",
+        "QM2",
+        "--description",
+        "second",
+        "--dead-letter-queue",
+        "DLQ",
+        "--transaction-timeout-ms",
+        "5000",
+        "--max-message-length",
+        "1000",
+        "--default-persistence",
+        "non_persistent",
+    )
     assert ran.out == "Broker 'QM2' defined, dead-letter queue 'DLQ'.\n"
     b = Broker.objects.get(name="QM2")
-    assert (b.description, b.dead_letter_queue, b.transaction_timeout_ms, b.max_message_length,
-            b.default_persistence) == ("second", "DLQ", 5000, 1000, "non_persistent")
+    assert (
+        b.description,
+        b.dead_letter_queue,
+        b.transaction_timeout_ms,
+        b.max_message_length,
+        b.default_persistence,
+    ) == ("second", "DLQ", 5000, 1000, "non_persistent")
     assert list(Queue.objects.filter(broker=b).values_list("name", flat=True)) == ["DLQ"]
 
 
@@ -84,8 +107,14 @@ def test_display_broker_table_listing_and_json(broker):
     run("define_broker", "OTHER")
 
     table = run("display_broker").lines
-    assert table[0].split() == ["NAME", "DEAD_LETTER_QUEUE", "TXN_TIMEOUT_MS", "MAX_MSG_LENGTH", "PERSISTENCE",
-                                "DESCRIPTION"]
+    assert table[0].split() == [
+        "NAME",
+        "DEAD_LETTER_QUEUE",
+        "TXN_TIMEOUT_MS",
+        "MAX_MSG_LENGTH",
+        "PERSISTENCE",
+        "DESCRIPTION",
+    ]
     assert [line.split()[0] for line in table[1:]] == ["OTHER", "QM1", "QM2"]
     assert table[3].split() == ["QM2", "SYSTEM.DEAD.LETTER.QUEUE", "120000", "4194304", "persistent", "second"]
 
@@ -124,19 +153,71 @@ def test_delete_broker_refused_with_an_open_unit_of_work(queue):
 
 # --- queues -----------------------------------------------------------------------------
 
+
 def test_define_queue_with_every_kind_of_option(broker):
-    ran = run("define_queue", "QM1", "APP.IN", "--max-depth", "7", "--no-put-enabled", "--get-enabled", "no",
-              "--default-priority", "5", "--delivery-sequence", "fifo", "--read-order", "commit",
-              "--enforce-order", "yes", "--backout-threshold", "3", "--backout-queue", "APP.BACKOUT",
-              "--lock-duration-ms", "1500", "--default-access", "exclusive", "--description", "input queue",
-              "--usage", "normal", "--default-persistence", "non_persistent")
+    ran = run(
+        "define_queue",
+        "QM1",
+        "APP.IN",
+        "--max-depth",
+        "7",
+        "--no-put-enabled",
+        "--get-enabled",
+        "no",
+        "--default-priority",
+        "5",
+        "--delivery-sequence",
+        "fifo",
+        "--read-order",
+        "commit",
+        "--enforce-order",
+        "yes",
+        "--backout-threshold",
+        "3",
+        "--backout-queue",
+        "APP.BACKOUT",
+        "--lock-duration-ms",
+        "1500",
+        "--default-access",
+        "exclusive",
+        "--description",
+        "input queue",
+        "--usage",
+        "normal",
+        "--default-persistence",
+        "non_persistent",
+    )
     assert ran.out == "Queue 'APP.IN' (local) defined on broker 'QM1'.\n"
     q = Queue.objects.get(broker__name="QM1", name="APP.IN")
-    assert (q.max_depth, q.put_enabled, q.get_enabled, q.default_priority, q.delivery_sequence, q.read_order,
-            q.enforce_order, q.backout_threshold, q.backout_queue, q.lock_duration_ms, q.default_access,
-            q.description, q.default_persistence) == (
-        7, False, False, 5, "fifo", "commit", "yes", 3, "APP.BACKOUT", 1500, "exclusive", "input queue",
-        "non_persistent")
+    assert (
+        q.max_depth,
+        q.put_enabled,
+        q.get_enabled,
+        q.default_priority,
+        q.delivery_sequence,
+        q.read_order,
+        q.enforce_order,
+        q.backout_threshold,
+        q.backout_queue,
+        q.lock_duration_ms,
+        q.default_access,
+        q.description,
+        q.default_persistence,
+    ) == (
+        7,
+        False,
+        False,
+        5,
+        "fifo",
+        "commit",
+        "yes",
+        3,
+        "APP.BACKOUT",
+        1500,
+        "exclusive",
+        "input queue",
+        "non_persistent",
+    )
     # Attributes not given take the defaults (the broker's where it has them).
     run("define_queue", "QM1", "PLAIN")
     plain = Queue.objects.get(name="PLAIN")
@@ -171,8 +252,10 @@ def test_define_remote_and_alias_queues(queue):
 def test_define_queue_errors(queue):
     with pytest.raises(CommandError) as exc:
         run("define_queue", "QM1", "Q2", "--kind", "bogus", "--max-depth", "-1")
-    assert str(exc.value) == ("The request is not valid: kind: Value 'bogus' is not a valid choice; "
-                              "max_depth: Ensure this value is greater than or equal to 0. [invalid]")
+    assert str(exc.value) == (
+        "The request is not valid: kind: Value 'bogus' is not a valid choice; "
+        "max_depth: Ensure this value is greater than or equal to 0. [invalid]"
+    )
     with pytest.raises(CommandError, match=r"Queue 'Q1' already exists on broker 'QM1'. \[already_exists\]"):
         run("define_queue", "QM1", "Q1")
     with pytest.raises(CommandError, match=r"No broker named 'NOPE'"):
@@ -182,7 +265,8 @@ def test_define_queue_errors(queue):
 
 def test_alter_queue_applies_all_or_nothing(queue):
     assert run("alter_queue", "QM1", "Q1", "--max-depth", "10", "--description", "x").out == (
-        "Queue 'Q1' on broker 'QM1' altered: description, max_depth.\n")
+        "Queue 'Q1' on broker 'QM1' altered: description, max_depth.\n"
+    )
     with pytest.raises(CommandError, match=r"delivery_sequence: .*\[invalid\]"):
         run("alter_queue", "QM1", "Q1", "--max-depth", "20", "--delivery-sequence", "random")
     q = Queue.objects.get(name="Q1")
@@ -206,8 +290,20 @@ def busy_queue(queue):
 def test_display_queue_shows_depths(busy_queue):
     queue_define(broker="QM1", name="ALIAS.Q1", kind="alias", target_queue="Q1")
     lines = run("display_queue", "QM1").lines
-    assert lines[0].split() == ["NAME", "KIND", "USAGE", "DEPTH", "UNCOMMITTED", "IN_FLIGHT", "LOCKED", "MAX_DEPTH",
-                                "PUT", "GET", "TARGET", "DESCRIPTION"]
+    assert lines[0].split() == [
+        "NAME",
+        "KIND",
+        "USAGE",
+        "DEPTH",
+        "UNCOMMITTED",
+        "IN_FLIGHT",
+        "LOCKED",
+        "MAX_DEPTH",
+        "PUT",
+        "GET",
+        "TARGET",
+        "DESCRIPTION",
+    ]
     rows = {line.split()[0]: line.split() for line in lines[1:]}
     assert set(rows) == {"ALIAS.Q1", "Q1", "SYSTEM.DEAD.LETTER.QUEUE"}
     assert rows["Q1"] == ["Q1", "local", "normal", "4", "1", "1", "1", "5000", "yes", "yes"]
@@ -216,7 +312,13 @@ def test_display_queue_shows_depths(busy_queue):
     data = json.loads(run("display_queue", "QM1", "Q1", "--json").out)
     assert len(data) == 1
     assert {k: data[0][k] for k in ("name", "broker", "depth", "uncommitted_puts", "in_flight", "locked")} == {
-        "name": "Q1", "broker": "QM1", "depth": 4, "uncommitted_puts": 1, "in_flight": 1, "locked": 1}
+        "name": "Q1",
+        "broker": "QM1",
+        "depth": 4,
+        "uncommitted_puts": 1,
+        "in_flight": 1,
+        "locked": 1,
+    }
     assert QUEUE_FIELDS <= set(data[0])
 
     listing = dict(line.split(None, 1) for line in run("display_queue", "QM1", "Q1").lines if len(line.split()) > 1)
@@ -256,6 +358,7 @@ def test_quiet_verbosity_prints_nothing(broker):
 
 def test_attribute_options_as_call_command_keywords(broker):
     from django.core.management import call_command
+
     call_command("define_queue", "QM1", "KW", max_depth=3, put_enabled=False, stdout=io.StringIO())
     q = Queue.objects.get(name="KW")
     assert (q.max_depth, q.put_enabled) == (3, False)

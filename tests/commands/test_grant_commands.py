@@ -1,4 +1,5 @@
 """``manage.py grant`` and ``revoke``, and the services behind them."""
+
 from __future__ import annotations
 
 from io import StringIO
@@ -31,31 +32,40 @@ def actions(broker: str = "QM1", queue: str = "") -> list[str]:
 
 
 def test_grant_on_a_queue(alice):
-    assert run("grant", "alice", "--broker", "QM1", "--queue", "Q1", "--actions", "put,get") \
+    assert (
+        run("grant", "alice", "--broker", "QM1", "--queue", "Q1", "--actions", "put,get")
         == "alice may put, get on queue Q1 of broker QM1"
+    )
     assert actions(queue="Q1") == ["put", "get"]
     assert actions() == []
 
 
 def test_grant_on_the_whole_broker(alice):
-    assert run("grant", "alice", "--broker", "QM1", "--actions", "admin") \
-        == "alice may admin on broker QM1 (every queue)"
+    assert (
+        run("grant", "alice", "--broker", "QM1", "--actions", "admin") == "alice may admin on broker QM1 (every queue)"
+    )
     assert actions() == ["admin"]
 
 
 def test_grant_adds_to_what_was_granted(alice):
     run("grant", "alice", "--broker", "QM1", "--queue", "Q1", "--actions", "put")
-    assert run("grant", "alice", "--broker", "QM1", "--queue", "Q1", "--actions", "browse, get,put") \
+    assert (
+        run("grant", "alice", "--broker", "QM1", "--queue", "Q1", "--actions", "browse, get,put")
         == "alice may put, get, browse on queue Q1 of broker QM1"
+    )
     assert Grant.objects.filter(user__username="alice").count() == 1
 
 
 def test_revoke_takes_actions_away_and_deletes_an_empty_grant(alice):
     run("grant", "alice", "--broker", "QM1", "--queue", "Q1", "--actions", "put,get,browse,admin")
-    assert run("revoke", "alice", "--broker", "QM1", "--queue", "Q1", "--actions", "put,admin") \
+    assert (
+        run("revoke", "alice", "--broker", "QM1", "--queue", "Q1", "--actions", "put,admin")
         == "alice may get, browse on queue Q1 of broker QM1"
-    assert run("revoke", "alice", "--broker", "QM1", "--queue", "Q1", "--actions", "get,browse") \
+    )
+    assert (
+        run("revoke", "alice", "--broker", "QM1", "--queue", "Q1", "--actions", "get,browse")
         == "alice may do nothing on queue Q1 of broker QM1"
+    )
     assert not Grant.objects.exists()
 
 
@@ -67,8 +77,10 @@ def test_revoke_touches_only_the_named_grant(alice):
 
 
 def test_revoke_of_nothing_granted_is_fine(alice):
-    assert run("revoke", "alice", "--broker", "QM1", "--actions", "get") \
+    assert (
+        run("revoke", "alice", "--broker", "QM1", "--actions", "get")
         == "alice may do nothing on broker QM1 (every queue)"
+    )
 
 
 def test_revoke_after_the_broker_is_gone(alice, api):
@@ -78,15 +90,18 @@ def test_revoke_after_the_broker_is_gone(alice, api):
     assert not Grant.objects.exists()
 
 
-@pytest.mark.parametrize("args,text", [
-    (["nobody", "--broker", "QM1", "--actions", "put"], "No user 'nobody'"),
-    (["alice", "--broker", "NOPE", "--actions", "put"], "No broker named 'NOPE'"),
-    (["alice", "--broker", "QM1", "--actions", "put,delete"], "Unknown action(s) delete"),
-    (["alice", "--broker", "QM1", "--actions", ","], "Name at least one action"),
-    (["alice", "--broker", "QM1", "--queue", "bad name!", "--actions", "put"], "queue"),
-    (["alice", "--broker", "QM1"], "--actions"),
-    (["alice", "--actions", "put"], "--broker"),
-])
+@pytest.mark.parametrize(
+    "args,text",
+    [
+        (["nobody", "--broker", "QM1", "--actions", "put"], "No user 'nobody'"),
+        (["alice", "--broker", "NOPE", "--actions", "put"], "No broker named 'NOPE'"),
+        (["alice", "--broker", "QM1", "--actions", "put,delete"], "Unknown action(s) delete"),
+        (["alice", "--broker", "QM1", "--actions", ","], "Name at least one action"),
+        (["alice", "--broker", "QM1", "--queue", "bad name!", "--actions", "put"], "queue"),
+        (["alice", "--broker", "QM1"], "--actions"),
+        (["alice", "--actions", "put"], "--broker"),
+    ],
+)
 def test_grant_refuses_bad_arguments(alice, args, text):
     with pytest.raises(CommandError) as caught:
         run("grant", *args)

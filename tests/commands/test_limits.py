@@ -1,5 +1,6 @@
 """Limits where input enters from the shell: each refusal names its error code, exits
 non-zero and changes nothing (a put of many copies is all or none)."""
+
 from __future__ import annotations
 
 import io
@@ -64,6 +65,6 @@ def test_get_bounds_are_invalid_and_take_nothing(queue):
 
 def test_definitions_out_of_range_are_invalid_and_define_nothing(broker):
     refused("invalid", "define_queue", "QM1", "BAD", "--max-depth", "-1")
-    refused("invalid", "define_queue", "QM1", "BAD", "--max-depth", str(2 ** 63))
+    refused("invalid", "define_queue", "QM1", "BAD", "--max-depth", str(2**63))
     refused("invalid", "define_queue", "QM1", "X" * 49)
     assert "BAD" not in run("display_queue", "QM1", "*").out

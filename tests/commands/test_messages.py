@@ -1,4 +1,5 @@
 """put, get and browse from the shell, run in-process."""
+
 from __future__ import annotations
 
 import base64
@@ -28,12 +29,17 @@ def on_queue(name: str = "Q1") -> list[bytes]:
 
 # --- put --------------------------------------------------------------------------------
 
+
 def test_put_body_argument_prints_its_msg_id(queue):
     ran = run("put", "QM1", "Q1", "hello")
     [msg_id] = ran.lines
     m = Message.objects.get()
     assert (m.msg_id, bytes(m.body), m.put_transaction_id, m.put_application) == (
-        msg_id, b"hello", None, "manage.py put")
+        msg_id,
+        b"hello",
+        None,
+        "manage.py put",
+    )
 
 
 def test_put_reads_stdin_bytes_as_they_are(queue, monkeypatch):
@@ -46,14 +52,48 @@ def test_put_reads_stdin_bytes_as_they_are(queue, monkeypatch):
 
 
 def test_put_descriptor_options(queue):
-    [msg_id] = run("put", "QM1", "Q1", "body", "--priority", "7", "--persistence", "non_persistent",
-                   "--expiry-ms", "60000", "--correl-id", CORREL.upper(), "--format", "text/plain",
-                   "--reply-to-queue", "REPLY", "--reply-to-broker", "QM2", "--msg-type", "request",
-                   "--property", "colour=blue", "--property", "size=", "--property", "eq=a=b",
-                   "--report", "coa,cod", "--report", "expiry").lines
+    [msg_id] = run(
+        "put",
+        "QM1",
+        "Q1",
+        "body",
+        "--priority",
+        "7",
+        "--persistence",
+        "non_persistent",
+        "--expiry-ms",
+        "60000",
+        "--correl-id",
+        CORREL.upper(),
+        "--format",
+        "text/plain",
+        "--reply-to-queue",
+        "REPLY",
+        "--reply-to-broker",
+        "QM2",
+        "--msg-type",
+        "request",
+        "--property",
+        "colour=blue",
+        "--property",
+        "size=",
+        "--property",
+        "eq=a=b",
+        "--report",
+        "coa,cod",
+        "--report",
+        "expiry",
+    ).lines
     m = Message.objects.get(msg_id=msg_id)
     assert (m.priority, m.persistent, m.correl_id, m.format, m.reply_to_queue, m.reply_to_broker, m.msg_type) == (
-        7, False, CORREL, "text/plain", "REPLY", "QM2", "request")
+        7,
+        False,
+        CORREL,
+        "text/plain",
+        "REPLY",
+        "QM2",
+        "request",
+    )
     assert m.expires_at is not None
     assert m.properties == {"colour": "blue", "size": "", "eq": "a=b"}
     assert m.report == ["coa", "cod", "expiry"]
@@ -86,14 +126,17 @@ def test_put_more_than_a_batch_is_all_or_nothing(broker, settings):
     assert on_queue("SMALL") == [b"x"] * 4
 
 
-@pytest.mark.parametrize("args, error", [
-    (["--priority", "12"], r"priority: Must be a whole number from 0 to 9. \[invalid\]"),
-    (["--correl-id", "nothex"], r"correl_id: Must be 48 hexadecimal characters"),
-    (["--persistence", "forever"], r"persistence: Must be persistent, non_persistent or queue_default"),
-    (["--report", "coa"], r"reply_to_queue: Reports need a reply-to queue"),
-    (["--property", "novalue"], r"--property takes key=value, not 'novalue'"),
-    (["--count", "0"], r"--count must be at least 1"),
-])
+@pytest.mark.parametrize(
+    "args, error",
+    [
+        (["--priority", "12"], r"priority: Must be a whole number from 0 to 9. \[invalid\]"),
+        (["--correl-id", "nothex"], r"correl_id: Must be 48 hexadecimal characters"),
+        (["--persistence", "forever"], r"persistence: Must be persistent, non_persistent or queue_default"),
+        (["--report", "coa"], r"reply_to_queue: Reports need a reply-to queue"),
+        (["--property", "novalue"], r"--property takes key=value, not 'novalue'"),
+        (["--count", "0"], r"--count must be at least 1"),
+    ],
+)
 def test_put_refuses_bad_options_and_puts_nothing(queue, args, error):
     with pytest.raises(CommandError, match=error) as exc:
         run("put", "QM1", "Q1", "body", *args)
@@ -114,6 +157,7 @@ def test_put_refusals_from_the_queue(queue):
 
 
 # --- get --------------------------------------------------------------------------------
+
 
 def test_get_prints_bodies_and_removes_them(queue):
     message_put(broker="QM1", queue="Q1", messages=msgs("one", "two\n", "three"))
@@ -186,6 +230,7 @@ def test_get_puts_messages_back_when_printing_fails(queue):
 
 # --- browse -----------------------------------------------------------------------------
 
+
 def test_browse_shows_without_removing(queue):
     ids = [m.msg_id for m in message_put(broker="QM1", queue="Q1", messages=msgs("first", "two\nlines")).messages]
     message_put(broker="QM1", queue="Q1", messages=[MessageInput(body=b"\xff")])
@@ -197,8 +242,9 @@ def test_browse_shows_without_removing(queue):
     assert lines[3].split()[-2:] == ["1", "<binary>"]
 
     data = [json.loads(line) for line in run("browse", "QM1", "Q1", "--json").lines]
-    assert [d["body_base64"] for d in data] == [base64.b64encode(b).decode() for b in (b"first", b"two\nlines",
-                                                                                        b"\xff")]
+    assert [d["body_base64"] for d in data] == [
+        base64.b64encode(b).decode() for b in (b"first", b"two\nlines", b"\xff")
+    ]
     assert Message.objects.count() == 3
 
 
@@ -217,8 +263,7 @@ def test_browse_ordered_includes_in_flight_messages(queue):
     message_put(broker="QM1", queue="Q1", messages=msgs("a", "b"))
     message_get(broker="QM1", queue="Q1", syncpoint="yes")  # a: in flight
     assert [json.loads(line)["body"] for line in run("browse", "QM1", "Q1", "--json").lines] == ["b"]
-    assert [json.loads(line)["body"] for line in run("browse", "QM1", "Q1", "--ordered", "--json").lines] == [
-        "a", "b"]
+    assert [json.loads(line)["body"] for line in run("browse", "QM1", "Q1", "--ordered", "--json").lines] == ["a", "b"]
 
 
 def test_browse_empty_and_errors(queue):

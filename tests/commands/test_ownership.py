@@ -2,6 +2,7 @@
 administrator's authority and the units of work it begins belong to no user, so two API
 users with put and get on the broker can neither see nor touch them (404), while a broker
 admin can; and a command never joins a user's unit of work."""
+
 from __future__ import annotations
 
 import pytest

@@ -1,5 +1,6 @@
 """The commands as an administrator uses them: real processes on a database of their own,
 with stdin piped in and exit codes checked."""
+
 from __future__ import annotations
 
 import base64
@@ -26,8 +27,16 @@ def shell(tmp_path_factory):
 
     def run(*args: str, input: bytes | None = None, line: str | None = None) -> subprocess.CompletedProcess:
         command = line.replace("MANAGE", manage) if line else [sys.executable, "manage.py", *args]
-        return subprocess.run(command, cwd=ROOT, env=env, input=input, capture_output=True, timeout=120,
-                              shell=line is not None, check=False)
+        return subprocess.run(
+            command,
+            cwd=ROOT,
+            env=env,
+            input=input,
+            capture_output=True,
+            timeout=120,
+            shell=line is not None,
+            check=False,
+        )
 
     migrated = run("migrate", "-v0")
     assert migrated.returncode == 0, migrated.stderr.decode()[-3000:]

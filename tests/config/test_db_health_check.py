@@ -1,6 +1,7 @@
 """PostgreSQL: a persistent connection is health-checked once per window
 (``BATON_DB_HEALTH_CHECK_S``), not at every request; a connection that broke is replaced
 at the next request after the one that met it."""
+
 from __future__ import annotations
 
 import pytest

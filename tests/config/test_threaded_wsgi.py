@@ -1,5 +1,6 @@
 """config/threaded_wsgi.py: HTTP served by a WSGI application in a pool thread, driven here
 as the ASGI server drives it (no server, no database)."""
+
 from __future__ import annotations
 
 import asyncio
@@ -10,14 +11,28 @@ import pytest
 from config.threaded_wsgi import BUFFER_BYTES, PREREAD_BYTES, ThreadedWSGI
 
 
-def scope(*, method: str = "POST", path: str = "/api/x/", body_length: int | None = None,
-          headers: list[tuple[bytes, bytes]] = ()) -> dict:
+def scope(
+    *,
+    method: str = "POST",
+    path: str = "/api/x/",
+    body_length: int | None = None,
+    headers: list[tuple[bytes, bytes]] = (),
+) -> dict:
     all_headers = [(b"host", b"127.0.0.1:8000"), (b"content-type", b"application/json"), *headers]
     if body_length is not None:
         all_headers.append((b"content-length", str(body_length).encode()))
-    return {"type": "http", "method": method, "path": path, "root_path": "", "query_string": b"a=1&b=2",
-            "http_version": "1.1", "scheme": "http", "server": ("127.0.0.1", 8000), "client": ("127.0.0.1", 5555),
-            "headers": all_headers}
+    return {
+        "type": "http",
+        "method": method,
+        "path": path,
+        "root_path": "",
+        "query_string": b"a=1&b=2",
+        "http_version": "1.1",
+        "scheme": "http",
+        "server": ("127.0.0.1", 8000),
+        "client": ("127.0.0.1", 5555),
+        "headers": all_headers,
+    }
 
 
 #: What happened, in order: "receive" (a body message taken from the client), "app" (the
@@ -27,7 +42,7 @@ EVENTS: list[str] = []
 
 def serve(app, scope: dict, body: bytes, *, chunk: int = 65536) -> tuple[list[dict], list[str]]:
     """Run one request through ThreadedWSGI(app); return the messages sent and the events."""
-    pieces = [body[i:i + chunk] for i in range(0, len(body), chunk)] or [b""]
+    pieces = [body[i : i + chunk] for i in range(0, len(body), chunk)] or [b""]
     sent: list[dict] = []
     EVENTS.clear()
 
@@ -36,8 +51,7 @@ def serve(app, scope: dict, body: bytes, *, chunk: int = 65536) -> tuple[list[di
         return app(environ, start_response)
 
     async def main() -> None:
-        messages = [{"type": "http.request", "body": p, "more_body": i < len(pieces) - 1}
-                    for i, p in enumerate(pieces)]
+        messages = [{"type": "http.request", "body": p, "more_body": i < len(pieces) - 1} for i, p in enumerate(pieces)]
 
         async def receive() -> dict:
             EVENTS.append("receive")
@@ -62,8 +76,10 @@ def response(sent: list[dict]) -> tuple[int, dict[bytes, bytes], bytes]:
 def echo(environ, start_response):
     """Answers with what it was given."""
     data = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
-    text = (f"{environ['REQUEST_METHOD']} {environ['PATH_INFO']}?{environ['QUERY_STRING']} "
-            f"{environ['CONTENT_TYPE']} {environ['REMOTE_ADDR']} {environ['HTTP_HOST']} {len(data)}").encode()
+    text = (
+        f"{environ['REQUEST_METHOD']} {environ['PATH_INFO']}?{environ['QUERY_STRING']} "
+        f"{environ['CONTENT_TYPE']} {environ['REMOTE_ADDR']} {environ['HTTP_HOST']} {len(data)}"
+    ).encode()
     start_response("201 Created", [("Content-Type", "text/plain"), ("X-Echo", "yes")])
     return [text, b"|", data[:10]]
 

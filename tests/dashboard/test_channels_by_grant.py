@@ -1,5 +1,6 @@
 """The dashboard shows a user the channels REST shows them: those whose source broker they
 hold a grant on (the channels page, the broker page and the overview socket's data)."""
+
 from __future__ import annotations
 
 import pytest
@@ -20,8 +21,9 @@ pytestmark = pytest.mark.django_db
 def channels(two_brokers):
     for broker, target in (("SEEN", "HIDDEN"), ("HIDDEN", "SEEN")):
         queue_define(broker=broker, name=target, usage="transmission")
-        channel_define(name=f"{broker}.TO.{target}", source_broker=broker, transmission_queue=target,
-                       target_broker=target)
+        channel_define(
+            name=f"{broker}.TO.{target}", source_broker=broker, transmission_queue=target, target_broker=target
+        )
 
 
 def test_channels_shown_are_those_rest_shows(channels, client):

@@ -1,4 +1,5 @@
 """Depth samples: taken for every broker, summed for what the user sees, kept 24 hours."""
+
 from __future__ import annotations
 
 from datetime import timedelta
@@ -20,8 +21,9 @@ def test_samples_per_broker_summed_for_what_the_user_sees(two_brokers):
     message_put(broker="SEEN", queue="Q1", messages=[MessageInput(body=b"a")] * 2)
     message_put(broker="SEEN", queue="Q2", messages=[MessageInput(body=b"b")], syncpoint="yes")
     message_put(broker="HIDDEN", queue="Q1", messages=[MessageInput(body=b"c")] * 5)
-    DepthSample.objects.create(at=timezone.now() - timedelta(hours=25), broker="SEEN", available=9,
-                               uncommitted_puts=0, in_flight=0, locked=0)
+    DepthSample.objects.create(
+        at=timezone.now() - timedelta(hours=25), broker="SEEN", available=9, uncommitted_puts=0, in_flight=0, locked=0
+    )
     assert depth_sample_take() == 2
     assert not DepthSample.objects.filter(available=9).exists()  # older than 24 hours: gone
     root = make_user("root", superuser=True)

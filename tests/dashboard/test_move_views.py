@@ -1,5 +1,6 @@
 """The queue page's move and resubmit form, and a job's page, through Django's test client
 (the job itself: test_moves.py; in a browser with a real worker: browser/test_moves.py)."""
+
 from __future__ import annotations
 
 from django.urls import reverse
@@ -25,12 +26,13 @@ def test_an_operator_gets_the_form_on_a_backout_queue_and_starts_a_job(client, b
     page = client.get(QUEUE)
     assert b'id="move-form"' in page.content and b"This is a backout queue" in page.content
     assert page.content.count(b'name="msg_id"') == len(backed_out)
-    assert b'<option>OTHER</option>' in page.content
+    assert b"<option>OTHER</option>" in page.content
     assert b'id="move-form"' not in client.get("/brokers/BO/queues/OTHER/").content  # not a backout queue
     response = client.post(f"{QUEUE}move/", {"action": "move", "target_queue": "OTHER", "msg_id": backed_out[:2]})
     job = MoveJob.objects.get()
     assert response.status_code == 302 and response.headers["location"] == reverse(
-        "dashboard-move-job", args=["BO", "APP.BACKOUT", job.pk])
+        "dashboard-move-job", args=["BO", "APP.BACKOUT", job.pk]
+    )
     assert (job.action, job.target_queue, job.msg_ids, job.username) == ("move", "OTHER", backed_out[:2], "op")
     page = client.get(response.headers["location"])
     assert page.status_code == 200 and b'data-socket="/ws/jobs/' in page.content

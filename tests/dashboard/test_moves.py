@@ -1,6 +1,7 @@
 """Moving and resubmitting messages of dead-letter and backout queues as jobs: the service
 run in-process (the worker's task calls the same function). Nothing lost, nothing twice —
 also when a job stops half way or dies inside a batch."""
+
 from __future__ import annotations
 
 import pytest
@@ -29,9 +30,12 @@ def backed_out(db):
     queue_define(broker="BO", name="APP.BACKOUT")
     queue_define(broker="BO", name="APP", backout_threshold=1, backout_queue="APP.BACKOUT")
     queue_define(broker="BO", name="OTHER")
-    message_put(broker="BO", queue="APP", messages=[
-        MessageInput(body=f"m{i}".encode(), properties={"n": i}, correl_id=f"{i:048x}") for i in range(8)
-    ], syncpoint="no")
+    message_put(
+        broker="BO",
+        queue="APP",
+        messages=[MessageInput(body=f"m{i}".encode(), properties={"n": i}, correl_id=f"{i:048x}") for i in range(8)],
+        syncpoint="no",
+    )
     got = message_get(broker="BO", queue="APP", syncpoint="yes", batch=8)
     transaction_rollback(transaction_id=got.transaction_id)
     return [m.msg_id for m in Message.objects.filter(queue__name="APP.BACKOUT").order_by("id")]
@@ -58,7 +62,12 @@ def test_resubmit_puts_each_message_back_where_it_came_from_as_a_fresh_delivery(
     assert [m.msg_id for m in back] == backed_out[:5]  # in their order
     for m in back:
         old = before[m.msg_id]
-        assert (m.body, m.properties, m.correl_id, m.put_time) == (old.body, old.properties, old.correl_id, old.put_time)
+        assert (m.body, m.properties, m.correl_id, m.put_time) == (
+            old.body,
+            old.properties,
+            old.correl_id,
+            old.put_time,
+        )
         assert (m.backout_count, m.delivery_count, m.dead_letter_reason, m.dead_letter_queue) == (0, 0, "", "")
     assert [m.msg_id for m in on("APP.BACKOUT")] == backed_out[5:]
     assert JournalEvent.objects.filter(kind="put", queue="APP", detail__job=job.pk).count() == 5
@@ -67,8 +76,9 @@ def test_resubmit_puts_each_message_back_where_it_came_from_as_a_fresh_delivery(
 
 
 def test_move_keeps_the_message_as_it_is(backed_out, operator):
-    job = move_job_submit(user=operator, broker="BO", queue="APP.BACKOUT", action="move", target_queue="OTHER",
-                          everything=True)
+    job = move_job_submit(
+        user=operator, broker="BO", queue="APP.BACKOUT", action="move", target_queue="OTHER", everything=True
+    )
     assert job.total == 8
     job = move_job_run(job_id=job.pk)
     assert (job.state, job.moved) == ("succeeded", 8)
@@ -79,8 +89,9 @@ def test_move_keeps_the_message_as_it_is(backed_out, operator):
 
 def test_a_full_target_stops_the_job_in_order_and_a_resume_finishes_it(backed_out, operator):
     queue_alter(broker="BO", name="OTHER", max_depth=3)
-    job = move_job_submit(user=operator, broker="BO", queue="APP.BACKOUT", action="move", target_queue="OTHER",
-                          msg_ids=backed_out)
+    job = move_job_submit(
+        user=operator, broker="BO", queue="APP.BACKOUT", action="move", target_queue="OTHER", msg_ids=backed_out
+    )
     job = move_job_run(job_id=job.pk)
     assert (job.state, job.position, job.moved) == ("failed", 3, 3)
     assert "full" in job.error and "message 4 of 8" in job.error
@@ -95,8 +106,9 @@ def test_a_full_target_stops_the_job_in_order_and_a_resume_finishes_it(backed_ou
 
 @override_settings(BATON_DASHBOARD_MOVE_BATCH=3)
 def test_a_worker_dying_inside_a_batch_loses_nothing_and_moves_nothing_twice(backed_out, operator):
-    job = move_job_submit(user=operator, broker="BO", queue="APP.BACKOUT", action="move", target_queue="OTHER",
-                          msg_ids=backed_out)
+    job = move_job_submit(
+        user=operator, broker="BO", queue="APP.BACKOUT", action="move", target_queue="OTHER", msg_ids=backed_out
+    )
     # the first batch (3 messages) commits; the second dies after 2 moves inside its transaction
     job = move_job_run(job_id=job.pk, interrupt_after=5)
     assert job.state == "failed" and "interrupted" in job.error
@@ -112,8 +124,9 @@ def test_a_worker_dying_inside_a_batch_loses_nothing_and_moves_nothing_twice(bac
 def test_a_target_deleted_before_the_job_runs_stops_it_saying_so(backed_out, operator):
     from brokers.services.queues import queue_delete
 
-    job = move_job_submit(user=operator, broker="BO", queue="APP.BACKOUT", action="move", target_queue="OTHER",
-                          msg_ids=backed_out)
+    job = move_job_submit(
+        user=operator, broker="BO", queue="APP.BACKOUT", action="move", target_queue="OTHER", msg_ids=backed_out
+    )
     queue_delete(broker="BO", name="OTHER")
     job = move_job_run(job_id=job.pk)
     assert (job.state, job.position, job.moved) == ("failed", 0, 0) and "'OTHER' no longer exists" in job.error
@@ -124,8 +137,9 @@ def test_messages_that_cannot_move_are_skipped_with_the_reason(backed_out, opera
     message_get(broker="BO", queue="APP.BACKOUT", msg_id=backed_out[1])  # gone before the job runs
     taken = message_get(broker="BO", queue="APP.BACKOUT", msg_id=backed_out[2], syncpoint="yes")  # in flight
     message_put(broker="BO", queue="OTHER", messages=[MessageInput(body=b"x")], syncpoint="no")
-    job = move_job_submit(user=operator, broker="BO", queue="APP.BACKOUT", action="move", target_queue="OTHER",
-                          msg_ids=backed_out[:4])
+    job = move_job_submit(
+        user=operator, broker="BO", queue="APP.BACKOUT", action="move", target_queue="OTHER", msg_ids=backed_out[:4]
+    )
     job = move_job_run(job_id=job.pk)
     assert (job.state, job.moved, job.skipped) == ("succeeded", 2, 2)
     assert {p["msg_id"]: p["code"] for p in job.problems} == {backed_out[1]: "gone", backed_out[2]: "in_flight"}
@@ -144,8 +158,12 @@ def test_who_may_start_a_job_and_from_where(backed_out, operator):
     grant_actions(username="picky", broker="BO", queue="OTHER", actions=["put"])
     with pytest.raises(PermissionDenied):  # no put on APP, where a resubmit would go
         move_job_submit(user=picky, broker="BO", queue="APP.BACKOUT", action="resubmit", msg_ids=backed_out)
-    assert move_job_submit(user=picky, broker="BO", queue="APP.BACKOUT", action="move", target_queue="OTHER",
-                           msg_ids=backed_out).total == 8
+    assert (
+        move_job_submit(
+            user=picky, broker="BO", queue="APP.BACKOUT", action="move", target_queue="OTHER", msg_ids=backed_out
+        ).total
+        == 8
+    )
     with pytest.raises(Conflict, match="not a dead-letter or backout queue"):
         move_job_submit(user=operator, broker="BO", queue="OTHER", action="resubmit", everything=True)
     with pytest.raises(InvalidInput, match="Select at least one"):
@@ -153,8 +171,14 @@ def test_who_may_start_a_job_and_from_where(backed_out, operator):
     with pytest.raises(InvalidInput, match="not a message id"):
         move_job_submit(user=operator, broker="BO", queue="APP.BACKOUT", action="resubmit", msg_ids=["nope"])
     with pytest.raises(InvalidInput, match="already"):
-        move_job_submit(user=operator, broker="BO", queue="APP.BACKOUT", action="move", target_queue="APP.BACKOUT",
-                        msg_ids=backed_out)
+        move_job_submit(
+            user=operator,
+            broker="BO",
+            queue="APP.BACKOUT",
+            action="move",
+            target_queue="APP.BACKOUT",
+            msg_ids=backed_out,
+        )
     job = MoveJob.objects.filter(state=JobState.QUEUED).first()
     with pytest.raises(Conflict, match="only a failed or stalled job"):
         move_job_resume(user=operator, job_id=job.pk)

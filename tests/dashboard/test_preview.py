@@ -1,4 +1,5 @@
 """The message browser's body preview: JSON, text or hex, cut short, never a decoding error."""
+
 from __future__ import annotations
 
 import pytest

@@ -1,5 +1,6 @@
 """The dashboard's WebSocket routes at the ASGI level: a foreign Origin and an anonymous
 user are refused before any consumer code runs."""
+
 from __future__ import annotations
 
 import asyncio
@@ -16,8 +17,14 @@ APP = AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
 def answer_to(path: str, origin: bytes | None) -> str:
     async def attempt() -> str:
         headers = [(b"host", b"localhost")] + ([(b"origin", origin)] if origin else [])
-        scope = {"type": "websocket", "path": path, "raw_path": path.encode(), "headers": headers,
-                 "query_string": b"", "subprotocols": []}
+        scope = {
+            "type": "websocket",
+            "path": path,
+            "raw_path": path.encode(),
+            "headers": headers,
+            "query_string": b"",
+            "subprotocols": [],
+        }
         communicator = ApplicationCommunicator(APP, scope)
         await communicator.send_input({"type": "websocket.connect"})
         answer = await communicator.receive_output(5)
@@ -27,6 +34,7 @@ def answer_to(path: str, origin: bytes | None) -> str:
         except (asyncio.CancelledError, Exception):
             pass
         return answer["type"]
+
     return asyncio.run(attempt())
 
 

@@ -1,5 +1,6 @@
 """The dashboard's reads: counts split by state, cutting the overview down to a user's
 grants, graph deltas with their links."""
+
 from __future__ import annotations
 
 import pytest
@@ -34,9 +35,13 @@ def test_topology_changes_with_every_definition_the_pages_list(two_brokers):
     from brokers.services.queues import queue_alter, queue_define, queue_delete
 
     seen = [selectors.topology()]
-    for change in (lambda: queue_define(broker="SEEN", name="NEW"), lambda: queue_alter(broker="SEEN", name="NEW", put_enabled=False),
-                   lambda: queue_delete(broker="SEEN", name="NEW"), lambda: broker_define(name="THIRD"),
-                   lambda: broker_delete(name="THIRD")):
+    for change in (
+        lambda: queue_define(broker="SEEN", name="NEW"),
+        lambda: queue_alter(broker="SEEN", name="NEW", put_enabled=False),
+        lambda: queue_delete(broker="SEEN", name="NEW"),
+        lambda: broker_define(name="THIRD"),
+        lambda: broker_delete(name="THIRD"),
+    ):
         change()
         assert selectors.topology() != seen[-1]
         seen.append(selectors.topology())
@@ -63,7 +68,9 @@ def test_graph_delta_has_links_and_far_ends(queue):
     consumer = message_get(broker="QM1", queue="Q1", syncpoint="yes", preemptive=True)
     delta = selectors.graph_delta(transaction_ids={consumer.transaction_id})
     assert {n["id"] for n in delta["nodes"]} == {producer.transaction_id, consumer.transaction_id}
-    assert [(e["upstream"], e["downstream"]) for e in delta["edges"]] == [(producer.transaction_id, consumer.transaction_id)]
+    assert [(e["upstream"], e["downstream"]) for e in delta["edges"]] == [
+        (producer.transaction_id, consumer.transaction_id)
+    ]
     assert delta["touched"] == [consumer.transaction_id]
 
 
@@ -74,17 +81,26 @@ def test_graph_nodes_carry_their_queues_open_from_messages_resolved_from_the_jou
     queue_define(broker="QM1", name="Q2")
     producer = message_put(broker="QM1", queue="Q1", messages=[MessageInput(body=b"p")], syncpoint="yes")
     consumer = message_get(broker="QM1", queue="Q1", syncpoint="yes", preemptive=True)
-    message_put(broker="QM1", queue="Q2", messages=[MessageInput(body=b"n")], syncpoint="yes",
-                transaction_id=consumer.transaction_id)
+    message_put(
+        broker="QM1",
+        queue="Q2",
+        messages=[MessageInput(body=b"n")],
+        syncpoint="yes",
+        transaction_id=consumer.transaction_id,
+    )
     done = message_put(broker="QM1", queue="Q2", messages=[MessageInput(body=b"d")], syncpoint="yes")
     transaction_commit(transaction_id=done.transaction_id)
     queues = {n["id"]: n["queues"] for n in selectors.graph_snapshot(broker="QM1")["nodes"]}
-    assert queues == {producer.transaction_id: ["Q1"], consumer.transaction_id: ["Q1", "Q2"],
-                      done.transaction_id: ["Q2"]}
-    delta = selectors.graph_delta(transaction_ids={consumer.transaction_id},
-                                  queues={consumer.transaction_id: {"Q2"}})
-    assert {n["id"]: n["queues"] for n in delta["nodes"]} == {producer.transaction_id: [],
-                                                              consumer.transaction_id: ["Q2"]}
+    assert queues == {
+        producer.transaction_id: ["Q1"],
+        consumer.transaction_id: ["Q1", "Q2"],
+        done.transaction_id: ["Q2"],
+    }
+    delta = selectors.graph_delta(transaction_ids={consumer.transaction_id}, queues={consumer.transaction_id: {"Q2"}})
+    assert {n["id"]: n["queues"] for n in delta["nodes"]} == {
+        producer.transaction_id: [],
+        consumer.transaction_id: ["Q2"],
+    }
 
 
 def test_admin_bootstrap_shows_a_password_once(db):

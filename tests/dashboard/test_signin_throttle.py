@@ -1,6 +1,7 @@
 """Sign-in throttling (django-axes, config/settings/signin.py): failed sign-ins are counted by
 user name and by address; the failure that reaches the limit and every sign-in after it is
 refused (429), the right password included, and a success before then resets the user's count."""
+
 from __future__ import annotations
 
 import pytest

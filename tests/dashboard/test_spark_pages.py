@@ -1,4 +1,5 @@
 """Dashboard: the ingest panel of a queue's page and the analytics page."""
+
 from __future__ import annotations
 
 import pytest
@@ -17,8 +18,9 @@ def staged(tmp_path, settings):
 
 
 def test_a_queue_page_starts_an_ingest_and_lists_it_for_live_progress(admin_client, two_brokers, staged):
-    response = admin_client.post("/brokers/SEEN/queues/Q1/ingest/", {"source": "orders.jsonl", "format": "jsonl",
-                                                                      "key_field": "id"})
+    response = admin_client.post(
+        "/brokers/SEEN/queues/Q1/ingest/", {"source": "orders.jsonl", "format": "jsonl", "key_field": "id"}
+    )
     assert response.status_code == 302
     ingest = Ingest.objects.get()
     assert (ingest.broker, ingest.queue, ingest.key_field, ingest.state) == ("SEEN", "Q1", "id", "queued")
@@ -40,11 +42,31 @@ def test_the_ingest_form_needs_put(viewer_client):
 def test_analytics_page_shows_the_brokers_a_user_sees(viewer_client):
     run = AnalyticsRun.objects.create(state=RunState.SUCCEEDED)
     for broker in ("SEEN", "HIDDEN"):
-        BrokerAnalytics.objects.create(broker=broker, run=run, computed_at=run.created_at, results={
-            "broker": {"committed": 7, "saved_ms": 12.5}, "chains": [],
-            "queues": [{"queue": "Q1", "puts": 3, "gets": 1, "depth": 2, "oldest_age_ms": 1500.0, "dwell_p50_ms": 4.0,
-                        "dwell_p95_ms": 9.0, "dwell_p99_ms": 9.5, "backout_rate": 0.0, "dead_letters": 0, "expired": 0}],
-            "throughput": [{"queue": "Q1", "minute": "2025-05-01T12:00:00Z", "puts": 3, "gets": 1, "depth": 2}]})
+        BrokerAnalytics.objects.create(
+            broker=broker,
+            run=run,
+            computed_at=run.created_at,
+            results={
+                "broker": {"committed": 7, "saved_ms": 12.5},
+                "chains": [],
+                "queues": [
+                    {
+                        "queue": "Q1",
+                        "puts": 3,
+                        "gets": 1,
+                        "depth": 2,
+                        "oldest_age_ms": 1500.0,
+                        "dwell_p50_ms": 4.0,
+                        "dwell_p95_ms": 9.0,
+                        "dwell_p99_ms": 9.5,
+                        "backout_rate": 0.0,
+                        "dead_letters": 0,
+                        "expired": 0,
+                    }
+                ],
+                "throughput": [{"queue": "Q1", "minute": "2025-05-01T12:00:00Z", "puts": 3, "gets": 1, "depth": 2}],
+            },
+        )
     page = viewer_client.get("/analytics/").content.decode()
     assert 'data-broker="SEEN"' in page and 'data-broker="HIDDEN"' not in page
     assert "7 committed" in page and "12.5 ms" in page and "4.0 / 9.0 / 9.5" in page

@@ -2,6 +2,7 @@
 and accept the site's own; each user's sockets carry only the brokers they may see (the
 graph leaves out linked units of work elsewhere); users who are not staff can sign in; the
 API docs load Swagger UI and ReDoc from this server (drf-spectacular-sidecar), not a CDN."""
+
 from __future__ import annotations
 
 import asyncio
@@ -30,8 +31,14 @@ def first_frame(client, path: str, origin: str):
     the first JSON frame it sends, or ``("closed", code)``."""
     cookie = f"sessionid={client.cookies['sessionid'].value}"
     headers = [(b"host", b"localhost"), (b"origin", origin.encode()), (b"cookie", cookie.encode())]
-    scope = {"type": "websocket", "path": path, "raw_path": path.encode(), "headers": headers,
-             "query_string": b"", "subprotocols": []}
+    scope = {
+        "type": "websocket",
+        "path": path,
+        "raw_path": path.encode(),
+        "headers": headers,
+        "query_string": b"",
+        "subprotocols": [],
+    }
 
     async def attempt():
         communicator = ApplicationCommunicator(APP, scope)
@@ -113,8 +120,14 @@ def replies_to(client, path: str, frames: list[str]) -> list:
     back: JSON frames, and ``("closed", code)`` when it closed."""
     cookie = f"sessionid={client.cookies['sessionid'].value}"
     headers = [(b"host", b"localhost"), (b"origin", b"http://localhost"), (b"cookie", cookie.encode())]
-    scope = {"type": "websocket", "path": path, "raw_path": path.encode(), "headers": headers,
-             "query_string": b"", "subprotocols": []}
+    scope = {
+        "type": "websocket",
+        "path": path,
+        "raw_path": path.encode(),
+        "headers": headers,
+        "query_string": b"",
+        "subprotocols": [],
+    }
 
     async def attempt():
         communicator = ApplicationCommunicator(APP, scope)

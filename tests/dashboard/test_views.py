@@ -1,5 +1,6 @@
 """Dashboard pages through Django's test client: sign-in, what each user sees, the message
 browser never changing a message, put and purge through the services."""
+
 from __future__ import annotations
 
 import pytest
@@ -64,7 +65,7 @@ def test_message_detail_and_download(admin_client, queue):
     put = message_put(broker="QM1", queue="Q1", messages=[MessageInput(body=b'{"a": [1, 2]}')])
     msg_id = put.messages[0].msg_id
     page = admin_client.get(f"/brokers/QM1/queues/Q1/messages/{msg_id}/").content.decode()
-    assert '&quot;a&quot;: [' in page and "7b 22 61" in page and "eyJhIjogWzEsIDJdfQ==" in page
+    assert "&quot;a&quot;: [" in page and "7b 22 61" in page and "eyJhIjogWzEsIDJdfQ==" in page
     body = admin_client.get(f"/brokers/QM1/queues/Q1/messages/{msg_id}/body/")
     assert body.status_code == 200 and b"".join(body) == b'{"a": [1, 2]}'
     assert admin_client.get(f"/brokers/QM1/queues/Q1/messages/{'0' * 48}/").status_code == 404
@@ -106,28 +107,34 @@ def test_api_docs_use_no_cdn(admin_client):
 
 
 def test_the_browser_previews_bodies_and_filters_by_body_and_property_paged(admin_client, queue):
-    message_put(broker="QM1", queue="Q1", messages=[
-        MessageInput(body=b'{"order": 7}', properties={"colour": "red", "n": 3}),
-        MessageInput(body=b"\xff\xfe binary", properties={"colour": "blue"}),
-        *[MessageInput(body=f"order line {i}".encode(), properties={"colour": "red"}) for i in range(30)],
-    ])
+    message_put(
+        broker="QM1",
+        queue="Q1",
+        messages=[
+            MessageInput(body=b'{"order": 7}', properties={"colour": "red", "n": 3}),
+            MessageInput(body=b"\xff\xfe binary", properties={"colour": "blue"}),
+            *[MessageInput(body=f"order line {i}".encode(), properties={"colour": "red"}) for i in range(30)],
+        ],
+    )
     page = admin_client.get("/brokers/QM1/queues/Q1/")
     previews = [(r["preview"].kind, r["preview"].text) for r in page.context["rows"][:3]]
     assert previews == [("json", '{"order":7}'), ("hex", "ff fe 20 62 69 6e 61 72 79"), ("text", "order line 0")]
-    assert '<code>{&quot;order&quot;:7}</code>' in page.content.decode()
+    assert "<code>{&quot;order&quot;:7}</code>" in page.content.decode()
 
     def msg_bodies(response):
         return [r["preview"].text for r in response.context["rows"]]
 
     assert msg_bodies(admin_client.get("/brokers/QM1/queues/Q1/", {"body_contains": "binary"})) == [
-        "ff fe 20 62 69 6e 61 72 79"]
+        "ff fe 20 62 69 6e 61 72 79"
+    ]
     assert msg_bodies(admin_client.get("/brokers/QM1/queues/Q1/", {"property": "n=3"})) == ['{"order":7}']
     assert msg_bodies(admin_client.get("/brokers/QM1/queues/Q1/", {"property": "n"})) == ['{"order":7}']
     # paged within the filter: 31 red ones, 25 a page; the links keep the filter
     red = admin_client.get("/brokers/QM1/queues/Q1/", {"property": "colour=red", "body_contains": "order"})
-    assert len(red.context["rows"]) == 25 and 'property=colour%3Dred&amp;cursor=' in red.content.decode()
-    rest = admin_client.get("/brokers/QM1/queues/Q1/", {"property": "colour=red", "body_contains": "order",
-                                                         "cursor": red.context["next"]})
+    assert len(red.context["rows"]) == 25 and "property=colour%3Dred&amp;cursor=" in red.content.decode()
+    rest = admin_client.get(
+        "/brokers/QM1/queues/Q1/", {"property": "colour=red", "body_contains": "order", "cursor": red.context["next"]}
+    )
     assert msg_bodies(rest) == [f"order line {i}" for i in range(24, 30)] and not rest.context["next"]
     none = admin_client.get("/brokers/QM1/queues/Q1/", {"body_contains": "nowhere"})
     assert none.context["rows"] == [] and "No message matches the filter." in none.content.decode()
@@ -136,12 +143,15 @@ def test_the_browser_previews_bodies_and_filters_by_body_and_property_paged(admi
     assert len(got.messages) == 32 and all(m.delivery_count == 0 for m in got.messages)
 
 
-@pytest.mark.parametrize("query, field", [
-    ({"body_contains": "x" * 201}, "body_contains"),
-    ({"property": "=red"}, "property"),
-    ({"property": "bad name=1"}, "property"),
-    ({"property": "k=" + "v" * 201}, "property"),
-])
+@pytest.mark.parametrize(
+    "query, field",
+    [
+        ({"body_contains": "x" * 201}, "body_contains"),
+        ({"property": "=red"}, "property"),
+        ({"property": "bad name=1"}, "property"),
+        ({"property": "k=" + "v" * 201}, "property"),
+    ],
+)
 def test_a_filter_too_long_or_malformed_is_400_with_the_reason(admin_client, queue, query, field):
     response = admin_client.get("/brokers/QM1/queues/Q1/", query)
     assert response.status_code == 400

@@ -1,4 +1,5 @@
 """Shared and exclusive input (docs/design.md §7)."""
+
 from __future__ import annotations
 
 import pytest

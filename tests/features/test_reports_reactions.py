@@ -1,4 +1,5 @@
 """Reports (coa, cod, expiry, exception) and reactive messages (docs/design.md §7)."""
+
 from __future__ import annotations
 
 import pytest
@@ -115,8 +116,9 @@ def test_reactive_on_a_message_no_longer_queued_sends_exception_report(queue):
     a = message_put(broker="QM1", queue="Q1", messages=msgs("a")).messages[0]
     txn = transaction_begin(broker="QM1", timeout_ms=60_000).id
     message_get(broker="QM1", queue="Q1", transaction_id=txn)  # in flight: not queued
-    reactive = message_put(broker="QM1", queue="Q1", messages=refers(
-        a.msg_id, "cancel", report=["exception"], reply_to_queue="REPLY")).messages[0]
+    reactive = message_put(
+        broker="QM1", queue="Q1", messages=refers(a.msg_id, "cancel", report=["exception"], reply_to_queue="REPLY")
+    ).messages[0]
     report = message_get(broker="QM1", queue="REPLY").messages[0]
     assert (report.feedback, report.correl_id) == ("exception", reactive.msg_id)
     transaction_rollback(transaction_id=txn)

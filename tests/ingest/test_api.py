@@ -1,4 +1,5 @@
 """REST: starting and following an ingest (no Spark: the job's own tests run it)."""
+
 from __future__ import annotations
 
 import pytest
@@ -27,11 +28,34 @@ def test_start_answers_202_queued_and_the_ingest_can_be_followed(api, queue, sta
     body = response.json()
     assert body["state"] == "queued" and body["format"] == "jsonl" and body["key_field"] == "id"
     followed = api.get(f"/api/ingests/{body['id']}/").json()
-    assert {k: followed[k] for k in ("id", "broker", "queue", "source", "records_total", "records_done",
-                                     "messages_put", "duplicates_skipped", "error", "started_at", "finished_at")} == {
-        "id": body["id"], "broker": "QM1", "queue": "Q1", "source": "in/a.jsonl", "records_total": None,
-        "records_done": 0, "messages_put": 0, "duplicates_skipped": 0, "error": "", "started_at": None,
-        "finished_at": None}
+    assert {
+        k: followed[k]
+        for k in (
+            "id",
+            "broker",
+            "queue",
+            "source",
+            "records_total",
+            "records_done",
+            "messages_put",
+            "duplicates_skipped",
+            "error",
+            "started_at",
+            "finished_at",
+        )
+    } == {
+        "id": body["id"],
+        "broker": "QM1",
+        "queue": "Q1",
+        "source": "in/a.jsonl",
+        "records_total": None,
+        "records_done": 0,
+        "messages_put": 0,
+        "duplicates_skipped": 0,
+        "error": "",
+        "started_at": None,
+        "finished_at": None,
+    }
     assert [i["id"] for i in api.get(START).json()["ingests"]] == [body["id"]]
     assert body["dedup_retention_days"] == 7  # the default: a daily rerun within a week skips every record
 
@@ -50,8 +74,9 @@ def test_the_declared_retention_is_kept(api, queue, staging):
     assert Ingest.objects.get().dedup_retention_days == 30
 
 
-@pytest.mark.parametrize("source", ["../secret.jsonl", "/etc/passwd", "link.jsonl", "in/../../secret.jsonl",
-                                    "missing.jsonl", ""])
+@pytest.mark.parametrize(
+    "source", ["../secret.jsonl", "/etc/passwd", "link.jsonl", "in/../../secret.jsonl", "missing.jsonl", ""]
+)
 def test_sources_outside_the_staging_directory_or_missing_are_refused(api, queue, staging, source):
     response = api.post(START, {"source": source}, format="json")
     assert response.status_code == 400, response.content
@@ -78,15 +103,21 @@ def test_progress_adds_puts_over_attempts_and_counts_each_partition_once(api, qu
     progress = f"/api/ingests/{ingest['id']}/progress/"
     assert api.post(progress, {"records_total": 300}, format="json").status_code == 200
     # partition 0's first attempt put 100 and failed; its retry found them and put 50 more
-    for report in ({"partition": 0, "attempt": 0, "done": 100, "put": 100},
-                   {"partition": 0, "attempt": 1, "done": 100, "put": 0},
-                   {"partition": 0, "attempt": 1, "done": 150, "put": 50},
-                   {"partition": 1, "attempt": 0, "done": 150, "put": 120}):
+    for report in (
+        {"partition": 0, "attempt": 0, "done": 100, "put": 100},
+        {"partition": 0, "attempt": 1, "done": 100, "put": 0},
+        {"partition": 0, "attempt": 1, "done": 150, "put": 50},
+        {"partition": 1, "attempt": 0, "done": 150, "put": 120},
+    ):
         response = api.post(progress, report, format="json")
         assert response.status_code == 200, response.content
     body = response.json()
     assert (body["records_total"], body["records_done"], body["messages_put"], body["duplicates_skipped"]) == (
-        300, 300, 270, 30)
+        300,
+        300,
+        270,
+        30,
+    )
     assert api.post(progress, {"partition": 0}, format="json").status_code == 400
 
 

@@ -1,6 +1,7 @@
 """Ingest resolves every file it reads: a symbolic link inside a staging folder that leads
 outside the staging directory refuses the source (at start and when the job runs), and the
 Spark job's input list is built from resolved paths inside the staging directory."""
+
 from __future__ import annotations
 
 import pytest

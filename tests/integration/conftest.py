@@ -1,6 +1,7 @@
 """Fixtures for the integration tests: one set of real servers (Uvicorn, Celery worker, Celery
 beat) per session, against a fresh temporary directory. When a test fails, what the servers
 wrote to stderr is attached to its report."""
+
 from __future__ import annotations
 
 import itertools

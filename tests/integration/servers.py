@@ -5,6 +5,7 @@ SQLite database, the way ``platform/up`` starts them.
 Every wait here is a bounded polling loop that fails with a message saying what it waited
 for and what the processes wrote to stderr; nothing sleeps to synchronise.
 """
+
 from __future__ import annotations
 
 import os
@@ -34,8 +35,14 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def poll_until(check: Callable[[], T], *, timeout: float, what: str, interval: float = 0.05,
-               diagnostics: Callable[[], str] = lambda: "") -> T:
+def poll_until(
+    check: Callable[[], T],
+    *,
+    timeout: float,
+    what: str,
+    interval: float = 0.05,
+    diagnostics: Callable[[], str] = lambda: "",
+) -> T:
     """Call ``check`` until it returns something truthy; fail after ``timeout`` seconds
     saying ``what`` never happened. ``check`` may raise AssertionError to stop at once."""
     deadline = time.monotonic() + timeout
@@ -98,8 +105,10 @@ class Server:
         return self.proc.poll() is None
 
     def logs(self) -> str:
-        return (f"--- {self.name} (pid {self.proc.pid}, exit {self.proc.poll()}) stderr ---\n{tail(self.stderr)}\n"
-                f"--- {self.name} stdout ---\n{tail(self.stdout, 2000)}\n")
+        return (
+            f"--- {self.name} (pid {self.proc.pid}, exit {self.proc.poll()}) stderr ---\n{tail(self.stderr)}\n"
+            f"--- {self.name} stdout ---\n{tail(self.stdout, 2000)}\n"
+        )
 
     def stop(self, timeout: float = 15) -> None:
         """SIGTERM the server's process group, then SIGKILL what is left after ``timeout``."""
@@ -125,25 +134,33 @@ def base_env(var_dir: Path) -> dict[str, str]:
     env = dict(os.environ)
     for name in ("DJANGO_SETTINGS_MODULE", "BATON_TEST_DATABASE", "BATON_REDIS_URL", "BATON_SECRET_KEY"):
         env.pop(name, None)
-    env.update({
-        "BATON_VAR_DIR": str(var_dir),
-        "DATABASE_URL": f"sqlite:///{var_dir / 'baton.sqlite3'}",
-        "CELERY_BROKER_URL": "filesystem://",
-        "BATON_HOUSEKEEPING_INTERVAL_S": "0.2",
-        "PYTHONUNBUFFERED": "1",
-        "PATH": f"{Path(PYTHON).parent}{os.pathsep}{env.get('PATH', '')}",
-    })
+    env.update(
+        {
+            "BATON_VAR_DIR": str(var_dir),
+            "DATABASE_URL": f"sqlite:///{var_dir / 'baton.sqlite3'}",
+            "CELERY_BROKER_URL": "filesystem://",
+            "BATON_HOUSEKEEPING_INTERVAL_S": "0.2",
+            "PYTHONUNBUFFERED": "1",
+            "PATH": f"{Path(PYTHON).parent}{os.pathsep}{env.get('PATH', '')}",
+        }
+    )
     return env
 
 
 def manage(env: dict[str, str], *args: str, timeout: float = 120, extra_env: dict[str, str] | None = None) -> str:
     """Run ``python manage.py ...``; return its stdout, or fail showing its stderr."""
     result = subprocess.run(
-        [PYTHON, "manage.py", *args], cwd=ROOT, env={**env, **(extra_env or {})},
-        capture_output=True, text=True, timeout=timeout,
+        [PYTHON, "manage.py", *args],
+        cwd=ROOT,
+        env={**env, **(extra_env or {})},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
     )
     if result.returncode != 0:
-        raise AssertionError(f"manage.py {' '.join(args)} failed ({result.returncode}):\n{result.stderr}\n{result.stdout}")
+        raise AssertionError(
+            f"manage.py {' '.join(args)} failed ({result.returncode}):\n{result.stderr}\n{result.stdout}"
+        )
     return result.stdout
 
 
@@ -182,8 +199,12 @@ class Platform:
 
     def client(self, web: int = 0, **kwargs) -> httpx.Client:
         headers = {"Authorization": f"Token {self.token}"}
-        return httpx.Client(base_url=self.web_url(web) if self.ports else self.url, headers=headers,
-                            timeout=kwargs.pop("timeout", 30), **kwargs)
+        return httpx.Client(
+            base_url=self.web_url(web) if self.ports else self.url,
+            headers=headers,
+            timeout=kwargs.pop("timeout", 30),
+            **kwargs,
+        )
 
     def named(self, name: str) -> list[Server]:
         return [server for server in self.servers if server.name == name or server.name.startswith(f"{name}-")]
@@ -194,8 +215,13 @@ class Platform:
     def _spawn(self, name: str, *args: str) -> Server:
         out, err = self.var_dir / f"{name}.out", self.var_dir / f"{name}.err"
         proc = subprocess.Popen(
-            [PYTHON, *args], cwd=ROOT, env=self.env, stdout=out.open("wb"), stderr=err.open("wb"),
-            stdin=subprocess.DEVNULL, start_new_session=True,
+            [PYTHON, *args],
+            cwd=ROOT,
+            env=self.env,
+            stdout=out.open("wb"),
+            stderr=err.open("wb"),
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
         )
         server = Server(name, proc, out, err)
         self.servers.append(server)
@@ -213,25 +239,49 @@ class Platform:
         (self.var_dir / "celery" / "processed").mkdir(parents=True, exist_ok=True)
         env = self.env
         manage(env, "migrate", "--noinput", "-v0")
-        lines = [line for line in manage(env, "api_token", "tester", "--create-user", "--superuser").splitlines() if line.strip()]
+        lines = [
+            line
+            for line in manage(env, "api_token", "tester", "--create-user", "--superuser").splitlines()
+            if line.strip()
+        ]
         assert len(lines) == 1 and len(lines[0].strip()) >= 20, f"api_token printed {lines!r}, not one token line"
         self.token = lines[0].strip()
-        manage(env, "createsuperuser", "--noinput", "--username", self.username, "--email", "dash@example.com",
-               extra_env={"DJANGO_SUPERUSER_PASSWORD": self.password})
+        manage(
+            env,
+            "createsuperuser",
+            "--noinput",
+            "--username",
+            self.username,
+            "--email",
+            "dash@example.com",
+            extra_env={"DJANGO_SUPERUSER_PASSWORD": self.password},
+        )
 
         self.ports = [self.port] + [free_port() for _ in range(self.webs - 1)]
         for n in range(len(self.ports)):
             self.web_start(n)
         workers = [self.worker_start(n) for n in range(self.workers)]
-        beat = self._spawn("beat", "-m", "celery", "-A", "config", "beat", "--loglevel", "INFO",
-                           "--schedule", str(self.var_dir / "beat-schedule"))
+        beat = self._spawn(
+            "beat",
+            "-m",
+            "celery",
+            "-A",
+            "config",
+            "beat",
+            "--loglevel",
+            "INFO",
+            "--schedule",
+            str(self.var_dir / "beat-schedule"),
+        )
 
         def web_ready() -> bool:
             self._check_alive()
             with httpx.Client(timeout=2) as client:
                 return all(
-                    client.get(f"http://127.0.0.1:{port}/api/brokers/",
-                               headers={"Authorization": f"Token {self.token}"}).status_code == 200
+                    client.get(
+                        f"http://127.0.0.1:{port}/api/brokers/", headers={"Authorization": f"Token {self.token}"}
+                    ).status_code
+                    == 200
                     for port in self.ports
                 )
 
@@ -239,22 +289,47 @@ class Platform:
             def check() -> bool:
                 self._check_alive()
                 return text in tail(server.stderr, 10**7)
+
             return check
 
-        poll_until(web_ready, timeout=timeout, what=f"Uvicorn to answer GET /api/brokers/ on ports {self.ports}",
-                   diagnostics=self.logs)
+        poll_until(
+            web_ready,
+            timeout=timeout,
+            what=f"Uvicorn to answer GET /api/brokers/ on ports {self.ports}",
+            diagnostics=self.logs,
+        )
         for worker in workers:
-            poll_until(logged(worker, "ready."), timeout=timeout, what=f"the Celery {worker.name} to log 'ready.'",
-                       diagnostics=self.logs)
-        poll_until(logged(beat, "beat: Starting"), timeout=timeout, what="Celery beat to log 'beat: Starting'",
-                   diagnostics=self.logs)
+            poll_until(
+                logged(worker, "ready."),
+                timeout=timeout,
+                what=f"the Celery {worker.name} to log 'ready.'",
+                diagnostics=self.logs,
+            )
+        poll_until(
+            logged(beat, "beat: Starting"),
+            timeout=timeout,
+            what="Celery beat to log 'beat: Starting'",
+            diagnostics=self.logs,
+        )
         return self
 
     def web_start(self, n: int = 0) -> Server:
         """Web server process ``n`` (Uvicorn, the ASGI app: REST, the session, the dashboard) on its port."""
-        return self._spawn("uvicorn" if n == 0 else f"uvicorn-{n}", "-m", "uvicorn", "config.asgi:application",
-                           "--host", "127.0.0.1", "--port", str(self.ports[n]), "--lifespan", "off",
-                           "--log-level", "warning", "--no-access-log")
+        return self._spawn(
+            "uvicorn" if n == 0 else f"uvicorn-{n}",
+            "-m",
+            "uvicorn",
+            "config.asgi:application",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.ports[n]),
+            "--lifespan",
+            "off",
+            "--log-level",
+            "warning",
+            "--no-access-log",
+        )
 
     def web_kill(self) -> None:
         """SIGKILL the first web server process (a crash of the web server; the workers and
@@ -271,16 +346,31 @@ class Platform:
         def answers() -> bool:
             self._check_alive()
             with httpx.Client(timeout=2) as client:
-                return client.get(f"{self.url}/api/brokers/", headers={"Authorization": f"Token {self.token}"}
-                                  ).status_code == 200
+                return (
+                    client.get(f"{self.url}/api/brokers/", headers={"Authorization": f"Token {self.token}"}).status_code
+                    == 200
+                )
 
-        poll_until(answers, timeout=timeout, what=f"Uvicorn to answer again on port {self.port}",
-                   diagnostics=self.logs)
+        poll_until(answers, timeout=timeout, what=f"Uvicorn to answer again on port {self.port}", diagnostics=self.logs)
 
     def worker_start(self, n: int) -> Server:
         """Celery worker process ``n`` (named ``worker<n>@<host>``; the first one's log is ``worker``)."""
-        return self._spawn("worker" if n == 0 else f"worker-{n}", "-m", "celery", "-A", "config", "worker",
-                           "--pool", "threads", "--concurrency", "4", "--loglevel", "INFO", "-n", f"worker{n}@%h")
+        return self._spawn(
+            "worker" if n == 0 else f"worker-{n}",
+            "-m",
+            "celery",
+            "-A",
+            "config",
+            "worker",
+            "--pool",
+            "threads",
+            "--concurrency",
+            "4",
+            "--loglevel",
+            "INFO",
+            "-n",
+            f"worker{n}@%h",
+        )
 
     def stop(self) -> None:
         for server in reversed(self.servers):

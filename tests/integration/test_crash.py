@@ -11,6 +11,7 @@ of its own, or a database of its own on the PostgreSQL server the suite uses. Th
 scaled-out form (two web servers, two workers, PostgreSQL and Redis) runs the same test,
 ``crash_run``, from tests/scaled/test_soak_and_crash.py.
 """
+
 from __future__ import annotations
 
 import os
@@ -28,7 +29,17 @@ from django.conf import settings
 from bench.checker import history_checked
 from bench.live import LivePlatform
 from bench.workload import (
-    BROKER_A, BROKER_B, IN, XQ, Consumer, Load, Producer, Settings, open_transactions, queue_contents, quiet,
+    BROKER_A,
+    BROKER_B,
+    IN,
+    XQ,
+    Consumer,
+    Load,
+    Producer,
+    Settings,
+    open_transactions,
+    queue_contents,
+    quiet,
     topology_define,
 )
 from brokers.client import Client
@@ -58,8 +69,14 @@ def database_of_its_own(tmp_path) -> Iterator[str]:
 
     name = f"baton_crash_{os.getpid()}_{secrets.token_hex(3)}"
     host, port = db["HOST"] or "127.0.0.1", db["PORT"] or 5432
-    params = {"host": host, "port": port, "user": db["USER"], "password": db.get("PASSWORD") or None,
-              "dbname": "postgres", "autocommit": True}
+    params = {
+        "host": host,
+        "port": port,
+        "user": db["USER"],
+        "password": db.get("PASSWORD") or None,
+        "dbname": "postgres",
+        "autocommit": True,
+    }
     with psycopg.connect(**params) as conn:
         conn.execute(f'CREATE DATABASE "{name}"')
     try:
@@ -96,25 +113,29 @@ def test_no_message_lost_duplicated_or_seen_uncommitted_while_servers_are_killed
         crash_run(tmp_path, database_url, kills=KILLS)
 
 
-def crash_run(tmp_path, database_url: str, *, kills: int, env: dict | None = None, webs: int = 1,
-              workers: int = 1) -> dict:
+def crash_run(
+    tmp_path, database_url: str, *, kills: int, env: dict | None = None, webs: int = 1, workers: int = 1
+) -> dict:
     """The crash test on a platform of ``webs`` web servers and ``workers`` workers (the
     clients spread over the web servers), ``kills`` kills shared between the web servers
     and the workers; asserts the verdict and returns the run's numbers."""
     rng = random.Random(SEED)
     load_settings = Settings()
-    with LivePlatform(tmp_path / "var", database_url, env={**PLATFORM_ENV, **(env or {})}, webs=webs,
-                      workers=workers) as platform:
+    with LivePlatform(
+        tmp_path / "var", database_url, env={**PLATFORM_ENV, **(env or {})}, webs=webs, workers=workers
+    ) as platform:
         token = platform.prepare()
         platform.start()
         with Client(platform.url, token, timeout=30) as client:
             queues = topology_define(client, load_settings)
         load = Load(url=platform.urls, token=token, settings=load_settings, seed=SEED)
         names = platform.names()
-        killers = [Killer(platform, [n for n in names if n.startswith("web")], kills - kills // 2,
-                          random.Random(rng.random())),
-                   Killer(platform, [n for n in names if n.startswith("worker")], kills // 2,
-                          random.Random(rng.random()))]
+        killers = [
+            Killer(
+                platform, [n for n in names if n.startswith("web")], kills - kills // 2, random.Random(rng.random())
+            ),
+            Killer(platform, [n for n in names if n.startswith("worker")], kills // 2, random.Random(rng.random())),
+        ]
         started = time.monotonic()
         load.start()
         for killer in killers:
@@ -131,8 +152,9 @@ def crash_run(tmp_path, database_url: str, *, kills: int, env: dict | None = Non
         load.finish(Producer, Consumer)
         with Client(platform.url, token, timeout=30) as client:
             deadline = time.monotonic() + 60
-            while time.monotonic() < deadline and (client.display_queue(BROKER_A, XQ)["depth"]
-                                                   or client.display_queue(BROKER_B, IN)["depth"]):
+            while time.monotonic() < deadline and (
+                client.display_queue(BROKER_A, XQ)["depth"] or client.display_queue(BROKER_B, IN)["depth"]
+            ):
                 time.sleep(0.5)  # polling interval of a bounded loop
         load.finish()
 
@@ -140,8 +162,12 @@ def crash_run(tmp_path, database_url: str, *, kills: int, env: dict | None = Non
             # every unit of work resolves (or times out), the channel empties its transmission
             # queue, expired locks are released
             try:
-                poll_until(lambda: quiet(client, queues), timeout=120, interval=0.5,
-                           what="every unit of work to resolve and the channel to settle")
+                poll_until(
+                    lambda: quiet(client, queues),
+                    timeout=120,
+                    interval=0.5,
+                    what="every unit of work to resolve and the channel to settle",
+                )
                 stuck = []
             except AssertionError:
                 stuck = open_transactions(client)
@@ -150,10 +176,18 @@ def crash_run(tmp_path, database_url: str, *, kills: int, env: dict | None = Non
         verdict = history_checked(load.history, queued)
 
     history = load.history
-    numbers = {"seed": SEED, "kills": sum(k.done for k in killers), "fault_seconds": round(faults_s, 1),
-               "operations": history.operations, "indeterminate_calls": history.indeterminate_calls,
-               **verdict.numbers(), "stuck": len(stuck), "units_of_work": dict(history.units),
-               "channel_batches": channel["batches_committed"], "channel_backed_out": channel["batches_backed_out"]}
+    numbers = {
+        "seed": SEED,
+        "kills": sum(k.done for k in killers),
+        "fault_seconds": round(faults_s, 1),
+        "operations": history.operations,
+        "indeterminate_calls": history.indeterminate_calls,
+        **verdict.numbers(),
+        "stuck": len(stuck),
+        "units_of_work": dict(history.units),
+        "channel_batches": channel["batches_committed"],
+        "channel_backed_out": channel["batches_backed_out"],
+    }
     print(f"\ncrash test ({webs} web, {workers} worker): " + ", ".join(f"{k} {v}" for k, v in numbers.items()))
 
     assert numbers["kills"] == kills

@@ -1,5 +1,6 @@
 """The dashboard on the real server: the overview page needs a login, and the WebSocket
 /ws/overview/ pushes a fresh overview when queues change."""
+
 from __future__ import annotations
 
 import asyncio
@@ -22,10 +23,15 @@ def session_login(platform) -> httpx.Client:
     assert page.status_code == 200, page.text[:500]
     match = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text)
     assert match, "no CSRF token on the admin login page"
-    response = client.post("/admin/login/?next=/admin/", data={
-        "username": platform.username, "password": platform.password,
-        "csrfmiddlewaretoken": match.group(1), "next": "/admin/",
-    })
+    response = client.post(
+        "/admin/login/?next=/admin/",
+        data={
+            "username": platform.username,
+            "password": platform.password,
+            "csrfmiddlewaretoken": match.group(1),
+            "next": "/admin/",
+        },
+    )
     assert response.status_code == 302, f"login failed: {response.status_code} {response.text[:500]}"
     assert client.cookies.get("sessionid"), "no session cookie after signing in"
     return client
@@ -64,15 +70,20 @@ def test_overview_websocket_pushes_new_depth_after_a_put(platform, http, live_br
     client.close()
 
     async def follow() -> tuple[dict, dict]:
-        async with connect(f"{platform.ws_url}/ws/overview/", additional_headers={"Cookie": f"sessionid={session_id}", "Origin": platform.url},
-                           open_timeout=15) as ws:
+        async with connect(
+            f"{platform.ws_url}/ws/overview/",
+            additional_headers={"Cookie": f"sessionid={session_id}", "Origin": platform.url},
+            open_timeout=15,
+        ) as ws:
             first = json.loads(await asyncio.wait_for(ws.recv(), 15))
             assert first["type"] == "overview", first
             assert live_broker in [b["name"] for b in first["data"]["brokers"]]
             assert queue_depth(first, live_broker, "Q1") == 0
 
             put = await asyncio.to_thread(
-                http.post, f"/api/brokers/{live_broker}/queues/Q1/messages/", json={"body": "for the dashboard"},
+                http.post,
+                f"/api/brokers/{live_broker}/queues/Q1/messages/",
+                json={"body": "for the dashboard"},
             )
             assert put.status_code == 201, put.text
 
@@ -100,11 +111,22 @@ def test_overview_websocket_refuses_anonymous(platform, live_broker):
 def test_overview_websocket_shows_a_channel_and_its_state(platform, http, live_broker):
     """A channel defined and started through the API appears on the live overview with its
     state as the worker fleet reports it."""
-    assert http.post(f"/api/brokers/{live_broker}/queues/", json={"name": "FAR", "usage": "transmission"}).status_code == 201
+    assert (
+        http.post(f"/api/brokers/{live_broker}/queues/", json={"name": "FAR", "usage": "transmission"}).status_code
+        == 201
+    )
     name = f"{live_broker}.TO.FAR"
-    response = http.post("/api/channels/", json={
-        "name": name, "source_broker": live_broker, "transmission_queue": "FAR", "target_broker": "FAR",
-        "target_url": "http://127.0.0.1:9", "target_token": "x"})
+    response = http.post(
+        "/api/channels/",
+        json={
+            "name": name,
+            "source_broker": live_broker,
+            "transmission_queue": "FAR",
+            "target_broker": "FAR",
+            "target_url": "http://127.0.0.1:9",
+            "target_token": "x",
+        },
+    )
     assert response.status_code == 201, response.text
     assert http.post(f"/api/brokers/{live_broker}/queues/FAR/messages/", json={"body": "x"}).status_code == 201
     assert http.post(f"/api/channels/{name}/start/").status_code == 200
@@ -113,8 +135,11 @@ def test_overview_websocket_shows_a_channel_and_its_state(platform, http, live_b
     client.close()
 
     async def follow() -> dict:
-        async with connect(f"{platform.ws_url}/ws/overview/", additional_headers={"Cookie": f"sessionid={session_id}", "Origin": platform.url},
-                           open_timeout=15) as ws:
+        async with connect(
+            f"{platform.ws_url}/ws/overview/",
+            additional_headers={"Cookie": f"sessionid={session_id}", "Origin": platform.url},
+            open_timeout=15,
+        ) as ws:
             deadline = time.monotonic() + 30
             while True:
                 remaining = deadline - time.monotonic()

@@ -1,5 +1,6 @@
 """Housekeeping done by the real Celery beat and worker (BATON_HOUSEKEEPING_INTERVAL_S=0.2):
 expired messages are removed, overdue units of work are rolled back for "timeout"."""
+
 from __future__ import annotations
 
 import pytest
@@ -19,8 +20,13 @@ def test_expired_message_is_removed_from_the_queue(platform, http, live_broker):
 
     # depth counts every committed message still stored, expired or not: it drops only
     # when the sweeper (beat -> worker) removes the expired one
-    poll_until(lambda: http.get(queue).json()["depth"] == 1, timeout=20, interval=0.1,
-               what="the expired message to leave the queue's depth", diagnostics=platform.logs)
+    poll_until(
+        lambda: http.get(queue).json()["depth"] == 1,
+        timeout=20,
+        interval=0.1,
+        what="the expired message to leave the queue's depth",
+        diagnostics=platform.logs,
+    )
     browse = http.get(queue + "messages/").json()["messages"]
     assert [m["msg_id"] for m in browse] == [keep.json()["msg_id"]]
     got = http.post(queue + "get/", json={"batch": 10}).json()["messages"]
@@ -40,8 +46,9 @@ def test_transaction_times_out_and_is_rolled_back(platform, http, live_broker):
         shown = http.get(f"/api/transactions/{txn}/").json()
         return shown if shown["state"] != "active" else None
 
-    shown = poll_until(resolved, timeout=20, interval=0.1, what=f"transaction {txn} to leave state active",
-                       diagnostics=platform.logs)
+    shown = poll_until(
+        resolved, timeout=20, interval=0.1, what=f"transaction {txn} to leave state active", diagnostics=platform.logs
+    )
     assert shown["state"] == "rolled_back"
     assert shown["reason"] == "timeout"
     assert shown["resolved_at"]

@@ -1,5 +1,6 @@
 """The REST API served by a real Uvicorn: put and get, waiting gets woken by another
 client's put, other requests answered while a get waits, the OpenAPI schema."""
+
 from __future__ import annotations
 
 import base64
@@ -82,22 +83,27 @@ def start_waiting_get(platform, http, broker: str, queue: str, *, wait: float) -
     conn = http.post(f"/api/brokers/{broker}/connections/", json={"client_name": f"waiter{next(_clients)}"})
     assert conn.status_code == 201, conn.text
     conn_id = conn.json()["conn_id"]
-    marker = http.post(f"/api/brokers/{broker}/queues/{side.json()['name']}/messages/",
-                       json={"body": "marker", "connection": conn_id, "syncpoint": "yes"})
+    marker = http.post(
+        f"/api/brokers/{broker}/queues/{side.json()['name']}/messages/",
+        json={"body": "marker", "connection": conn_id, "syncpoint": "yes"},
+    )
     assert marker.status_code == 201, marker.text
     txn = marker.json()["transaction"]
     assert txn and http.get(f"/api/transactions/{txn}/").json()["state"] == "active"
 
-    pending = PendingGet(platform, f"/api/brokers/{broker}/queues/{queue}/get/",
-                         {"connection": conn_id, "commit_first": True}, wait)
+    pending = PendingGet(
+        platform, f"/api/brokers/{broker}/queues/{queue}/get/", {"connection": conn_id, "commit_first": True}, wait
+    )
     pending.start()
 
     def committed() -> bool:
         state = http.get(f"/api/transactions/{txn}/").json()["state"]
         if state != "committed" and pending.done.is_set():
             response = pending.response
-            raise AssertionError(f"the waiting get ended before its commit_first showed: {pending.error!r} "
-                                 f"{response.status_code if response else ''} {response.text if response else ''}")
+            raise AssertionError(
+                f"the waiting get ended before its commit_first showed: {pending.error!r} "
+                f"{response.status_code if response else ''} {response.text if response else ''}"
+            )
         return state == "committed"
 
     poll_until(committed, timeout=15, what="the waiting get's commit_first to commit its connection's unit of work")
@@ -144,8 +150,9 @@ def test_other_requests_are_answered_while_a_get_waits(platform, http, live_brok
 def test_several_waiting_gets_each_get_one_message(platform, http, live_broker):
     waiters = [start_waiting_get(platform, http, live_broker, "Q1", wait=10) for _ in range(3)]
     assert not any(w.done.is_set() for w in waiters)
-    put = http.post(f"/api/brokers/{live_broker}/queues/Q1/messages/",
-                    json={"messages": [{"body": f"m{i}"} for i in range(3)]})
+    put = http.post(
+        f"/api/brokers/{live_broker}/queues/Q1/messages/", json={"messages": [{"body": f"m{i}"} for i in range(3)]}
+    )
     assert put.status_code == 201, put.text
     bodies = []
     for waiter in waiters:

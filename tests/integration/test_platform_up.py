@@ -7,6 +7,7 @@ be found (same session id) and checked after the SIGTERM; from a virtual environ
 as a user makes one (BATON_VENV: the wheels installed with ``pip install .[scaled]``, no
 test extras: tests/packaging/user_venv.py), so that a dependency only the tests bring in
 cannot hide a broken install."""
+
 from __future__ import annotations
 
 import os
@@ -42,8 +43,9 @@ def signed_in_with_the_printed_password(base: str, printed: str) -> None:
     with httpx.Client(base_url=base, timeout=30) as browser:
         form = browser.get("/login/").text
         csrf = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', form).group(1)
-        response = browser.post("/login/", data={"username": found[1], "password": found[2],
-                                                 "csrfmiddlewaretoken": csrf})
+        response = browser.post(
+            "/login/", data={"username": found[1], "password": found[2], "csrfmiddlewaretoken": csrf}
+        )
         assert response.status_code == 302 and response.headers["location"] == "/", response.text[:500]
         assert browser.get("/").status_code == 200
 
@@ -61,27 +63,48 @@ def stomp_connected(port: int, *, token: str) -> None:
     assert reply.startswith(b"CONNECTED\n"), reply
 
 
-def exercise_platform_up(root: Path, var_dir: Path, *, venv: Path, extra_env: dict[str, str] | None = None,
-                         check_processes: Callable[[list[str]], None] | None = None) -> None:
+def exercise_platform_up(
+    root: Path,
+    var_dir: Path,
+    *,
+    venv: Path,
+    extra_env: dict[str, str] | None = None,
+    check_processes: Callable[[list[str]], None] | None = None,
+) -> None:
     """Start platform/up from the virtual environment ``venv`` (with ``extra_env`` on top of
     the embedded default's settings), check it serves, that its processes run
     (``check_processes`` checks their command lines further), that housekeeping works, and
     that SIGTERM stops them all."""
     port, stomp_port = free_port(), free_port()
-    env = {**base_env(var_dir), "PORT": str(port), "BATON_DEMO": "1", "BATON_VENV": str(venv),
-           "BATON_STOMP_PORT": str(stomp_port), **(extra_env or {})}
+    env = {
+        **base_env(var_dir),
+        "PORT": str(port),
+        "BATON_DEMO": "1",
+        "BATON_VENV": str(venv),
+        "BATON_STOMP_PORT": str(stomp_port),
+        **(extra_env or {}),
+    }
     out, err = var_dir / "up.out", var_dir / "up.err"
     proc = subprocess.Popen(
-        [str(root / "platform" / "up")], cwd=root, env=env, stdout=out.open("wb"), stderr=err.open("wb"),
-        stdin=subprocess.DEVNULL, start_new_session=True,
+        [str(root / "platform" / "up")],
+        cwd=root,
+        env=env,
+        stdout=out.open("wb"),
+        stderr=err.open("wb"),
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
     )
 
     def output() -> str:
-        logs = "".join(f"--- {path} ---\n{tail(path, 3000)}\n" for path in (
-            var_dir / "log" / "worker.log", var_dir / "log" / "worker2.log", var_dir / "log" / "beat.log")
-            if path.exists())
-        return (f"--- platform/up (pid {proc.pid}, exit {proc.poll()}) stdout ---\n{tail(out)}\n"
-                f"--- platform/up stderr ---\n{tail(err)}\n{logs}")
+        logs = "".join(
+            f"--- {path} ---\n{tail(path, 3000)}\n"
+            for path in (var_dir / "log" / "worker.log", var_dir / "log" / "worker2.log", var_dir / "log" / "beat.log")
+            if path.exists()
+        )
+        return (
+            f"--- platform/up (pid {proc.pid}, exit {proc.poll()}) stdout ---\n{tail(out)}\n"
+            f"--- platform/up stderr ---\n{tail(err)}\n{logs}"
+        )
 
     def running() -> None:
         if proc.poll() is not None:
@@ -93,15 +116,23 @@ def exercise_platform_up(root: Path, var_dir: Path, *, venv: Path, extra_env: di
         def printed_dashboard() -> bool:
             text = tail(out, 10**7)
             if dashboard not in text and proc.poll() is not None:
-                raise AssertionError(f"platform/up exited with status {proc.returncode} before printing "
-                                     f"the dashboard URL\n{output()}")
+                raise AssertionError(
+                    f"platform/up exited with status {proc.returncode} before printing the dashboard URL\n{output()}"
+                )
             return dashboard in text
 
-        poll_until(printed_dashboard, timeout=STARTUP_TIMEOUT_S, interval=0.1,
-                   what=f"platform/up to print the dashboard URL {dashboard}", diagnostics=output)
+        poll_until(
+            printed_dashboard,
+            timeout=STARTUP_TIMEOUT_S,
+            interval=0.1,
+            what=f"platform/up to print the dashboard URL {dashboard}",
+            diagnostics=output,
+        )
 
         # the database is migrated by now: get a token from it as the README says
-        lines = [line for line in manage(env, "api_token", "admin", "--create-user", "--superuser").splitlines() if line]
+        lines = [
+            line for line in manage(env, "api_token", "admin", "--create-user", "--superuser").splitlines() if line
+        ]
         assert len(lines) == 1, lines
         headers = {"Authorization": f"Token {lines[0].strip()}"}
         base = f"http://127.0.0.1:{port}"
@@ -111,8 +142,9 @@ def exercise_platform_up(root: Path, var_dir: Path, *, venv: Path, extra_env: di
             response = httpx.get(f"{base}/api/brokers/", headers=headers, timeout=5)
             return [b["name"] for b in response.json()["results"]] if response.status_code == 200 else None
 
-        names = poll_until(brokers, timeout=60, interval=0.1, what=f"GET {base}/api/brokers/ to answer 200",
-                           diagnostics=output)
+        names = poll_until(
+            brokers, timeout=60, interval=0.1, what=f"GET {base}/api/brokers/ to answer 200", diagnostics=output
+        )
         assert {"BRK1", "BRK2"} <= set(names), names
         queues = httpx.get(f"{base}/api/brokers/BRK1/queues/", headers=headers, timeout=30).json()["results"]
         assert "ORDERS.IN" in [q["name"] for q in queues]
@@ -133,23 +165,36 @@ def exercise_platform_up(root: Path, var_dir: Path, *, venv: Path, extra_env: di
         queue = f"{base}/api/brokers/BRK2/queues/AUDIT/"
         put = httpx.post(queue + "messages/", json={"body": "expires", "expiry_ms": 100}, headers=headers, timeout=30)
         assert put.status_code == 201, put.text
+
         def expired() -> bool:
             running()
             return httpx.get(queue, headers=headers, timeout=5).json()["depth"] == 0
 
-        poll_until(expired, timeout=20,
-                   interval=0.1, what="platform/up's worker and beat to remove an expired message",
-                   diagnostics=output)
+        poll_until(
+            expired,
+            timeout=20,
+            interval=0.1,
+            what="platform/up's worker and beat to remove an expired message",
+            diagnostics=output,
+        )
 
         os.killpg(proc.pid, signal.SIGTERM)
 
         def all_exited() -> bool:
             return all(process_exited(pid) for pid in started)
 
-        poll_until(all_exited, timeout=30, interval=0.1,
-                   what="every process platform/up started to exit after SIGTERM to its process group",
-                   diagnostics=lambda: "still running: " + repr(
-                       {pid: c for pid, c in started.items() if not process_exited(pid)}) + "\n" + output())
+        poll_until(
+            all_exited,
+            timeout=30,
+            interval=0.1,
+            what="every process platform/up started to exit after SIGTERM to its process group",
+            diagnostics=lambda: (
+                "still running: "
+                + repr({pid: c for pid, c in started.items() if not process_exited(pid)})
+                + "\n"
+                + output()
+            ),
+        )
         proc.wait(10)
         assert session_processes(proc.pid) == [], {p: cmdline(p) for p in session_processes(proc.pid)}
     finally:

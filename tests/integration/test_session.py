@@ -1,5 +1,6 @@
 """The session (/api/session/) on the live platform: the same answers as REST, pipelining
 with replies in any order, waits that hold up nothing, bad frames answered and survived."""
+
 from __future__ import annotations
 
 import itertools
@@ -18,8 +19,9 @@ _ids = itertools.count(1)
 class Session:
     def __init__(self, platform, *, token: str | None = None, auth_header: bool = True) -> None:
         headers = {"Authorization": f"Token {token or platform.token}"} if auth_header else {}
-        self._connection = connect(f"{platform.ws_url}/api/session/", additional_headers=headers, max_size=None,
-                                   open_timeout=30)
+        self._connection = connect(
+            f"{platform.ws_url}/api/session/", additional_headers=headers, max_size=None, open_timeout=30
+        )
         self.ws = self._connection.__enter__()
 
     def send(self, **request) -> int | str:
@@ -54,8 +56,11 @@ def rest(http: httpx.Client, method: str, path: str, body: dict | None = None) -
 
 
 def without_volatile(body: dict) -> dict:
-    return {k: v for k, v in body.items() if k not in {"re", "status", "msg_id", "put_time", "id", "created_at",
-                                                        "deadline_at", "transaction"}}
+    return {
+        k: v
+        for k, v in body.items()
+        if k not in {"re", "status", "msg_id", "put_time", "id", "created_at", "deadline_at", "transaction"}
+    }
 
 
 def test_put_get_commit_through_a_session(session, live_broker):
@@ -71,18 +76,42 @@ def test_put_get_commit_through_a_session(session, live_broker):
     assert empty["status"] == 200 and empty["messages"] == [] and empty["reason"] == "empty"
 
 
-@pytest.mark.parametrize("op,fields,path,method,body", [
-    ("put", {"queue": "Q1", "body": "x", "transacton": "t"}, "queues/Q1/messages/", "POST",
-     {"body": "x", "transacton": "t"}),
-    ("put", {"queue": "Q1", "body": "x", "priority": 12}, "queues/Q1/messages/", "POST", {"body": "x", "priority": 12}),
-    ("put", {"queue": "NOPE", "body": "x"}, "queues/NOPE/messages/", "POST", {"body": "x"}),
-    ("get", {"queue": "Q1", "wait": -1}, "queues/Q1/get/", "POST", {"wait": -1}),
-    ("get", {"queue": "Q1", "preemptive": True}, "queues/Q1/get/", "POST", {"preemptive": True}),
-    ("put", {"queue": "Q1", "messages": [{"body": "a"}], "body": "b"}, "queues/Q1/messages/", "POST",
-     {"messages": [{"body": "a"}], "body": "b"}),
-    ("put", {"queue": "Q1", "body": "x", "transaction": "0" * 32}, "queues/Q1/messages/", "POST",
-     {"body": "x", "transaction": "0" * 32}),
-])
+@pytest.mark.parametrize(
+    "op,fields,path,method,body",
+    [
+        (
+            "put",
+            {"queue": "Q1", "body": "x", "transacton": "t"},
+            "queues/Q1/messages/",
+            "POST",
+            {"body": "x", "transacton": "t"},
+        ),
+        (
+            "put",
+            {"queue": "Q1", "body": "x", "priority": 12},
+            "queues/Q1/messages/",
+            "POST",
+            {"body": "x", "priority": 12},
+        ),
+        ("put", {"queue": "NOPE", "body": "x"}, "queues/NOPE/messages/", "POST", {"body": "x"}),
+        ("get", {"queue": "Q1", "wait": -1}, "queues/Q1/get/", "POST", {"wait": -1}),
+        ("get", {"queue": "Q1", "preemptive": True}, "queues/Q1/get/", "POST", {"preemptive": True}),
+        (
+            "put",
+            {"queue": "Q1", "messages": [{"body": "a"}], "body": "b"},
+            "queues/Q1/messages/",
+            "POST",
+            {"messages": [{"body": "a"}], "body": "b"},
+        ),
+        (
+            "put",
+            {"queue": "Q1", "body": "x", "transaction": "0" * 32},
+            "queues/Q1/messages/",
+            "POST",
+            {"body": "x", "transaction": "0" * 32},
+        ),
+    ],
+)
 def test_the_session_answers_as_rest_does(session, http, live_broker, op, fields, path, method, body):
     reply = session.call(op=op, broker=live_broker, **fields)
     status, answer = rest(http, method, f"/api/brokers/{live_broker}/{path}", body)
@@ -155,9 +184,13 @@ def test_bad_frames_are_answered_and_the_session_stays_open(session, live_broker
     session.ws.send("not json")
     assert session.recv()["status"] == 400
     session.ws.send("[1, 2]")
-    assert session.recv() == {"re": None, "status": 400, "code": "invalid",
-                              "message": 'A request is one JSON object: {"id", "op", ...fields}.',
-                              "errors": {"body": ["Must be an object."]}}
+    assert session.recv() == {
+        "re": None,
+        "status": 400,
+        "code": "invalid",
+        "message": 'A request is one JSON object: {"id", "op", ...fields}.',
+        "errors": {"body": ["Must be an object."]},
+    }
     session.ws.send(json.dumps({"op": "put"}))
     assert session.recv()["errors"] == {"id": ["Required: a number or a string."]}
     unknown = session.call(op="publish-now")
@@ -194,23 +227,56 @@ def test_a_message_over_the_limit_is_413_as_in_rest(platform, session, live_brok
 
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(-2**70, 2**70) | st.floats(allow_nan=False) | st.text(max_size=20),
+    st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats(allow_nan=False) | st.text(max_size=20),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4),
     max_leaves=12,
 )
-ops = st.sampled_from(["put", "get", "browse", "begin", "commit", "rollback", "check", "complete", "abandon",
-                       "renew", "dead_letter", "connect", "transaction", "auth", "nope", None])
+ops = st.sampled_from(
+    [
+        "put",
+        "get",
+        "browse",
+        "begin",
+        "commit",
+        "rollback",
+        "check",
+        "complete",
+        "abandon",
+        "renew",
+        "dead_letter",
+        "connect",
+        "transaction",
+        "auth",
+        "nope",
+        None,
+    ]
+)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
-@given(frames=st.lists(st.fixed_dictionaries({"op": ops}, optional={
-    "id": st.integers(0, 10**6) | st.text(max_size=8), "broker": st.text(max_size=8) | st.just("FUZZ"),
-    "queue": st.just("Q1") | st.text(max_size=5), "transaction": st.text(max_size=40),
-    "body": st.text(max_size=30), "wait": st.floats(0, 0.05) | json_values, "batch": json_values,
-    "messages": st.lists(st.dictionaries(st.sampled_from(["body", "priority", "bdy"]), json_values, max_size=3),
-                         max_size=3),
-    "lock_token": st.text(max_size=40), "extra": json_values,
-}), min_size=1, max_size=6))
+@given(
+    frames=st.lists(
+        st.fixed_dictionaries(
+            {"op": ops},
+            optional={
+                "id": st.integers(0, 10**6) | st.text(max_size=8),
+                "broker": st.text(max_size=8) | st.just("FUZZ"),
+                "queue": st.just("Q1") | st.text(max_size=5),
+                "transaction": st.text(max_size=40),
+                "body": st.text(max_size=30),
+                "wait": st.floats(0, 0.05) | json_values,
+                "batch": json_values,
+                "messages": st.lists(
+                    st.dictionaries(st.sampled_from(["body", "priority", "bdy"]), json_values, max_size=3), max_size=3
+                ),
+                "lock_token": st.text(max_size=40),
+                "extra": json_values,
+            },
+        ),
+        min_size=1,
+        max_size=6,
+    )
+)
 def test_fuzzed_frames_get_4xx_or_success_never_a_server_error(fuzz_session, frames):
     for frame in frames:
         fuzz_session.ws.send(json.dumps(frame))
@@ -244,8 +310,9 @@ def test_a_flood_is_answered_whole_and_the_session_survives(session, live_broker
 
 
 def test_publish_through_a_session_reaches_the_subscription(session, http, live_broker):
-    made = http.post(f"/api/brokers/{live_broker}/subscriptions/",
-                     json={"name": "S1", "topic_filter": "prices/+", "queue": "Q1"})
+    made = http.post(
+        f"/api/brokers/{live_broker}/subscriptions/", json={"name": "S1", "topic_filter": "prices/+", "queue": "Q1"}
+    )
     assert made.status_code == 201, made.text
     published = session.call(op="publish", broker=live_broker, topic="prices/tea", body="3.10", retain=True)
     assert published["status"] == 201 and published["matched"] == 1 and published["retained"] is True

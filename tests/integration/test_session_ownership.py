@@ -1,6 +1,7 @@
 """Ownership of units of work over the session (/api/session/), with two users: the unit of
 work belongs to who began it, another user with the same grants meets 404 ``not_found`` for
 every operation on it, over REST and the session alike, and nothing changes."""
+
 from __future__ import annotations
 
 import itertools
@@ -29,10 +30,14 @@ def test_another_users_session_cannot_act_on_a_unit_of_work(platform, http, live
         assert begun["status"] == 201, begun
         txn = begun["id"]
         assert alice.call(op="put", broker=live_broker, queue="Q1", body="alice's", transaction=txn)["status"] == 201
-        for request in ({"op": "transaction", "transaction": txn}, {"op": "commit", "transaction": txn},
-                        {"op": "rollback", "transaction": txn}, {"op": "check", "transaction": txn},
-                        {"op": "put", "broker": live_broker, "queue": "Q1", "body": "bob's", "transaction": txn},
-                        {"op": "get", "broker": live_broker, "queue": "Q1", "transaction": txn, "preemptive": True}):
+        for request in (
+            {"op": "transaction", "transaction": txn},
+            {"op": "commit", "transaction": txn},
+            {"op": "rollback", "transaction": txn},
+            {"op": "check", "transaction": txn},
+            {"op": "put", "broker": live_broker, "queue": "Q1", "body": "bob's", "transaction": txn},
+            {"op": "get", "broker": live_broker, "queue": "Q1", "transaction": txn, "preemptive": True},
+        ):
             reply = bob.call(**request)
             assert (reply["status"], reply["code"]) == (404, "not_found"), (request, reply)
         queue = http.get(f"/api/brokers/{live_broker}/queues/Q1/").json()

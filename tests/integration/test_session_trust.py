@@ -1,6 +1,7 @@
 """The session on the live platform: one user's waits cannot hold the shared waiter pool
 (BATON_MAX_WAITS_PER_USER, 429 ``throttled`` past it) while another user's get is answered;
 frames with numbers that are not finite are refused, not answered with non-JSON."""
+
 from __future__ import annotations
 
 import itertools

@@ -2,6 +2,7 @@
 refuses an unknown page (404), without an error-level line or a traceback in the web
 server's log; a WebSocket path the user may not use is refused with 403; plain HTTP on a
 WebSocket path is an ordinary 404 (or 426 where an upgrade is what the path wants)."""
+
 from __future__ import annotations
 
 import json

@@ -7,6 +7,7 @@ compensation requested and done at most once, compensations exactly for the comm
 steps and in reverse commit order, a completed instance with every step committed and
 nothing compensated. ``BATON_WORKFLOW_CRASH_KILLS`` (default 6) and
 ``BATON_CRASH_SEED`` as for the crash test."""
+
 from __future__ import annotations
 
 import os
@@ -38,8 +39,9 @@ def _define(client: Client) -> None:
     for s in STEPS:
         client.define_queue(BROKER, s.upper())
         client.define_queue(BROKER, f"UNDO.{s.upper()}")
-    client.define_workflow(BROKER, "w", [{"name": s, "queue": s.upper(), "compensation_queue": f"UNDO.{s.upper()}"}
-                                         for s in STEPS])
+    client.define_workflow(
+        BROKER, "w", [{"name": s, "queue": s.upper(), "compensation_queue": f"UNDO.{s.upper()}"} for s in STEPS]
+    )
 
 
 def _worker(url: str, token: str, stop: threading.Event, queue: str, act) -> None:
@@ -63,8 +65,7 @@ def _step(client, txn, tag, request) -> None:
     if tag["step"] == "b" and request.text.startswith("fail"):
         client.fail_step(tag["instance"], "b", "refused", transaction=txn)
     else:
-        client.complete_step(tag["instance"], tag["step"], txn, output=request.text,
-                             compensation=f"undo {tag['step']}")
+        client.complete_step(tag["instance"], tag["step"], txn, output=request.text, compensation=f"undo {tag['step']}")
 
 
 def _undo(client, txn, tag, request) -> None:
@@ -78,8 +79,7 @@ def _problems(view: dict) -> list[str]:
     requested = [s for e, s in events if e == "compensation_requested"]
     compensated = [s for e, s in events if e == "step_compensated"]
     found = []
-    for name, seen in (("committed", committed), ("compensation requested", requested),
-                       ("compensated", compensated)):
+    for name, seen in (("committed", committed), ("compensation requested", requested), ("compensated", compensated)):
         twice = [s for s, n in Counter(seen).items() if n > 1]
         if twice:
             found.append(f"{name} more than once: {twice}")
@@ -94,19 +94,25 @@ def _problems(view: dict) -> list[str]:
 
 def test_no_step_lost_and_no_compensation_twice_while_servers_are_killed(tmp_path):
     rng = random.Random(SEED)
-    with database_of_its_own(tmp_path) as database_url, \
-            LivePlatform(tmp_path / "var", database_url, env=PLATFORM_ENV) as platform:
+    with (
+        database_of_its_own(tmp_path) as database_url,
+        LivePlatform(tmp_path / "var", database_url, env=PLATFORM_ENV) as platform,
+    ):
         token = platform.prepare()
         platform.start()
         with Client(platform.url, token, timeout=30) as client:
             _define(client)
         stop = threading.Event()
-        workers = [threading.Thread(target=_worker, args=(platform.url, token, stop, q, act), daemon=True)
-                   for q, act in [*((s.upper(), _step) for s in STEPS), *((f"UNDO.{s.upper()}", _undo) for s in STEPS)]]
+        workers = [
+            threading.Thread(target=_worker, args=(platform.url, token, stop, q, act), daemon=True)
+            for q, act in [*((s.upper(), _step) for s in STEPS), *((f"UNDO.{s.upper()}", _undo) for s in STEPS)]
+        ]
         for w in workers:
             w.start()
-        killers = [Killer(platform, "web", KILLS - KILLS // 2, random.Random(rng.random())),
-                   Killer(platform, "worker", KILLS // 2, random.Random(rng.random()))]
+        killers = [
+            Killer(platform, "web", KILLS - KILLS // 2, random.Random(rng.random())),
+            Killer(platform, "worker", KILLS // 2, random.Random(rng.random())),
+        ]
         for killer in killers:
             killer.start()
         started: list[str] = []

@@ -3,6 +3,7 @@
 Run as ``python -m tests.linked.pipeline_worker ROLE SEED COUNT OUT`` with DATABASE_URL set
 to the test database. Writes one JSON line per unit of work to OUT.
 """
+
 from __future__ import annotations
 
 import json
@@ -30,11 +31,16 @@ def main() -> None:
             try:
                 if role == "producer":
                     record["bodies"] = [f"{seed}-{i}-{j}" for j in range(rng.randint(1, 3))]
-                    message_put(broker="QM1", queue="Q1", transaction_id=txn,
-                                messages=[MessageInput(body=b.encode()) for b in record["bodies"]])
+                    message_put(
+                        broker="QM1",
+                        queue="Q1",
+                        transaction_id=txn,
+                        messages=[MessageInput(body=b.encode()) for b in record["bodies"]],
+                    )
                 else:
-                    got = message_get(broker="QM1", queue="Q1", transaction_id=txn, preemptive=True,
-                                      batch=rng.randint(1, 3), wait=0.2)
+                    got = message_get(
+                        broker="QM1", queue="Q1", transaction_id=txn, preemptive=True, batch=rng.randint(1, 3), wait=0.2
+                    )
                     record["bodies"] = [bytes(m.body).decode() for m in got.messages]
                 if rng.random() < 0.2:
                     transaction_rollback(transaction_id=txn)

@@ -1,4 +1,5 @@
 """Linked transactions through the REST API."""
+
 from __future__ import annotations
 
 import pytest

@@ -1,5 +1,6 @@
 """Several processes of producers and consumers with pre-emptive gets, against the real
 database (SQLite file, or PostgreSQL when DATABASE_URL says so)."""
+
 from __future__ import annotations
 
 import json
@@ -20,8 +21,6 @@ pytestmark = [pytest.mark.linked, pytest.mark.django_db(transaction=True)]
 ROOT = Path(__file__).resolve().parents[2]
 
 
-
-
 def test_producers_and_preemptive_consumers_in_separate_processes(queue, tmp_path):
     env = dict(os.environ, DATABASE_URL=database_url(), PYTHONPATH=str(ROOT))
     workers = []
@@ -29,7 +28,10 @@ def test_producers_and_preemptive_consumers_in_separate_processes(queue, tmp_pat
         out = tmp_path / f"{role}-{seed}.jsonl"
         proc = subprocess.Popen(
             [sys.executable, "-m", "tests.linked.pipeline_worker", role, str(seed), "25", str(out)],
-            cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True,
+            cwd=ROOT,
+            env=env,
+            stderr=subprocess.PIPE,
+            text=True,
         )
         workers.append((proc, out))
     for proc, _ in workers:

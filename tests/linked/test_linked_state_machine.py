@@ -13,6 +13,7 @@ counts) and the ledger of committed consumption must agree with the model; no co
 consumer ever holds a rolled-back message; every message of a committed producer is
 consumed at most once; nothing is lost.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -20,7 +21,14 @@ import itertools
 import pytest
 from hypothesis import HealthCheck, event, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule, run_state_machine_as_test
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
 
 from brokers.models import Message
 from brokers.services.brokers import broker_define
@@ -60,10 +68,7 @@ class LinkedMachine(RuleBasedStateMachine):
         return [t for t in self.order if self.txns[t] == "active"]
 
     def _eligible(self, txn: str | None, preemptive: bool) -> list[dict]:
-        return [
-            m for m in self.messages
-            if m["get"] is None and (m["put"] is None or (preemptive and m["put"] != txn))
-        ]
+        return [m for m in self.messages if m["get"] is None and (m["put"] is None or (preemptive and m["put"] != txn))]
 
     def _commit_fixpoint(self) -> set[str]:
         group = {t for t, s in self.txns.items() if s == "requested"}
@@ -93,8 +98,11 @@ class LinkedMachine(RuleBasedStateMachine):
     def _apply_rollback(self, root: str) -> list[str]:
         cascade, frontier = [], [root]
         while frontier:
-            nxt = [d for u, d in self.links if u in frontier and self.txns[d] in ("active", "requested")
-                   and d not in cascade and d != root]
+            nxt = [
+                d
+                for u, d in self.links
+                if u in frontier and self.txns[d] in ("active", "requested") and d not in cascade and d != root
+            ]
             cascade.extend(dict.fromkeys(nxt))
             frontier = nxt
         doomed = {root, *cascade}
@@ -122,8 +130,12 @@ class LinkedMachine(RuleBasedStateMachine):
             self.begin()
         for producer in self.order[:producers]:
             bodies = [f"m{next(self.bodies)}" for _ in range(puts)]
-            message_put(broker=self.broker, queue="Q", messages=[MessageInput(body=b.encode()) for b in bodies],
-                        transaction_id=producer)
+            message_put(
+                broker=self.broker,
+                queue="Q",
+                messages=[MessageInput(body=b.encode()) for b in bodies],
+                transaction_id=producer,
+            )
             for b in bodies:
                 self.messages.append({"body": b, "put": producer, "get": None, "backouts": 0})
                 self.produced[b] = producer
@@ -140,8 +152,9 @@ class LinkedMachine(RuleBasedStateMachine):
         choices = [None, *self._active()]
         txn = data.draw(st.sampled_from(choices), label="producer")
         bodies = [f"m{next(self.bodies)}" for _ in range(count)]
-        message_put(broker=self.broker, queue="Q", messages=[MessageInput(body=b.encode()) for b in bodies],
-                    transaction_id=txn)
+        message_put(
+            broker=self.broker, queue="Q", messages=[MessageInput(body=b.encode()) for b in bodies], transaction_id=txn
+        )
         for b in bodies:
             self.messages.append({"body": b, "put": txn, "get": None, "backouts": 0})
             self.produced[b] = txn
@@ -154,8 +167,14 @@ class LinkedMachine(RuleBasedStateMachine):
     @rule(data=st.data(), preemptive=st.booleans())
     def get(self, data, preemptive: bool) -> None:
         active = self._active()
-        txn = data.draw(st.sampled_from([None, *active]) if not preemptive and active else
-                        st.sampled_from(active) if active else st.just(None), label="consumer")
+        txn = data.draw(
+            st.sampled_from([None, *active])
+            if not preemptive and active
+            else st.sampled_from(active)
+            if active
+            else st.just(None),
+            label="consumer",
+        )
         if txn is None:
             preemptive = False
         expected = self._eligible(txn, preemptive)[:1]
@@ -232,7 +251,13 @@ class LinkedMachine(RuleBasedStateMachine):
 
 
 def test_linked_transactions_agree_with_model(db):
-    run_state_machine_as_test(LinkedMachine, settings=settings(
-        max_examples=80, stateful_step_count=30, deadline=None, database=None,
-        suppress_health_check=[HealthCheck.too_slow],
-    ))
+    run_state_machine_as_test(
+        LinkedMachine,
+        settings=settings(
+            max_examples=80,
+            stateful_step_count=30,
+            deadline=None,
+            database=None,
+            suppress_health_check=[HealthCheck.too_slow],
+        ),
+    )

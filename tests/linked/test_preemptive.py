@@ -1,4 +1,5 @@
 """Pre-emptive gets and linked transactions (docs/design.md §5)."""
+
 from __future__ import annotations
 
 import pytest
@@ -10,7 +11,11 @@ from brokers.services.queues import queue_define
 from tests.conftest import bodies, msgs
 from transactions.exceptions import TransactionBackedOut, TransactionNotActive
 from transactions.manager import (
-    transaction_begin, transaction_check, transaction_commit, transaction_rollback, transactions_time_out,
+    transaction_begin,
+    transaction_check,
+    transaction_commit,
+    transaction_rollback,
+    transactions_time_out,
 )
 from transactions.models import JournalEvent, Link, Transaction
 from transactions.selectors import transaction_neighbours
@@ -87,7 +92,12 @@ def test_held_commit_backed_out_by_upstream_rollback(queue):
     with pytest.raises(TransactionBackedOut) as err:
         transaction_commit(transaction_id=consumer)
     assert producer in err.value.message
-    assert queue_depths(queue_ids=[queue.pk])[queue.pk] == {"depth": 0, "uncommitted_puts": 0, "in_flight": 0, "locked": 0}
+    assert queue_depths(queue_ids=[queue.pk])[queue.pk] == {
+        "depth": 0,
+        "uncommitted_puts": 0,
+        "in_flight": 0,
+        "locked": 0,
+    }
 
 
 def test_consumer_commits_at_once_when_producer_already_committed(queue):

@@ -3,6 +3,7 @@
 ``pq`` is a put-ordered queue (QM1/Q1, the default read order), ``cq`` a commit-ordered
 one (QM1/QC); both use the same broker. The helpers call the services directly and
 return bodies as strings so that assertions read as the scenarios they check."""
+
 from __future__ import annotations
 
 import pytest

@@ -1,6 +1,7 @@
 """Browse with cursors: unordered pages through available messages once; ordered
 (reliable) browse follows the read order, shows in-flight and locked messages, stops at
 the first uncommitted put on a put-ordered queue; cursors belong to one kind of browse."""
+
 from __future__ import annotations
 
 import base64
@@ -28,6 +29,7 @@ def _pages(queue: str, *, ordered: bool, limit: int, cursor: str | None = None):
 
 
 # --- unordered ----------------------------------------------------------------------------
+
 
 def test_unordered_browse_pages_through_available_messages_exactly_once(pq):
     put(pq, *[f"M{i}" for i in range(1, 8)])
@@ -58,6 +60,7 @@ def test_unordered_browse_skips_expired_messages(pq):
 
 
 # --- ordered ------------------------------------------------------------------------------
+
 
 def test_ordered_browse_on_put_ordered_queue_stops_before_first_uncommitted_put(pq):
     put(pq, "M1")
@@ -129,6 +132,7 @@ def test_ordered_browse_does_not_repeat_a_message_whose_get_rolls_back(any_order
 
 # --- cursors ------------------------------------------------------------------------------
 
+
 def test_cursor_of_one_kind_of_browse_is_invalid_for_another(pq, cq):
     put(pq, "M1")
     put(cq, "M1")
@@ -175,8 +179,12 @@ def test_browse_over_rest_with_cursor_and_ordered(api, pq):
     r = api.get(url, {"cursor": unordered_cursor})
     assert [m["body"] for m in r.json()["messages"]] == ["M3"]
 
-    for params in ({"ordered": "true", "cursor": unordered_cursor}, {"cursor": ordered_cursor},
-                   {"ordered": "true", "cursor": "%%%"}, {"ordered": "maybe"}):
+    for params in (
+        {"ordered": "true", "cursor": unordered_cursor},
+        {"cursor": ordered_cursor},
+        {"ordered": "true", "cursor": "%%%"},
+        {"ordered": "maybe"},
+    ):
         r = api.get(url, params)
         assert r.status_code == 400, (params, r.content)
         assert r.json()["code"] == "invalid", r.json()

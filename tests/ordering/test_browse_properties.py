@@ -5,6 +5,7 @@ shows a rolled-back one.
   commits, rollbacks and browses (with random page sizes), run in one thread.
 * A randomized concurrent test (fixed seeds): committer threads put and commit or roll back
   in random interleavings while a browser thread keeps browsing with its cursor."""
+
 from __future__ import annotations
 
 import itertools
@@ -104,7 +105,7 @@ def test_ordered_browse_model(broker, read_order, ops, finish):
         else:
             rollback(txn)
             rolled_back.update(pending.pop(txn))
-    for txn in open_txns[len(finish):]:  # more open than finish flags: roll back
+    for txn in open_txns[len(finish) :]:  # more open than finish flags: roll back
         rollback(txn)
         rolled_back.update(pending.pop(txn, []))
     _browse_to_end(queue, cursor, seen, limit=3)

@@ -2,6 +2,7 @@
 runs in the tests): a consumer waiting on a queue gets the message whose peek-lock runs out,
 or whose holder's unit of work passes its deadline, within its wait; nothing wakes it but
 the end of the lock or deadline itself."""
+
 from __future__ import annotations
 
 import pytest

@@ -2,6 +2,7 @@
 housekeeping needed), exactly as housekeeping would release it: the delivery count stays,
 the delivery limit dead-letters, the old holder hears lock_lost. At the edge of expiry, on
 a clock the tests move by hand (``clock``)."""
+
 from __future__ import annotations
 
 from datetime import timedelta
@@ -36,8 +37,12 @@ def _lock(queue: str):
 def test_the_next_get_after_the_lock_ends_takes_the_message(lq, clock, mode):
     put(lq, "M1")
     held = _lock(lq)
-    options = {"destructive": {}, "peek_lock": {"mode": "peek_lock"}, "ordered": {"ordered": True},
-               "under_uow": {"transaction_id": begin()}}[mode]
+    options = {
+        "destructive": {},
+        "peek_lock": {"mode": "peek_lock"},
+        "ordered": {"ordered": True},
+        "under_uow": {"transaction_id": begin()},
+    }[mode]
     clock.now = held.locked_until - timedelta(microseconds=1)  # the lock's last moment
     assert get(lq, **options).messages == []
     assert Message.objects.get(pk=held.pk).lock_token == held.lock_token

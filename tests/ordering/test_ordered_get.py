@@ -1,5 +1,6 @@
 """Ordered gets: enforce_order, never skipping, one unit of work at a time holding ordered
 messages, rollback putting a message back in its place, ordered + pre-emptive."""
+
 from __future__ import annotations
 
 import pytest
@@ -25,6 +26,7 @@ def _row(body: str) -> Message:
 
 
 # --- enforce_order ------------------------------------------------------------------------
+
 
 def test_enforce_order_makes_every_get_ordered(broker):
     queue_define(broker=BROKER, name="QE", enforce_order="yes", delivery_sequence="priority")
@@ -57,6 +59,7 @@ def test_enforce_order_over_rest(api, broker):
 
 
 # --- never skip; one unit of work at a time -----------------------------------------------
+
 
 def test_ordered_get_never_skips_a_message_in_flight(pq):
     put(pq, "M1", "M2", "M3")
@@ -149,6 +152,7 @@ def test_ordered_peek_lock_allows_one_locked_ordered_message(pq):
 
 # --- ordered + pre-emptive, ordered + match ----------------------------------------------
 
+
 def test_ordered_preemptive_on_commit_ordered_queue_is_options_conflict(cq):
     producer = begin()
     put(cq, "U1", txn=producer)
@@ -160,8 +164,11 @@ def test_ordered_preemptive_on_commit_ordered_queue_is_options_conflict(cq):
 
 def test_ordered_preemptive_on_commit_ordered_queue_rest(api, cq):
     txn = api.post(f"/api/brokers/{BROKER}/transactions/", {}, format="json").json()["id"]
-    r = api.post(f"/api/brokers/{BROKER}/queues/{cq}/get/",
-                 {"ordered": True, "preemptive": True, "transaction": txn}, format="json")
+    r = api.post(
+        f"/api/brokers/{BROKER}/queues/{cq}/get/",
+        {"ordered": True, "preemptive": True, "transaction": txn},
+        format="json",
+    )
     assert r.status_code == 409, r.content
     assert r.json()["code"] == "options_conflict"
 

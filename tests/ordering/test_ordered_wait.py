@@ -2,6 +2,7 @@
 holding it commits (or rolls back), the uncommitted head is committed, or a lock on it is
 abandoned. Real database transactions (``transactional_db``); the getter runs in a thread
 that closes its database connection when done."""
+
 from __future__ import annotations
 
 import threading

@@ -1,6 +1,7 @@
 """Peek-lock: lock tokens, invisibility while locked, complete (at once or under a unit of
 work), abandon, renew, dead-letter, expiry, the delivery limit, lost and unknown locks;
 through the services and through the REST endpoints."""
+
 from __future__ import annotations
 
 from datetime import timedelta
@@ -12,7 +13,13 @@ from brokers.exceptions import InvalidInput, OptionsConflict
 from brokers.models import Message
 from brokers.selectors import queue_depths, queue_get
 from brokers.services.locks import (
-    LockLost, LockNotFound, lock_abandon, lock_complete, lock_dead_letter, lock_renew, locks_expire,
+    LockLost,
+    LockNotFound,
+    lock_abandon,
+    lock_complete,
+    lock_dead_letter,
+    lock_renew,
+    locks_expire,
 )
 from brokers.services.queues import queue_define
 from config.errors import Conflict
@@ -49,6 +56,7 @@ def lq(broker):
 
 
 # --- taking a lock --------------------------------------------------------------------------
+
 
 def test_peek_lock_returns_token_and_lock_end_and_counts_the_delivery(lq):
     put(lq, "M1", "M2")
@@ -93,6 +101,7 @@ def test_peek_lock_is_not_part_of_a_unit_of_work(pq):
 
 
 # --- complete -------------------------------------------------------------------------------
+
 
 def test_complete_removes_the_message(pq):
     put(pq, "M1", "M2")
@@ -155,6 +164,7 @@ def test_lock_kept_after_rollback_can_still_expire(pq):
 
 # --- abandon, renew, dead-letter --------------------------------------------------------------
 
+
 def test_abandon_makes_the_message_available_at_once(pq):
     put(pq, "M1", "M2")
     m = _lock(pq)
@@ -204,6 +214,7 @@ def test_dead_letter_needs_a_reason(pq):
 
 
 # --- expiry and the delivery limit ----------------------------------------------------------
+
 
 def test_expired_lock_is_released_by_locks_expire(pq):
     put(pq, "M1")
@@ -256,8 +267,12 @@ def test_lock_released_by_housekeeping_is_still_lost_for_its_holder(pq):
 
 
 def test_unknown_token_is_not_found(pq):
-    for call in (lambda: lock_complete(token="f" * 32), lambda: lock_abandon(token="f" * 32),
-                 lambda: lock_renew(token="f" * 32), lambda: lock_dead_letter(token="f" * 32, reason="r")):
+    for call in (
+        lambda: lock_complete(token="f" * 32),
+        lambda: lock_abandon(token="f" * 32),
+        lambda: lock_renew(token="f" * 32),
+        lambda: lock_dead_letter(token="f" * 32, reason="r"),
+    ):
         with pytest.raises(LockNotFound):
             call()
 

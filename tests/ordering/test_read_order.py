@@ -1,5 +1,6 @@
 """Read order put | commit: which message comes next for eager (unordered) gets, ordered
 gets and ordered browses, while two units of work put and commit in an interleaving."""
+
 from __future__ import annotations
 
 import pytest
@@ -38,8 +39,7 @@ STEPS = ["A puts A1", "B puts B1", "A puts A2", "A commits", "B puts B2", "B com
 EXPECTED_GETS = {
     # (read order, ordered reader?) -> after each step: (bodies gotten, reason of the empty get that ended it)
     ("put", False): [([], "empty")] * 3 + [(["A1", "A2"], "empty"), ([], "empty"), (["B1", "B2"], "empty")],
-    ("put", True): [([], UNCOMMITTED)] * 3
-    + [(["A1"], UNCOMMITTED), ([], UNCOMMITTED), (["B1", "A2", "B2"], "empty")],
+    ("put", True): [([], UNCOMMITTED)] * 3 + [(["A1"], UNCOMMITTED), ([], UNCOMMITTED), (["B1", "A2", "B2"], "empty")],
     ("commit", False): [([], "empty")] * 3 + [(["A1", "A2"], "empty"), ([], "empty"), (["B1", "B2"], "empty")],
     ("commit", True): [([], "empty")] * 3 + [(["A1", "A2"], "empty"), ([], "empty"), (["B1", "B2"], "empty")],
 }

@@ -1,6 +1,7 @@
 """platform/Dockerfile copies every app of INSTALLED_APPS that lives in this repository,
 builds the dashboard's assets from the npm lockfile and puts them where the app serves
 them from, and installs the scaled extra (the image runs the scaled-out form)."""
+
 from __future__ import annotations
 
 import re
@@ -29,10 +30,14 @@ def final_stage() -> list[tuple[str, str]]:
 
 
 def test_every_app_in_installed_apps_is_copied_into_the_image():
-    copied = {args.split()[-1].rstrip("/") for name, args in final_stage()
-              if name == "COPY" and not args.startswith("--from")}
-    local = {Path(app.path).resolve().relative_to(ROOT).parts[0] for app in apps.get_app_configs()
-             if Path(app.path).resolve().is_relative_to(ROOT)}
+    copied = {
+        args.split()[-1].rstrip("/") for name, args in final_stage() if name == "COPY" and not args.startswith("--from")
+    }
+    local = {
+        Path(app.path).resolve().relative_to(ROOT).parts[0]
+        for app in apps.get_app_configs()
+        if Path(app.path).resolve().is_relative_to(ROOT)
+    }
     assert local - copied == set(), f"apps not copied into the image: {sorted(local - copied)}"
     imported_beside = {"config", "spark_jobs", "clients/python"}  # settings, the Spark jobs, the client
     assert imported_beside - copied == set()
@@ -44,7 +49,10 @@ def test_the_image_builds_the_dashboards_assets():
     assert len(stages) == 2 and re.match(r"node:\S+ AS assets", stages[0], re.I), stages
     runs = " ; ".join(args for name, args in steps if name == "RUN")
     assert "npm ci" in runs and "npm run" in runs and "build" in runs
-    assert ("COPY", "--from=assets /src/dashboard/static/dashboard/dist dashboard/static/dashboard/dist") in final_stage()
+    assert (
+        "COPY",
+        "--from=assets /src/dashboard/static/dashboard/dist dashboard/static/dashboard/dist",
+    ) in final_stage()
 
 
 def test_the_image_installs_the_client_and_the_scaled_extra():

@@ -5,6 +5,7 @@ for one) is not in it, so a dependency missing from ``pyproject.toml`` shows.
 
 Built once per test session (``user_venv`` in tests/conftest.py); pip's cache makes the
 second build of a run (the PostgreSQL pass) fast."""
+
 from __future__ import annotations
 
 import os
@@ -18,8 +19,22 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 #: What a build does not need from the source tree (runtime files, tests, documentation).
-NOT_BUILT = ("*.egg-info", ".git", ".venv", ".pytest_cache", ".hypothesis", "__pycache__", "build", "control",
-             "docs", "metastore_db", "node_modules", "spark-warehouse", "tests", "var")
+NOT_BUILT = (
+    "*.egg-info",
+    ".git",
+    ".venv",
+    ".pytest_cache",
+    ".hypothesis",
+    "__pycache__",
+    "build",
+    "control",
+    "docs",
+    "metastore_db",
+    "node_modules",
+    "spark-warehouse",
+    "tests",
+    "var",
+)
 
 
 @dataclass(frozen=True)
@@ -34,16 +49,29 @@ class UserVenv:
 
     def env(self, **extra: str) -> dict[str, str]:
         """The environment of a user's shell: no PYTHONPATH, no test settings."""
-        env = {name: value for name, value in os.environ.items()
-               if name not in ("PYTHONPATH", "DJANGO_SETTINGS_MODULE", "DATABASE_URL", "BATON_TEST_DATABASE",
-                               "BATON_REDIS_URL", "CELERY_BROKER_URL", "VIRTUAL_ENV")}
+        env = {
+            name: value
+            for name, value in os.environ.items()
+            if name
+            not in (
+                "PYTHONPATH",
+                "DJANGO_SETTINGS_MODULE",
+                "DATABASE_URL",
+                "BATON_TEST_DATABASE",
+                "BATON_REDIS_URL",
+                "CELERY_BROKER_URL",
+                "VIRTUAL_ENV",
+            )
+        }
         return {**env, **extra}
 
 
 def _run(args: list[str], **kwargs) -> None:
     done = subprocess.run(args, capture_output=True, text=True, **kwargs)
     if done.returncode != 0:
-        raise AssertionError(f"{' '.join(map(str, args))} failed ({done.returncode}):\n{done.stderr[-6000:]}\n{done.stdout[-2000:]}")
+        raise AssertionError(
+            f"{' '.join(map(str, args))} failed ({done.returncode}):\n{done.stderr[-6000:]}\n{done.stdout[-2000:]}"
+        )
 
 
 def user_venv_build(base: Path) -> UserVenv:
@@ -51,24 +79,60 @@ def user_venv_build(base: Path) -> UserVenv:
     use that one."""
     source, wheels, root = base / "source", base / "wheels", base / "venv"
     if (base / ".ready").exists():
-        return UserVenv(root=root, wheel=next(wheels.glob("baton-*.whl")),
-                        client_wheel=next(wheels.glob("baton_client-*.whl")))
+        return UserVenv(
+            root=root, wheel=next(wheels.glob("baton-*.whl")), client_wheel=next(wheels.glob("baton_client-*.whl"))
+        )
     for partial in (source, wheels, root):  # what a build that did not finish left
         shutil.rmtree(partial, ignore_errors=True)
     shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(*NOT_BUILT))  # follows the assets' symlink
-    _run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir", str(wheels),
-          str(source), str(source / "clients" / "python")])
+    _run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--quiet",
+            "--no-deps",
+            "--wheel-dir",
+            str(wheels),
+            str(source),
+            str(source / "clients" / "python"),
+        ]
+    )
     wheel = next(wheels.glob("baton-*.whl"))
     client_wheel = next(wheels.glob("baton_client-*.whl"))
     venv.EnvBuilder(with_pip=True).create(root)
     python = str(root / "bin" / "python")
-    _run([python, "-m", "pip", "install", "--quiet", "--no-compile", "--disable-pip-version-check",
-          str(client_wheel), f"{wheel}[scaled]"], cwd=base)
+    _run(
+        [
+            python,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-compile",
+            "--disable-pip-version-check",
+            str(client_wheel),
+            f"{wheel}[scaled]",
+        ],
+        cwd=base,
+    )
     # bytecode as pip would write it, but not for PySpark's 2,000 modules (the platform's
     # processes do not import it; its jobs run in processes of their own): without it every
     # process started from this venv compiles what it imports, again and again when
     # PYTHONDONTWRITEBYTECODE is set
-    _run([python, "-m", "compileall", "-q", "-j", "0", "-x", r"/(pyspark|py4j)/",
-          str(next((root / "lib").glob("python3*/site-packages")))])
+    _run(
+        [
+            python,
+            "-m",
+            "compileall",
+            "-q",
+            "-j",
+            "0",
+            "-x",
+            r"/(pyspark|py4j)/",
+            str(next((root / "lib").glob("python3*/site-packages"))),
+        ]
+    )
     (base / ".ready").touch()
     return UserVenv(root=root, wheel=wheel, client_wheel=client_wheel)

@@ -1,4 +1,5 @@
 """Helpers for the publish/subscribe tests: publishing text, reading what reached a queue."""
+
 from __future__ import annotations
 
 import pytest
@@ -10,8 +11,13 @@ from pubsub.services.publications import publication_publish
 
 
 def publish(topic: str, body: str = "x", *, retain: bool = False, transaction_id: str | None = None, **fields):
-    return publication_publish(broker="QM1", topic=topic, message=MessageInput(body=body.encode(), **fields),
-                               retain=retain, transaction_id=transaction_id)
+    return publication_publish(
+        broker="QM1",
+        topic=topic,
+        message=MessageInput(body=body.encode(), **fields),
+        retain=retain,
+        transaction_id=transaction_id,
+    )
 
 
 def received(queue: str) -> list[tuple[str, str, bool]]:

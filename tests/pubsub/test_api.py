@@ -1,4 +1,5 @@
 """REST contract: docs/api.md, "Publish/subscribe"."""
+
 from __future__ import annotations
 
 import pytest
@@ -38,8 +39,10 @@ def test_bad_topic_input_names_the_field(api, queues):
         assert field in assert_error(post(api, "topics/", body), 400, "invalid")["errors"], body
     assert api.get(B + "topics/").json()["count"] == 0
     post(api, "topics/", {"name": "T", "topic_string": "a"})
-    assert "topic_string" in assert_error(
-        api.patch(B + "topics/T/", {"topic_string": "b"}, format="json"), 400, "invalid")["errors"]
+    assert (
+        "topic_string"
+        in assert_error(api.patch(B + "topics/T/", {"topic_string": "b"}, format="json"), 400, "invalid")["errors"]
+    )
 
 
 def test_subscribe_publish_and_read_the_copy(api, queues):
@@ -52,8 +55,13 @@ def test_subscribe_publish_and_read_the_copy(api, queues):
     assert body["matched"] == 1 and body["retained"] is False and body["topic"] == "sport" and len(body["msg_id"]) == 48
     got = post(api, "queues/S1/get/", {}).json()["messages"][0]
     assert got["body"] == "goal"
-    assert got["properties"] == {"k": "v", "topic": "sport", "subscription": "s", "is_retained": False,
-                                 "publication": body["msg_id"]}
+    assert got["properties"] == {
+        "k": "v",
+        "topic": "sport",
+        "subscription": "s",
+        "is_retained": False,
+        "publication": body["msg_id"],
+    }
     assert api.get(B + "subscriptions/s/").json()["topic_filter"] == "sport/#"
     assert [s["name"] for s in api.get(B + "subscriptions/").json()["results"]] == ["s"]
     assert api.delete(B + "subscriptions/s/").status_code == 204
@@ -133,6 +141,10 @@ def test_permissions(api, queues, django_user_model):
 
 def test_schema_lists_the_endpoints(api):
     schema = api.get("/api/schema/", HTTP_ACCEPT="application/json").json()
-    for path in ("/api/brokers/{broker}/publish/", "/api/brokers/{broker}/topics/",
-                 "/api/brokers/{broker}/subscriptions/{name}/", "/api/brokers/{broker}/retained/"):
+    for path in (
+        "/api/brokers/{broker}/publish/",
+        "/api/brokers/{broker}/topics/",
+        "/api/brokers/{broker}/subscriptions/{name}/",
+        "/api/brokers/{broker}/retained/",
+    ):
         assert path in schema["paths"], path

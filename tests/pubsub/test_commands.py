@@ -1,5 +1,6 @@
 """The publish/subscribe administrator commands: they call the services, print, and on any
 error print one line and change nothing."""
+
 from __future__ import annotations
 
 import json
@@ -34,8 +35,9 @@ def test_topic_commands(queues):
 def test_subscription_and_publish_commands(queues):
     out = run("define_sub", "QM1", "s1", "sport/#", "S1").out
     assert "active" in out and "inactive" not in out
-    assert "inactive" in run("define_sub", "QM1", "s2", "sport/+", "S2", "--activation-topic", "go",
-                             "--durable", "no").out
+    assert (
+        "inactive" in run("define_sub", "QM1", "s2", "sport/+", "S2", "--activation-topic", "go", "--durable", "no").out
+    )
     assert run("publish", "QM1", "sport", "goal", "--retain", "--property", "k=v").out.split()[1:3] == ["matched", "1"]
     assert received("S1") == [("sport", "goal", False)]
     run("publish", "QM1", "go", "")

@@ -1,6 +1,7 @@
 """Conflation: the first publication after a quiet interval at once, the latest of those
 within the interval when it ends, delivered by the sweeper once — also when the process
 that held it has gone (the sweeper runs in a fresh process)."""
+
 from __future__ import annotations
 
 import subprocess
@@ -35,8 +36,9 @@ def bodies(queue: str) -> list[str]:
 
 
 def interval_ended() -> None:
-    Conflation.objects.update(last_delivered_at=timezone.now() - timedelta(hours=2),
-                              due_at=timezone.now() - timedelta(hours=1))
+    Conflation.objects.update(
+        last_delivered_at=timezone.now() - timedelta(hours=2), due_at=timezone.now() - timedelta(hours=1)
+    )
 
 
 def test_first_at_once_then_latest_held_until_the_interval_ends(conflated):
@@ -91,11 +93,15 @@ def test_sweeper_in_another_process_delivers_what_this_one_held(conflated):
     publish("prices/eur", "1")
     publish("prices/eur", "held")
     interval_ended()
-    script = ("import django; django.setup(); from pubsub.services.conflation import conflation_sweep; "
-              "print(conflation_sweep().delivered)")
+    script = (
+        "import django; django.setup(); from pubsub.services.conflation import conflation_sweep; "
+        "print(conflation_sweep().delivered)"
+    )
     env = {**__import__("os").environ, "DATABASE_URL": database_url()}
-    runs = [subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
-            for _ in range(2)]
+    runs = [
+        subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
+        for _ in range(2)
+    ]
     assert [r.stdout.strip() for r in runs] == ["1", "0"]
     assert bodies("S1") == ["1", "held"]
 
@@ -107,11 +113,14 @@ def test_concurrent_sweepers_deliver_a_held_publication_once(conflated):
     publish("prices/eur", "1")
     publish("prices/eur", "held")
     interval_ended()
-    script = ("import django; django.setup(); from pubsub.services.conflation import conflation_sweep; "
-              "print(conflation_sweep().delivered)")
+    script = (
+        "import django; django.setup(); from pubsub.services.conflation import conflation_sweep; "
+        "print(conflation_sweep().delivered)"
+    )
     env = {**__import__("os").environ, "DATABASE_URL": database_url()}
-    procs = [subprocess.Popen([sys.executable, "-c", script], env=env, stdout=subprocess.PIPE, text=True)
-             for _ in range(3)]
+    procs = [
+        subprocess.Popen([sys.executable, "-c", script], env=env, stdout=subprocess.PIPE, text=True) for _ in range(3)
+    ]
     delivered = [int(p.communicate(timeout=120)[0].strip()) for p in procs]
     assert all(p.returncode == 0 for p in procs)
     assert sum(delivered) == 1

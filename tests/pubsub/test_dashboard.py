@@ -1,5 +1,6 @@
 """The dashboard's topics and subscriptions pages (Django's test client): what they show,
 and to whom."""
+
 from __future__ import annotations
 
 import pytest

@@ -1,5 +1,6 @@
 """Publications, subscriptions, retained publications and activation (docs/api.md,
 "Publish/subscribe"), through the services."""
+
 from __future__ import annotations
 
 import pytest
@@ -14,7 +15,9 @@ from pubsub.models import RetainedPublication, Subscription
 from pubsub.selectors import retained_list
 from pubsub.services.retained import retained_clear
 from pubsub.services.subscriptions import (
-    subscription_define, subscription_delete, subscriptions_nondurable_remove,
+    subscription_define,
+    subscription_delete,
+    subscriptions_nondurable_remove,
 )
 from pubsub.services.topics import topic_define
 
@@ -52,8 +55,13 @@ def test_copies_carry_topic_subscription_and_user_properties(queues):
     sub("a", "t/+", "S1")
     result = publish("t/1", "body", properties={"k": "v"}, priority=7)
     [copy] = message_browse(broker="QM1", queue="S1").messages
-    assert copy.properties == {"k": "v", "topic": "t/1", "subscription": "a", "is_retained": False,
-                               "publication": result.msg_id}
+    assert copy.properties == {
+        "k": "v",
+        "topic": "t/1",
+        "subscription": "a",
+        "is_retained": False,
+        "publication": result.msg_id,
+    }
     assert copy.priority == 7
 
 
@@ -70,7 +78,9 @@ def test_retained_publication_replaced_kept_and_sent_to_new_subscribers(queues):
     publish("a/b", "not retained")
     publish("a/c", "other", retain=True)
     assert [(r.topic, bytes(r.body)) for r in retained_list(broker="QM1", topic_filter="a/#")] == [
-        ("a/b", b"two"), ("a/c", b"other")]
+        ("a/b", b"two"),
+        ("a/c", b"other"),
+    ]
     sub("wild", "a/+", "S1")  # a wildcard subscription gets them (rabbitmq-server #8824)
     assert received("S1") == [("a/b", "two", True), ("a/c", "other", True)]
     sub("fresh", "a/+", "S2", new_publications_only=True)

@@ -13,6 +13,7 @@ random filter) and which subscriptions are active.
 
 Each example runs on its own broker inside a savepoint that teardown rolls back.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -114,8 +115,7 @@ class PubSubMachine(RuleBasedStateMachine):
     @rule(name=st.sampled_from(sorted(TOPIC_OBJECTS)), durable=st.booleans())
     def define_topic(self, name, durable):
         try:
-            topic_define(broker=self.broker, name=name, topic_string=TOPIC_OBJECTS[name],
-                         durable_subscriptions=durable)
+            topic_define(broker=self.broker, name=name, topic_string=TOPIC_OBJECTS[name], durable_subscriptions=durable)
         except AlreadyExists:
             assert name in self.topic_objects
             return
@@ -131,14 +131,27 @@ class PubSubMachine(RuleBasedStateMachine):
             return
         del self.topic_objects[name]
 
-    @rule(name=st.sampled_from(NAMES), topic_filter=st.sampled_from(FILTERS), queue=st.sampled_from(QUEUES),
-          activation=st.sampled_from(["", "", "on"]), deactivation=st.sampled_from(["", "off"]),
-          npo=st.booleans(), durable=st.booleans())
+    @rule(
+        name=st.sampled_from(NAMES),
+        topic_filter=st.sampled_from(FILTERS),
+        queue=st.sampled_from(QUEUES),
+        activation=st.sampled_from(["", "", "on"]),
+        deactivation=st.sampled_from(["", "off"]),
+        npo=st.booleans(),
+        durable=st.booleans(),
+    )
     def define(self, name, topic_filter, queue, activation, deactivation, npo, durable):
         try:
-            sub = subscription_define(broker=self.broker, name=name, topic_filter=topic_filter, queue=queue,
-                                      activation_topic=activation, deactivation_topic=deactivation,
-                                      new_publications_only=npo, durable=durable)
+            sub = subscription_define(
+                broker=self.broker,
+                name=name,
+                topic_filter=topic_filter,
+                queue=queue,
+                activation_topic=activation,
+                deactivation_topic=deactivation,
+                new_publications_only=npo,
+                durable=durable,
+            )
         except AlreadyExists:
             assert name in self.subs
             return
@@ -149,8 +162,14 @@ class PubSubMachine(RuleBasedStateMachine):
             return
         assert name not in self.subs
         assert not durable or self._durable_allowed(topic_filter)
-        self.subs[name] = {"filter": topic_filter, "queue": queue, "active": not activation,
-                           "activation": activation, "deactivation": deactivation, "npo": npo}
+        self.subs[name] = {
+            "filter": topic_filter,
+            "queue": queue,
+            "active": not activation,
+            "activation": activation,
+            "deactivation": deactivation,
+            "npo": npo,
+        }
         assert sub.active is (not activation)
         if not activation and not npo:
             self._deliver_retained(name)
@@ -164,13 +183,15 @@ class PubSubMachine(RuleBasedStateMachine):
             return
         del self.subs[name]
 
-    @rule(topic=st.sampled_from(TOPICS), retain=st.booleans(),
-          mode=st.sampled_from(["now", "now", "commit", "rollback"]))
+    @rule(
+        topic=st.sampled_from(TOPICS), retain=st.booleans(), mode=st.sampled_from(["now", "now", "commit", "rollback"])
+    )
     def publish(self, topic, retain, mode):
         body = f"m{next(self.bodies)}"
         txn = transaction_begin(broker=self.broker, timeout_ms=600_000).id if mode != "now" else None
-        result = publication_publish(broker=self.broker, topic=topic, message=MessageInput(body=body.encode()),
-                                     retain=retain, transaction_id=txn)
+        result = publication_publish(
+            broker=self.broker, topic=topic, message=MessageInput(body=body.encode()), retain=retain, transaction_id=txn
+        )
         matched = [(name, sub) for name, sub in self.subs.items() if sub["active"] and _matches(sub["filter"], topic)]
         assert result.matched == len(matched)
         if mode == "rollback":
@@ -191,18 +212,26 @@ class PubSubMachine(RuleBasedStateMachine):
     @invariant()
     def queues_agree(self):
         for queue, expected in self.queues.items():
-            got = [(m.properties["topic"], bytes(m.body).decode(), m.properties["is_retained"],
-                    m.properties["subscription"])
-                   for m in message_browse(broker=self.broker, queue=queue, limit=1000).messages]
+            got = [
+                (
+                    m.properties["topic"],
+                    bytes(m.body).decode(),
+                    m.properties["is_retained"],
+                    m.properties["subscription"],
+                )
+                for m in message_browse(broker=self.broker, queue=queue, limit=1000).messages
+            ]
             assert got == expected, queue
 
     @invariant()
     def retained_agree(self):
         assert {r.topic: bytes(r.body).decode() for r in retained_list(broker=self.broker)} == {
-            t: body for t, body in self.retained.items() if _matches("#", t)}
+            t: body for t, body in self.retained.items() if _matches("#", t)
+        }
         for topic_filter in ("a/#", "+", "+/b", "$s/#"):
             assert [r.topic for r in retained_list(broker=self.broker, topic_filter=topic_filter)] == sorted(
-                t for t in self.retained if _matches(topic_filter, t))
+                t for t in self.retained if _matches(topic_filter, t)
+            )
 
     @invariant()
     def activity_agrees(self):
@@ -211,7 +240,13 @@ class PubSubMachine(RuleBasedStateMachine):
 
 
 def test_pubsub_agrees_with_model(db):
-    run_state_machine_as_test(PubSubMachine, settings=settings(
-        max_examples=25, stateful_step_count=20, deadline=None, database=None,
-        suppress_health_check=[HealthCheck.too_slow],
-    ))
+    run_state_machine_as_test(
+        PubSubMachine,
+        settings=settings(
+            max_examples=25,
+            stateful_step_count=20,
+            deadline=None,
+            database=None,
+            suppress_health_check=[HealthCheck.too_slow],
+        ),
+    )

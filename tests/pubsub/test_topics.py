@@ -1,5 +1,6 @@
 """Topic strings and filters by MQTT's rules, and the subscription tree agreeing with the
 plain rule (pubsub.topics, pubsub.tree)."""
+
 from __future__ import annotations
 
 import pytest

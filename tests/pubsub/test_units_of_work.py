@@ -1,6 +1,7 @@
 """Publications under a unit of work: the copies are its uncommitted puts (pre-emptive gets
 take them and link to the publisher), the retained publication and activations change at
 commit, a rollback delivers nothing."""
+
 from __future__ import annotations
 
 import pytest

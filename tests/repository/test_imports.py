@@ -2,6 +2,7 @@
 functions count too), services never import the API layer or a tasks module (the tasks
 call the services; services hand work to the fleet by task name from ``..._on_commit``
 hooks, config.celery.task_send), and nothing imports ``bench``."""
+
 from __future__ import annotations
 
 import ast
@@ -16,8 +17,15 @@ ROOT = Path(__file__).resolve().parents[2]
 PRODUCT = ("config", "transactions", "brokers", "pubsub", "dashboard", "ingest", "analytics", "spark_jobs")
 #: The wake-up bus picks its implementation (Redis, PostgreSQL, sockets) when first used;
 #: each implementation subclasses the bus defined beside the factory.
-ALLOWED_CYCLES = [{"transactions.wakeup_bus", "transactions.wakeup_postgres", "transactions.wakeup_redis",
-                   "transactions.wakeup_sockets", "transactions.wakeups"}]
+ALLOWED_CYCLES = [
+    {
+        "transactions.wakeup_bus",
+        "transactions.wakeup_postgres",
+        "transactions.wakeup_redis",
+        "transactions.wakeup_sockets",
+        "transactions.wakeups",
+    }
+]
 
 
 def _modules() -> dict[str, Path]:
@@ -42,7 +50,7 @@ def _graph() -> dict[str, set[str]]:
             elif isinstance(node, ast.ImportFrom):
                 if node.level:
                     parts = package.split(".")
-                    base = ".".join(parts[:len(parts) - node.level + 1] + ([node.module] if node.module else []))
+                    base = ".".join(parts[: len(parts) - node.level + 1] + ([node.module] if node.module else []))
                 else:
                     base = node.module or ""
                 targets = [base] + [f"{base}.{alias.name}" for alias in node.names]
@@ -105,9 +113,13 @@ def test_services_import_neither_the_api_layer_nor_tasks():
         parts = name.split(".")
         return "api" in parts or parts[-1] in ("tasks", "views", "consumers")
 
-    found = sorted(f"{m} -> {t}" for m, targets in _graph().items() if is_service(m) and not is_api_or_tasks(m)
-                   for t in targets
-                   if is_api_or_tasks(t))
+    found = sorted(
+        f"{m} -> {t}"
+        for m, targets in _graph().items()
+        if is_service(m) and not is_api_or_tasks(m)
+        for t in targets
+        if is_api_or_tasks(t)
+    )
     assert found == []
 
 

@@ -1,5 +1,6 @@
 """No runtime file is tracked: what the platform writes when it runs (``var/``, the Celery
 filesystem transport's ``control/``, databases, logs, schedules, pid files) stays out of git."""
+
 import re
 import shutil
 import subprocess
@@ -31,13 +32,30 @@ def test_no_tracked_file_is_a_runtime_file():
     assert [name for name in _tracked() if RUNTIME.search(name)] == []
 
 
-@pytest.mark.parametrize("name", ["var/baton.sqlite3", "control/tasks.exchange", "x/worker.log", "var/celerybeat-schedule",
-                                  "dashboard/static/dashboard/dist/x/__pycache__/a.pyc", "db.sqlite3"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "var/baton.sqlite3",
+        "control/tasks.exchange",
+        "x/worker.log",
+        "var/celerybeat-schedule",
+        "dashboard/static/dashboard/dist/x/__pycache__/a.pyc",
+        "db.sqlite3",
+    ],
+)
 def test_the_pattern_knows_the_runtime_files(name):
     assert RUNTIME.search(name)
 
 
-@pytest.mark.parametrize("name", ["brokers/models.py", "docs/screenshots/queue.png", "control.md", "config/settings/logging.py",
-                                  "dashboard/frontend/package-lock.json"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "brokers/models.py",
+        "docs/screenshots/queue.png",
+        "control.md",
+        "config/settings/logging.py",
+        "dashboard/frontend/package-lock.json",
+    ],
+)
 def test_the_pattern_leaves_source_files(name):
     assert not RUNTIME.search(name)

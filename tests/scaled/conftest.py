@@ -3,6 +3,7 @@ DATABASE_URL), a Redis server started for the session (Celery's transport, the c
 layer and the wake-up bus), two Uvicorn web server processes and two Celery worker
 processes, and beat. It runs in the PostgreSQL pass of platform/test; on SQLite its tests
 are skipped (the embedded default has no scaled-out form)."""
+
 from __future__ import annotations
 
 import secrets
@@ -21,8 +22,9 @@ REDIS_DB = {"platform": (1, 2), "suites": (3, 4), "up": (5, 6), "crash": (7, 8)}
 
 def postgres_or_skip() -> dict:
     if connection.vendor != "postgresql":
-        pytest.skip("the scaled-out form runs on PostgreSQL: run with DATABASE_URL=postgres://... "
-                    "(platform/test's second pass)")
+        pytest.skip(
+            "the scaled-out form runs on PostgreSQL: run with DATABASE_URL=postgres://... (platform/test's second pass)"
+        )
     return connection.settings_dict
 
 

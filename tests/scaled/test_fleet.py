@@ -2,6 +2,7 @@
 through the other, a dashboard connected to one seeing changes made through the other,
 and a channel's agent on the Celery fleet — held by exactly one worker while both run,
 taken over by the other when its worker is killed."""
+
 from __future__ import annotations
 
 import asyncio
@@ -70,12 +71,18 @@ def test_a_dashboard_on_one_web_process_sees_a_put_through_the_other(scaled):
         client.close()
 
         async def follow() -> int:
-            async with connect(f"{scaled.ws_url}/ws/overview/", open_timeout=15,
-                               additional_headers={"Cookie": f"sessionid={session_id}", "Origin": scaled.url}) as ws:
+            async with connect(
+                f"{scaled.ws_url}/ws/overview/",
+                open_timeout=15,
+                additional_headers={"Cookie": f"sessionid={session_id}", "Origin": scaled.url},
+            ) as ws:
                 first = json.loads(await asyncio.wait_for(ws.recv(), 15))
                 assert queue_depth(first, broker, "Q1") == 0, first
-                put = await asyncio.to_thread(second.post, f"/api/brokers/{broker}/queues/Q1/messages/",
-                                              json={"body": "for the other process's dashboard"})
+                put = await asyncio.to_thread(
+                    second.post,
+                    f"/api/brokers/{broker}/queues/Q1/messages/",
+                    json={"body": "for the other process's dashboard"},
+                )
                 assert put.status_code == 201, put.text
                 deadline = time.monotonic() + 30
                 while True:
@@ -86,8 +93,10 @@ def test_a_dashboard_on_one_web_process_sees_a_put_through_the_other(scaled):
                         break
                 # the socket's group lives in Redis: a message any process sends to it arrives
                 layer = RedisChannelLayer(hosts=[scaled.extra_env["BATON_REDIS_URL"]])
-                await layer.group_send(OVERVIEW_GROUP, {"type": "overview.changed", "data": first["data"],
-                                                        "counts": {broker: {"put": 4242}}})
+                await layer.group_send(
+                    OVERVIEW_GROUP,
+                    {"type": "overview.changed", "data": first["data"], "counts": {broker: {"put": 4242}}},
+                )
                 while True:
                     remaining = deadline - time.monotonic()
                     assert remaining > 0, "a message sent to the dashboard's group through Redis never arrived"
@@ -102,14 +111,23 @@ def channel_between(http: httpx.Client) -> tuple[str, str, str]:
     """Broker A's remote queue RQ leads to broker B's IN over channel A.TO.B; started."""
     source = fresh_broker(http)
     target = fresh_broker(http, "IN")
-    for body in ({"name": target, "usage": "transmission"},
-                 {"name": "RQ", "kind": "remote", "remote_broker": target, "remote_queue": "IN",
-                  "transmission_queue": target}):
+    for body in (
+        {"name": target, "usage": "transmission"},
+        {"name": "RQ", "kind": "remote", "remote_broker": target, "remote_queue": "IN", "transmission_queue": target},
+    ):
         response = http.post(f"/api/brokers/{source}/queues/", json=body)
         assert response.status_code == 201, response.text
     name = f"{source}.TO.{target}"
-    response = http.post("/api/channels/", json={"name": name, "source_broker": source, "transmission_queue": target,
-                                                 "target_broker": target, "batch_size": 10})
+    response = http.post(
+        "/api/channels/",
+        json={
+            "name": name,
+            "source_broker": source,
+            "transmission_queue": target,
+            "target_broker": target,
+            "batch_size": 10,
+        },
+    )
     assert response.status_code == 201, response.text
     assert http.post(f"/api/channels/{name}/start/").status_code == 200
     return name, source, target

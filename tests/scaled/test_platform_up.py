@@ -4,6 +4,7 @@ server) given to ./platform/up, which then serves with two web server processes,
 Celery workers and beat, and stops them all on SIGTERM. It runs from a virtual environment
 made with ``pip install .[scaled]`` alone (BATON_VENV; tests/packaging/user_venv.py): what
 the Redis transport needs must come from the scaled extra, not from the test extras."""
+
 from __future__ import annotations
 
 import re
@@ -32,12 +33,21 @@ def readme_scaled_command() -> tuple[dict[str, str], str]:
 def test_the_readme_scaled_out_command_starts_the_scaled_out_form(redis_server, user_venv, tmp_path):
     settings, command = readme_scaled_command()
     assert command == "./platform/up"
-    assert set(settings) >= {"DATABASE_URL", "CELERY_BROKER_URL", "BATON_REDIS_URL", "BATON_WEB_PROCESSES",
-                             "BATON_WORKER_PROCESSES"}, settings
+    assert set(settings) >= {
+        "DATABASE_URL",
+        "CELERY_BROKER_URL",
+        "BATON_REDIS_URL",
+        "BATON_WEB_PROCESSES",
+        "BATON_WORKER_PROCESSES",
+    }, settings
     celery_db, layer_db = REDIS_DB["up"]
     with scratch_database("baton_up") as database_url:
-        env = {**settings, "DATABASE_URL": database_url, "CELERY_BROKER_URL": redis_server.database(celery_db),
-               "BATON_REDIS_URL": redis_server.database(layer_db)}
+        env = {
+            **settings,
+            "DATABASE_URL": database_url,
+            "CELERY_BROKER_URL": redis_server.database(celery_db),
+            "BATON_REDIS_URL": redis_server.database(layer_db),
+        }
         webs, workers = int(settings["BATON_WEB_PROCESSES"]), int(settings["BATON_WORKER_PROCESSES"])
 
         def check_processes(commands: list[str]) -> None:

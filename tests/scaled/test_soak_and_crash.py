@@ -2,6 +2,7 @@
 PostgreSQL and Redis, the clients spread over both web servers. Short here (the PostgreSQL
 pass); the long modes are ``manage.py soak --scaled --minutes 30`` and
 ``BATON_CRASH_KILLS_SCALED=200`` (docs/testing.md)."""
+
 from __future__ import annotations
 
 import json
@@ -27,8 +28,15 @@ FDS_MORE_AT_MOST, RSS_MIB_MORE_AT_MOST = 16, 32
 
 def test_soak_on_the_scaled_out_form_loses_and_duplicates_nothing_and_stays_flat():
     env = {**os.environ, "DATABASE_URL": database_url()}  # the server: the soak makes a database of its own there
-    result = subprocess.run([sys.executable, "manage.py", "soak", "--scaled", "--seconds", "8", "--interval", "1",
-                             "--json"], check=False, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    result = subprocess.run(
+        [sys.executable, "manage.py", "soak", "--scaled", "--seconds", "8", "--interval", "1", "--json"],
+        check=False,
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert result.returncode == 0, result.stderr[-4000:]
     report = json.loads(result.stdout)
     assert report["facts"]["scaled"] and "2 web servers, 2 workers" in report["facts"]["database"]

@@ -1,4 +1,5 @@
 """One local SparkSession for the whole test run: starting the JVM is most of the cost."""
+
 from __future__ import annotations
 
 import itertools

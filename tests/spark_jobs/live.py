@@ -1,6 +1,7 @@
 """A real platform for the Spark jobs that talk to it (the integration suite's servers),
 with a staging directory and the API URL its workers hand to the jobs; and a standalone
 Spark cluster (a master and a worker started from the installed PySpark)."""
+
 from __future__ import annotations
 
 import os
@@ -28,8 +29,9 @@ class SparkPlatform(Platform):
     @property
     def env(self) -> dict[str, str]:
         env = super().env
-        env.update({"BATON_API_URL": self.url, "BATON_STAGING_DIR": str(self.staging),
-                    "BATON_ANALYTICS_INTERVAL_S": "0"})
+        env.update(
+            {"BATON_API_URL": self.url, "BATON_STAGING_DIR": str(self.staging), "BATON_ANALYTICS_INTERVAL_S": "0"}
+        )
         if self.spark_master:
             env["BATON_SPARK_MASTER"] = self.spark_master
         env["SPARK_CONF_DIR"] = str(spark_conf_dir(self.var_dir))
@@ -44,8 +46,12 @@ def spark_conf_dir(directory: Path) -> Path:
 
     conf = directory / "spark-conf"
     conf.mkdir(exist_ok=True)
-    settings = {**TEST_CONFIG, "spark.executor.extraJavaOptions": TEST_CONFIG["spark.driver.extraJavaOptions"],
-                "spark.executor.memory": "512m", "spark.cores.max": "1"}
+    settings = {
+        **TEST_CONFIG,
+        "spark.executor.extraJavaOptions": TEST_CONFIG["spark.driver.extraJavaOptions"],
+        "spark.executor.memory": "512m",
+        "spark.cores.max": "1",
+    }
     (conf / "spark-defaults.conf").write_text("".join(f"{k} {v}\n" for k, v in settings.items()))
     return conf
 
@@ -71,14 +77,38 @@ def spark_cluster_started(directory: Path, *, timeout: float = 120) -> Iterator[
     if not (shutil.which("java") or os.environ.get("JAVA_HOME")):
         raise RuntimeError("no Java runtime")
     port, web, worker_web = free_port(), free_port(), free_port()
-    env = {**os.environ, "SPARK_WORKER_DIR": str(directory / "work"), "SPARK_LOG_DIR": str(directory),
-           "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_DAEMON_MEMORY": "256m"}
+    env = {
+        **os.environ,
+        "SPARK_WORKER_DIR": str(directory / "work"),
+        "SPARK_LOG_DIR": str(directory),
+        "SPARK_LOCAL_IP": "127.0.0.1",
+        "SPARK_DAEMON_MEMORY": "256m",
+    }
     master_url = f"spark://127.0.0.1:{port}"
     commands = {
-        "master": ["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port),
-                   "--webui-port", str(web)],
-        "worker": ["org.apache.spark.deploy.worker.Worker", master_url, "--host", "127.0.0.1", "--cores", "1",
-                   "--memory", "1g", "--webui-port", str(worker_web), "--work-dir", str(directory / "work")],
+        "master": [
+            "org.apache.spark.deploy.master.Master",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--webui-port",
+            str(web),
+        ],
+        "worker": [
+            "org.apache.spark.deploy.worker.Worker",
+            master_url,
+            "--host",
+            "127.0.0.1",
+            "--cores",
+            "1",
+            "--memory",
+            "1g",
+            "--webui-port",
+            str(worker_web),
+            "--work-dir",
+            str(directory / "work"),
+        ],
     }
     processes, logs = [], []
     cluster = SparkCluster(master_url, processes, logs)
@@ -86,9 +116,16 @@ def spark_cluster_started(directory: Path, *, timeout: float = 120) -> Iterator[
         for name, args in commands.items():
             log = directory / f"{name}.log"
             logs.append(log)
-            processes.append(subprocess.Popen([str(spark_class()), *args], env=env, stdout=log.open("wb"),
-                                              stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                              start_new_session=True))
+            processes.append(
+                subprocess.Popen(
+                    [str(spark_class()), *args],
+                    env=env,
+                    stdout=log.open("wb"),
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                    start_new_session=True,
+                )
+            )
 
             def alive() -> None:
                 for proc in processes:
@@ -128,8 +165,10 @@ def bodies(platform: Platform, broker: str) -> list[str]:
     out, cursor = [], None
     with platform.client() as http:
         while True:
-            page = http.get(f"/api/brokers/{broker}/queues/Q1/messages/",
-                            params={"limit": 1000, **({"cursor": cursor} if cursor else {})}).json()
+            page = http.get(
+                f"/api/brokers/{broker}/queues/Q1/messages/",
+                params={"limit": 1000, **({"cursor": cursor} if cursor else {})},
+            ).json()
             out += [m["body"] for m in page["messages"]]
             if not page["messages"]:
                 return out

@@ -5,6 +5,7 @@ a session that drops after the platform answered a put — the reply never reach
 Frames are forwarded unchanged; the proxy only reads them (RFC 6455 framing: client frames
 masked, the server's not; the session sends no compressed frames).
 """
+
 from __future__ import annotations
 
 import json
@@ -86,15 +87,17 @@ class SessionProxy:
                 return
             client.sendall(answer)
             puts: set = set()
-            threading.Thread(target=self._requests, args=(number, from_client, upstream, puts, client),
-                             daemon=True).start()
+            threading.Thread(
+                target=self._requests, args=(number, from_client, upstream, puts, client), daemon=True
+            ).start()
             self._replies(number, from_server, client, puts, upstream)
         else:
             threading.Thread(target=_pipe, args=(from_server, client), daemon=True).start()
             self._http(head, from_client, upstream)
 
-    def _requests(self, number: int, source: BinaryIO, upstream: socket.socket, puts: set,
-                  client: socket.socket) -> None:
+    def _requests(
+        self, number: int, source: BinaryIO, upstream: socket.socket, puts: set, client: socket.socket
+    ) -> None:
         try:
             for raw, text in _frames(source):
                 if text is not None:
@@ -109,8 +112,9 @@ class SessionProxy:
             pass
         _closed(client, upstream)
 
-    def _replies(self, number: int, source: BinaryIO, client: socket.socket, puts: set,
-                 upstream: socket.socket) -> None:
+    def _replies(
+        self, number: int, source: BinaryIO, client: socket.socket, puts: set, upstream: socket.socket
+    ) -> None:
         try:
             for raw, text in _frames(source):
                 if text is not None:
@@ -134,8 +138,9 @@ class SessionProxy:
                 lines = head.decode("latin-1").split("\r\n")
                 with self._lock:
                     self.seen.http.append(lines[0])
-                length = next((int(line.split(":", 1)[1]) for line in lines
-                               if line.lower().startswith("content-length:")), 0)
+                length = next(
+                    (int(line.split(":", 1)[1]) for line in lines if line.lower().startswith("content-length:")), 0
+                )
                 upstream.sendall(head + (source.read(length) if length else b""))
                 head = _http_head(source)
         except OSError:

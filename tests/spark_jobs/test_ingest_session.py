@@ -1,6 +1,7 @@
 """The ingest job puts over WebSocket sessions: seen on the wire by a proxy in front of a real
 platform, and safe when a session drops after the platform put a batch but before its reply
 reached the task (the batch is sent again on a new session and puts nothing twice)."""
+
 from __future__ import annotations
 
 import json
@@ -19,10 +20,30 @@ BATCH = 100
 
 
 def ingested(platform, proxy: SessionProxy, broker: str, source, *extra: str):
-    return job_run("spark_jobs.ingest", [
-        "--url", proxy.url, "--broker", broker, "--queue", "Q1", "--source", str(source), "--master", "local[2]",
-        "--batch-size", str(BATCH), "--write-partitions", "2", "--in-flight", "3", *extra,
-    ], env={"BATON_API_TOKEN": platform.token, "SPARK_CONF_DIR": platform.env["SPARK_CONF_DIR"]}, timeout=300)
+    return job_run(
+        "spark_jobs.ingest",
+        [
+            "--url",
+            proxy.url,
+            "--broker",
+            broker,
+            "--queue",
+            "Q1",
+            "--source",
+            str(source),
+            "--master",
+            "local[2]",
+            "--batch-size",
+            str(BATCH),
+            "--write-partitions",
+            "2",
+            "--in-flight",
+            "3",
+            *extra,
+        ],
+        env={"BATON_API_TOKEN": platform.token, "SPARK_CONF_DIR": platform.env["SPARK_CONF_DIR"]},
+        timeout=300,
+    )
 
 
 def staged(platform, broker: str):
@@ -36,8 +57,12 @@ def test_every_record_travels_in_a_session_put(spark_platform, target):
     with SessionProxy(spark_platform.port) as proxy:
         result = ingested(spark_platform, proxy, target, source)
     assert result.ok, result.error + result.stderr_tail
-    assert result.summary == {"records_total": RECORDS, "records_done": RECORDS, "messages_put": RECORDS,
-                              "duplicates_skipped": 0}
+    assert result.summary == {
+        "records_total": RECORDS,
+        "records_done": RECORDS,
+        "messages_put": RECORDS,
+        "duplicates_skipped": 0,
+    }
     # one session per write partition; every record in one put frame; no REST request at all
     assert proxy.seen.sessions == 2
     assert proxy.seen.put_messages() == RECORDS

@@ -1,4 +1,5 @@
 """journal_analytics: extract, transform and load on hand-made journal events."""
+
 from __future__ import annotations
 
 import json
@@ -33,10 +34,13 @@ def rows(df) -> list[dict]:
 
 
 def test_message_gotten_250_ms_after_its_put_dwelt_250_ms(spark):
-    events = frame(spark, [
-        event(1, 0, "put", queue="Q1", msg="m1"),
-        event(2, 250, "get", queue="Q1", msg="m1", put_time=at(0).isoformat()),
-    ])
+    events = frame(
+        spark,
+        [
+            event(1, 0, "put", queue="Q1", msg="m1"),
+            event(2, 250, "get", queue="Q1", msg="m1", put_time=at(0).isoformat()),
+        ],
+    )
     [row] = transform(events).queues.collect()
     assert (row.dwell_samples, row.dwell_p50_ms, row.dwell_p95_ms, row.dwell_p99_ms) == (1, 250.0, 250.0, 250.0)
     assert (row.depth, row.oldest_age_ms) == (0, None)
@@ -82,38 +86,106 @@ def traffic(spark):
 
 
 def test_queues(spark, traffic):
-    assertDataFrameEqual(traffic.queues, [
-        Row(broker="QM1", queue="Q1", puts=2, gets=3, backouts=1, backout_rate=1 / 3, dead_letters=0, expired=0,
-            depth=0, oldest_age_ms=None, dwell_samples=3, dwell_p50_ms=400.0, dwell_p95_ms=60_300.0,
-            dwell_p99_ms=60_300.0),
-        # m3 waits: put at the input's last event (61 s); m5 vanished with T4; m6 moved away
-        Row(broker="QM1", queue="Q2", puts=3, gets=0, backouts=0, backout_rate=None, dead_letters=1, expired=0,
-            depth=1, oldest_age_ms=0.0, dwell_samples=0, dwell_p50_ms=None, dwell_p95_ms=None, dwell_p99_ms=None),
-        # m9 came before the input: depth is counted from the input's first event
-        Row(broker="QM2", queue="Q1", puts=0, gets=2, backouts=0, backout_rate=0.0, dead_letters=0, expired=0,
-            depth=-1, oldest_age_ms=None, dwell_samples=1, dwell_p50_ms=500.0, dwell_p95_ms=500.0,
-            dwell_p99_ms=500.0),
-    ])
+    assertDataFrameEqual(
+        traffic.queues,
+        [
+            Row(
+                broker="QM1",
+                queue="Q1",
+                puts=2,
+                gets=3,
+                backouts=1,
+                backout_rate=1 / 3,
+                dead_letters=0,
+                expired=0,
+                depth=0,
+                oldest_age_ms=None,
+                dwell_samples=3,
+                dwell_p50_ms=400.0,
+                dwell_p95_ms=60_300.0,
+                dwell_p99_ms=60_300.0,
+            ),
+            # m3 waits: put at the input's last event (61 s); m5 vanished with T4; m6 moved away
+            Row(
+                broker="QM1",
+                queue="Q2",
+                puts=3,
+                gets=0,
+                backouts=0,
+                backout_rate=None,
+                dead_letters=1,
+                expired=0,
+                depth=1,
+                oldest_age_ms=0.0,
+                dwell_samples=0,
+                dwell_p50_ms=None,
+                dwell_p95_ms=None,
+                dwell_p99_ms=None,
+            ),
+            # m9 came before the input: depth is counted from the input's first event
+            Row(
+                broker="QM2",
+                queue="Q1",
+                puts=0,
+                gets=2,
+                backouts=0,
+                backout_rate=0.0,
+                dead_letters=0,
+                expired=0,
+                depth=-1,
+                oldest_age_ms=None,
+                dwell_samples=1,
+                dwell_p50_ms=500.0,
+                dwell_p95_ms=500.0,
+                dwell_p99_ms=500.0,
+            ),
+        ],
+    )
 
 
 def test_brokers(spark, traffic):
-    assertDataFrameEqual(traffic.brokers, [
-        Row(broker="QM1", committed=1, rolled_back=2, cascaded=0, links=0, links_upstream_committed=0,
-            max_chain_depth=0, saved_ms=0.0, wasted_ms=0.0),
-        Row(broker="QM2", committed=1, rolled_back=0, cascaded=0, links=0, links_upstream_committed=0,
-            max_chain_depth=0, saved_ms=0.0, wasted_ms=0.0),
-    ])
+    assertDataFrameEqual(
+        traffic.brokers,
+        [
+            Row(
+                broker="QM1",
+                committed=1,
+                rolled_back=2,
+                cascaded=0,
+                links=0,
+                links_upstream_committed=0,
+                max_chain_depth=0,
+                saved_ms=0.0,
+                wasted_ms=0.0,
+            ),
+            Row(
+                broker="QM2",
+                committed=1,
+                rolled_back=0,
+                cascaded=0,
+                links=0,
+                links_upstream_committed=0,
+                max_chain_depth=0,
+                saved_ms=0.0,
+                wasted_ms=0.0,
+            ),
+        ],
+    )
 
 
 def test_throughput_and_depth_per_minute(spark, traffic):
     as_text = traffic.throughput.withColumn("minute", F.date_format("minute", "HH:mm"))  # session time zone: UTC
-    assertDataFrameEqual(as_text, [
-        Row(broker="QM1", queue="Q1", minute="12:00", puts=2, gets=2, depth=1),
-        Row(broker="QM1", queue="Q1", minute="12:01", puts=0, gets=1, depth=0),
-        Row(broker="QM1", queue="Q2", minute="12:00", puts=2, gets=0, depth=0),
-        Row(broker="QM1", queue="Q2", minute="12:01", puts=1, gets=0, depth=1),
-        Row(broker="QM2", queue="Q1", minute="12:00", puts=0, gets=2, depth=-1),
-    ], checkRowOrder=True)
+    assertDataFrameEqual(
+        as_text,
+        [
+            Row(broker="QM1", queue="Q1", minute="12:00", puts=2, gets=2, depth=1),
+            Row(broker="QM1", queue="Q1", minute="12:01", puts=0, gets=1, depth=0),
+            Row(broker="QM1", queue="Q2", minute="12:00", puts=2, gets=0, depth=0),
+            Row(broker="QM1", queue="Q2", minute="12:01", puts=1, gets=0, depth=1),
+            Row(broker="QM2", queue="Q1", minute="12:00", puts=0, gets=2, depth=-1),
+        ],
+        checkRowOrder=True,
+    )
 
 
 #: U commits at 1 s. D got U's message pre-emptively at 0.2 s and asked to commit at 0.5 s
@@ -146,17 +218,32 @@ CHAIN = [
 
 def test_chains_time_saved_compounds_along_the_chain(spark):
     result = transform(frame(spark, CHAIN))
-    assertDataFrameEqual(result.chains, [
-        # saved = min(p, c_U - g): min(300, 800); chain latency from U's begin
-        Row(broker="QM1", transaction_id="D", chain_depth=2, saved_ms=300.0, chain_latency_ms=1_000.0),
-        # counterfactual: D would finish at 1.3 s, E 300 ms after: 1.6 s; it committed at 1 s
-        Row(broker="QM1", transaction_id="E", chain_depth=3, saved_ms=600.0, chain_latency_ms=1_000.0),
-        Row(broker="QM1", transaction_id="F", chain_depth=2, saved_ms=900.0, chain_latency_ms=1_200.0),
-    ])
-    assertDataFrameEqual(result.brokers, [
-        Row(broker="QM1", committed=4, rolled_back=2, cascaded=1, links=4, links_upstream_committed=3,
-            max_chain_depth=3, saved_ms=1_800.0, wasted_ms=700.0),
-    ])
+    assertDataFrameEqual(
+        result.chains,
+        [
+            # saved = min(p, c_U - g): min(300, 800); chain latency from U's begin
+            Row(broker="QM1", transaction_id="D", chain_depth=2, saved_ms=300.0, chain_latency_ms=1_000.0),
+            # counterfactual: D would finish at 1.3 s, E 300 ms after: 1.6 s; it committed at 1 s
+            Row(broker="QM1", transaction_id="E", chain_depth=3, saved_ms=600.0, chain_latency_ms=1_000.0),
+            Row(broker="QM1", transaction_id="F", chain_depth=2, saved_ms=900.0, chain_latency_ms=1_200.0),
+        ],
+    )
+    assertDataFrameEqual(
+        result.brokers,
+        [
+            Row(
+                broker="QM1",
+                committed=4,
+                rolled_back=2,
+                cascaded=1,
+                links=4,
+                links_upstream_committed=3,
+                max_chain_depth=3,
+                saved_ms=1_800.0,
+                wasted_ms=700.0,
+            ),
+        ],
+    )
 
 
 def test_extract_reads_the_export_format(spark, tmp_path):
@@ -170,7 +257,12 @@ def test_extract_reads_the_export_format(spark, tmp_path):
     (row,) = events.selectExpr("*", "unix_micros(at) AS micros").collect()
     assert row.micros == int(at(0).timestamp() * 1_000_000) + 250_001
     assert (row.id, row.kind, row.broker, row.queue, row.transaction_id, row.msg_id) == (
-        7, "get", "QM1", "Q1", "", "m1",
+        7,
+        "get",
+        "QM1",
+        "Q1",
+        "",
+        "m1",
     )
     assert row.detail == {"put_time": "2025-05-01T12:00:00+00:00", "preemptive": "false"}
 
@@ -191,17 +283,42 @@ def test_load_writes_json_lines_per_result(spark, traffic, tmp_path):
         assert (tmp_path / "out" / name / "_SUCCESS").exists() and len(parts) == 1
         results[name] = [json.loads(line) for line in parts[0].read_text().splitlines()]
     assert results["queues"][1] == {
-        "broker": "QM1", "queue": "Q2", "puts": 3, "gets": 0, "backouts": 0, "backout_rate": None,
-        "dead_letters": 1, "expired": 0, "depth": 1, "oldest_age_ms": 0.0,
-        "dwell_samples": 0, "dwell_p50_ms": None, "dwell_p95_ms": None, "dwell_p99_ms": None,
+        "broker": "QM1",
+        "queue": "Q2",
+        "puts": 3,
+        "gets": 0,
+        "backouts": 0,
+        "backout_rate": None,
+        "dead_letters": 1,
+        "expired": 0,
+        "depth": 1,
+        "oldest_age_ms": 0.0,
+        "dwell_samples": 0,
+        "dwell_p50_ms": None,
+        "dwell_p95_ms": None,
+        "dwell_p99_ms": None,
     }
     assert results["throughput"][0] == {
-        "broker": "QM1", "queue": "Q1", "minute": "2025-05-01T12:00:00Z", "puts": 2, "gets": 2, "depth": 1,
+        "broker": "QM1",
+        "queue": "Q1",
+        "minute": "2025-05-01T12:00:00Z",
+        "puts": 2,
+        "gets": 2,
+        "depth": 1,
     }
     # Running again replaces the results.
     load(transform(frame(spark, TRAFFIC[:2])), str(tmp_path / "out"))
     parts = list((tmp_path / "out" / "brokers").glob("part-*.json"))
     assert [json.loads(line) for line in parts[0].read_text().splitlines()] == [
-        {"broker": "QM1", "committed": 0, "rolled_back": 0, "cascaded": 0, "links": 0, "links_upstream_committed": 0,
-         "max_chain_depth": 0, "saved_ms": 0.0, "wasted_ms": 0.0},
+        {
+            "broker": "QM1",
+            "committed": 0,
+            "rolled_back": 0,
+            "cascaded": 0,
+            "links": 0,
+            "links_upstream_committed": 0,
+            "max_chain_depth": 0,
+            "saved_ms": 0.0,
+            "wasted_ms": 0.0,
+        },
     ]

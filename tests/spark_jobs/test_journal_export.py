@@ -1,4 +1,5 @@
 """The journal export the Spark jobs read (no Spark here)."""
+
 from __future__ import annotations
 
 import json
@@ -16,10 +17,12 @@ T0 = datetime(2025, 5, 1, 12, 0, 0, 250_001, tzinfo=UTC)
 
 @pytest.fixture
 def five_events(db) -> list[int]:
-    journal_record(events=[
-        journal_event("put", broker="QM1", queue="Q1", msg_id=f"m{n}", at=T0, persistent=True, bytes=n)
-        for n in range(5)
-    ])
+    journal_record(
+        events=[
+            journal_event("put", broker="QM1", queue="Q1", msg_id=f"m{n}", at=T0, persistent=True, bytes=n)
+            for n in range(5)
+        ]
+    )
     from transactions.models import JournalEvent
 
     return list(JournalEvent.objects.order_by("id").values_list("id", flat=True))
@@ -36,8 +39,14 @@ def test_export_writes_one_json_object_per_event_in_id_order(five_events, tmp_pa
     rows = lines(path)
     assert [r["id"] for r in rows] == five_events
     assert rows[0] == {
-        "id": five_events[0], "at": "2025-05-01T12:00:00.250001+00:00", "kind": "put", "broker": "QM1",
-        "queue": "Q1", "transaction_id": "", "msg_id": "m0", "detail": {"persistent": True, "bytes": 0},
+        "id": five_events[0],
+        "at": "2025-05-01T12:00:00.250001+00:00",
+        "kind": "put",
+        "broker": "QM1",
+        "queue": "Q1",
+        "transaction_id": "",
+        "msg_id": "m0",
+        "detail": {"persistent": True, "bytes": 0},
     }
     assert [p.name for p in path.parent.iterdir()] == ["journal.jsonl"]  # no temporary left behind
 
@@ -49,7 +58,9 @@ def test_export_after_id_and_limit(five_events, tmp_path):
     assert [r["id"] for r in lines(path)] == five_events[2:4]
     # Nothing newer: an empty file, and last_id stays where it was.
     assert journal_export(path=path, after_id=five_events[-1]) == {
-        "path": str(path), "events": 0, "last_id": five_events[-1],
+        "path": str(path),
+        "events": 0,
+        "last_id": five_events[-1],
     }
     assert path.read_text() == ""
 
@@ -74,9 +85,7 @@ def test_failed_export_leaves_the_old_file_and_no_temporary(five_events, tmp_pat
 def test_command_prints_the_summary(five_events, tmp_path, capsys):
     path = tmp_path / "journal.jsonl"
     call_command("journal_export", str(path), "--after-id", str(five_events[2]))
-    assert capsys.readouterr().out.strip() == (
-        f"Exported 2 journal events to {path}; last id {five_events[-1]}."
-    )
+    assert capsys.readouterr().out.strip() == (f"Exported 2 journal events to {path}; last id {five_events[-1]}.")
     assert len(lines(path)) == 2
 
 

@@ -1,4 +1,5 @@
 """Traffic made through the services, exported from the database, analysed by Spark."""
+
 from __future__ import annotations
 
 import time
@@ -47,6 +48,7 @@ def test_exported_traffic_is_counted(spark, queue, tmp_path):
     assert q1["dwell_p95_ms"] >= 300  # "c" waited out the sleep, twice
 
     assert {r.broker: (r.committed, r.rolled_back) for r in result.brokers.collect()} == {
-        "QM1": (1, 1), "QM2": (0, 0),
+        "QM1": (1, 1),
+        "QM2": (0, 0),
     }
     assert sum(r.puts for r in result.throughput.collect()) == 6

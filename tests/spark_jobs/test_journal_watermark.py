@@ -1,5 +1,6 @@
 """Incremental journal exports with a watermark: every event exactly once, even one whose
 writer commits after later events were exported (PostgreSQL ids are not commit-ordered)."""
+
 from __future__ import annotations
 
 import json
@@ -47,8 +48,10 @@ def test_a_late_committing_writer_is_never_skipped(tmp_path):
     late = psycopg.connect(database_url())
     try:
         with late.cursor() as c:  # draws its id now, commits after later events were exported
-            c.execute(f"INSERT INTO {JournalEvent._meta.db_table} (at, kind, broker, queue, transaction_id, msg_id,"
-                      " detail) VALUES (now(), 'put', 'QM1', 'Q1', '', 'late', '{}')")
+            c.execute(
+                f"INSERT INTO {JournalEvent._meta.db_table} (at, kind, broker, queue, transaction_id, msg_id,"
+                " detail) VALUES (now(), 'put', 'QM1', 'Q1', '', 'late', '{}')"
+            )
         put("after")  # a larger id, committed first
         first = journal_export_increment(path=tmp_path / "1.jsonl", watermark=None)
         late.commit()

@@ -1,5 +1,6 @@
 """The STOMP server in this process (its TCP listener on a thread of its own, on the test
 database), a broker and a user for it, and stomp.py connections to it."""
+
 from __future__ import annotations
 
 import asyncio
@@ -194,8 +195,11 @@ def web_port(transactional_db):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(application, host="127.0.0.1", port=port, lifespan="off",
-                                           log_level="warning", ws_max_size=64 * 1024 * 1024))
+    server = uvicorn.Server(
+        uvicorn.Config(
+            application, host="127.0.0.1", port=port, lifespan="off", log_level="warning", ws_max_size=64 * 1024 * 1024
+        )
+    )
     server.install_signal_handlers = lambda: None
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()

@@ -1,4 +1,5 @@
 """The STOMP frame parser and writer (stomp_server/frames.py) against the specification."""
+
 from __future__ import annotations
 
 import pytest
@@ -117,8 +118,11 @@ def test_random_frames_round_trip(sent, between):
 @settings(max_examples=60, deadline=None)
 @given(st.lists(frames(), min_size=1, max_size=3), st.sampled_from(["1.1", "1.2"]))
 def test_a_stream_split_at_every_byte_parses_the_same(sent, version):
-    sent = [Frame(f.command, [(n.replace("\r", ""), v.replace("\r", "")) for n, v in f.headers], f.body)
-            for f in sent] if version == "1.1" else sent
+    sent = (
+        [Frame(f.command, [(n.replace("\r", ""), v.replace("\r", "")) for n, v in f.headers], f.body) for f in sent]
+        if version == "1.1"
+        else sent
+    )
     data = b"\n".join(frame_encode(f, version=version) for f in sent)
     whole = parse(data, version=version)
     for cut in range(len(data) + 1):
@@ -126,8 +130,9 @@ def test_a_stream_split_at_every_byte_parses_the_same(sent, version):
         split = parser.feed(data[:cut]) + parser.feed(data[cut:])
         assert [(f.command, f.headers, f.body) for f in split] == [(f.command, f.headers, f.body) for f in whole]
     one = FrameParser(max_frame=MAX, version=version)
-    assert [(f.command, f.headers, f.body) for b in data for f in one.feed(bytes([b]))] == \
-        [(f.command, f.headers, f.body) for f in whole]
+    assert [(f.command, f.headers, f.body) for b in data for f in one.feed(bytes([b]))] == [
+        (f.command, f.headers, f.body) for f in whole
+    ]
 
 
 @settings(max_examples=300, deadline=None)

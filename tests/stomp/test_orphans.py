@@ -1,5 +1,6 @@
 """The non-durable topic subscriptions (``stomp.<hash>``) a process that is gone left behind
 are removed when the STOMP server starts; a live process's and durable ones are kept."""
+
 from __future__ import annotations
 
 import subprocess

@@ -2,6 +2,7 @@
 server: under the consumer's open transaction they take another unit of work's uncommitted
 message, linking the two (held commit, cascading backout); without one they get committed
 messages only."""
+
 from __future__ import annotations
 
 import pytest
@@ -79,8 +80,9 @@ def test_abort_gives_back_and_acks_must_name_the_transaction(stomp_port, stomp_b
     message_put(broker="QM1", queue="Q1", messages=[MessageInput(body=b"a"), MessageInput(body=b"b")])
     consumer, seen = connected(stomp_port, token)
     consumer.begin("t1")
-    consumer.subscribe("/queue/Q1", id="s1", ack="client", headers={"x-baton-preemptive": "true",
-                                                                    "prefetch-count": "1"})
+    consumer.subscribe(
+        "/queue/Q1", id="s1", ack="client", headers={"x-baton-preemptive": "true", "prefetch-count": "1"}
+    )
     [a] = seen.wait_messages(1)
     assert a.headers["transaction"] == "t1"
     consumer.abort("t1", receipt="aborted")  # gives it back; then peek-locked, as any subscription

@@ -1,5 +1,6 @@
 """Bad input on STOMP: ERROR with a clear message (and receipt-id when asked), the connection
 closed, nothing half-applied, the server unharmed."""
+
 from __future__ import annotations
 
 import pytest
@@ -52,8 +53,10 @@ def test_bad_frames_get_error_then_close_and_change_nothing(stomp_port, stomp_br
         assert message in error.get("message") + error.body.decode(), (frames, error.headers, error.body)
         if b"receipt:r9" in frames:
             assert error.get("receipt-id") == "r9"
-        until(lambda: not Transaction.objects.filter(state="active").exists(),
-              what=f"the open transaction rolled back after {frames!r}")
+        until(
+            lambda: not Transaction.objects.filter(state="active").exists(),
+            what=f"the open transaction rolled back after {frames!r}",
+        )
         assert available() == [], frames
     conn, _ = connected(stomp_port, token)  # the server is unharmed
     bye(conn)
@@ -101,16 +104,19 @@ def test_a_connection_that_ends_rolls_back_and_gives_back(stomp_port, stomp_brok
     raw.connect(token)
     raw.send(b"SUBSCRIBE\nid:s\ndestination:/queue/Q1\nack:client\n\n\0")
     m = raw.next()
-    raw.send(b"BEGIN\ntransaction:t\n\n\0SEND\ndestination:/queue/Q1\ntransaction:t\n\nlost\0"
-             b"ACK\ntransaction:t\nid:" + m.get("ack").encode() + b"\nreceipt:acked\n\n\0")
+    raw.send(
+        b"BEGIN\ntransaction:t\n\n\0SEND\ndestination:/queue/Q1\ntransaction:t\n\nlost\0"
+        b"ACK\ntransaction:t\nid:" + m.get("ack").encode() + b"\nreceipt:acked\n\n\0"
+    )
     assert raw.next().get("receipt-id") == "acked"
     raw.close()  # no DISCONNECT
     until(lambda: available() == [b"kept"], what="the message given back")
     assert not Transaction.objects.filter(state="active").exists()
 
 
-def test_a_client_that_stops_reading_is_disconnected_and_its_messages_given_back(stomp_port, stomp_broker, token,
-                                                                                  settings):
+def test_a_client_that_stops_reading_is_disconnected_and_its_messages_given_back(
+    stomp_port, stomp_broker, token, settings
+):
     settings.BATON_STOMP_SEND_TIMEOUT_S = 0.3
     big = b"x" * (1024 * 1024)
     message_put(broker="QM1", queue="Q1", messages=[MessageInput(body=big) for _ in range(8)])

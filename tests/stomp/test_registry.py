@@ -1,5 +1,6 @@
 """The dashboard's overview lists the live STOMP connections: user, client, subscriptions,
 open transactions; only on brokers the viewer may see."""
+
 from __future__ import annotations
 
 from django.contrib.auth import get_user_model
@@ -19,7 +20,11 @@ def test_the_overview_shows_stomp_connections(stomp_port, stomp_broker, token):
     written = registry_written(LIVE, {})
     [(session, row)] = written.items()
     assert (row["username"], row["broker"], row["open_transactions"], row["subscriptions"]) == (
-        "tester", "QM1", 1, [{"id": "s1", "destination": "/queue/Q1", "ack": "client", "unacknowledged": 0}])
+        "tester",
+        "QM1",
+        1,
+        [{"id": "s1", "destination": "/queue/Q1", "ack": "client", "unacknowledged": 0}],
+    )
     page = Client()
     page.force_login(get_user_model().objects.get(username="tester"))
     html = page.get("/").content.decode()

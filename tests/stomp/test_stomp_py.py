@@ -1,6 +1,7 @@
 """STOMP with the real client, stomp.py, against the server on TCP: every version, every
 ack mode, NACK, prefetch, receipts, transactions as units of work, topics, heart-beats,
 binary and large bodies."""
+
 from __future__ import annotations
 
 import pytest
@@ -9,7 +10,6 @@ from brokers.services.messages import message_browse, message_put
 from brokers.services.message_input import MessageInput
 
 from .conftest import Raw, bye, connected, until
-
 
 
 def available(queue: str = "Q1") -> list[bytes]:
@@ -27,8 +27,12 @@ def test_every_version_sends_subscribes_and_acknowledges(stomp_port, stomp_broke
     seen.wait(lambda: "r1" in seen.receipts)
     conn.subscribe("/queue/Q1", id="s1", ack="client")
     [m] = seen.wait_messages(1)
-    assert (m.body, m.headers["colour"], m.headers["priority"], m.headers["destination"]) == \
-        ("hello", "blue", "7", "/queue/Q1")
+    assert (m.body, m.headers["colour"], m.headers["priority"], m.headers["destination"]) == (
+        "hello",
+        "blue",
+        "7",
+        "/queue/Q1",
+    )
     assert available() == []  # locked while unacknowledged
     if version == "1.2":
         conn.ack(m.headers["ack"], receipt="r2")
@@ -123,14 +127,21 @@ def test_binary_and_4_mib_bodies(stomp_port, stomp_broker, token):
 def test_topics_and_durable_subscriptions(stomp_port, stomp_broker, token):
     conn, seen = connected(stomp_port, token)
     conn.subscribe("/topic/sport/#", id="live", ack="auto")
-    conn.subscribe("/topic/news/+", id="keep", ack="client-individual",
-                   headers={"durable": "true", "auto-delete": "false"}, receipt="r0")
+    conn.subscribe(
+        "/topic/news/+",
+        id="keep",
+        ack="client-individual",
+        headers={"durable": "true", "auto-delete": "false"},
+        receipt="r0",
+    )
     seen.wait(lambda: "r0" in seen.receipts)
     conn.send("/topic/sport/tennis", "ace")
     conn.send("/topic/news/today", "first", receipt="r1")
     got = seen.wait_messages(2)
     assert sorted((m.body, m.headers["destination"]) for m in got) == [
-        ("ace", "/topic/sport/tennis"), ("first", "/topic/news/today")]
+        ("ace", "/topic/sport/tennis"),
+        ("first", "/topic/news/today"),
+    ]
     bye(conn)
     other, _ = connected(stomp_port, token)
     other.send("/topic/news/later", "while away", receipt="r")

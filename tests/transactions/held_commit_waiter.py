@@ -2,6 +2,7 @@
 ``python -m tests.transactions.held_commit_waiter commit|check TXN`` (DATABASE_URL set).
 Prints ``listening``, then waits (up to 60 s) in a held commit or a ready-check and prints
 the outcome: the transaction's state, or the check's result."""
+
 from __future__ import annotations
 
 import os

@@ -1,5 +1,6 @@
 """Durable and relaxed database transactions (transactions/durability.py): what the
 database is told to do at each step's commit."""
+
 from __future__ import annotations
 
 import pytest

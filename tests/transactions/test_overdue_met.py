@@ -1,6 +1,7 @@
 """A unit of work past its deadline is rolled back by the first get or commit that meets it
 (no housekeeping needed): a get on a queue whose messages it holds, a commit that would wait
 on it upstream. At the edge of the deadline, on a clock the tests move by hand (``clock``)."""
+
 from __future__ import annotations
 
 from datetime import timedelta

@@ -1,6 +1,7 @@
 """SQLite's writers queue on one writer lock per database, across threads and processes
 (transactions/sqlite_writer.py): held from BEGIN to COMMIT or ROLLBACK, bounded by the busy
 timeout, given up by a process that dies, fresh in a forked child."""
+
 from __future__ import annotations
 
 import os
@@ -31,8 +32,9 @@ else:
 
 
 def other_process_tries(path: str, timeout_s: float) -> str:
-    return subprocess.run([sys.executable, "-c", TRY, path, str(timeout_s)], capture_output=True, text=True,
-                          timeout=60, check=True).stdout.strip()
+    return subprocess.run(
+        [sys.executable, "-c", TRY, path, str(timeout_s)], capture_output=True, text=True, timeout=60, check=True
+    ).stdout.strip()
 
 
 def test_a_writer_in_another_process_waits_and_fails_as_sqlite_would(tmp_path):
@@ -47,9 +49,18 @@ def test_a_writer_in_another_process_waits_and_fails_as_sqlite_would(tmp_path):
 
 def test_a_dead_process_leaves_the_lock_free(tmp_path):
     path = str(tmp_path / "db.sqlite3-writer")
-    held = subprocess.Popen([sys.executable, "-c", "import fcntl, os, sys; fd = os.open(sys.argv[1], os.O_RDWR | "
-                             "os.O_CREAT); fcntl.flock(fd, fcntl.LOCK_EX); print('held', flush=True); sys.stdin.read()",
-                             path], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    held = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import fcntl, os, sys; fd = os.open(sys.argv[1], os.O_RDWR | "
+            "os.O_CREAT); fcntl.flock(fd, fcntl.LOCK_EX); print('held', flush=True); sys.stdin.read()",
+            path,
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert held.stdout.readline().strip() == "held"
         assert other_process_tries(path, 0.1) == "OperationalError database is locked"
@@ -141,9 +152,13 @@ def test_a_write_outside_a_transaction_queues_on_the_writer_lock_and_a_read_does
     connection.ensure_connection()
     monkeypatch.setitem(connection.settings_dict, "OPTIONS", {**connection.settings_dict["OPTIONS"], "timeout": 0.1})
     path = f"{connection.settings_dict['NAME']}-writer"
-    hold = ("import fcntl, os, sys; fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT); "
-            "fcntl.flock(fd, fcntl.LOCK_EX); print('held', flush=True); sys.stdin.read()")
-    held = subprocess.Popen([sys.executable, "-c", hold, path], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    hold = (
+        "import fcntl, os, sys; fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT); "
+        "fcntl.flock(fd, fcntl.LOCK_EX); print('held', flush=True); sys.stdin.read()"
+    )
+    held = subprocess.Popen(
+        [sys.executable, "-c", hold, path], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
     try:
         assert held.stdout.readline().strip() == "held"
         assert not connection.in_atomic_block

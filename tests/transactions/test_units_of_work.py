@@ -1,4 +1,5 @@
 """Units of work through the transaction manager: states, errors, timeouts."""
+
 from __future__ import annotations
 
 import time
@@ -12,14 +13,20 @@ from brokers.services.messages import message_browse, message_get, message_put
 from tests.conftest import bodies, msgs
 from transactions.exceptions import TransactionBackedOut, TransactionNotActive, TransactionNotFound
 from transactions.manager import (
-    transaction_begin, transaction_check, transaction_commit, transaction_rollback, transactions_time_out,
+    transaction_begin,
+    transaction_check,
+    transaction_commit,
+    transaction_rollback,
+    transactions_time_out,
 )
 from transactions.models import Transaction, TransactionState
 
 
 def browse_all(queue: str = "Q1") -> list[tuple[str, int]]:
-    return [(bytes(m.body).decode(), m.backout_count)
-            for m in message_browse(broker="QM1", queue=queue, limit=1000).messages]
+    return [
+        (bytes(m.body).decode(), m.backout_count)
+        for m in message_browse(broker="QM1", queue=queue, limit=1000).messages
+    ]
 
 
 def depth(name: str = "Q1") -> dict[str, int]:
@@ -40,6 +47,7 @@ def fresh(txn_id: str) -> Transaction:
 
 
 # --- states ----------------------------------------------------------------------------
+
 
 def test_begin_gives_an_active_transaction_with_a_deadline(broker):
     before = timezone.now()
@@ -145,6 +153,7 @@ def test_check_of_unlinked_transaction_is_ready_and_of_rolled_back_is_backed_out
 
 
 # --- timeouts --------------------------------------------------------------------------
+
 
 def test_time_out_rolls_back_overdue_transactions_with_reason_timeout(queue):
     message_put(broker="QM1", queue="Q1", messages=msgs("kept"))

@@ -1,6 +1,7 @@
 """Cross-process wake-ups: a commit in this process wakes a get waiting in another, on
 every bus the database allows (local sockets on SQLite; LISTEN/NOTIFY on PostgreSQL; Redis
 publish/subscribe with a real Redis server), and the poll fallback still answers."""
+
 from __future__ import annotations
 
 import json
@@ -31,7 +32,11 @@ class Waiter:
     def __init__(self, env: dict[str, str], count: int) -> None:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "bench.wakeup_waiter", "QM1", "Q1", str(count), "60"],
-            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )
 
     def line(self) -> str:
@@ -83,8 +88,14 @@ def test_a_held_commit_and_a_ready_check_in_another_process_wake_when_the_upstre
     got = message_get(broker="QM1", queue="Q1", transaction_id=consumer.id, preemptive=True)
     assert bodies(got) == ["upstream"]
     env = {**os.environ, "DATABASE_URL": database_url()}
-    proc = subprocess.Popen([sys.executable, "-m", "tests.transactions.held_commit_waiter", mode, consumer.id],
-                            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.transactions.held_commit_waiter", mode, consumer.id],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert proc.stdout.readline().strip() == "listening", proc.stderr.read()
         transaction_commit(transaction_id=producer.id)

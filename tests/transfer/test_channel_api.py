@@ -1,4 +1,5 @@
 """A channel's status through the REST API (its window, rates) and who may read it."""
+
 from __future__ import annotations
 
 import time
@@ -39,8 +40,12 @@ def test_status_shows_the_window_and_the_recent_rate(api):
     producer = transaction_begin(broker="QMA", timeout_ms=60_000).id
     message_put(broker="QMA", queue="RQ.QMB", messages=msgs("a", "b", "c"), transaction_id=producer)
     idle = api.get(f"/api/channels/{name}/").json()
-    assert (idle["window"], idle["batch_bytes"], idle["batches_in_flight"], idle["oldest_unconfirmed"]) \
-        == (8, 4 * 1024 * 1024, 0, None)
+    assert (idle["window"], idle["batch_bytes"], idle["batches_in_flight"], idle["oldest_unconfirmed"]) == (
+        8,
+        4 * 1024 * 1024,
+        0,
+        None,
+    )
     # the committed message's batch goes and is confirmed; the three provisional ones stay in flight
     agent_until(name, lambda c: c.batches.count() == 3 and c.batches_committed == 1)
     status = api.get(f"/api/channels/{name}/").json()
@@ -57,8 +62,14 @@ def test_status_shows_the_window_and_the_recent_rate(api):
 
 def test_window_and_batch_bytes_are_defined_and_validated(api):
     two_brokers()
-    body = {"name": "W", "source_broker": "QMA", "transmission_queue": "QMB", "target_broker": "QMB",
-            "window": 2, "batch_bytes": 1000}
+    body = {
+        "name": "W",
+        "source_broker": "QMA",
+        "transmission_queue": "QMB",
+        "target_broker": "QMB",
+        "window": 2,
+        "batch_bytes": 1000,
+    }
     made = api.post("/api/channels/", body, format="json")
     assert made.status_code == 201 and (made.json()["window"], made.json()["batch_bytes"]) == (2, 1000)
     bad = api.patch("/api/channels/W/", {"window": 0, "batch_bytes": 0}, format="json")

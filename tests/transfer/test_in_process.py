@@ -1,4 +1,5 @@
 """Channels between two brokers of one platform (docs/design.md §6)."""
+
 from __future__ import annotations
 
 import threading
@@ -38,8 +39,14 @@ def test_unknown_destination_goes_to_dead_letter_queue_with_reason(db):
     name = two_brokers()
     from brokers.services.queues import queue_define
 
-    queue_define(broker="QMA", name="RQ.NOWHERE", kind="remote", remote_broker="QMB", remote_queue="NOWHERE",
-                 transmission_queue="QMB")
+    queue_define(
+        broker="QMA",
+        name="RQ.NOWHERE",
+        kind="remote",
+        remote_broker="QMB",
+        remote_queue="NOWHERE",
+        transmission_queue="QMB",
+    )
     message_put(broker="QMA", queue="RQ.NOWHERE", messages=msgs("lost"))
     run_once(name)
     dlq = message_get(broker="QMB", queue="SYSTEM.DEAD.LETTER.QUEUE").messages
@@ -53,8 +60,9 @@ def bodies_of(messages) -> list[str]:
 def test_reports_travel_back_across_channels(db):
     ab = two_brokers(source="QMA", target="QMB")
     ba = two_brokers(source="QMB", target="QMA", channel="QMB.QMA")
-    message_put(broker="QMA", queue="RQ.QMB", messages=msgs("ask", report=["cod"], reply_to_queue="IN",
-                                                                reply_to_broker="QMA"))
+    message_put(
+        broker="QMA", queue="RQ.QMB", messages=msgs("ask", report=["cod"], reply_to_queue="IN", reply_to_broker="QMA")
+    )
     run_once(ab)
     original = message_get(broker="QMB", queue="IN").messages[0]  # final get: cod report to QMA via QMB's xmitq
     run_once(ba)
@@ -101,7 +109,9 @@ def test_provisional_batch_lets_the_target_consume_before_the_producer_commits()
     put = message_put(broker="QMA", queue="RQ.QMB", messages=msgs("early"), transaction_id=producer).messages[0]
     results: dict = {}
     agent = _agent_thread(name, results)
-    wait_until(lambda: ReceivedBatch.objects.filter(receipt__channel_name=name, seq=1).exists(), "the provisional batch")
+    wait_until(
+        lambda: ReceivedBatch.objects.filter(receipt__channel_name=name, seq=1).exists(), "the provisional batch"
+    )
     consumer = transaction_begin(broker="QMB", timeout_ms=60_000).id
     got = message_get(broker="QMB", queue="IN", transaction_id=consumer, preemptive=True)
     assert [m.msg_id for m in got.messages] == [put.msg_id]

@@ -1,5 +1,6 @@
 """Exactly once across crashes: the agent is SIGKILLed at each step of the batch protocol,
 then a new agent resolves the batch in doubt."""
+
 from __future__ import annotations
 
 import os
@@ -24,15 +25,17 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.linked]  # li
 ROOT = Path(__file__).resolve().parents[2]
 
 
-
-
 @pytest.mark.parametrize("crash_at", CRASH_POINTS)
 def test_agent_killed_at_each_step_delivers_exactly_once(crash_at):
     name = two_brokers(preemptive=False)
     put = message_put(broker="QMA", queue="RQ.QMB", messages=msgs(*[f"m{i}" for i in range(5)])).messages
     proc = subprocess.run(
         [sys.executable, "manage.py", "channel_run", name, "--once", "--crash-at", crash_at],
-        cwd=ROOT, env=dict(os.environ, DATABASE_URL=database_url()), capture_output=True, text=True, timeout=120,
+        cwd=ROOT,
+        env=dict(os.environ, DATABASE_URL=database_url()),
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert proc.returncode == -signal.SIGKILL, proc.stderr
     Channel.objects.filter(name=name).update(lease_until="2000-01-01T00:00:00Z")  # the dead agent's lease lapses
@@ -52,12 +55,16 @@ WINDOW_CRASHES = ["after_get@4", "after_record@4", "after_send@4", "after_receiv
 
 
 def _settled(name: str) -> bool:
-    return not Message.objects.filter(queue__broker__name="QMA").exists() \
+    return (
+        not Message.objects.filter(queue__broker__name="QMA").exists()
         and not ChannelBatch.objects.filter(channel__name=name).exists()
+    )
 
 
-@pytest.mark.parametrize(("crash_at", "outcome"), [(c, "commit") for c in WINDOW_CRASHES]
-                         + [("after_get@4", "rollback"), ("after_send@4", "rollback")])
+@pytest.mark.parametrize(
+    ("crash_at", "outcome"),
+    [(c, "commit") for c in WINDOW_CRASHES] + [("after_get@4", "rollback"), ("after_send@4", "rollback")],
+)
 def test_agent_killed_with_a_window_of_batches_in_doubt(crash_at, outcome):
     """Five provisional batches of one message each, all waiting on one producer; the agent
     dies getting, recording or sending the fourth (three in doubt), or settling the five
@@ -67,11 +74,15 @@ def test_agent_killed_with_a_window_of_batches_in_doubt(crash_at, outcome):
     name = two_brokers(preemptive=True, batch_size=1)
     Channel.objects.filter(name=name).update(window=8)
     producer = transaction_begin(broker="QMA", timeout_ms=120_000).id
-    put = message_put(broker="QMA", queue="RQ.QMB", messages=msgs(*[f"m{i}" for i in range(5)]),
-                      transaction_id=producer).messages
+    put = message_put(
+        broker="QMA", queue="RQ.QMB", messages=msgs(*[f"m{i}" for i in range(5)]), transaction_id=producer
+    ).messages
     proc = subprocess.Popen(
         [sys.executable, "manage.py", "channel_run", name, "--seconds", "60", "--crash-at", crash_at],
-        cwd=ROOT, env=dict(os.environ, DATABASE_URL=database_url()), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        cwd=ROOT,
+        env=dict(os.environ, DATABASE_URL=database_url()),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
     )
     settling = crash_at.startswith(("after_receiver_commit", "after_sender_commit"))
@@ -86,7 +97,9 @@ def test_agent_killed_with_a_window_of_batches_in_doubt(crash_at, outcome):
     in_doubt = ChannelBatch.objects.filter(channel__name=name).count()
     # dying before the five left the window: all five (batch 5 was sent too); after: none; else the three sent
     # before batch 4 (and the fourth once recorded)
-    assert in_doubt == (5 if crash_at == "after_receiver_commit@1" else 0 if settling else 3 + (crash_at != "after_get@4")), in_doubt
+    assert in_doubt == (
+        5 if crash_at == "after_receiver_commit@1" else 0 if settling else 3 + (crash_at != "after_get@4")
+    ), in_doubt
     if not settling:
         if outcome == "commit":
             transaction_commit(transaction_id=producer)

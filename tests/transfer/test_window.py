@@ -1,6 +1,7 @@
 """A channel's window never stalls behind a held batch: a later batch that is ready commits
 at the receiver (and its messages are there for any consumer) while an earlier one still
 waits on its upstream unit of work; the receiver keeps exactly-once bookkeeping either way."""
+
 from __future__ import annotations
 
 import base64
@@ -23,8 +24,12 @@ pytestmark = pytest.mark.django_db
 
 
 def item(n: int) -> dict:
-    return {"msg_id": f"{n:048x}", "put_time": "2026-01-01T00:00:00+00:00",
-            "body_base64": base64.b64encode(b"x").decode(), "destination": {"broker": "QMB", "queue": "IN"}}
+    return {
+        "msg_id": f"{n:048x}",
+        "put_time": "2026-01-01T00:00:00+00:00",
+        "body_base64": base64.b64encode(b"x").decode(),
+        "destination": {"broker": "QMB", "queue": "IN"},
+    }
 
 
 def test_the_receiver_commits_a_later_batch_before_an_earlier_pending_one():
@@ -32,8 +37,9 @@ def test_the_receiver_commits_a_later_batch_before_an_earlier_pending_one():
     queue_define(broker="QMB", name="IN")
     key = {"channel": "A.B", "source_broker": "QMA"}
     for seq in (1, 2, 3):
-        receiver_batch_receive(payload={**key, "target_broker": "QMB", "seq": seq, "provisional": True,
-                                        "messages": [item(seq)]})
+        receiver_batch_receive(
+            payload={**key, "target_broker": "QMB", "seq": seq, "provisional": True, "messages": [item(seq)]}
+        )
     assert receiver_batch_commit(**key, seq=2, through=3) == {"state": "committed", "seq": 2, "committed_through": 3}
     assert [receiver_batch_status(**key, seq=n)["state"] for n in (1, 2, 3)] == ["pending", "committed", "committed"]
     assert ChannelReceipt.objects.get(channel_name="A.B").last_committed_seq == 0  # batch 1 still held
@@ -43,7 +49,11 @@ def test_the_receiver_commits_a_later_batch_before_an_earlier_pending_one():
     assert receiver_batch_commit(**key, seq=1)["state"] == "committed"
     assert ChannelReceipt.objects.get(channel_name="A.B").last_committed_seq == 3
     assert [receiver_batch_status(**key, seq=n)["state"] for n in (1, 2, 3, 4)] == [
-        "committed", "committed", "committed", "unknown"]
+        "committed",
+        "committed",
+        "committed",
+        "unknown",
+    ]
     assert Message.objects.filter(queue__name="IN", put_transaction__isnull=True).count() == 3
 
 

@@ -1,6 +1,7 @@
 """Workflows on a real broker: queues, units of work and the ordinary get, put, commit and
 rollback; the saga's follow-up work (which runs when a database transaction commits) is run
 as it would be, inside the test's own transaction."""
+
 from __future__ import annotations
 
 import pytest
@@ -35,8 +36,11 @@ def wf(db, hooks):
     for q in "ABCD":
         queue_define(broker="WF", name=q, backout_threshold=2 if q == "D" else 0)
         queue_define(broker="WF", name=f"c{q}", backout_threshold=2)
-    workflow_define(broker="WF", name="seq", steps=[
-        {"name": n, "queue": n.upper(), "compensation_queue": f"c{n.upper()}"} for n in "abc"])
+    workflow_define(
+        broker="WF",
+        name="seq",
+        steps=[{"name": n, "queue": n.upper(), "compensation_queue": f"c{n.upper()}"} for n in "abc"],
+    )
     return Flow(hooks)
 
 
@@ -58,15 +62,26 @@ class Flow:
     def rollback(self, txn: str, reason: str = "client"):
         return self.hooks(transaction_rollback, transaction_id=txn, reason=reason)
 
-    def step(self, queue: str, *, commit: bool = True, preemptive: bool = False, output: str = "out",
-             compensation: str | None = None):
+    def step(
+        self,
+        queue: str,
+        *,
+        commit: bool = True,
+        preemptive: bool = False,
+        output: str = "out",
+        compensation: str | None = None,
+    ):
         """A worker: get a request under a new unit of work, complete its step, commit."""
         txn, messages = self.get(queue, preemptive=preemptive)
         assert messages, f"no request on {queue}"
         tag = messages[0].properties["workflow"]
-        step_complete(instance_id=tag["instance"], step=tag["step"], transaction_id=txn,
-                      output=MessageInput(body=output.encode()),
-                      compensation=MessageInput(body=(compensation or f"undo {tag['step']}").encode()))
+        step_complete(
+            instance_id=tag["instance"],
+            step=tag["step"],
+            transaction_id=txn,
+            output=MessageInput(body=output.encode()),
+            compensation=MessageInput(body=(compensation or f"undo {tag['step']}").encode()),
+        )
         if commit:
             self.commit(txn)
         return txn, tag

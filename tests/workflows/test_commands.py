@@ -1,5 +1,6 @@
 """The workflow commands: define, start, a manual step done from the command line, display,
 abort, and a refusal as a one-line error."""
+
 from __future__ import annotations
 
 from io import StringIO

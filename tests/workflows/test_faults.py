@@ -1,5 +1,6 @@
 """Fan-out and fan-in, requests dead-lettered or backed out past their threshold, the
 deadline, a compensation that cannot be done and its resubmission."""
+
 from __future__ import annotations
 
 from datetime import timedelta
@@ -16,12 +17,16 @@ from workflows.services.saga import workflows_sweep
 
 
 def test_fan_out_then_a_join_that_takes_all_its_inputs_in_one_unit_of_work(wf):
-    workflow_define(broker="WF", name="fan", steps=[
-        {"name": "split", "queue": "A", "compensation_queue": "cA", "next": ["left", "right"]},
-        {"name": "left", "queue": "B", "compensation_queue": "cB", "next": ["join"]},
-        {"name": "right", "queue": "C", "compensation_queue": "cC", "next": ["join"]},
-        {"name": "join", "queue": "D", "compensation_queue": "cD"},
-    ])
+    workflow_define(
+        broker="WF",
+        name="fan",
+        steps=[
+            {"name": "split", "queue": "A", "compensation_queue": "cA", "next": ["left", "right"]},
+            {"name": "left", "queue": "B", "compensation_queue": "cB", "next": ["join"]},
+            {"name": "right", "queue": "C", "compensation_queue": "cC", "next": ["join"]},
+            {"name": "join", "queue": "D", "compensation_queue": "cD"},
+        ],
+    )
     instance = wf.hooks(instance_start, broker="WF", name="fan").pk
     wf.step("A")
     wf.step("B", output="left done")
@@ -42,12 +47,16 @@ def test_fan_out_then_a_join_that_takes_all_its_inputs_in_one_unit_of_work(wf):
 
 
 def test_a_join_completed_with_only_some_of_its_inputs_is_refused(wf):
-    workflow_define(broker="WF", name="fan2", steps=[
-        {"name": "split", "queue": "A", "compensation_queue": "cA", "next": ["left", "right"]},
-        {"name": "left", "queue": "B", "compensation_queue": "cB", "next": ["join"]},
-        {"name": "right", "queue": "C", "compensation_queue": "cC", "next": ["join"]},
-        {"name": "join", "queue": "D", "compensation_queue": "cD"},
-    ])
+    workflow_define(
+        broker="WF",
+        name="fan2",
+        steps=[
+            {"name": "split", "queue": "A", "compensation_queue": "cA", "next": ["left", "right"]},
+            {"name": "left", "queue": "B", "compensation_queue": "cB", "next": ["join"]},
+            {"name": "right", "queue": "C", "compensation_queue": "cC", "next": ["join"]},
+            {"name": "join", "queue": "D", "compensation_queue": "cD"},
+        ],
+    )
     instance = wf.hooks(instance_start, broker="WF", name="fan2").pk
     wf.step("A")
     wf.step("B")
@@ -59,10 +68,14 @@ def test_a_join_completed_with_only_some_of_its_inputs_is_refused(wf):
 
 
 def test_a_step_request_backed_out_past_its_threshold_fails_the_instance(wf):
-    workflow_define(broker="WF", name="dl", steps=[
-        {"name": "a", "queue": "A", "compensation_queue": "cA"},
-        {"name": "d", "queue": "D", "compensation_queue": "cD"},  # D: backout threshold 2
-    ])
+    workflow_define(
+        broker="WF",
+        name="dl",
+        steps=[
+            {"name": "a", "queue": "A", "compensation_queue": "cA"},
+            {"name": "d", "queue": "D", "compensation_queue": "cD"},  # D: backout threshold 2
+        ],
+    )
     instance = wf.hooks(instance_start, broker="WF", name="dl").pk
     wf.step("A", compensation="undo a")
     for _ in range(2):
@@ -106,15 +119,21 @@ def test_a_compensation_that_cannot_be_put_leaves_the_instance_compensation_fail
 
 
 def test_the_deadline_fails_an_instance_that_stopped_making_progress(wf):
-    workflow_define(broker="WF", name="slow", deadline_ms=60_000, steps=[
-        {"name": "a", "queue": "A", "compensation_queue": "cA"},
-        {"name": "b", "queue": "B", "compensation_queue": "cB"},
-    ])
+    workflow_define(
+        broker="WF",
+        name="slow",
+        deadline_ms=60_000,
+        steps=[
+            {"name": "a", "queue": "A", "compensation_queue": "cA"},
+            {"name": "b", "queue": "B", "compensation_queue": "cB"},
+        ],
+    )
     instance = wf.hooks(instance_start, broker="WF", name="slow").pk
     wf.step("A")
     assert wf.hooks(workflows_sweep)["deadline"] == 0
-    Instance.objects.filter(pk=instance).update(progress_at=Instance.objects.get(pk=instance).progress_at
-                                                - timedelta(minutes=2))
+    Instance.objects.filter(pk=instance).update(
+        progress_at=Instance.objects.get(pk=instance).progress_at - timedelta(minutes=2)
+    )
     assert wf.hooks(workflows_sweep)["deadline"] == 1
     view = wf.view(instance)
     assert view["state"] == "compensating" and view["reason"] == "deadline"

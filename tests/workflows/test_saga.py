@@ -1,5 +1,6 @@
 """The saga on a real broker: steps follow their units of work (committed, backed out,
 held, cascaded), compensations run newest committed first, one at a time."""
+
 from __future__ import annotations
 
 from brokers.services.message_input import MessageInput
@@ -8,8 +9,7 @@ from workflows.services.instances import instance_start, step_fail, workflow_abo
 
 
 def start(flow, body: str = "claim", **kwargs) -> str:
-    return flow.hooks(instance_start, broker="WF", name="seq", message=MessageInput(body=body.encode()),
-                      **kwargs).pk
+    return flow.hooks(instance_start, broker="WF", name="seq", message=MessageInput(body=body.encode()), **kwargs).pk
 
 
 def test_a_workflow_runs_step_by_step_and_completes(wf):
@@ -25,8 +25,15 @@ def test_a_workflow_runs_step_by_step_and_completes(wf):
     view = wf.view(instance)
     assert view["state"] == "completed" and view["ended_at"]
     assert [h["event"] for h in view["history"]] == [
-        "started", "step_completed", "step_committed", "step_completed", "step_committed", "step_completed",
-        "step_committed", "completed"]
+        "started",
+        "step_completed",
+        "step_committed",
+        "step_completed",
+        "step_committed",
+        "step_completed",
+        "step_committed",
+        "completed",
+    ]
 
 
 def test_a_step_follows_its_unit_of_work(wf):
@@ -99,7 +106,9 @@ def test_a_held_step_commits_with_the_earlier_one_in_step_order(wf):
     wf.commit(first)
     view = wf.view(instance)
     assert [(s["name"], s["state"], s["commit_order"]) for s in view["steps"][:2]] == [
-        ("a", "committed", 1), ("b", "committed", 2)]
+        ("a", "committed", 1),
+        ("b", "committed", 2),
+    ]
     assert view["compensation_path"] == ["b", "a"]
 
 
@@ -108,6 +117,7 @@ def test_an_instance_started_under_a_unit_of_work_starts_only_if_it_commits(wf):
     gone = start(wf, transaction_id=txn)
     wf.rollback(txn)
     from workflows.models import Instance
+
     assert not Instance.objects.filter(pk=gone).exists()
     assert message_browse(broker="WF", queue="A").messages == []
     txn = wf.begin()

@@ -18,6 +18,7 @@ resubmits). The model's rules:
 After every rule the instance's state, each step's shown state, which compensation request
 is out, and the order of compensations done must match the model.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -37,7 +38,11 @@ from workflows.models import InstanceHistory, StepRequest
 from workflows.selectors import instance_get, instance_view
 from workflows.services.definitions import workflow_define
 from workflows.services.instances import (
-    compensation_resubmit, instance_start, step_compensated, step_complete, workflow_abort,
+    compensation_resubmit,
+    instance_start,
+    step_compensated,
+    step_complete,
+    workflow_abort,
 )
 
 STEPS = ["a", "b", "c"]
@@ -57,8 +62,11 @@ class SagaMachine(RuleBasedStateMachine):
         for q in "ABC":
             queue_define(broker=self.broker, name=q)
             queue_define(broker=self.broker, name=f"c{q}", backout_threshold=THRESHOLD)
-        workflow_define(broker=self.broker, name="w", steps=[
-            {"name": s, "queue": QUEUE[s], "compensation_queue": f"c{QUEUE[s]}"} for s in STEPS])
+        workflow_define(
+            broker=self.broker,
+            name="w",
+            steps=[{"name": s, "queue": QUEUE[s], "compensation_queue": f"c{QUEUE[s]}"} for s in STEPS],
+        )
         self.instances: list[dict] = []
         self.txns: dict[str, dict] = {}  # open units of work: kind, instance, step, upstream, held
 
@@ -68,9 +76,17 @@ class SagaMachine(RuleBasedStateMachine):
     # --- the model ------------------------------------------------------------------------
 
     def _new_instance(self, instance_id: str) -> dict:
-        return {"id": instance_id, "state": "running", "steps": dict.fromkeys(STEPS, "pending"),
-                "request": {"a": None} | dict.fromkeys(STEPS[1:], "none"),  # None: committed, else its putter
-                "completing": {}, "commits": [], "compensated": [], "out": None, "backouts": 0}
+        return {
+            "id": instance_id,
+            "state": "running",
+            "steps": dict.fromkeys(STEPS, "pending"),
+            "request": {"a": None} | dict.fromkeys(STEPS[1:], "none"),  # None: committed, else its putter
+            "completing": {},
+            "commits": [],
+            "compensated": [],
+            "out": None,
+            "backouts": 0,
+        }
 
     def _workable(self, preemptive: bool) -> list[tuple[dict, str]]:
         found = []
@@ -153,19 +169,28 @@ class SagaMachine(RuleBasedStateMachine):
         self.instances.append(self._new_instance(instance.pk))
 
     @precondition(lambda self: self._workable(False) or self._workable(True))
-    @rule(pick=st.integers(0, 99), preemptive=st.booleans(),
-          then=st.sampled_from(["commit", "commit", "rollback", "leave open"]))
+    @rule(
+        pick=st.integers(0, 99),
+        preemptive=st.booleans(),
+        then=st.sampled_from(["commit", "commit", "rollback", "leave open"]),
+    )
     def work(self, pick: int, preemptive: bool, then: str = "leave open") -> None:
         if not self._workable(preemptive):
             preemptive = not preemptive
         candidates = self._workable(preemptive)
         inst, step = candidates[pick % len(candidates)]
         txn = self._begin()
-        got = message_get(broker=self.broker, queue=QUEUE[step], transaction_id=txn, correl_id=inst["id"],
-                          preemptive=preemptive).messages
+        got = message_get(
+            broker=self.broker, queue=QUEUE[step], transaction_id=txn, correl_id=inst["id"], preemptive=preemptive
+        ).messages
         assert len(got) == 1 and got[0].properties["workflow"]["step"] == step
-        step_complete(instance_id=inst["id"], step=step, transaction_id=txn, output=MessageInput(body=b"out"),
-                      compensation=MessageInput(body=f"undo {step}".encode()))
+        step_complete(
+            instance_id=inst["id"],
+            step=step,
+            transaction_id=txn,
+            output=MessageInput(body=b"out"),
+            compensation=MessageInput(body=f"undo {step}".encode()),
+        )
         upstream = inst["request"][step]
         self.txns[txn] = {"kind": "step", "instance": inst, "step": step, "upstream": upstream, "held": False}
         inst["completing"][step] = txn
@@ -208,11 +233,16 @@ class SagaMachine(RuleBasedStateMachine):
         inst = out[pick % len(out)]
         step = inst["out"]
         txn = self._begin()
-        got = message_get(broker=self.broker, queue=f"c{QUEUE[step]}", transaction_id=txn,
-                          correl_id=inst["id"]).messages
+        got = message_get(
+            broker=self.broker, queue=f"c{QUEUE[step]}", transaction_id=txn, correl_id=inst["id"]
+        ).messages
         assert len(got) == 1, f"one compensation request for {step} is out"
-        assert got[0].properties["workflow"] == {"instance": inst["id"], "workflow": "w", "step": step,
-                                                 "compensation": True}
+        assert got[0].properties["workflow"] == {
+            "instance": inst["id"],
+            "workflow": "w",
+            "step": step,
+            "compensation": True,
+        }
         assert bytes(got[0].body) == f"undo {step}".encode()
         step_compensated(instance_id=inst["id"], step=step, transaction_id=txn)
         self.txns[txn] = {"kind": "comp", "instance": inst, "step": step, "upstream": None, "held": False}
@@ -253,15 +283,24 @@ class SagaMachine(RuleBasedStateMachine):
             assert view["compensation_path"] == list(reversed(inst["commits"]))
             done = [h.step for h in InstanceHistory.objects.filter(instance_id=inst["id"], event="step_compensated")]
             assert done == inst["compensated"]
-            out = list(StepRequest.objects.filter(instance_id=inst["id"], compensation=True, open=True)
-                       .values_list("step", flat=True))
+            out = list(
+                StepRequest.objects.filter(instance_id=inst["id"], compensation=True, open=True).values_list(
+                    "step", flat=True
+                )
+            )
             assert out == ([inst["out"]] if inst["out"] not in (None, "dead") else [])
 
 
 @pytest.mark.django_db
 def test_the_saga_agrees_with_its_model(hooks):
     SagaMachine.hooks = staticmethod(hooks)
-    run_state_machine_as_test(SagaMachine, settings=settings(
-        max_examples=6, stateful_step_count=20, deadline=None, database=None,
-        suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
-    ))
+    run_state_machine_as_test(
+        SagaMachine,
+        settings=settings(
+            max_examples=6,
+            stateful_step_count=20,
+            deadline=None,
+            database=None,
+            suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+        ),
+    )

@@ -6,61 +6,154 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
-    dependencies = [
-    ]
+    dependencies = []
 
     operations = [
         migrations.CreateModel(
-            name='JournalEvent',
+            name="JournalEvent",
             fields=[
-                ('id', models.BigAutoField(primary_key=True, serialize=False)),
-                ('at', models.DateTimeField(db_index=True)),
-                ('kind', models.CharField(choices=[('begin', 'Begin'), ('put', 'Put'), ('get', 'Get'), ('commit', 'Commit'), ('rollback', 'Rollback'), ('backout', 'Backout'), ('expire', 'Expire'), ('dead_letter', 'Dead Letter'), ('link', 'Link'), ('hold', 'Hold'), ('release', 'Release'), ('cascade', 'Cascade'), ('lock', 'Lock'), ('transfer', 'Transfer'), ('discard', 'Discard'), ('react', 'React')], max_length=16)),
-                ('broker', models.CharField(max_length=48)),
-                ('queue', models.CharField(blank=True, max_length=48)),
-                ('transaction_id', models.CharField(blank=True, max_length=32)),
-                ('msg_id', models.CharField(blank=True, max_length=48)),
-                ('detail', models.JSONField(blank=True, default=dict)),
+                ("id", models.BigAutoField(primary_key=True, serialize=False)),
+                ("at", models.DateTimeField(db_index=True)),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[
+                            ("begin", "Begin"),
+                            ("put", "Put"),
+                            ("get", "Get"),
+                            ("commit", "Commit"),
+                            ("rollback", "Rollback"),
+                            ("backout", "Backout"),
+                            ("expire", "Expire"),
+                            ("dead_letter", "Dead Letter"),
+                            ("link", "Link"),
+                            ("hold", "Hold"),
+                            ("release", "Release"),
+                            ("cascade", "Cascade"),
+                            ("lock", "Lock"),
+                            ("transfer", "Transfer"),
+                            ("discard", "Discard"),
+                            ("react", "React"),
+                        ],
+                        max_length=16,
+                    ),
+                ),
+                ("broker", models.CharField(max_length=48)),
+                ("queue", models.CharField(blank=True, max_length=48)),
+                ("transaction_id", models.CharField(blank=True, max_length=32)),
+                ("msg_id", models.CharField(blank=True, max_length=48)),
+                ("detail", models.JSONField(blank=True, default=dict)),
             ],
             options={
-                'ordering': ['id'],
+                "ordering": ["id"],
             },
         ),
         migrations.CreateModel(
-            name='Transaction',
+            name="Transaction",
             fields=[
-                ('id', models.CharField(default=transactions.models.transaction_id_new, editable=False, max_length=32, primary_key=True, serialize=False)),
-                ('broker', models.CharField(db_index=True, help_text='Name of the broker the unit of work runs on.', max_length=48)),
-                ('state', models.CharField(choices=[('active', 'Active'), ('commit_held', 'Commit Held'), ('committed', 'Committed'), ('rolled_back', 'Rolled Back')], default='active', max_length=16)),
-                ('reason', models.CharField(blank=True, help_text='Why it was rolled back.', max_length=200)),
-                ('owner', models.CharField(blank=True, help_text='Connection id or channel that began it, if any.', max_length=100)),
-                ('marks', models.JSONField(blank=True, default=list, help_text='What kinds of effects resource managers must look for at its resolution.')),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('deadline_at', models.DateTimeField(blank=True, help_text='Rolled back if still open at this time.', null=True)),
-                ('commit_requested_at', models.DateTimeField(blank=True, null=True)),
-                ('resolved_at', models.DateTimeField(blank=True, null=True)),
-                ('cause', models.ForeignKey(blank=True, help_text='The upstream transaction whose rollback cascaded to this one.', null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='transactions.transaction')),
+                (
+                    "id",
+                    models.CharField(
+                        default=transactions.models.transaction_id_new,
+                        editable=False,
+                        max_length=32,
+                        primary_key=True,
+                        serialize=False,
+                    ),
+                ),
+                (
+                    "broker",
+                    models.CharField(
+                        db_index=True, help_text="Name of the broker the unit of work runs on.", max_length=48
+                    ),
+                ),
+                (
+                    "state",
+                    models.CharField(
+                        choices=[
+                            ("active", "Active"),
+                            ("commit_held", "Commit Held"),
+                            ("committed", "Committed"),
+                            ("rolled_back", "Rolled Back"),
+                        ],
+                        default="active",
+                        max_length=16,
+                    ),
+                ),
+                ("reason", models.CharField(blank=True, help_text="Why it was rolled back.", max_length=200)),
+                (
+                    "owner",
+                    models.CharField(
+                        blank=True, help_text="Connection id or channel that began it, if any.", max_length=100
+                    ),
+                ),
+                (
+                    "marks",
+                    models.JSONField(
+                        blank=True,
+                        default=list,
+                        help_text="What kinds of effects resource managers must look for at its resolution.",
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "deadline_at",
+                    models.DateTimeField(blank=True, help_text="Rolled back if still open at this time.", null=True),
+                ),
+                ("commit_requested_at", models.DateTimeField(blank=True, null=True)),
+                ("resolved_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "cause",
+                    models.ForeignKey(
+                        blank=True,
+                        help_text="The upstream transaction whose rollback cascaded to this one.",
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to="transactions.transaction",
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='Link',
+            name="Link",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('resource_ref', models.CharField(help_text='What made the link (a message id, a channel batch).', max_length=120)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('downstream', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='upstream_links', to='transactions.transaction')),
-                ('upstream', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='downstream_links', to='transactions.transaction')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "resource_ref",
+                    models.CharField(help_text="What made the link (a message id, a channel batch).", max_length=120),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "downstream",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="upstream_links",
+                        to="transactions.transaction",
+                    ),
+                ),
+                (
+                    "upstream",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="downstream_links",
+                        to="transactions.transaction",
+                    ),
+                ),
             ],
         ),
         migrations.AddIndex(
-            model_name='transaction',
-            index=models.Index(condition=models.Q(('state__in', ['active', 'commit_held'])), fields=['deadline_at'], name='txn_open_deadline'),
+            model_name="transaction",
+            index=models.Index(
+                condition=models.Q(("state__in", ["active", "commit_held"])),
+                fields=["deadline_at"],
+                name="txn_open_deadline",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='link',
-            constraint=models.UniqueConstraint(fields=('upstream', 'downstream', 'resource_ref'), name='link_unique'),
+            model_name="link",
+            constraint=models.UniqueConstraint(fields=("upstream", "downstream", "resource_ref"), name="link_unique"),
         ),
     ]

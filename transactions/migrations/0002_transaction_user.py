@@ -6,16 +6,22 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('transactions', '0001_initial'),
+        ("transactions", "0001_initial"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='transaction',
-            name='user',
-            field=models.ForeignKey(blank=True, help_text="The user who began it, who alone (with superusers and the broker's admins) may act on it; empty for units of work begun by channel agents and other system code.", null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL),
+            model_name="transaction",
+            name="user",
+            field=models.ForeignKey(
+                blank=True,
+                help_text="The user who began it, who alone (with superusers and the broker's admins) may act on it; empty for units of work begun by channel agents and other system code.",
+                null=True,
+                on_delete=django.db.models.deletion.SET_NULL,
+                related_name="+",
+                to=settings.AUTH_USER_MODEL,
+            ),
         ),
     ]

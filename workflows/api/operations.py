@@ -1,6 +1,7 @@
 """Workflows' operations, each defined once (``brokers.api.operations``) for REST, the
 session (``workflow_start``, ``step_complete``, ``step_fail``, ``step_compensated``,
 ``workflow_abort``, ``workflow_resubmit``, ``workflow_instance``) and the schema."""
+
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal
@@ -14,11 +15,22 @@ from brokers.services.message_input import MessageIn, Name
 from .. import permissions as may
 from ..models import InstanceState, StepState
 from ..selectors import (
-    instance_get, instance_summary, instance_view, instances_find, workflow_get, workflow_list, workflow_view,
+    instance_get,
+    instance_summary,
+    instance_view,
+    instances_find,
+    workflow_get,
+    workflow_list,
+    workflow_view,
 )
 from ..services.definitions import MAX_DEADLINE_MS, MAX_STEPS, workflow_alter, workflow_define, workflow_delete
 from ..services.instances import (
-    compensation_resubmit, instance_start, step_compensated, step_complete, step_fail, workflow_abort,
+    compensation_resubmit,
+    instance_start,
+    step_compensated,
+    step_complete,
+    step_fail,
+    workflow_abort,
 )
 
 TransactionId = Annotated[str, Field(max_length=64, description="A unit of work's id.")]
@@ -32,9 +44,12 @@ class StepIn(Model):
     name: Name
     queue: Name = Field(description="Where the step's requests are put.")
     compensation_queue: Name = Field(description="Where the step's compensation requests are put.")
-    next: list[Name] | None = Field(None, description="The steps that follow (several: fan-out; a step named by "
-                                                      "several steps waits for all of them: fan-in; [] ends the "
-                                                      "branch). Default: the next step listed.")
+    next: list[Name] | None = Field(
+        None,
+        description="The steps that follow (several: fan-out; a step named by "
+        "several steps waits for all of them: fan-in; [] ends the "
+        "branch). Default: the next step listed.",
+    )
 
 
 class StepOut(Model):
@@ -62,8 +77,12 @@ class Page(Model):
 
 
 Steps = Annotated[list[StepIn], Field(min_length=1, max_length=MAX_STEPS)]
-Deadline = Annotated[int, Field(ge=0, le=MAX_DEADLINE_MS, description="An instance with no step committed for "
-                                                                      "this long fails (0: no deadline).")]
+Deadline = Annotated[
+    int,
+    Field(
+        ge=0, le=MAX_DEADLINE_MS, description="An instance with no step committed for this long fails (0: no deadline)."
+    ),
+]
 Description = Annotated[str, Field(max_length=200)]
 
 
@@ -87,8 +106,10 @@ class WorkflowList(Operation):
     def perform(cls, user, data: Input) -> tuple[int, dict[str, Any]]:
         may.require_display(user, broker=data.broker)
         rows = workflow_list(broker=data.broker)
-        return 200, {"count": len(rows),
-                     "results": [workflow_view(w) for w in rows[data.offset:data.offset + data.limit]]}
+        return 200, {
+            "count": len(rows),
+            "results": [workflow_view(w) for w in rows[data.offset : data.offset + data.limit]],
+        }
 
 
 class WorkflowDefine(Operation):
@@ -110,8 +131,13 @@ class WorkflowDefine(Operation):
     @classmethod
     def perform(cls, user, data: Input) -> tuple[int, dict[str, Any]]:
         may.require_admin(user, broker=data.broker)
-        workflow = workflow_define(broker=data.broker, name=data.name, steps=_steps(data.steps),
-                                   deadline_ms=data.deadline_ms, description=data.description)
+        workflow = workflow_define(
+            broker=data.broker,
+            name=data.name,
+            steps=_steps(data.steps),
+            deadline_ms=data.deadline_ms,
+            description=data.description,
+        )
         return 201, workflow_view(workflow)
 
 
@@ -210,8 +236,13 @@ class WorkflowStart(Operation):
     @classmethod
     def perform(cls, user, data: Input) -> tuple[int, dict[str, Any]]:
         may.require_start(user, broker=data.broker, name=data.name)
-        instance = instance_start(broker=data.broker, name=data.name, message=MessageIn.to_input(data),
-                                  transaction_id=data.transaction or None, user=user)
+        instance = instance_start(
+            broker=data.broker,
+            name=data.name,
+            message=MessageIn.to_input(data),
+            transaction_id=data.transaction or None,
+            user=user,
+        )
         return 201, {**instance_summary(instance), "transaction": data.transaction or None}
 
 
@@ -224,10 +255,19 @@ class InstanceFind(Operation):
         broker: Annotated[str, Field(max_length=48)]
         name: Annotated[str, Field(max_length=200)]
         state: InstanceStates | None = None
-        older_than_ms: Annotated[int, Field(ge=0, le=10**13, description="Started at least this long ago.")] | None \
-            = None
-        step: Annotated[str, Field(max_length=48, description="Standing at this step: its request out, or it in "
-                                                              "flight or being compensated.")] | None = None
+        older_than_ms: Annotated[int, Field(ge=0, le=10**13, description="Started at least this long ago.")] | None = (
+            None
+        )
+        step: (
+            Annotated[
+                str,
+                Field(
+                    max_length=48,
+                    description="Standing at this step: its request out, or it in flight or being compensated.",
+                ),
+            ]
+            | None
+        ) = None
 
     class Output(Model):
         count: int
@@ -236,9 +276,15 @@ class InstanceFind(Operation):
     @classmethod
     def perform(cls, user, data: Input) -> tuple[int, dict[str, Any]]:
         may.require_display(user, broker=data.broker)
-        count, rows = instances_find(broker=data.broker, name=data.name, state=data.state,
-                                     older_than_ms=data.older_than_ms, step=data.step, limit=data.limit,
-                                     offset=data.offset)
+        count, rows = instances_find(
+            broker=data.broker,
+            name=data.name,
+            state=data.state,
+            older_than_ms=data.older_than_ms,
+            step=data.step,
+            limit=data.limit,
+            offset=data.offset,
+        )
         return 200, {"count": count, "results": [instance_summary(i) for i in rows]}
 
 
@@ -277,8 +323,9 @@ class InstanceDetailOut(InstanceOut):
     transaction_state: str | None
     steps: list[InstanceStepOut]
     held: list[HeldOut] = Field(description="Steps whose unit of work is held on (linked to) another's.")
-    compensation_path: list[str] = Field(description="The committed steps, newest commit first: the order of "
-                                                     "their compensations.")
+    compensation_path: list[str] = Field(
+        description="The committed steps, newest commit first: the order of their compensations."
+    )
     history: list[HistoryOut]
 
 
@@ -320,17 +367,23 @@ class StepComplete(Operation):
         step: Annotated[str, Field(max_length=48)]
         transaction: TransactionId
         output: MessageIn | None = Field(None, description="The next step(s)' request.")
-        compensation: MessageIn | None = Field(None, description="This step's compensation request, should it be "
-                                                                 "compensated.")
+        compensation: MessageIn | None = Field(
+            None, description="This step's compensation request, should it be compensated."
+        )
 
     Output = StepResult
 
     @classmethod
     def perform(cls, user, data: Input) -> tuple[int, dict[str, Any]]:
         may.require_complete(user, instance_id=data.instance, step=data.step)
-        row = step_complete(instance_id=data.instance, step=data.step, transaction_id=data.transaction,
-                            output=data.output.to_input() if data.output else None,
-                            compensation=data.compensation.to_input() if data.compensation else None, user=user)
+        row = step_complete(
+            instance_id=data.instance,
+            step=data.step,
+            transaction_id=data.transaction,
+            output=data.output.to_input() if data.output else None,
+            compensation=data.compensation.to_input() if data.compensation else None,
+            user=user,
+        )
         return 200, {"instance": data.instance, "step": data.step, "state": row.state, "transaction": row.transaction}
 
 
@@ -356,8 +409,13 @@ class StepFail(Operation):
     @classmethod
     def perform(cls, user, data: Input) -> tuple[int, dict[str, Any]]:
         may.require_fail(user, instance_id=data.instance, step=data.step)
-        instance = step_fail(instance_id=data.instance, step=data.step, reason=data.reason,
-                             transaction_id=data.transaction or None, user=user)
+        instance = step_fail(
+            instance_id=data.instance,
+            step=data.step,
+            reason=data.reason,
+            transaction_id=data.transaction or None,
+            user=user,
+        )
         return 200, {"id": instance.pk, "state": instance.state, "transaction": data.transaction or None}
 
 
@@ -380,8 +438,7 @@ class StepCompensated(Operation):
     def perform(cls, user, data: Input) -> tuple[int, dict[str, Any]]:
         may.require_compensated(user, instance_id=data.instance, step=data.step)
         row = step_compensated(instance_id=data.instance, step=data.step, transaction_id=data.transaction, user=user)
-        return 200, {"instance": data.instance, "step": data.step, "state": row.state,
-                     "transaction": data.transaction}
+        return 200, {"instance": data.instance, "step": data.step, "state": row.state, "transaction": data.transaction}
 
 
 class InstanceStateOut(Model):

@@ -1,5 +1,6 @@
 """REST views for workflows (docs/api.md, "Workflows"): each hands its request to one operation
 (``workflows.api.operations``), as brokers.api.views does."""
+
 from __future__ import annotations
 
 from rest_framework.request import Request

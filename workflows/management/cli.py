@@ -1,6 +1,7 @@
 """What the workflow commands share: ``--step`` parsing, and a manual step done by a
 person (the command gets the instance's request from the step's queue under a unit of
 work it begins, completes or fails the step in it, and commits)."""
+
 from __future__ import annotations
 
 import argparse
@@ -25,11 +26,18 @@ def step_spec(text: str) -> dict:
 
 
 def step_options_add(parser, *, required: bool) -> None:
-    parser.add_argument("--step", dest="steps", action="append", type=step_spec, required=required,
-                        metavar="NAME:QUEUE:COMP_QUEUE[:NEXT,...]",
-                        help="a step, in order (repeat the option); NEXT lists the steps that follow it")
-    parser.add_argument("--deadline-ms", type=int, help="fail an instance with no step committed for this long "
-                                                        "(0: no deadline)")
+    parser.add_argument(
+        "--step",
+        dest="steps",
+        action="append",
+        type=step_spec,
+        required=required,
+        metavar="NAME:QUEUE:COMP_QUEUE[:NEXT,...]",
+        help="a step, in order (repeat the option); NEXT lists the steps that follow it",
+    )
+    parser.add_argument(
+        "--deadline-ms", type=int, help="fail an instance with no step committed for this long (0: no deadline)"
+    )
     parser.add_argument("--description", help="what the workflow does")
 
 
@@ -44,11 +52,20 @@ def manual_step(*, instance_id: str, step: str, act: Callable[[str, list], None]
     got = []
     try:
         if definition is not None:
-            got = message_get(broker=instance.broker.name, queue=queue, transaction_id=txn, correl_id=instance.pk,
-                              batch=100, wait=wait).messages
+            got = message_get(
+                broker=instance.broker.name,
+                queue=queue,
+                transaction_id=txn,
+                correl_id=instance.pk,
+                batch=100,
+                wait=wait,
+            ).messages
             if not got:
-                raise WorkflowConflict(f"No request of instance {instance.pk} for step {step!r} is waiting on queue "
-                                       f"{queue!r}.", instance=instance.pk, step=step)
+                raise WorkflowConflict(
+                    f"No request of instance {instance.pk} for step {step!r} is waiting on queue {queue!r}.",
+                    instance=instance.pk,
+                    step=step,
+                )
         act(txn, got)
     except BaseException:
         transaction_rollback(transaction_id=txn, require_open=False)

@@ -7,149 +7,288 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('brokers', '0004_dedup_keys'),
+        ("brokers", "0004_dedup_keys"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Instance',
+            name="Instance",
             fields=[
-                ('id', models.CharField(max_length=48, primary_key=True, serialize=False)),
-                ('state', models.CharField(choices=[('running', 'Running'), ('completed', 'Completed'), ('compensating', 'Compensating'), ('compensated', 'Compensated'), ('compensation_failed', 'Compensation Failed')], default='running', max_length=24)),
-                ('reason', models.CharField(blank=True, help_text='Why it failed or was aborted.', max_length=200)),
-                ('start_transaction', models.CharField(blank=True, help_text='The unit of work that started it, until that commits.', max_length=32)),
-                ('started_at', models.DateTimeField()),
-                ('progress_at', models.DateTimeField(help_text='Its start or its latest step commit: the deadline counts from it.')),
-                ('ended_at', models.DateTimeField(blank=True, null=True)),
-                ('commits', models.PositiveIntegerField(default=0, help_text='Step commits so far (orders them).')),
-                ('broker', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='brokers.broker')),
-                ('user', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
+                ("id", models.CharField(max_length=48, primary_key=True, serialize=False)),
+                (
+                    "state",
+                    models.CharField(
+                        choices=[
+                            ("running", "Running"),
+                            ("completed", "Completed"),
+                            ("compensating", "Compensating"),
+                            ("compensated", "Compensated"),
+                            ("compensation_failed", "Compensation Failed"),
+                        ],
+                        default="running",
+                        max_length=24,
+                    ),
+                ),
+                ("reason", models.CharField(blank=True, help_text="Why it failed or was aborted.", max_length=200)),
+                (
+                    "start_transaction",
+                    models.CharField(
+                        blank=True, help_text="The unit of work that started it, until that commits.", max_length=32
+                    ),
+                ),
+                ("started_at", models.DateTimeField()),
+                (
+                    "progress_at",
+                    models.DateTimeField(help_text="Its start or its latest step commit: the deadline counts from it."),
+                ),
+                ("ended_at", models.DateTimeField(blank=True, null=True)),
+                ("commits", models.PositiveIntegerField(default=0, help_text="Step commits so far (orders them).")),
+                (
+                    "broker",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="+", to="brokers.broker"
+                    ),
+                ),
+                (
+                    "user",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='InstanceHistory',
+            name="InstanceHistory",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('at', models.DateTimeField()),
-                ('event', models.CharField(choices=[('started', 'Started'), ('step_completed', 'Step Completed'), ('step_committed', 'Step Committed'), ('step_backed_out', 'Step Backed Out'), ('step_failed', 'Step Failed'), ('request_dead_lettered', 'Request Dead Lettered'), ('deadline', 'Deadline'), ('aborted', 'Aborted'), ('compensation_requested', 'Compensation Requested'), ('step_compensated', 'Step Compensated'), ('compensation_failed', 'Compensation Failed'), ('compensation_resubmitted', 'Compensation Resubmitted'), ('completed', 'Completed'), ('compensated', 'Compensated')], max_length=32)),
-                ('step', models.CharField(blank=True, max_length=48)),
-                ('transaction', models.CharField(blank=True, max_length=32)),
-                ('detail', models.CharField(blank=True, max_length=500)),
-                ('instance', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='history', to='workflows.instance')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("at", models.DateTimeField()),
+                (
+                    "event",
+                    models.CharField(
+                        choices=[
+                            ("started", "Started"),
+                            ("step_completed", "Step Completed"),
+                            ("step_committed", "Step Committed"),
+                            ("step_backed_out", "Step Backed Out"),
+                            ("step_failed", "Step Failed"),
+                            ("request_dead_lettered", "Request Dead Lettered"),
+                            ("deadline", "Deadline"),
+                            ("aborted", "Aborted"),
+                            ("compensation_requested", "Compensation Requested"),
+                            ("step_compensated", "Step Compensated"),
+                            ("compensation_failed", "Compensation Failed"),
+                            ("compensation_resubmitted", "Compensation Resubmitted"),
+                            ("completed", "Completed"),
+                            ("compensated", "Compensated"),
+                        ],
+                        max_length=32,
+                    ),
+                ),
+                ("step", models.CharField(blank=True, max_length=48)),
+                ("transaction", models.CharField(blank=True, max_length=32)),
+                ("detail", models.CharField(blank=True, max_length=500)),
+                (
+                    "instance",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="history", to="workflows.instance"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['id'],
+                "ordering": ["id"],
             },
         ),
         migrations.CreateModel(
-            name='StepRequest',
+            name="StepRequest",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('step', models.CharField(max_length=48)),
-                ('compensation', models.BooleanField(default=False)),
-                ('msg_id', models.CharField(db_index=True, max_length=48)),
-                ('queue', models.CharField(max_length=48)),
-                ('source', models.CharField(blank=True, help_text='The step whose completion put it.', max_length=48)),
-                ('put_transaction', models.CharField(blank=True, db_index=True, max_length=32)),
-                ('open', models.BooleanField(default=True)),
-                ('put_at', models.DateTimeField()),
-                ('instance', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='requests', to='workflows.instance')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("step", models.CharField(max_length=48)),
+                ("compensation", models.BooleanField(default=False)),
+                ("msg_id", models.CharField(db_index=True, max_length=48)),
+                ("queue", models.CharField(max_length=48)),
+                ("source", models.CharField(blank=True, help_text="The step whose completion put it.", max_length=48)),
+                ("put_transaction", models.CharField(blank=True, db_index=True, max_length=32)),
+                ("open", models.BooleanField(default=True)),
+                ("put_at", models.DateTimeField()),
+                (
+                    "instance",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="requests", to="workflows.instance"
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='Workflow',
+            name="Workflow",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=48, validators=[django.core.validators.RegexValidator('^[A-Za-z0-9._/%]{1,48}$', 'Use 1 to 48 characters of A-Z a-z 0-9 . _ / %%.')])),
-                ('version', models.PositiveIntegerField(default=1, help_text='The current version: new instances start with it.')),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('broker', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='workflows', to='brokers.broker')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "name",
+                    models.CharField(
+                        max_length=48,
+                        validators=[
+                            django.core.validators.RegexValidator(
+                                "^[A-Za-z0-9._/%]{1,48}$", "Use 1 to 48 characters of A-Z a-z 0-9 . _ / %%."
+                            )
+                        ],
+                    ),
+                ),
+                (
+                    "version",
+                    models.PositiveIntegerField(
+                        default=1, help_text="The current version: new instances start with it."
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "broker",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="workflows", to="brokers.broker"
+                    ),
+                ),
             ],
         ),
         migrations.AddField(
-            model_name='instance',
-            name='workflow',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='instances', to='workflows.workflow'),
+            model_name="instance",
+            name="workflow",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE, related_name="instances", to="workflows.workflow"
+            ),
         ),
         migrations.CreateModel(
-            name='WorkflowVersion',
+            name="WorkflowVersion",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('version', models.PositiveIntegerField()),
-                ('description', models.CharField(blank=True, max_length=200)),
-                ('deadline_ms', models.PositiveBigIntegerField(default=0, help_text='An instance with no step committed for this long fails (0: no deadline).')),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('workflow', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='versions', to='workflows.workflow')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("version", models.PositiveIntegerField()),
+                ("description", models.CharField(blank=True, max_length=200)),
+                (
+                    "deadline_ms",
+                    models.PositiveBigIntegerField(
+                        default=0, help_text="An instance with no step committed for this long fails (0: no deadline)."
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "workflow",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="versions", to="workflows.workflow"
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='WorkflowStep',
+            name="WorkflowStep",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('position', models.PositiveIntegerField()),
-                ('name', models.CharField(max_length=48, validators=[django.core.validators.RegexValidator('^[A-Za-z0-9._/%]{1,48}$', 'Use 1 to 48 characters of A-Z a-z 0-9 . _ / %%.')])),
-                ('queue', models.CharField(max_length=48)),
-                ('compensation_queue', models.CharField(max_length=48)),
-                ('next', models.JSONField(blank=True, null=True)),
-                ('successors', models.JSONField(default=list)),
-                ('predecessors', models.JSONField(default=list)),
-                ('version', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='steps', to='workflows.workflowversion')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("position", models.PositiveIntegerField()),
+                (
+                    "name",
+                    models.CharField(
+                        max_length=48,
+                        validators=[
+                            django.core.validators.RegexValidator(
+                                "^[A-Za-z0-9._/%]{1,48}$", "Use 1 to 48 characters of A-Z a-z 0-9 . _ / %%."
+                            )
+                        ],
+                    ),
+                ),
+                ("queue", models.CharField(max_length=48)),
+                ("compensation_queue", models.CharField(max_length=48)),
+                ("next", models.JSONField(blank=True, null=True)),
+                ("successors", models.JSONField(default=list)),
+                ("predecessors", models.JSONField(default=list)),
+                (
+                    "version",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="steps",
+                        to="workflows.workflowversion",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['position'],
+                "ordering": ["position"],
             },
         ),
         migrations.AddField(
-            model_name='instance',
-            name='version',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='instances', to='workflows.workflowversion'),
+            model_name="instance",
+            name="version",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE, related_name="instances", to="workflows.workflowversion"
+            ),
         ),
         migrations.CreateModel(
-            name='InstanceStep',
+            name="InstanceStep",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('position', models.PositiveIntegerField()),
-                ('name', models.CharField(max_length=48)),
-                ('state', models.CharField(choices=[('pending', 'Pending'), ('in_flight', 'In Flight'), ('held', 'Held'), ('committed', 'Committed'), ('backed_out', 'Backed Out'), ('compensating', 'Compensating'), ('compensated', 'Compensated')], default='pending', max_length=16)),
-                ('transaction', models.CharField(blank=True, max_length=32)),
-                ('commit_order', models.PositiveIntegerField(blank=True, null=True)),
-                ('committed_at', models.DateTimeField(blank=True, null=True)),
-                ('compensation', models.JSONField(blank=True, null=True)),
-                ('compensation_transaction', models.CharField(blank=True, max_length=32)),
-                ('compensated_at', models.DateTimeField(blank=True, null=True)),
-                ('fail_reason', models.CharField(blank=True, help_text='A fail waiting for its unit of work.', max_length=200)),
-                ('fail_transaction', models.CharField(blank=True, max_length=32)),
-                ('instance', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='steps', to='workflows.instance')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("position", models.PositiveIntegerField()),
+                ("name", models.CharField(max_length=48)),
+                (
+                    "state",
+                    models.CharField(
+                        choices=[
+                            ("pending", "Pending"),
+                            ("in_flight", "In Flight"),
+                            ("held", "Held"),
+                            ("committed", "Committed"),
+                            ("backed_out", "Backed Out"),
+                            ("compensating", "Compensating"),
+                            ("compensated", "Compensated"),
+                        ],
+                        default="pending",
+                        max_length=16,
+                    ),
+                ),
+                ("transaction", models.CharField(blank=True, max_length=32)),
+                ("commit_order", models.PositiveIntegerField(blank=True, null=True)),
+                ("committed_at", models.DateTimeField(blank=True, null=True)),
+                ("compensation", models.JSONField(blank=True, null=True)),
+                ("compensation_transaction", models.CharField(blank=True, max_length=32)),
+                ("compensated_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "fail_reason",
+                    models.CharField(blank=True, help_text="A fail waiting for its unit of work.", max_length=200),
+                ),
+                ("fail_transaction", models.CharField(blank=True, max_length=32)),
+                (
+                    "instance",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="steps", to="workflows.instance"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['position'],
-                'indexes': [models.Index(fields=['transaction'], name='instance_step_txn')],
-                'constraints': [models.UniqueConstraint(fields=('instance', 'name'), name='instance_step_unique')],
+                "ordering": ["position"],
+                "indexes": [models.Index(fields=["transaction"], name="instance_step_txn")],
+                "constraints": [models.UniqueConstraint(fields=("instance", "name"), name="instance_step_unique")],
             },
         ),
         migrations.AddConstraint(
-            model_name='workflow',
-            constraint=models.UniqueConstraint(fields=('broker', 'name'), name='workflow_unique_name'),
+            model_name="workflow",
+            constraint=models.UniqueConstraint(fields=("broker", "name"), name="workflow_unique_name"),
         ),
         migrations.AddConstraint(
-            model_name='workflowversion',
-            constraint=models.UniqueConstraint(fields=('workflow', 'version'), name='workflow_version_unique'),
+            model_name="workflowversion",
+            constraint=models.UniqueConstraint(fields=("workflow", "version"), name="workflow_version_unique"),
         ),
         migrations.AddConstraint(
-            model_name='workflowstep',
-            constraint=models.UniqueConstraint(fields=('version', 'name'), name='workflow_step_unique'),
+            model_name="workflowstep",
+            constraint=models.UniqueConstraint(fields=("version", "name"), name="workflow_step_unique"),
         ),
         migrations.AddIndex(
-            model_name='instance',
-            index=models.Index(fields=['workflow', 'state', 'started_at'], name='instance_find'),
+            model_name="instance",
+            index=models.Index(fields=["workflow", "state", "started_at"], name="instance_find"),
         ),
         migrations.AddIndex(
-            model_name='instance',
-            index=models.Index(fields=['state', 'progress_at'], name='instance_deadline'),
+            model_name="instance",
+            index=models.Index(fields=["state", "progress_at"], name="instance_deadline"),
         ),
     ]

@@ -5,6 +5,7 @@ fan-out; a step named in several steps' ``next`` waits for all of them: fan-in; 
 step ends its branch). The first step listed is the only one without a predecessor, and the
 steps form no cycle. Every queue must exist on the broker (a local, alias or remote queue
 a put can name)."""
+
 from __future__ import annotations
 
 import re
@@ -47,14 +48,18 @@ def _steps_resolved(*, broker_id: int, steps: Any) -> list[dict]:
             value = step.get(field)
             if not isinstance(value, str) or not NAME.match(value):
                 errors.setdefault(f"steps[{i}].{field}", []).append(
-                    "Required: 1 to 48 characters of A-Z a-z 0-9 . _ / %.")
+                    "Required: 1 to 48 characters of A-Z a-z 0-9 . _ / %."
+                )
         name = step.get("name") if isinstance(step.get("name"), str) else ""
         if name and name in names:
             errors.setdefault(f"steps[{i}].name", []).append("Another step has this name.")
         names.append(name)
     queue_names = {s.get(f) for s in steps if isinstance(s, dict) for f in ("queue", "compensation_queue")}
-    existing = set(Queue.objects.filter(broker_id=broker_id, name__in=[q for q in queue_names if isinstance(q, str)])
-                   .values_list("name", flat=True))
+    existing = set(
+        Queue.objects.filter(broker_id=broker_id, name__in=[q for q in queue_names if isinstance(q, str)]).values_list(
+            "name", flat=True
+        )
+    )
     for i, step in enumerate(steps):
         if not isinstance(step, dict):
             continue
@@ -82,9 +87,16 @@ def _steps_resolved(*, broker_id: int, steps: Any) -> list[dict]:
     for i, step in enumerate(steps):
         nxt = step.get("next")
         successors = list(nxt) if nxt is not None else ([names[i + 1]] if i + 1 < len(steps) else [])
-        resolved.append({"name": names[i], "queue": step["queue"], "compensation_queue": step["compensation_queue"],
-                         "next": list(nxt) if nxt is not None else None, "successors": successors,
-                         "predecessors": []})
+        resolved.append(
+            {
+                "name": names[i],
+                "queue": step["queue"],
+                "compensation_queue": step["compensation_queue"],
+                "next": list(nxt) if nxt is not None else None,
+                "successors": successors,
+                "predecessors": [],
+            }
+        )
     by_name = {s["name"]: s for s in resolved}
     for s in resolved:
         for n in s["successors"]:
@@ -92,7 +104,8 @@ def _steps_resolved(*, broker_id: int, steps: Any) -> list[dict]:
     for i, s in enumerate(resolved[1:], start=1):
         if not s["predecessors"]:
             errors.setdefault(f"steps[{i}].name", []).append(
-                "No step leads here: only the first step starts without a predecessor.")
+                "No step leads here: only the first step starts without a predecessor."
+            )
     if not errors and _has_cycle(resolved):
         errors["steps"] = ["The steps' next lists make a cycle."]
     if errors:
@@ -117,8 +130,12 @@ def _has_cycle(steps: list[dict]) -> bool:
 
 def _deadline_checked(deadline_ms: Any) -> int:
     if isinstance(deadline_ms, bool) or not isinstance(deadline_ms, int) or not 0 <= deadline_ms <= MAX_DEADLINE_MS:
-        raise InvalidInput("deadline_ms is not valid.", errors={"deadline_ms": [
-            f"Must be a whole number of milliseconds from 0 (no deadline) to {MAX_DEADLINE_MS}."]})
+        raise InvalidInput(
+            "deadline_ms is not valid.",
+            errors={
+                "deadline_ms": [f"Must be a whole number of milliseconds from 0 (no deadline) to {MAX_DEADLINE_MS}."]
+            },
+        )
     return deadline_ms
 
 
@@ -128,16 +145,27 @@ def _description_checked(description: Any) -> str:
     return description
 
 
-def _version_new(*, workflow: Workflow, number: int, steps: list[dict], deadline_ms: int,
-                 description: str) -> WorkflowVersion:
-    version = WorkflowVersion.objects.create(workflow=workflow, version=number, deadline_ms=deadline_ms,
-                                             description=description)
-    WorkflowStep.objects.bulk_create([
-        WorkflowStep(version=version, position=i, name=s["name"], queue=s["queue"],
-                     compensation_queue=s["compensation_queue"], next=s["next"], successors=s["successors"],
-                     predecessors=s["predecessors"])
-        for i, s in enumerate(steps)
-    ])
+def _version_new(
+    *, workflow: Workflow, number: int, steps: list[dict], deadline_ms: int, description: str
+) -> WorkflowVersion:
+    version = WorkflowVersion.objects.create(
+        workflow=workflow, version=number, deadline_ms=deadline_ms, description=description
+    )
+    WorkflowStep.objects.bulk_create(
+        [
+            WorkflowStep(
+                version=version,
+                position=i,
+                name=s["name"],
+                queue=s["queue"],
+                compensation_queue=s["compensation_queue"],
+                next=s["next"],
+                successors=s["successors"],
+                predecessors=s["predecessors"],
+            )
+            for i, s in enumerate(steps)
+        ]
+    )
     return version
 
 
@@ -146,24 +174,27 @@ def workflow_define(*, broker: str, name: str, steps: Any, deadline_ms: Any = 0,
     not exist), AlreadyExists."""
     owner = broker_get(name=broker)
     if not isinstance(name, str) or not NAME.match(name):
-        raise InvalidInput("The name is not valid.", errors={"name": ["Use 1 to 48 characters of A-Z a-z 0-9 . _ / %."]})
+        raise InvalidInput(
+            "The name is not valid.", errors={"name": ["Use 1 to 48 characters of A-Z a-z 0-9 . _ / %."]}
+        )
     deadline_ms, description = _deadline_checked(deadline_ms), _description_checked(description)
     resolved = _steps_resolved(broker_id=owner.pk, steps=steps)
     try:
         with db.atomic():
             workflow = Workflow.objects.create(broker=owner, name=name, version=1)
-            _version_new(workflow=workflow, number=1, steps=resolved, deadline_ms=deadline_ms,
-                         description=description)
+            _version_new(workflow=workflow, number=1, steps=resolved, deadline_ms=deadline_ms, description=description)
     except IntegrityError:
-        raise AlreadyExists(f"Workflow {name!r} already exists on broker {broker!r}.", broker=broker,
-                            workflow=name) from None
+        raise AlreadyExists(
+            f"Workflow {name!r} already exists on broker {broker!r}.", broker=broker, workflow=name
+        ) from None
     return workflow
 
 
 def workflow_locked(*, broker: str, name: str) -> Workflow:
     """The workflow's row, locked. Caller holds an open database transaction."""
-    workflow = Workflow.objects.select_for_update().filter(broker__name=broker, name=name).select_related(
-        "broker").first()
+    workflow = (
+        Workflow.objects.select_for_update().filter(broker__name=broker, name=name).select_related("broker").first()
+    )
     if workflow is None:
         broker_get(name=broker)
         raise WorkflowNotFound(f"No workflow {name!r} on broker {broker!r}.", broker=broker, workflow=name)
@@ -184,13 +215,22 @@ def workflow_alter(*, broker: str, name: str, **changes: Any) -> Workflow:
         if "steps" in changes:
             resolved = _steps_resolved(broker_id=workflow.broker_id, steps=changes["steps"])
         else:
-            resolved = [{"name": s.name, "queue": s.queue, "compensation_queue": s.compensation_queue,
-                         "next": s.next, "successors": s.successors, "predecessors": s.predecessors}
-                        for s in current.steps.all()]
+            resolved = [
+                {
+                    "name": s.name,
+                    "queue": s.queue,
+                    "compensation_queue": s.compensation_queue,
+                    "next": s.next,
+                    "successors": s.successors,
+                    "predecessors": s.predecessors,
+                }
+                for s in current.steps.all()
+            ]
         workflow.version += 1
         Workflow.objects.filter(pk=workflow.pk).update(version=workflow.version)
-        _version_new(workflow=workflow, number=workflow.version, steps=resolved, deadline_ms=deadline_ms,
-                     description=description)
+        _version_new(
+            workflow=workflow, number=workflow.version, steps=resolved, deadline_ms=deadline_ms, description=description
+        )
     return workflow
 
 
@@ -201,6 +241,11 @@ def workflow_delete(*, broker: str, name: str) -> None:
         workflow = workflow_locked(broker=broker, name=name)
         running = Instance.objects.filter(workflow=workflow, state__in=ACTIVE_INSTANCE_STATES).count()
         if running:
-            raise NotEmpty(f"Workflow {name!r} has {running} instance(s) that have not ended; abort them or let them "
-                           "finish first.", broker=broker, workflow=name, running=running)
+            raise NotEmpty(
+                f"Workflow {name!r} has {running} instance(s) that have not ended; abort them or let them "
+                "finish first.",
+                broker=broker,
+                workflow=name,
+                running=running,
+            )
         workflow.delete()

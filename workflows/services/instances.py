@@ -8,6 +8,7 @@ effects that wait for a unit of work (a step counts as committed, a fail, a comp
 done) are applied by the resource manager (``workflows.services.store``) when it commits,
 and undone when it rolls back.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -23,7 +24,14 @@ from transactions.manager import transaction_mark, transaction_timeouts_applied
 
 from ..exceptions import InstanceNotFound, StepNotFound, WorkflowConflict
 from ..models import (
-    HistoryEvent, Instance, InstanceState, InstanceStep, StepRequest, StepState, WorkflowStep, WorkflowVersion,
+    HistoryEvent,
+    Instance,
+    InstanceState,
+    InstanceStep,
+    StepRequest,
+    StepState,
+    WorkflowStep,
+    WorkflowVersion,
 )
 from .definitions import workflow_locked
 from .history import history_add
@@ -51,23 +59,28 @@ def _locked(instance_id: str) -> Instance:
 def _step_locked(instance: Instance, step: str) -> InstanceStep:
     row = InstanceStep.objects.select_for_update().filter(instance=instance, name=step).first()
     if row is None:
-        raise StepNotFound(f"Workflow {instance.workflow.name!r} (version of instance {instance.pk}) has no step "
-                           f"{step!r}.", instance=instance.pk, step=step)
+        raise StepNotFound(
+            f"Workflow {instance.workflow.name!r} (version of instance {instance.pk}) has no step {step!r}.",
+            instance=instance.pk,
+            step=step,
+        )
     return row
 
 
 def _running_checked(instance: Instance, doing: str) -> None:
     if instance.state != InstanceState.RUNNING:
-        raise WorkflowConflict(f"Cannot {doing}: instance {instance.pk} is {instance.state}.", instance=instance.pk,
-                               state=instance.state)
+        raise WorkflowConflict(
+            f"Cannot {doing}: instance {instance.pk} is {instance.state}.", instance=instance.pk, state=instance.state
+        )
 
 
 def _user(user):
     return user if getattr(user, "pk", None) is not None else None
 
 
-def instance_start(*, broker: str, name: str, message: MessageInput | None = None,
-                   transaction_id: str | None = None, user=None) -> Instance:
+def instance_start(
+    *, broker: str, name: str, message: MessageInput | None = None, transaction_id: str | None = None, user=None
+) -> Instance:
     """Start an instance of the workflow's current version: put its first step's request
     (``message`` with ``workflow`` among its properties), under ``transaction_id`` if given
     (the instance then starts only if that unit of work commits; if it rolls back, the
@@ -79,15 +92,34 @@ def instance_start(*, broker: str, name: str, message: MessageInput | None = Non
         steps = list(version.steps.all())
         now = timezone.now()
         instance = Instance.objects.create(
-            id=ids_new(1)[0], broker=workflow.broker, workflow=workflow, version=version, state=InstanceState.RUNNING,
-            start_transaction=transaction_id or "", started_at=now, progress_at=now, user=_user(user),
+            id=ids_new(1)[0],
+            broker=workflow.broker,
+            workflow=workflow,
+            version=version,
+            state=InstanceState.RUNNING,
+            start_transaction=transaction_id or "",
+            started_at=now,
+            progress_at=now,
+            user=_user(user),
         )
-        InstanceStep.objects.bulk_create([InstanceStep(instance=instance, position=s.position, name=s.name)
-                                          for s in steps])
-        request_put(instance=instance, workflow_name=workflow.name, step=steps[0].name, queue=steps[0].queue,
-                    message=message, transaction_id=transaction_id, user=user)
-        history_add(instance=instance, event=HistoryEvent.STARTED, transaction=transaction_id or "",
-                    detail=f"version {version.version}")
+        InstanceStep.objects.bulk_create(
+            [InstanceStep(instance=instance, position=s.position, name=s.name) for s in steps]
+        )
+        request_put(
+            instance=instance,
+            workflow_name=workflow.name,
+            step=steps[0].name,
+            queue=steps[0].queue,
+            message=message,
+            transaction_id=transaction_id,
+            user=user,
+        )
+        history_add(
+            instance=instance,
+            event=HistoryEvent.STARTED,
+            transaction=transaction_id or "",
+            detail=f"version {version.version}",
+        )
         if txn is not None:
             transaction_mark(transaction=txn, mark=MARK_WORKFLOWS)
     return instance
@@ -99,20 +131,32 @@ def _requests_held(*, instance: Instance, step: str, transaction_id: str, compen
     requests = list(StepRequest.objects.filter(instance=instance, step=step, compensation=compensation, open=True))
     what = "compensation request" if compensation else "request"
     if len(requests) < needed:
-        raise WorkflowConflict(f"Step {step!r} of instance {instance.pk} waits for its inputs: {len(requests)} of "
-                               f"{needed} have been put.", instance=instance.pk, step=step)
-    gotten = {m["msg_id"] for m in messages_gotten(transaction_id=transaction_id,
-                                                    msg_ids=[r.msg_id for r in requests])}
+        raise WorkflowConflict(
+            f"Step {step!r} of instance {instance.pk} waits for its inputs: {len(requests)} of {needed} have been put.",
+            instance=instance.pk,
+            step=step,
+        )
+    gotten = {m["msg_id"] for m in messages_gotten(transaction_id=transaction_id, msg_ids=[r.msg_id for r in requests])}
     missing = sorted(r.msg_id for r in requests if r.msg_id not in gotten)
     if missing:
         raise WorkflowConflict(
             f"Unit of work {transaction_id} has not got step {step!r}'s {what}(s) {', '.join(missing)}: get them "
             "under it first (a join step takes all its inputs in one unit of work).",
-            instance=instance.pk, step=step, missing=missing)
+            instance=instance.pk,
+            step=step,
+            missing=missing,
+        )
 
 
-def step_complete(*, instance_id: str, step: str, transaction_id: str, output: MessageInput | None = None,
-                  compensation: MessageInput | None = None, user=None) -> InstanceStep:
+def step_complete(
+    *,
+    instance_id: str,
+    step: str,
+    transaction_id: str,
+    output: MessageInput | None = None,
+    compensation: MessageInput | None = None,
+    user=None,
+) -> InstanceStep:
     """Complete a step in the unit of work that got its request(s): put the next step(s)'
     requests with ``output`` and record ``compensation`` as the step's compensation input,
     all in that unit of work. The step counts as committed when it commits, and not at all
@@ -125,30 +169,53 @@ def step_complete(*, instance_id: str, step: str, transaction_id: str, output: M
         _running_checked(instance, f"complete step {step!r}")
         if row.state == StepState.IN_FLIGHT:
             where = "this" if row.transaction == transaction_id else f"another ({row.transaction})"
-            raise WorkflowConflict(f"Step {step!r} of instance {instance.pk} was already completed under {where} unit "
-                                   "of work.", instance=instance.pk, step=step, state=row.state)
+            raise WorkflowConflict(
+                f"Step {step!r} of instance {instance.pk} was already completed under {where} unit of work.",
+                instance=instance.pk,
+                step=step,
+                state=row.state,
+            )
         if row.state not in (StepState.PENDING, StepState.BACKED_OUT):
-            raise WorkflowConflict(f"Step {step!r} of instance {instance.pk} is {row.state}: it was already "
-                                   "completed.", instance=instance.pk, step=step, state=row.state)
+            raise WorkflowConflict(
+                f"Step {step!r} of instance {instance.pk} is {row.state}: it was already completed.",
+                instance=instance.pk,
+                step=step,
+                state=row.state,
+            )
         steps = {s.name: s for s in WorkflowStep.objects.filter(version_id=instance.version_id)}
         definition = steps[step]
-        _requests_held(instance=instance, step=step, transaction_id=transaction_id, compensation=False,
-                       needed=max(1, len(definition.predecessors)))
+        _requests_held(
+            instance=instance,
+            step=step,
+            transaction_id=transaction_id,
+            compensation=False,
+            needed=max(1, len(definition.predecessors)),
+        )
         for name in definition.successors:
-            request_put(instance=instance, workflow_name=instance.workflow.name, step=name, queue=steps[name].queue,
-                        message=output, transaction_id=transaction_id, source=step,
-                        inputs=max(1, len(steps[name].predecessors)), user=user)
+            request_put(
+                instance=instance,
+                workflow_name=instance.workflow.name,
+                step=name,
+                queue=steps[name].queue,
+                message=output,
+                transaction_id=transaction_id,
+                source=step,
+                inputs=max(1, len(steps[name].predecessors)),
+                user=user,
+            )
         row.state, row.transaction = StepState.IN_FLIGHT, transaction_id
         row.compensation = message_fields(compensation)
-        InstanceStep.objects.filter(pk=row.pk).update(state=row.state, transaction=row.transaction,
-                                                      compensation=row.compensation)
+        InstanceStep.objects.filter(pk=row.pk).update(
+            state=row.state, transaction=row.transaction, compensation=row.compensation
+        )
         history_add(instance=instance, event=HistoryEvent.STEP_COMPLETED, step=step, transaction=transaction_id)
         transaction_mark(transaction=txn, mark=MARK_WORKFLOWS)
     return row
 
 
-def step_fail(*, instance_id: str, step: str, reason: str = "", transaction_id: str | None = None,
-              user=None) -> Instance:
+def step_fail(
+    *, instance_id: str, step: str, reason: str = "", transaction_id: str | None = None, user=None
+) -> Instance:
     """A step reports failure: the instance fails and compensation begins, at once or, under
     ``transaction_id``, when that unit of work commits (nothing if it rolls back)."""
     instance = _instance_read(instance_id)
@@ -180,18 +247,34 @@ def step_compensated(*, instance_id: str, step: str, transaction_id: str, user=N
         instance = _locked(instance_id)
         row = _step_locked(instance, step)
         if row.state in (StepState.PENDING, StepState.IN_FLIGHT, StepState.BACKED_OUT):
-            raise WorkflowConflict(f"Step {step!r} of instance {instance.pk} never committed: it has no compensation.",
-                                   instance=instance.pk, step=step, state=row.state)
+            raise WorkflowConflict(
+                f"Step {step!r} of instance {instance.pk} never committed: it has no compensation.",
+                instance=instance.pk,
+                step=step,
+                state=row.state,
+            )
         if row.state == StepState.COMPENSATED:
-            raise WorkflowConflict(f"Step {step!r} of instance {instance.pk} was already compensated.",
-                                   instance=instance.pk, step=step, state=row.state)
+            raise WorkflowConflict(
+                f"Step {step!r} of instance {instance.pk} was already compensated.",
+                instance=instance.pk,
+                step=step,
+                state=row.state,
+            )
         if row.state == StepState.COMMITTED:
-            raise WorkflowConflict(f"Step {step!r} of instance {instance.pk} has no compensation requested.",
-                                   instance=instance.pk, step=step, state=row.state)
+            raise WorkflowConflict(
+                f"Step {step!r} of instance {instance.pk} has no compensation requested.",
+                instance=instance.pk,
+                step=step,
+                state=row.state,
+            )
         if row.compensation_transaction:
             where = "this" if row.compensation_transaction == transaction_id else "another"
-            raise WorkflowConflict(f"The compensation of step {step!r} of instance {instance.pk} was already reported "
-                                   f"under {where} unit of work.", instance=instance.pk, step=step)
+            raise WorkflowConflict(
+                f"The compensation of step {step!r} of instance {instance.pk} was already reported "
+                f"under {where} unit of work.",
+                instance=instance.pk,
+                step=step,
+            )
         _requests_held(instance=instance, step=step, transaction_id=transaction_id, compensation=True, needed=1)
         row.compensation_transaction = transaction_id
         InstanceStep.objects.filter(pk=row.pk).update(compensation_transaction=transaction_id)
@@ -218,8 +301,11 @@ def compensation_resubmit(*, instance_id: str, user=None) -> Instance:
     with engine_step(durable=True):
         instance = _locked(instance_id)
         if instance.state != InstanceState.COMPENSATION_FAILED:
-            raise WorkflowConflict(f"Instance {instance.pk} is {instance.state}: only a failed compensation can be "
-                                   "resubmitted.", instance=instance.pk, state=instance.state)
+            raise WorkflowConflict(
+                f"Instance {instance.pk} is {instance.state}: only a failed compensation can be resubmitted.",
+                instance=instance.pk,
+                state=instance.state,
+            )
         row = InstanceStep.objects.select_for_update().filter(instance=instance, state=StepState.COMPENSATING).first()
         if row is None:
             raise WorkflowConflict(f"Instance {instance.pk} has no failed compensation.", instance=instance.pk)

@@ -5,6 +5,7 @@
 A request's ``correl_id`` is the instance's id unless the caller gave one: a join step's
 worker takes its other inputs with a get by that correlation id (and ``properties.workflow
 .inputs`` says how many there are)."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -36,21 +37,48 @@ def message_from_fields(fields: dict[str, Any] | None) -> MessageInput:
     return MessageInput(**{k: v for k, v in values.items() if k in known})
 
 
-def request_put(*, instance: Instance, workflow_name: str, step: str, queue: str, message: MessageInput | None,
-                compensation: bool = False, transaction_id: str | None = None, source: str = "", inputs: int = 1,
-                user=None) -> StepRequest:
+def request_put(
+    *,
+    instance: Instance,
+    workflow_name: str,
+    step: str,
+    queue: str,
+    message: MessageInput | None,
+    compensation: bool = False,
+    transaction_id: str | None = None,
+    source: str = "",
+    inputs: int = 1,
+    user=None,
+) -> StepRequest:
     """Put a step's (or a compensation's) request under ``transaction_id`` (or at once) and
     note it. Caller holds an open database transaction."""
     msg = message or MessageInput()
     tag = {"instance": instance.pk, "workflow": workflow_name, "step": step, "compensation": compensation}
     if inputs > 1:
         tag["inputs"] = inputs
-    msg = dataclasses.replace(msg, properties={**msg.properties, "workflow": tag},
-                              correl_id=msg.correl_id or instance.pk, refers_to=None, dedup_key=None)
+    msg = dataclasses.replace(
+        msg,
+        properties={**msg.properties, "workflow": tag},
+        correl_id=msg.correl_id or instance.pk,
+        refers_to=None,
+        dedup_key=None,
+    )
     txn_queries.deferred_flush()  # the caller's deferred writes must not ride in the put's savepoint
-    result = message_put(broker=instance.broker.name, queue=queue, messages=[msg], transaction_id=transaction_id,
-                         put_application=PUT_APPLICATION, user=user)
+    result = message_put(
+        broker=instance.broker.name,
+        queue=queue,
+        messages=[msg],
+        transaction_id=transaction_id,
+        put_application=PUT_APPLICATION,
+        user=user,
+    )
     return StepRequest.objects.create(
-        instance=instance, step=step, compensation=compensation, msg_id=result.messages[0].msg_id, queue=queue,
-        source=source, put_transaction=transaction_id or "", put_at=timezone.now(),
+        instance=instance,
+        step=step,
+        compensation=compensation,
+        msg_id=result.messages[0].msg_id,
+        queue=queue,
+        source=source,
+        put_transaction=transaction_id or "",
+        put_at=timezone.now(),
     )

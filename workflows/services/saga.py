@@ -10,6 +10,7 @@ flight. It is idempotent, so it runs after every commit that may let the saga go
 commit of that database transaction) and again from the sweep (``workflows_sweep``), which
 makes up for a process that died in between: no compensation is lost, none is issued twice.
 """
+
 from __future__ import annotations
 
 import logging
@@ -75,8 +76,11 @@ def instances_advance(*, instance_ids) -> None:
 
 
 def _open_completions(instance_id: str) -> list[str]:
-    txns = list(InstanceStep.objects.filter(instance_id=instance_id, state=StepState.IN_FLIGHT)
-                .exclude(transaction="").values_list("transaction", flat=True))
+    txns = list(
+        InstanceStep.objects.filter(instance_id=instance_id, state=StepState.IN_FLIGHT)
+        .exclude(transaction="")
+        .values_list("transaction", flat=True)
+    )
     return list(Transaction.objects.filter(pk__in=txns, state__in=OPEN_STATES).values_list("pk", flat=True))
 
 
@@ -86,8 +90,9 @@ def instance_advance(*, instance_id: str) -> str | None:
     if not Instance.objects.filter(pk=instance_id, state=InstanceState.COMPENSATING).exists():
         return None
     for transaction_id in sorted(_open_completions(instance_id)):
-        transaction_rollback(transaction_id=transaction_id, reason=f"workflow instance {instance_id} is compensating",
-                             require_open=False)
+        transaction_rollback(
+            transaction_id=transaction_id, reason=f"workflow instance {instance_id} is compensating", require_open=False
+        )
     with engine_step(durable=True):
         instance = instance_locked(instance_id)
         if instance is None or instance.state != InstanceState.COMPENSATING:
@@ -114,17 +119,29 @@ def compensation_request(*, instance: Instance, step: InstanceStep, resubmitted:
     InstanceStep.objects.filter(pk=step.pk).update(state=StepState.COMPENSATING, compensation_transaction="")
     try:
         with db.atomic():
-            request_put(instance=instance, workflow_name=instance.workflow.name, step=step.name,
-                        queue=definition.compensation_queue, message=message_from_fields(step.compensation),
-                        compensation=True)
+            request_put(
+                instance=instance,
+                workflow_name=instance.workflow.name,
+                step=step.name,
+                queue=definition.compensation_queue,
+                message=message_from_fields(step.compensation),
+                compensation=True,
+            )
     except BatonError as exc:
         Instance.objects.filter(pk=instance.pk).update(state=InstanceState.COMPENSATION_FAILED)
-        history_add(instance=instance, event=HistoryEvent.COMPENSATION_FAILED, step=step.name,
-                    detail=f"the compensation request could not be put on {definition.compensation_queue!r}: "
-                           f"{exc.message}")
+        history_add(
+            instance=instance,
+            event=HistoryEvent.COMPENSATION_FAILED,
+            step=step.name,
+            detail=f"the compensation request could not be put on {definition.compensation_queue!r}: {exc.message}",
+        )
         return False
-    history_add(instance=instance, step=step.name, detail=f"on {definition.compensation_queue}",
-                event=HistoryEvent.COMPENSATION_RESUBMITTED if resubmitted else HistoryEvent.COMPENSATION_REQUESTED)
+    history_add(
+        instance=instance,
+        step=step.name,
+        detail=f"on {definition.compensation_queue}",
+        event=HistoryEvent.COMPENSATION_RESUBMITTED if resubmitted else HistoryEvent.COMPENSATION_REQUESTED,
+    )
     return True
 
 
@@ -134,16 +151,23 @@ def requests_gone(*, limit: int = 500) -> list[str]:
     by a worker that never completed the step. A step request's instance fails; a
     compensation request's waits for a person (``compensation_failed``). Returns the
     instances that failed."""
-    requests = list(StepRequest.objects.filter(open=True, put_transaction="", instance__state__in=[
-        InstanceState.RUNNING, InstanceState.COMPENSATING]).select_related("instance__broker")
-        .order_by("put_at")[:limit])
+    requests = list(
+        StepRequest.objects.filter(
+            open=True, put_transaction="", instance__state__in=[InstanceState.RUNNING, InstanceState.COMPENSATING]
+        )
+        .select_related("instance__broker")
+        .order_by("put_at")[:limit]
+    )
     by_broker: dict[str, list[StepRequest]] = {}
     for r in requests:
         by_broker.setdefault(r.instance.broker.name, []).append(r)
     gone = []
     for broker, rows in by_broker.items():
-        local = set(Queue.objects.filter(broker__name=broker, kind=QueueKind.LOCAL, name__in={r.queue for r in rows})
-                    .values_list("name", flat=True))
+        local = set(
+            Queue.objects.filter(
+                broker__name=broker, kind=QueueKind.LOCAL, name__in={r.queue for r in rows}
+            ).values_list("name", flat=True)
+        )
         rows = [r for r in rows if r.queue in local]  # through an alias or a channel it is elsewhere
         found = messages_where(broker=broker, queues=[r.queue for r in rows], msg_ids=[r.msg_id for r in rows])
         gone += [r for r in rows if r.msg_id not in found]
@@ -160,11 +184,11 @@ def requests_gone(*, limit: int = 500) -> list[str]:
             if request.compensation:
                 if instance.state == InstanceState.COMPENSATING:
                     Instance.objects.filter(pk=instance.pk).update(state=InstanceState.COMPENSATION_FAILED)
-                history_add(instance=instance, event=HistoryEvent.COMPENSATION_FAILED, step=request.step,
-                            detail=detail)
+                history_add(instance=instance, event=HistoryEvent.COMPENSATION_FAILED, step=request.step, detail=detail)
             elif instance.state == InstanceState.RUNNING:
-                instance_fail(instance=instance, event=HistoryEvent.REQUEST_DEAD_LETTERED, step=request.step,
-                              reason=detail)
+                instance_fail(
+                    instance=instance, event=HistoryEvent.REQUEST_DEAD_LETTERED, step=request.step, reason=detail
+                )
                 failed.append(instance.pk)
     return failed
 
@@ -179,7 +203,8 @@ def workflows_sweep(*, limit: int = 200) -> dict[str, int]:
     overdue = []
     for instance_id, progress_at, deadline_ms in (
         Instance.objects.filter(state=InstanceState.RUNNING, start_transaction="", version__deadline_ms__gt=0)
-        .order_by("progress_at").values_list("pk", "progress_at", "version__deadline_ms")[:limit]
+        .order_by("progress_at")
+        .values_list("pk", "progress_at", "version__deadline_ms")[:limit]
     ):
         if progress_at + timedelta(milliseconds=deadline_ms) <= now:
             overdue.append(instance_id)

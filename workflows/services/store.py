@@ -15,6 +15,7 @@
 Units of work that touched no workflow cost one query at rollback (what they had got) and
 nothing at commit.
 """
+
 from __future__ import annotations
 
 from collections import defaultdict
@@ -30,8 +31,13 @@ from .saga import advance_on_commit, instance_fail
 
 
 def _instances_locked(ids) -> dict[str, Instance]:
-    return {i.pk: i for i in Instance.objects.select_for_update().filter(pk__in=sorted(set(ids)))
-            .select_related("workflow").order_by("pk")}
+    return {
+        i.pk: i
+        for i in Instance.objects.select_for_update()
+        .filter(pk__in=sorted(set(ids)))
+        .select_related("workflow")
+        .order_by("pk")
+    }
 
 
 class WorkflowStore:
@@ -42,8 +48,9 @@ class WorkflowStore:
         started = list(Instance.objects.filter(start_transaction__in=transaction_ids).values_list("pk", flat=True))
         completing = list(InstanceStep.objects.filter(transaction__in=transaction_ids, state=StepState.IN_FLIGHT))
         failing = list(InstanceStep.objects.filter(fail_transaction__in=transaction_ids))
-        compensated = list(InstanceStep.objects.filter(compensation_transaction__in=transaction_ids,
-                                                       state=StepState.COMPENSATING))
+        compensated = list(
+            InstanceStep.objects.filter(compensation_transaction__in=transaction_ids, state=StepState.COMPENSATING)
+        )
         instances = _instances_locked([*started, *(s.instance_id for s in completing + failing + compensated)])
         if started:
             Instance.objects.filter(pk__in=started).update(start_transaction="", progress_at=now)
@@ -56,15 +63,20 @@ class WorkflowStore:
             instance = instances[instance_id]
             for step in sorted(steps, key=lambda s: s.position):
                 instance.commits += 1
-                InstanceStep.objects.filter(pk=step.pk).update(state=StepState.COMMITTED, commit_order=instance.commits,
-                                                               committed_at=now)
-                StepRequest.objects.filter(instance_id=instance_id, step=step.name, compensation=False,
-                                           open=True).update(open=False)
-                history_add(instance=instance, event=HistoryEvent.STEP_COMMITTED, step=step.name,
-                            transaction=step.transaction)
+                InstanceStep.objects.filter(pk=step.pk).update(
+                    state=StepState.COMMITTED, commit_order=instance.commits, committed_at=now
+                )
+                StepRequest.objects.filter(
+                    instance_id=instance_id, step=step.name, compensation=False, open=True
+                ).update(open=False)
+                history_add(
+                    instance=instance, event=HistoryEvent.STEP_COMMITTED, step=step.name, transaction=step.transaction
+                )
             changes = {"commits": instance.commits, "progress_at": now}
-            if instance.state == InstanceState.RUNNING and not InstanceStep.objects.filter(
-                    instance_id=instance_id).exclude(state=StepState.COMMITTED).exists():
+            if (
+                instance.state == InstanceState.RUNNING
+                and not InstanceStep.objects.filter(instance_id=instance_id).exclude(state=StepState.COMMITTED).exists()
+            ):
                 changes.update(state=InstanceState.COMPLETED, ended_at=now)
                 history_add(instance=instance, event=HistoryEvent.COMPLETED)
             elif instance.state != InstanceState.RUNNING:
@@ -74,19 +86,30 @@ class WorkflowStore:
         for step in failing:
             instance = instances[step.instance_id]
             InstanceStep.objects.filter(pk=step.pk).update(fail_transaction="", fail_reason="")
-            StepRequest.objects.filter(instance_id=instance.pk, step=step.name, compensation=False,
-                                       open=True).update(open=False)
+            StepRequest.objects.filter(instance_id=instance.pk, step=step.name, compensation=False, open=True).update(
+                open=False
+            )
             if instance.state == InstanceState.RUNNING:
-                instance_fail(instance=instance, event=HistoryEvent.STEP_FAILED, step=step.name,
-                              transaction=step.fail_transaction, reason=step.fail_reason)
+                instance_fail(
+                    instance=instance,
+                    event=HistoryEvent.STEP_FAILED,
+                    step=step.name,
+                    transaction=step.fail_transaction,
+                    reason=step.fail_reason,
+                )
                 advance.add(instance.pk)
         for step in compensated:
             instance = instances[step.instance_id]
             InstanceStep.objects.filter(pk=step.pk).update(state=StepState.COMPENSATED, compensated_at=now)
-            StepRequest.objects.filter(instance_id=instance.pk, step=step.name, compensation=True,
-                                       open=True).update(open=False)
-            history_add(instance=instance, event=HistoryEvent.STEP_COMPENSATED, step=step.name,
-                        transaction=step.compensation_transaction)
+            StepRequest.objects.filter(instance_id=instance.pk, step=step.name, compensation=True, open=True).update(
+                open=False
+            )
+            history_add(
+                instance=instance,
+                event=HistoryEvent.STEP_COMPENSATED,
+                step=step.name,
+                transaction=step.compensation_transaction,
+            )
             if instance.state == InstanceState.COMPENSATION_FAILED:  # done by hand after all
                 Instance.objects.filter(pk=instance.pk).update(state=InstanceState.COMPENSATING)
             advance.add(instance.pk)
@@ -103,15 +126,22 @@ class WorkflowStore:
         Instance.objects.filter(start_transaction=transaction_id).delete()  # it never started
         backed_out = list(InstanceStep.objects.filter(transaction=transaction_id, state=StepState.IN_FLIGHT))
         touched = {s.instance_id for s in backed_out}
-        touched |= set(InstanceStep.objects.filter(fail_transaction=transaction_id).values_list("instance_id",
-                                                                                                 flat=True))
-        touched |= set(InstanceStep.objects.filter(compensation_transaction=transaction_id)
-                       .values_list("instance_id", flat=True))
+        touched |= set(
+            InstanceStep.objects.filter(fail_transaction=transaction_id).values_list("instance_id", flat=True)
+        )
+        touched |= set(
+            InstanceStep.objects.filter(compensation_transaction=transaction_id).values_list("instance_id", flat=True)
+        )
         instances = _instances_locked(touched)
         for step in backed_out:
             InstanceStep.objects.filter(pk=step.pk).update(state=StepState.BACKED_OUT, compensation=None)
-            history_add(instance=step.instance_id, event=HistoryEvent.STEP_BACKED_OUT, step=step.name,
-                        transaction=transaction_id, detail=reason)
+            history_add(
+                instance=step.instance_id,
+                event=HistoryEvent.STEP_BACKED_OUT,
+                step=step.name,
+                transaction=transaction_id,
+                detail=reason,
+            )
         StepRequest.objects.filter(put_transaction=transaction_id).delete()
         InstanceStep.objects.filter(fail_transaction=transaction_id).update(fail_transaction="", fail_reason="")
         InstanceStep.objects.filter(compensation_transaction=transaction_id).update(compensation_transaction="")
@@ -121,8 +151,11 @@ class WorkflowStore:
     def _past_threshold(transaction_id: str) -> set[str]:
         """Requests this rollback takes past their queue's backout threshold (the message
         store then moves them, or leaves them backed out too often)."""
-        gotten = [m for m in messages_gotten(transaction_id=transaction_id)
-                  if not m["locked"] and m["backout_threshold"] and m["backout_count"] + 1 >= m["backout_threshold"]]
+        gotten = [
+            m
+            for m in messages_gotten(transaction_id=transaction_id)
+            if not m["locked"] and m["backout_threshold"] and m["backout_count"] + 1 >= m["backout_threshold"]
+        ]
         if not gotten:
             return set()
         counts = {m["msg_id"]: (m["backout_count"] + 1, m["backout_threshold"]) for m in gotten}
@@ -140,10 +173,20 @@ class WorkflowStore:
                 if instance.state == InstanceState.COMPENSATING:
                     Instance.objects.filter(pk=instance.pk).update(state=InstanceState.COMPENSATION_FAILED)
                     instance.state = InstanceState.COMPENSATION_FAILED
-                history_add(instance=instance, event=HistoryEvent.COMPENSATION_FAILED, step=request.step,
-                            transaction=transaction_id, detail=detail)
+                history_add(
+                    instance=instance,
+                    event=HistoryEvent.COMPENSATION_FAILED,
+                    step=request.step,
+                    transaction=transaction_id,
+                    detail=detail,
+                )
             elif instance.state == InstanceState.RUNNING:
-                instance_fail(instance=instance, event=HistoryEvent.REQUEST_DEAD_LETTERED, step=request.step,
-                              transaction=transaction_id, reason=detail)
+                instance_fail(
+                    instance=instance,
+                    event=HistoryEvent.REQUEST_DEAD_LETTERED,
+                    step=request.step,
+                    transaction=transaction_id,
+                    reason=detail,
+                )
                 advance.add(instance.pk)
         return advance

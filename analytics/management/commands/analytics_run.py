@@ -1,4 +1,5 @@
 """manage.py analytics_run: export the journal's new events and analyse them now."""
+
 from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
@@ -9,8 +10,10 @@ from analytics.services import analytics_run
 
 
 class Command(BaseCommand):
-    help = ("Run the journal analytics now, in this process (they also run on Celery beat's schedule, "
-            "BATON_ANALYTICS_INTERVAL_S): export the journal's new events, analyse them with Spark, load the results.")
+    help = (
+        "Run the journal analytics now, in this process (they also run on Celery beat's schedule, "
+        "BATON_ANALYTICS_INTERVAL_S): export the journal's new events, analyse them with Spark, load the results."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("--master", default=None, help="Spark master (default: BATON_SPARK_MASTER or local[*]).")

@@ -3,6 +3,7 @@
 Runs on a scratch database of its own (a fresh SQLite file in a temporary directory, or
 the database ``--database-url`` names), never on the platform's. See bench/.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -53,8 +54,8 @@ class Command(BaseCommand):
         "the same batch size. Works on a scratch database: a fresh SQLite file in a temporary directory "
         "unless --database-url names another (which it migrates and where it defines a broker of its "
         "own, removed at the end) or --postgres starts a throwaway server. With --json, stdout is JSON "
-        "lines: first one object with \"kind\": \"facts\" (command, database, durability, machine, load, "
-        "elapsed), then one object with \"kind\": \"result\" per result. "
+        'lines: first one object with "kind": "facts" (command, database, durability, machine, load, '
+        'elapsed), then one object with "kind": "result" per result. '
         "The session scenarios (--only session) run the units of work over sessions beside REST, and the "
         "queue scenarios: producers and consumers at once, 1+1 and 4+4, one message or 100 per call, each "
         "call acknowledged (durable) before the next, in process, over REST and over sessions. --peers adds "
@@ -63,50 +64,61 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument(
-            "--messages", type=int, default=DEFAULT_MESSAGES, metavar="N",
+            "--messages",
+            type=int,
+            default=DEFAULT_MESSAGES,
+            metavar="N",
             help=f"Messages each one-message-per-unit-of-work scenario puts and then gets (default "
-                 f"{DEFAULT_MESSAGES}); the batch-of-100 scenarios move {BATCH_MESSAGES_FACTOR} times as many. "
-                 "Rounded up so that every client does the same number of whole units of work. The plain "
-                 "baselines insert as many.",
+            f"{DEFAULT_MESSAGES}); the batch-of-100 scenarios move {BATCH_MESSAGES_FACTOR} times as many. "
+            "Rounded up so that every client does the same number of whole units of work. The plain "
+            "baselines insert as many.",
         )
         target = parser.add_mutually_exclusive_group()
         target.add_argument(
-            "--database-url", metavar="URL",
+            "--database-url",
+            metavar="URL",
             help="Benchmark this database (e.g. postgres://user:pw@127.0.0.1/scratch) instead of a fresh "
-                 "SQLite file. Use a scratch database: it is migrated. For PostgreSQL the plain baseline "
-                 "creates and drops a table of its own there.",
+            "SQLite file. Use a scratch database: it is migrated. For PostgreSQL the plain baseline "
+            "creates and drops a table of its own there.",
         )
         target.add_argument(
-            "--postgres", action="store_true",
+            "--postgres",
+            action="store_true",
             help="Start a throwaway PostgreSQL server (Debian's binaries under /usr/lib/postgresql/*/bin, "
-                 "as the postgres user when root; loopback only; fsync=on, synchronous_commit=on), "
-                 "benchmark it against plain PostgreSQL, and stop it at the end.",
+            "as the postgres user when root; loopback only; fsync=on, synchronous_commit=on), "
+            "benchmark it against plain PostgreSQL, and stop it at the end.",
         )
         parser.add_argument(
-            "--only", choices=ONLY,
+            "--only",
+            choices=ONLY,
             help="Run only these scenarios: inprocess (with its plain baseline, for the ratios), plain "
-                 "(the baseline alone), rest, session (units of work over REST and sessions, and the queue "
-                 "scenarios in process, over REST and over sessions), or peers (the plain PostgreSQL queue "
-                 "and RabbitMQ alone).",
+            "(the baseline alone), rest, session (units of work over REST and sessions, and the queue "
+            "scenarios in process, over REST and over sessions), or peers (the plain PostgreSQL queue "
+            "and RabbitMQ alone).",
         )
         parser.add_argument(
-            "--peers", action="store_true",
+            "--peers",
+            action="store_true",
             help="Also measure the peers on the queue scenarios: a plain PostgreSQL table queue (INSERT+COMMIT; "
-                 "DELETE ... FOR UPDATE SKIP LOCKED ... RETURNING + COMMIT) on the benchmark's PostgreSQL, or on "
-                 "a throwaway PostgreSQL server (fsync on) when Baton runs on SQLite; and RabbitMQ (Debian's "
-                 "rabbitmq-server, started in a scratch directory on loopback; pika from the bench extra) with "
-                 "persistent messages, publisher confirms and manual acks.",
+            "DELETE ... FOR UPDATE SKIP LOCKED ... RETURNING + COMMIT) on the benchmark's PostgreSQL, or on "
+            "a throwaway PostgreSQL server (fsync on) when Baton runs on SQLite; and RabbitMQ (Debian's "
+            "rabbitmq-server, started in a scratch directory on loopback; pika from the bench extra) with "
+            "persistent messages, publisher confirms and manual acks.",
         )
         parser.add_argument(
-            "--json", action="store_true",
+            "--json",
+            action="store_true",
             help='Print JSON lines instead of the tables: first {"kind": "facts", ...} (command, database, '
-                 'durability, machine, load, elapsed), then one {"kind": "result", ...} per result with '
-                 "scenario, path, operation, clients, batch, messages, seconds, msgs_per_s, and for an "
-                 "in-process result with a plain baseline at its batch size, plain_scenario and "
-                 "ratio_to_plain. Progress still goes to stderr.",
+            'durability, machine, load, elapsed), then one {"kind": "result", ...} per result with '
+            "scenario, path, operation, clients, batch, messages, seconds, msgs_per_s, and for an "
+            "in-process result with a plain baseline at its batch size, plain_scenario and "
+            "ratio_to_plain. Progress still goes to stderr.",
         )
-        parser.add_argument("--keep", action="store_true",
-                            help="Keep the scratch directory (database, server log) and a --postgres server's.")
+        parser.add_argument(
+            "--keep",
+            action="store_true",
+            help="Keep the scratch directory (database, server log) and a --postgres server's.",
+        )
         # The command re-runs itself as a child on the scratch database for these.
         parser.add_argument("--phase", choices=PHASES, help=argparse.SUPPRESS)
         parser.add_argument("--result-file", help=argparse.SUPPRESS)
@@ -129,8 +141,9 @@ class Command(BaseCommand):
         elif phase == "flows":
             from bench.inprocess import run_inprocess_flows
 
-            results = run_inprocess_flows(broker=broker, messages=options["messages"],
-                                          progress=options["verbosity"] >= 1)
+            results = run_inprocess_flows(
+                broker=broker, messages=options["messages"], progress=options["verbosity"] >= 1
+            )
             result = {"results": [r.as_dict() for r in results], "durability": baton_durability()}
         else:
             scratch_cleanup(broker=broker)
@@ -211,8 +224,9 @@ class Command(BaseCommand):
         try:
             if baton:
                 self._progress(options, "benchmark: migrating the scratch database and defining queues")
-                token = scratch.phase("setup", broker=broker, username=BENCH_USER,
-                                      verbosity=options["verbosity"])["token"]
+                token = scratch.phase("setup", broker=broker, username=BENCH_USER, verbosity=options["verbosity"])[
+                    "token"
+                ]
             if only in (None, "inprocess", "plain"):
                 results += self._plain(scratch, options, kind=kind, facts=facts)
             if only in (None, "inprocess"):
@@ -224,8 +238,9 @@ class Command(BaseCommand):
                 results += [Result(**r) for r in out["results"]]
                 facts["baton_durability"] = out.get("durability", {})
             if only in (None, "rest", "session"):
-                results += self._rest(scratch, options, token=token, broker=broker, facts=facts,
-                                      session=only in (None, "session"))
+                results += self._rest(
+                    scratch, options, token=token, broker=broker, facts=facts, session=only in (None, "session")
+                )
             if only == "peers" or options["peers"]:
                 results += self._peers(options, kind=kind, database_url=scratch.database_url, facts=facts)
         finally:
@@ -246,15 +261,17 @@ class Command(BaseCommand):
         if kind == "sqlite":
             directory = sqlite_path(scratch.database_url, base=base_dir()).parent
             self._progress(options, f"benchmark: plain SQLite baseline in {directory}")
-            results, facts["plain_durability"] = run_plain_sqlite(directory=directory, messages=messages,
-                                                                 progress=progress)
+            results, facts["plain_durability"] = run_plain_sqlite(
+                directory=directory, messages=messages, progress=progress
+            )
             facts["filesystem"] = filesystem(directory)
             return results
         if kind == "postgres":
             self._progress(options, "benchmark: plain PostgreSQL baseline")
             try:
-                results, facts["plain_durability"] = run_plain_postgres(database_url=scratch.database_url,
-                                                                       messages=messages, progress=progress)
+                results, facts["plain_durability"] = run_plain_postgres(
+                    database_url=scratch.database_url, messages=messages, progress=progress
+                )
             except BenchmarkError:
                 raise
             except Exception as exc:  # psycopg's errors
@@ -263,8 +280,9 @@ class Command(BaseCommand):
         self.stderr.write("benchmark: no plain baseline for this database (SQLite and PostgreSQL only).")
         return []
 
-    def _rest(self, scratch: Scratch, options, *, token: str, broker: str, facts: dict,
-              session: bool = False) -> list[Result]:
+    def _rest(
+        self, scratch: Scratch, options, *, token: str, broker: str, facts: dict, session: bool = False
+    ) -> list[Result]:
         """Over HTTP: the units of work over REST, and with ``session`` the units of work over
         sessions and the queue scenarios over REST and sessions."""
         from bench.flows import client_flows
@@ -278,12 +296,24 @@ class Command(BaseCommand):
                 server_ready(base_url, token, broker, alive=lambda: proc.poll() is None)
                 results = []
                 for transport in ("rest",) + (("session",) if session else ()):
-                    results += run_rest(base_url=base_url, token=token, broker=broker, messages=messages,
-                                        progress=progress, transport=transport)
+                    results += run_rest(
+                        base_url=base_url,
+                        token=token,
+                        broker=broker,
+                        messages=messages,
+                        progress=progress,
+                        transport=transport,
+                    )
                 if session:
                     for transport in ("rest", "session"):
-                        results += client_flows(base_url=base_url, token=token, broker=broker, transport=transport,
-                                                messages=messages, progress=progress)
+                        results += client_flows(
+                            base_url=base_url,
+                            token=token,
+                            broker=broker,
+                            transport=transport,
+                            messages=messages,
+                            progress=progress,
+                        )
                 return results
             except (BenchmarkError, BatonError) as exc:  # BatonError: what the Python client raised
                 raise BenchmarkError(f"{exc!r}\nserver log:\n{scratch.log_tail('server.log')}") from exc
@@ -351,35 +381,45 @@ class Command(BaseCommand):
         lines, warnings = [], []
         baton, plain, pg = facts.get("baton_durability"), facts.get("plain_durability"), facts.get("postgres")
         if pg:
-            lines.append(f"PostgreSQL {pg.get('server_version', '?')}: fsync={pg.get('fsync')}, "
-                         f"synchronous_commit={pg.get('synchronous_commit')} (the server's, as a new session "
-                         f"sees them), wal_sync_method={pg.get('wal_sync_method')}")
+            lines.append(
+                f"PostgreSQL {pg.get('server_version', '?')}: fsync={pg.get('fsync')}, "
+                f"synchronous_commit={pg.get('synchronous_commit')} (the server's, as a new session "
+                f"sees them), wal_sync_method={pg.get('wal_sync_method')}"
+            )
             if pg.get("fsync") != "on":
-                warnings.append("the server runs with fsync off: nothing reaches the disk, every figure "
-                                "is meaningless")
+                warnings.append("the server runs with fsync off: nothing reaches the disk, every figure is meaningless")
         if baton:
             if baton.get("vendor") == "sqlite":
-                lines.append(f"Baton:  journal_mode={baton.get('journal_mode')}, "
-                             f"synchronous={baton.get('synchronous')} (its database connection)")
+                lines.append(
+                    f"Baton:  journal_mode={baton.get('journal_mode')}, "
+                    f"synchronous={baton.get('synchronous')} (its database connection)"
+                )
                 if plain and baton.get("synchronous") not in ("FULL", "EXTRA"):
-                    warnings.append(f"Baton's SQLite runs with synchronous={baton.get('synchronous')}: its "
-                                    "commits are not synced like the plain baseline's (FULL), so Baton / "
-                                    "plain compares unequal durability")
+                    warnings.append(
+                        f"Baton's SQLite runs with synchronous={baton.get('synchronous')}: its "
+                        "commits are not synced like the plain baseline's (FULL), so Baton / "
+                        "plain compares unequal durability"
+                    )
             elif baton.get("vendor") == "postgresql":
-                lines.append(f"Baton:  synchronous_commit={baton.get('synchronous_commit')} (its database "
-                             "connection)")
+                lines.append(f"Baton:  synchronous_commit={baton.get('synchronous_commit')} (its database connection)")
                 if baton.get("synchronous_commit") != "on":
-                    warnings.append(f"Baton's connection runs with synchronous_commit="
-                                    f"{baton.get('synchronous_commit')}: Baton / plain compares unequal durability")
+                    warnings.append(
+                        f"Baton's connection runs with synchronous_commit="
+                        f"{baton.get('synchronous_commit')}: Baton / plain compares unequal durability"
+                    )
         if plain:
             if "synchronous" in plain:
-                lines.append(f"plain:  journal_mode={plain['journal_mode']}, synchronous={plain['synchronous']}, "
-                             "BEGIN IMMEDIATE ... COMMIT, a scratch file beside the database, measured after "
-                             f"{plain.get('wal_warmup_units', 0)} single-row commits (its WAL at its working size)")
+                lines.append(
+                    f"plain:  journal_mode={plain['journal_mode']}, synchronous={plain['synchronous']}, "
+                    "BEGIN IMMEDIATE ... COMMIT, a scratch file beside the database, measured after "
+                    f"{plain.get('wal_warmup_units', 0)} single-row commits (its WAL at its working size)"
+                )
             else:
                 session = plain.get("session", {})
-                lines.append(f"plain:  SET synchronous_commit=on (session: synchronous_commit="
-                             f"{session.get('synchronous_commit')}), a scratch table dropped at the end")
+                lines.append(
+                    f"plain:  SET synchronous_commit=on (session: synchronous_commit="
+                    f"{session.get('synchronous_commit')}), a scratch table dropped at the end"
+                )
         if facts.get("filesystem"):
             lines.append(f"disk:   {facts['filesystem']}")
             if facts["filesystem"].split()[0] in ("tmpfs", "ramfs"):
@@ -389,22 +429,34 @@ class Command(BaseCommand):
 
     @staticmethod
     def _machine() -> str:
-        return (f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPUs, "
-                f"Python {platform.python_version()}, Django {django.get_version()}")
+        return (
+            f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPUs, "
+            f"Python {platform.python_version()}, Django {django.get_version()}"
+        )
 
     @staticmethod
-    def _json(results: list[Result], *, command: list[str], facts: dict, elapsed: float,
-              failure: str | None) -> str:
+    def _json(results: list[Result], *, command: list[str], facts: dict, elapsed: float, failure: str | None) -> str:
         """JSON lines: the facts, then one object per result."""
         Command._durability(facts)  # fills facts["warnings"]
         head = {
-            "kind": "facts", "command": shlex.join(command), "database": facts.get("database", ""),
-            "database_kind": facts.get("database_kind"), "server": facts["server"], "machine": Command._machine(),
-            "load_start": facts["load"], "load_end": Command._load(), "elapsed_s": round(elapsed, 3),
-            "baton_durability": facts.get("baton_durability"), "plain_durability": facts.get("plain_durability"),
-            "postgres": facts.get("postgres"), "filesystem": facts.get("filesystem"),
-            "peer_postgres": facts.get("peer_postgres"), "peer_postgres_settings": facts.get("peer_postgres_settings"),
-            "rabbitmq": facts.get("rabbitmq"), "warnings": facts["warnings"], "error": failure,
+            "kind": "facts",
+            "command": shlex.join(command),
+            "database": facts.get("database", ""),
+            "database_kind": facts.get("database_kind"),
+            "server": facts["server"],
+            "machine": Command._machine(),
+            "load_start": facts["load"],
+            "load_end": Command._load(),
+            "elapsed_s": round(elapsed, 3),
+            "baton_durability": facts.get("baton_durability"),
+            "plain_durability": facts.get("plain_durability"),
+            "postgres": facts.get("postgres"),
+            "filesystem": facts.get("filesystem"),
+            "peer_postgres": facts.get("peer_postgres"),
+            "peer_postgres_settings": facts.get("peer_postgres_settings"),
+            "rabbitmq": facts.get("rabbitmq"),
+            "warnings": facts["warnings"],
+            "error": failure,
         }
         return "\n".join(json.dumps(row) for row in [head] + json_rows(results))
 
@@ -426,8 +478,10 @@ class Command(BaseCommand):
             lines += ["durability:"] + [f"  {line}" for line in durability]
         if facts.get("peer_postgres") or facts.get("peer_postgres_settings"):
             pg = facts.get("peer_postgres_settings") or {}
-            lines.append(f"PostgreSQL queue: {facts.get('peer_postgres') or 'the benchmark database'}; server fsync="
-                         f"{pg.get('fsync')}, the queue's sessions SET synchronous_commit=on")
+            lines.append(
+                f"PostgreSQL queue: {facts.get('peer_postgres') or 'the benchmark database'}; server fsync="
+                f"{pg.get('fsync')}, the queue's sessions SET synchronous_commit=on"
+            )
         if facts.get("rabbitmq"):
             lines.append(f"RabbitMQ:  {facts['rabbitmq']}")
         lines += [

@@ -1,4 +1,5 @@
 """manage.py benchmark_ingest: records per second of a Spark ingest into a running platform."""
+
 from __future__ import annotations
 
 import json
@@ -20,10 +21,12 @@ from spark_jobs.puts import IN_FLIGHT
 
 
 class Command(BaseCommand):
-    help = ("Measure a Spark ingest of N records of SIZE bytes (JSON Lines, one message each, keyed by file hash "
-            "and record number) into a queue of the platform answering at BATON_API_URL (its tasks put over "
-            "sessions), run from this process. "
-            "The file is written under the staging directory once and reused. Prints records per second.")
+    help = (
+        "Measure a Spark ingest of N records of SIZE bytes (JSON Lines, one message each, keyed by file hash "
+        "and record number) into a queue of the platform answering at BATON_API_URL (its tasks put over "
+        "sessions), run from this process. "
+        "The file is written under the staging directory once and reused. Prints records per second."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("--records", type=int, default=1_000_000)
@@ -52,17 +55,28 @@ class Command(BaseCommand):
         elapsed = time.perf_counter() - started
         if ingest.state != IngestState.SUCCEEDED:
             raise CommandError(f"Ingest {ingest.pk} failed: {ingest.error}")
-        facts = {"records": records, "size": size, "seconds": round(elapsed, 1),
-                 "records_per_s": round(records / elapsed, 1), "messages_put": ingest.messages_put,
-                 "load_average": os.getloadavg(), "cpus": os.cpu_count(),
-                 "write_partitions": settings.BATON_INGEST_WRITE_PARTITIONS, "batch_size": BATCH_SIZE,
-                 "in_flight": IN_FLIGHT, "transport": "session",
-                 "master": settings.BATON_SPARK_MASTER or "local[*,3]", "database": settings.DATABASES["default"]["ENGINE"]}
+        facts = {
+            "records": records,
+            "size": size,
+            "seconds": round(elapsed, 1),
+            "records_per_s": round(records / elapsed, 1),
+            "messages_put": ingest.messages_put,
+            "load_average": os.getloadavg(),
+            "cpus": os.cpu_count(),
+            "write_partitions": settings.BATON_INGEST_WRITE_PARTITIONS,
+            "batch_size": BATCH_SIZE,
+            "in_flight": IN_FLIGHT,
+            "transport": "session",
+            "master": settings.BATON_SPARK_MASTER or "local[*,3]",
+            "database": settings.DATABASES["default"]["ENGINE"],
+        }
         if options["json"]:
             self.stdout.write(json.dumps(facts))
         else:
-            self.stdout.write(f"{records} records of {size} B in {elapsed:.1f} s: {records / elapsed:.0f} records/s "
-                              f"({ingest.messages_put} put; load average {facts['load_average']})")
+            self.stdout.write(
+                f"{records} records of {size} B in {elapsed:.1f} s: {records / elapsed:.0f} records/s "
+                f"({ingest.messages_put} put; load average {facts['load_average']})"
+            )
 
 
 def _written(path, *, records: int, size: int) -> None:

@@ -6,6 +6,7 @@ the database ``--database-url`` names), never on the platform's, in child proces
 command re-executed with ``--phase``) like ``python manage.py benchmark``. See
 bench/pipelines.py for the scenarios.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -25,8 +26,17 @@ import django
 from django.core.management.base import CommandError
 
 from bench.pipelines import (
-    AGENT_STOP_S, CHANNEL_BATCH_INTERVAL_MS, CHANNEL_BATCH_SIZE, CHANNEL_WINDOW, GET_BATCH, IN_PROCESS, RUN_TIMEOUT_S, SCENARIOS,
-    THROUGH_SERVER, PipelineResult, table,
+    AGENT_STOP_S,
+    CHANNEL_BATCH_INTERVAL_MS,
+    CHANNEL_BATCH_SIZE,
+    CHANNEL_WINDOW,
+    GET_BATCH,
+    IN_PROCESS,
+    RUN_TIMEOUT_S,
+    SCENARIOS,
+    THROUGH_SERVER,
+    PipelineResult,
+    table,
 )
 from bench.report import BenchmarkError
 from bench.scratch import SCRATCH_FLAG, Scratch, base_dir, process_stopped, sigterm_as_interrupt, url_masked
@@ -58,8 +68,9 @@ def phase_run(scratch: Scratch, name: str, **options) -> dict:
         finally:
             process_stopped(proc, grace_s=5)
     if code != 0 or not result_file.exists():
-        raise BenchmarkError(f"The {name} phase failed (exit status {code}): {shlex.join(args)}\n"
-                             f"{scratch.log_tail(log_name)}".rstrip())
+        raise BenchmarkError(
+            f"The {name} phase failed (exit status {code}): {shlex.join(args)}\n{scratch.log_tail(log_name)}".rstrip()
+        )
     return json.loads(result_file.read_text())
 
 
@@ -73,29 +84,60 @@ class Command(BenchmarkCommand):
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("--stages", type=int, default=DEFAULT_STAGES, metavar="K",
-                            help=f"Consumer stages after the producer in the chain (default {DEFAULT_STAGES}).")
-        parser.add_argument("--messages", type=int, default=DEFAULT_MESSAGES, metavar="N",
-                            help=f"Messages through each pipeline (default {DEFAULT_MESSAGES}).")
-        parser.add_argument("--work-ms", type=float, default=DEFAULT_WORK_MS, metavar="W",
-                            help=f"Work per message per stage, in milliseconds, done as a sleep (waiting, like "
-                                 f"an I/O call) (default {DEFAULT_WORK_MS:g}).")
-        parser.add_argument("--only", choices=SCENARIOS, help="Run only this scenario.")
-        parser.add_argument("--batch-interval-ms", type=int, default=CHANNEL_BATCH_INTERVAL_MS, metavar="I",
-                            help="The request-reply channels' batch interval (default: a channel's default, "
-                                 f"{CHANNEL_BATCH_INTERVAL_MS}).")
-        parser.add_argument("--window", type=int, default=CHANNEL_WINDOW, metavar="B",
-                            help="The request-reply channels' window: provisional batches in flight at once "
-                                 f"(default: a channel's default, {CHANNEL_WINDOW}; at most 64).")
         parser.add_argument(
-            "--database-url", metavar="URL",
-            help="Benchmark this database (e.g. postgres://user:pw@127.0.0.1/scratch) instead of a fresh "
-                 "SQLite file. Use a scratch database: it is migrated.",
+            "--stages",
+            type=int,
+            default=DEFAULT_STAGES,
+            metavar="K",
+            help=f"Consumer stages after the producer in the chain (default {DEFAULT_STAGES}).",
         )
-        parser.add_argument("--long-uow-ms", type=float, default=0, metavar="L",
-                            help="request-reply (in process): one more unit of work on A puts a message through "
-                                 "channel A.TO.B at the start and commits only after L ms, holding the channel's "
-                                 "oldest batch while the requests' batches behind it are ready (default 0: none).")
+        parser.add_argument(
+            "--messages",
+            type=int,
+            default=DEFAULT_MESSAGES,
+            metavar="N",
+            help=f"Messages through each pipeline (default {DEFAULT_MESSAGES}).",
+        )
+        parser.add_argument(
+            "--work-ms",
+            type=float,
+            default=DEFAULT_WORK_MS,
+            metavar="W",
+            help=f"Work per message per stage, in milliseconds, done as a sleep (waiting, like "
+            f"an I/O call) (default {DEFAULT_WORK_MS:g}).",
+        )
+        parser.add_argument("--only", choices=SCENARIOS, help="Run only this scenario.")
+        parser.add_argument(
+            "--batch-interval-ms",
+            type=int,
+            default=CHANNEL_BATCH_INTERVAL_MS,
+            metavar="I",
+            help="The request-reply channels' batch interval (default: a channel's default, "
+            f"{CHANNEL_BATCH_INTERVAL_MS}).",
+        )
+        parser.add_argument(
+            "--window",
+            type=int,
+            default=CHANNEL_WINDOW,
+            metavar="B",
+            help="The request-reply channels' window: provisional batches in flight at once "
+            f"(default: a channel's default, {CHANNEL_WINDOW}; at most 64).",
+        )
+        parser.add_argument(
+            "--database-url",
+            metavar="URL",
+            help="Benchmark this database (e.g. postgres://user:pw@127.0.0.1/scratch) instead of a fresh "
+            "SQLite file. Use a scratch database: it is migrated.",
+        )
+        parser.add_argument(
+            "--long-uow-ms",
+            type=float,
+            default=0,
+            metavar="L",
+            help="request-reply (in process): one more unit of work on A puts a message through "
+            "channel A.TO.B at the start and commits only after L ms, holding the channel's "
+            "oldest batch while the requests' batches behind it are ready (default 0: none).",
+        )
         parser.add_argument("--keep", action="store_true", help="Keep the scratch directory (database, logs).")
         # The command re-runs itself as a child on the scratch database for these.
         parser.add_argument("--phase", choices=PHASES, help=argparse.SUPPRESS)
@@ -122,9 +164,15 @@ class Command(BenchmarkCommand):
             result = {}
             try:
                 run_pipelines(
-                    prefix=options["prefix"], stages=options["stages"], messages=options["messages"],
-                    work_ms=options["work_ms"], only=options["only"], progress=options["verbosity"] >= 1,
-                    results=results, batch_interval_ms=options["batch_interval_ms"], window=options["window"],
+                    prefix=options["prefix"],
+                    stages=options["stages"],
+                    messages=options["messages"],
+                    work_ms=options["work_ms"],
+                    only=options["only"],
+                    progress=options["verbosity"] >= 1,
+                    results=results,
+                    batch_interval_ms=options["batch_interval_ms"],
+                    window=options["window"],
                     long_uow_ms=options["long_uow_ms"],
                 )
             except BenchmarkError as exc:  # the runs that finished are still worth printing
@@ -157,8 +205,17 @@ class Command(BenchmarkCommand):
         if not 0 <= long_uow_ms <= 600_000:
             raise CommandError("--long-uow-ms must be from 0 to 600000.")
         only, database_url = options["only"], options["database_url"]
-        command = [_python(), "manage.py", COMMAND, "--stages", str(stages), "--messages", str(messages),
-                   "--work-ms", f"{work_ms:g}"]
+        command = [
+            _python(),
+            "manage.py",
+            COMMAND,
+            "--stages",
+            str(stages),
+            "--messages",
+            str(messages),
+            "--work-ms",
+            f"{work_ms:g}",
+        ]
         command += ["--only", only] if only else []
         command += ["--batch-interval-ms", str(interval)] if interval != CHANNEL_BATCH_INTERVAL_MS else []
         command += ["--window", str(window)] if window != CHANNEL_WINDOW else []
@@ -179,10 +236,19 @@ class Command(BenchmarkCommand):
                         self._progress(options, f"{COMMAND}: migrating the scratch database")
                         token = phase_run(scratch, "setup", verbosity=0)["token"]
                         if only in (None, *IN_PROCESS):
-                            out = phase_run(scratch, "run", prefix=prefix, stages=stages, messages=messages,
-                                            work_ms=work_ms, only=only, verbosity=options["verbosity"],
-                                            batch_interval_ms=options["batch_interval_ms"], window=window,
-                                            long_uow_ms=long_uow_ms or None)
+                            out = phase_run(
+                                scratch,
+                                "run",
+                                prefix=prefix,
+                                stages=stages,
+                                messages=messages,
+                                work_ms=work_ms,
+                                only=only,
+                                verbosity=options["verbosity"],
+                                batch_interval_ms=options["batch_interval_ms"],
+                                window=window,
+                                long_uow_ms=long_uow_ms or None,
+                            )
                             results = [PipelineResult(**r) for r in out["results"]]
                             if out.get("error"):
                                 raise BenchmarkError(out["error"])
@@ -201,14 +267,27 @@ class Command(BenchmarkCommand):
             except BenchmarkError as exc:
                 failure = str(exc)
 
-        self.stdout.write(self._report(results, command=command, facts=facts, elapsed=time.monotonic() - started,
-                                       stages=stages, messages=messages, work_ms=work_ms, only=only,
-                                       batch_interval_ms=interval, window=window, long_uow_ms=long_uow_ms))
+        self.stdout.write(
+            self._report(
+                results,
+                command=command,
+                facts=facts,
+                elapsed=time.monotonic() - started,
+                stages=stages,
+                messages=messages,
+                work_ms=work_ms,
+                only=only,
+                batch_interval_ms=interval,
+                window=window,
+                long_uow_ms=long_uow_ms,
+            )
+        )
         if failure:
             raise CommandError(failure)
 
-    def _through_server(self, scratch: Scratch, options, *, token: str, prefix: str,
-                        results: list[PipelineResult]) -> None:
+    def _through_server(
+        self, scratch: Scratch, options, *, token: str, prefix: str, results: list[PipelineResult]
+    ) -> None:
         """The scenarios through the API: a server on the scratch database, the applications
         in this process (the channels' agents in processes of their own)."""
         from bench.pipelines_request_reply import run_request_reply_pipelines
@@ -221,63 +300,108 @@ class Command(BenchmarkCommand):
             try:
                 server_ready(base_url, token, "", alive=lambda: proc.poll() is None)
                 if only in (None, "chain-session"):
-                    run_session_pipelines(base_url=base_url, token=token, prefix=prefix, stages=options["stages"],
-                                          messages=options["messages"], work_ms=options["work_ms"],
-                                          progress=options["verbosity"] >= 1, results=results)
+                    run_session_pipelines(
+                        base_url=base_url,
+                        token=token,
+                        prefix=prefix,
+                        stages=options["stages"],
+                        messages=options["messages"],
+                        work_ms=options["work_ms"],
+                        progress=options["verbosity"] >= 1,
+                        results=results,
+                    )
                 run_request_reply_pipelines(
-                    base_url=base_url, token=token, prefix=prefix, messages=options["messages"],
-                    work_ms=options["work_ms"], agents=lambda names: _agents(scratch, names),
+                    base_url=base_url,
+                    token=token,
+                    prefix=prefix,
+                    messages=options["messages"],
+                    work_ms=options["work_ms"],
+                    agents=lambda names: _agents(scratch, names),
                     scenarios=[s for s in THROUGH_SERVER if s.startswith("request-reply") and only in (None, s)],
-                    progress=options["verbosity"] >= 1, results=results,
-                    batch_interval_ms=options["batch_interval_ms"], window=options["window"])
+                    progress=options["verbosity"] >= 1,
+                    results=results,
+                    batch_interval_ms=options["batch_interval_ms"],
+                    window=options["window"],
+                )
             except BenchmarkError as exc:
                 raise BenchmarkError(f"{exc}\nserver log:\n{scratch.log_tail('server.log')}") from exc
 
     @staticmethod
-    def _report(results: list[PipelineResult], *, command: list[str], facts: dict, elapsed: float,
-                stages: int, messages: int, work_ms: float, only: str | None, batch_interval_ms: int,
-                window: int, long_uow_ms: float = 0) -> str:
+    def _report(
+        results: list[PipelineResult],
+        *,
+        command: list[str],
+        facts: dict,
+        elapsed: float,
+        stages: int,
+        messages: int,
+        work_ms: float,
+        only: str | None,
+        batch_interval_ms: int,
+        window: int,
+        long_uow_ms: float = 0,
+    ) -> str:
         per_stage = messages * work_ms
         lines = [
             "Baton pipeline benchmark: end-to-end time of chained units of work, pre-emptive gets off and on",
             f"command:   {shlex.join(command)}",
             f"database:  {facts.get('database', '')}",
-            (f"machine:   {platform.system()} {platform.machine()}, {os.cpu_count()} CPUs, "
-             f"Python {platform.python_version()}, Django {django.get_version()}"),
-            (f"load avg:  {facts['load']} at the start, {BenchmarkCommand._load()} at the end (1 min; other work on "
-             "the machine lowers every figure)"),
+            (
+                f"machine:   {platform.system()} {platform.machine()}, {os.cpu_count()} CPUs, "
+                f"Python {platform.python_version()}, Django {django.get_version()}"
+            ),
+            (
+                f"load avg:  {facts['load']} at the start, {BenchmarkCommand._load()} at the end (1 min; other work on "
+                "the machine lowers every figure)"
+            ),
             f"elapsed:   {elapsed:.1f} s",
             "",
             table(results) if results else "(no scenario completed)",
             "",
         ]
         described = {
-            "chain": (f"chain: stage 0 puts N messages on S0 in one unit of work ({work_ms:g} ms of work before each put); "
-             f"stages 1..K each get from the stage before (batch up to {GET_BATCH}, waiting), work {work_ms:g} ms "
-             "per message, put it on their own queue and commit with a wait, one unit of work each. "
-             "seconds: from stage 0's start until stage K's unit of work has committed. The work alone is "
-             f"N x W = {per_stage:g} ms per stage, {(stages + 1) * per_stage:g} ms for the {stages + 1} stages one "
-             "after another."),
-            "chain-session": ("chain-session: the same chain, each stage an application with its own session "
-             "through the Python client to a Uvicorn server on the scratch database (puts pipelined; gets and "
-             "commits wait for their replies)."),
-            "request-reply-session": ("request-reply-session: the same request-reply, each application with its own "
-             "session through the Python client to the Uvicorn server (puts pipelined); brokers, queues and "
-             "channels defined and started through REST, each channel's agent in a process of its own "
-             "(manage.py channel_run, as a worker runs it)."),
-            "request-reply-rest": ("request-reply-rest: the same, each application through the Python client over "
-             "REST (one HTTP request per operation)."),
-            "request-reply": (f"request-reply: App1 on broker A puts N requests (REQ -> channel A.TO.B -> B/REQ.IN) in one unit of "
-             f"work; App2 on B gets them as they come, works {work_ms:g} ms on each and puts a reply (REPLY -> "
-             "channel B.TO.A -> A/REPLY.IN) in one unit of work; App1' on A gets the N replies in one unit of work "
-             f"and commits with a wait. Channels: in-process transport, batch size {CHANNEL_BATCH_SIZE}, batch "
-             f"interval {batch_interval_ms} ms, window {window} batches, pre-emptive like the applications, each agent "
-             "in a thread. "
-             "seconds: from App1's start until App1' has committed."
-             + (f" A long unit of work on A (--long-uow-ms {long_uow_ms:g}) puts one message through channel A.TO.B "
-                "(to B/SIDE.IN) at the start and commits after that long: with pre-emptive gets the channel's oldest "
-                "batch is held on it; the requests' batches behind it settle as soon as App1 commits, not after it."
-                if long_uow_ms else "")),
+            "chain": (
+                f"chain: stage 0 puts N messages on S0 in one unit of work ({work_ms:g} ms of work before each put); "
+                f"stages 1..K each get from the stage before (batch up to {GET_BATCH}, waiting), work {work_ms:g} ms "
+                "per message, put it on their own queue and commit with a wait, one unit of work each. "
+                "seconds: from stage 0's start until stage K's unit of work has committed. The work alone is "
+                f"N x W = {per_stage:g} ms per stage, {(stages + 1) * per_stage:g} ms for the {stages + 1} stages one "
+                "after another."
+            ),
+            "chain-session": (
+                "chain-session: the same chain, each stage an application with its own session "
+                "through the Python client to a Uvicorn server on the scratch database (puts pipelined; gets and "
+                "commits wait for their replies)."
+            ),
+            "request-reply-session": (
+                "request-reply-session: the same request-reply, each application with its own "
+                "session through the Python client to the Uvicorn server (puts pipelined); brokers, queues and "
+                "channels defined and started through REST, each channel's agent in a process of its own "
+                "(manage.py channel_run, as a worker runs it)."
+            ),
+            "request-reply-rest": (
+                "request-reply-rest: the same, each application through the Python client over "
+                "REST (one HTTP request per operation)."
+            ),
+            "request-reply": (
+                f"request-reply: App1 on broker A puts N requests (REQ -> channel A.TO.B -> B/REQ.IN) in one unit of "
+                f"work; App2 on B gets them as they come, works {work_ms:g} ms on each and puts a reply (REPLY -> "
+                "channel B.TO.A -> A/REPLY.IN) in one unit of work; App1' on A gets the N replies in one unit of work "
+                f"and commits with a wait. Channels: in-process transport, batch size {CHANNEL_BATCH_SIZE}, batch "
+                f"interval {batch_interval_ms} ms, window {window} batches, pre-emptive like the applications, "
+                f"each agent "
+                "in a thread. "
+                "seconds: from App1's start until App1' has committed."
+                + (
+                    f" A long unit of work on A (--long-uow-ms {long_uow_ms:g}) puts one message through channel "
+                    "A.TO.B "
+                    "(to B/SIDE.IN) at the start and commits after that long: with pre-emptive gets the channel's "
+                    "oldest "
+                    "batch is held on it; the requests' batches behind it settle as soon as App1 commits, not after it."
+                    if long_uow_ms
+                    else ""
+                )
+            ),
         }
         texts = [described[s] for s in SCENARIOS if only in (None, s)] + [
             "msgs/s: N / seconds. off/on: how many times shorter the end-to-end time is with pre-emptive gets. "
@@ -300,10 +424,23 @@ def _agents(scratch: Scratch, names: list[str]):
     try:
         for name in names:
             log = open(scratch.dir / f"agent-{len(procs)}.log", "ab")
-            procs.append(subprocess.Popen(
-                [sys.executable, str(base_dir() / "manage.py"), "channel_run", name, "--seconds",
-                 f"{RUN_TIMEOUT_S + 120:g}"],
-                cwd=base_dir(), env=scratch.env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT))
+            procs.append(
+                subprocess.Popen(
+                    [
+                        sys.executable,
+                        str(base_dir() / "manage.py"),
+                        "channel_run",
+                        name,
+                        "--seconds",
+                        f"{RUN_TIMEOUT_S + 120:g}",
+                    ],
+                    cwd=base_dir(),
+                    env=scratch.env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                )
+            )
             log.close()
         yield procs
     finally:
@@ -318,8 +455,10 @@ def _agents(scratch: Scratch, names: list[str]):
 
 def _notes(result: PipelineResult) -> str:
     notes = result.notes or {}
-    parts = [f"{name} {t:.3f}" if name.endswith("to commit") or " got the " in name else f"{name} committed {t:.3f}"
-             for name, t in notes.get("committed_at_s", {}).items()]
+    parts = [
+        f"{name} {t:.3f}" if name.endswith("to commit") or " got the " in name else f"{name} committed {t:.3f}"
+        for name, t in notes.get("committed_at_s", {}).items()
+    ]
     held = notes.get("commits_held")
     if held:
         parts.append("commits held at first: " + ", ".join(f"stage {h}" if isinstance(h, int) else h for h in held))

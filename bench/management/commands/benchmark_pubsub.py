@@ -4,6 +4,7 @@ Runs on a scratch database of its own (a fresh SQLite file in a temporary direct
 the database ``--database-url`` names), never on the platform's: the measuring runs in a
 child process (``--phase run``) whose DATABASE_URL points there.
 """
+
 from __future__ import annotations
 
 import json
@@ -42,12 +43,19 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("--publications", type=int, default=400, metavar="N",
-                            help="publications per scenario (default 400)")
-        parser.add_argument("--subscriptions", type=int, default=10_000, metavar="N",
-                            help="subscriptions defined in all (default 10000)")
-        parser.add_argument("--matching", type=int, default=10, metavar="N",
-                            help="of which match every publication (default 10)")
+        parser.add_argument(
+            "--publications", type=int, default=400, metavar="N", help="publications per scenario (default 400)"
+        )
+        parser.add_argument(
+            "--subscriptions",
+            type=int,
+            default=10_000,
+            metavar="N",
+            help="subscriptions defined in all (default 10000)",
+        )
+        parser.add_argument(
+            "--matching", type=int, default=10, metavar="N", help="of which match every publication (default 10)"
+        )
         parser.add_argument("--database-url", metavar="URL", help="a scratch database to run on instead of SQLite")
         parser.add_argument("--json", action="store_true", help="print JSON")
         parser.add_argument("--phase", choices=["run"], help=argparse_suppress())
@@ -59,22 +67,40 @@ class Command(BaseCommand):
         started = time.monotonic()
         load_before = _load()
         command = "manage.py benchmark_pubsub " + shlex.join(
-            a for a in sys.argv[2:] if not a.startswith("--database-url"))
+            a for a in sys.argv[2:] if not a.startswith("--database-url")
+        )
         with Scratch(database_url=options["database_url"]) as scratch:
             result_file = Path(scratch.dir) / "run.json"
-            child = [sys.executable, str(base_dir() / "manage.py"), "benchmark_pubsub", "--phase", "run",
-                     "--result-file", str(result_file), "--publications", str(options["publications"]),
-                     "--subscriptions", str(options["subscriptions"]), "--matching", str(options["matching"])]
-            proc = subprocess.run(child, cwd=base_dir(), env=scratch.env, stdin=subprocess.DEVNULL,
-                                  capture_output=True, text=True)
+            child = [
+                sys.executable,
+                str(base_dir() / "manage.py"),
+                "benchmark_pubsub",
+                "--phase",
+                "run",
+                "--result-file",
+                str(result_file),
+                "--publications",
+                str(options["publications"]),
+                "--subscriptions",
+                str(options["subscriptions"]),
+                "--matching",
+                str(options["matching"]),
+            ]
+            proc = subprocess.run(
+                child, cwd=base_dir(), env=scratch.env, stdin=subprocess.DEVNULL, capture_output=True, text=True
+            )
             if proc.returncode != 0 or not result_file.exists():
                 raise CommandError(f"The benchmark failed (exit status {proc.returncode}):\n{proc.stderr[-3000:]}")
             results = json.loads(result_file.read_text())
             database = url_masked(scratch.database_url) if options["database_url"] else "a fresh SQLite file (WAL)"
         facts = {
-            "command": command.strip(), "database": database, "durability": "a sync at every publication's commit",
+            "command": command.strip(),
+            "database": database,
+            "durability": "a sync at every publication's commit",
             "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
-            "load_before": load_before, "load_after": _load(), "elapsed_s": round(time.monotonic() - started, 1),
+            "load_before": load_before,
+            "load_after": _load(),
+            "elapsed_s": round(time.monotonic() - started, 1),
         }
         if options["json"]:
             self.stdout.write(json.dumps({"facts": facts, "results": results}, indent=2))
@@ -83,8 +109,10 @@ class Command(BaseCommand):
         lines.append("")
         lines.append(f"{'scenario':<48} {'publications/s':>15} {'copies/s':>10} {'ms/publication':>15}")
         for r in results["publish"]:
-            lines.append(f"{r['scenario']:<48} {r['publications_per_s']:>15.1f} {r['copies_per_s']:>10.1f} "
-                         f"{r['ms_per_publication']:>15.2f}")
+            lines.append(
+                f"{r['scenario']:<48} {r['publications_per_s']:>15.1f} {r['copies_per_s']:>10.1f} "
+                f"{r['ms_per_publication']:>15.2f}"
+            )
         lines.append("")
         lines.append(f"{'matching one topic against the subscriptions':<48} {'µs/publication':>15}")
         for r in results["matching"]:
@@ -100,8 +128,12 @@ class Command(BaseCommand):
         call_command("migrate", verbosity=0)
         from bench.pubsub import run
 
-        results = run(publications=options["publications"], subscriptions=options["subscriptions"],
-                      matching=options["matching"], broker=BROKER)
+        results = run(
+            publications=options["publications"],
+            subscriptions=options["subscriptions"],
+            matching=options["matching"],
+            broker=BROKER,
+        )
         Path(options["result_file"]).write_text(json.dumps(results))
 
 

@@ -1,5 +1,6 @@
 """``manage.py benchmark_stomp``: stomp.py against Baton's STOMP server and RabbitMQ's STOMP
 plugin, side by side (bench/stomp_race.py says what is measured)."""
+
 from __future__ import annotations
 
 import json
@@ -13,8 +14,10 @@ from bench.stomp_race import baton_stomp, rabbitmq_stomp, stomp_race, table
 
 
 class Command(BaseCommand):
-    help = ("The same stomp.py producer and consumer (persistent 1 KiB messages, one per SEND with a receipt and "
-            "100 per transaction) against Baton's STOMP server and RabbitMQ's STOMP plugin, side by side.")
+    help = (
+        "The same stomp.py producer and consumer (persistent 1 KiB messages, one per SEND with a receipt and "
+        "100 per transaction) against Baton's STOMP server and RabbitMQ's STOMP plugin, side by side."
+    )
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("--messages", type=int, default=2000, help="messages per scenario (default 2000)")
@@ -25,9 +28,11 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options) -> None:
         progress = options["verbosity"] >= 1 and not options["json"]
-        facts: dict = {"load": "persistent 1 KiB messages; a stomp.py producer and consumer, concurrently; "
-                               "send+receipt: a receipt per SEND and per ACK; transaction/100: 100 SENDs or ACKs "
-                               "per transaction, a receipt per COMMIT"}
+        facts: dict = {
+            "load": "persistent 1 KiB messages; a stomp.py producer and consumer, concurrently; "
+            "send+receipt: a receipt per SEND and per ACK; transaction/100: 100 SENDs or ACKs "
+            "per transaction, a receipt per COMMIT"
+        }
         results = []
         try:
             with sigterm_as_interrupt(), Scratch(database_url=options["database_url"], keep=options["keep"]) as scratch:

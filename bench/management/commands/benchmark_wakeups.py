@@ -7,6 +7,7 @@ throwaway Redis server; publish/subscribe) and ``sqlite-poll`` (the fallback, fo
 comparison). Each runs in child processes on a scratch database (the command re-executed
 with ``--phase run``); see bench/wakeups.py for what is measured.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -38,15 +39,19 @@ class Command(BenchmarkCommand):
         "Measure the latency from a commit in one process to a get waiting in another returning (p50, p99, "
         "max, mean), for each wake-up bus: SQLite with local datagram sockets, PostgreSQL with LISTEN/NOTIFY, "
         "PostgreSQL with Redis publish/subscribe (throwaway servers, started and stopped here), and SQLite "
-        "polling for comparison. With --json, stdout is JSON lines: one \"facts\" object, then one "
-        "\"result\" object per scenario."
+        'polling for comparison. With --json, stdout is JSON lines: one "facts" object, then one '
+        '"result" object per scenario.'
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("--messages", type=int, default=DEFAULT_MESSAGES, metavar="N",
-                            help=f"Wake-ups measured per scenario (default {DEFAULT_MESSAGES}).")
-        parser.add_argument("--only", choices=SCENARIOS, action="append",
-                            help="Run only this scenario (repeatable).")
+        parser.add_argument(
+            "--messages",
+            type=int,
+            default=DEFAULT_MESSAGES,
+            metavar="N",
+            help=f"Wake-ups measured per scenario (default {DEFAULT_MESSAGES}).",
+        )
+        parser.add_argument("--only", choices=SCENARIOS, action="append", help="Run only this scenario (repeatable).")
         parser.add_argument("--json", action="store_true", help="Print JSON lines instead of a table.")
         parser.add_argument("--keep", action="store_true", help="Keep the scratch directories.")
         parser.add_argument("--phase", choices=("run",), help=argparse.SUPPRESS)
@@ -63,17 +68,33 @@ class Command(BenchmarkCommand):
         call_command("migrate", interactive=False, verbosity=0)
         out = wakeup_latencies(
             broker="WAKE." + options["scenario"].replace("+", "_").replace("-", "_").upper(),
-            messages=options["messages"], env=dict(os.environ),
+            messages=options["messages"],
+            env=dict(os.environ),
         )
         Path(options["result_file"]).write_text(json.dumps(out))
 
     def _scenario(self, scenario: str, *, database_url: str | None, redis_url: str, options) -> WakeupResult:
         with Scratch(database_url=database_url, keep=options["keep"]) as scratch:
-            env = {**scratch.env, "BATON_REDIS_URL": redis_url, "BATON_WAKEUP_REDIS_URL": "",
-                   "BATON_WAKEUPS": "poll" if scenario == "sqlite-poll" else "auto"}
+            env = {
+                **scratch.env,
+                "BATON_REDIS_URL": redis_url,
+                "BATON_WAKEUP_REDIS_URL": "",
+                "BATON_WAKEUPS": "poll" if scenario == "sqlite-poll" else "auto",
+            }
             result_file = scratch.dir / "wakeups.json"
-            args = [sys.executable, str(base_dir() / "manage.py"), COMMAND, "--phase", "run", "--scenario", scenario,
-                    "--messages", str(options["messages"]), "--result-file", str(result_file)]
+            args = [
+                sys.executable,
+                str(base_dir() / "manage.py"),
+                COMMAND,
+                "--phase",
+                "run",
+                "--scenario",
+                scenario,
+                "--messages",
+                str(options["messages"]),
+                "--result-file",
+                str(result_file),
+            ]
             with open(scratch.dir / "wakeups.log", "wb") as log:
                 proc = subprocess.Popen(args, cwd=base_dir(), env=env, stdin=subprocess.DEVNULL, stdout=log)
                 try:
@@ -81,11 +102,18 @@ class Command(BenchmarkCommand):
                 finally:
                     process_stopped(proc, grace_s=5)
             if code != 0 or not result_file.exists():
-                raise BenchmarkError(f"{scenario}: the run failed (exit status {code}): {shlex.join(args)}\n"
-                                     f"{scratch.log_tail('wakeups.log')}".rstrip())
+                raise BenchmarkError(
+                    f"{scenario}: the run failed (exit status {code}): {shlex.join(args)}\n"
+                    f"{scratch.log_tail('wakeups.log')}".rstrip()
+                )
             out = json.loads(result_file.read_text())
-        return summary(scenario=scenario, bus=out["bus"], latencies_ms=out["latencies_ms"], heard_ms=out["heard_ms"],
-                       timeouts=out["timeouts"])
+        return summary(
+            scenario=scenario,
+            bus=out["bus"],
+            latencies_ms=out["latencies_ms"],
+            heard_ms=out["heard_ms"],
+            timeouts=out["timeouts"],
+        )
 
     def handle(self, *args, **options):
         if options["phase"]:
@@ -120,16 +148,26 @@ class Command(BenchmarkCommand):
                             redis_url = server.database(0)
                             facts["servers"].append(server.describe())
                         self._progress(options, f"{COMMAND}: {scenario}, {options['messages']} wake-ups")
-                        results.append(self._scenario(
-                            scenario, database_url=pg_url if scenario.startswith("postgres") else None,
-                            redis_url=redis_url if scenario == "postgres+redis" else "", options=options,
-                        ))
+                        results.append(
+                            self._scenario(
+                                scenario,
+                                database_url=pg_url if scenario.startswith("postgres") else None,
+                                redis_url=redis_url if scenario == "postgres+redis" else "",
+                                options=options,
+                            )
+                        )
             except KeyboardInterrupt:
                 failure = "Interrupted (the servers, if started, are stopped)."
             except BenchmarkError as exc:
                 failure = str(exc)
-        facts.update(load_end=self._load(), elapsed_s=round(time.monotonic() - started, 3), command=shlex.join(command),
-                     machine=self._machine(), sqlite=sqlite3.sqlite_version, error=failure)
+        facts.update(
+            load_end=self._load(),
+            elapsed_s=round(time.monotonic() - started, 3),
+            command=shlex.join(command),
+            machine=self._machine(),
+            sqlite=sqlite3.sqlite_version,
+            error=failure,
+        )
         if options["json"]:
             rows = [{"kind": "facts", **facts}] + [r.as_dict() for r in results]
             self.stdout.write("\n".join(json.dumps(row) for row in rows))
@@ -140,17 +178,21 @@ class Command(BenchmarkCommand):
 
     @staticmethod
     def _text(results: list[WakeupResult], facts: dict) -> str:
-        lines = [
-            "Baton wake-up benchmark: a commit in one process -> a get waiting in another returns",
-            f"command:   {facts['command']}",
-            f"machine:   {facts['machine']}, SQLite {facts['sqlite']}",
-            f"load avg:  {facts['load_start']} at the start, {facts['load_end']} at the end (1 min)",
-            f"elapsed:   {facts['elapsed_s']:.1f} s",
-        ] + [f"server:    {s}" for s in facts["servers"]] + [
-            "",
-            table(results) if results else "(no scenario completed)",
-            "",
-        ]
+        lines = (
+            [
+                "Baton wake-up benchmark: a commit in one process -> a get waiting in another returns",
+                f"command:   {facts['command']}",
+                f"machine:   {facts['machine']}, SQLite {facts['sqlite']}",
+                f"load avg:  {facts['load_start']} at the start, {facts['load_end']} at the end (1 min)",
+                f"elapsed:   {facts['elapsed_s']:.1f} s",
+            ]
+            + [f"server:    {s}" for s in facts["servers"]]
+            + [
+                "",
+                table(results) if results else "(no scenario completed)",
+                "",
+            ]
+        )
         explained = (
             "Latency: from an immediate put (one committing database transaction) returning in the committer "
             "process to the waiting get returning in the waiter process, on the machine's monotonic clock; it "

@@ -6,6 +6,7 @@ Runs on a scratch database of its own (a fresh SQLite file in a temporary direct
 the database ``--database-url`` names), never on the platform's: the measuring runs in a
 child process (``--phase run``) whose DATABASE_URL points there.
 """
+
 from __future__ import annotations
 
 import json
@@ -43,10 +44,10 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("--instances", type=int, default=200, metavar="N",
-                            help="instances per throughput scenario (default 200)")
-        parser.add_argument("--rounds", type=int, default=20, metavar="N",
-                            help="aborts measured (default 20)")
+        parser.add_argument(
+            "--instances", type=int, default=200, metavar="N", help="instances per throughput scenario (default 200)"
+        )
+        parser.add_argument("--rounds", type=int, default=20, metavar="N", help="aborts measured (default 20)")
         parser.add_argument("--database-url", metavar="URL", help="a scratch database to run on instead of SQLite")
         parser.add_argument("--json", action="store_true", help="print JSON")
         parser.add_argument("--phase", choices=["run"], help=argparse_suppress())
@@ -58,22 +59,38 @@ class Command(BaseCommand):
         started = time.monotonic()
         load_before = _load()
         command = "manage.py benchmark_workflows " + shlex.join(
-            a for a in sys.argv[2:] if not a.startswith("--database-url"))
+            a for a in sys.argv[2:] if not a.startswith("--database-url")
+        )
         with Scratch(database_url=options["database_url"]) as scratch:
             result_file = Path(scratch.dir) / "run.json"
-            child = [sys.executable, str(base_dir() / "manage.py"), "benchmark_workflows", "--phase", "run",
-                     "--result-file", str(result_file), "--instances", str(options["instances"]),
-                     "--rounds", str(options["rounds"])]
-            proc = subprocess.run(child, cwd=base_dir(), env=scratch.env, stdin=subprocess.DEVNULL,
-                                  capture_output=True, text=True)
+            child = [
+                sys.executable,
+                str(base_dir() / "manage.py"),
+                "benchmark_workflows",
+                "--phase",
+                "run",
+                "--result-file",
+                str(result_file),
+                "--instances",
+                str(options["instances"]),
+                "--rounds",
+                str(options["rounds"]),
+            ]
+            proc = subprocess.run(
+                child, cwd=base_dir(), env=scratch.env, stdin=subprocess.DEVNULL, capture_output=True, text=True
+            )
             if proc.returncode != 0 or not result_file.exists():
                 raise CommandError(f"The benchmark failed (exit status {proc.returncode}):\n{proc.stderr[-3000:]}")
             results = json.loads(result_file.read_text())
             database = url_masked(scratch.database_url) if options["database_url"] else "a fresh SQLite file (WAL)"
         facts = {
-            "command": command.strip(), "database": database, "durability": "a sync at every commit",
+            "command": command.strip(),
+            "database": database,
+            "durability": "a sync at every commit",
             "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
-            "load_before": load_before, "load_after": _load(), "elapsed_s": round(time.monotonic() - started, 1),
+            "load_before": load_before,
+            "load_after": _load(),
+            "elapsed_s": round(time.monotonic() - started, 1),
         }
         if options["json"]:
             self.stdout.write(json.dumps({"facts": facts, "results": results}, indent=2))
@@ -83,8 +100,10 @@ class Command(BaseCommand):
         lines.append(f"{'scenario':<42} {'instances/s':>12} {'vs normal':>10} {'step p50 ms':>12} {'step p99 ms':>12}")
         for r in results["throughput"]:
             ratio = f"{r['ratio_to_normal']:.2f}x" if "ratio_to_normal" in r else ""
-            lines.append(f"{r['scenario']:<42} {r['instances_per_s']:>12.1f} {ratio:>10} {r['step_p50_ms']:>12.1f} "
-                         f"{r['step_p99_ms']:>12.1f}")
+            lines.append(
+                f"{r['scenario']:<42} {r['instances_per_s']:>12.1f} {ratio:>10} {r['step_p50_ms']:>12.1f} "
+                f"{r['step_p99_ms']:>12.1f}"
+            )
         c = results["compensation"]
         lines.append("")
         lines.append(f"{c['scenario']}: p50 {c['p50_ms']:.1f} ms, max {c['max_ms']:.1f} ms over {c['rounds']} aborts")

@@ -9,6 +9,7 @@ throwaway Redis server (Celery's transport, the channel layer, the wake-up bus),
 clients spread over both web servers. See bench/soak.py for the measurements
 and bench/workload.py for the load.
 """
+
 from __future__ import annotations
 
 import json
@@ -26,7 +27,12 @@ from bench.live import LivePlatform, PlatformError, postgres_scratch_database
 from bench.report import BenchmarkError
 from bench.scratch import Scratch, sigterm_as_interrupt
 from bench.soak import (
-    FD_GROWTH_PER_H, RSS_GROWTH_MIB_PER_H, RSS_GROWTH_SHARE_PER_H, Series, samples_table, summary_table,
+    FD_GROWTH_PER_H,
+    RSS_GROWTH_MIB_PER_H,
+    RSS_GROWTH_SHARE_PER_H,
+    Series,
+    samples_table,
+    summary_table,
 )
 from bench.workload import Load, Settings, open_transactions, queue_contents, quiet, topology_define
 from brokers.client import Client
@@ -55,11 +61,16 @@ class Command(BaseCommand):
         parser.add_argument("--seed", type=int, default=0, help="Seed of the clients' choices (default 0).")
         parser.add_argument("--json", action="store_true", help="Print one JSON object instead of tables.")
         parser.add_argument("--keep", action="store_true", help="Keep the scratch directory (database, logs).")
-        parser.add_argument("--scaled", action="store_true",
-                            help="The scaled-out form: 2 web servers and 2 workers on PostgreSQL and Redis.")
-        parser.add_argument("--database-url", default="",
-                            help="--scaled: a PostgreSQL server where a scratch database may be created "
-                                 "(default: DATABASE_URL).")
+        parser.add_argument(
+            "--scaled",
+            action="store_true",
+            help="The scaled-out form: 2 web servers and 2 workers on PostgreSQL and Redis.",
+        )
+        parser.add_argument(
+            "--database-url",
+            default="",
+            help="--scaled: a PostgreSQL server where a scratch database may be created (default: DATABASE_URL).",
+        )
 
     def handle(self, *args, **options):
         duration = options["seconds"] if options["seconds"] is not None else options["minutes"] * 60
@@ -67,8 +78,10 @@ class Command(BaseCommand):
             raise CommandError("The duration and the interval must be positive.")
         server = options["database_url"] or os.environ.get("DATABASE_URL", "")
         if options["scaled"] and not server.startswith("postgres"):
-            raise CommandError("--scaled runs on PostgreSQL: give --database-url postgres://... (a server where a "
-                               "scratch database may be created) or set DATABASE_URL.")
+            raise CommandError(
+                "--scaled runs on PostgreSQL: give --database-url postgres://... (a server where a "
+                "scratch database may be created) or set DATABASE_URL."
+            )
         if options["database_url"] and not options["scaled"]:
             raise CommandError("--database-url is for --scaled (the default form runs on a scratch SQLite file).")
         options["server"] = server
@@ -84,8 +97,10 @@ class Command(BaseCommand):
         else:
             self.stdout.write(self._text(report, series))
         for exit in report["process_exits"]:
-            sys.stderr.write(f"--- {exit['process']} (pid {exit['pid']}) exited with status {exit['status']} after "
-                             f"{exit['after_s']:g} s; its log ends:\n{exit['log']}\n")
+            sys.stderr.write(
+                f"--- {exit['process']} (pid {exit['pid']}) exited with status {exit['status']} after "
+                f"{exit['after_s']:g} s; its log ends:\n{exit['log']}\n"
+            )
         if not report["checker"]["ok"]:
             raise CommandError(f"The checker found problems: {report['checker']['problems']}")
 
@@ -107,8 +122,10 @@ class Command(BaseCommand):
                 redis = stack.enter_context(redis_server())
                 env.update(CELERY_BROKER_URL=redis.database(1), BATON_REDIS_URL=redis.database(2))
                 form = {"webs": 2, "workers": 2}
-                database = (f"PostgreSQL {_postgres_version(database_url)} (scratch database), Redis {redis.version}, "
-                            "2 web servers, 2 workers")
+                database = (
+                    f"PostgreSQL {_postgres_version(database_url)} (scratch database), Redis {redis.version}, "
+                    "2 web servers, 2 workers"
+                )
             live = stack.enter_context(LivePlatform(scratch.dir, database_url, env=env, **form))
             self._progress(f"soak: starting a platform in {scratch.dir}")
             token = live.prepare()
@@ -128,16 +145,28 @@ class Command(BaseCommand):
                     for s in series:
                         s.add(t)
                     operations.append((round(t, 1), load.history.operations))
-                    exits = [{"process": p.name, "pid": p.pid, "after_s": round(t, 1), "status": p.proc.returncode,
-                              "log": live.log_tail(p.name)} for p in live.processes.values() if not p.alive()]
+                    exits = [
+                        {
+                            "process": p.name,
+                            "pid": p.pid,
+                            "after_s": round(t, 1),
+                            "status": p.proc.returncode,
+                            "log": live.log_tail(p.name),
+                        }
+                        for p in live.processes.values()
+                        if not p.alive()
+                    ]
                     if exits:
                         self._progress(f"soak: {', '.join(e['process'] for e in exits)} exited: the run stops here")
                     if t >= duration or exits or any(a.error for a in load.actors):
                         break
                     if len(operations) % max(1, int(60 / options["interval"])) == 0:
-                        self._progress(f"soak: {t:6.0f} s, {load.history.operations} operations, "
-                                       + ", ".join(f"{s.name} {s.rss_mib[-1]:.0f} MiB/{s.fds[-1]} fds"
-                                                   for s in series if s.rss_mib))
+                        self._progress(
+                            f"soak: {t:6.0f} s, {load.history.operations} operations, "
+                            + ", ".join(
+                                f"{s.name} {s.rss_mib[-1]:.0f} MiB/{s.fds[-1]} fds" for s in series if s.rss_mib
+                            )
+                        )
                     load.stop.wait(min(options["interval"], max(0.0, duration - t)))
             finally:
                 load.finish()
@@ -159,31 +188,56 @@ class Command(BaseCommand):
             "kind": "soak",
             "facts": {
                 "command": "manage.py soak " + " ".join(sys.argv[2:]),
-                "seconds": round(elapsed, 1), "interval_s": options["interval"],
-                "database": database, "scaled": options["scaled"],
-                "load": {"producers": LOAD.producers, "consumers": LOAD.consumers, "peek_lock_consumers": LOAD.lockers,
-                         "producer_pause_s": LOAD.producer_pause_s, "transaction_timeout_ms": LOAD.transaction_timeout_ms,
-                         "channel_batch_size": LOAD.channel_batch_size, "seed": options["seed"]},
+                "seconds": round(elapsed, 1),
+                "interval_s": options["interval"],
+                "database": database,
+                "scaled": options["scaled"],
+                "load": {
+                    "producers": LOAD.producers,
+                    "consumers": LOAD.consumers,
+                    "peek_lock_consumers": LOAD.lockers,
+                    "producer_pause_s": LOAD.producer_pause_s,
+                    "transaction_timeout_ms": LOAD.transaction_timeout_ms,
+                    "channel_batch_size": LOAD.channel_batch_size,
+                    "seed": options["seed"],
+                },
                 "machine": f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPUs",
                 "load_average_before": [round(x, 2) for x in load_before],
                 "load_average_after": [round(x, 2) for x in os.getloadavg()],
-                "thresholds": {"rss_mib_per_h": RSS_GROWTH_MIB_PER_H, "rss_share_per_h": RSS_GROWTH_SHARE_PER_H,
-                               "fds_per_h": FD_GROWTH_PER_H},
+                "thresholds": {
+                    "rss_mib_per_h": RSS_GROWTH_MIB_PER_H,
+                    "rss_share_per_h": RSS_GROWTH_SHARE_PER_H,
+                    "fds_per_h": FD_GROWTH_PER_H,
+                },
             },
             "operations": history.operations,
             "operations_per_s": round(history.operations / elapsed, 1) if elapsed else 0.0,
             "units_of_work": dict(history.units),
             "processes": [s.summary() for s in series],
             "growth": any(s.summary()["verdict"] == "growth" for s in series),
-            "samples": [{"process": s.name, "t_s": [round(t, 1) for t in s.times_s],
-                         "rss_mib": [round(r, 1) for r in s.rss_mib], "fds": s.fds} for s in series],
+            "samples": [
+                {
+                    "process": s.name,
+                    "t_s": [round(t, 1) for t in s.times_s],
+                    "rss_mib": [round(r, 1) for r in s.rss_mib],
+                    "fds": s.fds,
+                }
+                for s in series
+            ],
             "operations_over_time": operations,
             "process_exits": exits,
             "checker": (
-                {**verdict.numbers(), "settled": True, "ok": verdict.ok, "problems": verdict.problems()} if verdict else
-                {"settled": False, "ok": False, "problems": (
-                    f"{', '.join(e['process'] for e in exits)} exited during the run" if exits else
-                    f"not judged: {open_units} units of work still open {SETTLE_S} s after the load stopped")}
+                {**verdict.numbers(), "settled": True, "ok": verdict.ok, "problems": verdict.problems()}
+                if verdict
+                else {
+                    "settled": False,
+                    "ok": False,
+                    "problems": (
+                        f"{', '.join(e['process'] for e in exits)} exited during the run"
+                        if exits
+                        else f"not judged: {open_units} units of work still open {SETTLE_S} s after the load stopped"
+                    ),
+                }
             ),
         }
         return report, series
@@ -192,17 +246,21 @@ class Command(BaseCommand):
         facts = report["facts"]
         checker = report["checker"]
         lines = [
-            (f"soak: {facts['seconds']:g} s of mixed load, {report['operations']} operations "
-             f"({report['operations_per_s']:g}/s); {facts['database']}; {facts['machine']}; "
-             f"load average {facts['load_average_before'][0]} -> {facts['load_average_after'][0]}"),
+            (
+                f"soak: {facts['seconds']:g} s of mixed load, {report['operations']} operations "
+                f"({report['operations_per_s']:g}/s); {facts['database']}; {facts['machine']}; "
+                f"load average {facts['load_average_before'][0]} -> {facts['load_average_after'][0]}"
+            ),
             "",
             samples_table(series),
             "",
             summary_table(report["processes"]),
             "",
-            (f"verdict: {'GROWTH' if report['growth'] else 'no growth'} (growth: memory over "
-             f"max({RSS_GROWTH_MIB_PER_H:g} MiB, {RSS_GROWTH_SHARE_PER_H:.0%} of the mean) per hour, or descriptors "
-             f"over {FD_GROWTH_PER_H:g} per hour, after the first tenth of the run)"),
+            (
+                f"verdict: {'GROWTH' if report['growth'] else 'no growth'} (growth: memory over "
+                f"max({RSS_GROWTH_MIB_PER_H:g} MiB, {RSS_GROWTH_SHARE_PER_H:.0%} of the mean) per hour, or descriptors "
+                f"over {FD_GROWTH_PER_H:g} per hour, after the first tenth of the run)"
+            ),
             "checker: " + ", ".join(f"{k} {v}" for k, v in checker.items() if k not in ("ok", "problems")),
             *([f"problems: {checker['problems']}"] if checker["problems"] else []),
         ]

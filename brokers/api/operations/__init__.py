@@ -1,8 +1,17 @@
 """Every operation of the API, defined once (input, output, perform) for REST, the session
 and the OpenAPI schema. Importing this package registers the session's operations."""
+
 from .base import SESSION_OPERATIONS, Model, Operation
 from .definitions import (
-    BrokerAlter, BrokerDefine, BrokerDelete, BrokerDisplay, BrokerList, QueueAlter, QueueDefine, QueueDelete, QueueDisplay,
+    BrokerAlter,
+    BrokerDefine,
+    BrokerDelete,
+    BrokerDisplay,
+    BrokerList,
+    QueueAlter,
+    QueueDefine,
+    QueueDelete,
+    QueueDisplay,
     QueueList,
 )
 from .connections import ConnectionClose, ConnectionDisplay, ConnectionOpen
@@ -11,9 +20,32 @@ from .messages import MessageBrowse, MessageGet, MessagePut
 from .transactions import TransactionBegin, TransactionCheck, TransactionCommit, TransactionDisplay, TransactionRollback
 
 __all__ = [
-    "BrokerAlter", "BrokerDefine", "BrokerDelete", "BrokerDisplay", "BrokerList", "QueueAlter", "QueueDefine",
-    "QueueDelete", "QueueDisplay", "QueueList",
-    "SESSION_OPERATIONS", "ConnectionClose", "ConnectionDisplay", "ConnectionOpen", "LockAbandon", "LockComplete",
-    "LockDeadLetter", "LockRenew", "MessageBrowse", "MessageGet", "MessagePut", "Model", "Operation",
-    "TransactionBegin", "TransactionCheck", "TransactionCommit", "TransactionDisplay", "TransactionRollback",
+    "BrokerAlter",
+    "BrokerDefine",
+    "BrokerDelete",
+    "BrokerDisplay",
+    "BrokerList",
+    "QueueAlter",
+    "QueueDefine",
+    "QueueDelete",
+    "QueueDisplay",
+    "QueueList",
+    "SESSION_OPERATIONS",
+    "ConnectionClose",
+    "ConnectionDisplay",
+    "ConnectionOpen",
+    "LockAbandon",
+    "LockComplete",
+    "LockDeadLetter",
+    "LockRenew",
+    "MessageBrowse",
+    "MessageGet",
+    "MessagePut",
+    "Model",
+    "Operation",
+    "TransactionBegin",
+    "TransactionCheck",
+    "TransactionCommit",
+    "TransactionDisplay",
+    "TransactionRollback",
 ]

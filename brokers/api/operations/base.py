@@ -7,6 +7,7 @@ cannot afford; see docs/performance.md), and ``perform(user, data)``, which chec
 caller's permission with the functions of ``brokers.permissions``, calls one service and
 returns ``(status, body)``. Unknown fields are an error everywhere (``extra="forbid"``).
 """
+
 from __future__ import annotations
 
 from typing import Any, ClassVar
@@ -34,12 +35,15 @@ def _batch_bounded(value: int) -> int:
 
 
 #: Seconds to wait, 0 to BATON_MAX_WAIT_S.
-Wait = Annotated[float, Field(ge=0, allow_inf_nan=False, description="Seconds to wait (0 to BATON_MAX_WAIT_S, "
-                                                                      "by default 60)."),
-                 AfterValidator(_wait_bounded)]
+Wait = Annotated[
+    float,
+    Field(ge=0, allow_inf_nan=False, description="Seconds to wait (0 to BATON_MAX_WAIT_S, by default 60)."),
+    AfterValidator(_wait_bounded),
+]
 #: How many messages, 1 to BATON_MAX_BATCH.
-Batch = Annotated[int, Field(ge=1, description="1 to BATON_MAX_BATCH (by default 1000)."),
-                  AfterValidator(_batch_bounded)]
+Batch = Annotated[
+    int, Field(ge=1, description="1 to BATON_MAX_BATCH (by default 1000)."), AfterValidator(_batch_bounded)
+]
 
 #: Session operation name -> the operation (filled by ``Operation.__init_subclass__``).
 SESSION_OPERATIONS: dict[str, type[Operation]] = {}
@@ -49,8 +53,6 @@ class Model(BaseModel):
     """Every input and output: unknown fields are refused; names are the JSON names."""
 
     model_config = ConfigDict(extra="forbid", frozen=False, ser_json_bytes="base64")
-
-
 
 
 class Operation:
@@ -72,8 +74,12 @@ class Operation:
             if isinstance(model, type) and issubclass(model, BaseModel) and model.__name__ in ("Input", "Output"):
                 model.__name__ = model.__qualname__ = f"{base}{suffix}"
         for name, model in list(vars(cls).items()):  # other models inside: PutOne, PutMany, ...
-            if isinstance(model, type) and issubclass(model, BaseModel) and model.__name__ == name \
-                    and name not in ("Input", "Output"):
+            if (
+                isinstance(model, type)
+                and issubclass(model, BaseModel)
+                and model.__name__ == name
+                and name not in ("Input", "Output")
+            ):
                 model.__name__ = model.__qualname__ = f"{base}{name}"
         if cls.session:
             SESSION_OPERATIONS[cls.session] = cls
@@ -133,7 +139,10 @@ def body_model(operation: type[Operation]) -> type[Model] | None:
     if operation not in _BODIES:
         from pydantic import create_model
 
-        fields = {name: (info.annotation, info) for name, info in operation.Input.model_fields.items()
-                  if name not in operation.path}
+        fields = {
+            name: (info.annotation, info)
+            for name, info in operation.Input.model_fields.items()
+            if name not in operation.path
+        }
         _BODIES[operation] = create_model(f"{operation.__name__}Body", __base__=Model, **fields) if fields else None
     return _BODIES[operation]

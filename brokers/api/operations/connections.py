@@ -1,4 +1,5 @@
 """Connections: open (the session's ``connect``), display, close; their one definition."""
+
 from __future__ import annotations
 
 from typing import Annotated, Any

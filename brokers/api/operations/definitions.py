@@ -3,6 +3,7 @@
 The services check what depends on the database (names taken, a dead-letter queue's
 definition, a remote queue's fields); these models check shapes and types, and name
 unknown fields."""
+
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal
@@ -11,16 +12,25 @@ from django.conf import settings
 from pydantic import ConfigDict, Field, model_validator
 
 from ... import permissions as may
-from ...models import NAME_PATTERN, Access, DeliverySequence, EnforceOrder, Persistence, QueueKind, QueueUsage, \
-    ReadOrder
+from ...models import (
+    NAME_PATTERN,
+    Access,
+    DeliverySequence,
+    EnforceOrder,
+    Persistence,
+    QueueKind,
+    QueueUsage,
+    ReadOrder,
+)
 from ...selectors import broker_get, broker_list, queue_depths, queue_get, queue_list
 from ...services.brokers import broker_alter, broker_define, broker_delete
 from ...services.queues import queue_alter, queue_define, queue_delete
 from ..render import broker_render, queue_render
 from .base import Model, Operation
 
-Name = Annotated[str, Field(pattern=NAME_PATTERN, max_length=48, description="1 to 48 characters of "
-                                                                              "A-Z a-z 0-9 . _ / %.")]
+Name = Annotated[
+    str, Field(pattern=NAME_PATTERN, max_length=48, description="1 to 48 characters of A-Z a-z 0-9 . _ / %.")
+]
 PathName = Annotated[str, Field(max_length=200)]
 Count = Annotated[int, Field(ge=0, le=2**31 - 1)]
 Description = Annotated[str, Field(max_length=200)]
@@ -43,10 +53,11 @@ class Page(Model):
 
 
 def _page(rows: list[dict[str, Any]], data: Page) -> dict[str, Any]:
-    return {"count": len(rows), "results": rows[data.offset:data.offset + data.limit]}
+    return {"count": len(rows), "results": rows[data.offset : data.offset + data.limit]}
 
 
 # --- brokers --------------------------------------------------------------------------------
+
 
 class BrokerOut(Model):
     name: str
@@ -65,8 +76,9 @@ class BrokerChanges(Strict):
     transaction_timeout_ms: Count = Field(None, description="0: units of work never time out.")
     max_message_length: Count = None
     default_persistence: _choices(Persistence) = None
-    auto_define_queues: bool | None = Field(None, description="STOMP: a SEND or SUBSCRIBE to a /queue/ that does not "
-                                                              "exist defines it with the defaults.")
+    auto_define_queues: bool | None = Field(
+        None, description="STOMP: a SEND or SUBSCRIBE to a /queue/ that does not exist defines it with the defaults."
+    )
 
 
 class NoRename(Model):
@@ -172,6 +184,7 @@ class BrokerDelete(Operation):
 
 # --- queues ---------------------------------------------------------------------------------
 
+
 class QueueChanges(Strict):
     kind: _choices(QueueKind) = None
     usage: _choices(QueueUsage) = None
@@ -264,8 +277,7 @@ class QueueDefine(Operation):
     @classmethod
     def perform(cls, user, data: Input) -> tuple[int, dict[str, Any]]:
         may.require_broker_admin(user, broker=data.broker)
-        queue = queue_define(broker=data.broker, name=data.name, user=user,
-                             **_given(data, skip=("broker", "name")))
+        queue = queue_define(broker=data.broker, name=data.name, user=user, **_given(data, skip=("broker", "name")))
         return 201, _queue_body(queue)
 
 
@@ -300,8 +312,9 @@ class QueueAlter(Operation):
     @classmethod
     def perform(cls, user, data: Input) -> tuple[int, dict[str, Any]]:
         may.require_queue_admin(user, broker=data.broker, queue=data.queue)
-        return 200, _queue_body(queue_alter(broker=data.broker, name=data.queue, user=user,
-                                            **_given(data, skip=("broker", "queue"))))
+        return 200, _queue_body(
+            queue_alter(broker=data.broker, name=data.queue, user=user, **_given(data, skip=("broker", "queue")))
+        )
 
 
 class QueueDelete(Operation):

@@ -1,4 +1,5 @@
 """Peek-locks: complete, abandon, renew, dead-letter; their one definition."""
+
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal

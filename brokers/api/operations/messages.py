@@ -1,4 +1,5 @@
 """Put, get and browse: their one definition (see ``base``)."""
+
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal
@@ -117,8 +118,12 @@ class MessagePut(Operation):
         else:
             messages = [MessageIn.to_input(data)]
         result = message_put(
-            broker=data.broker, queue=data.queue, messages=messages, transaction_id=data.transaction,
-            syncpoint=data.syncpoint, connection_id=data.connection,
+            broker=data.broker,
+            queue=data.queue,
+            messages=messages,
+            transaction_id=data.transaction,
+            syncpoint=data.syncpoint,
+            connection_id=data.connection,
             put_application=(data.put_application or username)[:100],
             user=user,  # ownership of units of work (docs/permissions.md)
         )
@@ -127,7 +132,10 @@ class MessagePut(Operation):
             return 200, duplicate_render(result.duplicates[0], transaction=result.transaction_id)
         rendered = [message_render(m, broker=b, queue=q) for m in result.messages]
         if data.messages is not None:
-            body: dict[str, Any] = {"messages": rendered, "duplicates": [duplicate_render(d) for d in result.duplicates]}
+            body: dict[str, Any] = {
+                "messages": rendered,
+                "duplicates": [duplicate_render(d) for d in result.duplicates],
+            }
         else:
             body = dict(rendered[0])
         body["transaction"] = result.transaction_id
@@ -155,30 +163,45 @@ class MessageGet(Operation):
         group_id: Text | None = None
         mode: Literal["destructive", "browse", "peek_lock"] | None = None
         batch: Batch = 1
-        commit_first: Flag = Field(False, description="Commit the unit of work named (or the connection's) first, "
-                                                      "then get outside it.")
+        commit_first: Flag = Field(
+            False, description="Commit the unit of work named (or the connection's) first, then get outside it."
+        )
         access: Literal["shared", "exclusive"] | None = None
 
     class Output(Model):
         messages: list[MessageOut]
         transaction: str | None
-        reason: str | None = Field(None, description="When no message came: empty, no_match, "
-                                                      "next_in_order_in_flight, ...")
+        reason: str | None = Field(
+            None, description="When no message came: empty, no_match, next_in_order_in_flight, ..."
+        )
 
     @classmethod
     def perform(cls, user, data: Input) -> tuple[int, dict[str, Any]]:
         may.require_get(user, broker=data.broker, queue=data.queue)
         may.require_connection_use(user, conn_id=data.connection)
         result = message_get(
-            broker=data.broker, queue=data.queue, transaction_id=data.transaction, syncpoint=data.syncpoint,
-            connection_id=data.connection, wait=data.wait, batch=data.batch, msg_id=data.msg_id,
-            correl_id=data.correl_id, group_id=data.group_id, mode=data.mode or "destructive",
-            commit_first=data.commit_first, preemptive=data.preemptive, ordered=data.ordered, access=data.access,
+            broker=data.broker,
+            queue=data.queue,
+            transaction_id=data.transaction,
+            syncpoint=data.syncpoint,
+            connection_id=data.connection,
+            wait=data.wait,
+            batch=data.batch,
+            msg_id=data.msg_id,
+            correl_id=data.correl_id,
+            group_id=data.group_id,
+            mode=data.mode or "destructive",
+            commit_first=data.commit_first,
+            preemptive=data.preemptive,
+            ordered=data.ordered,
+            access=data.access,
             user=user,  # ownership of units of work (docs/permissions.md)
         )
         b, q = result.queue.broker.name, result.queue.name
-        body: dict[str, Any] = {"messages": [message_render(m, broker=b, queue=q) for m in result.messages],
-                                "transaction": result.transaction_id}
+        body: dict[str, Any] = {
+            "messages": [message_render(m, broker=b, queue=q) for m in result.messages],
+            "transaction": result.transaction_id,
+        }
         if not result.messages:
             body["reason"] = result.reason
         return 200, body
@@ -197,9 +220,11 @@ class MessageBrowse(Operation):
         limit: Batch = 50
         ordered: bool = Field(False, description="Reliable browse in the queue's read order.")
         body_contains: Annotated[str, Field(max_length=1000)] | None = Field(
-            None, description="Only messages whose body holds these characters' UTF-8 bytes (1 to 200).")
+            None, description="Only messages whose body holds these characters' UTF-8 bytes (1 to 200)."
+        )
         property: Annotated[str, Field(max_length=1000)] | None = Field(
-            None, description="Only messages with this property: name, or name=value (its value as text).")
+            None, description="Only messages with this property: name, or name=value (its value as text)."
+        )
 
     class Output(Model):
         messages: list[MessageOut]
@@ -208,12 +233,21 @@ class MessageBrowse(Operation):
     @classmethod
     def perform(cls, user, data: Input) -> tuple[int, dict[str, Any]]:
         may.require_browse(user, broker=data.broker, queue=data.queue)
-        result = message_browse(broker=data.broker, queue=data.queue, cursor=data.cursor or None,
-                                ordered=data.ordered, limit=data.limit, body_contains=data.body_contains,
-                                property=data.property, user=user)
+        result = message_browse(
+            broker=data.broker,
+            queue=data.queue,
+            cursor=data.cursor or None,
+            ordered=data.ordered,
+            limit=data.limit,
+            body_contains=data.body_contains,
+            property=data.property,
+            user=user,
+        )
         b, q = result.queue.broker.name, result.queue.name
-        return 200, {"messages": [message_render(m, broker=b, queue=q) for m in result.messages],
-                     "cursor": result.cursor}
+        return 200, {
+            "messages": [message_render(m, broker=b, queue=q) for m in result.messages],
+            "cursor": result.cursor,
+        }
 
 
 __all__ = ["HexId", "MessageBrowse", "MessageGet", "MessageOut", "MessagePut"]

@@ -1,5 +1,6 @@
 """REST's side of an operation: the request's body (or query) with the path's fields in,
 the operation's answer out."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -31,8 +32,9 @@ def request_query(request: Request) -> dict[str, Any]:
     return dict(request.query_params.items())
 
 
-def operation_response(operation: type[Operation], request: Request, data: dict[str, Any] | None = None,
-                       **path: str) -> Response:
+def operation_response(
+    operation: type[Operation], request: Request, data: dict[str, Any] | None = None, **path: str
+) -> Response:
     """Validate the body (or ``data``) with the path's fields, perform, render."""
     data = dict(request_body(request) if data is None else data)
     for name, value in path.items():

@@ -1,4 +1,5 @@
 """Units of work: begin, display, commit, roll back, check; their one definition."""
+
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal
@@ -43,7 +44,8 @@ class TransactionBegin(Operation):
         model_config = ConfigDict(extra="forbid", strict=True)
         broker: Annotated[str, Field(max_length=48)]
         timeout_ms: Annotated[int, Field(ge=1, le=86_400_000)] | None = Field(
-            None, description="Rolled back if still open after this long; default: the broker's.")
+            None, description="Rolled back if still open after this long; default: the broker's."
+        )
 
     Output = TransactionOut
 
@@ -53,8 +55,9 @@ class TransactionBegin(Operation):
         definitions_checked()  # one short read; the broker's definition then comes from the cache when current
         owner = broker_cached(name=data.broker)
         timeout_ms = data.timeout_ms if data.timeout_ms is not None else owner.transaction_timeout_ms
-        txn = transaction_begin(broker=owner.name, timeout_ms=timeout_ms,
-                                user_id=getattr(user, "pk", None))  # its owner (docs/permissions.md)
+        txn = transaction_begin(
+            broker=owner.name, timeout_ms=timeout_ms, user_id=getattr(user, "pk", None)
+        )  # its owner (docs/permissions.md)
         return 201, transaction_render(txn, upstream=[], downstream=[])  # new: no links yet
 
 
@@ -73,8 +76,9 @@ class TransactionDisplay(Operation):
     def perform(cls, user, data: Input) -> tuple[int, dict[str, Any]]:
         may.require_transaction(user, transaction_id=data.transaction)
         upstream, downstream = transaction_neighbours(transaction_id=data.transaction)
-        return 200, transaction_render(transaction_get(transaction_id=data.transaction),
-                                       upstream=upstream, downstream=downstream)
+        return 200, transaction_render(
+            transaction_get(transaction_id=data.transaction), upstream=upstream, downstream=downstream
+        )
 
 
 class TransactionCommit(Operation):
@@ -127,8 +131,12 @@ class TransactionRollback(Operation):
     def perform(cls, user, data: Input) -> tuple[int, dict[str, Any]]:
         may.require_transaction(user, transaction_id=data.transaction)
         outcome = transaction_rollback(transaction_id=data.transaction)
-        return 200, {"id": data.transaction, "state": outcome.transaction.state,
-                     "reason": outcome.transaction.reason, "cascaded": outcome.cascaded}
+        return 200, {
+            "id": data.transaction,
+            "state": outcome.transaction.state,
+            "reason": outcome.transaction.reason,
+            "cascaded": outcome.cascaded,
+        }
 
 
 class TransactionCheck(Operation):

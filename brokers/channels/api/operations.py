@@ -5,6 +5,7 @@ session).
 These models check shapes, types and ranges and name unknown fields; the services check
 what depends on the database (the brokers and the transmission queue exist, a channel is
 stopped before it changes)."""
+
 from __future__ import annotations
 
 from typing import Annotated, Any, Callable, ClassVar, Literal
@@ -20,8 +21,10 @@ from ..render import channel_render
 from ..selectors import channel_windows
 
 PathName = Annotated[str, Field(max_length=200)]
-Url = Annotated[str, Field(max_length=300, description="Another platform's base URL (http or https); "
-                                                        "empty: a broker of this platform.")]
+Url = Annotated[
+    str,
+    Field(max_length=300, description="Another platform's base URL (http or https); empty: a broker of this platform."),
+]
 Token = Annotated[str, Field(max_length=200, description="An API token of a superuser of that platform.")]
 
 
@@ -32,10 +35,13 @@ class ChannelChanges(Strict):
     target_url: Url = None
     target_token: Token = None
     batch_size: Annotated[int, Field(ge=1, le=1000, description="Messages a batch takes at most.")] = None
-    batch_interval_ms: Annotated[int, Field(ge=0, le=60_000, description="How long a batch waits to fill "
-                                                                          "after its first message.")] = None
-    batch_bytes: Annotated[int, Field(ge=1, le=2**31 - 1, description="Bytes of bodies a batch takes at most "
-                                                                      "(it always takes one message).")] = None
+    batch_interval_ms: Annotated[
+        int, Field(ge=0, le=60_000, description="How long a batch waits to fill after its first message.")
+    ] = None
+    batch_bytes: Annotated[
+        int,
+        Field(ge=1, le=2**31 - 1, description="Bytes of bodies a batch takes at most (it always takes one message)."),
+    ] = None
     window: Annotated[int, Field(ge=1, le=64, description="Provisional batches in flight at most.")] = None
     preemptive: bool = Field(None, description="Get uncommitted messages from the transmission queue.")
     description: Description = None

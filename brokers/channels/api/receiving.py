@@ -5,6 +5,7 @@ Each is a REST endpoint under ``/api/receiver/batches/`` and a session operation
 (``batch_receive``, ``batch_commit``, ``batch_backout``, ``batch_status``): the sending
 platform's agent keeps one session open and pipelines them (docs/channels.md, "Between
 platform instances"). Delivering batches is for superusers."""
+
 from __future__ import annotations
 
 from typing import Annotated, Any, Callable, ClassVar, Literal
@@ -14,7 +15,10 @@ from pydantic import Field
 from ... import permissions as may
 from ...api.operations.base import Model, Operation
 from ..receiver import (
-    receiver_batch_backout, receiver_batch_commit, receiver_batch_receive, receiver_batch_status,
+    receiver_batch_backout,
+    receiver_batch_commit,
+    receiver_batch_receive,
+    receiver_batch_status,
 )
 
 Short = Annotated[str, Field(max_length=48)]
@@ -41,7 +45,7 @@ class BatchMessage(Model):
     put_application: str | None = None
     feedback: str | None = None
     body_base64: str
-    destination: dict[str, Any] | None = Field(None, description="{\"broker\", \"queue\"}: where it goes.")
+    destination: dict[str, Any] | None = Field(None, description='{"broker", "queue"}: where it goes.')
 
 
 class BatchKey(Model):
@@ -105,7 +109,8 @@ class BatchCommit(_BatchAsk):
 
     class Output(BatchStatus):
         committed_through: int | None = Field(
-            None, description="With through: the last batch committed by this call (none if seq could not commit).")
+            None, description="With through: the last batch committed by this call (none if seq could not commit)."
+        )
 
 
 class BatchBackout(_BatchAsk):

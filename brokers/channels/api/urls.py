@@ -1,4 +1,5 @@
 """Routes of the channels' API (under /api/)."""
+
 from django.urls import path
 
 from . import views

@@ -1,6 +1,7 @@
 """REST views for channels and for the receiving end of channels from other platforms:
 each method hands its request to one operation (``operations``, ``receiving``) and renders
 what it answers (docs/api.md, "Channels")."""
+
 from __future__ import annotations
 
 from rest_framework.request import Request
@@ -27,8 +28,9 @@ class ChannelDetailView(APIView):
     def get(self, request: Request, channel: str) -> Response:
         return _run(ops.ChannelDisplay, request, _query(request), channel=channel)
 
-    @doc.operation(ops.ChannelAlter, "channels_alter", "channels", 400, 404, 409, 413,
-                   examples=doc.CHANNEL_CHANGE_EXAMPLES)
+    @doc.operation(
+        ops.ChannelAlter, "channels_alter", "channels", 400, 404, 409, 413, examples=doc.CHANNEL_CHANGE_EXAMPLES
+    )
     def patch(self, request: Request, channel: str) -> Response:
         return _run(ops.ChannelAlter, request, channel=channel)
 

@@ -6,8 +6,10 @@ from brokers.services.brokers import BROKER_FIELDS, broker_alter
 
 
 class Command(BaseCommand):
-    help = ("Change a broker's attributes; those not given keep their values. "
-            "Naming a dead-letter queue that does not exist defines it.")
+    help = (
+        "Change a broker's attributes; those not given keep their values. "
+        "Naming a dead-letter queue that does not exist defines it."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("name", help="the broker to alter")

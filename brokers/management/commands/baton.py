@@ -1,5 +1,6 @@
 """``manage.py baton <verb> [<object>] ...``: every administration command under one name
 (brokers/management/verbs.py lists the verbs)."""
+
 from __future__ import annotations
 
 import argparse

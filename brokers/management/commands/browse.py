@@ -6,8 +6,12 @@ from brokers.services.message_input import message_render
 from brokers.services.messages import message_browse
 
 COLUMNS = [
-    ("MSG_ID", "msg_id"), ("PRIORITY", "priority"), ("PERSISTENCE", "persistence"), ("PUT_TIME", "put_time"),
-    ("LENGTH", "length"), ("BODY", "preview"),
+    ("MSG_ID", "msg_id"),
+    ("PRIORITY", "priority"),
+    ("PERSISTENCE", "persistence"),
+    ("PUT_TIME", "put_time"),
+    ("LENGTH", "length"),
+    ("BODY", "preview"),
 ]
 PREVIEW = 40
 
@@ -17,22 +21,25 @@ def _preview(data: dict) -> str:
     if text is None:
         return "<binary>"
     text = text.encode("unicode_escape").decode("ascii") if not text.isprintable() else text
-    return text if len(text) <= PREVIEW else text[:PREVIEW - 3] + "..."
+    return text if len(text) <= PREVIEW else text[: PREVIEW - 3] + "..."
 
 
 class Command(BaseCommand):
-    help = ("Look at the messages on a queue without removing them: a table (msg_id, priority, persistence, "
-            "put time, length, the start of the body), or with --json each whole message as one JSON object "
-            "a line. Unordered: available messages in put order; --ordered: a reliable browse in the queue's "
-            "read order, in-flight and locked messages included.")
+    help = (
+        "Look at the messages on a queue without removing them: a table (msg_id, priority, persistence, "
+        "put time, length, the start of the body), or with --json each whole message as one JSON object "
+        "a line. Unordered: available messages in put order; --ordered: a reliable browse in the queue's "
+        "read order, in-flight and locked messages included."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("broker", help="the broker")
         parser.add_argument("queue", help="the queue (local or alias)")
         parser.add_argument("--limit", type=int, default=50, metavar="N", help="show at most N messages (default 50)")
         parser.add_argument("--ordered", action="store_true", help="reliable browse in the queue's read order")
-        parser.add_argument("--json", dest="as_json", action="store_true",
-                            help="print each whole message as a JSON object a line")
+        parser.add_argument(
+            "--json", dest="as_json", action="store_true", help="print each whole message as a JSON object a line"
+        )
 
     def handle(self, *args, broker, queue, limit, ordered, as_json, **options):
         if limit < 1:

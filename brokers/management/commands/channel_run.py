@@ -12,11 +12,16 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("name")
-        parser.add_argument("--once", action="store_true", help="Stop once one batch was sent and every batch in flight settled.")
+        parser.add_argument(
+            "--once", action="store_true", help="Stop once one batch was sent and every batch in flight settled."
+        )
         parser.add_argument("--seconds", type=float, default=50, help="Run at most this long.")
-        parser.add_argument("--crash-at", metavar="STEP[@SEQ]",
-                            help="Kill this process (SIGKILL) at a step of the batch protocol, at the first batch "
-                                 f"or at batch SEQ (for recovery tests); steps: {', '.join(CRASH_POINTS)}.")
+        parser.add_argument(
+            "--crash-at",
+            metavar="STEP[@SEQ]",
+            help="Kill this process (SIGKILL) at a step of the batch protocol, at the first batch "
+            f"or at batch SEQ (for recovery tests); steps: {', '.join(CRASH_POINTS)}.",
+        )
 
     def handle(self, *args, name, once, seconds, crash_at, **options):
         step, _, seq = (crash_at or "").partition("@")

@@ -6,8 +6,10 @@ from brokers.channels.definitions import CHANNEL_FIELDS, channel_define
 
 
 class Command(BaseCommand):
-    help = ("Define a channel (stopped) from a transmission queue on a broker of this platform to a target "
-            "broker: on this platform, or on another one (--target-url and --target-token).")
+    help = (
+        "Define a channel (stopped) from a transmission queue on a broker of this platform to a target "
+        "broker: on this platform, or on another one (--target-url and --target-token)."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("name", help="the channel's name")
@@ -17,4 +19,6 @@ class Command(BaseCommand):
         with service_errors():
             channel = channel_define(name=name, **attributes_given(options, CHANNEL_FIELDS))
         if options["verbosity"] > 0:
-            self.stdout.write(f"Channel {channel.name!r} defined ({channel.source_broker.name} -> {channel.target_broker}).")
+            self.stdout.write(
+                f"Channel {channel.name!r} defined ({channel.source_broker.name} -> {channel.target_broker})."
+            )

@@ -4,13 +4,19 @@ from brokers.management.admin_cli import attribute_options_add, attributes_given
 from brokers.models import Queue
 from brokers.services.queues import QUEUE_FIELDS, queue_define
 
-BROKER_DEFAULTS = {"max_message_length": "the broker's", "default_persistence": "the broker's",
-                   "remote_queue": "the queue's own name", "transmission_queue": "the remote broker's name"}
+BROKER_DEFAULTS = {
+    "max_message_length": "the broker's",
+    "default_persistence": "the broker's",
+    "remote_queue": "the queue's own name",
+    "transmission_queue": "the remote broker's name",
+}
 
 
 class Command(BaseCommand):
-    help = ("Define a queue on a broker: local (holds messages), remote (names a queue on another broker "
-            "and the transmission queue leading there) or alias (another name for a queue on this broker).")
+    help = (
+        "Define a queue on a broker: local (holds messages), remote (names a queue on another broker "
+        "and the transmission queue leading there) or alias (another name for a queue on this broker)."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("broker", help="the broker the queue belongs to")

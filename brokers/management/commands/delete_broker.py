@@ -5,8 +5,10 @@ from brokers.services.brokers import broker_delete
 
 
 class Command(BaseCommand):
-    help = ("Delete a broker and all its queues. Refused while a unit of work on it is open, "
-            "and, without --purge, while any of its queues holds messages.")
+    help = (
+        "Delete a broker and all its queues. Refused while a unit of work on it is open, "
+        "and, without --purge, while any of its queues holds messages."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("name", help="the broker to delete")

@@ -5,8 +5,10 @@ from brokers.services.queues import queue_delete
 
 
 class Command(BaseCommand):
-    help = ("Delete a queue. Refused for the broker's dead-letter queue, for a queue with messages under "
-            "an open unit of work, and, without --purge, for a queue that holds messages.")
+    help = (
+        "Delete a queue. Refused for the broker's dead-letter queue, for a queue with messages under "
+        "an open unit of work, and, without --purge, for a queue that holds messages."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("broker", help="the broker the queue belongs to")

@@ -2,24 +2,39 @@ from django.core.management.base import BaseCommand
 
 from brokers.api.render import broker_render
 from brokers.management.admin_cli import (
-    attributes_listing, is_generic, json_dumps, name_matches, service_errors, table,
+    attributes_listing,
+    is_generic,
+    json_dumps,
+    name_matches,
+    service_errors,
+    table,
 )
 from brokers.selectors import broker_get, broker_list
 
 COLUMNS = [
-    ("NAME", "name"), ("DEAD_LETTER_QUEUE", "dead_letter_queue"), ("TXN_TIMEOUT_MS", "transaction_timeout_ms"),
-    ("MAX_MSG_LENGTH", "max_message_length"), ("PERSISTENCE", "default_persistence"),
+    ("NAME", "name"),
+    ("DEAD_LETTER_QUEUE", "dead_letter_queue"),
+    ("TXN_TIMEOUT_MS", "transaction_timeout_ms"),
+    ("MAX_MSG_LENGTH", "max_message_length"),
+    ("PERSISTENCE", "default_persistence"),
     ("DESCRIPTION", "description"),
 ]
 
 
 class Command(BaseCommand):
-    help = ("Display brokers. An exact NAME shows every attribute of that broker, one per line; "
-            "a generic name (*, QM*) or none shows a table of the brokers it matches.")
+    help = (
+        "Display brokers. An exact NAME shows every attribute of that broker, one per line; "
+        "a generic name (*, QM*) or none shows a table of the brokers it matches."
+    )
 
     def add_arguments(self, parser):
-        parser.add_argument("name", nargs="?", default=None, metavar="NAME|*",
-                            help="a broker name, or a generic name with * (default: all)")
+        parser.add_argument(
+            "name",
+            nargs="?",
+            default=None,
+            metavar="NAME|*",
+            help="a broker name, or a generic name with * (default: all)",
+        )
         parser.add_argument("--json", action="store_true", help="print a JSON array of the brokers")
 
     def handle(self, *args, name, json, **options):

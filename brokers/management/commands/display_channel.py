@@ -6,9 +6,16 @@ from brokers.models import Channel
 from brokers.channels.definitions import channel_get
 
 COLUMNS = [
-    ("NAME", "name"), ("FROM", "source_broker"), ("XMITQ", "transmission_queue"), ("TO", "target_broker"),
-    ("STATE", "state"), ("PREEMPTIVE", "preemptive"), ("BATCHES", "batches_committed"),
-    ("BACKED_OUT", "batches_backed_out"), ("IN_FLIGHT", "batches_in_flight"), ("MESSAGES", "messages_sent"),
+    ("NAME", "name"),
+    ("FROM", "source_broker"),
+    ("XMITQ", "transmission_queue"),
+    ("TO", "target_broker"),
+    ("STATE", "state"),
+    ("PREEMPTIVE", "preemptive"),
+    ("BATCHES", "batches_committed"),
+    ("BACKED_OUT", "batches_backed_out"),
+    ("IN_FLIGHT", "batches_in_flight"),
+    ("MESSAGES", "messages_sent"),
     ("LAST_ERROR", "last_error"),
 ]
 
@@ -23,8 +30,11 @@ class Command(BaseCommand):
     def handle(self, *args, name, json, **options):
         with service_errors():
             if is_generic(name):
-                channels = [c for c in Channel.objects.select_related("source_broker").order_by("name")
-                            if name_matches(name, c.name)]
+                channels = [
+                    c
+                    for c in Channel.objects.select_related("source_broker").order_by("name")
+                    if name_matches(name, c.name)
+                ]
             else:
                 channels = [channel_get(name=name)]
         rendered = [channel_render(c) for c in channels]

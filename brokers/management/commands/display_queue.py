@@ -2,15 +2,28 @@ from django.core.management.base import BaseCommand
 
 from brokers.api.render import queue_render
 from brokers.management.admin_cli import (
-    attributes_listing, is_generic, json_dumps, name_matches, service_errors, table,
+    attributes_listing,
+    is_generic,
+    json_dumps,
+    name_matches,
+    service_errors,
+    table,
 )
 from brokers.models import QueueKind
 from brokers.selectors import queue_depths, queue_get, queue_list
 
 COLUMNS = [
-    ("NAME", "name"), ("KIND", "kind"), ("USAGE", "usage"), ("DEPTH", "depth"),
-    ("UNCOMMITTED", "uncommitted_puts"), ("IN_FLIGHT", "in_flight"), ("LOCKED", "locked"),
-    ("MAX_DEPTH", "max_depth"), ("PUT", "put_enabled"), ("GET", "get_enabled"), ("TARGET", "target"),
+    ("NAME", "name"),
+    ("KIND", "kind"),
+    ("USAGE", "usage"),
+    ("DEPTH", "depth"),
+    ("UNCOMMITTED", "uncommitted_puts"),
+    ("IN_FLIGHT", "in_flight"),
+    ("LOCKED", "locked"),
+    ("MAX_DEPTH", "max_depth"),
+    ("PUT", "put_enabled"),
+    ("GET", "get_enabled"),
+    ("TARGET", "target"),
     ("DESCRIPTION", "description"),
 ]
 
@@ -24,14 +37,21 @@ def _target(data: dict) -> str:
 
 
 class Command(BaseCommand):
-    help = ("Display the queues of a broker with their depths (committed messages), uncommitted puts, "
-            "messages in flight and locked messages. An exact NAME shows every attribute of that queue, "
-            "one per line; a generic name (*, APP.*) or none shows a table of the queues it matches.")
+    help = (
+        "Display the queues of a broker with their depths (committed messages), uncommitted puts, "
+        "messages in flight and locked messages. An exact NAME shows every attribute of that queue, "
+        "one per line; a generic name (*, APP.*) or none shows a table of the queues it matches."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("broker", help="the broker whose queues to show")
-        parser.add_argument("name", nargs="?", default=None, metavar="NAME|*",
-                            help="a queue name, or a generic name with * (default: all)")
+        parser.add_argument(
+            "name",
+            nargs="?",
+            default=None,
+            metavar="NAME|*",
+            help="a queue name, or a generic name with * (default: all)",
+        )
         parser.add_argument("--json", action="store_true", help="print a JSON array of the queues")
 
     def handle(self, *args, broker, name, json, **options):
@@ -49,5 +69,6 @@ class Command(BaseCommand):
         elif rendered:
             self.stdout.write(table([{**data, "target": _target(data)} for data in rendered], COLUMNS))
         else:
-            self.stderr.write(f"No queue on broker {broker!r} matches {name!r}." if name
-                              else f"Broker {broker!r} has no queues.")
+            self.stderr.write(
+                f"No queue on broker {broker!r} matches {name!r}." if name else f"Broker {broker!r} has no queues."
+            )

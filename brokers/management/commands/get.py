@@ -35,10 +35,12 @@ def _why(reason: str | None, *, broker: str, queue: str, wait: float) -> str:
 
 
 class Command(BaseCommand):
-    help = ("Get (remove) messages from a queue and print them: each body as text on its own line, or with "
-            "--json each whole message as one JSON object a line, or with --base64 each body in base64. "
-            "Exit code 0 when it got a message, 1 when none was available (the reason on stderr), 2 on an error. "
-            "The get is committed only once the output is written: if printing fails, the messages go back.")
+    help = (
+        "Get (remove) messages from a queue and print them: each body as text on its own line, or with "
+        "--json each whole message as one JSON object a line, or with --base64 each body in base64. "
+        "Exit code 0 when it got a message, 1 when none was available (the reason on stderr), 2 on an error. "
+        "The get is committed only once the output is written: if printing fails, the messages go back."
+    )
 
     _from_shell = False
 
@@ -55,13 +57,25 @@ class Command(BaseCommand):
         parser.add_argument("--msg-id", metavar="HEX48", help="only the message with this msg_id")
         parser.add_argument("--group-id", metavar="HEX48", help="only a message with this group id")
         shape = parser.add_mutually_exclusive_group()
-        shape.add_argument("--json", dest="as_json", action="store_true", help="print each whole message as a JSON object a line")
-        shape.add_argument("--base64", dest="as_base64", action="store_true", help="print each body in base64, one a line")
+        shape.add_argument(
+            "--json", dest="as_json", action="store_true", help="print each whole message as a JSON object a line"
+        )
+        shape.add_argument(
+            "--base64", dest="as_base64", action="store_true", help="print each body in base64, one a line"
+        )
 
     def handle(self, *args, broker, queue, wait, batch, correl_id, msg_id, group_id, as_json, as_base64, **options):
         with service_errors(FAILED):
-            result = message_get(broker=broker, queue=queue, syncpoint="yes", wait=wait, batch=batch,
-                                 correl_id=correl_id, msg_id=msg_id, group_id=group_id)
+            result = message_get(
+                broker=broker,
+                queue=queue,
+                syncpoint="yes",
+                wait=wait,
+                batch=batch,
+                correl_id=correl_id,
+                msg_id=msg_id,
+                group_id=group_id,
+            )
         if not result.messages:
             why = _why(result.reason, broker=broker, queue=queue, wait=wait)
             if self._from_shell:  # the reason alone, not dressed as an error
@@ -98,7 +112,8 @@ def _lines(result, *, as_json: bool, as_base64: bool) -> list[str]:
         except UnicodeDecodeError:
             raise CommandError(
                 f"Message {m.msg_id} is not UTF-8 text; get it with --base64 or --json. "
-                "It was left on the queue (its backout count is raised).", returncode=FAILED,
+                "It was left on the queue (its backout count is raised).",
+                returncode=FAILED,
             ) from None
         lines.append(text if text.endswith("\n") else text + "\n")
     return lines

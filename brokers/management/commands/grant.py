@@ -7,8 +7,11 @@ from config.errors import BatonError
 def add_grant_arguments(parser) -> None:
     parser.add_argument("username")
     parser.add_argument("--broker", required=True, help="The broker.")
-    parser.add_argument("--queue", default="", help="One queue of the broker; without it, the whole broker "
-                                                    "(every queue of it, and the broker itself).")
+    parser.add_argument(
+        "--queue",
+        default="",
+        help="One queue of the broker; without it, the whole broker (every queue of it, and the broker itself).",
+    )
     parser.add_argument("--actions", required=True, help="Comma-separated: put, get, browse, admin.")
 
 
@@ -18,8 +21,10 @@ def describe(username: str, broker: str, queue: str, actions: list[str]) -> str:
 
 
 class Command(BaseCommand):
-    help = ("Let a user put, get, browse or administer a queue, or every queue of a broker. "
-            "Adds to what the user may already do there; prints what the user may now do.")
+    help = (
+        "Let a user put, get, browse or administer a queue, or every queue of a broker. "
+        "Adds to what the user may already do there; prints what the user may now do."
+    )
 
     def add_arguments(self, parser):
         add_grant_arguments(parser)

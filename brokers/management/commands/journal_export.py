@@ -16,13 +16,16 @@ def _count(value: str) -> int:
 
 
 class Command(BaseCommand):
-    help = ("Write the journal events after an id to PATH as JSON Lines (atomically), for the Spark "
-            "analytics jobs. Prints how many were written and the last id (the next --after-id).")
+    help = (
+        "Write the journal events after an id to PATH as JSON Lines (atomically), for the Spark "
+        "analytics jobs. Prints how many were written and the last id (the next --after-id)."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("path", help="File to write; replaced whole if it exists.")
-        parser.add_argument("--after-id", type=_count, default=0,
-                            help="Export the events with a larger id (default 0: all of them).")
+        parser.add_argument(
+            "--after-id", type=_count, default=0, help="Export the events with a larger id (default 0: all of them)."
+        )
         parser.add_argument("--limit", type=_count, default=None, help="Export at most this many events.")
 
     def handle(self, *args, path, after_id, limit, **options):

@@ -24,8 +24,10 @@ def _property(text: str) -> tuple[str, str]:
 
 
 class Command(BaseCommand):
-    help = ("Put a message on a queue and print its msg_id. The body is BODY, or, when BODY is absent or "
-            "'-', everything read from standard input (bytes as they are). Prints one msg_id a line.")
+    help = (
+        "Put a message on a queue and print its msg_id. The body is BODY, or, when BODY is absent or "
+        "'-', everything read from standard input (bytes as they are). Prints one msg_id a line."
+    )
     stealth_options = ("stdin",)
 
     def add_arguments(self, parser):
@@ -41,13 +43,25 @@ class Command(BaseCommand):
         parser.add_argument("--format", help="format or content type of the body")
         parser.add_argument("--reply-to-queue", metavar="QUEUE")
         parser.add_argument("--reply-to-broker", metavar="BROKER")
-        parser.add_argument("--report", action="append", default=[], metavar="OPTION",
-                            help="ask for a report: coa, cod, expiry or exception (repeatable, or comma-separated)")
-        parser.add_argument("--property", action="append", default=[], metavar="KEY=VALUE", dest="properties",
-                            help="a user property (a string value; repeatable)")
+        parser.add_argument(
+            "--report",
+            action="append",
+            default=[],
+            metavar="OPTION",
+            help="ask for a report: coa, cod, expiry or exception (repeatable, or comma-separated)",
+        )
+        parser.add_argument(
+            "--property",
+            action="append",
+            default=[],
+            metavar="KEY=VALUE",
+            dest="properties",
+            help="a user property (a string value; repeatable)",
+        )
         parser.add_argument("--count", type=int, default=1, metavar="N", help="put N copies (default 1)")
-        parser.add_argument("--syncpoint", action="store_true",
-                            help="put under one unit of work and commit it at the end")
+        parser.add_argument(
+            "--syncpoint", action="store_true", help="put under one unit of work and commit it at the end"
+        )
 
     def _body(self, body: str | None, stdin) -> bytes:
         if body is not None and body != "-":
@@ -61,8 +75,11 @@ class Command(BaseCommand):
         data = data.encode("utf-8") if isinstance(data, str) else bytes(data)
         if len(data) > limit:
             with service_errors():
-                raise MessageTooLarge(f"The message on standard input is longer than the {limit} bytes any queue "
-                                      "accepts (BATON_MAX_MESSAGE_LENGTH).", max_message_length=limit)
+                raise MessageTooLarge(
+                    f"The message on standard input is longer than the {limit} bytes any queue "
+                    "accepts (BATON_MAX_MESSAGE_LENGTH).",
+                    max_message_length=limit,
+                )
         return data
 
     def handle(self, *args, broker, queue, body, count, syncpoint, **options):
@@ -70,8 +87,17 @@ class Command(BaseCommand):
             raise CommandError("--count must be at least 1.")
         fields = {
             name: options[name]
-            for name in ("priority", "persistence", "expiry_ms", "correl_id", "group_id", "msg_type", "format",
-                         "reply_to_queue", "reply_to_broker")
+            for name in (
+                "priority",
+                "persistence",
+                "expiry_ms",
+                "correl_id",
+                "group_id",
+                "msg_type",
+                "format",
+                "reply_to_queue",
+                "reply_to_broker",
+            )
             if options.get(name) is not None
         }
         report = [r.strip() for item in options.get("report") or [] for r in item.split(",") if r.strip()]
@@ -106,8 +132,14 @@ def _put(broker: str, queue: str, message: MessageInput, count: int, chunk: int,
     msg_ids: list[str] = []
     try:
         for start in range(0, count, chunk):
-            result = message_put(broker=broker, queue=queue, messages=_copies(message, min(chunk, count - start)),
-                                 transaction_id=txn, syncpoint="yes", put_application=APPLICATION)
+            result = message_put(
+                broker=broker,
+                queue=queue,
+                messages=_copies(message, min(chunk, count - start)),
+                transaction_id=txn,
+                syncpoint="yes",
+                put_application=APPLICATION,
+            )
             txn = result.transaction_id
             msg_ids += [m.msg_id for m in result.messages]
         outcome = transaction_commit(transaction_id=txn)

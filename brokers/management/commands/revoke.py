@@ -7,8 +7,10 @@ from .grant import add_grant_arguments, describe
 
 
 class Command(BaseCommand):
-    help = ("Take actions (put, get, browse, admin) away from a user's grant on a queue, or on the whole broker "
-            "(grants on single queues are separate). Prints what the user may still do there.")
+    help = (
+        "Take actions (put, get, browse, admin) away from a user's grant on a queue, or on the whole broker "
+        "(grants on single queues are separate). Prints what the user may still do there."
+    )
 
     def add_arguments(self, parser):
         add_grant_arguments(parser)

@@ -1,4 +1,5 @@
 """Put, get and browse."""
+
 from .browse import message_browse
 from .common import BrowseResult, GetResult, PutResult
 from .get import message_get

@@ -1,4 +1,5 @@
 """Browse: look at messages without removing them, with opaque cursors."""
+
 from __future__ import annotations
 
 import base64
@@ -17,6 +18,7 @@ from ..message_filter import message_filter_apply, message_filter_parse
 from ..ordering import not_expired, order_key
 from .common import BrowseResult
 
+
 def _cursor_decode(cursor: str | None, order: str) -> int:
     if not cursor:
         return 0
@@ -28,8 +30,10 @@ def _cursor_decode(cursor: str | None, order: str) -> int:
     except (ValueError, KeyError, TypeError, OverflowError, binascii.Error, UnicodeEncodeError) as exc:
         raise InvalidInput("The cursor is not one this API gave out.", errors={"cursor": ["Invalid."]}) from exc
     if by != order:
-        raise InvalidInput("The cursor belongs to another kind of browse (ordered or not, or another read order).",
-                           errors={"cursor": ["Does not fit this browse."]})
+        raise InvalidInput(
+            "The cursor belongs to another kind of browse (ordered or not, or another read order).",
+            errors={"cursor": ["Does not fit this browse."]},
+        )
     return after
 
 
@@ -37,9 +41,17 @@ def _cursor_encode(after: int, order: str) -> str:
     return base64.urlsafe_b64encode(json.dumps({"after": after, "by": order}).encode()).decode("ascii").rstrip("=")
 
 
-def message_browse(*, broker: str, queue: str, cursor: str | None = None, limit: int = 50,
-                   ordered: bool = False, body_contains: str | None = None,
-                   property: str | None = None, user=None) -> BrowseResult:
+def message_browse(
+    *,
+    broker: str,
+    queue: str,
+    cursor: str | None = None,
+    limit: int = 50,
+    ordered: bool = False,
+    body_contains: str | None = None,
+    property: str | None = None,
+    user=None,
+) -> BrowseResult:
     """Look at messages without removing them; the cursor marks the position after the
     last message returned, so browsing again from it shows what came since.
 
@@ -63,10 +75,17 @@ def message_browse(*, broker: str, queue: str, cursor: str | None = None, limit:
     now = timezone.now()
     if not ordered:
         after = _cursor_decode(cursor, "available")
-        rows = list(message_filter_apply(
-            Message.objects.filter(queue=source, id__gt=after, put_transaction__isnull=True,
-                                   get_transaction__isnull=True, lock_token__isnull=True)
-            .filter(not_expired(now)), found).order_by("id")[:limit]
+        rows = list(
+            message_filter_apply(
+                Message.objects.filter(
+                    queue=source,
+                    id__gt=after,
+                    put_transaction__isnull=True,
+                    get_transaction__isnull=True,
+                    lock_token__isnull=True,
+                ).filter(not_expired(now)),
+                found,
+            ).order_by("id")[:limit]
         )
         return BrowseResult(rows, source, _cursor_encode(rows[-1].pk if rows else after, "available"))
     key = order_key(source)

@@ -1,4 +1,5 @@
 """What put, get and browse share: resolving queues, units of work and connections."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -21,6 +22,7 @@ SYNCPOINT_CHOICES = {"yes", "no", "if_persistent"}
 @dataclass
 class Duplicate:
     """A message a put skipped: its ``dedup_key`` was taken on the queue by ``msg_id``."""
+
     index: int  # its place in the put's list
     dedup_key: str
     msg_id: str
@@ -71,7 +73,9 @@ def _put_target(*, broker: str, queue: str) -> _Target:
     if named.kind == QueueKind.REMOTE:
         xmitq = queue_get(broker=broker, name=named.transmission_queue)
         if not xmitq.put_enabled:
-            raise PutInhibited(f"Puts are disabled on transmission queue {xmitq.name!r}.", broker=broker, queue=xmitq.name)
+            raise PutInhibited(
+                f"Puts are disabled on transmission queue {xmitq.name!r}.", broker=broker, queue=xmitq.name
+            )
         return _Target(named, xmitq, {"broker": named.remote_broker, "queue": named.remote_queue})
     return _Target(named, named)
 
@@ -96,8 +100,7 @@ def _user_id(user) -> int | None:
     return getattr(user, "pk", None)
 
 
-def unit_of_work_joined(*, transaction_id: str, broker: str, user,
-                        locked: Transaction | None = None) -> Transaction:
+def unit_of_work_joined(*, transaction_id: str, broker: str, user, locked: Transaction | None = None) -> Transaction:
     """The named unit of work, locked, for an operation to add work to: its owner is checked
     (``brokers.permissions.require_transaction_owner``, 404 for anyone else) before its
     state, so a stranger learns nothing about it. ``user`` None is system code."""
@@ -118,8 +121,16 @@ def _connection_unit_joined(*, connection: Connection, broker: str, user) -> Tra
         raise ConnectionNotFound(f"No open connection {connection.conn_id}.", connection=connection.conn_id) from None
 
 
-def _unit_of_work(*, broker: Broker, transaction_id: str | None, wanted: bool, connection: Connection | None,
-                  new_id: str | None = None, locked: Transaction | None = None, user=None) -> Transaction | None:
+def _unit_of_work(
+    *,
+    broker: Broker,
+    transaction_id: str | None,
+    wanted: bool,
+    connection: Connection | None,
+    new_id: str | None = None,
+    locked: Transaction | None = None,
+    user=None,
+) -> Transaction | None:
     """The unit of work an operation joins: the one named, else (when a syncpoint is wanted)
     the connection's current one, begun if it has none, else a new one, belonging to
     ``user`` (None: system code). Caller holds an open database transaction."""
@@ -132,8 +143,11 @@ def _unit_of_work(*, broker: Broker, transaction_id: str | None, wanted: bool, c
         if current and Transaction.objects.filter(pk=current, state=TransactionState.ACTIVE).exists():
             return _connection_unit_joined(connection=connection, broker=broker.name, user=user)
     txn = transaction_begin(
-        broker=broker.name, timeout_ms=broker.transaction_timeout_ms, owner=connection.conn_id if connection else "",
-        transaction_id=new_id, user_id=_user_id(user),
+        broker=broker.name,
+        timeout_ms=broker.transaction_timeout_ms,
+        owner=connection.conn_id if connection else "",
+        transaction_id=new_id,
+        user_id=_user_id(user),
     )
     if connection is not None:
         Connection.objects.filter(pk=connection.pk).update(current_transaction=txn)
@@ -145,7 +159,9 @@ def _connection(conn_id: str | None, broker: Broker) -> Connection | None:
         return None
     conn = connection_get(conn_id=conn_id)
     if conn.broker_id != broker.pk:
-        raise InvalidInput(f"Connection {conn_id} is to broker {conn.broker.name!r}, not {broker.name!r}.", connection=conn_id)
+        raise InvalidInput(
+            f"Connection {conn_id} is to broker {conn.broker.name!r}, not {broker.name!r}.", connection=conn_id
+        )
     return conn
 
 
@@ -157,5 +173,3 @@ def _syncpoint_checked(syncpoint: str | None, transaction_id: str | None) -> str
     if transaction_id and syncpoint == "no":
         raise OptionsConflict("A put or get under a transaction cannot also ask for no syncpoint.")
     return syncpoint
-
-

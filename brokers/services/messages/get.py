@@ -6,6 +6,7 @@ take an uncommitted put), the unit of work's row (if any), the queue's row (orde
 then the chosen message rows (``SKIP LOCKED`` for unordered gets, so competing consumers
 take different messages), then the queue's row for a final get. See docs/concurrency.md.
 """
+
 from __future__ import annotations
 
 import uuid
@@ -21,7 +22,10 @@ from transactions.exceptions import TransactionNotFound
 from transactions.journal import journal_event, journal_record
 from transactions.locks import link_graph_lock, link_graph_locking
 from transactions.manager import (
-    transaction_commit, transaction_links_add, transaction_mark, transaction_rollback,
+    transaction_commit,
+    transaction_links_add,
+    transaction_mark,
+    transaction_rollback,
     transaction_timeouts_applied,
 )
 from transactions.models import JournalKind, Transaction, transaction_id_new
@@ -39,7 +43,11 @@ from ..message_input import HEX_ID
 from ..ordering import REASON_IN_FLIGHT, delivery_ordered, is_ordered, not_expired, ordered_getters_lock, ordered_pick
 from ..reports import COD, reports_send
 from ..store import (
-    MARK_REPORTS, client_sessions_note, connection_pending_note, queue_wakeup_key, queues_woken,
+    MARK_REPORTS,
+    client_sessions_note,
+    connection_pending_note,
+    queue_wakeup_key,
+    queues_woken,
 )
 from .common import GetResult, _connection, _get_source, _syncpoint_checked, _unit_of_work, unit_of_work_joined
 
@@ -47,7 +55,12 @@ GET_MODES = {"destructive", "browse", "peek_lock"}
 
 
 def _candidates(
-    queue: Queue, *, now, msg_id: str | None, correl_id: str | None, group_id: str | None,
+    queue: Queue,
+    *,
+    now,
+    msg_id: str | None,
+    correl_id: str | None,
+    group_id: str | None,
     uncommitted_of_others: str | None = None,
 ):
     """Messages an unordered get may take, in delivery order: not in flight, not locked,
@@ -71,8 +84,9 @@ def _candidates(
     return delivery_ordered(qs, queue, with_uncommitted=bool(uncommitted_of_others))
 
 
-def _preemptive_needs_graph_lock(*, broker: str, queue: str, transaction_id: str | None,
-                                 connection_id: str | None) -> bool:
+def _preemptive_needs_graph_lock(
+    *, broker: str, queue: str, transaction_id: str | None, connection_id: str | None
+) -> bool:
     """Whether a pre-emptive get may meet another transaction's uncommitted put, so must
     hold the exclusive link-graph lock (PostgreSQL) before it locks any row. A look without
     locks; if it says no, the get takes committed messages only."""
@@ -88,20 +102,25 @@ def _preemptive_needs_graph_lock(*, broker: str, queue: str, transaction_id: str
     return uncommitted.exists()
 
 
-def _options_checked(*, source: Queue, ordered: bool, preemptive: bool, mode: str, match: dict,
-                     under_uow: bool) -> None:
+def _options_checked(
+    *, source: Queue, ordered: bool, preemptive: bool, mode: str, match: dict, under_uow: bool
+) -> None:
     if ordered and preemptive and source.read_order == ReadOrder.COMMIT:
-        raise OptionsConflict("An ordered pre-emptive get is impossible on a commit-ordered queue: "
-                              "an uncommitted message has no place in commit order yet.")
+        raise OptionsConflict(
+            "An ordered pre-emptive get is impossible on a commit-ordered queue: "
+            "an uncommitted message has no place in commit order yet."
+        )
     if ordered and any(match.values()):
         raise OptionsConflict("An ordered get takes the next message in order; it cannot also match by id.")
     if mode != "destructive" and under_uow:
-        raise OptionsConflict(f"A {mode} get is not part of a unit of work "
-                              "(complete a peek-locked message under one instead).")
+        raise OptionsConflict(
+            f"A {mode} get is not part of a unit of work (complete a peek-locked message under one instead)."
+        )
 
 
-def _access_claimed(*, source: Queue, lease: tuple[str, object], access: str | None, conn: Connection | None,
-                    now) -> None:
+def _access_claimed(
+    *, source: Queue, lease: tuple[str, object], access: str | None, conn: Connection | None, now
+) -> None:
     """Shared or exclusive input (the consumer's choice, else the queue's default). An
     exclusive consumer must come through a connection; its claim is a lease renewed by each
     of its gets and dropped when the connection closes or the lease runs out. While a claim
@@ -115,16 +134,25 @@ def _access_claimed(*, source: Queue, lease: tuple[str, object], access: str | N
         if conn is None:
             raise OptionsConflict("Exclusive input needs a connection to hold the claim.")
         until = now + timedelta(milliseconds=settings.BATON_EXCLUSIVE_LEASE_MS)
-        claimed = Queue.objects.filter(pk=source.pk).filter(
-            Q(exclusive_holder="") | Q(exclusive_holder=holder) | Q(exclusive_until__isnull=True)
-            | Q(exclusive_until__lte=now)
-        ).update(exclusive_holder=holder, exclusive_until=until)
+        claimed = (
+            Queue.objects.filter(pk=source.pk)
+            .filter(
+                Q(exclusive_holder="")
+                | Q(exclusive_holder=holder)
+                | Q(exclusive_until__isnull=True)
+                | Q(exclusive_until__lte=now)
+            )
+            .update(exclusive_holder=holder, exclusive_until=until)
+        )
         if claimed:
             return
     elif not live or lease_holder == holder:
         return
-    raise QueueInUse(f"Queue {source.name!r} is open for exclusive input by another consumer.",
-                     broker=source.broker.name, queue=source.name)
+    raise QueueInUse(
+        f"Queue {source.name!r} is open for exclusive input by another consumer.",
+        broker=source.broker.name,
+        queue=source.name,
+    )
 
 
 class _Raced(Exception):
@@ -140,7 +168,9 @@ def _locks_taken(rows: list[Message], *, source: Queue, now) -> None:
         m.locked_until = until
         m.delivery_count += 1
         if not Message.objects.filter(pk=m.pk, get_transaction__isnull=True, lock_token__isnull=True).update(
-            lock_token=m.lock_token, locked_until=until, delivery_count=m.delivery_count,
+            lock_token=m.lock_token,
+            locked_until=until,
+            delivery_count=m.delivery_count,
         ):
             raise _Raced
 
@@ -155,8 +185,13 @@ class _MetOverdue(Exception):
         self.transaction_id = transaction_id
 
 
-def _source_and_lease(*, broker: str, queue: str, transaction_id: str | None, now,
-                      ) -> tuple[Queue, tuple[str, object], Transaction | None, bool, str | None]:
+def _source_and_lease(
+    *,
+    broker: str,
+    queue: str,
+    transaction_id: str | None,
+    now,
+) -> tuple[Queue, tuple[str, object], Transaction | None, bool, str | None]:
     """The queue a get reads, from the definitions cache checked by the same statement that
     reads the queue's exclusive-input lease and, for a get under a named unit of work, its
     row (locked): one statement in the common case. The row is None when that statement
@@ -176,18 +211,28 @@ def _source_and_lease(*, broker: str, queue: str, transaction_id: str | None, no
     return source, (found[1], found[2]), found[3], found[4], found[5]
 
 
-def _taken(rows: list[Message], *, source: Queue, owner, txn: Transaction | None, new_id: str | None,
-           wanted: bool, conn: Connection | None, now, user=None) -> GetResult:
+def _taken(
+    rows: list[Message],
+    *,
+    source: Queue,
+    owner,
+    txn: Transaction | None,
+    new_id: str | None,
+    wanted: bool,
+    conn: Connection | None,
+    now,
+    user=None,
+) -> GetResult:
     """After ``queries.messages_take``: the unit of work's bookkeeping (begun now, under the
     id the messages were taken with, if the get asked for one and had none), or a final
     get's; then the journal."""
     if txn is None and new_id is not None:
-        txn = _unit_of_work(broker=owner, transaction_id=None, wanted=wanted, connection=conn, new_id=new_id,
-                            user=user)
+        txn = _unit_of_work(broker=owner, transaction_id=None, wanted=wanted, connection=conn, new_id=new_id, user=user)
     if txn is not None:
-        transaction_links_add(downstream=txn, upstream_refs=[
-            (m.put_transaction_id, m.msg_id) for m in rows if m.put_transaction_id is not None
-        ])
+        transaction_links_add(
+            downstream=txn,
+            upstream_refs=[(m.put_transaction_id, m.msg_id) for m in rows if m.put_transaction_id is not None],
+        )
         if conn is not None:
             connection_pending_note(connection=conn, transaction=txn, got=rows[-1].msg_id)
         if any(m.report for m in rows):
@@ -201,24 +246,47 @@ def _taken(rows: list[Message], *, source: Queue, owner, txn: Transaction | None
             m.queue = source
         if any(m.report for m in rows):
             reports_send(originals=[m for m in rows if m.report], feedback=COD)
-    journal_record(events=[
-        journal_event(
-            JournalKind.GET, broker=owner.name, queue=source.name, msg_id=m.msg_id,
-            transaction_id=txn.id if txn else None, at=now, put_time=m.put_time.isoformat(),
-            preemptive=m.put_transaction_id is not None,
-        ) for m in rows
-    ])
+    journal_record(
+        events=[
+            journal_event(
+                JournalKind.GET,
+                broker=owner.name,
+                queue=source.name,
+                msg_id=m.msg_id,
+                transaction_id=txn.id if txn else None,
+                at=now,
+                put_time=m.put_time.isoformat(),
+                preemptive=m.put_transaction_id is not None,
+            )
+            for m in rows
+        ]
+    )
     return GetResult(rows, source, txn.id if txn else None)
 
 
 def _get_once(
-    *, broker: str, queue: str, transaction_id: str | None, wanted: bool, connection_id: str | None, batch: int,
-    msg_id: str | None, correl_id: str | None, group_id: str | None, preemptive: bool = False,
-    ordered: bool = False, mode: str = "destructive", access: str | None = None, user=None,
+    *,
+    broker: str,
+    queue: str,
+    transaction_id: str | None,
+    wanted: bool,
+    connection_id: str | None,
+    batch: int,
+    msg_id: str | None,
+    correl_id: str | None,
+    group_id: str | None,
+    preemptive: bool = False,
+    ordered: bool = False,
+    mode: str = "destructive",
+    access: str | None = None,
+    user=None,
 ) -> GetResult:
     match = {"msg_id": msg_id, "correl_id": correl_id, "group_id": group_id}
     graph_lock = preemptive and _preemptive_needs_graph_lock(
-        broker=broker, queue=queue, transaction_id=transaction_id, connection_id=connection_id,
+        broker=broker,
+        queue=queue,
+        transaction_id=transaction_id,
+        connection_id=connection_id,
     )
     under_uow = bool(transaction_id or wanted or preemptive)
     # Only a final destructive get must be on disk when we answer (the message is gone).
@@ -227,23 +295,33 @@ def _get_once(
         if graph_lock:
             link_graph_lock(exclusive=True)
         source, lease, locked, lapsed, overdue = _source_and_lease(
-            broker=broker, queue=queue, transaction_id=transaction_id, now=now,
+            broker=broker,
+            queue=queue,
+            transaction_id=transaction_id,
+            now=now,
         )
         if overdue is not None:  # its messages are the next get's: roll it back first (message_get)
             raise _MetOverdue(overdue)
         if lapsed and mode != "browse":  # a lock that ran out is released now, not at housekeeping
             locks.locks_lapsed_release(queue=source, now=now)
         ordered = is_ordered(source, ordered)
-        _options_checked(source=source, ordered=ordered, preemptive=preemptive, mode=mode, match=match,
-                         under_uow=under_uow)
+        _options_checked(
+            source=source, ordered=ordered, preemptive=preemptive, mode=mode, match=match, under_uow=under_uow
+        )
         owner = source.broker
         conn = _connection(connection_id, owner)
-        txn = unit_of_work_joined(transaction_id=transaction_id, broker=owner.name, user=user, locked=locked) \
-            if transaction_id else None
+        txn = (
+            unit_of_work_joined(transaction_id=transaction_id, broker=owner.name, user=user, locked=locked)
+            if transaction_id
+            else None
+        )
         if txn is None and wanted and conn is not None and conn.current_transaction_id:
             # the connection's unit of work, if it has one, is this get's own (never begun here for nothing)
-            txn = _unit_of_work(broker=owner, transaction_id=None, wanted=True, connection=conn, user=user) \
-                if Transaction.objects.filter(pk=conn.current_transaction_id, state="active").exists() else None
+            txn = (
+                _unit_of_work(broker=owner, transaction_id=None, wanted=True, connection=conn, user=user)
+                if Transaction.objects.filter(pk=conn.current_transaction_id, state="active").exists()
+                else None
+            )
         if preemptive:
             wanted = True  # a pre-emptive get is always under a unit of work (begun below if it finds something)
         _access_claimed(source=source, lease=lease, access=access, conn=conn, now=now)
@@ -259,18 +337,32 @@ def _get_once(
         elif mode == "destructive":  # one statement chooses and takes them
             new_id = None if txn is not None or not wanted else transaction_id_new()
             rows = queries.messages_take(
-                queue_id=source.pk, now=now, limit=batch, get_transaction_id=txn.id if txn is not None else new_id,
+                queue_id=source.pk,
+                now=now,
+                limit=batch,
+                get_transaction_id=txn.id if txn is not None else new_id,
                 priority_first=source.delivery_sequence == DeliverySequence.PRIORITY,
                 commit_ordered=source.read_order == ReadOrder.COMMIT,
-                uncommitted_of_others=own if see_uncommitted else None, match=match,
+                uncommitted_of_others=own if see_uncommitted else None,
+                match=match,
             )
             if rows:
-                return _taken(rows, source=source, owner=owner, txn=txn, new_id=new_id, wanted=wanted, conn=conn,
-                              now=now, user=user)
+                return _taken(
+                    rows,
+                    source=source,
+                    owner=owner,
+                    txn=txn,
+                    new_id=new_id,
+                    wanted=wanted,
+                    conn=conn,
+                    now=now,
+                    user=user,
+                )
         else:
             rows = list(
-                _candidates(source, now=now, uncommitted_of_others=own if see_uncommitted else None, **match)
-                .select_for_update(skip_locked=True)[:batch]
+                _candidates(
+                    source, now=now, uncommitted_of_others=own if see_uncommitted else None, **match
+                ).select_for_update(skip_locked=True)[:batch]
             )
         if not rows:
             reason = reason or ("no_match" if any(match.values()) else "empty")
@@ -279,11 +371,19 @@ def _get_once(
             return GetResult(rows, source, None)
         if mode == "peek_lock":
             _locks_taken(rows, source=source, now=now)
-            journal_record(events=[
-                journal_event(JournalKind.LOCK, broker=owner.name, queue=source.name, msg_id=m.msg_id, at=now,
-                              delivery_count=m.delivery_count)
-                for m in rows
-            ])
+            journal_record(
+                events=[
+                    journal_event(
+                        JournalKind.LOCK,
+                        broker=owner.name,
+                        queue=source.name,
+                        msg_id=m.msg_id,
+                        at=now,
+                        delivery_count=m.delivery_count,
+                    )
+                    for m in rows
+                ]
+            )
             return GetResult(rows, source, None)
         # An ordered get chose without taking: take what it chose (a concurrent get may have
         # been first on PostgreSQL: then it answers as in flight), then the same bookkeeping.
@@ -295,8 +395,9 @@ def _get_once(
             if txn is not None or new_id is not None:
                 m.get_transaction_id = txn.id if txn is not None else new_id
                 m.delivery_count += 1
-        return _taken(rows, source=source, owner=owner, txn=txn, new_id=new_id, wanted=wanted, conn=conn, now=now,
-                      user=user)
+        return _taken(
+            rows, source=source, owner=owner, txn=txn, new_id=new_id, wanted=wanted, conn=conn, now=now, user=user
+        )
 
 
 def _match_id(name: str, value: str | None) -> str | None:
@@ -313,10 +414,22 @@ def _named_queue(*, broker: str, queue: str) -> Queue:
 
 
 def message_get(
-    *, broker: str, queue: str, transaction_id: str | None = None, syncpoint: str | None = None,
-    connection_id: str | None = None, wait: float = 0, batch: int = 1, msg_id: str | None = None,
-    correl_id: str | None = None, group_id: str | None = None, mode: str = "destructive",
-    commit_first: bool = False, preemptive: bool = False, ordered: bool = False, access: str | None = None,
+    *,
+    broker: str,
+    queue: str,
+    transaction_id: str | None = None,
+    syncpoint: str | None = None,
+    connection_id: str | None = None,
+    wait: float = 0,
+    batch: int = 1,
+    msg_id: str | None = None,
+    correl_id: str | None = None,
+    group_id: str | None = None,
+    mode: str = "destructive",
+    commit_first: bool = False,
+    preemptive: bool = False,
+    ordered: bool = False,
+    access: str | None = None,
     user=None,
 ) -> GetResult:
     """Get up to ``batch`` messages in delivery order (priority if the queue says so, then put
@@ -338,9 +451,12 @@ def message_get(
     if not 1 <= batch <= settings.BATON_MAX_BATCH:
         raise InvalidInput(f"batch must be from 1 to {settings.BATON_MAX_BATCH}.", errors={"batch": ["Out of range."]})
     if not 0 <= wait <= settings.BATON_MAX_WAIT_S:
-        raise InvalidInput(f"wait must be from 0 to {settings.BATON_MAX_WAIT_S} seconds.", errors={"wait": ["Out of range."]})
-    msg_id, correl_id, group_id = (_match_id(name, value) for name, value in
-                                   (("msg_id", msg_id), ("correl_id", correl_id), ("group_id", group_id)))
+        raise InvalidInput(
+            f"wait must be from 0 to {settings.BATON_MAX_WAIT_S} seconds.", errors={"wait": ["Out of range."]}
+        )
+    msg_id, correl_id, group_id = (
+        _match_id(name, value) for name, value in (("msg_id", msg_id), ("correl_id", correl_id), ("group_id", group_id))
+    )
     syncpoint = _syncpoint_checked(syncpoint, transaction_id)
     if syncpoint == "if_persistent":
         raise InvalidInput("A get takes syncpoint yes or no.", errors={"syncpoint": ["Invalid choice."]})
@@ -355,8 +471,10 @@ def message_get(
         if connection_id:
             conn = connection_get(conn_id=connection_id)
             if conn.broker.name != broker:
-                raise InvalidInput(f"Connection {connection_id} is to broker {conn.broker.name!r}, not {broker!r}.",
-                                   connection=connection_id)
+                raise InvalidInput(
+                    f"Connection {connection_id} is to broker {conn.broker.name!r}, not {broker!r}.",
+                    connection=connection_id,
+                )
             if conn.current_transaction_id and transaction_id not in (None, conn.current_transaction_id):
                 raise OptionsConflict("commit_first commits the connection's unit of work; name no other transaction.")
             current = conn.current_transaction_id or transaction_id
@@ -370,8 +488,7 @@ def message_get(
                 may.require_transaction_owner(user, transaction=row)
             except TransactionNotFound:
                 if current != transaction_id:  # the connection's: the connection is not confirmed
-                    raise ConnectionNotFound(f"No open connection {connection_id}.",
-                                             connection=connection_id) from None
+                    raise ConnectionNotFound(f"No open connection {connection_id}.", connection=connection_id) from None
                 raise
         if row is not None and row.state == "active":
             transaction_commit(transaction_id=current)  # committed, or held until its upstreams commit
@@ -382,9 +499,20 @@ def message_get(
         while True:  # each round rolls back one more overdue unit of work, if it met one
             try:
                 return _get_once(
-                    broker=broker, queue=queue, transaction_id=transaction_id, wanted=wanted,
-                    connection_id=connection_id, batch=batch, msg_id=msg_id, correl_id=correl_id, group_id=group_id,
-                    preemptive=preemptive, ordered=ordered, mode=mode, access=access, user=user,
+                    broker=broker,
+                    queue=queue,
+                    transaction_id=transaction_id,
+                    wanted=wanted,
+                    connection_id=connection_id,
+                    batch=batch,
+                    msg_id=msg_id,
+                    correl_id=correl_id,
+                    group_id=group_id,
+                    preemptive=preemptive,
+                    ordered=ordered,
+                    mode=mode,
+                    access=access,
+                    user=user,
                 )
             except _Raced:
                 return GetResult([], _get_source(broker=broker, queue=queue), transaction_id, REASON_IN_FLIGHT)
@@ -406,5 +534,3 @@ def message_get(
         return None if at is None else (at - now).total_seconds()
 
     return wait_for(attempt, keys=[queue_wakeup_key(first.queue.pk)], wait_s=wait, due=due) or last[0]
-
-

@@ -4,6 +4,7 @@ Locking: the unit of work's row (if any), then the destination queue's row (its 
 ``queries.queue_reserve``), then inserts. See docs/concurrency.md. The statements are in
 ``brokers.queries`` and ``transactions.queries``.
 """
+
 from __future__ import annotations
 
 from datetime import timedelta
@@ -27,14 +28,26 @@ from ..message_input import MessageInput, message_length
 from ..reactions import reaction_apply
 from ..reports import COA, reports_send
 from ..store import (
-    MARK_DEDUP, MARK_REACTIONS, MARK_REPORTS, client_sessions_note, connection_pending_note, queues_woken,
+    MARK_DEDUP,
+    MARK_REACTIONS,
+    MARK_REPORTS,
+    client_sessions_note,
+    connection_pending_note,
+    queues_woken,
 )
 from .common import Duplicate, PutResult, _connection, _put_target, _syncpoint_checked, _unit_of_work
 
 
 def message_put(
-    *, broker: str, queue: str, messages: list[MessageInput], transaction_id: str | None = None,
-    syncpoint: str | None = None, connection_id: str | None = None, put_application: str = "", user=None,
+    *,
+    broker: str,
+    queue: str,
+    messages: list[MessageInput],
+    transaction_id: str | None = None,
+    syncpoint: str | None = None,
+    connection_id: str | None = None,
+    put_application: str = "",
+    user=None,
 ) -> PutResult:
     """Put messages on a queue: under a unit of work (uncommitted until it commits), or
     immediately. With ``syncpoint="if_persistent"`` persistent messages go under a unit of
@@ -59,8 +72,9 @@ def message_put(
     with transaction_timeouts_applied(), engine_step(durable=durable):
         now = timezone.now()  # taken once this database transaction has begun (SQLite: holds the write lock)
         locked = None  # the unit of work's row, read with the definitions version when one is named
-        found = queries.transaction_row_and_definitions_version(transaction_id=transaction_id) \
-            if transaction_id else None
+        found = (
+            queries.transaction_row_and_definitions_version(transaction_id=transaction_id) if transaction_id else None
+        )
         if found is None:
             definitions_checked()
         else:
@@ -75,14 +89,21 @@ def message_put(
             if named is not dest:
                 may.require_reached(user, "put", broker=broker, queue=queue)
             _reports_checked(user, broker=broker, messages=messages)
-        limit = min(named.max_message_length, dest.max_message_length, owner.max_message_length,
-                    settings.BATON_MAX_MESSAGE_LENGTH)
+        limit = min(
+            named.max_message_length,
+            dest.max_message_length,
+            owner.max_message_length,
+            settings.BATON_MAX_MESSAGE_LENGTH,
+        )
         for index, msg in enumerate(messages):
             length = message_length(msg)
             if length > limit:
                 raise MessageTooLarge(
                     f"Message {index} is {length} bytes (body, properties and descriptor); queue {dest.name!r} "
-                    f"accepts at most {limit}.", index=index, length=length, max_message_length=limit,
+                    f"accepts at most {limit}.",
+                    index=index,
+                    length=length,
+                    max_message_length=limit,
                 )
         queue_persistent = named.default_persistence == Persistence.PERSISTENT
         persistent = [
@@ -91,13 +112,25 @@ def message_put(
         ]
         under_uow = [syncpoint == "yes" or (syncpoint == "if_persistent" and p) for p in persistent]
         conn = _connection(connection_id, owner)
-        txn = _unit_of_work(broker=owner, transaction_id=transaction_id, wanted=any(under_uow), connection=conn,
-                            locked=locked, user=user)
+        txn = _unit_of_work(
+            broker=owner,
+            transaction_id=transaction_id,
+            wanted=any(under_uow),
+            connection=conn,
+            locked=locked,
+            user=user,
+        )
         rows = [
             message_new(
-                queue=dest, msg_id=msg_id, msg=msg, priority=msg.priority if msg.priority is not None else named.default_priority,
-                persistent=pers, expires_at=now + timedelta(milliseconds=msg.expiry_ms) if msg.expiry_ms else None,
-                put_time=now, put_application=put_application, transmission_header=target.header,
+                queue=dest,
+                msg_id=msg_id,
+                msg=msg,
+                priority=msg.priority if msg.priority is not None else named.default_priority,
+                persistent=pers,
+                expires_at=now + timedelta(milliseconds=msg.expiry_ms) if msg.expiry_ms else None,
+                put_time=now,
+                put_application=put_application,
+                transmission_header=target.header,
                 put_transaction_id=txn.id if uow else None,
             )
             for msg, msg_id, pers, uow in zip(messages, ids_new(len(messages)), persistent, under_uow)
@@ -110,20 +143,34 @@ def message_put(
         queued = [r for r, msg in zip(rows, messages) if msg.refers_to is None]
         if queued:
             immediate = [r for r in queued if r.put_transaction_id is None]
-            base = queries.queue_reserve(queue_id=dest.pk, count=len(queued), commit_count=len(immediate),
-                                         max_depth_checked=True)
+            base = queries.queue_reserve(
+                queue_id=dest.pk, count=len(queued), commit_count=len(immediate), max_depth_checked=True
+            )
             if base is None:
-                raise QueueFull(f"Queue {dest.name!r} is full (max depth {dest.max_depth}).",
-                                broker=owner.name, queue=dest.name, max_depth=dest.max_depth)
+                raise QueueFull(
+                    f"Queue {dest.name!r} is full (max depth {dest.max_depth}).",
+                    broker=owner.name,
+                    queue=dest.name,
+                    max_depth=dest.max_depth,
+                )
             for seq, row in enumerate(immediate, start=base):
                 row.commit_seq = seq
             # the journal first: on PostgreSQL it travels with the INSERT (queries.deferred)
-            journal_record(events=[
-                journal_event(
-                    JournalKind.PUT, broker=owner.name, queue=dest.name, msg_id=row.msg_id,
-                    transaction_id=row.put_transaction_id, at=now, persistent=row.persistent, bytes=len(row.body),
-                ) for row in queued
-            ])
+            journal_record(
+                events=[
+                    journal_event(
+                        JournalKind.PUT,
+                        broker=owner.name,
+                        queue=dest.name,
+                        msg_id=row.msg_id,
+                        transaction_id=row.put_transaction_id,
+                        at=now,
+                        persistent=row.persistent,
+                        bytes=len(row.body),
+                    )
+                    for row in queued
+                ]
+            )
             queries.messages_insert(messages=queued)
             queues_woken([dest.pk])  # pre-emptive getters wait for uncommitted puts too
             if any(r.report for r in queued):
@@ -167,17 +214,24 @@ def _duplicates_skipped(*, queue, rows: list[Message], messages: list[MessageInp
         if msg.dedup_key:
             first.setdefault(msg.dedup_key, index)
     claimed = queries.dedup_keys_claim(
-        queue_id=queue.pk, now=now,
-        keys=[(key, rows[i].msg_id, rows[i].put_transaction_id, _retained_until(messages[i], now))
-              for key, i in first.items()],
+        queue_id=queue.pk,
+        now=now,
+        keys=[
+            (key, rows[i].msg_id, rows[i].put_transaction_id, _retained_until(messages[i], now))
+            for key, i in first.items()
+        ],
     )
-    skipped = [i for i, msg in enumerate(messages)
-               if msg.dedup_key and (msg.dedup_key not in claimed or first[msg.dedup_key] != i)]
+    skipped = [
+        i
+        for i, msg in enumerate(messages)
+        if msg.dedup_key and (msg.dedup_key not in claimed or first[msg.dedup_key] != i)
+    ]
     if not skipped:
         return rows, messages, []
     owners = queries.dedup_keys_owners(queue_id=queue.pk, keys=sorted({messages[i].dedup_key for i in skipped}))
-    duplicates = [Duplicate(index=i, dedup_key=messages[i].dedup_key, msg_id=owners[messages[i].dedup_key])
-                  for i in skipped]
+    duplicates = [
+        Duplicate(index=i, dedup_key=messages[i].dedup_key, msg_id=owners[messages[i].dedup_key]) for i in skipped
+    ]
     gone = set(skipped)
     kept = [i for i in range(len(messages)) if i not in gone]
     return [rows[i] for i in kept], [messages[i] for i in kept], duplicates
@@ -186,9 +240,16 @@ def _duplicates_skipped(*, queue, rows: list[Message], messages: list[MessageInp
 def _reaction_put(*, row: Message, msg: MessageInput, queue, txn) -> None:
     """A reactive message: applied now, or when its unit of work commits."""
     reaction = PendingReaction(
-        transaction=txn, queue=queue, msg_id=row.msg_id, target_msg_id=msg.refers_to["msg_id"],
-        action=msg.refers_to["action"], body=row.body, priority=msg.priority, report=row.report,
-        reply_to_queue=row.reply_to_queue, reply_to_broker=row.reply_to_broker,
+        transaction=txn,
+        queue=queue,
+        msg_id=row.msg_id,
+        target_msg_id=msg.refers_to["msg_id"],
+        action=msg.refers_to["action"],
+        body=row.body,
+        priority=msg.priority,
+        report=row.report,
+        reply_to_queue=row.reply_to_queue,
+        reply_to_broker=row.reply_to_broker,
     )
     if txn is None:
         reaction_apply(queue=queue, reaction=reaction)

@@ -1,5 +1,6 @@
 """Baton's Python client: ``from baton_client import Client`` (see :mod:`.client`), and the
 one exception hierarchy the server raises too (:mod:`.errors`)."""
+
 from .client import *  # noqa: F403 - the client's public names
 from .client import __all__ as _client_names
 from .errors import CLIENT_ONLY, ERRORS, NotAcceptable, UnsupportedMediaType, error_from_body

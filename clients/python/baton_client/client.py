@@ -31,6 +31,7 @@ Every error the server reports is raised as the class of the shared hierarchy
 (:mod:`.errors`, the one the server raises) chosen by its stable ``code`` (``QueueFull``
 for ``queue_full``, and so on); :class:`BatonClientError` is the base class's earlier name.
 """
+
 from __future__ import annotations
 
 import base64
@@ -45,19 +46,70 @@ from urllib.parse import quote
 import httpx
 
 from .errors import (
-    AlreadyExists, BatonError, CommitTimeout, Conflict, GetInhibited, InvalidInput, LockLost, MessageTooLarge,
-    MethodNotAllowed, NetworkError, NotAuthenticated, NotEmpty, NotFound, OptionsConflict, PermissionDenied,
-    PutInhibited, QueueFull, QueueInUse, RequestTimeout, ServerError, Throttled, TransactionBackedOut,
-    TransactionNotActive, WorkflowConflict, error_from_body,
+    AlreadyExists,
+    BatonError,
+    CommitTimeout,
+    Conflict,
+    GetInhibited,
+    InvalidInput,
+    LockLost,
+    MessageTooLarge,
+    MethodNotAllowed,
+    NetworkError,
+    NotAuthenticated,
+    NotEmpty,
+    NotFound,
+    OptionsConflict,
+    PermissionDenied,
+    PutInhibited,
+    QueueFull,
+    QueueInUse,
+    RequestTimeout,
+    ServerError,
+    Throttled,
+    TransactionBackedOut,
+    TransactionNotActive,
+    WorkflowConflict,
+    error_from_body,
 )
 from .session import Session
 
 __all__ = [
-    "Client", "Message", "Batch", "Lock", "Transaction", "CommitResult", "CheckResult", "Connection", "Browser",
-    "PendingPut", "BatonError", "BatonClientError", "InvalidInput", "NotAuthenticated", "PermissionDenied", "NotFound", "Conflict",
-    "TransactionBackedOut", "TransactionNotActive", "PutInhibited", "GetInhibited", "QueueFull", "QueueInUse",
-    "OptionsConflict", "AlreadyExists", "NotEmpty", "MessageTooLarge", "LockLost", "Throttled",
-    "MethodNotAllowed", "ServerError", "NetworkError", "RequestTimeout", "CommitTimeout", "WorkflowConflict",
+    "Client",
+    "Message",
+    "Batch",
+    "Lock",
+    "Transaction",
+    "CommitResult",
+    "CheckResult",
+    "Connection",
+    "Browser",
+    "PendingPut",
+    "BatonError",
+    "BatonClientError",
+    "InvalidInput",
+    "NotAuthenticated",
+    "PermissionDenied",
+    "NotFound",
+    "Conflict",
+    "TransactionBackedOut",
+    "TransactionNotActive",
+    "PutInhibited",
+    "GetInhibited",
+    "QueueFull",
+    "QueueInUse",
+    "OptionsConflict",
+    "AlreadyExists",
+    "NotEmpty",
+    "MessageTooLarge",
+    "LockLost",
+    "Throttled",
+    "MethodNotAllowed",
+    "ServerError",
+    "NetworkError",
+    "RequestTimeout",
+    "CommitTimeout",
+    "WorkflowConflict",
 ]
 
 #: The longest ``wait`` the server accepts for one long-poll (``BATON_MAX_WAIT_S``' default).
@@ -76,12 +128,17 @@ def error_from_response(response: httpx.Response) -> BatonError:
         body = response.json()
     except ValueError:
         body = None
-    error = error_from_body(response.status_code, body, text=response.text or response.reason_phrase,
-                            retry_after=response.headers.get("Retry-After"))
+    error = error_from_body(
+        response.status_code,
+        body,
+        text=response.text or response.reason_phrase,
+        retry_after=response.headers.get("Retry-After"),
+    )
     return error
 
 
 # --- values -------------------------------------------------------------------------------
+
 
 def _time(value: Any) -> datetime | None:
     if not value:
@@ -142,8 +199,9 @@ class Message:
     _TIMES = ("expires_at", "put_time", "locked_until")
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any], *, client: "Client | None" = None,
-                  transaction: str | None = None) -> "Message":
+    def from_json(
+        cls, data: Mapping[str, Any], *, client: "Client | None" = None, transaction: str | None = None
+    ) -> "Message":
         known = {f.name for f in fields(cls)} - {"extra", "_client", "body", "transaction"}
         values: dict[str, Any] = {k: v for k, v in data.items() if k in known}
         for name in cls._TIMES:
@@ -162,8 +220,10 @@ class Message:
     def __repr__(self) -> str:
         body = self.body if len(self.body) <= 40 else self.body[:40] + b"..."
         lock = f", lock_token={self.lock_token!r}" if self.lock_token else ""
-        return (f"Message(msg_id={self.msg_id!r}, broker={self.broker!r}, queue={self.queue!r}, "
-                f"priority={self.priority!r}, body={body!r}{lock})")
+        return (
+            f"Message(msg_id={self.msg_id!r}, broker={self.broker!r}, queue={self.queue!r}, "
+            f"priority={self.priority!r}, body={body!r}{lock})"
+        )
 
     def result(self, timeout: float | None = None) -> "Message":
         """The message itself (a :class:`PendingPut` answers the same call by waiting)."""
@@ -209,8 +269,9 @@ class Batch(list):
     """The messages of one get (a list), with the server's ``reason`` when it is empty
     (``"empty"``, ``"next_in_order_in_flight"``, ...) and the unit of work it ran under."""
 
-    def __init__(self, messages: Iterable[Message] = (), *, reason: str | None = None,
-                 transaction: str | None = None) -> None:
+    def __init__(
+        self, messages: Iterable[Message] = (), *, reason: str | None = None, transaction: str | None = None
+    ) -> None:
         super().__init__(messages)
         self.reason = reason
         self.transaction = transaction
@@ -223,8 +284,9 @@ class Lock:
     """A peek-lock receipt: the message stays on the queue, hidden, until it is completed
     (removed), abandoned (given back), dead-lettered, or the lock runs out."""
 
-    def __init__(self, client: "Client", token: str, locked_until: datetime | None = None, *,
-                 message: Message | None = None) -> None:
+    def __init__(
+        self, client: "Client", token: str, locked_until: datetime | None = None, *, message: Message | None = None
+    ) -> None:
         self._client = client
         self.token = token
         self.locked_until = locked_until
@@ -264,6 +326,7 @@ class Lock:
 
 
 # --- units of work ------------------------------------------------------------------------
+
 
 @dataclass
 class CommitResult:
@@ -375,8 +438,11 @@ class Transaction:
         TransactionBackedOut if it is backed out, CommitTimeout if still held after ``timeout``."""
         result = self._commit_within(timeout, poll)
         if not result.committed:
-            raise CommitTimeout(f"Transaction {self.id} is still commit_held after {timeout:g}s.",
-                                transaction=self.id, waiting_on=result.waiting_on)
+            raise CommitTimeout(
+                f"Transaction {self.id} is still commit_held after {timeout:g}s.",
+                transaction=self.id,
+                waiting_on=result.waiting_on,
+            )
         return result
 
     def rollback(self) -> list[str]:
@@ -421,6 +487,7 @@ class Transaction:
 
 
 # --- connections --------------------------------------------------------------------------
+
 
 class Connection:
     """A session with a broker under a client name. The broker remembers, per client name,
@@ -469,15 +536,26 @@ class Connection:
 
 # --- browse -------------------------------------------------------------------------------
 
+
 class Browser:
     """Iterates over a queue's messages without removing them, following the cursor.
     Stops when a page comes back empty, unless ``follow`` is set: then it keeps polling
     every ``poll_interval`` seconds (until ``follow_timeout``, if given). ``cursor`` is the
     position to resume from later."""
 
-    def __init__(self, client: "Client", broker: str, queue: str, *, cursor: str | None = None,
-                 ordered: bool = False, page_size: int = 50, follow: bool = False,
-                 poll_interval: float = 1.0, follow_timeout: float | None = None) -> None:
+    def __init__(
+        self,
+        client: "Client",
+        broker: str,
+        queue: str,
+        *,
+        cursor: str | None = None,
+        ordered: bool = False,
+        page_size: int = 50,
+        follow: bool = False,
+        poll_interval: float = 1.0,
+        follow_timeout: float | None = None,
+    ) -> None:
         self._client, self.broker, self.queue = client, broker, queue
         self.cursor, self.ordered, self.page_size = cursor, ordered, page_size
         self.follow, self.poll_interval, self.follow_timeout = follow, poll_interval, follow_timeout
@@ -487,7 +565,11 @@ class Browser:
         while True:
             before = self.cursor
             messages, self.cursor = self._client.browse_page(
-                self.broker, self.queue, cursor=self.cursor, limit=self.page_size, ordered=self.ordered,
+                self.broker,
+                self.queue,
+                cursor=self.cursor,
+                limit=self.page_size,
+                ordered=self.ordered,
             )
             yield from messages
             if messages or self.cursor != before:  # a page of only expired messages still moves on
@@ -498,6 +580,7 @@ class Browser:
 
 
 # --- pipelined puts -----------------------------------------------------------------------
+
 
 class PendingPut:
     """A put sent under a unit of work over a session, its reply not read yet.
@@ -528,8 +611,9 @@ class PendingPut:
                 data = self._client._session.result("put", self._future)
                 txn = data.get("transaction") or self._transaction
                 if self._many:
-                    self._value = [Message.from_json(m, client=self._client, transaction=txn)
-                                   for m in data.get("messages", [])]
+                    self._value = [
+                        Message.from_json(m, client=self._client, transaction=txn) for m in data.get("messages", [])
+                    ]
                 else:
                     self._value = Message.from_json(data, client=self._client, transaction=txn)
             except BatonError as exc:
@@ -555,6 +639,7 @@ class PendingPut:
 
 
 # --- the client ---------------------------------------------------------------------------
+
 
 def _body_fields(body: str | bytes | bytearray | memoryview | None) -> dict[str, Any]:
     if body is None:
@@ -586,8 +671,15 @@ class Client:
     Close the client with :meth:`close` or use it as a context manager. ``timeout`` is for
     the server's answer; long-polls (``wait``) get their wait added to it."""
 
-    def __init__(self, base_url: str, token: str | None = None, *, timeout: float = 30.0,
-                 transport: str | httpx.BaseTransport = "session", verify: Any = True) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        token: str | None = None,
+        *,
+        timeout: float = 30.0,
+        transport: str | httpx.BaseTransport = "session",
+        verify: Any = True,
+    ) -> None:
         headers = {"Accept": "application/json", "User-Agent": "baton-client/0.2"}
         if token:
             headers["Authorization"] = f"Token {token}"
@@ -599,8 +691,9 @@ class Client:
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
         self.transport = transport
-        self._http = httpx.Client(base_url=self.base_url, headers=headers, timeout=timeout,
-                                  transport=http_transport, verify=verify)
+        self._http = httpx.Client(
+            base_url=self.base_url, headers=headers, timeout=timeout, transport=http_transport, verify=verify
+        )
         self._session = Session(self.base_url, token, timeout=timeout) if transport == "session" else None
         self._pending: dict[str, list[PendingPut]] = {}  # pipelined puts per unit of work, replies unread
         self._pending_lock = threading.Lock()
@@ -622,8 +715,9 @@ class Client:
         self.close()
 
     # -- plumbing ------------------------------------------------------------------------
-    def _request(self, method: str, path: str, *, json: Any = None, params: Mapping[str, Any] | None = None,
-                 wait: float = 0) -> Any:
+    def _request(
+        self, method: str, path: str, *, json: Any = None, params: Mapping[str, Any] | None = None, wait: float = 0
+    ) -> Any:
         timeout = self.timeout + (wait or 0)
         try:
             response = self._http.request(method, path, json=json, params=params, timeout=timeout)
@@ -640,8 +734,17 @@ class Client:
         except ValueError as exc:
             raise ServerError(f"{method} {path}: the answer was not JSON.", body=response.text[:500]) from exc
 
-    def _operation(self, op: str, fields: dict[str, Any], method: str, path: str, *, body: Any = None,
-                   params: Mapping[str, Any] | None = None, wait: float = 0) -> Any:
+    def _operation(
+        self,
+        op: str,
+        fields: dict[str, Any],
+        method: str,
+        path: str,
+        *,
+        body: Any = None,
+        params: Mapping[str, Any] | None = None,
+        wait: float = 0,
+    ) -> Any:
         """A messaging operation: over the session (``op`` with ``fields``), or over REST
         (``method path`` with ``body`` or ``params``). Under a unit of work, its pipelined
         puts' replies are read first."""
@@ -685,14 +788,21 @@ class Client:
 
     def _lock_action(self, token: str, action: str, body: dict) -> dict:
         fields = {"lock_token": token, **body}
-        return self._operation(action.replace("-", "_"), fields, "POST",
-                               f"/api/locks/{quote(token, safe='')}/{action}/", body=body)
+        return self._operation(
+            action.replace("-", "_"), fields, "POST", f"/api/locks/{quote(token, safe='')}/{action}/", body=body
+        )
 
     def _transaction_action(self, transaction: str, action: str, body: dict, *, wait: float = 0) -> dict:
         if action == "rollback":
             self._settle(transaction, raise_errors=False)
-        return self._operation(action, {"transaction": transaction, **body}, "POST",
-                               f"/api/transactions/{quote(transaction, safe='')}/{action}/", body=body, wait=wait)
+        return self._operation(
+            action,
+            {"transaction": transaction, **body},
+            "POST",
+            f"/api/transactions/{quote(transaction, safe='')}/{action}/",
+            body=body,
+            wait=wait,
+        )
 
     @staticmethod
     def _name(name: str) -> str:
@@ -755,10 +865,19 @@ class Client:
         self._request("DELETE", self._queue_path(broker, name), params={"purge": "true"} if purge else None)
 
     # -- messages ------------------------------------------------------------------------
-    def put(self, broker: str, queue: str, body: str | bytes | None = None, *,
-            messages: Iterable[Any] | None = None, transaction: Transaction | str | None = None,
-            syncpoint: str | None = None, connection: Connection | str | None = None,
-            put_application: str | None = None, **descriptor: Any) -> Any:
+    def put(
+        self,
+        broker: str,
+        queue: str,
+        body: str | bytes | None = None,
+        *,
+        messages: Iterable[Any] | None = None,
+        transaction: Transaction | str | None = None,
+        syncpoint: str | None = None,
+        connection: Connection | str | None = None,
+        put_application: str | None = None,
+        **descriptor: Any,
+    ) -> Any:
         """Put one message (``body``: str, or bytes sent as body_base64) and return the stored
         :class:`Message`; or, with ``messages=[...]`` (bodies or dicts of fields), put them
         all at once and return a list. ``descriptor`` fields (priority, correl_id, group_id,
@@ -768,8 +887,12 @@ class Client:
 
         Over a session, a put under ``transaction`` is pipelined: it returns a
         :class:`PendingPut` at once (see the module's text)."""
-        envelope = {"transaction": _id(transaction), "syncpoint": syncpoint, "connection": _id(connection),
-                    "put_application": put_application}
+        envelope = {
+            "transaction": _id(transaction),
+            "syncpoint": syncpoint,
+            "connection": _id(connection),
+            "put_application": put_application,
+        }
         envelope = {k: v for k, v in envelope.items() if v is not None}
         many = messages is not None
         if many:
@@ -785,19 +908,38 @@ class Client:
             with self._pending_lock:
                 self._pending.setdefault(txn, []).append(pending)
             return pending
-        data = self._operation("put", {"broker": broker, "queue": queue, **payload}, "POST",
-                               self._queue_path(broker, queue) + "messages/", body=payload)
+        data = self._operation(
+            "put",
+            {"broker": broker, "queue": queue, **payload},
+            "POST",
+            self._queue_path(broker, queue) + "messages/",
+            body=payload,
+        )
         if many:
             txn = data.get("transaction")
             return [Message.from_json(m, client=self, transaction=txn) for m in data.get("messages", [])]
         return Message.from_json(data, client=self)
 
-    def get(self, broker: str, queue: str, *, wait: float = 0, batch: int | None = None,
-            transaction: Transaction | str | None = None, preemptive: bool = False, ordered: bool | None = None,
-            match: Mapping[str, str] | None = None, msg_id: str | None = None, correl_id: str | None = None,
-            group_id: str | None = None, mode: str | None = None, commit_first: bool = False,
-            connection: Connection | str | None = None, access: str | None = None,
-            syncpoint: str | None = None) -> Any:
+    def get(
+        self,
+        broker: str,
+        queue: str,
+        *,
+        wait: float = 0,
+        batch: int | None = None,
+        transaction: Transaction | str | None = None,
+        preemptive: bool = False,
+        ordered: bool | None = None,
+        match: Mapping[str, str] | None = None,
+        msg_id: str | None = None,
+        correl_id: str | None = None,
+        group_id: str | None = None,
+        mode: str | None = None,
+        commit_first: bool = False,
+        connection: Connection | str | None = None,
+        access: str | None = None,
+        syncpoint: str | None = None,
+    ) -> Any:
         """Get from a queue, waiting up to ``wait`` seconds for a message.
 
         Without ``batch``: the :class:`Message`, or None when there is none. With ``batch=n``:
@@ -809,31 +951,44 @@ class Client:
         ``"shared"`` or ``"exclusive"``."""
         options: dict[str, Any] = {"wait": wait}
         selectors = dict(match or {})
-        selectors.update({k: v for k, v in (("msg_id", msg_id), ("correl_id", correl_id), ("group_id", group_id))
-                          if v is not None})
+        selectors.update(
+            {k: v for k, v in (("msg_id", msg_id), ("correl_id", correl_id), ("group_id", group_id)) if v is not None}
+        )
         options.update(selectors)
         if batch is not None:
             options["batch"] = batch
         if ordered is not None:
             options["ordered"] = ordered
-        for name, value in (("transaction", _id(transaction)), ("connection", _id(connection)), ("mode", mode),
-                            ("access", access), ("syncpoint", syncpoint)):
+        for name, value in (
+            ("transaction", _id(transaction)),
+            ("connection", _id(connection)),
+            ("mode", mode),
+            ("access", access),
+            ("syncpoint", syncpoint),
+        ):
             if value is not None:
                 options[name] = value
         if preemptive:
             options["preemptive"] = True
         if commit_first:
             options["commit_first"] = True
-        data = self._operation("get", {"broker": broker, "queue": queue, **options}, "POST",
-                               self._queue_path(broker, queue) + "get/", body=options, wait=wait)
+        data = self._operation(
+            "get",
+            {"broker": broker, "queue": queue, **options},
+            "POST",
+            self._queue_path(broker, queue) + "get/",
+            body=options,
+            wait=wait,
+        )
         txn = data.get("transaction")
         messages = [Message.from_json(m, client=self, transaction=txn) for m in data.get("messages", [])]
         if batch is None:
             return messages[0] if messages else None
         return Batch(messages, reason=data.get("reason"), transaction=txn)
 
-    def browse_page(self, broker: str, queue: str, *, cursor: str | None = None, limit: int = 50,
-                    ordered: bool = False) -> tuple[list[Message], str | None]:
+    def browse_page(
+        self, broker: str, queue: str, *, cursor: str | None = None, limit: int = 50, ordered: bool = False
+    ) -> tuple[list[Message], str | None]:
         """One page of a browse: (messages, next cursor)."""
         params: dict[str, Any] = {"limit": limit}
         if cursor:
@@ -844,13 +999,31 @@ class Client:
         data = self._operation("browse", fields, "GET", self._queue_path(broker, queue) + "messages/", params=params)
         return [Message.from_json(m, client=self) for m in data.get("messages", [])], data.get("cursor") or cursor
 
-    def browse(self, broker: str, queue: str, *, cursor: str | None = None, ordered: bool = False,
-               page_size: int = 50, follow: bool = False, poll_interval: float = 1.0,
-               follow_timeout: float | None = None) -> Browser:
+    def browse(
+        self,
+        broker: str,
+        queue: str,
+        *,
+        cursor: str | None = None,
+        ordered: bool = False,
+        page_size: int = 50,
+        follow: bool = False,
+        poll_interval: float = 1.0,
+        follow_timeout: float | None = None,
+    ) -> Browser:
         """Iterate over the queue's messages without removing them (``for m in client.browse(b, q)``).
         With ``follow=True`` keep polling for new arrivals (up to ``follow_timeout`` seconds)."""
-        return Browser(self, broker, queue, cursor=cursor, ordered=ordered, page_size=page_size, follow=follow,
-                       poll_interval=poll_interval, follow_timeout=follow_timeout)
+        return Browser(
+            self,
+            broker,
+            queue,
+            cursor=cursor,
+            ordered=ordered,
+            page_size=page_size,
+            follow=follow,
+            poll_interval=poll_interval,
+            follow_timeout=follow_timeout,
+        )
 
     def lock(self, token: str) -> Lock:
         """A peek-lock receipt from its token (e.g. one kept elsewhere)."""
@@ -861,8 +1034,9 @@ class Client:
         """Begin a unit of work on ``broker``. Use it as a context manager to commit on exit
         (waiting up to ``commit_wait`` seconds for a held commit) or roll back on an exception."""
         body = {"timeout_ms": timeout_ms} if timeout_ms is not None else {}
-        data = self._operation("begin", {"broker": broker, **body}, "POST", self._broker_path(broker) + "transactions/",
-                               body=body)
+        data = self._operation(
+            "begin", {"broker": broker, **body}, "POST", self._broker_path(broker) + "transactions/", body=body
+        )
         return Transaction(self, data, commit_wait=commit_wait)
 
     begin = transaction
@@ -881,8 +1055,13 @@ class Client:
     def connect(self, broker: str, client_name: str) -> Connection:
         """Open a connection under ``client_name``; it reads back that name's last put and
         got msg_id. Use it as a context manager to close it on exit."""
-        data = self._operation("connect", {"broker": broker, "client_name": client_name}, "POST",
-                               self._broker_path(broker) + "connections/", body={"client_name": client_name})
+        data = self._operation(
+            "connect",
+            {"broker": broker, "client_name": client_name},
+            "POST",
+            self._broker_path(broker) + "connections/",
+            body={"client_name": client_name},
+        )
         conn = Connection(self, data)
         conn.broker = conn.broker or broker
         return conn
@@ -891,8 +1070,16 @@ class Client:
         return Connection(self, self._request("GET", f"/api/connections/{quote(conn_id, safe='')}/"))
 
     # -- publish/subscribe ---------------------------------------------------------------
-    def publish(self, broker: str, topic: str, body: str | bytes | None = None, *, retain: bool = False,
-                transaction: Transaction | str | None = None, **descriptor: Any) -> dict:
+    def publish(
+        self,
+        broker: str,
+        topic: str,
+        body: str | bytes | None = None,
+        *,
+        retain: bool = False,
+        transaction: Transaction | str | None = None,
+        **descriptor: Any,
+    ) -> dict:
         """Publish on a topic string: a copy goes to every active subscription whose filter
         matches. ``retain`` keeps it as the topic's retained publication; under a
         ``transaction`` the copies are its uncommitted puts. ``descriptor``: message fields
@@ -901,8 +1088,9 @@ class Client:
         payload = {**_message_json(body if body is not None else "", descriptor), "topic": topic, "retain": retain}
         if transaction is not None:
             payload["transaction"] = _id(transaction)
-        return self._operation("publish", {"broker": broker, **payload}, "POST", self._broker_path(broker) + "publish/",
-                               body=payload)
+        return self._operation(
+            "publish", {"broker": broker, **payload}, "POST", self._broker_path(broker) + "publish/", body=payload
+        )
 
     def list_topics(self, broker: str) -> list[dict]:
         return self._all_pages(self._broker_path(broker) + "topics/")
@@ -910,8 +1098,11 @@ class Client:
     def define_topic(self, broker: str, name: str, topic_string: str, **attributes: Any) -> dict:
         """Define a topic object administering ``topic_string`` and below:
         conflation_interval_ms, durable_subscriptions, description."""
-        return self._request("POST", self._broker_path(broker) + "topics/",
-                             json={"name": name, "topic_string": topic_string, **attributes})
+        return self._request(
+            "POST",
+            self._broker_path(broker) + "topics/",
+            json={"name": name, "topic_string": topic_string, **attributes},
+        )
 
     def display_topic(self, broker: str, name: str) -> dict:
         return self._request("GET", f"{self._broker_path(broker)}topics/{self._name(name)}/")
@@ -928,8 +1119,11 @@ class Client:
     def subscribe(self, broker: str, name: str, topic_filter: str, queue: str, **options: Any) -> dict:
         """Define a subscription delivering to ``queue``: durable, activation_topic,
         deactivation_topic, new_publications_only. Returns it with ``active``."""
-        return self._request("POST", self._broker_path(broker) + "subscriptions/",
-                             json={"name": name, "topic_filter": topic_filter, "queue": queue, **options})
+        return self._request(
+            "POST",
+            self._broker_path(broker) + "subscriptions/",
+            json={"name": name, "topic_filter": topic_filter, "queue": queue, **options},
+        )
 
     define_subscription = subscribe
 
@@ -943,8 +1137,9 @@ class Client:
 
     def retained(self, broker: str, topic_filter: str = "#") -> list[dict]:
         """The retained publications whose topics match ``topic_filter``."""
-        return self._request("GET", self._broker_path(broker) + "retained/",
-                             params={"topic_filter": topic_filter})["results"]
+        return self._request("GET", self._broker_path(broker) + "retained/", params={"topic_filter": topic_filter})[
+            "results"
+        ]
 
     def clear_retained(self, broker: str, topic: str) -> None:
         self._request("DELETE", self._broker_path(broker) + "retained/", params={"topic": topic})
@@ -956,12 +1151,16 @@ class Client:
     def list_workflows(self, broker: str) -> list[dict]:
         return self._all_pages(self._broker_path(broker) + "workflows/")
 
-    def define_workflow(self, broker: str, name: str, steps: list[Mapping[str, Any]], *, deadline_ms: int = 0,
-                        description: str = "") -> dict:
+    def define_workflow(
+        self, broker: str, name: str, steps: list[Mapping[str, Any]], *, deadline_ms: int = 0, description: str = ""
+    ) -> dict:
         """Define a workflow: ``steps`` of ``{"name", "queue", "compensation_queue"}`` (and
         ``"next": [names]`` for fan-out and fan-in), run in the order listed by default."""
-        return self._request("POST", self._broker_path(broker) + "workflows/", json={
-            "name": name, "steps": list(steps), "deadline_ms": deadline_ms, "description": description})
+        return self._request(
+            "POST",
+            self._broker_path(broker) + "workflows/",
+            json={"name": name, "steps": list(steps), "deadline_ms": deadline_ms, "description": description},
+        )
 
     def display_workflow(self, broker: str, name: str) -> dict:
         return self._request("GET", self._workflow_path(broker, name))
@@ -973,36 +1172,73 @@ class Client:
     def delete_workflow(self, broker: str, name: str) -> None:
         self._request("DELETE", self._workflow_path(broker, name))
 
-    def start_workflow(self, broker: str, name: str, body: str | bytes | None = None, *,
-                       transaction: Transaction | str | None = None, **descriptor: Any) -> dict:
+    def start_workflow(
+        self,
+        broker: str,
+        name: str,
+        body: str | bytes | None = None,
+        *,
+        transaction: Transaction | str | None = None,
+        **descriptor: Any,
+    ) -> dict:
         """Start an instance: its first step's request is ``body`` (with ``descriptor``'s
         message fields); under ``transaction`` it starts only if that unit of work commits.
         Returns ``{"id", "workflow", "version", "state", ...}``."""
         payload = _message_json(body if body is not None else "", descriptor)
         if transaction is not None:
             payload["transaction"] = _id(transaction)
-        return self._operation("workflow_start", {"broker": broker, "name": name, **payload}, "POST",
-                               self._workflow_path(broker, name) + "instances/", body=payload)
+        return self._operation(
+            "workflow_start",
+            {"broker": broker, "name": name, **payload},
+            "POST",
+            self._workflow_path(broker, name) + "instances/",
+            body=payload,
+        )
 
-    def find_instances(self, broker: str, name: str, *, state: str | None = None, older_than_ms: int | None = None,
-                       step: str | None = None, limit: int = 100, offset: int = 0) -> dict:
+    def find_instances(
+        self,
+        broker: str,
+        name: str,
+        *,
+        state: str | None = None,
+        older_than_ms: int | None = None,
+        step: str | None = None,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> dict:
         """``{"count", "results"}``: the workflow's instances, newest first, by state, age
         and the step they stand at."""
-        params = {k: v for k, v in {"state": state, "older_than_ms": older_than_ms, "step": step, "limit": limit,
-                                    "offset": offset}.items() if v is not None}
+        params = {
+            k: v
+            for k, v in {
+                "state": state,
+                "older_than_ms": older_than_ms,
+                "step": step,
+                "limit": limit,
+                "offset": offset,
+            }.items()
+            if v is not None
+        }
         return self._request("GET", self._workflow_path(broker, name) + "instances/", params=params)
 
     def display_instance(self, instance: str) -> dict:
         """An instance with its steps, held links, compensation path and history."""
-        return self._operation("workflow_instance", {"instance": instance}, "GET",
-                               f"/api/workflow-instances/{instance}/")
+        return self._operation(
+            "workflow_instance", {"instance": instance}, "GET", f"/api/workflow-instances/{instance}/"
+        )
 
     def _step_operation(self, op: str, action: str, instance: str, step: str, payload: dict) -> dict:
-        return self._operation(op, {"instance": instance, "step": step, **payload}, "POST",
-                               f"/api/workflow-instances/{instance}/steps/{self._name(step)}/{action}/", body=payload)
+        return self._operation(
+            op,
+            {"instance": instance, "step": step, **payload},
+            "POST",
+            f"/api/workflow-instances/{instance}/steps/{self._name(step)}/{action}/",
+            body=payload,
+        )
 
-    def complete_step(self, instance: str, step: str, transaction: Transaction | str, *,
-                      output: Any = None, compensation: Any = None) -> dict:
+    def complete_step(
+        self, instance: str, step: str, transaction: Transaction | str, *, output: Any = None, compensation: Any = None
+    ) -> dict:
         """Complete a step in the unit of work that got its request: ``output`` (a body, or
         a dict of message fields) is the next step(s)' request, ``compensation`` this
         step's compensation request should the saga need it. Counts when it commits."""
@@ -1013,8 +1249,9 @@ class Client:
             payload["compensation"] = _message_json(compensation, {})
         return self._step_operation("step_complete", "complete", instance, step, payload)
 
-    def fail_step(self, instance: str, step: str, reason: str = "", *,
-                  transaction: Transaction | str | None = None) -> dict:
+    def fail_step(
+        self, instance: str, step: str, reason: str = "", *, transaction: Transaction | str | None = None
+    ) -> dict:
         """The step failed: the instance fails and compensation begins (under
         ``transaction``: when it commits)."""
         payload: dict[str, Any] = {"reason": reason}
@@ -1025,15 +1262,26 @@ class Client:
     def step_compensated(self, instance: str, step: str, transaction: Transaction | str) -> dict:
         """The step's compensation is done when ``transaction`` (which got its compensation
         request) commits."""
-        return self._step_operation("step_compensated", "compensated", instance, step,
-                                    {"transaction": _id(transaction)})
+        return self._step_operation(
+            "step_compensated", "compensated", instance, step, {"transaction": _id(transaction)}
+        )
 
     def abort_instance(self, instance: str, reason: str = "") -> dict:
         """Abort: steps in flight back out, committed steps are compensated, newest first."""
-        return self._operation("workflow_abort", {"instance": instance, "reason": reason}, "POST",
-                               f"/api/workflow-instances/{instance}/abort/", body={"reason": reason})
+        return self._operation(
+            "workflow_abort",
+            {"instance": instance, "reason": reason},
+            "POST",
+            f"/api/workflow-instances/{instance}/abort/",
+            body={"reason": reason},
+        )
 
     def resubmit_compensation(self, instance: str) -> dict:
         """Put a failed compensation's request again."""
-        return self._operation("workflow_resubmit", {"instance": instance}, "POST",
-                               f"/api/workflow-instances/{instance}/resubmit/", body={})
+        return self._operation(
+            "workflow_resubmit",
+            {"instance": instance},
+            "POST",
+            f"/api/workflow-instances/{instance}/resubmit/",
+            body={},
+        )

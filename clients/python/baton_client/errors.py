@@ -10,16 +10,42 @@ Every 409 is a :class:`Conflict`, every 404 a :class:`NotFound`. :data:`CLIENT_O
 names the codes only the client raises (no answer came, or an answer that was not a Baton
 error, or a held commit that outlasted the caller's patience).
 """
+
 from __future__ import annotations
 
 from typing import Any, Mapping
 
 __all__ = [
-    "BatonError", "InvalidInput", "NotAuthenticated", "PermissionDenied", "NotFound", "MethodNotAllowed",
-    "NotAcceptable", "Conflict", "TransactionBackedOut", "TransactionNotActive", "PutInhibited", "GetInhibited",
-    "QueueFull", "QueueInUse", "OptionsConflict", "AlreadyExists", "NotEmpty", "WorkflowConflict", "LockLost", "MessageTooLarge",
-    "UnsupportedMediaType", "Throttled", "ServerError", "NetworkError", "RequestTimeout", "CommitTimeout",
-    "ERRORS", "CLIENT_ONLY", "error_class", "error_from_body",
+    "BatonError",
+    "InvalidInput",
+    "NotAuthenticated",
+    "PermissionDenied",
+    "NotFound",
+    "MethodNotAllowed",
+    "NotAcceptable",
+    "Conflict",
+    "TransactionBackedOut",
+    "TransactionNotActive",
+    "PutInhibited",
+    "GetInhibited",
+    "QueueFull",
+    "QueueInUse",
+    "OptionsConflict",
+    "AlreadyExists",
+    "NotEmpty",
+    "WorkflowConflict",
+    "LockLost",
+    "MessageTooLarge",
+    "UnsupportedMediaType",
+    "Throttled",
+    "ServerError",
+    "NetworkError",
+    "RequestTimeout",
+    "CommitTimeout",
+    "ERRORS",
+    "CLIENT_ONLY",
+    "error_class",
+    "error_from_body",
 ]
 
 
@@ -238,9 +264,7 @@ CLIENT_ONLY = frozenset({"server_error", "network_error", "timeout", "commit_tim
 
 #: Every code the client knows, to its class: the classes of this module (a server's
 #: subclasses, e.g. ``BrokerNotFound(NotFound)``, share their parent's code).
-ERRORS: dict[str, type[BatonError]] = {
-    cls.code: cls for cls in _subclasses(BatonError) if cls.__module__ == __name__
-}
+ERRORS: dict[str, type[BatonError]] = {cls.code: cls for cls in _subclasses(BatonError) if cls.__module__ == __name__}
 
 
 def error_class(code: str) -> type[BatonError]:

@@ -11,6 +11,7 @@ A session that drops (the server restarted, the network broke) fails the replies
 awaited with :class:`NetworkError`; the next request opens a new one. Units of work are
 independent of sessions, so they carry on.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -56,8 +57,15 @@ class Session:
     its wait added. ``headers`` go on the upgrade request (the token as
     ``Authorization: Token <key>``)."""
 
-    def __init__(self, base_url: str, token: str | None = None, *, timeout: float = 30.0,
-                 open_timeout: float = 10.0, user_agent: str = "baton-client") -> None:
+    def __init__(
+        self,
+        base_url: str,
+        token: str | None = None,
+        *,
+        timeout: float = 30.0,
+        open_timeout: float = 10.0,
+        user_agent: str = "baton-client",
+    ) -> None:
         self.url = session_url(base_url)
         self.timeout = timeout
         self.open_timeout = open_timeout
@@ -80,9 +88,16 @@ class Session:
         if self._ws is None:
             try:
                 ws = connect(
-                    self.url, additional_headers=self._headers, user_agent_header=self._user_agent,
-                    compression=None, proxy=None, open_timeout=self.open_timeout, max_size=MAX_FRAME_BYTES,
-                    max_queue=None, ping_interval=20, ping_timeout=None,
+                    self.url,
+                    additional_headers=self._headers,
+                    user_agent_header=self._user_agent,
+                    compression=None,
+                    proxy=None,
+                    open_timeout=self.open_timeout,
+                    max_size=MAX_FRAME_BYTES,
+                    max_queue=None,
+                    ping_interval=20,
+                    ping_timeout=None,
                 ).__enter__()  # the connection itself, closed by _dropped (websockets' context-manager form)
             except (OSError, TimeoutError, InvalidHandshake, InvalidURI) as exc:
                 raise NetworkError(f"{self.url}: cannot open a session ({exc}).") from exc

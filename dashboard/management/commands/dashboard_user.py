@@ -9,10 +9,12 @@ from dashboard.users import dashboard_user
 
 
 class Command(BaseCommand):
-    help = ("Create or update a user who signs in to the dashboard, with a role on brokers: "
-            + ", ".join(f"{r} ({'+'.join(a)})" for r, a in ROLES.items())
-            + ". The password comes from "
-            "BATON_USER_PASSWORD or is asked for.")
+    help = (
+        "Create or update a user who signs in to the dashboard, with a role on brokers: "
+        + ", ".join(f"{r} ({'+'.join(a)})" for r, a in ROLES.items())
+        + ". The password comes from "
+        "BATON_USER_PASSWORD or is asked for."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("username")

@@ -1,4 +1,5 @@
 """manage.py ingest BROKER QUEUE PATH: start a Spark ingest and follow it with a progress bar."""
+
 from __future__ import annotations
 
 import sys
@@ -18,8 +19,10 @@ BAR = 30
 
 
 class Command(BaseCommand):
-    help = ("Put the records of a file or folder of the staging directory on a queue, once each, with a Spark job "
-            "on the worker fleet (or in this process with --here); shows its progress until it ends.")
+    help = (
+        "Put the records of a file or folder of the staging directory on a queue, once each, with a Spark job "
+        "on the worker fleet (or in this process with --here); shows its progress until it ends."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("broker")
@@ -29,14 +32,32 @@ class Command(BaseCommand):
         parser.add_argument("--body-field", default="")
         parser.add_argument("--key-field", default="")
         parser.add_argument("--properties-fields", default="", help="Comma-separated field names.")
-        parser.add_argument("--dedup-retention-days", type=int, default=7,
-                            help="How long the queue remembers each record's key (a rerun within it skips them).")
+        parser.add_argument(
+            "--dedup-retention-days",
+            type=int,
+            default=7,
+            help="How long the queue remembers each record's key (a rerun within it skips them).",
+        )
         parser.add_argument("--user", default="admin", help="Whose permissions and API token the job uses.")
         parser.add_argument("--here", action="store_true", help="Run the job from this process, not on a worker.")
         parser.add_argument("--no-wait", action="store_true", help="Print the ingest's id and return at once.")
 
-    def handle(self, *args, broker, queue, path, format, body_field, key_field, properties_fields, user, here,
-               no_wait, dedup_retention_days, **options):
+    def handle(
+        self,
+        *args,
+        broker,
+        queue,
+        path,
+        format,
+        body_field,
+        key_field,
+        properties_fields,
+        user,
+        here,
+        no_wait,
+        dedup_retention_days,
+        **options,
+    ):
         try:
             owner = get_user_model().objects.get(username=user)
         except get_user_model().DoesNotExist:
@@ -44,9 +65,18 @@ class Command(BaseCommand):
         fields = [f for f in properties_fields.split(",") if f]
         try:
             with transaction.atomic():
-                ingest = ingest_start(user=owner, broker=broker, queue=queue, source=path, format=format,
-                                      body_field=body_field, key_field=key_field, properties_fields=fields,
-                                      dedup_retention_days=dedup_retention_days, on_worker=not here)
+                ingest = ingest_start(
+                    user=owner,
+                    broker=broker,
+                    queue=queue,
+                    source=path,
+                    format=format,
+                    body_field=body_field,
+                    key_field=key_field,
+                    properties_fields=fields,
+                    dedup_retention_days=dedup_retention_days,
+                    on_worker=not here,
+                )
         except BatonError as exc:
             raise CommandError(exc.message) from None
         self.stdout.write(f"Ingest {ingest.pk} of {path} into {broker}/{queue}.")
@@ -84,5 +114,4 @@ def _progress(ingest) -> str:
         bar = f"[{'#' * filled}{'.' * (BAR - filled)}] {done}/{total}"
     else:
         bar = f"[{'?' * BAR}] {done}/?"
-    return (f"{bar} records, {ingest.messages_put} put, {ingest.duplicates_skipped} duplicates skipped"
-            f" ({ingest.state})")
+    return f"{bar} records, {ingest.messages_put} put, {ingest.duplicates_skipped} duplicates skipped ({ingest.state})"

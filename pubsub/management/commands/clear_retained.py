@@ -15,5 +15,8 @@ class Command(BaseCommand):
         with service_errors():
             cleared = retained_clear(broker=broker, topic=topic)
         if options["verbosity"] > 0:
-            self.stdout.write(f"Retained publication of {topic!r} cleared." if cleared
-                              else f"Topic {topic!r} had no retained publication.")
+            self.stdout.write(
+                f"Retained publication of {topic!r} cleared."
+                if cleared
+                else f"Topic {topic!r} had no retained publication."
+            )

@@ -6,8 +6,10 @@ from pubsub.services.topics import TOPIC_FIELDS, topic_define
 
 
 class Command(BaseCommand):
-    help = ("Define a topic object: it administers TOPIC_STRING and every topic string below it (the nearest "
-            "topic object wins): conflation interval, whether durable subscriptions are allowed.")
+    help = (
+        "Define a topic object: it administers TOPIC_STRING and every topic string below it (the nearest "
+        "topic object wins): conflation interval, whether durable subscriptions are allowed."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("broker", help="the broker")
@@ -17,7 +19,8 @@ class Command(BaseCommand):
 
     def handle(self, *args, broker, name, topic_string, **options):
         with service_errors():
-            topic = topic_define(broker=broker, name=name, topic_string=topic_string,
-                                 **attributes_given(options, TOPIC_FIELDS))
+            topic = topic_define(
+                broker=broker, name=name, topic_string=topic_string, **attributes_given(options, TOPIC_FIELDS)
+            )
         if options["verbosity"] > 0:
             self.stdout.write(f"Topic object {topic.name!r} ({topic.topic_string!r}) defined on broker {broker!r}.")

@@ -19,7 +19,11 @@ class Command(BaseCommand):
         if json:
             self.stdout.write(json_dumps(rendered, indent=2))
         elif rendered:
-            self.stdout.write(table(rendered, [("TOPIC", "topic"), ("MSG_ID", "msg_id"),
-                                               ("PUBLISHED_AT", "published_at"), ("BODY", "body")]))
+            self.stdout.write(
+                table(
+                    rendered,
+                    [("TOPIC", "topic"), ("MSG_ID", "msg_id"), ("PUBLISHED_AT", "published_at"), ("BODY", "body")],
+                )
+            )
         else:
             self.stderr.write(f"No retained publication on broker {broker!r} matches {topic_filter!r}.")

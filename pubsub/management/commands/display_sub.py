@@ -4,13 +4,22 @@ from brokers.management.admin_cli import attributes_listing, is_generic, json_du
 from pubsub.api.serializers import SubscriptionOutput
 from pubsub.selectors import subscription_get, subscription_list
 
-COLUMNS = [("NAME", "name"), ("TOPIC_FILTER", "topic_filter"), ("QUEUE", "queue"), ("ACTIVE", "active"),
-           ("DURABLE", "durable"), ("ACTIVATION", "activation_topic"), ("DEACTIVATION", "deactivation_topic")]
+COLUMNS = [
+    ("NAME", "name"),
+    ("TOPIC_FILTER", "topic_filter"),
+    ("QUEUE", "queue"),
+    ("ACTIVE", "active"),
+    ("DURABLE", "durable"),
+    ("ACTIVATION", "activation_topic"),
+    ("DEACTIVATION", "deactivation_topic"),
+]
 
 
 class Command(BaseCommand):
-    help = ("Display subscriptions. An exact NAME shows every attribute, one per line; a generic name "
-            "(*, APP.*) or none shows a table.")
+    help = (
+        "Display subscriptions. An exact NAME shows every attribute, one per line; a generic name "
+        "(*, APP.*) or none shows a table."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("broker", help="the broker")

@@ -4,13 +4,20 @@ from brokers.management.admin_cli import attributes_listing, is_generic, json_du
 from pubsub.api.serializers import TopicOutput
 from pubsub.selectors import topic_get, topic_list
 
-COLUMNS = [("NAME", "name"), ("TOPIC_STRING", "topic_string"), ("CONFLATION_MS", "conflation_interval_ms"),
-           ("DURABLE_SUBS", "durable_subscriptions"), ("DESCRIPTION", "description")]
+COLUMNS = [
+    ("NAME", "name"),
+    ("TOPIC_STRING", "topic_string"),
+    ("CONFLATION_MS", "conflation_interval_ms"),
+    ("DURABLE_SUBS", "durable_subscriptions"),
+    ("DESCRIPTION", "description"),
+]
 
 
 class Command(BaseCommand):
-    help = ("Display topic objects. An exact NAME shows every attribute, one per line; a generic name "
-            "(*, PRICES.*) or none shows a table.")
+    help = (
+        "Display topic objects. An exact NAME shows every attribute, one per line; a generic name "
+        "(*, PRICES.*) or none shows a table."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("broker", help="the broker")

@@ -6,8 +6,7 @@ from pubsub.services.publications import publication_publish
 
 
 class Command(BaseCommand):
-    help = ("Publish BODY on a topic string; prints the publication's msg_id and how many subscriptions "
-            "received a copy.")
+    help = "Publish BODY on a topic string; prints the publication's msg_id and how many subscriptions received a copy."
 
     def add_arguments(self, parser):
         parser.add_argument("broker", help="the broker")
@@ -16,8 +15,14 @@ class Command(BaseCommand):
         parser.add_argument("--retain", action="store_true", help="keep it as the topic's retained publication")
         parser.add_argument("--persistence", help="persistent, non_persistent or queue_default (the default)")
         parser.add_argument("--priority", type=int, help="0-9")
-        parser.add_argument("--property", action="append", default=[], metavar="KEY=VALUE", dest="properties",
-                            help="a user property (repeatable)")
+        parser.add_argument(
+            "--property",
+            action="append",
+            default=[],
+            metavar="KEY=VALUE",
+            dest="properties",
+            help="a user property (repeatable)",
+        )
 
     def handle(self, *args, broker, topic, body, retain, **options):
         fields = {name: options[name] for name in ("persistence", "priority") if options.get(name) is not None}
@@ -25,7 +30,6 @@ class Command(BaseCommand):
             fields["properties"] = dict(p.partition("=")[::2] for p in options["properties"])
         fields["body"] = body
         with service_errors():
-            result = publication_publish(broker=broker, topic=topic, message=message_input_parse(fields),
-                                         retain=retain)
+            result = publication_publish(broker=broker, topic=topic, message=message_input_parse(fields), retain=retain)
         note = " (held by conflation)" if result.held else ""
         self.stdout.write(f"{result.msg_id} matched {result.matched}{' retained' if retain else ''}{note}")

@@ -1,5 +1,6 @@
 """``manage.py stomp_serve``: the STOMP server on TCP (``BATON_STOMP_PORT`` at
 ``BATON_HOST``), as ./platform/up runs it."""
+
 from __future__ import annotations
 
 import asyncio

@@ -1,4 +1,5 @@
 """Fixtures for the API product tests: users holding given grants, each with its own client."""
+
 from __future__ import annotations
 
 from collections.abc import Callable

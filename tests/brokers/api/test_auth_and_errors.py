@@ -1,4 +1,5 @@
 """REST contract: authentication and the shape of every error body (docs/api.md, Conventions)."""
+
 from __future__ import annotations
 
 import pytest
@@ -9,17 +10,20 @@ from tests.helpers import assert_error
 pytestmark = pytest.mark.django_db
 
 
-@pytest.mark.parametrize("method,path", [
-    ("get", "/api/brokers/"),
-    ("post", "/api/brokers/"),
-    ("get", "/api/brokers/QM1/"),
-    ("get", "/api/brokers/QM1/queues/Q1/"),
-    ("post", "/api/brokers/QM1/queues/Q1/messages/"),
-    ("post", "/api/brokers/QM1/queues/Q1/get/"),
-    ("post", "/api/brokers/QM1/transactions/"),
-    ("get", "/api/transactions/0123456789abcdef0123456789abcdef/"),
-    ("post", "/api/brokers/QM1/connections/"),
-])
+@pytest.mark.parametrize(
+    "method,path",
+    [
+        ("get", "/api/brokers/"),
+        ("post", "/api/brokers/"),
+        ("get", "/api/brokers/QM1/"),
+        ("get", "/api/brokers/QM1/queues/Q1/"),
+        ("post", "/api/brokers/QM1/queues/Q1/messages/"),
+        ("post", "/api/brokers/QM1/queues/Q1/get/"),
+        ("post", "/api/brokers/QM1/transactions/"),
+        ("get", "/api/transactions/0123456789abcdef0123456789abcdef/"),
+        ("post", "/api/brokers/QM1/connections/"),
+    ],
+)
 def test_no_token_is_401_not_authenticated(queue, method, path):
     client = APIClient()
     response = client.get(path) if method == "get" else client.post(path, {}, format="json")
@@ -31,8 +35,9 @@ def test_bad_token_is_401_not_authenticated(queue):
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION="Token 0000000000000000000000000000000000000000")
     assert_error(client.get("/api/brokers/"), 401, "not_authenticated")
-    assert_error(client.post("/api/brokers/QM1/queues/Q1/messages/", {"body": "x"}, format="json"),
-                 401, "not_authenticated")
+    assert_error(
+        client.post("/api/brokers/QM1/queues/Q1/messages/", {"body": "x"}, format="json"), 401, "not_authenticated"
+    )
 
 
 def test_malformed_authorization_header_is_401(queue):
@@ -73,7 +78,9 @@ def test_malformed_json_is_400_invalid(api, queue):
 
 
 def test_non_json_content_type_is_an_error_with_code(api, queue):
-    response = api.post("/api/brokers/QM1/queues/Q1/messages/", data=b"body=x", content_type="application/x-www-form-urlencoded")
+    response = api.post(
+        "/api/brokers/QM1/queues/Q1/messages/", data=b"body=x", content_type="application/x-www-form-urlencoded"
+    )
     assert 400 <= response.status_code < 500
     body = response.json()
     assert body["code"] and body["message"]

@@ -1,4 +1,5 @@
 """REST contract: brokers and queues (docs/api.md, "Brokers and queues")."""
+
 from __future__ import annotations
 
 import pytest
@@ -34,8 +35,11 @@ def put(api, broker: str, queue: str, **fields):
 
 # --- brokers ------------------------------------------------------------------------------
 
+
 def test_broker_define_then_list_and_display(api):
-    response = api.post(BROKERS, {"name": "B1", "description": "first", "transaction_timeout_ms": 30_000}, format="json")
+    response = api.post(
+        BROKERS, {"name": "B1", "description": "first", "transaction_timeout_ms": 30_000}, format="json"
+    )
     assert response.status_code == 201, response.content
     created = response.json()
     assert created["name"] == "B1"
@@ -97,13 +101,16 @@ def test_broker_unknown_field_is_400_naming_it(api):
     assert broker_names(api) == []
 
 
-@pytest.mark.parametrize("field,value", [
-    ("transaction_timeout_ms", -1),
-    ("transaction_timeout_ms", "soon"),
-    ("max_message_length", -5),
-    ("default_persistence", "forever"),
-    ("dead_letter_queue", "not a name"),
-])
+@pytest.mark.parametrize(
+    "field,value",
+    [
+        ("transaction_timeout_ms", -1),
+        ("transaction_timeout_ms", "soon"),
+        ("max_message_length", -5),
+        ("default_persistence", "forever"),
+        ("dead_letter_queue", "not a name"),
+    ],
+)
 def test_broker_invalid_attribute_is_400_per_field_and_nothing_created(api, field, value):
     body = assert_error(api.post(BROKERS, {"name": "B1", field: value}, format="json"), 400, "invalid")
     assert field in body["errors"], body
@@ -127,8 +134,11 @@ def test_broker_alter_new_dead_letter_queue_defines_it(api, broker):
 
 def test_broker_alter_invalid_changes_nothing(api, broker):
     before = api.get(f"{BROKERS}QM1/").json()
-    body = assert_error(api.patch(f"{BROKERS}QM1/", {"description": "new", "transaction_timeout_ms": "x"}, format="json"),
-                        400, "invalid")
+    body = assert_error(
+        api.patch(f"{BROKERS}QM1/", {"description": "new", "transaction_timeout_ms": "x"}, format="json"),
+        400,
+        "invalid",
+    )
     assert "transaction_timeout_ms" in body["errors"]
     assert api.get(f"{BROKERS}QM1/").json() == before
 
@@ -164,12 +174,24 @@ def test_unknown_broker_is_404(api):
 
 # --- queues -------------------------------------------------------------------------------
 
+
 def test_queue_define_with_attributes_and_display(api, broker):
     attributes = {
-        "name": "ORDERS", "description": "orders", "max_depth": 10, "max_message_length": 1024,
-        "put_enabled": True, "get_enabled": True, "default_priority": 4, "default_persistence": "non_persistent",
-        "delivery_sequence": "fifo", "read_order": "commit", "enforce_order": "no", "backout_threshold": 3,
-        "backout_queue": "ORDERS.BACKOUT", "lock_duration_ms": 5000, "default_access": "exclusive",
+        "name": "ORDERS",
+        "description": "orders",
+        "max_depth": 10,
+        "max_message_length": 1024,
+        "put_enabled": True,
+        "get_enabled": True,
+        "default_priority": 4,
+        "default_persistence": "non_persistent",
+        "delivery_sequence": "fifo",
+        "read_order": "commit",
+        "enforce_order": "no",
+        "backout_threshold": 3,
+        "backout_queue": "ORDERS.BACKOUT",
+        "lock_duration_ms": 5000,
+        "default_access": "exclusive",
         "usage": "normal",
     }
     response = api.post(queue_url("QM1"), attributes, format="json")
@@ -187,7 +209,9 @@ def test_queue_define_with_attributes_and_display(api, broker):
 
 
 def test_queue_defaults_come_from_broker(api):
-    api.post(BROKERS, {"name": "B1", "max_message_length": 2048, "default_persistence": "non_persistent"}, format="json")
+    api.post(
+        BROKERS, {"name": "B1", "max_message_length": 2048, "default_persistence": "non_persistent"}, format="json"
+    )
     created = api.post(queue_url("B1"), {"name": "Q"}, format="json").json()
     assert created["max_message_length"] == 2048
     assert created["default_persistence"] == "non_persistent"
@@ -205,21 +229,24 @@ def test_queue_already_exists_is_409(api, queue):
     assert_error(api.post(queue_url("QM1"), {"name": "Q1"}, format="json"), 409, "already_exists")
 
 
-@pytest.mark.parametrize("payload,field", [
-    ({"name": "bad name"}, "name"),
-    ({"name": "x" * 49}, "name"),
-    ({"name": "Q", "max_depth": -1}, "max_depth"),
-    ({"name": "Q", "default_priority": 10}, "default_priority"),
-    ({"name": "Q", "delivery_sequence": "random"}, "delivery_sequence"),
-    ({"name": "Q", "read_order": "sideways"}, "read_order"),
-    ({"name": "Q", "kind": "teleport"}, "kind"),
-    ({"name": "Q", "usage": "other"}, "usage"),
-    ({"name": "Q", "put_enabled": "perhaps"}, "put_enabled"),
-    ({"name": "Q", "lock_duration_ms": 0}, "lock_duration_ms"),
-    ({"name": "Q", "colour": "blue"}, "colour"),
-    ({"name": "Q", "kind": "remote"}, "remote_broker"),
-    ({"name": "Q", "kind": "alias"}, "target_queue"),
-])
+@pytest.mark.parametrize(
+    "payload,field",
+    [
+        ({"name": "bad name"}, "name"),
+        ({"name": "x" * 49}, "name"),
+        ({"name": "Q", "max_depth": -1}, "max_depth"),
+        ({"name": "Q", "default_priority": 10}, "default_priority"),
+        ({"name": "Q", "delivery_sequence": "random"}, "delivery_sequence"),
+        ({"name": "Q", "read_order": "sideways"}, "read_order"),
+        ({"name": "Q", "kind": "teleport"}, "kind"),
+        ({"name": "Q", "usage": "other"}, "usage"),
+        ({"name": "Q", "put_enabled": "perhaps"}, "put_enabled"),
+        ({"name": "Q", "lock_duration_ms": 0}, "lock_duration_ms"),
+        ({"name": "Q", "colour": "blue"}, "colour"),
+        ({"name": "Q", "kind": "remote"}, "remote_broker"),
+        ({"name": "Q", "kind": "alias"}, "target_queue"),
+    ],
+)
 def test_queue_invalid_definition_is_400_per_field_and_nothing_created(api, broker, payload, field):
     before = queue_names(api, "QM1")
     body = assert_error(api.post(queue_url("QM1"), payload, format="json"), 400, "invalid")
@@ -257,8 +284,9 @@ def test_queue_alter(api, queue):
 
 def test_queue_alter_invalid_changes_nothing(api, queue):
     before = api.get(queue_url("QM1", "Q1")).json()
-    body = assert_error(api.patch(queue_url("QM1", "Q1"), {"description": "new", "default_priority": 42}, format="json"),
-                        400, "invalid")
+    body = assert_error(
+        api.patch(queue_url("QM1", "Q1"), {"description": "new", "default_priority": 42}, format="json"), 400, "invalid"
+    )
     assert "default_priority" in body["errors"]
     assert api.get(queue_url("QM1", "Q1")).json() == before
 

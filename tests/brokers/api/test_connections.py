@@ -1,4 +1,5 @@
 """REST contract: connections and their persistent session (docs/api.md, "Connections")."""
+
 from __future__ import annotations
 
 import re

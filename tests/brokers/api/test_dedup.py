@@ -1,4 +1,5 @@
 """REST: a put's ``dedup_key`` (duplicate detection)."""
+
 from __future__ import annotations
 
 import pytest
@@ -12,8 +13,9 @@ def test_a_batch_put_with_duplicates_puts_the_rest_and_lists_the_skipped(api, qu
     first = api.post(PUT, {"messages": [{"body": "a", "dedup_key": "k1"}]}, format="json")
     assert first.status_code == 201 and first.json()["duplicates"] == []
     original = first.json()["messages"][0]["msg_id"]
-    again = api.post(PUT, {"messages": [{"body": "a", "dedup_key": "k1"}, {"body": "b", "dedup_key": "k2"}]},
-                     format="json")
+    again = api.post(
+        PUT, {"messages": [{"body": "a", "dedup_key": "k1"}, {"body": "b", "dedup_key": "k2"}]}, format="json"
+    )
     assert again.status_code == 201, again.content
     body = again.json()
     assert [m["body"] for m in body["messages"]] == ["b"]
@@ -25,8 +27,13 @@ def test_a_single_duplicate_put_answers_200_naming_the_original(api, queue):
     assert first.status_code == 201
     again = api.post(PUT, {"body": "a", "dedup_key": "k1"}, format="json")
     assert again.status_code == 200, again.content
-    assert again.json() == {"index": 0, "dedup_key": "k1", "msg_id": first.json()["msg_id"], "duplicate": True,
-                            "transaction": None}
+    assert again.json() == {
+        "index": 0,
+        "dedup_key": "k1",
+        "msg_id": first.json()["msg_id"],
+        "duplicate": True,
+        "transaction": None,
+    }
 
 
 @pytest.mark.parametrize("key", ["", 5, "x" * 201])

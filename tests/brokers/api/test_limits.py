@@ -1,5 +1,6 @@
 """Limits that refuse with 400, 413 or 429 and never a 5xx: request body size, message size,
 batch, page and wait bounds, and the per-user request rate."""
+
 from __future__ import annotations
 
 import base64
@@ -25,6 +26,7 @@ def throttle_cache():
 
 
 # --- request and message size ---------------------------------------------------------------
+
 
 def test_request_body_over_the_limit_is_413_message_too_large(api, queue):
     body = json.dumps({"body": "x" * 5000})
@@ -69,6 +71,7 @@ def test_largest_message_fits_and_one_byte_more_is_413(api, queue):
 
 # --- batch, page and wait bounds ------------------------------------------------------------
 
+
 @override_settings(BATON_MAX_BATCH=5)
 def test_batch_sizes_over_the_maximum_are_400(api, queue):
     error(api.post(f"{Q1}/messages/", {"messages": [{"body": "m"}] * 6}, format="json"), 400, "invalid")
@@ -88,10 +91,18 @@ def test_waits_over_the_maximum_are_400(api, queue):
     txn = api.post("/api/brokers/QM1/transactions/", {}, format="json").json()["id"]
     for wait in (3, -1, "long", [1]):
         assert "wait" in error(api.post(f"{Q1}/get/", {"wait": wait}, format="json"), 400, "invalid")["errors"]
-        assert "wait" in error(api.post(f"/api/transactions/{txn}/commit/", {"wait": wait}, format="json"),
-                               400, "invalid")["errors"]
-        assert "wait" in error(api.post(f"/api/transactions/{txn}/check/", {"wait": wait}, format="json"),
-                               400, "invalid")["errors"]
+        assert (
+            "wait"
+            in error(api.post(f"/api/transactions/{txn}/commit/", {"wait": wait}, format="json"), 400, "invalid")[
+                "errors"
+            ]
+        )
+        assert (
+            "wait"
+            in error(api.post(f"/api/transactions/{txn}/check/", {"wait": wait}, format="json"), 400, "invalid")[
+                "errors"
+            ]
+        )
 
 
 def test_page_bounds_are_400(api, queue):
@@ -102,10 +113,19 @@ def test_page_bounds_are_400(api, queue):
     assert page["count"] == 2 and [q["name"] for q in page["results"]] == ["SYSTEM.DEAD.LETTER.QUEUE"]
 
 
-@pytest.mark.parametrize("field,value", [
-    ("description", None), ("description", {}), ("description", []), ("max_depth", "10"), ("max_depth", True),
-    ("put_enabled", "yes"), ("put_enabled", None), ("max_depth", 2**70),
-])
+@pytest.mark.parametrize(
+    "field,value",
+    [
+        ("description", None),
+        ("description", {}),
+        ("description", []),
+        ("max_depth", "10"),
+        ("max_depth", True),
+        ("put_enabled", "yes"),
+        ("put_enabled", None),
+        ("max_depth", 2**70),
+    ],
+)
 def test_definitions_of_the_wrong_json_type_are_400(api, queue, field, value):
     body = error(api.patch(f"{Q1}/", {field: value}, format="json"), 400, "invalid")
     assert field in body["errors"]
@@ -113,9 +133,15 @@ def test_definitions_of_the_wrong_json_type_are_400(api, queue, field, value):
     assert api.get("/api/brokers/QM1/queues/Q2/").status_code == 404
 
 
-@pytest.mark.parametrize("field,value", [
-    ("description", None), ("description", {}), ("transaction_timeout_ms", "1"), ("transaction_timeout_ms", False),
-])
+@pytest.mark.parametrize(
+    "field,value",
+    [
+        ("description", None),
+        ("description", {}),
+        ("transaction_timeout_ms", "1"),
+        ("transaction_timeout_ms", False),
+    ],
+)
 def test_broker_definitions_of_the_wrong_json_type_are_400(api, broker, field, value):
     assert field in error(api.patch("/api/brokers/QM1/", {field: value}, format="json"), 400, "invalid")["errors"]
     error(api.post("/api/brokers/", {"name": "QM2", field: value}, format="json"), 400, "invalid")
@@ -130,6 +156,7 @@ def test_begin_takes_the_brokers_timeout_even_when_it_is_zero(api, broker):
 
 
 # --- request rate ---------------------------------------------------------------------------
+
 
 @override_settings(BATON_API_RATE="3/min")
 def test_over_the_rate_is_429_throttled_with_retry_after(api, queue, throttle_cache, as_user):
@@ -160,18 +187,29 @@ def test_a_malformed_rate_stops_startup():
     import sys
 
     env = {**os.environ, "BATON_API_RATE": "lots", "DJANGO_SETTINGS_MODULE": "config.settings"}
-    result = subprocess.run([sys.executable, "-c", "import django; django.setup()"], env=env,
-                            capture_output=True, text=True, cwd=settings.BASE_DIR, timeout=60, check=False)
+    result = subprocess.run(
+        [sys.executable, "-c", "import django; django.setup()"],
+        env=env,
+        capture_output=True,
+        text=True,
+        cwd=settings.BASE_DIR,
+        timeout=60,
+        check=False,
+    )
     assert result.returncode != 0 and "BATON_API_RATE" in result.stderr
 
 
 # --- JSON shape -------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("body", [
-    "[" * 100_000 + "]" * 100_000,  # deeper than the JSON decoder goes
-    '{"body": "x", "properties": ' + '{"a": ' * 40 + "1" + "}" * 40 + "}",  # deeper than MAX_DEPTH
-    '{"messages": [' + "[" * 40 + "]" * 40 + "]}",
-])
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "[" * 100_000 + "]" * 100_000,  # deeper than the JSON decoder goes
+        '{"body": "x", "properties": ' + '{"a": ' * 40 + "1" + "}" * 40 + "}",  # deeper than MAX_DEPTH
+        '{"messages": [' + "[" * 40 + "]" * 40 + "]}",
+    ],
+)
 def test_json_nested_too_deeply_is_400_and_puts_nothing(api, queue, body):
     response = api.generic("POST", f"{Q1}/messages/", body, content_type="application/json")
     assert error(response, 400, "invalid")["errors"] == {"body": ["Nested too deeply."]}
@@ -179,10 +217,15 @@ def test_json_nested_too_deeply_is_400_and_puts_nothing(api, queue, body):
 
 
 def test_numbers_json_cannot_hold_are_400(api, queue):
-    error(api.generic("POST", f"{Q1}/messages/", '{"body": "x", "priority": 1' + "0" * 5000 + "}",
-                      content_type="application/json"), 400, "invalid")
+    error(
+        api.generic(
+            "POST", f"{Q1}/messages/", '{"body": "x", "priority": 1' + "0" * 5000 + "}", content_type="application/json"
+        ),
+        400,
+        "invalid",
+    )
     error(api.post(f"{Q1}/get/", {"wait": None}, format="json"), 400, "invalid")
     error(api.post("/api/brokers/QM1/", {}, format="json"), 405, "method_not_allowed")
-    error(api.post("/api/brokers/QM1/queues/", {"name": "BIG", "max_depth": 2 ** 31}, format="json"), 400, "invalid")
+    error(api.post("/api/brokers/QM1/queues/", {"name": "BIG", "max_depth": 2**31}, format="json"), 400, "invalid")
     assert api.get("/api/brokers/QM1/queues/BIG/").status_code == 404
     assert api.get(f"{Q1}/").json()["depth"] == 0

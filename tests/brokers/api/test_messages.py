@@ -1,4 +1,5 @@
 """REST contract: put, get and browse (docs/api.md, "Messages" and "Put, get, browse")."""
+
 from __future__ import annotations
 
 import base64
@@ -17,9 +18,27 @@ GET = Q1 + "get/"
 HEX48 = re.compile(r"^[0-9a-f]{48}$")
 
 OUTPUT_FIELDS = {
-    "body", "body_base64", "correl_id", "group_id", "msg_type", "priority", "persistence", "expiry_ms", "format",
-    "reply_to_queue", "reply_to_broker", "report", "properties", "refers_to", "msg_id", "put_time", "expires_at",
-    "backout_count", "delivery_count", "queue", "broker",
+    "body",
+    "body_base64",
+    "correl_id",
+    "group_id",
+    "msg_type",
+    "priority",
+    "persistence",
+    "expiry_ms",
+    "format",
+    "reply_to_queue",
+    "reply_to_broker",
+    "report",
+    "properties",
+    "refers_to",
+    "msg_id",
+    "put_time",
+    "expires_at",
+    "backout_count",
+    "delivery_count",
+    "queue",
+    "broker",
 }
 
 
@@ -51,10 +70,12 @@ def q2(api, broker):
         response = api.post("/api/brokers/QM1/queues/", {"name": name, **attributes}, format="json")
         assert response.status_code == 201, response.content
         return f"/api/brokers/QM1/queues/{name}/"
+
     return define
 
 
 # --- put ----------------------------------------------------------------------------------
+
 
 def test_put_single_returns_the_stored_message(api, queue):
     stored = put(api, body="hello", format="text/plain", priority=7, properties={"k": "v"})
@@ -69,7 +90,15 @@ def test_put_single_returns_the_stored_message(api, queue):
     assert stored["queue"] == "Q1" and stored["broker"] == "QM1"
     assert stored["backout_count"] == 0 and stored["delivery_count"] == 0
     assert stored["put_time"]
-    for absent in ("correl_id", "group_id", "reply_to_queue", "reply_to_broker", "refers_to", "expires_at", "expiry_ms"):
+    for absent in (
+        "correl_id",
+        "group_id",
+        "reply_to_queue",
+        "reply_to_broker",
+        "refers_to",
+        "expires_at",
+        "expiry_ms",
+    ):
         assert stored[absent] is None, absent
     assert depth(api) == 1
 
@@ -77,9 +106,20 @@ def test_put_single_returns_the_stored_message(api, queue):
 def test_put_every_input_field_round_trips_through_get(api, queue, q2):
     q2("REPLIES")
     correl, group = "ab" * 24, "cd" * 24
-    stored = put(api, body="full", correl_id=correl, group_id=group, msg_type="request", priority=3,
-                 persistence="non_persistent", format="application/json", reply_to_queue="REPLIES",
-                 reply_to_broker="QM1", report=["coa", "exception"], properties={"n": 1, "s": "x"})
+    stored = put(
+        api,
+        body="full",
+        correl_id=correl,
+        group_id=group,
+        msg_type="request",
+        priority=3,
+        persistence="non_persistent",
+        format="application/json",
+        reply_to_queue="REPLIES",
+        reply_to_broker="QM1",
+        report=["coa", "exception"],
+        properties={"n": 1, "s": "x"},
+    )
     got = get(api)["messages"][0]
     for message in (stored, got):
         assert message["correl_id"] == correl and message["group_id"] == group
@@ -147,30 +187,33 @@ def test_body_and_body_base64_together_is_400(api, queue):
     assert depth(api) == 0
 
 
-@pytest.mark.parametrize("fields,field", [
-    ({"body_base64": "not base64!!"}, "body_base64"),
-    ({"body_base64": 12}, "body_base64"),
-    ({"body": 12}, "body"),
-    ({"body": {"nested": True}}, "body"),
-    ({"priority": 10}, "priority"),
-    ({"priority": -1}, "priority"),
-    ({"priority": "high"}, "priority"),
-    ({"priority": True}, "priority"),
-    ({"msg_type": "letter"}, "msg_type"),
-    ({"persistence": "forever"}, "persistence"),
-    ({"expiry_ms": 0}, "expiry_ms"),
-    ({"expiry_ms": "1s"}, "expiry_ms"),
-    ({"correl_id": "abc"}, "correl_id"),
-    ({"correl_id": "zz" * 24}, "correl_id"),
-    ({"group_id": 5}, "group_id"),
-    ({"reply_to_queue": "bad name"}, "reply_to_queue"),
-    ({"report": ["coa"]}, "reply_to_queue"),
-    ({"report": ["sometimes"], "reply_to_queue": "R"}, "report"),
-    ({"properties": ["a"]}, "properties"),
-    ({"format": "x" * 101}, "format"),
-    ({"refers_to": {"msg_id": "ab", "action": "cancel"}}, "refers_to"),
-    ({"colour": "blue"}, "colour"),
-])
+@pytest.mark.parametrize(
+    "fields,field",
+    [
+        ({"body_base64": "not base64!!"}, "body_base64"),
+        ({"body_base64": 12}, "body_base64"),
+        ({"body": 12}, "body"),
+        ({"body": {"nested": True}}, "body"),
+        ({"priority": 10}, "priority"),
+        ({"priority": -1}, "priority"),
+        ({"priority": "high"}, "priority"),
+        ({"priority": True}, "priority"),
+        ({"msg_type": "letter"}, "msg_type"),
+        ({"persistence": "forever"}, "persistence"),
+        ({"expiry_ms": 0}, "expiry_ms"),
+        ({"expiry_ms": "1s"}, "expiry_ms"),
+        ({"correl_id": "abc"}, "correl_id"),
+        ({"correl_id": "zz" * 24}, "correl_id"),
+        ({"group_id": 5}, "group_id"),
+        ({"reply_to_queue": "bad name"}, "reply_to_queue"),
+        ({"report": ["coa"]}, "reply_to_queue"),
+        ({"report": ["sometimes"], "reply_to_queue": "R"}, "report"),
+        ({"properties": ["a"]}, "properties"),
+        ({"format": "x" * 101}, "format"),
+        ({"refers_to": {"msg_id": "ab", "action": "cancel"}}, "refers_to"),
+        ({"colour": "blue"}, "colour"),
+    ],
+)
 def test_bad_message_field_is_400_naming_the_field(api, queue, fields, field):
     payload = fields if {"body", "body_base64"} & fields.keys() else {"body": "x", **fields}
     body = assert_error(api.post(PUT, payload, format="json"), 400, "invalid")
@@ -179,8 +222,9 @@ def test_bad_message_field_is_400_naming_the_field(api, queue, fields, field):
 
 
 def test_every_bad_field_is_named_at_once(api, queue):
-    body = assert_error(api.post(PUT, {"body": "x", "priority": 11, "msg_type": "?", "colour": 1}, format="json"),
-                        400, "invalid")
+    body = assert_error(
+        api.post(PUT, {"body": "x", "priority": 11, "msg_type": "?", "colour": 1}, format="json"), 400, "invalid"
+    )
     assert {"priority", "msg_type", "colour"} <= body["errors"].keys()
 
 
@@ -234,8 +278,11 @@ def test_get_inhibited_is_409_and_message_stays(api, q2):
 
 def test_queue_full_is_409_and_batch_stores_nothing(api, q2):
     path = q2("TWO", max_depth=2)
-    assert_error(api.post(path + "messages/", {"messages": [{"body": "a"}, {"body": "b"}, {"body": "c"}]}, format="json"),
-                 409, "queue_full")
+    assert_error(
+        api.post(path + "messages/", {"messages": [{"body": "a"}, {"body": "b"}, {"body": "c"}]}, format="json"),
+        409,
+        "queue_full",
+    )
     assert depth(api, "TWO") == 0
     put(api, path + "messages/", messages=[{"body": "a"}, {"body": "b"}])
     assert_error(api.post(path + "messages/", {"body": "c"}, format="json"), 409, "queue_full")
@@ -250,8 +297,9 @@ def test_put_bad_syncpoint_is_400(api, queue):
 
 def test_put_under_transaction_with_syncpoint_no_is_options_conflict(api, queue):
     txn = api.post("/api/brokers/QM1/transactions/", {}, format="json").json()["id"]
-    assert_error(api.post(PUT, {"body": "x", "transaction": txn, "syncpoint": "no"}, format="json"),
-                 409, "options_conflict")
+    assert_error(
+        api.post(PUT, {"body": "x", "transaction": txn, "syncpoint": "no"}, format="json"), 409, "options_conflict"
+    )
     assert api.get(Q1).json()["uncommitted_puts"] == 0
 
 
@@ -265,6 +313,7 @@ def test_put_syncpoint_yes_without_transaction_begins_one(api, queue):
 
 
 # --- get ----------------------------------------------------------------------------------
+
 
 def test_get_from_empty_queue_says_empty(api, queue):
     body = get(api)
@@ -301,7 +350,10 @@ def test_get_batch(api, queue):
 
 
 def test_get_in_priority_order_then_put_order(api, queue):
-    put(api, messages=[{"body": "low1", "priority": 1}, {"body": "high", "priority": 9}, {"body": "low2", "priority": 1}])
+    put(
+        api,
+        messages=[{"body": "low1", "priority": 1}, {"body": "high", "priority": 9}, {"body": "low2", "priority": 1}],
+    )
     assert [m["body"] for m in get(api, batch=3)["messages"]] == ["high", "low1", "low2"]
 
 
@@ -347,22 +399,26 @@ def test_expired_message_is_never_returned(api, queue):
     put(api, body="new")
     from brokers.models import Message
     from django.utils import timezone
+
     Message.objects.filter(msg_id=stored["msg_id"]).update(expires_at=timezone.now())
     assert [m["body"] for m in get(api, batch=10)["messages"]] == ["new"]
 
 
-@pytest.mark.parametrize("options,field", [
-    ({"wait": -1}, "wait"),
-    ({"wait": 10_000}, "wait"),
-    ({"wait": "long"}, "wait"),
-    ({"batch": 0}, "batch"),
-    ({"batch": 1.5}, "batch"),
-    ({"batch": 100_000}, "batch"),
-    ({"msg_id": 5}, "msg_id"),
-    ({"mode": "sideways"}, "mode"),
-    ({"colour": "blue"}, "colour"),
-    ({"syncpoint": "sometimes"}, "syncpoint"),
-])
+@pytest.mark.parametrize(
+    "options,field",
+    [
+        ({"wait": -1}, "wait"),
+        ({"wait": 10_000}, "wait"),
+        ({"wait": "long"}, "wait"),
+        ({"batch": 0}, "batch"),
+        ({"batch": 1.5}, "batch"),
+        ({"batch": 100_000}, "batch"),
+        ({"msg_id": 5}, "msg_id"),
+        ({"mode": "sideways"}, "mode"),
+        ({"colour": "blue"}, "colour"),
+        ({"syncpoint": "sometimes"}, "syncpoint"),
+    ],
+)
 def test_get_bad_option_is_400_naming_it(api, queue, options, field):
     put(api, body="stay")
     body = assert_error(api.post(GET, options, format="json"), 400, "invalid")
@@ -393,6 +449,7 @@ def test_get_under_transaction_rolled_back_returns_message(api, queue):
 
 
 # --- browse -------------------------------------------------------------------------------
+
 
 def browse_all(api, path: str = PUT, limit: int = 3) -> tuple[list[dict], int]:
     seen: list[dict] = []
@@ -440,8 +497,11 @@ def test_browse_does_not_show_uncommitted_or_gotten_messages(api, queue):
 
 
 def test_browse_filters_by_body_and_property_in_pages_both_orders(api, queue):
-    put(api, messages=[{"body": f"order {i}", "properties": {"kind": "order" if i % 2 else "note"}}
-                       for i in range(10)] + [{"body_base64": b64(b"\xff order \x00")}])
+    put(
+        api,
+        messages=[{"body": f"order {i}", "properties": {"kind": "order" if i % 2 else "note"}} for i in range(10)]
+        + [{"body_base64": b64(b"\xff order \x00")}],
+    )
     odd = [f"order {i}" for i in range(1, 10, 2)]
     for ordered in (False, True):
         seen, cursor = [], ""
@@ -464,16 +524,19 @@ def test_browse_binary_body(api, queue):
     assert message["body"] is None and base64.b64decode(message["body_base64"]) == b"\xff\x00"
 
 
-@pytest.mark.parametrize("params,field", [
-    ({"cursor": "garbage!!"}, "cursor"),
-    ({"cursor": "e30"}, "cursor"),
-    ({"limit": 0}, "limit"),
-    ({"limit": "many"}, "limit"),
-    ({"body_contains": "x" * 201}, "body_contains"),
-    ({"property": "no such=thing"}, "property"),
-    ({"property": "=1"}, "property"),
-    ({"property": "k=a\u0000b"}, "property"),
-])
+@pytest.mark.parametrize(
+    "params,field",
+    [
+        ({"cursor": "garbage!!"}, "cursor"),
+        ({"cursor": "e30"}, "cursor"),
+        ({"limit": 0}, "limit"),
+        ({"limit": "many"}, "limit"),
+        ({"body_contains": "x" * 201}, "body_contains"),
+        ({"property": "no such=thing"}, "property"),
+        ({"property": "=1"}, "property"),
+        ({"property": "k=a\u0000b"}, "property"),
+    ],
+)
 def test_browse_bad_parameters_are_400(api, queue, params, field):
     body = assert_error(api.get(PUT, params), 400, "invalid")
     assert field in body["errors"], body

@@ -3,6 +3,7 @@ work belongs to the user who began it; another user with the same grants gets 40
 ``not_found`` for every way of acting on it, and nothing changes; a broker admin and a
 superuser may act on it. The rule lives in brokers.permissions and the services, so the
 client and the management commands meet the same one (tests/client, tests/commands)."""
+
 from __future__ import annotations
 
 import pytest
@@ -88,8 +89,10 @@ def test_another_user_cannot_complete_a_lock_under_it(alice, bob, api):
     not_found(bob.post(f"/api/locks/{token}/complete/", {"transaction": txn}, format="json"))
     assert depth(api)["locked"] == 1 and depth(api)["in_flight"] == 0
     mine = begin(bob)
-    assert bob.post(f"/api/locks/{token}/complete/", {"transaction": mine}, format="json").json()["outcome"] \
+    assert (
+        bob.post(f"/api/locks/{token}/complete/", {"transaction": mine}, format="json").json()["outcome"]
         == "pending_commit"
+    )
 
 
 def test_another_user_cannot_join_a_connections_unit_of_work(alice, bob, api):

@@ -1,5 +1,6 @@
 """Permissions per broker and per queue (put, get, browse, admin) through the REST API: who
 may do what, 403 bodies, list filtering, superusers. The rules: brokers/permissions.py."""
+
 from __future__ import annotations
 
 import pytest
@@ -31,6 +32,7 @@ def put(client, path: str = Q1, **fields):
 
 
 # --- the put-only user ----------------------------------------------------------------------
+
 
 def test_put_only_user_can_put_and_nothing_else(two_brokers, as_user, api):
     alice = as_user("alice", ("QM1", "Q1", "put"))
@@ -97,6 +99,7 @@ def test_each_action_alone(two_brokers, as_user, api):
 
 # --- queue-level and broker-level grants ----------------------------------------------------
 
+
 def test_queue_grant_covers_only_that_queue(two_brokers, as_user):
     alice = as_user("alice", ("QM1", "Q1", "put,get"))
     assert put(alice).status_code == 201
@@ -153,6 +156,7 @@ def test_revoked_grant_no_longer_allows(two_brokers, as_user):
 
 # --- lists show what the caller may see -----------------------------------------------------
 
+
 def test_broker_list_shows_brokers_with_any_grant(two_brokers, as_user, api):
     assert names(as_user("nobody").get("/api/brokers/")) == []
     assert names(as_user("alice", ("QM2", "Q1", "browse")).get("/api/brokers/")) == ["QM2"]
@@ -198,6 +202,7 @@ def test_no_grant_gets_403_not_404_for_missing_objects(two_brokers, as_user, api
 
 # --- superusers -----------------------------------------------------------------------------
 
+
 def test_superuser_may_do_everything(two_brokers, api):
     assert api.post("/api/brokers/", {"name": "QM3"}, format="json").status_code == 201
     assert api.post("/api/brokers/QM3/queues/", {"name": "Q"}, format="json").status_code == 201
@@ -215,6 +220,7 @@ def test_superuser_may_do_everything(two_brokers, api):
 
 # --- transactions, connections, locks -------------------------------------------------------
 
+
 def test_transactions_need_put_get_or_admin_on_the_broker_and_their_owner(two_brokers, as_user, api):
     producer = as_user("producer", ("QM1", "Q1", "put"))  # a queue grant is enough to begin on its broker
     txn = producer.post("/api/brokers/QM1/transactions/", {}, format="json")
@@ -228,10 +234,12 @@ def test_transactions_need_put_get_or_admin_on_the_broker_and_their_owner(two_br
     browser = as_user("browser", ("QM1", "", "browse"))
     denied(browser.post("/api/brokers/QM1/transactions/", {}, format="json"), "put, get or admin", "'QM1'")
     # another's unit of work is not confirmed to exist (docs/permissions.md, ownership)
-    for response in (browser.get(f"/api/transactions/{txn}/"),
-                     browser.post(f"/api/transactions/{txn}/commit/", {}, format="json"),
-                     browser.post(f"/api/transactions/{txn}/rollback/", {}, format="json"),
-                     browser.post(f"/api/transactions/{txn}/check/", {}, format="json")):
+    for response in (
+        browser.get(f"/api/transactions/{txn}/"),
+        browser.post(f"/api/transactions/{txn}/commit/", {}, format="json"),
+        browser.post(f"/api/transactions/{txn}/rollback/", {}, format="json"),
+        browser.post(f"/api/transactions/{txn}/check/", {}, format="json"),
+    ):
         assert response.status_code == 404 and response.json()["code"] == "not_found", response.content
     assert browser.get("/api/brokers/QM1/transactions/graph/").status_code == 200  # browse shows the graph
     denied(as_user("stranger").get("/api/brokers/QM1/transactions/graph/"), "'QM1'")
@@ -282,8 +290,10 @@ def test_locks_need_get_on_the_locked_messages_queue(two_brokers, as_user, api):
     for _ in range(4):
         put(api)
     consumer = as_user("consumer", ("QM1", "Q1", "get"))
-    tokens = [consumer.post(f"{Q1}/get/", {"mode": "peek_lock"}, format="json").json()["messages"][0]["lock_token"]
-              for _ in range(4)]
+    tokens = [
+        consumer.post(f"{Q1}/get/", {"mode": "peek_lock"}, format="json").json()["messages"][0]["lock_token"]
+        for _ in range(4)
+    ]
     outsider = as_user("outsider", ("QM1", "Q1", "put,browse"), ("QM1", "Q2", "get"))
     for action, body in (("complete", {}), ("abandon", None), ("renew", None), ("dead-letter", {"reason": "r"})):
         denied(outsider.post(f"/api/locks/{tokens[0]}/{action}/", body, format="json"), "get", "'Q1'")

@@ -1,4 +1,5 @@
 """The OpenAPI schema at /api/schema/ and the browsable docs beside it."""
+
 from __future__ import annotations
 
 import re
@@ -84,8 +85,21 @@ def test_shapes_of_the_contract(spec):
     schemas = spec["components"]["schemas"]
     assert set(schemas["Error"]["required"]) == {"code", "message"}
     message = set(schemas["MessageOut"]["properties"])
-    assert {"msg_id", "put_time", "expires_at", "backout_count", "delivery_count", "queue", "broker", "body",
-            "body_base64", "correl_id", "group_id", "lock_token", "locked_until"} <= message
+    assert {
+        "msg_id",
+        "put_time",
+        "expires_at",
+        "backout_count",
+        "delivery_count",
+        "queue",
+        "broker",
+        "body",
+        "body_base64",
+        "correl_id",
+        "group_id",
+        "lock_token",
+        "locked_until",
+    } <= message
     put_in = set(schemas["MessagePutBody"]["properties"])
     assert {"body", "body_base64", "messages", "transaction", "syncpoint", "refers_to", "report"} <= put_in
     commit = spec["paths"]["/api/transactions/{transaction_id}/commit/"]["post"]["responses"]
@@ -93,8 +107,16 @@ def test_shapes_of_the_contract(spec):
     assert commit["202"]["content"]["application/json"]["schema"]["$ref"].endswith("CommitHeld")
     assert commit["409"]
     assert {"depth", "uncommitted_puts", "in_flight", "locked"} <= set(schemas["QueueOut"]["required"])
-    assert set(schemas["TransactionOut"]["properties"]) >= {"id", "broker", "state", "reason", "upstream", "downstream",
-                                                           "created_at", "resolved_at"}
+    assert set(schemas["TransactionOut"]["properties"]) >= {
+        "id",
+        "broker",
+        "state",
+        "reason",
+        "upstream",
+        "downstream",
+        "created_at",
+        "resolved_at",
+    }
     assert set(schemas["ResultEnum"]["enum"]) == {"ready", "pending", "backed_out"}
     result = schemas["TransactionCheckOutput"]["properties"]["result"]
     assert (result.get("$ref") or result["allOf"][0]["$ref"]).endswith("/ResultEnum")

@@ -9,6 +9,7 @@ tables are read before and after each such request and compared. Bounded: a few 
 per operation, no shrinking, waits capped at 1 s on the server (BATON_MAX_WAIT_S), so the
 run stays well under three minutes.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -36,8 +37,12 @@ MAX_EXAMPLES = int(os.environ.get("BATON_FUZZ_EXAMPLES", "12"))
 CONFIG = {
     "seed": int(os.environ.get("BATON_FUZZ_SEED", "20251123")),
     "generation": {"max-examples": MAX_EXAMPLES, "no-shrink": True, "database": "none", "mode": "all"},
-    "phases": {"examples": {"enabled": True}, "fuzzing": {"enabled": True}, "coverage": {"enabled": True},
-               "stateful": {"enabled": False}},
+    "phases": {
+        "examples": {"enabled": True},
+        "fuzzing": {"enabled": True},
+        "coverage": {"enabled": True},
+        "stateful": {"enabled": False},
+    },
     "checks": {"negative_data_rejection": {"expected-statuses": ["4XX"]}},
 }
 
@@ -45,19 +50,40 @@ CONFIG = {
 #: change; not sessions or tokens, which it never writes on a refusal either, but which are
 #: none of its state).
 STATE_TABLES = (
-    "brokers_broker", "brokers_queue", "brokers_message", "brokers_connection", "brokers_clientsession",
-    "brokers_grant", "brokers_channel", "transactions_transaction", "transactions_link",
-    "transactions_journalevent", "workflows_workflow", "workflows_workflowversion", "workflows_instance",
-    "workflows_instancestep", "workflows_instancehistory", "workflows_steprequest",
+    "brokers_broker",
+    "brokers_queue",
+    "brokers_message",
+    "brokers_connection",
+    "brokers_clientsession",
+    "brokers_grant",
+    "brokers_channel",
+    "transactions_transaction",
+    "transactions_link",
+    "transactions_journalevent",
+    "workflows_workflow",
+    "workflows_workflowversion",
+    "workflows_instance",
+    "workflows_instancestep",
+    "workflows_instancehistory",
+    "workflows_steprequest",
 )
 
 
 #: What a fuzzed PATCH may have changed on QM1 and Q1, set back before each operation.
 BROKER_DEFAULTS = {"transaction_timeout_ms": 60_000, "max_message_length": 4 * 1024 * 1024}
 QUEUE_DEFAULTS = {
-    "kind": "local", "usage": "normal", "max_depth": 5000, "max_message_length": 4 * 1024 * 1024,
-    "put_enabled": True, "get_enabled": True, "delivery_sequence": "priority", "read_order": "put",
-    "enforce_order": "no", "backout_threshold": 0, "default_access": "shared", "lock_duration_ms": 30_000,
+    "kind": "local",
+    "usage": "normal",
+    "max_depth": 5000,
+    "max_message_length": 4 * 1024 * 1024,
+    "put_enabled": True,
+    "get_enabled": True,
+    "delivery_sequence": "priority",
+    "read_order": "put",
+    "enforce_order": "no",
+    "backout_threshold": 0,
+    "default_access": "shared",
+    "lock_duration_ms": 30_000,
 }
 
 
@@ -80,9 +106,26 @@ class LiveServer:
         self.token = manage(self.env, "api_token", "fuzzer", "--create-user", "--superuser").strip()
         out, err = self.var_dir / "uvicorn.out", self.var_dir / "uvicorn.err"
         proc = subprocess.Popen(
-            [PYTHON, "-m", "uvicorn", "config.asgi:application", "--host", "127.0.0.1", "--port", str(self.port),
-             "--lifespan", "off", "--log-level", "warning", "--no-access-log"],
-            cwd=ROOT, env=self.env, stdout=out.open("wb"), stderr=err.open("wb"), stdin=subprocess.DEVNULL,
+            [
+                PYTHON,
+                "-m",
+                "uvicorn",
+                "config.asgi:application",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+                "--lifespan",
+                "off",
+                "--log-level",
+                "warning",
+                "--no-access-log",
+            ],
+            cwd=ROOT,
+            env=self.env,
+            stdout=out.open("wb"),
+            stderr=err.open("wb"),
+            stdin=subprocess.DEVNULL,
             start_new_session=True,
         )
         self.server = Server("uvicorn", proc, out, err)
@@ -134,10 +177,17 @@ def live_ids(live) -> dict[str, str]:
         _ok(http.post(messages, json={"body": "in a unit of work", "transaction": txn}), 201)
         conn = _ok(http.post("/api/brokers/QM1/connections/", json={"client_name": "fuzz"}), 201).json()["conn_id"]
         locked = _ok(http.post("/api/brokers/QM1/queues/Q1/get/", json={"mode": "peek_lock"}), 200).json()["messages"]
-        _ok(http.post("/api/brokers/QM1/workflows/", json={"name": "EXPENSES", "steps": [
-            {"name": "approve", "queue": "Q1", "compensation_queue": "Q1"}]}), 201, 409)
-        instance = _ok(http.post("/api/brokers/QM1/workflows/EXPENSES/instances/", json={"body": "claim"}),
-                       201).json()["id"]
+        _ok(
+            http.post(
+                "/api/brokers/QM1/workflows/",
+                json={"name": "EXPENSES", "steps": [{"name": "approve", "queue": "Q1", "compensation_queue": "Q1"}]},
+            ),
+            201,
+            409,
+        )
+        instance = _ok(http.post("/api/brokers/QM1/workflows/EXPENSES/instances/", json={"body": "claim"}), 201).json()[
+            "id"
+        ]
     ids = {"transaction_id": txn, "conn_id": conn, "instance": instance}
     if locked:
         ids["token"] = locked[0]["lock_token"]
@@ -178,8 +228,11 @@ def _state(live) -> dict[str, list[tuple]] | None:
 
 
 def _changed(before: dict[str, list[tuple]], after: dict[str, list[tuple]]) -> dict[str, str]:
-    return {table: f"{len(before[table])} rows -> {len(after[table])}"
-            for table in STATE_TABLES if before[table] != after[table]}
+    return {
+        table: f"{len(before[table])} rows -> {len(after[table])}"
+        for table in STATE_TABLES
+        if before[table] != after[table]
+    }
 
 
 @schema.parametrize()
@@ -194,16 +247,20 @@ def test_api_conforms_to_its_schema(case, live, live_ids):
     # a get's flags also take "true"/"false" and 1/0 as earlier clients sent them (Flag in
     # brokers/api/operations/messages.py): not a refusal the schema's boolean can promise
     lenient = isinstance(case.body, dict) and any(
-        name in LENIENT_FLAGS and not isinstance(value, bool) for name, value in case.body.items())
+        name in LENIENT_FLAGS and not isinstance(value, bool) for name, value in case.body.items()
+    )
     response = case.call_and_validate(
-        base_url=live.url, headers=live.headers, timeout=30,
+        base_url=live.url,
+        headers=live.headers,
+        timeout=30,
         checks=[not_a_server_error, response_schema_conformance, *([] if lenient else [negative_data_rejection])],
     )
     if before is not None and response.status_code >= 400:
         changed = _changed(before, _state(live))
         assert not changed, (
             f"{case.method} {case.formatted_path} with data the schema forbids answered {response.status_code} "
-            f"but changed {changed}", response.text[:300],
+            f"but changed {changed}",
+            response.text[:300],
         )
 
 
@@ -214,10 +271,14 @@ def test_api_conforms_to_its_schema(case, live, live_ids):
 # re-kinding MINE), nothing it has no grant on may change: QM1/SECRET and broker QM2.
 
 #: Kept short (CI's time): the writes only, generated and fuzzed, without the coverage phase.
-USER_CONFIG = {**CONFIG, "generation": {**CONFIG["generation"], "max-examples": max(3, MAX_EXAMPLES // 2)},
-               "phases": {**CONFIG["phases"], "coverage": {"enabled": False}}}
+USER_CONFIG = {
+    **CONFIG,
+    "generation": {**CONFIG["generation"], "max-examples": max(3, MAX_EXAMPLES // 2)},
+    "phases": {**CONFIG["phases"], "coverage": {"enabled": False}},
+}
 user_schema = schemathesis.openapi.from_dict(_openapi(), config=schemathesis.Config.from_dict(USER_CONFIG)).include(
-    path_regex=r"^/api/brokers/\{broker\}/queues/", method=["POST", "PATCH"])
+    path_regex=r"^/api/brokers/\{broker\}/queues/", method=["POST", "PATCH"]
+)
 
 
 @pytest.fixture(scope="module")
@@ -241,10 +302,13 @@ def _untouchable(live) -> tuple | None:
     db = sqlite3.connect(f"file:{live.var_dir / 'baton.sqlite3'}?mode=ro", uri=True, timeout=30)
     try:
         where = "(b.name = 'QM2' OR (b.name = 'QM1' AND q.name = 'SECRET'))"
-        queues = db.execute(f"SELECT q.* FROM brokers_queue q JOIN brokers_broker b ON b.id = q.broker_id "
-                            f"WHERE {where} ORDER BY q.id").fetchall()
-        messages = db.execute(f"SELECT m.id FROM brokers_message m JOIN brokers_queue q ON q.id = m.queue_id "
-                              f"JOIN brokers_broker b ON b.id = q.broker_id WHERE {where} ORDER BY m.id").fetchall()
+        queues = db.execute(
+            f"SELECT q.* FROM brokers_queue q JOIN brokers_broker b ON b.id = q.broker_id WHERE {where} ORDER BY q.id"
+        ).fetchall()
+        messages = db.execute(
+            f"SELECT m.id FROM brokers_message m JOIN brokers_queue q ON q.id = m.queue_id "
+            f"JOIN brokers_broker b ON b.id = q.broker_id WHERE {where} ORDER BY m.id"
+        ).fetchall()
         return queues, messages
     finally:
         db.close()
@@ -260,11 +324,16 @@ def test_a_user_reaches_nothing_it_has_no_grant_on(case, live, live_user):
         params["queue"] = ("Q1", "MINE")[next(_cases) % 2]
     negative = case.meta is not None and case.meta.generation.mode.is_negative
     lenient = isinstance(case.body, dict) and any(
-        name in LENIENT_FLAGS and not isinstance(value, bool) for name, value in case.body.items())
+        name in LENIENT_FLAGS and not isinstance(value, bool) for name, value in case.body.items()
+    )
     before = _untouchable(live)
     case.call_and_validate(
-        base_url=live.url, headers=live_user, timeout=30,
+        base_url=live.url,
+        headers=live_user,
+        timeout=30,
         checks=[not_a_server_error, *([negative_data_rejection] if negative and not lenient else [])],
     )
     if before is not None:
-        assert _untouchable(live) == before, f"{case.method} {case.formatted_path} changed what the user has no grant on"
+        assert _untouchable(live) == before, (
+            f"{case.method} {case.formatted_path} changed what the user has no grant on"
+        )

@@ -1,4 +1,5 @@
 """REST contract: transactions (docs/api.md, "Transactions")."""
+
 from __future__ import annotations
 
 from datetime import timedelta
@@ -138,7 +139,9 @@ def test_put_and_get_under_rolled_back_transaction_are_409_backed_out(api, queue
 def test_put_under_committed_transaction_is_409_not_active(api, queue):
     txn = begin(api)["id"]
     api.post(txn_url(txn, "commit"), {}, format="json")
-    body = assert_error(api.post(PUT, {"body": "late", "transaction": txn}, format="json"), 409, "transaction_not_active")
+    body = assert_error(
+        api.post(PUT, {"body": "late", "transaction": txn}, format="json"), 409, "transaction_not_active"
+    )
     assert txn in body["message"]
     detail = queue_detail(api)
     assert (detail["depth"], detail["uncommitted_puts"]) == (0, 0)

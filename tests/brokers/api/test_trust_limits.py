@@ -3,6 +3,7 @@ the message length, property count and name length are bounded, context fields n
 set-context permission, non-finite numbers are not JSON, 403s name only what the user may
 see, names are refused where they would break paths, and opening a connection checks
 permission before validating."""
+
 from __future__ import annotations
 
 import pytest
@@ -33,25 +34,41 @@ def depth(queue: str = "Q1") -> int:
 
 # --- finding 4: the message length covers properties and the descriptor ----------------------
 
+
 def test_properties_count_towards_the_message_length(two_brokers, api):
     queue_define(broker="QM1", name="SMALL", max_message_length=1000)
-    status(api.post(f"{QM1}/SMALL/messages/", {"body": "x", "properties": {"big": "y" * 2000}}, format="json"),
-           413, "message_too_large")
-    status(api.post(f"{QM1}/SMALL/messages/", {"body": "x" * 900, "format": "f" * 100, "properties": {"k": "v"}},
-                    format="json"), 413, "message_too_large")
+    status(
+        api.post(f"{QM1}/SMALL/messages/", {"body": "x", "properties": {"big": "y" * 2000}}, format="json"),
+        413,
+        "message_too_large",
+    )
+    status(
+        api.post(
+            f"{QM1}/SMALL/messages/", {"body": "x" * 900, "format": "f" * 100, "properties": {"k": "v"}}, format="json"
+        ),
+        413,
+        "message_too_large",
+    )
     status(api.post(f"{QM1}/SMALL/messages/", {"body": "x", "properties": {"small": "y" * 900}}, format="json"), 201)
     assert depth("SMALL") == 1
 
 
 def test_property_count_and_name_length_are_bounded(two_brokers, api):
     many = {f"p{i}": i for i in range(MAX_PROPERTIES + 1)}
-    assert "properties" in status(api.post(f"{Q1}/messages/", {"body": "x", "properties": many}, format="json"),
-                                  400, "invalid")["errors"]
+    assert (
+        "properties"
+        in status(api.post(f"{Q1}/messages/", {"body": "x", "properties": many}, format="json"), 400, "invalid")[
+            "errors"
+        ]
+    )
     long_name = {"k" * (PROPERTY_KEY_LENGTH + 1): 1}
     status(api.post(f"{Q1}/messages/", {"body": "x", "properties": long_name}, format="json"), 400, "invalid")
     status(api.post(f"{Q1}/messages/", {"body": "x", "properties": {"": 1}}, format="json"), 400, "invalid")
-    status(api.post(f"{Q1}/messages/", {"messages": [{"body": "ok"}, {"body": "x", "properties": many}]},
-                    format="json"), 400, "invalid")
+    status(
+        api.post(f"{Q1}/messages/", {"messages": [{"body": "ok"}, {"body": "x", "properties": many}]}, format="json"),
+        400,
+        "invalid",
+    )
     assert depth() == 0
     fine = {f"p{i}": i for i in range(MAX_PROPERTIES)} | {"k" * (PROPERTY_KEY_LENGTH - 1): 1}
     fine.pop("p0")
@@ -60,35 +77,57 @@ def test_property_count_and_name_length_are_bounded(two_brokers, api):
 
 # --- finding 8: context fields need the set-context permission -------------------------------
 
+
 def test_context_fields_need_the_set_context_permission(two_brokers, as_user, api):
     alice = as_user("alice", ("QM1", "", "put,get"))
-    status(alice.post(f"{QM1}/SYSTEM.DEAD.LETTER.QUEUE/messages/",
-                      {"body": "x", "msg_type": "report", "put_application": "baton"}, format="json"),
-           403, "permission_denied")
+    status(
+        alice.post(
+            f"{QM1}/SYSTEM.DEAD.LETTER.QUEUE/messages/",
+            {"body": "x", "msg_type": "report", "put_application": "baton"},
+            format="json",
+        ),
+        403,
+        "permission_denied",
+    )
     status(alice.post(f"{Q1}/messages/", {"body": "x", "put_application": "baton"}, format="json"), 403)
     status(alice.post(f"{Q1}/messages/", {"messages": [{"body": "x", "msg_type": "report"}]}, format="json"), 403)
     assert depth() == 0 and depth("SYSTEM.DEAD.LETTER.QUEUE") == 0
     assert status(alice.post(f"{Q1}/messages/", {"body": "x"}, format="json"), 201)["put_application"] == "alice"
-    assert status(alice.post(f"{Q1}/messages/", {"body": "x", "put_application": "alice"}, format="json"),
-                  201)["put_application"] == "alice"
+    assert (
+        status(alice.post(f"{Q1}/messages/", {"body": "x", "put_application": "alice"}, format="json"), 201)[
+            "put_application"
+        ]
+        == "alice"
+    )
     get_user_model().objects.get(username="alice").user_permissions.add(Permission.objects.get(codename="set_context"))
-    bridge = status(alice.post(f"{Q1}/messages/", {"body": "x", "msg_type": "report", "put_application": "bridge"},
-                               format="json"), 201)
+    bridge = status(
+        alice.post(f"{Q1}/messages/", {"body": "x", "msg_type": "report", "put_application": "bridge"}, format="json"),
+        201,
+    )
     assert (bridge["msg_type"], bridge["put_application"]) == ("report", "bridge")
-    status(api.post(f"{Q1}/messages/", {"body": "x", "msg_type": "report", "put_application": "baton"},
-                    format="json"), 201)  # a superuser may
+    status(
+        api.post(f"{Q1}/messages/", {"body": "x", "msg_type": "report", "put_application": "baton"}, format="json"), 201
+    )  # a superuser may
 
 
 # --- finding 9: strict JSON ----------------------------------------------------------------
 
-@pytest.mark.parametrize("text", ['{"body": "x", "properties": {"n": 1e400}}', '{"body": "x", "priority": NaN}',
-                                  '{"body": "x", "properties": {"n": -Infinity}}'])
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"body": "x", "properties": {"n": 1e400}}',
+        '{"body": "x", "priority": NaN}',
+        '{"body": "x", "properties": {"n": -Infinity}}',
+    ],
+)
 def test_non_finite_numbers_are_refused(two_brokers, api, text):
     status(api.generic("POST", f"{Q1}/messages/", text, content_type="application/json"), 400, "invalid")
     assert depth() == 0
 
 
 # --- finding 11: 403s name nothing the user may not see; names; connections ------------------
+
 
 def test_a_foreign_lock_token_is_refused_without_naming_its_queue(two_brokers, as_user, api):
     status(api.post(f"{Q1}/messages/", {"body": "x"}, format="json"), 201)
@@ -98,8 +137,9 @@ def test_a_foreign_lock_token_is_refused_without_naming_its_queue(two_brokers, a
     assert "QM1" not in str(body) and "Q1" not in str(body), body
 
 
-@pytest.mark.parametrize("name", ["../../x", "..", ".", "a/../b", "a/./b", "/a", "a/", "a//b", "IN/put", "IN/purge",
-                                  "X/topics"])
+@pytest.mark.parametrize(
+    "name", ["../../x", "..", ".", "a/../b", "a/./b", "/a", "a/", "a//b", "IN/put", "IN/purge", "X/topics"]
+)
 def test_names_that_would_break_paths_are_refused(two_brokers, api, name):
     status(api.post(f"{QM1}/", {"name": name}, format="json"), 400, "invalid")
     status(api.post("/api/brokers/", {"name": name}, format="json"), 400, "invalid")

@@ -1,6 +1,7 @@
 """Per-user limits on waiting requests (brokers/api/waits.py): a REST get that must wait takes
 one of its user's wait slots; over BATON_MAX_WAITS_PER_USER it is answered 429 ``throttled``
 with Retry-After, while other users and requests that need not wait go on."""
+
 from __future__ import annotations
 
 import pytest

@@ -2,6 +2,7 @@
 (Uvicorn, Celery worker and beat on a temporary SQLite database, as tests/integration
 starts it). They run in the SQLite pass; the PostgreSQL pass skips them (the servers would
 use their own SQLite database anyway)."""
+
 from __future__ import annotations
 
 import itertools
@@ -13,11 +14,16 @@ import pytest
 from tests.integration.servers import RUNNING, manage, platform_started
 
 CHROMIUM = Path("/usr/bin/chromium")
-ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync"]
+ARGS = [
+    "--no-sandbox",
+    "--headless",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 VIEWER, VIEWER_PASSWORD = "viewer", "viewer-Secret-Pw-123"
 _names = itertools.count(1)
-
 
 
 def pytest_collection_modifyitems(config, items):
@@ -87,8 +93,14 @@ class Console:
         self.errors: list[str] = []
         page.on("console", lambda m: self.errors.append(f"console {m.type}: {m.text}") if m.type == "error" else None)
         page.on("pageerror", lambda e: self.errors.append(f"page error: {e}"))
-        page.on("response", lambda r: self.errors.append(f"HTTP {r.status}: {r.url}")
-                if r.status >= 400 and r.request.resource_type != "document" else None)
+        page.on(
+            "response",
+            lambda r: (
+                self.errors.append(f"HTTP {r.status}: {r.url}")
+                if r.status >= 400 and r.request.resource_type != "document"
+                else None
+            ),
+        )
 
 
 @pytest.fixture
@@ -122,10 +134,20 @@ def admin_page(browser_page, site):
 @pytest.fixture
 def viewer_of(site):
     """Make the viewer a viewer of a broker (the user is created on first use)."""
+
     def grant(broker: str) -> tuple[str, str]:
-        manage(site.env, "dashboard_user", VIEWER, "--role", "viewer", "--broker", broker,
-               extra_env={"BATON_USER_PASSWORD": VIEWER_PASSWORD})
+        manage(
+            site.env,
+            "dashboard_user",
+            VIEWER,
+            "--role",
+            "viewer",
+            "--broker",
+            broker,
+            extra_env={"BATON_USER_PASSWORD": VIEWER_PASSWORD},
+        )
         return VIEWER, VIEWER_PASSWORD
+
     return grant
 
 

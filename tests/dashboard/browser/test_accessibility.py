@@ -1,4 +1,5 @@
 """Keyboard use, the dark theme and text contrast, in a real browser."""
+
 from __future__ import annotations
 
 from playwright.sync_api import expect

@@ -1,6 +1,7 @@
 """The channels page in a real browser: a superuser starts and stops a channel and the
 table and drawing follow its state and counters live (a viewer has no such buttons:
 test_pages.py)."""
+
 from __future__ import annotations
 
 from playwright.sync_api import expect
@@ -10,13 +11,37 @@ def test_start_a_channel_see_it_send_and_stop_it(admin_page, site, api, fresh_br
     target = f"{fresh_broker}T"
     assert api.post("/api/brokers/", json={"name": target}).status_code == 201
     assert api.post(f"/api/brokers/{target}/queues/", json={"name": "IN"}).status_code == 201
-    assert api.post(f"/api/brokers/{fresh_broker}/queues/", json={"name": "XMIT", "usage": "transmission"}).status_code == 201
-    assert api.post(f"/api/brokers/{fresh_broker}/queues/", json={
-        "name": "OUT", "kind": "remote", "remote_broker": target, "remote_queue": "IN",
-        "transmission_queue": "XMIT"}).status_code == 201
+    assert (
+        api.post(f"/api/brokers/{fresh_broker}/queues/", json={"name": "XMIT", "usage": "transmission"}).status_code
+        == 201
+    )
+    assert (
+        api.post(
+            f"/api/brokers/{fresh_broker}/queues/",
+            json={
+                "name": "OUT",
+                "kind": "remote",
+                "remote_broker": target,
+                "remote_queue": "IN",
+                "transmission_queue": "XMIT",
+            },
+        ).status_code
+        == 201
+    )
     name = f"{fresh_broker}.TO.{target}"
-    assert api.post("/api/channels/", json={"name": name, "source_broker": fresh_broker, "transmission_queue": "XMIT",
-                                            "target_broker": target, "batch_size": 10}).status_code == 201
+    assert (
+        api.post(
+            "/api/channels/",
+            json={
+                "name": name,
+                "source_broker": fresh_broker,
+                "transmission_queue": "XMIT",
+                "target_broker": target,
+                "batch_size": 10,
+            },
+        ).status_code
+        == 201
+    )
     page = admin_page
     page.goto(f"{site.url}/channels/")
     row = page.locator(f'tr[data-channel="{name}"]')
@@ -26,12 +51,15 @@ def test_start_a_channel_see_it_send_and_stop_it(admin_page, site, api, fresh_br
     row.get_by_role("button", name="Start").click()
     expect(page.locator(".flash.success")).to_contain_text("start requested")
     expect(row.locator('[data-field="state"]')).to_have_text("running")
-    assert api.post(f"/api/brokers/{fresh_broker}/queues/OUT/messages/",
-                    json={"messages": [{"body": "over"}] * 3}).status_code == 201
+    assert (
+        api.post(
+            f"/api/brokers/{fresh_broker}/queues/OUT/messages/", json={"messages": [{"body": "over"}] * 3}
+        ).status_code
+        == 201
+    )
     expect(row.locator('[data-field="messages_sent"]')).to_have_text("3")  # live, no reload
     assert page.evaluate(f"window.batonChannels.edgeLabel({name!r})").find("3 sent") >= 0
     assert api.get(f"/api/brokers/{target}/queues/IN/").json()["depth"] == 3
     row.get_by_role("button", name="Stop").click()
     expect(row.locator('[data-field="state"]')).to_have_text("stopped")
     assert page.console.errors == []
-

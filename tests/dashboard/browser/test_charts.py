@@ -3,6 +3,7 @@ real browser with 0, 1, 2 and 100 samples, through the page's own drawing code: 
 (read from uPlot's scale, not from pixels) spans the chosen window, or ten minutes around
 points that span less, and the points' own span when they span more; a chart with
 nothing to draw says so."""
+
 from __future__ import annotations
 
 from datetime import UTC, datetime
@@ -52,9 +53,12 @@ def test_overview_charts_span_their_window(admin_page, site):
             now = page_now(page)
             # n samples, the last this bucket, spread over at most the window
             times = [int((now - k * (window // 200)) // bucket * bucket) for k in range(n)][::-1]
-            rates = {"window": window, "bucket": bucket,
-                     "points": [{"t": t, "put": 2, "get": 1, "commit": 1, "rollback": 0} for t in times],
-                     "depth": [{"t": t, "available": 3, "uncommitted_puts": 1, "in_flight": 0, "locked": 0} for t in times]}
+            rates = {
+                "window": window,
+                "bucket": bucket,
+                "points": [{"t": t, "put": 2, "get": 1, "commit": 1, "rollback": 0} for t in times],
+                "depth": [{"t": t, "available": 3, "uncommitted_puts": 1, "in_flight": 0, "locked": 0} for t in times],
+            }
             for chart in ("#rates-chart", "#depth-chart"):
                 drawn = page.evaluate(DRAWN, [chart, rates])
                 live_span_checked(drawn, now=now, window=window, n=n, bucket=bucket)
@@ -78,6 +82,7 @@ def test_channels_chart_spans_ten_minutes(admin_page, site):
 
 def throughput(n: int, *, start: int = 1_795_000_000) -> list[dict]:
     """n minutes of results (the Spark job's throughput rows), one a minute from `start`."""
+
     def minute(k: int) -> str:
         return datetime.fromtimestamp(start + 60 * k, tz=UTC).isoformat().replace("+00:00", "Z")
 
@@ -86,11 +91,17 @@ def throughput(n: int, *, start: int = 1_795_000_000) -> list[dict]:
 
 def test_analytics_chart_spans_its_minutes(admin_page, site, fresh_broker):
     results = {"broker": {"committed": 1}, "queues": [], "throughput": throughput(1), "chains": []}
-    manage(site.env, "shell", "-c", (
-        "from django.utils import timezone; from analytics.models import AnalyticsRun, BrokerAnalytics, RunState; "
-        "run = AnalyticsRun.objects.create(state=RunState.SUCCEEDED); "
-        f"BrokerAnalytics.objects.create(broker={fresh_broker!r}, run=run, computed_at=timezone.now(), "
-        f"results={results!r})"))
+    manage(
+        site.env,
+        "shell",
+        "-c",
+        (
+            "from django.utils import timezone; from analytics.models import AnalyticsRun, BrokerAnalytics, RunState; "
+            "run = AnalyticsRun.objects.create(state=RunState.SUCCEEDED); "
+            f"BrokerAnalytics.objects.create(broker={fresh_broker!r}, run=run, computed_at=timezone.now(), "
+            f"results={results!r})"
+        ),
+    )
     page = admin_page
     page.goto(f"{site.url}/analytics/")
     chart = f'[data-chart="{fresh_broker}"]'

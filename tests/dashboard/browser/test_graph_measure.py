@@ -3,6 +3,7 @@ quotes the figures). Skipped unless BATON_GRAPH_MEASURE=1:
 
     BATON_GRAPH_MEASURE=1 .venv/bin/python -m pytest tests/dashboard/browser/test_graph_measure.py -s
 """
+
 from __future__ import annotations
 
 import os
@@ -15,8 +16,9 @@ from playwright.sync_api import expect
 from tests.integration.servers import manage
 
 PAIRS = int(os.environ.get("BATON_GRAPH_MEASURE_PAIRS", "1000"))
-pytestmark = pytest.mark.skipif(os.environ.get("BATON_GRAPH_MEASURE") != "1",
-                                reason="set BATON_GRAPH_MEASURE=1 to measure the graph page")
+pytestmark = pytest.mark.skipif(
+    os.environ.get("BATON_GRAPH_MEASURE") != "1", reason="set BATON_GRAPH_MEASURE=1 to measure the graph page"
+)
 
 # Linked pairs made in-process with the public services: a producer's uncommitted put,
 # taken pre-emptively by a consumer (each begins its own unit of work).
@@ -61,10 +63,13 @@ def test_graph_with_2000_units_of_work(admin_page, site, api, fresh_broker):
         assert api.post(f"/api/transactions/{producer}/commit/", json={}).status_code == 200
     last = pairs[49][1]
     expect(page.locator(f'#transaction-table tr[data-transaction-id="{last}"]')).to_have_attribute(
-        "data-state", "committed", timeout=60_000)
+        "data-state", "committed", timeout=60_000
+    )
     updates = page.evaluate("window.batonGraph.timings.updatesMs")
-    print(f"\nunits of work: {2 * PAIRS}; snapshot read on the server: {snapshot_s:.2f} s; "
-          f"page load to drawn: {wall:.2f} s; snapshot to drawn: {first:.0f} ms {phases}; "
-          f"updates: {len(updates)} batches, median {statistics.median(updates):.1f} ms, "
-          f"p95 {sorted(updates)[int(len(updates) * 0.95)]:.1f} ms, max {max(updates):.1f} ms")
+    print(
+        f"\nunits of work: {2 * PAIRS}; snapshot read on the server: {snapshot_s:.2f} s; "
+        f"page load to drawn: {wall:.2f} s; snapshot to drawn: {first:.0f} ms {phases}; "
+        f"updates: {len(updates)} batches, median {statistics.median(updates):.1f} ms, "
+        f"p95 {sorted(updates)[int(len(updates) * 0.95)]:.1f} ms, max {max(updates):.1f} ms"
+    )
     assert page.console.errors == []

@@ -1,5 +1,6 @@
 """Brokers and queues defined and deleted through REST appear on and go from the overview
 and broker pages while they stay open (pushed over /ws/overview/, no reload)."""
+
 from __future__ import annotations
 
 from playwright.sync_api import expect
@@ -11,11 +12,16 @@ def test_overview_and_broker_page_follow_definitions(admin_page, site, api, fres
     page.evaluate("window.notReloaded = true")
     expect(page.locator("#live-status")).to_have_attribute("data-live", "true")
     section = page.locator(f'section[data-broker="{fresh_broker}"]')
-    assert api.post(f"/api/brokers/{fresh_broker}/queues/", json={"name": "NEW/ONE", "usage": "transmission"}).status_code == 201
+    assert (
+        api.post(f"/api/brokers/{fresh_broker}/queues/", json={"name": "NEW/ONE", "usage": "transmission"}).status_code
+        == 201
+    )
     row = section.locator('tr[data-queue="NEW/ONE"]')
     expect(row).to_be_visible()
     expect(row.locator("td").nth(1)).to_have_text("local (xmit)")
-    expect(row.get_by_role("link", name="NEW/ONE")).to_have_attribute("href", f"/brokers/{fresh_broker}/queues/NEW/ONE/")
+    expect(row.get_by_role("link", name="NEW/ONE")).to_have_attribute(
+        "href", f"/brokers/{fresh_broker}/queues/NEW/ONE/"
+    )
     names = section.locator("tr[data-queue]").evaluate_all("rs => rs.map(r => r.dataset.queue)")
     assert names == sorted(names) and "NEW/ONE" in names
     assert api.post(f"/api/brokers/{fresh_broker}/queues/NEW/ONE/messages/", json={"body": "x"}).status_code == 201

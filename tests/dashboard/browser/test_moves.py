@@ -1,5 +1,6 @@
 """Resubmitting messages of a backout queue from the queue page, in a real browser against
 a real worker: the job's page follows its progress live (pushed over its socket)."""
+
 from __future__ import annotations
 
 from playwright.sync_api import expect
@@ -10,10 +11,16 @@ from tests.integration.servers import manage
 def backout_queue_with(api, broker: str, n: int) -> list[str]:
     """APP (backout threshold 1 → APP.BACKOUT) whose ``n`` messages were rolled back once."""
     assert api.post(f"/api/brokers/{broker}/queues/", json={"name": "APP.BACKOUT"}).status_code == 201
-    assert api.post(f"/api/brokers/{broker}/queues/", json={
-        "name": "APP", "backout_threshold": 1, "backout_queue": "APP.BACKOUT"}).status_code == 201
-    put = api.post(f"/api/brokers/{broker}/queues/APP/messages/",
-                   json={"messages": [{"body": f'{{"n": {i}}}'} for i in range(n)]})
+    assert (
+        api.post(
+            f"/api/brokers/{broker}/queues/",
+            json={"name": "APP", "backout_threshold": 1, "backout_queue": "APP.BACKOUT"},
+        ).status_code
+        == 201
+    )
+    put = api.post(
+        f"/api/brokers/{broker}/queues/APP/messages/", json={"messages": [{"body": f'{{"n": {i}}}'} for i in range(n)]}
+    )
     assert put.status_code == 201, put.text
     txn = api.post(f"/api/brokers/{broker}/transactions/", json={}).json()["id"]
     got = api.post(f"/api/brokers/{broker}/queues/APP/get/", json={"transaction": txn, "batch": n})

@@ -1,5 +1,6 @@
 """Every page in a real browser: it renders, its scripts run without console errors, the
 live badge turns live; a viewer sees only what it may; a foreign Origin is refused."""
+
 from __future__ import annotations
 
 import asyncio
@@ -19,8 +20,12 @@ def test_every_page_renders_without_console_errors(admin_page, site, api, fresh_
     msg_id = put.json()["msg_id"] if "msg_id" in put.json() else put.json()["messages"][0]["msg_id"]
     page = admin_page
     live_pages = ["/", f"/brokers/{fresh_broker}/transactions/", "/channels/"]
-    static_pages = [f"/brokers/{fresh_broker}/", f"/brokers/{fresh_broker}/queues/Q1/",
-                    f"/brokers/{fresh_broker}/queues/Q1/messages/{msg_id}/", "/analytics/"]
+    static_pages = [
+        f"/brokers/{fresh_broker}/",
+        f"/brokers/{fresh_broker}/queues/Q1/",
+        f"/brokers/{fresh_broker}/queues/Q1/messages/{msg_id}/",
+        "/analytics/",
+    ]
     for path in live_pages + static_pages:
         response = page.goto(f"{site.url}{path}")
         assert response.status == 200, path

@@ -2,6 +2,7 @@
 window, the message browser paging both ways without changing any message, its preview
 column and server-side filter, the body's views and its download, purge with the count
 shown first."""
+
 from __future__ import annotations
 
 import base64
@@ -16,8 +17,10 @@ RATE_PUTS = "() => window.batonOverview.rates()[1].reduce((sum, v) => sum + (v |
 
 
 def test_rate_chart_shows_history_for_every_window(admin_page, site, api, fresh_broker):
-    assert api.post(f"/api/brokers/{fresh_broker}/queues/Q1/messages/",
-                    json={"messages": [{"body": "r"}] * 3}).status_code == 201
+    assert (
+        api.post(f"/api/brokers/{fresh_broker}/queues/Q1/messages/", json={"messages": [{"body": "r"}] * 3}).status_code
+        == 201
+    )
     manage(site.env, "shell", "-c", "from dashboard.services.depth import depth_sample_take; depth_sample_take()")
     page = admin_page
     page.goto(f"{site.url}/")
@@ -37,8 +40,12 @@ def test_rate_chart_shows_history_for_every_window(admin_page, site, api, fresh_
 
 def test_message_browser_pages_both_ways_and_changes_nothing(admin_page, site, api, fresh_broker):
     bodies = [f"message {i:02}" for i in range(30)]
-    assert api.post(f"/api/brokers/{fresh_broker}/queues/Q1/messages/",
-                    json={"messages": [{"body": b} for b in bodies]}).status_code == 201
+    assert (
+        api.post(
+            f"/api/brokers/{fresh_broker}/queues/Q1/messages/", json={"messages": [{"body": b} for b in bodies]}
+        ).status_code
+        == 201
+    )
     before = api.get(f"/api/brokers/{fresh_broker}/queues/Q1/").json()
     page = admin_page
     page.goto(f"{site.url}/brokers/{fresh_broker}/queues/Q1/")
@@ -55,7 +62,9 @@ def test_message_browser_pages_both_ways_and_changes_nothing(admin_page, site, a
     page.click("text=First")
     assert rows.evaluate_all("rs => rs.map(r => r.dataset.msgId)") == first_page
     after = api.get(f"/api/brokers/{fresh_broker}/queues/Q1/").json()
-    assert {k: after[k] for k in ("depth", "in_flight", "locked")} == {k: before[k] for k in ("depth", "in_flight", "locked")}
+    assert {k: after[k] for k in ("depth", "in_flight", "locked")} == {
+        k: before[k] for k in ("depth", "in_flight", "locked")
+    }
     browsed = api.get(f"/api/brokers/{fresh_broker}/queues/Q1/messages/?limit=30").json()["messages"]
     assert all(m["delivery_count"] == 0 for m in browsed)
     assert page.console.errors == []
@@ -63,8 +72,9 @@ def test_message_browser_pages_both_ways_and_changes_nothing(admin_page, site, a
 
 def test_body_views_and_download(admin_page, site, api, fresh_broker):
     body = bytes([0, 1, 2, 250, 255]) + b"binary"
-    put = api.post(f"/api/brokers/{fresh_broker}/queues/Q1/messages/",
-                   json={"body_base64": base64.b64encode(body).decode()})
+    put = api.post(
+        f"/api/brokers/{fresh_broker}/queues/Q1/messages/", json={"body_base64": base64.b64encode(body).decode()}
+    )
     msg_id = put.json()["msg_id"] if "msg_id" in put.json() else put.json()["messages"][0]["msg_id"]
     page = admin_page
     page.goto(f"{site.url}/brokers/{fresh_broker}/queues/Q1/messages/{msg_id}/")
@@ -82,11 +92,17 @@ def test_body_views_and_download(admin_page, site, api, fresh_broker):
 
 
 def test_purge_shows_the_count_first_and_leaves_units_of_work_alone(admin_page, site, api, fresh_broker):
-    assert api.post(f"/api/brokers/{fresh_broker}/queues/Q1/messages/",
-                    json={"messages": [{"body": "p"}] * 4}).status_code == 201
+    assert (
+        api.post(f"/api/brokers/{fresh_broker}/queues/Q1/messages/", json={"messages": [{"body": "p"}] * 4}).status_code
+        == 201
+    )
     txn = begin(api, fresh_broker)
-    assert api.post(f"/api/brokers/{fresh_broker}/queues/Q1/messages/",
-                    json={"body": "uncommitted", "transaction": txn}).status_code == 201
+    assert (
+        api.post(
+            f"/api/brokers/{fresh_broker}/queues/Q1/messages/", json={"body": "uncommitted", "transaction": txn}
+        ).status_code
+        == 201
+    )
     page = admin_page
     page.goto(f"{site.url}/brokers/{fresh_broker}/queues/Q1/")
     page.click("text=Purge available messages…")
@@ -117,11 +133,19 @@ def test_a_message_links_to_the_unit_of_work_holding_it_on_the_graph(admin_page,
 
 def test_message_browser_previews_and_filters_server_side(admin_page, site, api, fresh_broker):
     url = f"/api/brokers/{fresh_broker}/queues/Q1/messages/"
-    assert api.post(url, json={"messages": [
-        {"body": '{"order": 1, "state": "failed"}', "properties": {"reason": "timeout"}},
-        {"body_base64": base64.b64encode(b"\xff\x00 raw").decode()},
-        *[{"body": f"note {i}", "properties": {"reason": "parse"}} for i in range(27)],
-    ]}).status_code == 201
+    assert (
+        api.post(
+            url,
+            json={
+                "messages": [
+                    {"body": '{"order": 1, "state": "failed"}', "properties": {"reason": "timeout"}},
+                    {"body_base64": base64.b64encode(b"\xff\x00 raw").decode()},
+                    *[{"body": f"note {i}", "properties": {"reason": "parse"}} for i in range(27)],
+                ]
+            },
+        ).status_code
+        == 201
+    )
     before = api.get(f"/api/brokers/{fresh_broker}/queues/Q1/").json()
     page = admin_page
     page.goto(f"{site.url}/brokers/{fresh_broker}/queues/Q1/")
@@ -151,7 +175,10 @@ def test_message_browser_previews_and_filters_server_side(admin_page, site, api,
     page.click("#filter-clear")
     expect(rows).to_have_count(25)
     after = api.get(f"/api/brokers/{fresh_broker}/queues/Q1/").json()
-    assert {k: after[k] for k in ("depth", "in_flight", "locked")} == {k: before[k] for k in ("depth", "in_flight", "locked")}
+    assert {k: after[k] for k in ("depth", "in_flight", "locked")} == {
+        k: before[k] for k in ("depth", "in_flight", "locked")
+    }
     # the one error: Chromium logs the malformed filter's page, answered 400 as it should be
     assert page.console.errors == [
-        "console error: Failed to load resource: the server responded with a status of 400 (Bad Request)"]
+        "console error: Failed to load resource: the server responded with a status of 400 (Bad Request)"
+    ]

@@ -4,6 +4,7 @@ unless BATON_SCREENSHOTS names the folder to write to:
 
     BATON_SCREENSHOTS=docs/screenshots .venv/bin/python -m pytest tests/dashboard/browser/test_screenshots.py
 """
+
 from __future__ import annotations
 
 import os
@@ -25,8 +26,10 @@ def scene(api, broker: str) -> str:
     """Queues with messages in every state, linked units of work, a channel."""
     api.post(f"/api/brokers/{broker}/queues/", json={"name": "ORDERS", "description": "orders from the web shop"})
     for i in range(6):
-        api.post(f"/api/brokers/{broker}/queues/ORDERS/messages/", json={"body": f'{{"order": {i}, "item": "widget"}}',
-                                                                      "properties": {"region": "eu"}})
+        api.post(
+            f"/api/brokers/{broker}/queues/ORDERS/messages/",
+            json={"body": f'{{"order": {i}, "item": "widget"}}', "properties": {"region": "eu"}},
+        )
     held = begin(api, broker)
     api.post(f"/api/brokers/{broker}/queues/ORDERS/messages/", json={"body": "not committed yet", "transaction": held})
     api.post(f"/api/brokers/{broker}/queues/ORDERS/get/", json={"transaction": begin(api, broker)})
@@ -43,14 +46,26 @@ def scene(api, broker: str) -> str:
     api.post(f"/api/transactions/{c4}/commit/", json={"wait": 0})
     api.post(f"/api/transactions/{p4}/commit/", json={})
     fan = begin(api, broker)  # one producer, two pre-emptive consumers: laid out by dagre
-    api.post(f"/api/brokers/{broker}/queues/Q1/messages/", json={"messages": [{"body": "a"}, {"body": "b"}], "transaction": fan})
+    api.post(
+        f"/api/brokers/{broker}/queues/Q1/messages/",
+        json={"messages": [{"body": "a"}, {"body": "b"}], "transaction": fan},
+    )
     for _ in range(2):
         api.post(f"/api/brokers/{broker}/queues/Q1/get/", json={"transaction": begin(api, broker), "preemptive": True})
     for _ in range(4):
         begin(api, broker)
     api.post(f"/api/brokers/{broker}/queues/", json={"name": "TO.FAR", "usage": "transmission"})
-    api.post("/api/channels/", json={"name": f"{broker}.TO.FAR", "source_broker": broker, "transmission_queue": "TO.FAR",
-                                     "target_broker": "FAR", "target_url": "http://127.0.0.1:9", "target_token": "x"})
+    api.post(
+        "/api/channels/",
+        json={
+            "name": f"{broker}.TO.FAR",
+            "source_broker": broker,
+            "transmission_queue": "TO.FAR",
+            "target_broker": "FAR",
+            "target_url": "http://127.0.0.1:9",
+            "target_token": "x",
+        },
+    )
     api.post(f"/api/brokers/{broker}/queues/TO.FAR/messages/", json={"body": "x"})
     api.post(f"/api/channels/{broker}.TO.FAR/start/")
     return producer
@@ -62,11 +77,27 @@ def local_channel(api, broker: str) -> str:
     api.post("/api/brokers/", json={"name": target})
     api.post(f"/api/brokers/{target}/queues/", json={"name": "IN"})
     api.post(f"/api/brokers/{broker}/queues/", json={"name": "XMIT.EU", "usage": "transmission"})
-    api.post(f"/api/brokers/{broker}/queues/", json={"name": "OUT", "kind": "remote", "remote_broker": target,
-                                                    "remote_queue": "IN", "transmission_queue": "XMIT.EU"})
+    api.post(
+        f"/api/brokers/{broker}/queues/",
+        json={
+            "name": "OUT",
+            "kind": "remote",
+            "remote_broker": target,
+            "remote_queue": "IN",
+            "transmission_queue": "XMIT.EU",
+        },
+    )
     name = f"{broker}.TO.EU"
-    api.post("/api/channels/", json={"name": name, "source_broker": broker, "transmission_queue": "XMIT.EU",
-                                     "target_broker": target, "batch_size": 10})
+    api.post(
+        "/api/channels/",
+        json={
+            "name": name,
+            "source_broker": broker,
+            "transmission_queue": "XMIT.EU",
+            "target_broker": target,
+            "batch_size": 10,
+        },
+    )
     assert api.post(f"/api/channels/{name}/start/").status_code in (200, 202)
     return name
 
@@ -79,7 +110,10 @@ def pipeline(api, broker: str, *, pairs: int = 20, plain: int = 30) -> None:
         assert api.post(f"/api/transactions/{consumer}/commit/", json={"wait": 0}).status_code == 202
         assert api.post(f"/api/transactions/{producer}/commit/", json={}).status_code == 200
     api.post(f"/api/brokers/{broker}/queues/", json={"name": "INVOICES"})
-    api.post(f"/api/brokers/{broker}/queues/INVOICES/messages/", json={"messages": [{"body": f"invoice {i}"} for i in range(plain)]})
+    api.post(
+        f"/api/brokers/{broker}/queues/INVOICES/messages/",
+        json={"messages": [{"body": f"invoice {i}"} for i in range(plain)]},
+    )
     for _ in range(plain * 2 // 3):
         assert api.post(f"/api/brokers/{broker}/queues/INVOICES/get/", json={}).json()["messages"]
 

@@ -1,13 +1,16 @@
 """@stomp/stompjs (the npm package, bundled by the project's build as dist/stomp.js) in
 Chromium against the web server's /stomp/: the subprotocol handshake, a transaction, client
 acknowledgement, text and binary bodies."""
+
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
-BUNDLE = Path(os.environ.get("BATON_STOMPJS_BUNDLE") or
-              Path(__file__).resolve().parents[3] / "dashboard" / "static" / "dashboard" / "dist" / "stomp.js")
+BUNDLE = Path(
+    os.environ.get("BATON_STOMPJS_BUNDLE")
+    or Path(__file__).resolve().parents[3] / "dashboard" / "static" / "dashboard" / "dist" / "stomp.js"
+)
 
 SCRIPT = """async ({url, login, passcode, host}) => {
   const { Client } = window.BatonStomp;
@@ -53,12 +56,14 @@ def test_stompjs_in_chromium(chromium, site, api, fresh_broker):
     try:
         page.goto(f"{site.url}/login/")
         page.add_script_tag(path=str(BUNDLE))
-        result = page.evaluate(SCRIPT, {"url": f"{site.ws_url}/stomp/", "login": "tester", "passcode": site.token,
-                                        "host": fresh_broker})
+        result = page.evaluate(
+            SCRIPT, {"url": f"{site.ws_url}/stomp/", "login": "tester", "passcode": site.token, "host": fresh_broker}
+        )
     finally:
         page.close()
     assert (result["version"], result["protocol"]) == ("1.2", "v12.stomp")
-    assert sorted(result["got"], key=str) == sorted([{"body": "from the browser", "colour": "blue"},
-                                                      {"body": [0, 1, 2, 255], "colour": None}], key=str)
+    assert sorted(result["got"], key=str) == sorted(
+        [{"body": "from the browser", "colour": "blue"}, {"body": [0, 1, 2, 255], "colour": None}], key=str
+    )
     kept = api.get(f"/api/brokers/{fresh_broker}/queues/Q1/messages/").json()["messages"]
     assert [m["body"] for m in kept] == ["kept"]

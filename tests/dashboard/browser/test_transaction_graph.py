@@ -1,6 +1,7 @@
 """The transaction graph page in a real browser: its table (#transaction-table, one row per
 unit of work with data-transaction-id and data-state) follows the platform live when a held
 commit is released and when a rollback cascades."""
+
 from __future__ import annotations
 
 from playwright.sync_api import expect
@@ -93,8 +94,12 @@ def test_queue_filter_from_the_snapshot_and_live(admin_page, site, api, fresh_br
     expect(row(page, producer)).to_be_hidden()
     expect(row(page, consumer)).to_be_hidden()
     later = begin(api, fresh_broker)  # arrives in a delta, with the queue it put to
-    assert api.post(f"/api/brokers/{fresh_broker}/queues/Q2/messages/",
-                    json={"body": "x", "transaction": later}).status_code == 201
+    assert (
+        api.post(
+            f"/api/brokers/{fresh_broker}/queues/Q2/messages/", json={"body": "x", "transaction": later}
+        ).status_code
+        == 201
+    )
     expect(row(page, later)).to_have_attribute("data-queues", "Q2")
     expect(row(page, later)).to_be_visible()
     page.select_option('#filters select[name="queue"]', "")

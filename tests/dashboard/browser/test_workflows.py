@@ -1,6 +1,7 @@
 """The workflow pages in a real browser: the broker's workflows and instances with counts
 and filters, and one instance live: its steps' graph and table follow the units of work
 (in flight, held with a held edge, committed), the compensation path, and the abort action."""
+
 from __future__ import annotations
 
 from playwright.sync_api import expect
@@ -15,10 +16,20 @@ def test_workflow_pages_follow_an_instance_live(admin_page, site, api, fresh_bro
     b = fresh_broker
     for q in ("V", "A", "P", "cV", "cA", "cP"):
         _ok(api.post(f"/api/brokers/{b}/queues/", json={"name": q}), 201)
-    _ok(api.post(f"/api/brokers/{b}/workflows/", json={"name": "claim", "steps": [
-        {"name": "validate", "queue": "V", "compensation_queue": "cV"},
-        {"name": "approve", "queue": "A", "compensation_queue": "cA"},
-        {"name": "pay", "queue": "P", "compensation_queue": "cP"}]}), 201)
+    _ok(
+        api.post(
+            f"/api/brokers/{b}/workflows/",
+            json={
+                "name": "claim",
+                "steps": [
+                    {"name": "validate", "queue": "V", "compensation_queue": "cV"},
+                    {"name": "approve", "queue": "A", "compensation_queue": "cA"},
+                    {"name": "pay", "queue": "P", "compensation_queue": "cP"},
+                ],
+            },
+        ),
+        201,
+    )
     instance = _ok(api.post(f"/api/brokers/{b}/workflows/claim/instances/", json={"body": "42"}), 201)["id"]
     page = admin_page
     page.goto(f"{site.url}/brokers/{b}/workflows/")
@@ -35,8 +46,12 @@ def test_workflow_pages_follow_an_instance_live(admin_page, site, api, fresh_bro
     _ok(api.post(f"/api/brokers/{b}/queues/V/get/", json={"transaction": first}))
     row = page.locator('#step-table tr[data-step="validate"]')
     expect(row).to_have_attribute("data-state", "in_flight")
-    _ok(api.post(f"/api/workflow-instances/{instance}/steps/validate/complete/",
-                 json={"transaction": first, "output": {"body": "ok"}, "compensation": {"body": "undo"}}))
+    _ok(
+        api.post(
+            f"/api/workflow-instances/{instance}/steps/validate/complete/",
+            json={"transaction": first, "output": {"body": "ok"}, "compensation": {"body": "undo"}},
+        )
+    )
     second = begin()
     got = _ok(api.post(f"/api/brokers/{b}/queues/A/get/", json={"transaction": second, "preemptive": True}))
     assert got["messages"], "the uncommitted request is taken pre-emptively"

@@ -8,6 +8,7 @@ again only after that. A statement that fails on a broken connection marks it
 (``errors_occurred``): Django then checks it at the start of the next request and opens a new
 one, so a connection broken inside the window (the server restarted) costs the one request
 that meets it, as it would have if it broke between the check and the request's statement."""
+
 from __future__ import annotations
 
 import time

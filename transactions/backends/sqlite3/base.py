@@ -3,6 +3,7 @@
 released at its ``COMMIT``, ``ROLLBACK`` or the connection's close; a writing statement
 outside any transaction (autocommit: SQLite makes it a transaction of its own) for the
 statement."""
+
 from __future__ import annotations
 
 import re

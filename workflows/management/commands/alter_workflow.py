@@ -14,8 +14,11 @@ class Command(BaseCommand):
         step_options_add(parser, required=False)
 
     def handle(self, *args, broker, name, steps, deadline_ms, description, **options):
-        changes = {k: v for k, v in {"steps": steps, "deadline_ms": deadline_ms, "description": description}.items()
-                   if v is not None}
+        changes = {
+            k: v
+            for k, v in {"steps": steps, "deadline_ms": deadline_ms, "description": description}.items()
+            if v is not None
+        }
         with service_errors():
             workflow = workflow_alter(broker=broker, name=name, **changes)
         if options["verbosity"] > 0:

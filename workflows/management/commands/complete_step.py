@@ -6,9 +6,11 @@ from workflows.services.instances import step_complete
 
 
 class Command(BaseCommand):
-    help = ("Do a step by hand (a manual approval): get the instance's request from the step's queue under a "
-            "unit of work, complete the step with OUTPUT as the next step's request and COMPENSATION as its "
-            "compensation input, and commit.")
+    help = (
+        "Do a step by hand (a manual approval): get the instance's request from the step's queue under a "
+        "unit of work, complete the step with OUTPUT as the next step's request and COMPENSATION as its "
+        "compensation input, and commit."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("instance")
@@ -19,9 +21,17 @@ class Command(BaseCommand):
 
     def handle(self, *args, instance, step, output, compensation, wait, **options):
         with service_errors():
-            txn = manual_step(instance_id=instance, step=step, wait=wait, act=lambda t, requests: step_complete(
-                instance_id=instance, step=step, transaction_id=t,
-                output=message(output) if output is not None else passed_on(requests),
-                compensation=message(compensation)))
+            txn = manual_step(
+                instance_id=instance,
+                step=step,
+                wait=wait,
+                act=lambda t, requests: step_complete(
+                    instance_id=instance,
+                    step=step,
+                    transaction_id=t,
+                    output=message(output) if output is not None else passed_on(requests),
+                    compensation=message(compensation),
+                ),
+            )
         if options["verbosity"] > 0:
             self.stdout.write(f"Step {step!r} of instance {instance} committed (unit of work {txn}).")

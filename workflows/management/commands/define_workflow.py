@@ -6,8 +6,10 @@ from workflows.services.definitions import workflow_define
 
 
 class Command(BaseCommand):
-    help = ("Define a workflow on a broker: its steps in order, each a request on a queue with a compensation "
-            "queue (e.g. --step validate:VALIDATE:UNVALIDATE --step approve:APPROVE:UNAPPROVE).")
+    help = (
+        "Define a workflow on a broker: its steps in order, each a request on a queue with a compensation "
+        "queue (e.g. --step validate:VALIDATE:UNVALIDATE --step approve:APPROVE:UNAPPROVE)."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("broker", help="the broker the workflow belongs to")
@@ -16,7 +18,8 @@ class Command(BaseCommand):
 
     def handle(self, *args, broker, name, steps, deadline_ms, description, **options):
         with service_errors():
-            workflow_define(broker=broker, name=name, steps=steps, deadline_ms=deadline_ms or 0,
-                            description=description or "")
+            workflow_define(
+                broker=broker, name=name, steps=steps, deadline_ms=deadline_ms or 0, description=description or ""
+            )
         if options["verbosity"] > 0:
             self.stdout.write(f"Workflow {name!r} ({len(steps)} steps) defined on broker {broker!r}.")
