@@ -34,7 +34,8 @@ from typing import Any
 from django.conf import settings
 from django.db import close_old_connections, connections
 
-from config.errors import BatonError, Conflict, InvalidInput, MessageTooLarge, NotAuthenticated, NotFound
+from baton_client.errors import UnsettledDeliveries
+from config.errors import BatonError, InvalidInput, MessageTooLarge, NotAuthenticated, NotFound
 from transactions.exceptions import TransactionBackedOut, TransactionNotActive, TransactionNotFound
 from transactions.wakeups import wait_for, wakeup_notify
 
@@ -67,10 +68,8 @@ class UnknownDestination(NotFound):
     """No such destination."""
 
 
-class Unsettled(Conflict):
-    """A COMMIT of a transaction that holds pre-emptive deliveries not acknowledged under it."""
-
-    code = "unsettled_deliveries"
+#: A COMMIT of a transaction that holds pre-emptive deliveries not acknowledged under it.
+Unsettled = UnsettledDeliveries
 
 
 def version_negotiated(frame: Frame) -> str | None:

@@ -110,8 +110,8 @@ def test_no_step_lost_and_no_compensation_twice_while_servers_are_killed(tmp_pat
         for w in workers:
             w.start()
         killers = [
-            Killer(platform, "web", KILLS - KILLS // 2, random.Random(rng.random())),
-            Killer(platform, "worker", KILLS // 2, random.Random(rng.random())),
+            Killer(platform, ["web"], KILLS - KILLS // 2, random.Random(rng.random())),
+            Killer(platform, ["worker"], KILLS // 2, random.Random(rng.random())),
         ]
         for killer in killers:
             killer.start()

@@ -34,6 +34,7 @@ __all__ = [
     "AlreadyExists",
     "NotEmpty",
     "WorkflowConflict",
+    "UnsettledDeliveries",
     "LockLost",
     "MessageTooLarge",
     "UnsupportedMediaType",
@@ -189,6 +190,13 @@ class WorkflowConflict(Conflict):
     """The workflow instance or step is not in a state that allows this."""
 
     code = "workflow_conflict"
+
+
+class UnsettledDeliveries(Conflict):
+    """A STOMP COMMIT of a transaction holding pre-emptive deliveries not acknowledged under it
+    (the transaction is rolled back: nothing is consumed unseen)."""
+
+    code = "unsettled_deliveries"
 
 
 class LockLost(BatonError):
