@@ -5,8 +5,13 @@ from __future__ import annotations
 
 from collections import Counter
 
+import pytest
+
 from bench.checker import check
 from bench.soak import Series, samples_table, slope_per_hour, summary_table
+
+# no database of the suite's: once, in the SQLite pass
+pytestmark = pytest.mark.once
 
 
 def judged(

@@ -14,6 +14,9 @@ import pytest
 
 from bench.report import Result, json_rows, ratio_parse, ratios, scenario_messages, table, table_parse
 
+# the benchmark makes its own databases, whatever the suite's: once, in the SQLite pass
+pytestmark = pytest.mark.once
+
 ROOT = Path(__file__).resolve().parent.parent.parent
 #: What every --json result line has.
 RESULT_KEYS = {"kind", "scenario", "path", "operation", "clients", "batch", "messages", "seconds", "msgs_per_s"}

@@ -9,7 +9,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from bench.pipelines import PipelineResult, ratios, table, table_parse
+
+# the benchmark makes its own databases, whatever the suite's: once, in the SQLite pass
+pytestmark = pytest.mark.once
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 

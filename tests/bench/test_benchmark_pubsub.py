@@ -10,6 +10,9 @@ from pathlib import Path
 
 import pytest
 
+# the benchmark makes its own databases, whatever the suite's: once, in the SQLite pass
+pytestmark = pytest.mark.once
+
 ROOT = Path(__file__).resolve().parent.parent.parent
 SMALL = ["--publications", "5", "--subscriptions", "200", "--matching", "4"]
 
