@@ -232,6 +232,26 @@ def require_lock(user, *, token: str) -> None:
     )
 
 
+def require_locks(user, *, tokens: list[str]) -> None:
+    """:func:`require_lock` for several tokens, with one look-up of the queues they are on."""
+    if _superuser(user):
+        return
+    where = set(
+        Message.objects.filter(Q(lock_token__in=tokens) | Q(lapsed_lock_token__in=tokens))
+        .values_list("queue__broker__name", "queue__name")
+        .distinct()
+    )
+    for broker, queue in sorted(where):
+        if _holds(user, {"get"}, broker=broker, queue=queue):
+            continue
+        if _holds(user, ANY, broker=broker, queue=queue):
+            _refuse({"get"}, broker=broker, queue=queue)
+        raise PermissionDenied(
+            "You may not do that: settling this lock needs get permission on the queue its message is on.",
+            actions=["get"],
+        )
+
+
 # --- indirect paths: aliases, remote queues, reports ---------------------------------------
 #
 # The one rule (docs/permissions.md, "Indirect paths"): a put or get that reaches a queue

@@ -25,6 +25,7 @@ from brokers.api.operations import (
     LockAbandon,
     LockComplete,
     LockRenew,
+    LocksComplete,
     MessageGet,
     MessagePut,
     TransactionBegin,
@@ -247,6 +248,18 @@ def lock_completed(user, *, token: str, transaction: str | None) -> None:
     if transaction:
         request["transaction"] = transaction
     LockComplete.run(user, request)
+
+
+def locks_completed(user, *, tokens: list[str], transaction: str) -> None:
+    """Peek-locks completed under one unit of work: one operation per BATON_MAX_BATCH of
+    them (one database transaction each), each all or none; one alone as a single complete."""
+    if len(tokens) == 1:
+        lock_completed(user, token=tokens[0], transaction=transaction)
+        return
+    for start in range(0, len(tokens), settings.BATON_MAX_BATCH):
+        LocksComplete.run(
+            user, {"lock_tokens": tokens[start : start + settings.BATON_MAX_BATCH], "transaction": transaction}
+        )
 
 
 def lock_renewed(user, *, token: str) -> None:

@@ -357,6 +357,8 @@ class StompConnection:
                     if self._batchable(item):
                         held = self._gathered(applied)
                         self._send_batch(applied)
+                    elif self._ack_batchable(item):
+                        held = self._acks_gathered(applied)
                     else:
                         self._apply(item)
                 except BatonError as exc:
@@ -421,6 +423,61 @@ class StompConnection:
             messages=[(message_fields(frame), frame.body) for frame in batch],
         )
         self.receipt(batch[-1])
+
+    # --- ACKs in a transaction, pipelined: one completion of them all --------------------
+
+    def _ack_batchable(self, frame: Any) -> bool:
+        return (
+            isinstance(frame, Frame)
+            and frame.command == "ACK"
+            and self.user is not None
+            and frame.get("transaction") is not None
+        )
+
+    def _ack_covered(self, frame: Frame, txn: Txn, seen: set[str]) -> list[Pending] | None:
+        """The peek-locked messages an ACK in ``txn`` covers, none of them in ``seen``; None
+        when the ACK is not one to join a batch (it is then applied on its own, which says
+        what is wrong with it, if anything)."""
+        if frame.get("transaction") != txn.name:
+            return None
+        try:
+            covered = self._acknowledged(frame)
+        except BatonError:
+            return None
+        if any(item.txn is not None or item.msg_id in seen for item in covered):
+            return None
+        return covered
+
+    def _acks_gathered(self, batch: list[Frame]) -> Any:
+        """Apply the ACK ``batch[0]`` with the ACKs already received right after it in the same
+        transaction (up to one with a receipt) as one completion under its unit of work: all
+        or none, as the COMMIT that follows is anyway. Returns the frame that ended the batch
+        (to apply next), or _NOTHING."""
+        txn = self._transaction(batch[0])
+        first = self._ack_covered(batch[0], txn, set())
+        if first is None:  # pre-emptive deliveries, or an ACK to refuse: on its own
+            self._ack(batch[0])
+            return _NOTHING
+        covered = list(first)
+        seen = {item.msg_id for item in covered}
+        held: Any = _NOTHING
+        while len(covered) < settings.BATON_MAX_BATCH and batch[-1].get("receipt") is None:
+            try:
+                following = self.inbox.get_nowait()
+            except queue.Empty:
+                break
+            more = self._ack_covered(following, txn, seen) if self._ack_batchable(following) else None
+            if more is None:
+                held = following
+                break
+            batch.append(following)
+            covered.extend(more)
+            seen.update(item.msg_id for item in more)
+        engine.locks_completed(self.user, tokens=[item.token for item in covered], transaction=txn.id)
+        txn.completed.extend(item.token for item in covered)
+        self._forget(covered)
+        self.receipt(batch[-1])
+        return held
 
     def _apply(self, frame: Frame) -> None:
         command = frame.command

@@ -110,6 +110,54 @@ def lock_complete(*, token: str, transaction_id: str | None = None, user=None) -
     return outcome
 
 
+def locks_complete(*, tokens: list[str], transaction_id: str, user=None) -> str:
+    """Complete several locked messages under one unit of work, in one database transaction:
+    all of them or, on the first refusal (the same errors as :func:`lock_complete`, checked
+    in the order given), none. Each is removed when the unit of work commits; if it rolls
+    back they stay locked. A STOMP transaction's pipelined ACKs arrive this way."""
+    tokens = list(dict.fromkeys(tokens))
+    now = timezone.now()
+    with transaction_timeouts_applied(), engine_step(durable=False):
+        brokers = set(
+            Message.objects.filter(lock_token__in=tokens).values_list("queue__broker__name", flat=True).distinct()
+        )
+        txn = None
+        for broker in sorted(brokers) or [""]:  # each broker's check, as one complete would make it
+            txn = unit_of_work_joined(transaction_id=transaction_id, broker=broker, user=user, locked=txn)
+        found = {
+            m.lock_token: m
+            for m in Message.objects.select_for_update().select_related("queue__broker").filter(lock_token__in=tokens)
+        }
+        messages = []
+        for token in tokens:
+            message = found.get(token) or _locked_message(token, now)  # not found: why, as one complete says it
+            if message.get_transaction_id is None and message.locked_until <= now:
+                raise LockLost(f"The lock {token} expired at {message.locked_until.isoformat()}.", lock_token=token)
+            if message.get_transaction_id is not None:
+                raise Conflict(
+                    f"The message locked with {token} is already being completed under a unit of work.",
+                    lock_token=token,
+                )
+            messages.append(message)
+        Message.objects.filter(pk__in=[m.pk for m in messages]).update(get_transaction=txn)
+        journal_record(
+            events=[
+                journal_event(
+                    JournalKind.GET,
+                    broker=m.queue.broker.name,
+                    queue=m.queue.name,
+                    msg_id=m.msg_id,
+                    at=now,
+                    transaction_id=txn.id,
+                    put_time=m.put_time.isoformat(),
+                    completed_lock=True,
+                )
+                for m in messages
+            ]
+        )
+    return "pending_commit"
+
+
 def lock_abandon(*, token: str) -> str:
     """Give the message back at once (its delivery count stays raised)."""
     now = timezone.now()

@@ -188,3 +188,24 @@ def test_the_locks_of_unacknowledged_messages_are_renewed(stomp_port, stomp_brok
     seen.wait(lambda: "r" in seen.receipts)
     bye(conn)
     assert seen.errors == [] and available("SHORT") == []
+
+
+def test_acks_sent_together_in_a_transaction_are_all_or_none(stomp_port, stomp_broker, token):
+    put("a", "b", "c", "d")
+    raw = Raw(stomp_port)
+    raw.connect(token)
+    raw.send(b"SUBSCRIBE\nid:s1\ndestination:/queue/Q1\nack:client-individual\n\n\0")
+    acks = [raw.next().get("ack") for _ in range(4)]
+    frames = [f"ACK\nid:{ack}\ntransaction:t1\n\n\0" for ack in acks[:3]]
+    raw.send(b"BEGIN\ntransaction:t1\n\n\0" + "".join(frames).encode() + b"COMMIT\ntransaction:t1\nreceipt:r1\n\n\0")
+    assert raw.next().command == "RECEIPT"
+    assert available() == []  # d is still locked by this connection
+    # the same ACK twice, sent together: ERROR, and nothing of the transaction stays
+    raw.send(
+        f"BEGIN\ntransaction:t2\n\n\0ACK\nid:{acks[3]}\ntransaction:t2\n\n\0"
+        f"ACK\nid:{acks[3]}\ntransaction:t2\nreceipt:r2\n\n\0COMMIT\ntransaction:t2\n\n\0".encode()
+    )
+    [error] = [f for f in raw.closed_after() if f.command == "ERROR"]
+    assert "already acknowledged" in error.body.decode()
+    raw.close()
+    until(lambda: available() == [b"d"], what="d given back")

@@ -15,7 +15,7 @@ from .definitions import (
     QueueList,
 )
 from .connections import ConnectionClose, ConnectionDisplay, ConnectionOpen
-from .locks import LockAbandon, LockComplete, LockDeadLetter, LockRenew
+from .locks import LockAbandon, LockComplete, LockDeadLetter, LockRenew, LocksComplete
 from .messages import MessageBrowse, MessageGet, MessagePut
 from .transactions import TransactionBegin, TransactionCheck, TransactionCommit, TransactionDisplay, TransactionRollback
 
@@ -38,6 +38,7 @@ __all__ = [
     "LockComplete",
     "LockDeadLetter",
     "LockRenew",
+    "LocksComplete",
     "MessageBrowse",
     "MessageGet",
     "MessagePut",

@@ -4,14 +4,21 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from django.conf import settings
+from pydantic import AfterValidator, Field
 
 from ... import permissions as may
-from ...services.locks import lock_abandon, lock_complete, lock_dead_letter, lock_renew
+from ...services.locks import lock_abandon, lock_complete, lock_dead_letter, lock_renew, locks_complete
 from .base import Model, Operation
 
 Token = Annotated[str, Field(max_length=64, description="The lock token of a peek-locked message.")]
 Outcome = Literal["completed", "pending_commit", "available", "dead_lettered"]
+
+
+def _tokens_bounded(value: list[str]) -> list[str]:
+    if len(value) > settings.BATON_MAX_BATCH:
+        raise ValueError(f"At most {settings.BATON_MAX_BATCH}.")
+    return value
 
 
 class LockOutcome(Model):
@@ -36,6 +43,26 @@ class LockComplete(Operation):
         may.require_lock(user, token=data.lock_token)
         outcome = lock_complete(token=data.lock_token, transaction_id=data.transaction, user=user)
         return 200, {"lock_token": data.lock_token, "outcome": outcome}
+
+
+class LocksComplete(Operation):
+    """Complete several peek-locked messages under one unit of work, all or none: each is
+    gone when the unit of work commits. Not in the REST or session API: STOMP's ACKs of one
+    transaction, received together, arrive this way (docs/stomp.md)."""
+
+    class Input(Model):
+        lock_tokens: Annotated[list[Token], Field(min_length=1), AfterValidator(_tokens_bounded)]
+        transaction: Annotated[str, Field(max_length=64)]
+
+    class Output(Model):
+        lock_tokens: list[str]
+        outcome: Outcome
+
+    @classmethod
+    def perform(cls, user, data: Input) -> tuple[int, dict[str, Any]]:
+        may.require_locks(user, tokens=data.lock_tokens)
+        outcome = locks_complete(tokens=data.lock_tokens, transaction_id=data.transaction, user=user)
+        return 200, {"lock_tokens": data.lock_tokens, "outcome": outcome}
 
 
 class LockAbandon(Operation):

@@ -1,0 +1,68 @@
+"""Several peek-locks completed under one unit of work at once (``locks_complete``, what
+STOMP's pipelined ACKs of one transaction become): all of them or none, with the same
+refusals as one complete; and STOMP ACKs sent together in a transaction."""
+
+from __future__ import annotations
+
+import pytest
+
+from brokers.models import Message
+from brokers.services.locks import LockLost, LockNotFound, lock_abandon, locks_complete
+from config.errors import Conflict
+
+from .conftest import BROKER, begin, commit, get, get_bodies, put, rollback
+
+pytestmark = pytest.mark.postgres  # also run on PostgreSQL
+
+PAST = "2000-01-01T00:00:00Z"
+
+
+def _locks(queue: str, n: int) -> list[str]:
+    result = get(queue, mode="peek_lock", batch=n)
+    assert len(result.messages) == n, result.reason
+    return [m.lock_token for m in result.messages]
+
+
+def _pending(tokens: list[str]) -> list[str | None]:
+    return [Message.objects.get(lock_token=t).get_transaction_id for t in tokens]
+
+
+def test_all_complete_at_the_commit_and_come_back_locked_at_a_rollback(pq):
+    put(pq, "M1", "M2", "M3")
+    tokens = _locks(pq, 3)
+    txn = begin()
+    assert locks_complete(tokens=tokens, transaction_id=txn) == "pending_commit"
+    assert _pending(tokens) == [txn] * 3
+    rollback(txn)
+    assert _pending(tokens) == [None] * 3  # still locked, by the same tokens
+    txn = begin()
+    locks_complete(tokens=tokens, transaction_id=txn)
+    commit(txn)
+    assert Message.objects.filter(queue__name=pq).count() == 0
+
+
+@pytest.mark.parametrize("spoil", ["unknown", "lapsed", "pending"])
+def test_one_refused_token_completes_none(pq, spoil):
+    put(pq, "M1", "M2", "M3")
+    tokens = _locks(pq, 3)
+    held = list(tokens)
+    other = begin()
+    if spoil == "unknown":
+        tokens[1], expected = "0" * 32, LockNotFound
+    elif spoil == "lapsed":
+        Message.objects.filter(lock_token=tokens[1]).update(locked_until=PAST)
+        expected = LockLost
+    else:
+        locks_complete(tokens=[tokens[1]], transaction_id=other)
+        expected = Conflict
+    txn = begin()
+    with pytest.raises(expected):
+        locks_complete(tokens=tokens, transaction_id=txn)
+    for token in (tokens[0], tokens[2]):
+        assert Message.objects.get(lock_token=token).get_transaction_id is None
+        lock_abandon(token=token)
+    rollback(other)
+    rollback(txn)
+    if spoil != "lapsed":  # (a lapsed lock is released by the next get)
+        lock_abandon(token=held[1])
+    assert sorted(get_bodies(pq, batch=3)) == ["M1", "M2", "M3"]
