@@ -10,7 +10,7 @@ from brokers.models import Message
 from brokers.services.locks import LockLost, LockNotFound, lock_abandon, locks_complete
 from config.errors import Conflict
 
-from .conftest import BROKER, begin, commit, get, get_bodies, put, rollback
+from .conftest import begin, commit, get, get_bodies, put, rollback
 
 pytestmark = pytest.mark.postgres  # also run on PostgreSQL
 
