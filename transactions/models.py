@@ -40,6 +40,7 @@ class Transaction(models.Model):
         blank=True,
         on_delete=models.SET_NULL,
         related_name="+",
+        db_index=False,  # txn_cause below: only the rows that have one
         help_text="The upstream transaction whose rollback cascaded to this one.",
     )
     owner = models.CharField(max_length=100, blank=True, help_text="Connection id or channel that began it, if any.")
@@ -56,6 +57,9 @@ class Transaction(models.Model):
         blank=True,
         on_delete=models.SET_NULL,
         related_name="+",
+        # no index: every unit of work would write one, for the rare deletion of a user
+        # (which then reads the table once to clear its units of work's user)
+        db_index=False,
         help_text="The user who began it, who alone (with superusers and the broker's admins) may act on it; "
         "empty for units of work begun by channel agents and other system code.",
     )
@@ -67,6 +71,8 @@ class Transaction(models.Model):
                 name="txn_open_deadline",
                 condition=models.Q(state__in=["active", "commit_held"]),
             ),
+            # written by cascaded rollbacks only: no entry for the units of work without a cause
+            models.Index(fields=["cause"], name="txn_cause", condition=models.Q(cause__isnull=False)),
         ]
 
     def __str__(self) -> str:

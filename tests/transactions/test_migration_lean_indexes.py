@@ -1,0 +1,58 @@
+"""Upgrading a database made by the earlier schema (transactions 0002) to the lean indexes
+(0003): the units of work and their links stay as they were, the dropped indexes are gone,
+the partial cause index is there, and the unit-of-work queries still find what they look for."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
+
+pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
+
+BEFORE = [("transactions", "0002_transaction_user")]
+AFTER = [("transactions", "0003_lean_indexes")]
+
+
+def _migrate(targets) -> MigrationExecutor:
+    executor = MigrationExecutor(connection)
+    executor.loader.build_graph()
+    executor.migrate(targets)
+    return executor
+
+
+def _indexes() -> set[str]:
+    with connection.cursor() as c:
+        return set(connection.introspection.get_constraints(c, "transactions_transaction"))
+
+
+def test_an_earlier_database_keeps_its_units_of_work_and_loses_only_indexes(django_user_model):
+    user = django_user_model.objects.create_user("upgrader")
+    try:
+        _migrate(BEFORE)
+        assert "transactions_transaction_user_id_b9ecc248" in _indexes()
+        with connection.cursor() as c:
+            for id, cause in (("u1", None), ("u2", "u1")):
+                c.execute(
+                    "INSERT INTO transactions_transaction (id, broker, state, reason, owner, marks, created_at,"
+                    " cause_id, user_id) VALUES (%s, 'QM1', 'rolled_back', '', '', '[]', CURRENT_TIMESTAMP, %s, %s)",
+                    [id, cause, user.pk],
+                )
+        _migrate(AFTER)
+    finally:
+        _migrate(_latest())
+    indexes = _indexes()
+    assert "txn_cause" in indexes
+    assert not {"transactions_transaction_user_id_b9ecc248", "transactions_transaction_cause_id_270b1dae"} & indexes
+    assert not {name for name in indexes if name.endswith("_like")}
+    from transactions.models import Transaction
+
+    rows = {t.id: (t.cause_id, t.user_id) for t in Transaction.objects.filter(id__in=["u1", "u2"])}
+    assert rows == {"u1": (None, user.pk), "u2": ("u1", user.pk)}
+    assert list(Transaction.objects.filter(cause_id="u1").values_list("id", flat=True)) == ["u2"]
+    Transaction.objects.filter(id__in=["u1", "u2"]).delete()
+
+
+def _latest():
+    executor = MigrationExecutor(connection)
+    return executor.loader.graph.leaf_nodes()
