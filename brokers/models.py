@@ -256,18 +256,11 @@ class Message(models.Model):
             ),
         ]
         indexes = [
-            # The get path, for priority and FIFO queues. The put transaction is in the index
-            # so that ordinary gets skip uncommitted puts without reading their rows, and
-            # pre-emptive gets walk the same index.
-            models.Index(
-                "queue",
-                models.F("priority").desc(),
-                "id",
-                "put_transaction",
-                name="msg_get_priority",
-                condition=_NOT_GOTTEN,
-            ),
-            models.Index("queue", "id", "put_transaction", name="msg_get_fifo", condition=_NOT_GOTTEN),
+            # The get path, for priority and FIFO queues; pre-emptive gets walk the same index.
+            # The put transaction is not in them: a commit, which clears it, then writes no
+            # entry of theirs (a get reads each candidate's row anyway, for its lock and expiry).
+            models.Index("queue", models.F("priority").desc(), "id", name="msg_get_priority", condition=_NOT_GOTTEN),
+            models.Index("queue", "id", name="msg_get_fifo", condition=_NOT_GOTTEN),
             # commit-ordered queues: gets in priority order, and ordered gets and browses
             models.Index(
                 "queue",

@@ -383,37 +383,42 @@ def messages_sendable_lengths(*, queue_id: int, preemptive: bool, priority_first
 # --- commit and rollback --------------------------------------------------------------------
 
 
-def transaction_messages(*, transaction_ids: Sequence[str]) -> tuple[dict[int, tuple[int, int]], dict[int, int]]:
+def transaction_messages(*, transaction_ids: Sequence[str]) -> tuple[dict[int, tuple[int, int, bool]], dict[int, int]]:
     """What these units of work did to messages: per queue, the lowest and highest row id of
-    their uncommitted puts not also gotten inside the group, and per queue the number of
-    messages they got. Reads through the partial indexes on the put and get transaction;
-    takes no lock (the transaction rows held by the caller keep these rows still)."""
+    their uncommitted puts not also gotten inside the group and whether the queue is read in
+    commit order, and per queue the number of messages they got. Reads through the partial
+    indexes on the put and get transaction; takes no lock (the transaction rows held by the
+    caller keep these rows still, and a queue holding messages keeps its read order)."""
     marks = ", ".join(["%s"] * len(transaction_ids))
     ids = list(transaction_ids)
     with cursor() as c:
         c.execute(
-            f"SELECT 1, queue_id, MIN(id), MAX(id) FROM {MESSAGE} WHERE put_transaction_id IN ({marks})"
-            f" AND (get_transaction_id IS NULL OR get_transaction_id NOT IN ({marks})) GROUP BY queue_id"
-            f" UNION ALL SELECT 2, queue_id, COUNT(*), 0 FROM {MESSAGE} WHERE get_transaction_id IN ({marks})"
+            f"SELECT 1, m.queue_id, MIN(m.id), MAX(m.id), (SELECT q.read_order FROM {QUEUE} q WHERE q.id = m.queue_id)"
+            f" FROM {MESSAGE} m WHERE m.put_transaction_id IN ({marks})"
+            f" AND (m.get_transaction_id IS NULL OR m.get_transaction_id NOT IN ({marks})) GROUP BY m.queue_id"
+            f" UNION ALL SELECT 2, queue_id, COUNT(*), 0, '' FROM {MESSAGE} WHERE get_transaction_id IN ({marks})"
             f" GROUP BY queue_id",
             ids + ids + ids,
         )
         rows = c.fetchall()
-    puts = {queue_id: (low, high) for side, queue_id, low, high in rows if side == 1}
-    gets = {queue_id: count for side, queue_id, count, _ in rows if side == 2}
+    puts = {queue_id: (low, high, order == "commit") for side, queue_id, low, high, order in rows if side == 1}
+    gets = {queue_id: count for side, queue_id, count, _, _ in rows if side == 2}
     return puts, gets
 
 
-def messages_commit_puts(*, transaction_ids: Sequence[str], queue_id: int, first_id: int, base_seq: int) -> None:
-    """Make a queue's committed puts available, with commit sequences in put order
-    (``id - first_id + base_seq``). Locks those message rows."""
+def messages_commit_puts(*, transaction_ids: Sequence[str], queue_id: int, first_id: int, base_seq: int | None) -> None:
+    """Make a queue's committed puts available, on a commit-ordered queue with commit
+    sequences in put order (``id - first_id + base_seq``; ``base_seq`` None: a put-ordered
+    queue, whose messages need none, so the commit-order indexes get no entry). Locks those
+    message rows."""
     marks = ", ".join(["%s"] * len(transaction_ids))
     ids = list(transaction_ids)
+    sequence, values = (", commit_seq = id - %s + %s", [first_id, base_seq]) if base_seq is not None else ("", [])
     deferred(  # nothing reads it back: on PostgreSQL it travels with the next statement
-        f"UPDATE {MESSAGE} SET put_transaction_id = NULL, commit_seq = id - %s + %s"
+        f"UPDATE {MESSAGE} SET put_transaction_id = NULL{sequence}"
         f" WHERE queue_id = %s AND put_transaction_id IN ({marks})"
         f" AND (get_transaction_id IS NULL OR get_transaction_id NOT IN ({marks}))",
-        [first_id, base_seq, queue_id, *ids, *ids],
+        [*values, queue_id, *ids, *ids],
     )
 
 

@@ -132,10 +132,24 @@ class JournalKind(models.TextChoices):
     REACT = "react"
 
 
-class JournalEvent(models.Model):
-    """Append-only record of what happened; feeds the dashboard and the analytics jobs."""
+class RowIdField(models.BigAutoField):
+    """A big auto primary key that is, on SQLite, the table's rowid without ``AUTOINCREMENT``:
+    a new row's id is one more than the largest present, with no write to
+    ``sqlite_sequence`` (one more page in every database transaction that inserts). For an
+    append-only table whose newest row is never deleted, ids stay strictly increasing and are
+    never reused, as with ``AUTOINCREMENT``. Elsewhere the same as ``BigAutoField``."""
 
-    id = models.BigAutoField(primary_key=True)
+    def db_type_suffix(self, connection):
+        if connection.vendor == "sqlite":
+            return None
+        return super().db_type_suffix(connection)
+
+
+class JournalEvent(models.Model):
+    """Append-only record of what happened; feeds the dashboard and the analytics jobs. Its
+    newest row is never deleted (ids are export watermarks: see ``RowIdField``)."""
+
+    id = RowIdField(primary_key=True)
     at = models.DateTimeField(db_index=True)
     kind = models.CharField(max_length=16, choices=JournalKind.choices)
     broker = models.CharField(max_length=48)

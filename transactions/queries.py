@@ -274,11 +274,17 @@ def transaction_row(*, transaction_id: str, lock: bool) -> Transaction | None:
 def transactions_resolve(
     *, transaction_ids: Sequence[str], state: str, resolved_at, reason: str = "", cause_id: str | None = None
 ) -> None:
-    """Set the final state of units of work whose rows the caller holds."""
+    """Set the final state of units of work whose rows the caller holds. A commit leaves the
+    reason and cause alone (an open unit of work has none): on SQLite, writing the cause (a
+    foreign key to the same table) rewrites the row's other index entries too."""
     marks = ", ".join(["%s"] * len(transaction_ids))
+    if reason or cause_id is not None:
+        columns, values = ", reason = %s, cause_id = %s", [reason, cause_id]
+    else:
+        columns, values = "", []
     deferred(  # nothing reads it back in this step: on PostgreSQL it travels with the next statement
-        f"UPDATE {TRANSACTION} SET state = %s, resolved_at = %s, reason = %s, cause_id = %s WHERE id IN ({marks})",
-        [state, dt_param(resolved_at), reason, cause_id, *transaction_ids],
+        f"UPDATE {TRANSACTION} SET state = %s, resolved_at = %s{columns} WHERE id IN ({marks})",
+        [state, dt_param(resolved_at), *values, *transaction_ids],
     )
 
 

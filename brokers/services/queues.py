@@ -104,8 +104,10 @@ def queue_alter(*, broker: str, name: str, user=None, **changes) -> Queue:
         queue = queue_get(broker=broker, name=name)
         rekinded = "kind" in changes and changes["kind"] != queue.kind
         reused = "usage" in changes and changes["usage"] != queue.usage
-        if (rekinded or reused) and Message.objects.filter(queue=queue).exists():
-            what = "kind" if rekinded else "usage"
+        # the read order too: only a commit-ordered queue's messages carry commit sequences
+        reordered = "read_order" in changes and changes["read_order"] != queue.read_order
+        if (rekinded or reused or reordered) and Message.objects.filter(queue=queue).exists():
+            what = "kind" if rekinded else "usage" if reused else "read order"
             raise NotEmpty(f"Queue {name!r} holds messages; its {what} cannot change.", queue=name)
         if rekinded:
             kept = KIND_FIELDS.get(changes["kind"], set())

@@ -134,10 +134,12 @@ class MessageStore:
         puts, gets = queries.transaction_messages(transaction_ids=transaction_ids)
         queries.queues_lock(queue_ids=[*puts, *gets])
         for queue_id in sorted(puts):
-            first, last = puts[queue_id]
-            base = queries.queue_reserve(
-                queue_id=queue_id, count=0, commit_count=last - first + 1, max_depth_checked=False
-            )
+            first, last, commit_ordered = puts[queue_id]
+            base = None  # a put-ordered queue: no commit sequence, and its row is not written
+            if commit_ordered:
+                base = queries.queue_reserve(
+                    queue_id=queue_id, count=0, commit_count=last - first + 1, max_depth_checked=False
+                )
             queries.messages_commit_puts(
                 transaction_ids=transaction_ids, queue_id=queue_id, first_id=first, base_seq=base
             )

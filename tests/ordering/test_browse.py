@@ -9,11 +9,11 @@ import json
 
 import pytest
 
-from brokers.exceptions import InvalidInput
+from brokers.exceptions import InvalidInput, NotEmpty
 from brokers.models import Message
 from brokers.services.queues import queue_alter
 
-from .conftest import BROKER, begin, browse, commit, get, put, rollback
+from .conftest import BROKER, begin, browse, commit, get, get_bodies, put, rollback
 
 pytestmark = pytest.mark.postgres  # also run on PostgreSQL
 
@@ -154,9 +154,14 @@ def test_cursor_of_one_kind_of_browse_is_invalid_for_another(pq, cq):
 def test_cursor_invalid_after_read_order_changes(pq):
     put(pq, "M1")
     _, cursor = browse(pq, ordered=True)
+    with pytest.raises(NotEmpty):  # a queue holding messages keeps its read order
+        queue_alter(broker=BROKER, name=pq, read_order="commit")
+    assert get_bodies(pq) == ["M1"]
     queue_alter(broker=BROKER, name=pq, read_order="commit")
+    put(pq, "M2")
     with pytest.raises(InvalidInput):
         browse(pq, ordered=True, cursor=cursor)
+    assert browse(pq, ordered=True)[0] == ["M2"]  # committed on a commit-ordered queue: sequenced
 
 
 def test_browse_over_rest_with_cursor_and_ordered(api, pq):

@@ -1,6 +1,7 @@
 """Upgrading a database made by the earlier schema (transactions 0002) to the lean indexes
-(0003): the units of work and their links stay as they were, the dropped indexes are gone,
-the partial cause index is there, and the unit-of-work queries still find what they look for."""
+(0003) and the journal's rowid (0004): the units of work and journal events stay as they
+were, the dropped indexes are gone, the partial cause index is there, the unit-of-work
+queries still find what they look for, and new journal events get larger ids."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from django.db.migrations.executor import MigrationExecutor
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
 BEFORE = [("transactions", "0002_transaction_user")]
-AFTER = [("transactions", "0003_lean_indexes")]
+AFTER = [("transactions", "0004_journal_rowid")]
 
 
 def _migrate(targets) -> MigrationExecutor:
@@ -38,6 +39,13 @@ def test_an_earlier_database_keeps_its_units_of_work_and_loses_only_indexes(djan
                     " cause_id, user_id) VALUES (%s, 'QM1', 'rolled_back', '', '', '[]', CURRENT_TIMESTAMP, %s, %s)",
                     [id, cause, user.pk],
                 )
+            for _ in range(2):
+                c.execute(
+                    "INSERT INTO transactions_journalevent (at, kind, broker, queue, transaction_id, msg_id, detail)"
+                    " VALUES (CURRENT_TIMESTAMP, 'begin', 'QM1', '', 'u1', '', '{}')"
+                )
+            c.execute("SELECT id FROM transactions_journalevent WHERE transaction_id = 'u1' ORDER BY id")
+            journal = [row[0] for row in c.fetchall()]
         _migrate(AFTER)
     finally:
         _migrate(_latest())
@@ -51,6 +59,13 @@ def test_an_earlier_database_keeps_its_units_of_work_and_loses_only_indexes(djan
     assert rows == {"u1": (None, user.pk), "u2": ("u1", user.pk)}
     assert list(Transaction.objects.filter(cause_id="u1").values_list("id", flat=True)) == ["u2"]
     Transaction.objects.filter(id__in=["u1", "u2"]).delete()
+    from transactions.models import JournalEvent
+
+    assert list(JournalEvent.objects.filter(transaction_id="u1").order_by("id").values_list("id", flat=True)) == journal
+    added = JournalEvent.objects.create(at="2026-01-01T00:00:00Z", kind="begin", broker="QM1")
+    assert added.id > max(journal)
+    JournalEvent.objects.filter(transaction_id="u1").delete()
+    added.delete()
 
 
 def _latest():
