@@ -178,6 +178,21 @@ def _batch_send(
     _crash_point("after_send", crash_at, batch.seq)
 
 
+def _backed_out_first(channel: Channel, transport: Transport, crash_at: str | None) -> None:
+    """Back out at the receiver every batch in flight whose T_s has rolled back (an upstream's
+    rollback cascaded to it): its messages are back on the transmission queue, and a batch
+    gathered after that rollback may hold them again; the receiver must not still hold the
+    earlier copy when it arrives (it would take them for duplicates and drop them)."""
+    batches = _in_flight(channel)
+    if not batches:
+        return
+    checked = ready_checks(transaction_ids=[b.transaction for b in batches])
+    for batch in batches:
+        result = checked.get(batch.transaction) or transaction_check(transaction_id=batch.transaction).result
+        if result == "backed_out":
+            _batch_settle(channel, transport, batch, result, crash_at)
+
+
 def _batch_new(channel: Channel, queue: Queue, transport: Transport, crash_at: str | None) -> bool:
     """Gather, record and send the next batch; False when there was nothing to get after all."""
     txn = transaction_begin(broker=channel.source_broker.name, timeout_ms=0, owner=f"channel:{channel.name}")
@@ -185,6 +200,8 @@ def _batch_new(channel: Channel, queue: Queue, transport: Transport, crash_at: s
     if not messages:
         transaction_rollback(transaction_id=txn.id, reason="channel idle", require_open=False)
         return False
+    # Read after the gather: a message it took again was freed by a T_s rollback that this sees.
+    _backed_out_first(channel, transport, crash_at)
     seq = channel.last_batch_seq + 1
     _crash_point("after_get", crash_at, seq)
     with db.atomic():
