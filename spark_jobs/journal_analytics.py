@@ -81,6 +81,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 # Absolute, not relative: spark-submit runs this file as a script.
+from spark_jobs import workflow_analytics
 from spark_jobs.session import spark_session
 
 APP_NAME = "baton-journal-analytics"
@@ -446,8 +447,6 @@ def run(spark: SparkSession, input_path: str, out_dir: str, workflows_path: str 
     try:
         written = load(transform(events), out_dir)
         if workflows_path is not None:
-            from spark_jobs import workflow_analytics
-
             history = workflow_analytics.extract(spark, workflows_path)
             written.update(load(workflow_analytics.transform(history, events), out_dir))
         return written

@@ -44,8 +44,6 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from spark_jobs.journal_analytics import BEGIN, COMMIT, HOLD
-
 #: Every field nullable, as Spark reads files.
 HISTORY_SCHEMA = T.StructType(
     [
@@ -61,6 +59,8 @@ HISTORY_SCHEMA = T.StructType(
     ]
 )
 
+#: Journal kinds (spark_jobs.journal_analytics reads the same events).
+BEGIN, HOLD, COMMIT = "begin", "hold", "commit"
 STARTED, COMPLETED, COMPENSATED = "started", "completed", "compensated"
 STEP_COMPLETED, STEP_COMMITTED, STEP_BACKED_OUT = "step_completed", "step_committed", "step_backed_out"
 #: The events that make an instance compensate (workflows.services.saga.instance_fail).
