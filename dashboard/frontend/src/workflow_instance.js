@@ -92,6 +92,11 @@ function render(instance) {
   text(state, instance.state);
   state.dataset.state = instance.state;
   text(document.getElementById("wf-reason"), instance.reason);
+  // the actions the page was rendered with, while they still apply
+  const abort = document.getElementById("wf-abort");
+  if (abort) abort.closest("form").hidden = instance.state !== "running";
+  const resubmit = document.getElementById("wf-resubmit");
+  if (resubmit) resubmit.closest("form").hidden = instance.state !== "compensation_failed";
   for (const s of instance.steps) {
     const row = document.querySelector(`#step-table tr[data-step="${CSS.escape(s.name)}"]`);
     if (!row) continue;
