@@ -21,7 +21,9 @@ Spark's ``_SUCCESS`` marker once complete (replaced whole on every run):
     queue of its broker: a backout queue or dead-letter queue receiving a message backed out
     past its threshold), ``backout_rate`` (backouts / gets, null without gets),
     ``dead_letters`` (messages moved from it to a backout or dead-letter queue), ``expired``,
-    ``discarded`` (non-persistent messages discarded at a broker restart), ``depth``
+    ``discarded`` (non-persistent messages discarded at a broker restart), ``cancelled``
+    (messages removed by a reactive message's cancel: a ``react`` event with ``action``
+    cancel, ``applied`` true, naming the message in ``refers_to``), ``depth``
     (messages on it at the end of the input, counted from its events: see ``throughput``),
     ``oldest_age_ms`` (how long the oldest of them had waited at the input's last event;
     null when none), ``dwell_samples``, ``dwell_p50_ms``, ``dwell_p95_ms``,
@@ -49,7 +51,7 @@ Spark's ``_SUCCESS`` marker once complete (replaced whole on every run):
 ``throughput/``
     ``broker``, ``queue``, ``minute`` (UTC, ISO-8601), ``puts``, ``gets`` per minute that
     saw any, and ``depth`` at the minute's end: the running sum of committed puts and
-    transfers, messages moved in and backouts, minus gets, expiries, discards and moves out
+    transfers, messages moved in and backouts, minus gets, expiries, discards, cancels and moves out
     (puts of units of work that rolled back never count; a get that is backed out counts,
     and so does its backout).
 ``chains/``
@@ -103,13 +105,13 @@ EVENT_SCHEMA = T.StructType(
 
 PUT, GET, BACKOUT, TRANSFER, COMMIT, ROLLBACK = "put", "get", "backout", "transfer", "commit", "rollback"
 BEGIN, LINK, HOLD, CASCADE, EXPIRE, DEAD_LETTER = "begin", "link", "hold", "cascade", "expire", "dead_letter"
-DISCARD = "discard"
-#: Not a journal kind: the arrival, on the queue a ``dead_letter`` event names as its
-#: target, of the message it moved (``_moves_expanded``).
-MOVED_IN = "moved_in"
+DISCARD, REACT = "discard", "react"
+#: Not journal kinds (``_moves_expanded``): the arrival, on the queue a ``dead_letter``
+#: event names as its target, of the message it moved; a message removed by a cancel.
+MOVED_IN, CANCELLED = "moved_in", "cancelled"
 #: Events that put a message on a queue, and those that take one off it.
 ARRIVALS = (PUT, TRANSFER, MOVED_IN)
-DEPARTURES = (GET, EXPIRE, DEAD_LETTER, DISCARD)
+DEPARTURES = (GET, EXPIRE, DEAD_LETTER, DISCARD, CANCELLED)
 QUEUE_KEY = ["broker", "queue"]
 #: Chains longer than this are cut (their deeper members get no chain row): each level is a join.
 MAX_CHAIN_DEPTH = 32
@@ -147,6 +149,7 @@ def transform(events: DataFrame) -> Analytics:
             _count(kind == DEAD_LETTER, "dead_letters"),
             _count(kind == EXPIRE, "expired"),
             _count(kind == DISCARD, "discarded"),
+            _count(kind == CANCELLED, "cancelled"),
         )
         .where(F.col("queue") != "")
         .withColumn("backout_rate", F.when(F.col("gets") > 0, F.col("backouts") / F.col("gets")))
@@ -165,6 +168,7 @@ def transform(events: DataFrame) -> Analytics:
             "dead_letters",
             "expired",
             "discarded",
+            "cancelled",
             "depth",
             "oldest_age_ms",
             "dwell_samples",
@@ -230,12 +234,20 @@ def transform(events: DataFrame) -> Analytics:
 def _moves_expanded(events: DataFrame) -> DataFrame:
     """The events, with a ``moved_in`` event on the target queue of every ``dead_letter``
     event that names one; a report put on the dead-letter queue as a put there; a
-    ``dead_letter`` event that moved nothing left out (see ``queues`` above)."""
-    target, report = F.col("detail")["target"], F.col("detail")["report"]
+    ``dead_letter`` event that moved nothing left out; an applied cancel as the departure of
+    the message it names (see ``queues`` above)."""
+    detail = F.col("detail")
+    target, report = detail["target"], detail["report"]
     untargeted = (F.col("kind") == DEAD_LETTER) & target.isNull()
-    normalised = events.withColumn(
-        "kind", F.when(untargeted & report.isNotNull(), F.lit(PUT)).otherwise(F.col("kind"))
-    ).where(~((F.col("kind") == DEAD_LETTER) & target.isNull()))
+    cancel = (F.col("kind") == REACT) & (detail["action"] == "cancel") & (detail["applied"] == "true")
+    normalised = (
+        events.withColumn("msg_id", F.when(cancel, detail["refers_to"]).otherwise(F.col("msg_id")))
+        .withColumn(
+            "kind",
+            F.when(untargeted & report.isNotNull(), F.lit(PUT)).when(cancel, F.lit(CANCELLED)).otherwise(F.col("kind")),
+        )
+        .where(~((F.col("kind") == DEAD_LETTER) & target.isNull()))
+    )
     moved_in = normalised.where(F.col("kind") == DEAD_LETTER).select(
         "id",
         "at",

@@ -102,6 +102,7 @@ def test_queues(spark, traffic):
                 dead_letters=0,
                 expired=0,
                 discarded=0,
+                cancelled=0,
                 depth=1,
                 oldest_age_ms=59_700.0,
                 dwell_samples=0,
@@ -121,6 +122,7 @@ def test_queues(spark, traffic):
                 dead_letters=0,
                 expired=0,
                 discarded=0,
+                cancelled=0,
                 depth=0,
                 oldest_age_ms=None,
                 dwell_samples=3,
@@ -141,6 +143,7 @@ def test_queues(spark, traffic):
                 dead_letters=1,
                 expired=0,
                 discarded=0,
+                cancelled=0,
                 depth=1,
                 oldest_age_ms=0.0,
                 dwell_samples=0,
@@ -161,6 +164,7 @@ def test_queues(spark, traffic):
                 dead_letters=0,
                 expired=0,
                 discarded=0,
+                cancelled=0,
                 depth=-1,
                 oldest_age_ms=None,
                 dwell_samples=1,
@@ -220,7 +224,8 @@ def test_throughput_and_depth_per_minute(spark, traffic):
 
 #: m1 is backed out of Q1 past its threshold and moved to APP.BACKOUT, then gotten there; a
 #: report that its reply queue refused lands on DLQ; one that could go nowhere moves
-#: nothing; m2, not persistent, is discarded at a restart.
+#: nothing; m2, not persistent, is discarded at a restart; m3 is cancelled by a reactive
+#: message (m4 names it), a second cancel finding it gone.
 MOVES = [
     event(1, 0, "put", queue="Q1", msg="m1"),
     event(2, 100, "get", queue="Q1", txn="T1", msg="m1"),
@@ -232,13 +237,15 @@ MOVES = [
     event(8, 1_400, "dead_letter", queue="Q1", msg="r2", reason="unknown queue; no dead-letter queue"),
     event(9, 1_500, "put", queue="Q1", msg="m2"),
     event(10, 2_000, "discard", queue="Q1", msg="m2"),
+    event(11, 2_000, "put", queue="Q1", msg="m3"),
+    event(12, 2_000, "react", queue="Q1", msg="m4", refers_to="m3", action="cancel", applied="true"),
+    event(13, 2_000, "react", queue="Q1", msg="m5", refers_to="m3", action="cancel", applied="false"),
 ]
 
 
-def test_moves_to_backout_queues_reports_and_discards_keep_depths_right(spark):
-    queues = transform(frame(spark, MOVES)).queues.select(
-        "queue", "puts", "gets", "moved_in", "dead_letters", "discarded", "depth", "oldest_age_ms", "dwell_p50_ms"
-    )
+def test_moves_to_backout_queues_reports_discards_and_cancels_keep_depths_right(spark):
+    columns = ["puts", "gets", "moved_in", "dead_letters", "discarded", "cancelled", "depth", "oldest_age_ms"]
+    queues = transform(frame(spark, MOVES)).queues.select("queue", *columns, "dwell_p50_ms")
     assertDataFrameEqual(
         queues,
         [
@@ -250,6 +257,7 @@ def test_moves_to_backout_queues_reports_and_discards_keep_depths_right(spark):
                 moved_in=1,
                 dead_letters=0,
                 discarded=0,
+                cancelled=0,
                 depth=0,
                 oldest_age_ms=None,
                 dwell_p50_ms=1_000.0,
@@ -261,17 +269,19 @@ def test_moves_to_backout_queues_reports_and_discards_keep_depths_right(spark):
                 moved_in=0,
                 dead_letters=0,
                 discarded=0,
+                cancelled=0,
                 depth=1,
                 oldest_age_ms=700.0,
                 dwell_p50_ms=None,
             ),
             Row(
                 queue="Q1",
-                puts=2,
+                puts=3,
                 gets=1,
                 moved_in=0,
                 dead_letters=1,
                 discarded=1,
+                cancelled=1,
                 depth=0,
                 oldest_age_ms=None,
                 dwell_p50_ms=100.0,
@@ -386,6 +396,7 @@ def test_load_writes_json_lines_per_result(spark, traffic, tmp_path):
         "dead_letters": 1,
         "expired": 0,
         "discarded": 0,
+        "cancelled": 0,
         "depth": 1,
         "oldest_age_ms": 0.0,
         "dwell_samples": 0,
