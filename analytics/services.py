@@ -1,6 +1,8 @@
 """Analytics: export the journal's new events (a watermark that never misses a late
-committer: transactions.journal_export), analyse everything exported with the Spark job
-(``spark_jobs.journal_analytics``), load the results per broker."""
+committer: transactions.journal_export) and the workflow history (whole:
+workflows.export), analyse everything exported with the Spark job
+(``spark_jobs.journal_analytics``, with ``spark_jobs.workflow_analytics``), load the
+results per broker."""
 
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from config.celery import task_send
 from config.errors import Conflict
 from spark_jobs.launch import job_run
 from transactions.journal_export import journal_export_increment
+from workflows.export import workflow_history_export
 
 from .models import AnalyticsRun, BrokerAnalytics, ExportWatermark, RunState, RunTrigger
 from .selectors import analytics_run_get
@@ -26,7 +29,7 @@ from .selectors import analytics_run_get
 #: The Celery task that runs a recorded run (analytics/tasks.py).
 ANALYTICS_RUN_TASK = "analytics.tasks.analytics_run"
 LEASE = timedelta(hours=1)
-RESULTS = ("brokers", "queues", "throughput", "chains")
+RESULTS = ("brokers", "queues", "throughput", "chains", "workflow_hours", "workflow_steps", "compensations")
 
 
 def analytics_run_start(*, trigger: str = RunTrigger.REQUEST) -> AnalyticsRun:
@@ -60,6 +63,7 @@ def analytics_run(*, run_id: str, master: str | None = None) -> AnalyticsRun:
     try:
         run.events_exported = _export(run)
         run.save(update_fields=["events_exported"])
+        workflows = workflow_history_export(path=Path(settings.BATON_ANALYTICS_DIR) / "workflows" / "history.jsonl")
         out = Path(settings.BATON_ANALYTICS_DIR) / "results" / run.pk
         result = job_run(
             "spark_jobs.journal_analytics",
@@ -68,6 +72,8 @@ def analytics_run(*, run_id: str, master: str | None = None) -> AnalyticsRun:
                 str(_journal_dir()),
                 "--output",
                 str(out),
+                "--workflows",
+                workflows["path"],
                 "--master",
                 master or settings.BATON_SPARK_MASTER or "local[*]",
             ],
@@ -128,7 +134,7 @@ def _load(run: AnalyticsRun, out: Path) -> None:
     for name in RESULTS:
         for row in rows[name]:
             broker = row.pop("broker")
-            entry = per_broker.setdefault(broker, {"broker": {}, "queues": [], "throughput": [], "chains": []})
+            entry = per_broker.setdefault(broker, {"broker": {}, **{n: [] for n in RESULTS if n != "brokers"}})
             if name == "brokers":
                 entry["broker"] = row
             else:

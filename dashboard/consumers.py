@@ -9,9 +9,12 @@ import time
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
+from config.errors import BatonError
+from workflows import permissions as wmay
+
 from . import selectors
 from .access import visibility
-from .follower import FOLLOWER, OVERVIEW_GROUP, graph_group, job_group
+from .follower import FOLLOWER, OVERVIEW_GROUP, graph_group, job_group, workflow_group
 
 #: The dashboard's sockets only push; a browser has nothing to send on them. A frame is
 #: answered ``{"type": "error", "code": "invalid"}``; one over this many bytes with
@@ -114,3 +117,39 @@ class JobConsumer(_DashboardConsumer):
 
     async def job_changed(self, event: dict) -> None:
         await self.send_json({"type": "job", "job": event["job"]})
+
+
+class WorkflowInstanceConsumer(_DashboardConsumer):
+    """``/ws/workflow-instances/<id>/``: ``{"type": "instance", "instance": ...}`` now and
+    whenever the instance's view changes (``instance`` null: it was deleted). Whoever may
+    see the instance's page may follow it (workflows.permissions)."""
+
+    async def connect(self) -> None:
+        if not await self._open():
+            return
+        instance_id = self.scope["url_route"]["kwargs"]["instance_id"]
+        view = await database_sync_to_async(_instance_seen)(self.scope["user"], instance_id)
+        if view is None:
+            await self.close(code=4403)
+            return
+        self.instance_id = instance_id
+        await self._join(workflow_group(instance_id))
+        FOLLOWER.watch(instance_id, view)
+        await self.send_json({"type": "instance", "instance": view})
+
+    async def disconnect(self, code: int) -> None:
+        if getattr(self, "instance_id", None) is not None:
+            FOLLOWER.unwatch(self.instance_id)
+        await super().disconnect(code)
+
+    async def workflow_changed(self, event: dict) -> None:
+        await self.send_json({"type": "instance", "instance": event["instance"]})
+
+
+def _instance_seen(user, instance_id: str) -> dict | None:
+    """The instance's view if the user may see it, else None (unknown or not theirs alike)."""
+    try:
+        wmay.instance_broker(user, instance_id=instance_id)
+    except BatonError:
+        return None
+    return selectors.workflow_instance_or_none(instance_id=instance_id)

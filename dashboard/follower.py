@@ -8,7 +8,11 @@ Groups: ``dash.job.<id>`` gets a move or resubmit job whenever its row changed (
 worker writes its progress there; the follower reads the jobs changed lately);
 ``dash.overview`` gets a fresh overview (every broker; each socket cuts it down to
 what its user sees) and per-broker event counts for the rate charts; ``dash.graph.<hex of
-the broker name>`` gets the units of work that changed on that broker, with their links.
+the broker name>`` gets the units of work that changed on that broker, with their links;
+``dash.workflow.<sha-256 of the instance id>`` gets a workflow instance's view (steps as their units of
+work stand, held edges, compensation path, history) when it changed, for the instances
+this process's sockets watch: looked at again after any journal event (gets, holds,
+commits and rollbacks move steps) or any new instance history row.
 With several web processes on Redis each process follows on its own; what they send is
 idempotent (snapshots and upserts).
 """
@@ -16,6 +20,7 @@ idempotent (snapshots and upserts).
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 from collections import Counter
 from datetime import timedelta
@@ -40,6 +45,10 @@ def job_group(job_id: int) -> str:
     return f"dash.job.{job_id}"
 
 
+def workflow_group(instance_id: str) -> str:
+    return "dash.workflow." + hashlib.sha256(instance_id.encode()).hexdigest()
+
+
 #: Seconds the follower reads back before its last read of the jobs, so that a batch
 #: that committed after that read (its ``updated_at`` taken before its commit) is not missed.
 JOBS_OVERLAP_S = 5.0
@@ -50,6 +59,11 @@ class Follower:
         self.subscribers = 0
         self.task: asyncio.Task | None = None
         self.jobs_sent: dict[int, dict] = {}
+        #: Workflow instances watched by this process's sockets (how many each), and the
+        #: view last sent for each.
+        self.instances: Counter = Counter()
+        self.instances_sent: dict[str, dict | None] = {}
+        self.history_position: int | None = None
 
     def subscribe(self) -> None:
         self.subscribers += 1
@@ -58,6 +72,33 @@ class Follower:
 
     def unsubscribe(self) -> None:
         self.subscribers = max(0, self.subscribers - 1)
+
+    def watch(self, instance_id: str, view: dict | None) -> None:
+        """A socket follows this instance; ``view`` is what it was just sent."""
+        self.instances[instance_id] += 1
+        self.instances_sent.setdefault(instance_id, view)
+        self.history_position = None  # the next read looks again: a change may fall between
+
+    def unwatch(self, instance_id: str) -> None:
+        self.instances[instance_id] -= 1
+        if self.instances[instance_id] <= 0:
+            del self.instances[instance_id]
+            self.instances_sent.pop(instance_id, None)
+
+    async def _workflows(self, layer, *, journal_moved: bool) -> None:
+        """Push the watched instances whose view changed."""
+        if not self.instances:
+            return
+        position = await database_sync_to_async(selectors.workflow_history_position)()
+        moved = journal_moved or position != self.history_position
+        self.history_position = position
+        if not moved:
+            return
+        for instance_id in list(self.instances):
+            view = await database_sync_to_async(selectors.workflow_instance_or_none)(instance_id=instance_id)
+            if instance_id in self.instances and view != self.instances_sent.get(instance_id):
+                self.instances_sent[instance_id] = view
+                await layer.group_send(workflow_group(instance_id), {"type": "workflow.changed", "instance": view})
 
     async def _run(self) -> None:
         layer = get_channel_layer()
@@ -84,6 +125,7 @@ class Follower:
     async def _tick(self, layer, position: int, objects: Any) -> tuple[int, Any]:
         await self._jobs(layer)
         events = await database_sync_to_async(selectors.journal_after)(position=position)
+        await self._workflows(layer, journal_moved=bool(events))
         current = await database_sync_to_async(_objects)()
         if not events and current == objects:
             return position, objects

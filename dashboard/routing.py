@@ -3,7 +3,7 @@ from django.urls import path
 
 import brokers.api.urls  # noqa: F401  (registers the ``name`` converter)
 
-from .consumers import GraphConsumer, JobConsumer, OverviewConsumer
+from .consumers import GraphConsumer, JobConsumer, OverviewConsumer, WorkflowInstanceConsumer
 
 # A browser always sends Origin on a WebSocket upgrade; one naming a host outside
 # ALLOWED_HOSTS (another site's page using the visitor's session cookie) is refused.
@@ -11,4 +11,8 @@ websocket_urlpatterns = [
     path("ws/overview/", AllowedHostsOriginValidator(OverviewConsumer.as_asgi())),
     path("ws/brokers/<name:broker>/transactions/", AllowedHostsOriginValidator(GraphConsumer.as_asgi())),
     path("ws/jobs/<int:job_id>/", AllowedHostsOriginValidator(JobConsumer.as_asgi())),
+    path(
+        "ws/workflow-instances/<str:instance_id>/",
+        AllowedHostsOriginValidator(WorkflowInstanceConsumer.as_asgi()),
+    ),
 ]

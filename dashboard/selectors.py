@@ -17,6 +17,9 @@ from brokers.selectors import broker_get, broker_list, queue_get
 from brokers.services.message_filter import MessageFilter, message_filter_apply
 from transactions.models import JournalEvent, Link, Transaction
 from transactions.selectors import transaction_graph
+from workflows.exceptions import InstanceNotFound
+from workflows.models import InstanceHistory
+from workflows.selectors import instance_get, instance_view
 
 from config.errors import InvalidInput, NotFound
 
@@ -528,3 +531,18 @@ def move_panel(*, broker: str, queue: Queue, user) -> dict[str, Any] | None:
         if may(user, "put", broker=broker, queue=q.name)
     ]
     return {"kind": kind, "targets": targets, "jobs": move_jobs_of_queue(broker=broker, queue=queue.name)}
+
+
+def workflow_history_position() -> int:
+    """The latest workflow instance history row's id (0: none): the follower looks at the
+    watched instances again when it moves."""
+    return InstanceHistory.objects.order_by("-id").values_list("id", flat=True).first() or 0
+
+
+def workflow_instance_or_none(*, instance_id: str) -> dict[str, Any] | None:
+    """A workflow instance as its page shows it (workflows.selectors.instance_view), or
+    None when it is gone."""
+    try:
+        return instance_view(instance_get(instance_id=instance_id))
+    except InstanceNotFound:
+        return None

@@ -31,11 +31,6 @@ urlpatterns = [
     path("brokers/<name:broker>/transactions/", views.transactions_page, name="dashboard-transactions"),
     path("brokers/<name:broker>/workflows/", workflow_views.workflows_page, name="dashboard-workflows"),
     path(
-        "workflow-instances/<str:instance_id>/state/",
-        workflow_views.instance_json,
-        name="dashboard-workflow-instance-state",
-    ),
-    path(
         "workflow-instances/<str:instance_id>/abort/",
         workflow_views.instance_action,
         {"action": "abort"},

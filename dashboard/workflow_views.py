@@ -1,12 +1,12 @@
 """Dashboard pages of workflows: a broker's workflows and instances (filters, counts by
 state), and one instance live (its steps as a graph, held links, compensation path,
-history) with its actions. Checks and services are workflows' own (workflows.permissions),
+history; kept current by the dashboard's socket, consumers.WorkflowInstanceConsumer) with
+its actions. Checks and services are workflows' own (workflows.permissions),
 so the dashboard allows exactly what the API does."""
 
 from __future__ import annotations
 
 from django.contrib import messages
-from django.http import JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
@@ -94,15 +94,6 @@ def instance_page(request, instance_id):
             and _may(wmay.require_resubmit, request.user, instance_id=instance_id),
         },
     )
-
-
-@page
-def instance_json(request, instance_id):
-    try:
-        _, instance = _instance(request, instance_id)
-        return JsonResponse(instance_view(instance))
-    except BatonError as exc:
-        return JsonResponse(exc.as_dict(), status=exc.status)
 
 
 @page

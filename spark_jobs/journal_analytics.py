@@ -16,16 +16,29 @@ Spark's ``_SUCCESS`` marker once complete (replaced whole on every run):
 
 ``queues/``
     ``broker``, ``queue``, ``puts``, ``gets``, ``backouts`` (journal events of each kind, so
-    a get that was later backed out counts, and so does its redelivery), ``backout_rate``
-    (backouts / gets, null without gets), ``dead_letters`` (messages moved from it to a
-    backout or dead-letter queue), ``expired``, ``depth`` (messages on it at the end of the
-    input, counted from its events: see ``throughput``), ``oldest_age_ms`` (how long the
-    oldest of them had waited at the input's last event; null when none), ``dwell_samples``,
-    ``dwell_p50_ms``, ``dwell_p95_ms``, ``dwell_p99_ms``: how long messages waited on the queue. A get's dwell
-    time is its time minus the time its message arrived on that queue: the put event, or the
-    ``transfer`` event for a message that came over a channel, with the same broker, queue
-    and ``msg_id`` (a get stamped before its arrival, which lock waits allow, counts 0). Gets
-    whose arrival is not in the input have no dwell sample.
+    a get that was later backed out counts, and so does its redelivery), ``transfers``
+    (messages that arrived over a channel), ``moved_in`` (messages moved to it from another
+    queue of its broker: a backout queue or dead-letter queue receiving a message backed out
+    past its threshold), ``backout_rate`` (backouts / gets, null without gets),
+    ``dead_letters`` (messages moved from it to a backout or dead-letter queue), ``expired``,
+    ``discarded`` (non-persistent messages discarded at a broker restart), ``cancelled``
+    (messages removed by a reactive message's cancel: a ``react`` event with ``action``
+    cancel, ``applied`` true, naming the message in ``refers_to``), ``depth``
+    (messages on it at the end of the input, counted from its events: see ``throughput``),
+    ``oldest_age_ms`` (how long the oldest of them had waited at the input's last event;
+    null when none), ``dwell_samples``, ``dwell_p50_ms``, ``dwell_p95_ms``,
+    ``dwell_p99_ms``: how long messages waited on the queue. A get's dwell time is its time
+    minus the time its message arrived on that queue: the put event, the ``transfer`` event
+    for a message that came over a channel, or the ``dead_letter`` event that moved it there,
+    with the same broker, queue and ``msg_id`` (a get stamped before its arrival, which lock
+    waits allow, counts 0). Gets whose arrival is not in the input have no dwell sample.
+
+    A ``dead_letter`` event is recorded on the queue a message left and names the queue it
+    went to (``detail.target``): it counts once on each (``dead_letters`` there,
+    ``moved_in`` here). A report that its destination refused and that was put on the
+    dead-letter queue is recorded there as a ``dead_letter`` event with ``detail.report``
+    and no target: it counts as a put on that queue. One that could go nowhere (no target,
+    no report placed) moved nothing and is not counted.
     Percentiles are Spark's ``percentile_approx`` (a sample value, within 1/10000 in rank);
     null when there is no sample.
 ``brokers/``
@@ -38,8 +51,9 @@ Spark's ``_SUCCESS`` marker once complete (replaced whole on every run):
 ``throughput/``
     ``broker``, ``queue``, ``minute`` (UTC, ISO-8601), ``puts``, ``gets`` per minute that
     saw any, and ``depth`` at the minute's end: the running sum of committed puts and
-    transfers plus backouts, minus gets, expiries and dead-letter moves (puts of units of work
-    that rolled back never count; a get that is backed out counts, and so does its backout).
+    transfers, messages moved in and backouts, minus gets, expiries, discards, cancels and moves out
+    (puts of units of work that rolled back never count; a get that is backed out counts,
+    and so does its backout).
 ``chains/``
     One row per committed unit of work that pre-emptively got from another (a consumer D of
     producers U): ``broker``, ``transaction_id``, ``chain_depth`` (1 + the deepest upstream's;
@@ -69,6 +83,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 # Absolute, not relative: spark-submit runs this file as a script.
+from spark_jobs import workflow_analytics
 from spark_jobs.session import spark_session
 
 APP_NAME = "baton-journal-analytics"
@@ -90,6 +105,13 @@ EVENT_SCHEMA = T.StructType(
 
 PUT, GET, BACKOUT, TRANSFER, COMMIT, ROLLBACK = "put", "get", "backout", "transfer", "commit", "rollback"
 BEGIN, LINK, HOLD, CASCADE, EXPIRE, DEAD_LETTER = "begin", "link", "hold", "cascade", "expire", "dead_letter"
+DISCARD, REACT = "discard", "react"
+#: Not journal kinds (``_moves_expanded``): the arrival, on the queue a ``dead_letter``
+#: event names as its target, of the message it moved; a message removed by a cancel.
+MOVED_IN, CANCELLED = "moved_in", "cancelled"
+#: Events that put a message on a queue, and those that take one off it.
+ARRIVALS = (PUT, TRANSFER, MOVED_IN)
+DEPARTURES = (GET, EXPIRE, DEAD_LETTER, DISCARD, CANCELLED)
 QUEUE_KEY = ["broker", "queue"]
 #: Chains longer than this are cut (their deeper members get no chain row): each level is a join.
 MAX_CHAIN_DEPTH = 32
@@ -112,17 +134,22 @@ def transform(events: DataFrame) -> Analytics:
     """The four results described above, each sorted by its key. Lazy, but for the chains,
     which are resolved level by level (a few small jobs) when this is called."""
     kind = F.col("kind")
+    events = _moves_expanded(events)
     depth = _depth_by_minute(events)
     end = events.agg(F.max("at").alias("end_at"))
     queues = (
-        events.where(kind.isin(PUT, GET, BACKOUT, TRANSFER, EXPIRE, DEAD_LETTER))
+        events.where(kind.isin(*ARRIVALS, *DEPARTURES, BACKOUT))
         .groupBy(*QUEUE_KEY)
         .agg(
             _count(kind == PUT, "puts"),
             _count(kind == GET, "gets"),
             _count(kind == BACKOUT, "backouts"),
+            _count(kind == TRANSFER, "transfers"),
+            _count(kind == MOVED_IN, "moved_in"),
             _count(kind == DEAD_LETTER, "dead_letters"),
             _count(kind == EXPIRE, "expired"),
+            _count(kind == DISCARD, "discarded"),
+            _count(kind == CANCELLED, "cancelled"),
         )
         .where(F.col("queue") != "")
         .withColumn("backout_rate", F.when(F.col("gets") > 0, F.col("backouts") / F.col("gets")))
@@ -135,9 +162,13 @@ def transform(events: DataFrame) -> Analytics:
             "puts",
             "gets",
             "backouts",
+            "transfers",
+            "moved_in",
             "backout_rate",
             "dead_letters",
             "expired",
+            "discarded",
+            "cancelled",
             "depth",
             "oldest_age_ms",
             "dwell_samples",
@@ -200,6 +231,36 @@ def transform(events: DataFrame) -> Analytics:
     return Analytics(queues=queues, brokers=brokers, throughput=throughput, chains=chains)
 
 
+def _moves_expanded(events: DataFrame) -> DataFrame:
+    """The events, with a ``moved_in`` event on the target queue of every ``dead_letter``
+    event that names one; a report put on the dead-letter queue as a put there; a
+    ``dead_letter`` event that moved nothing left out; an applied cancel as the departure of
+    the message it names (see ``queues`` above)."""
+    detail = F.col("detail")
+    target, report = detail["target"], detail["report"]
+    untargeted = (F.col("kind") == DEAD_LETTER) & target.isNull()
+    cancel = (F.col("kind") == REACT) & (detail["action"] == "cancel") & (detail["applied"] == "true")
+    normalised = (
+        events.withColumn("msg_id", F.when(cancel, detail["refers_to"]).otherwise(F.col("msg_id")))
+        .withColumn(
+            "kind",
+            F.when(untargeted & report.isNotNull(), F.lit(PUT)).when(cancel, F.lit(CANCELLED)).otherwise(F.col("kind")),
+        )
+        .where(~((F.col("kind") == DEAD_LETTER) & target.isNull()))
+    )
+    moved_in = normalised.where(F.col("kind") == DEAD_LETTER).select(
+        "id",
+        "at",
+        F.lit(MOVED_IN).alias("kind"),
+        "broker",
+        target.alias("queue"),
+        F.lit("").alias("transaction_id"),
+        "msg_id",
+        "detail",
+    )
+    return normalised.unionByName(moved_in)
+
+
 def _rolled_back(events: DataFrame) -> DataFrame:
     return events.where(F.col("kind") == ROLLBACK).select("transaction_id").distinct()
 
@@ -207,13 +268,13 @@ def _rolled_back(events: DataFrame) -> DataFrame:
 def _depth_by_minute(events: DataFrame) -> DataFrame:
     """Per queue and minute with events: the depth at the minute's end (see ``throughput``)."""
     kind = F.col("kind")
-    counted = events.where(kind.isin(PUT, TRANSFER, BACKOUT, GET, EXPIRE, DEAD_LETTER) & (F.col("queue") != ""))
+    counted = events.where(kind.isin(*ARRIVALS, BACKOUT, *DEPARTURES) & (F.col("queue") != ""))
     # Puts under a unit of work that rolled back vanished: they never counted.
     vanished = _rolled_back(events).where(F.col("transaction_id") != "")
     counted = counted.join(vanished.withColumn("gone", F.lit(True)), "transaction_id", "left").where(
         ~(kind.isin(PUT, TRANSFER) & F.col("gone").isNotNull())
     )
-    change = F.when(kind.isin(PUT, TRANSFER, BACKOUT), 1).otherwise(-1)
+    change = F.when(kind.isin(*ARRIVALS, BACKOUT), 1).otherwise(-1)
     per_minute = counted.groupBy(*QUEUE_KEY, F.date_trunc("minute", "at").alias("minute")).agg(
         F.sum(change).alias("change")
     )
@@ -228,16 +289,16 @@ def _oldest(events: DataFrame, end: DataFrame) -> DataFrame:
     kind = F.col("kind")
     vanished = _rolled_back(events).where(F.col("transaction_id") != "").withColumn("gone", F.lit(True))
     relevant = (
-        events.where(kind.isin(PUT, TRANSFER, GET, BACKOUT, EXPIRE, DEAD_LETTER) & (F.col("msg_id") != ""))
+        events.where(kind.isin(*ARRIVALS, BACKOUT, *DEPARTURES) & (F.col("msg_id") != ""))
         .join(vanished, "transaction_id", "left")
         .where(~(kind.isin(PUT, TRANSFER) & F.col("gone").isNotNull()))
     )
     latest = Window.partitionBy(*key).orderBy(F.col("at").desc(), F.col("id").desc())
-    arrived = relevant.where(kind.isin(PUT, TRANSFER)).groupBy(*key).agg(F.min("at").alias("arrived_at"))
+    arrived = relevant.where(kind.isin(*ARRIVALS)).groupBy(*key).agg(F.min("at").alias("arrived_at"))
     waiting = (
         relevant.withColumn("n", F.row_number().over(latest))
         .where("n = 1")
-        .where(kind.isin(PUT, TRANSFER, BACKOUT))
+        .where(kind.isin(*ARRIVALS, BACKOUT))
         .select(*key)
         .join(arrived, key)
     )
@@ -351,7 +412,7 @@ def _dwell(events: DataFrame) -> DataFrame:
     """Per queue: how many gets have a known arrival, and percentiles of their dwell time."""
     key = [*QUEUE_KEY, "msg_id"]
     arrivals = (  # the first arrival, should a message id ever arrive twice on one queue
-        events.where(F.col("kind").isin(PUT, TRANSFER)).groupBy(*key).agg(F.min("at").alias("arrived_at"))
+        events.where(F.col("kind").isin(*ARRIVALS)).groupBy(*key).agg(F.min("at").alias("arrived_at"))
     )
     gets = events.where(F.col("kind") == GET).select(*key, F.col("at").alias("got_at"))
     # Put and get stamp their events when the call starts, before waiting for the database's
@@ -373,7 +434,7 @@ def _dwell(events: DataFrame) -> DataFrame:
     )
 
 
-def load(result: Analytics, out_dir: str) -> dict[str, str]:
+def load(result: NamedTuple, out_dir: str) -> dict[str, str]:
     """Write each result as JSON Lines under ``out_dir/<name>/`` (one part file; results
     are small), replacing what was there. Nulls are written, not dropped. Returns the
     directories by name."""
@@ -391,10 +452,16 @@ def load(result: Analytics, out_dir: str) -> dict[str, str]:
     return written
 
 
-def run(spark: SparkSession, input_path: str, out_dir: str) -> dict[str, str]:
+def run(spark: SparkSession, input_path: str, out_dir: str, workflows_path: str | None = None) -> dict[str, str]:
+    """The journal's results; with ``workflows_path`` (a workflow history export) the
+    workflows' too (``spark_jobs.workflow_analytics``), in the same session."""
     events = extract(spark, input_path).cache()  # read by every result
     try:
-        return load(transform(events), out_dir)
+        written = load(transform(events), out_dir)
+        if workflows_path is not None:
+            history = workflow_analytics.extract(spark, workflows_path)
+            written.update(load(workflow_analytics.transform(history, events), out_dir))
+        return written
     finally:
         events.unpersist()
 
@@ -406,6 +473,12 @@ def main(argv: list[str] | None = None) -> int:
         "--output", required=True, help="Directory for the results (queues/, brokers/, throughput/, chains/)."
     )
     parser.add_argument(
+        "--workflows",
+        default=None,
+        help="Workflow history export (JSON Lines file or directory): adds workflow_hours/, workflow_steps/, "
+        "compensations/.",
+    )
+    parser.add_argument(
         "--master",
         default=None,
         help="Spark master URL (default: BATON_SPARK_MASTER, spark-submit's --master, or local[*]).",
@@ -414,7 +487,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         spark = spark_session(APP_NAME, master=args.master)
         try:
-            written = run(spark, args.input, args.output)
+            written = run(spark, args.input, args.output, args.workflows)
         finally:
             spark.stop()
     except Exception as exc:  # the one line the platform shows as the run's error

@@ -39,11 +39,11 @@ def answer_to(path: str, origin: bytes | None) -> str:
 
 
 def test_foreign_or_missing_origin_is_refused():
-    for path in ("/ws/overview/", "/ws/brokers/BRK1/transactions/", "/ws/jobs/1/"):
+    for path in ("/ws/overview/", "/ws/brokers/BRK1/transactions/", "/ws/jobs/1/", "/ws/workflow-instances/x/"):
         assert answer_to(path, b"http://evil.example") == "websocket.close", path
         assert answer_to(path, None) == "websocket.close", path
 
 
 def test_anonymous_user_is_refused_from_an_allowed_origin():
-    for path in ("/ws/overview/", "/ws/jobs/1/"):
+    for path in ("/ws/overview/", "/ws/jobs/1/", "/ws/workflow-instances/x/"):
         assert answer_to(path, b"http://localhost") == "websocket.close", path

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from analytics.models import AnalyticsRun, BrokerAnalytics, RunState
@@ -77,3 +79,70 @@ def test_a_superuser_runs_the_analytics_from_the_page(admin_client):
     assert "No results yet" in admin_client.get("/analytics/").content.decode()
     assert admin_client.post("/analytics/run/").status_code == 302
     assert AnalyticsRun.objects.get().state == "queued"
+
+
+def test_analytics_page_shows_workflow_figures(viewer_client):
+    run = AnalyticsRun.objects.create(state=RunState.SUCCEEDED)
+    BrokerAnalytics.objects.create(
+        broker="SEEN",
+        run=run,
+        computed_at=run.created_at,
+        results={
+            "broker": {},
+            "queues": [{"queue": "APP.BACKOUT", "puts": 0, "transfers": 0, "moved_in": 5, "gets": 5, "depth": 0}],
+            "throughput": [],
+            "chains": [],
+            "workflow_hours": [
+                {
+                    "workflow": "claims",
+                    "hour": "2025-05-01T12:00:00Z",
+                    "started": 41,
+                    "completed": 37,
+                    "compensating": 3,
+                    "compensated": 2,
+                    "compensation_failed": 1,
+                }
+            ],
+            "workflow_steps": [
+                {
+                    "workflow": "claims",
+                    "step": "approve",
+                    "committed": 37,
+                    "backed_out": 4,
+                    "duration_p50_ms": 250.0,
+                    "duration_p95_ms": 900.0,
+                    "duration_p99_ms": 1200.5,
+                    "held": 12,
+                    "held_p50_ms": 100.0,
+                    "held_p99_ms": None,
+                    "held_ms": 1500.0,
+                }
+            ],
+            "compensations": [
+                {
+                    "workflow": "claims",
+                    "step": "validate",
+                    "requested": 4,
+                    "resubmitted": 1,
+                    "compensated": 2,
+                    "failed": 1,
+                    "compensation_p50_ms": 400.0,
+                    "compensation_p99_ms": 800.0,
+                }
+            ],
+        },
+    )
+    page = viewer_client.get("/analytics/").content.decode()
+    names = ("workflow-hours", "workflow-steps", "compensations")
+    hours, steps, compensations = (_cells(page, f'<table class="analytics-{name}">') for name in names)
+    assert hours == ["claims", "2025-05-01T12:00:00Z", "41", "37", "3", "2", "1"]
+    assert steps == ["claims", "approve", "37", "4", "250.0 / 900.0 / 1200.5", "12", "100.0 / —", "1500.0"]
+    assert compensations == ["claims", "validate", "4", "1", "2", "1", "400.0 / 800.0"]
+    # the backout queue's messages arrived by moves: 5 moved in, 5 got, none left
+    assert _cells(page, '<table class="analytics-queues">')[1:5] == ["0", "0", "5", "5"]
+
+
+def _cells(page: str, table: str) -> list[str]:
+    """The text of the cells of a table's body."""
+    body = page.split(table)[1].split("</table>")[0].split("<tbody>")[1]
+    return [" ".join(re.sub(r"<[^>]+>", " ", c).split()) for c in re.findall(r"<td[^>]*>(.*?)</td>", body, re.S)]

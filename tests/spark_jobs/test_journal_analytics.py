@@ -89,15 +89,40 @@ def test_queues(spark, traffic):
     assertDataFrameEqual(
         traffic.queues,
         [
+            # m6 moved here from Q2 at 1.3 s and waits (the input ends at 61 s)
+            Row(
+                broker="QM1",
+                queue="DLQ",
+                puts=0,
+                gets=0,
+                backouts=0,
+                transfers=0,
+                moved_in=1,
+                backout_rate=None,
+                dead_letters=0,
+                expired=0,
+                discarded=0,
+                cancelled=0,
+                depth=1,
+                oldest_age_ms=59_700.0,
+                dwell_samples=0,
+                dwell_p50_ms=None,
+                dwell_p95_ms=None,
+                dwell_p99_ms=None,
+            ),
             Row(
                 broker="QM1",
                 queue="Q1",
                 puts=2,
                 gets=3,
                 backouts=1,
+                transfers=0,
+                moved_in=0,
                 backout_rate=1 / 3,
                 dead_letters=0,
                 expired=0,
+                discarded=0,
+                cancelled=0,
                 depth=0,
                 oldest_age_ms=None,
                 dwell_samples=3,
@@ -112,9 +137,13 @@ def test_queues(spark, traffic):
                 puts=3,
                 gets=0,
                 backouts=0,
+                transfers=0,
+                moved_in=0,
                 backout_rate=None,
                 dead_letters=1,
                 expired=0,
+                discarded=0,
+                cancelled=0,
                 depth=1,
                 oldest_age_ms=0.0,
                 dwell_samples=0,
@@ -129,9 +158,13 @@ def test_queues(spark, traffic):
                 puts=0,
                 gets=2,
                 backouts=0,
+                transfers=1,
+                moved_in=0,
                 backout_rate=0.0,
                 dead_letters=0,
                 expired=0,
+                discarded=0,
+                cancelled=0,
                 depth=-1,
                 oldest_age_ms=None,
                 dwell_samples=1,
@@ -178,6 +211,7 @@ def test_throughput_and_depth_per_minute(spark, traffic):
     assertDataFrameEqual(
         as_text,
         [
+            Row(broker="QM1", queue="DLQ", minute="12:00", puts=0, gets=0, depth=1),
             Row(broker="QM1", queue="Q1", minute="12:00", puts=2, gets=2, depth=1),
             Row(broker="QM1", queue="Q1", minute="12:01", puts=0, gets=1, depth=0),
             Row(broker="QM1", queue="Q2", minute="12:00", puts=2, gets=0, depth=0),
@@ -185,6 +219,74 @@ def test_throughput_and_depth_per_minute(spark, traffic):
             Row(broker="QM2", queue="Q1", minute="12:00", puts=0, gets=2, depth=-1),
         ],
         checkRowOrder=True,
+    )
+
+
+#: m1 is backed out of Q1 past its threshold and moved to APP.BACKOUT, then gotten there; a
+#: report that its reply queue refused lands on DLQ; one that could go nowhere moves
+#: nothing; m2, not persistent, is discarded at a restart; m3 is cancelled by a reactive
+#: message (m4 names it), a second cancel finding it gone.
+MOVES = [
+    event(1, 0, "put", queue="Q1", msg="m1"),
+    event(2, 100, "get", queue="Q1", txn="T1", msg="m1"),
+    event(3, 200, "rollback", txn="T1", reason="client"),
+    event(4, 201, "dead_letter", queue="Q1", msg="m1", target="APP.BACKOUT", reason="backout count 1 reached 1"),
+    event(5, 200, "backout", queue="Q1", txn="T1", msg="m1", backout_count=1),
+    event(6, 1_201, "get", queue="APP.BACKOUT", msg="m1"),
+    event(7, 1_300, "dead_letter", queue="DLQ", msg="r1", report="exception", reason="reply queue full"),
+    event(8, 1_400, "dead_letter", queue="Q1", msg="r2", reason="unknown queue; no dead-letter queue"),
+    event(9, 1_500, "put", queue="Q1", msg="m2"),
+    event(10, 2_000, "discard", queue="Q1", msg="m2"),
+    event(11, 2_000, "put", queue="Q1", msg="m3"),
+    event(12, 2_000, "react", queue="Q1", msg="m4", refers_to="m3", action="cancel", applied="true"),
+    event(13, 2_000, "react", queue="Q1", msg="m5", refers_to="m3", action="cancel", applied="false"),
+]
+
+
+def test_moves_to_backout_queues_reports_discards_and_cancels_keep_depths_right(spark):
+    columns = ["puts", "gets", "moved_in", "dead_letters", "discarded", "cancelled", "depth", "oldest_age_ms"]
+    queues = transform(frame(spark, MOVES)).queues.select("queue", *columns, "dwell_p50_ms")
+    assertDataFrameEqual(
+        queues,
+        [
+            # the move is m1's arrival here: its get dwelt 1 s, and nothing is left (not -1)
+            Row(
+                queue="APP.BACKOUT",
+                puts=0,
+                gets=1,
+                moved_in=1,
+                dead_letters=0,
+                discarded=0,
+                cancelled=0,
+                depth=0,
+                oldest_age_ms=None,
+                dwell_p50_ms=1_000.0,
+            ),
+            Row(
+                queue="DLQ",
+                puts=1,
+                gets=0,
+                moved_in=0,
+                dead_letters=0,
+                discarded=0,
+                cancelled=0,
+                depth=1,
+                oldest_age_ms=700.0,
+                dwell_p50_ms=None,
+            ),
+            Row(
+                queue="Q1",
+                puts=3,
+                gets=1,
+                moved_in=0,
+                dead_letters=1,
+                discarded=1,
+                cancelled=1,
+                depth=0,
+                oldest_age_ms=None,
+                dwell_p50_ms=100.0,
+            ),
+        ],
     )
 
 
@@ -282,15 +384,19 @@ def test_load_writes_json_lines_per_result(spark, traffic, tmp_path):
         parts = sorted((tmp_path / "out" / name).glob("part-*.json"))
         assert (tmp_path / "out" / name / "_SUCCESS").exists() and len(parts) == 1
         results[name] = [json.loads(line) for line in parts[0].read_text().splitlines()]
-    assert results["queues"][1] == {
+    assert results["queues"][2] == {
         "broker": "QM1",
         "queue": "Q2",
         "puts": 3,
         "gets": 0,
         "backouts": 0,
+        "transfers": 0,
+        "moved_in": 0,
         "backout_rate": None,
         "dead_letters": 1,
         "expired": 0,
+        "discarded": 0,
+        "cancelled": 0,
         "depth": 1,
         "oldest_age_ms": 0.0,
         "dwell_samples": 0,
@@ -298,7 +404,7 @@ def test_load_writes_json_lines_per_result(spark, traffic, tmp_path):
         "dwell_p95_ms": None,
         "dwell_p99_ms": None,
     }
-    assert results["throughput"][0] == {
+    assert results["throughput"][1] == {
         "broker": "QM1",
         "queue": "Q1",
         "minute": "2025-05-01T12:00:00Z",

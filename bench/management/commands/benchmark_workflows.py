@@ -95,19 +95,7 @@ class Command(BaseCommand):
         if options["json"]:
             self.stdout.write(json.dumps({"facts": facts, "results": results}, indent=2))
             return
-        lines = [f"{k}: {v}" for k, v in facts.items()]
-        lines.append("")
-        lines.append(f"{'scenario':<42} {'instances/s':>12} {'vs normal':>10} {'step p50 ms':>12} {'step p99 ms':>12}")
-        for r in results["throughput"]:
-            ratio = f"{r['ratio_to_normal']:.2f}x" if "ratio_to_normal" in r else ""
-            lines.append(
-                f"{r['scenario']:<42} {r['instances_per_s']:>12.1f} {ratio:>10} {r['step_p50_ms']:>12.1f} "
-                f"{r['step_p99_ms']:>12.1f}"
-            )
-        c = results["compensation"]
-        lines.append("")
-        lines.append(f"{c['scenario']}: p50 {c['p50_ms']:.1f} ms, max {c['max_ms']:.1f} ms over {c['rounds']} aborts")
-        self.stdout.write("\n".join(lines))
+        self.stdout.write(table(facts, results))
 
     # --- the child, on the scratch database ---------------------------------------------
     def _phase(self, options) -> None:
@@ -120,6 +108,26 @@ class Command(BaseCommand):
 
         results = run(instances=options["instances"], rounds=options["rounds"], broker=BROKER)
         Path(options["result_file"]).write_text(json.dumps(results))
+
+
+def table(facts: dict, results: dict) -> str:
+    """The report as text: the facts, then a row per throughput scenario, then the aborts."""
+    lines = [f"{k}: {v}" for k, v in facts.items()]
+    lines.append("")
+    lines.append(f"{'scenario':<42} {'instances/s':>12} {'vs normal':>10} {'step p50 ms':>12} {'step p99 ms':>12}")
+    for r in results["throughput"]:
+        ratio = f"{r['ratio_to_normal']:.2f}x" if "ratio_to_normal" in r else ""
+        lines.append(
+            f"{r['scenario']:<42} {r['instances_per_s']:>12.1f} {ratio:>10} {r['step_p50_ms']:>12.1f} "
+            f"{r['step_p99_ms']:>12.1f}"
+        )
+    c = results["compensation"]
+    lines.append("")
+    lines.append(
+        f"{c['scenario']}: p50 {c['p50_ms']:.1f} ms, p99 {c['p99_ms']:.1f} ms, max {c['max_ms']:.1f} ms "
+        f"over {c['rounds']} aborts"
+    )
+    return "\n".join(lines)
 
 
 def argparse_suppress():

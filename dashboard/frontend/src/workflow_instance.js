@@ -1,10 +1,12 @@
 // One workflow instance live: its steps as a cytoscape graph laid out once by dagre (each
 // step a node coloured by its state, arrows from a step to the next, dashed arrows for a
 // step's unit of work held on another's), the compensation path, the steps' table and the
-// history, refreshed every second from the instance's state; only what changed is touched.
+// history. The page renders them; the dashboard's socket (/ws/workflow-instances/<id>/)
+// pushes the instance's view whenever it changes, and only what changed is touched (text
+// set, history rows cloned from a <template>).
 import cytoscape from "cytoscape";
 import dagre from "cytoscape-dagre";
-import { cssVar } from "./live.js";
+import { cssVar, follow } from "./live.js";
 
 cytoscape.use(dagre);
 
@@ -15,11 +17,10 @@ const COLOUR = {
 const GLYPH = {
   pending: "○", in_flight: "●", held: "◆", committed: "✔", backed_out: "✖", compensating: "↺", compensated: "⟲",
 };
-const ENDED = new Set(["completed", "compensated"]);
-
 const root = document.getElementById("wf-root");
 let current = JSON.parse(document.getElementById("wf-initial").textContent);
 window.batonWorkflow = { get instance() { return current; }, updates: 0 };
+const historyRow = document.getElementById("wf-history-row");
 
 function style() {
   return [
@@ -91,6 +92,11 @@ function render(instance) {
   text(state, instance.state);
   state.dataset.state = instance.state;
   text(document.getElementById("wf-reason"), instance.reason);
+  // the actions the page was rendered with, while they still apply
+  const abort = document.getElementById("wf-abort");
+  if (abort) abort.closest("form").hidden = instance.state !== "running";
+  const resubmit = document.getElementById("wf-resubmit");
+  if (resubmit) resubmit.closest("form").hidden = instance.state !== "compensation_failed";
   for (const s of instance.steps) {
     const row = document.querySelector(`#step-table tr[data-step="${CSS.escape(s.name)}"]`);
     if (!row) continue;
@@ -106,28 +112,25 @@ function render(instance) {
   }
   const tbody = document.querySelector("#history-table tbody");
   for (const h of instance.history.slice(tbody.children.length)) {
-    const tr = document.createElement("tr");
-    for (const v of [h.at, h.event, h.step, h.transaction, h.detail]) {
-      tr.appendChild(Object.assign(document.createElement("td"), { textContent: v ?? "" }));
-    }
+    const tr = historyRow.content.firstElementChild.cloneNode(true);
+    for (const key of ["at", "event", "step", "transaction", "detail"]) text(tr.querySelector(`[data-c="${key}"]`), h[key]);
     tbody.appendChild(tr);
-  }
-}
-
-async function poll() {
-  try {
-    const response = await fetch(root.dataset.stateUrl, { headers: { Accept: "application/json" } });
-    if (response.ok) {
-      current = await response.json();
-      render(current);
-      window.batonWorkflow.updates += 1;
-    }
-  } catch (e) { /* the next poll tries again */ }
-  if (!ENDED.has(current.state) || current.steps.some((s) => ["in_flight", "held"].includes(s.state))) {
-    setTimeout(poll, 1000);
   }
 }
 
 first(current);
 render(current);
-setTimeout(poll, 1000);
+follow(root.dataset.socket, {
+  onMessage: (msg) => {
+    if (msg.type !== "instance") return;
+    if (msg.instance === null) {  // deleted with its workflow
+      const state = document.getElementById("wf-state");
+      text(state, "deleted");
+      state.dataset.state = "deleted";
+      return;
+    }
+    current = msg.instance;
+    render(current);
+    window.batonWorkflow.updates += 1;
+  },
+});

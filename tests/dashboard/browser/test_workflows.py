@@ -1,6 +1,8 @@
 """The workflow pages in a real browser: the broker's workflows and instances with counts
 and filters, and one instance live: its steps' graph and table follow the units of work
-(in flight, held with a held edge, committed), the compensation path, and the abort action."""
+(in flight, held with a held edge, committed) as the dashboard's socket pushes them (the
+page asks the server for nothing after loading), the compensation path, and the abort
+action."""
 
 from __future__ import annotations
 
@@ -36,6 +38,9 @@ def test_workflow_pages_follow_an_instance_live(admin_page, site, api, fresh_bro
     expect(page.locator('#workflow-table tr[data-workflow="claim"] td[data-state="running"]')).to_have_text("1")
     page.locator(f'#instance-table tr[data-instance-id="{instance}"] a').click()
     expect(page.locator("#wf-state")).to_have_text("running")
+    expect(page.locator("#live-status")).to_have_attribute("data-live", "true")
+    asked = []  # what the page fetches once loaded: nothing (no polling)
+    page.on("request", lambda request: asked.append(request.url) if "/workflow-instances/" in request.url else None)
     assert page.evaluate("window.batonWorkflow.cy.nodes().length") == 3
     assert page.evaluate("window.batonWorkflow.cy.edges().length") == 2
 
@@ -64,6 +69,8 @@ def test_workflow_pages_follow_an_instance_live(admin_page, site, api, fresh_bro
     expect(page.locator('#step-table tr[data-step="approve"]')).to_have_attribute("data-state", "committed")
     expect(page.locator("#wf-path li")).to_have_text(["approve", "validate"])
     page.wait_for_function("window.batonWorkflow.cy.edges('.held').length === 0")
+    expect(page.locator("#history-table tbody tr")).to_have_count(5)  # started, 2 steps completed, 2 committed
+    assert asked == [] and page.evaluate("window.batonWorkflow.updates") > 0
     page.reload()
     page.fill("input[name=reason]", "withdrawn")
     page.click("#wf-abort")
