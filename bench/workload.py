@@ -26,8 +26,9 @@ never came is recorded as indeterminate and not retried (a retry could put it tw
 
 from __future__ import annotations
 
-import os
 import itertools
+import json
+import os
 import random
 import sys
 import threading
@@ -36,15 +37,19 @@ import traceback
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from typing import Any
 
 from brokers.client import (
     BatonClientError,
     Client,
+    CommitResult,
     Message,
     NetworkError,
+    PendingPut,
     ServerError,
     Throttled,
+    Transaction,
     TransactionBackedOut,
 )
 
@@ -104,6 +109,31 @@ class History:
     operations: int = 0
     indeterminate_calls: int = 0
     units: Counter = field(default_factory=Counter)  # outcome of each unit of work a client ran
+    #: Where every client step is written, one JSON object a line (``trace_open``), so that a
+    #: finding can be explained from what the clients did (bench/diagnosis.py); on disk, not
+    #: in memory, so that a long run's load process stays flat.
+    trace_path: str | None = None
+    _trace: Any = None
+
+    def trace_open(self, path: str) -> None:
+        self.trace_path = path
+        self._trace = open(path, "w", encoding="utf-8")  # noqa: SIM115 - closed by trace_close
+
+    def trace_close(self) -> None:
+        with self.lock:
+            if self._trace is not None:
+                self._trace.close()
+                self._trace = None
+
+    def trace(self, actor: str, step: str, **fields: Any) -> None:
+        """One client step: ``bodies``, ``txn``, ``outcome`` and what else it learnt."""
+        if self._trace is None:
+            return
+        at = datetime.now(timezone.utc).isoformat(timespec="microseconds")  # beside the journal's times
+        line = json.dumps({"at": at, "actor": actor, "step": step, **fields}, default=str)
+        with self.lock:
+            if self._trace is not None:
+                self._trace.write(line + "\n")
 
     def put(self, bodies: list[str], status: str) -> None:
         with self.lock:
@@ -244,9 +274,13 @@ class Actor(threading.Thread):
                 time.sleep(0.1)  # polling interval of a bounded loop
         return False
 
+    def note(self, step: str, **fields: Any) -> None:
+        self.history.trace(self.name, step, **fields)
+
     def rolled_back(self, txn: Any) -> None:
         """Roll back (best effort: if no reply comes the unit of work times out)."""
-        self.call(txn.rollback)
+        outcome, value = self.call(txn.rollback)
+        self.note("rollback", txn=txn.id, outcome=outcome, **_told(outcome, value))
 
     def settled(self, txn: Any, *, committed_already: str | None = None) -> str:
         """Drive a unit of work the client asked to commit to its end: "committed",
@@ -256,6 +290,7 @@ class Actor(threading.Thread):
         while time.monotonic() < deadline:
             if outcome is None:
                 outcome, value = self.call(txn.commit, wait=2)
+                self.note("commit", txn=txn.id, outcome=outcome, **_told(outcome, value))
                 if outcome == ANSWERED and value.committed:
                     return "committed"
                 if outcome == REFUSED and isinstance(value, TransactionBackedOut):
@@ -265,6 +300,7 @@ class Actor(threading.Thread):
                     continue
             # no reply, or refused for another reason: read the unit of work's state
             state_outcome, value = self.call(txn.refresh)
+            self.note("refresh", txn=txn.id, outcome=state_outcome, state=txn.state, reason=txn.reason)
             outcome = None
             if state_outcome == ANSWERED:
                 if txn.state == "committed":
@@ -290,18 +326,23 @@ class Producer(Actor):
             body = self.body()
             self.history.put([body], "pending")
             self.history.asked_at([body], time.monotonic())
-            outcome, _ = self.call(self.client.put, BROKER_A, WORK, body, persistence="persistent", syncpoint="no")
+            outcome, value = self.call(self.client.put, BROKER_A, WORK, body, persistence="persistent", syncpoint="no")
+            self.note("put", bodies=[body], outcome=outcome, **_told(outcome, value))
             self.history.put([body], {ANSWERED: "ack", REFUSED: "failed", UNKNOWN: "unknown"}[outcome])
             return
         outcome, txn = self.call(self.client.transaction, BROKER_A)
         if outcome != ANSWERED:
+            self.note("begin", outcome=outcome, **_told(outcome, txn))
             return  # an orphan, if it was made, times out
         bodies: list[str] = []
+        puts: list[Any] = []
         for _ in range(1 + (self.rng.random() < 0.3)):
             batch = [self.body() for _ in range(self.rng.randint(1, 4))]
             bodies += batch
             self.history.put(batch, "pending")
-            outcome, _ = self.call(self.client.put, BROKER_A, WORK, messages=batch, transaction=txn)
+            outcome, put = self.call(self.client.put, BROKER_A, WORK, messages=batch, transaction=txn)
+            self.note("put", txn=txn.id, bodies=batch, outcome=outcome, **_told(outcome, put))
+            puts.append(put)
             if outcome != ANSWERED:  # not sure what is under it: never commit it
                 self.rolled_back(txn)
                 self.history.put(bodies, "failed")
@@ -313,11 +354,13 @@ class Producer(Actor):
             self.history.put(bodies, "failed")
             self.history.unit("rolled_back")
         elif choice < 0.15:
+            self.note("abandon", txn=txn.id, bodies=bodies)
             self.history.put(bodies, "failed")  # left to its timeout
             self.history.unit("abandoned")
         else:
             self.history.asked_at(bodies, time.monotonic())
             end = self.settled(txn)
+            self.note("end", txn=txn.id, bodies=bodies, end=end, puts=[_pipelined(p) for p in puts])
             self.history.put(bodies, {"committed": "ack", "rolled_back": "failed", "unknown": "unknown"}[end])
             self.history.unit(end)
 
@@ -331,24 +374,30 @@ class Consumer(Actor):
     def round(self) -> None:
         outcome, txn = self.call(self.client.transaction, BROKER_A)
         if outcome != ANSWERED:
+            self.note("begin", outcome=outcome, **_told(outcome, txn))
             return
         preemptive = self.rng.random() < 0.7
         outcome, batch = self.call(
             self.client.get, BROKER_A, WORK, transaction=txn, preemptive=preemptive, batch=5, wait=1
         )
         if outcome != ANSWERED or not batch:
+            if outcome != ANSWERED:
+                self.note("get", txn=txn.id, preemptive=preemptive, outcome=outcome, **_told(outcome, batch))
             self.rolled_back(txn)
             return
         bodies = [m.text for m in batch]
+        self.note("get", txn=txn.id, preemptive=preemptive, outcome=outcome, bodies=bodies, **_told(outcome, batch))
         if not preemptive:
             self.history.saw("work", bodies)
-        outcome, _ = self.call(self.client.put, BROKER_A, FWD, messages=bodies, transaction=txn)
+        outcome, put = self.call(self.client.put, BROKER_A, FWD, messages=bodies, transaction=txn)
+        self.note("forward", txn=txn.id, bodies=bodies, outcome=outcome, **_told(outcome, put))
         if outcome != ANSWERED:
             self.rolled_back(txn)
             self.history.unit("abandoned")
             return
         asked = time.monotonic()
         end = self.settled(txn)
+        self.note("end", txn=txn.id, bodies=bodies, end=end, puts=[_pipelined(put)])
         self.history.unit(end)
         if end in ("committed", "unknown"):
             self.history.asked_at(bodies, asked, forward=True)
@@ -367,11 +416,16 @@ class Locker(Actor):
     def round(self) -> None:
         outcome, batch = self.call(self.client.get, BROKER_B, IN, mode="peek_lock", batch=5, wait=1)
         if outcome != ANSWERED or not batch:
+            if outcome != ANSWERED:
+                self.note("lock", outcome=outcome, **_told(outcome, batch))
             return
+        self.note("lock", bodies=[m.text for m in batch], outcome=outcome, **_told(outcome, batch))
         self.history.saw("down", [m.text for m in batch])
         messages = list(batch)
         if self.rng.random() < 0.1:
-            self.call(messages.pop().abandon)
+            message = messages.pop()
+            outcome, value = self.call(message.abandon)
+            self.note("abandon", bodies=[message.text], outcome=outcome, **_told(outcome, value))
         if not messages:
             return
         if self.rng.random() < 0.3:
@@ -381,9 +435,11 @@ class Locker(Actor):
             self.completed(message)
 
     def completed(self, message: Message) -> None:
-        outcome, _ = self.call(message.complete)
+        outcome, value = self.call(message.complete)
+        self.note("complete", bodies=[message.text], outcome=outcome, **_told(outcome, value))
         if outcome == UNKNOWN:  # ask again: the lock is gone if the first one removed it
-            outcome, _ = self.call(message.complete)
+            outcome, value = self.call(message.complete)
+            self.note("complete", bodies=[message.text], outcome=outcome, again=True, **_told(outcome, value))
             if outcome != ANSWERED:
                 self.history.count("delivered_unknown", [message.text])
                 return
@@ -393,20 +449,55 @@ class Locker(Actor):
     def completed_in_unit(self, messages: list[Message]) -> None:
         outcome, txn = self.call(self.client.transaction, BROKER_B)
         if outcome != ANSWERED:
+            self.note("begin", outcome=outcome, **_told(outcome, txn))
             return
         for message in messages:
-            outcome, _ = self.call(message.complete, txn)
+            outcome, value = self.call(message.complete, txn)
+            self.note("complete", txn=txn.id, bodies=[message.text], outcome=outcome, **_told(outcome, value))
             if outcome != ANSWERED:
                 self.rolled_back(txn)
                 self.history.unit("abandoned")
                 return
         end = self.settled(txn)
-        self.history.unit(end)
         bodies = [m.text for m in messages]
+        self.note("end", txn=txn.id, bodies=bodies, end=end)
+        self.history.unit(end)
         if end == "committed":
             self.history.count("delivered", bodies)
         elif end == "unknown":
             self.history.count("delivered_unknown", bodies)
+
+
+def _told(outcome: str, value: Any) -> dict[str, Any]:
+    """What a call's reply told, for the trace: the error, a commit's state, the ids of the
+    messages a get or put returned (a pipelined put's are read at its unit's end)."""
+    if isinstance(value, BaseException):
+        return {"error": f"{type(value).__name__}: {value}"[:300]}
+    if isinstance(value, CommitResult):
+        return {"state": value.state, "waiting_on": value.waiting_on}
+    if isinstance(value, Message):
+        return {"msg_ids": [value.msg_id]}
+    if isinstance(value, list):
+        return {"msg_ids": [m.msg_id for m in value if isinstance(m, Message)]}
+    if isinstance(value, PendingPut):
+        return {"pipelined": True}
+    if isinstance(value, Transaction):
+        return {"txn": value.id}
+    if isinstance(value, str):
+        return {"answer": value}
+    return {}
+
+
+def _pipelined(put: Any) -> dict[str, Any]:
+    """A pipelined put's reply, if it came (never waits for it)."""
+    if not isinstance(put, PendingPut):
+        return _told(ANSWERED, put)
+    if not put.done():
+        return {"reply": "not read"}
+    try:
+        return {"msg_ids": [m.msg_id for m in put.result()]}
+    except BatonClientError as exc:
+        return {"error": f"{type(exc).__name__}: {exc}"[:300]}
 
 
 class Load:

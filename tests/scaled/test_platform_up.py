@@ -57,3 +57,5 @@ def test_the_readme_scaled_out_command_starts_the_scaled_out_form(redis_server, 
             assert names == [f"worker{n}@%h" for n in range(1, workers + 1)], names
 
         exercise_platform_up(ROOT, tmp_path, venv=user_venv.root, extra_env=env, check_processes=check_processes)
+    # the command it prints for an API token runs the interpreter it serves with (BATON_VENV's)
+    assert f"{user_venv.python} manage.py api_token" in (tmp_path / "up.out").read_text()

@@ -23,6 +23,7 @@ from contextlib import ExitStack
 from django.core.management.base import BaseCommand, CommandError
 
 from bench.checker import history_checked
+from bench.diagnosis import explained
 from bench.live import LivePlatform, PlatformError, postgres_scratch_database
 from bench.report import BenchmarkError
 from bench.scratch import Scratch, sigterm_as_interrupt
@@ -134,6 +135,7 @@ class Command(BaseCommand):
                 queues = topology_define(client, LOAD)
             series = [Series(name, live.processes[name].pid) for name in live.names()] + [Series("load", os.getpid())]
             load = Load(url=live.urls, token=token, settings=LOAD, seed=options["seed"])
+            load.history.trace_open(str(scratch.dir / "trace.jsonl"))
             self._progress(f"soak: load for {duration:g} s, a sample every {options['interval']:g} s")
             started = time.monotonic()
             load.start()
@@ -169,7 +171,10 @@ class Command(BaseCommand):
                         )
                     load.stop.wait(min(options["interval"], max(0.0, duration - t)))
             finally:
-                load.finish()
+                try:
+                    load.finish()
+                finally:
+                    load.history.trace_close()
             elapsed = time.monotonic() - started
             settled = False
             if not exits:
@@ -183,6 +188,15 @@ class Command(BaseCommand):
                     # stops at the first uncommitted put)
                     queued = queue_contents(client, queues) if settled else None
             verdict = history_checked(load.history, queued) if settled else None
+            diagnosis = (
+                explained(
+                    database_url,
+                    load.history.trace_path,
+                    verdict.lost + verdict.duplicated + verdict.uncommitted_visible + verdict.unknown,
+                )
+                if verdict and not verdict.ok
+                else {}
+            )
         history = load.history
         report = {
             "kind": "soak",
@@ -227,7 +241,13 @@ class Command(BaseCommand):
             "operations_over_time": operations,
             "process_exits": exits,
             "checker": (
-                {**verdict.numbers(), "settled": True, "ok": verdict.ok, "problems": verdict.problems()}
+                {
+                    **verdict.numbers(),
+                    "settled": True,
+                    "ok": verdict.ok,
+                    "problems": verdict.problems(),
+                    **({"diagnosis": diagnosis} if diagnosis else {}),
+                }
                 if verdict
                 else {
                     "settled": False,
@@ -261,8 +281,13 @@ class Command(BaseCommand):
                 f"max({RSS_GROWTH_MIB_PER_H:g} MiB, {RSS_GROWTH_SHARE_PER_H:.0%} of the mean) per hour, or descriptors "
                 f"over {FD_GROWTH_PER_H:g} per hour, after the first tenth of the run)"
             ),
-            "checker: " + ", ".join(f"{k} {v}" for k, v in checker.items() if k not in ("ok", "problems")),
+            "checker: " + ", ".join(f"{k} {v}" for k, v in checker.items() if k not in ("ok", "problems", "diagnosis")),
             *([f"problems: {checker['problems']}"] if checker["problems"] else []),
+            *(
+                ["diagnosis (the clients' steps, the database's facts):", json.dumps(checker["diagnosis"], indent=1)]
+                if checker.get("diagnosis")
+                else []
+            ),
         ]
         return "\n".join(lines) + "\n"
 
