@@ -26,14 +26,6 @@ KILLS = int(os.environ.get("BATON_CRASH_KILLS_SCALED") or 4)
 FDS_MORE_AT_MOST, RSS_MIB_MORE_AT_MOST = 16, 32
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="open engine finding (issue 28): a channel batch whose sending unit of work was rolled back by an "
-    "upstream's cascade is still held at the receiver when its messages are gathered again into a later batch; "
-    "the receiver takes them for duplicates of that held copy (brokers/channels/receiver.py, _duplicates_marked), "
-    "then the held batch is backed out and the later one commits without them: lost (checker: 'lost (1): p2-32', "
-    "reproduced with the soak's diagnosis)",
-)
 def test_soak_on_the_scaled_out_form_loses_and_duplicates_nothing_and_stays_flat():
     env = {**os.environ, "DATABASE_URL": database_url()}  # the server: the soak makes a database of its own there
     result = subprocess.run(
