@@ -40,6 +40,7 @@ from brokers.services.messages import message_browse, message_get, message_put
 from brokers.services.queues import queue_define
 from transactions.manager import transaction_begin, transaction_commit, transaction_rollback
 from transactions.models import Transaction, TransactionState
+from tests.passes import examples
 
 DLQ = DEFAULT_DEAD_LETTER_QUEUE
 #: name → (delivery sequence, max depth, backout threshold, backout queue)
@@ -273,7 +274,7 @@ def test_queues_agree_with_model(db):
     run_state_machine_as_test(
         QueueMachine,
         settings=settings(
-            max_examples=75,
+            max_examples=examples(75, postgres=20),
             stateful_step_count=25,
             deadline=None,
             database=None,

@@ -10,10 +10,13 @@ import sys
 from pathlib import Path
 
 import httpx
+import pytest
 import websockets
 
 from baton_client import errors as client_errors
 from config.errors import DRF_ERRORS
+
+pytestmark = pytest.mark.once  # once: imports, packaging and the client's own code; no database
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVER_PACKAGES = ("config", "transactions", "brokers", "dashboard")

@@ -33,6 +33,8 @@ from brokers.client import (
     TransactionNotActive,
 )
 
+pytestmark = pytest.mark.once  # once: imports and the client's own code; no database
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

@@ -6,7 +6,7 @@ import pytest
 
 from brokers.client import Lock, NotFound
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.once]  # once: its servers use SQLite in either pass
 
 
 def test_peek_lock_abandon_renew_complete(client, broker):

@@ -24,7 +24,7 @@ from brokers.client import (
     QueueFull,
 )
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.once]  # once: its servers use SQLite in either pass
 
 #: Every field of a message on output, per docs/api.md (input fields + the output-only ones).
 API_OUTPUT_FIELDS = {

@@ -11,6 +11,8 @@ import pytest
 from brokers.client import Client, NotFound, Transaction
 from tests.integration.servers import manage
 
+pytestmark = pytest.mark.once  # once: its servers use SQLite in either pass
+
 _users = itertools.count(1)
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from brokers.client import InvalidInput, QueueFull
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.once]  # once: its servers use SQLite in either pass
 
 
 def test_subscribe_publish_get(client, broker):

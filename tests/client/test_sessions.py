@@ -13,7 +13,7 @@ import pytest
 from brokers.client import Client, NetworkError, PendingPut, PutInhibited
 from tests.integration.servers import poll_until
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.once]  # once: its servers use SQLite in either pass
 _names = itertools.count(1)
 
 

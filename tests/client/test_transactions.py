@@ -10,7 +10,7 @@ import pytest
 from brokers.client import CommitResult, CommitTimeout, TransactionBackedOut, TransactionNotActive
 from tests.integration.servers import poll_until
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.once]  # once: its servers use SQLite in either pass
 
 
 def _in_thread(target):

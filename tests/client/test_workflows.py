@@ -10,7 +10,7 @@ import pytest
 from brokers.client import NotFound
 from baton_client.errors import WorkflowConflict
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.once]  # once: its servers use SQLite in either pass
 
 
 def test_a_workflow_through_the_client(client, broker):

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.once  # once: the commands run on a SQLite file of their own whatever the pass
+
 ROOT = Path(__file__).resolve().parents[2]
 MSG_ID = re.compile(r"^[0-9a-f]{48}$")
 

@@ -8,7 +8,11 @@ from __future__ import annotations
 import os
 import subprocess
 
+import pytest
+
 from .servers import PYTHON, ROOT, Server, base_env, poll_until
+
+pytestmark = [pytest.mark.integration, pytest.mark.once]  # once: SQLite in either pass
 
 
 def test_worker_and_beat_write_nothing_outside_var(tmp_path):

@@ -7,7 +7,7 @@ import pytest
 
 from .servers import poll_until
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.once]  # once: its servers use SQLite in either pass
 
 
 def test_expired_message_is_removed_from_the_queue(platform, http, live_broker):

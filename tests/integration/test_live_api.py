@@ -12,7 +12,7 @@ import pytest
 
 from .servers import poll_until
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.once]  # once: its servers use SQLite in either pass
 
 _clients = itertools.count(1)
 

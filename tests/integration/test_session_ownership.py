@@ -11,7 +11,7 @@ import pytest
 from .servers import manage
 from .test_session import Session
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.once]  # once: its servers use SQLite in either pass
 
 _users = itertools.count(1)
 

@@ -12,7 +12,7 @@ import pytest
 from .servers import manage
 from .test_session import Session, session  # noqa: F401  (the fixture)
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.once]  # once: its servers use SQLite in either pass
 
 _users = itertools.count(1)
 PER_USER = 16  # BATON_MAX_WAITS_PER_USER's default

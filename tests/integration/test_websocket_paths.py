@@ -14,6 +14,8 @@ from websockets.sync.client import connect
 
 from .servers import tail
 
+pytestmark = [pytest.mark.integration, pytest.mark.once]  # once: its servers use SQLite in either pass
+
 UNKNOWN_WEBSOCKET_PATHS = ["/nope/", "/ws/nope/", "/api/session/x/", "/ws/overview/extra/", "/stomp-nope/"]
 HTTP_ONLY_PATHS = ["/api/brokers/", "/login/", "/"]
 

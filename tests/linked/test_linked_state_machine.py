@@ -38,6 +38,7 @@ from brokers.services.queues import queue_define
 from transactions.exceptions import TransactionBackedOut
 from transactions.manager import transaction_begin, transaction_commit, transaction_rollback
 from transactions.models import Transaction
+from tests.passes import examples
 
 pytestmark = pytest.mark.linked
 
@@ -254,7 +255,7 @@ def test_linked_transactions_agree_with_model(db):
     run_state_machine_as_test(
         LinkedMachine,
         settings=settings(
-            max_examples=80,
+            max_examples=examples(80, postgres=20),
             stateful_step_count=30,
             deadline=None,
             database=None,

@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from brokers.models import Message
 from brokers.services.brokers import broker_define
 from brokers.services.queues import queue_define
+from tests.passes import examples
 
 from .conftest import BROKER, begin, browse, commit, put, rollback
 
@@ -56,7 +57,12 @@ operation = st.one_of(
 
 
 @pytest.mark.parametrize("read_order", ["put", "commit"])
-@settings(max_examples=40, deadline=None, database=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=examples(40, postgres=15),
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
 @given(ops=st.lists(operation, max_size=30), finish=st.lists(st.booleans(), min_size=4, max_size=4))
 def test_ordered_browse_model(broker, read_order, ops, finish):
     queue = f"QH.{read_order}.{next(_names)}"

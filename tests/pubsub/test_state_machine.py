@@ -34,6 +34,7 @@ from pubsub.services.publications import publication_publish
 from pubsub.services.retained import retained_clear
 from pubsub.services.subscriptions import subscription_define, subscription_delete
 from pubsub.services.topics import topic_define, topic_delete
+from tests.passes import examples
 from transactions.manager import transaction_begin, transaction_commit, transaction_rollback
 
 QUEUES = ["Q1", "Q2"]
@@ -243,7 +244,7 @@ def test_pubsub_agrees_with_model(db):
     run_state_machine_as_test(
         PubSubMachine,
         settings=settings(
-            max_examples=25,
+            max_examples=examples(25, postgres=10),
             stateful_step_count=20,
             deadline=None,
             database=None,

@@ -37,6 +37,7 @@ def other_process_tries(path: str, timeout_s: float) -> str:
     ).stdout.strip()
 
 
+@pytest.mark.once  # a lock file of its own: no database
 def test_a_writer_in_another_process_waits_and_fails_as_sqlite_would(tmp_path):
     lock = WriterLock(str(tmp_path / "db.sqlite3-writer"))
     lock.acquire(timeout_s=1)
@@ -47,6 +48,7 @@ def test_a_writer_in_another_process_waits_and_fails_as_sqlite_would(tmp_path):
     assert other_process_tries(lock.path, 5) == "acquired"
 
 
+@pytest.mark.once  # a lock file of its own: no database
 def test_a_dead_process_leaves_the_lock_free(tmp_path):
     path = str(tmp_path / "db.sqlite3-writer")
     held = subprocess.Popen(
@@ -70,6 +72,7 @@ def test_a_dead_process_leaves_the_lock_free(tmp_path):
     assert other_process_tries(path, 5) == "acquired"
 
 
+@pytest.mark.once  # a lock file of its own: no database
 def test_threads_of_one_process_are_handed_the_lock_in_turn(tmp_path):
     lock = WriterLock(str(tmp_path / "db.sqlite3-writer"))
     inside, overlaps, entered = [], [], threading.Event()
@@ -96,6 +99,7 @@ def test_threads_of_one_process_are_handed_the_lock_in_turn(tmp_path):
     assert entered.is_set() and not inside and not overlaps
 
 
+@pytest.mark.once  # a lock file of its own: no database
 def test_a_forked_child_starts_with_the_lock_free(tmp_path):
     path = str(tmp_path / "db.sqlite3")
     lock = writer_lock(path, in_memory=False)

@@ -8,7 +8,7 @@ import pytest
 
 from tests.integration.servers import Platform, free_port, poll_until
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.once]  # once: its servers use SQLite in either pass
 
 
 @pytest.fixture(scope="module")

@@ -33,6 +33,7 @@ from brokers.services.brokers import broker_define
 from brokers.services.message_input import MessageInput
 from brokers.services.messages import message_get
 from brokers.services.queues import queue_define
+from tests.passes import examples
 from transactions.manager import transaction_begin, transaction_commit, transaction_rollback
 from workflows.models import InstanceHistory, StepRequest
 from workflows.selectors import instance_get, instance_view
@@ -297,7 +298,7 @@ def test_the_saga_agrees_with_its_model(hooks):
     run_state_machine_as_test(
         SagaMachine,
         settings=settings(
-            max_examples=6,
+            max_examples=examples(6, postgres=3),
             stateful_step_count=20,
             deadline=None,
             database=None,

@@ -177,10 +177,12 @@ def test_rate_off_never_throttles(api, broker, throttle_cache):
         assert api.get("/api/brokers/").status_code == 200
 
 
+@pytest.mark.once  # settings only: no database
 def test_default_rate_is_generous():
     assert settings.BATON_API_RATE == "100000/min"
 
 
+@pytest.mark.once  # settings only: no database
 def test_a_malformed_rate_stops_startup():
     import os
     import subprocess
