@@ -56,7 +56,11 @@ def _view(operations: list[type[Operation]]) -> type[APIView]:
     """One route's view: a method per operation, each documented from its definition."""
     from .. import schema
 
-    methods: dict[str, Any] = {"__doc__": " / ".join(f"{op.method.upper()}: {op.__name__}" for op in operations)}
+    methods: dict[str, Any] = {
+        "__doc__": " / ".join(f"{op.method.upper()}: {op.__name__}" for op in operations),
+        #: method -> the operation that answers it
+        "operations": {op.method: op for op in operations},
+    }
     for op in operations:
 
         def handle(self, request: Request, _operation: type[Operation] = op, **kwargs: str) -> Response:
@@ -68,7 +72,7 @@ def _view(operations: list[type[Operation]]) -> type[APIView]:
                 data = {}
             return operation_response(_operation, request, data, **kwargs)
 
-        assert op.method not in methods, f"{op.route}: two operations answer {op.method.upper()}"
+        assert sum(o.method == op.method for o in operations) == 1, f"{op.route}: two answer {op.method.upper()}"
         methods[op.method] = schema.documented(op)(handle)
     return type(f"{operations[0].__name__}View", (APIView,), methods)
 
