@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
 from brokers import permissions as may
 from brokers.api.operations import Model, Operation
@@ -69,11 +69,15 @@ def ingest_render(ingest: Ingest) -> dict[str, Any]:
 
 
 class QueueRef(Model):
+    """A body's types are JSON's own: ``"7"`` is no number (strict)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
     broker: Annotated[str, Field(max_length=48)]
     queue: Annotated[str, Field(max_length=48)]
 
 
 class IngestRef(Model):
+    model_config = ConfigDict(extra="forbid", strict=True)
     ingest_id: Annotated[str, Field(max_length=64)]
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from brokers.api.operations import Model, Operation
 from brokers.api.schema import PATH_NAME
@@ -56,6 +56,9 @@ class PubSubOperation(Operation):
 
 
 class BrokerIn(Model):
+    """A body's types are JSON's own: ``0`` is no boolean, ``"5"`` no number (strict)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
     broker: Annotated[str, Field(max_length=48)]
 
 

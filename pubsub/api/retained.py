@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from brokers.api.operations import Model
 
@@ -37,6 +37,7 @@ class RetainedList(PubSubOperation):
     path = ("broker",)
 
     class Input(BrokerIn):
+        model_config = ConfigDict(extra="forbid", strict=False)  # the query's text converts
         topic_filter: Annotated[str, Field(min_length=1, max_length=TOPIC_MAX, description="A topic filter.")] = "#"
         limit: Annotated[int, Field(ge=1, le=1000, description="Rows a page returns.")] = 1000
         offset: Annotated[int, Field(ge=0, description="Rows to skip.")] = 0
@@ -69,6 +70,7 @@ class RetainedClear(PubSubOperation):
     success = 204
 
     class Input(BrokerIn):
+        model_config = ConfigDict(extra="forbid", strict=False)  # the query's text converts
         topic: Annotated[str, Field(min_length=1, max_length=TOPIC_MAX, description="The topic string.")]
 
     class Output(Model):
