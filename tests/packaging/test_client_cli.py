@@ -52,7 +52,6 @@ def test_put_browse_get_publish_and_display(baton):
     )
     assert (second["body"], second["body_base64"]) == (None, "/wA=")
 
-    assert baton("display", "queue", "QM1", "Q1").returncode == 0
     assert json.loads(baton("display", "queue", "QM1", "Q1").stdout)["depth"] == 2
     got = baton("get", "QM1", "Q1")
     assert (got.returncode, got.stdout) == (0, b"hello\n")
