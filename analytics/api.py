@@ -1,30 +1,50 @@
-"""REST: run the analytics now, follow a run, read a broker's latest results."""
+"""REST: run the analytics now, follow a run, read a broker's latest results; each operation
+defined once (``brokers.api.operations``): its route, input, output and docs."""
 
 from __future__ import annotations
 
+from typing import Annotated, Any, Literal
+
 from django.db import transaction
-from drf_spectacular.utils import extend_schema, extend_schema_serializer
-from rest_framework import serializers
-from rest_framework.request import Request
-from rest_framework.response import Response
-from rest_framework.views import APIView
+from pydantic import Field
 
 from brokers import permissions as may
-from brokers.api.schema import BROKER, responses
+from brokers.api.operations import Model, Operation
+from brokers.api.render import iso_z
+from brokers.api.schema import path_parameter
 from brokers.selectors import broker_get
 from config.errors import PermissionDenied
-from config.input import validated
 
-from .models import AnalyticsRun
+from .models import AnalyticsRun, RunState, RunTrigger
 from .selectors import analytics_run_get, broker_analytics_get
 from .services import analytics_run_start
 
+TAG = "analytics"
+RUN_ID = path_parameter("run_id", "Analytics run id.", r"^[^/\x00]+$", "0" * 32)
 
-@extend_schema_serializer(component_name="AnalyticsRun")
-class RunOutputSerializer(serializers.ModelSerializer):
-    class Meta:
-        model = AnalyticsRun
-        fields = ["id", "state", "trigger", "events_exported", "error", "created_at", "started_at", "finished_at"]
+
+class RunOut(Model):
+    id: str
+    state: Literal[tuple(RunState.values)]  # type: ignore[valid-type]
+    trigger: Literal[tuple(RunTrigger.values)]  # type: ignore[valid-type]
+    events_exported: int = Field(description="Journal events this run's increment added.")
+    error: str
+    created_at: str
+    started_at: str | None
+    finished_at: str | None
+
+
+def run_render(run: AnalyticsRun) -> dict[str, Any]:
+    return {
+        "id": run.id,
+        "state": run.state,
+        "trigger": run.trigger,
+        "events_exported": run.events_exported,
+        "error": run.error,
+        "created_at": iso_z(run.created_at),
+        "started_at": iso_z(run.started_at),
+        "finished_at": iso_z(run.finished_at),
+    }
 
 
 def _require_operator(user) -> None:
@@ -33,88 +53,103 @@ def _require_operator(user) -> None:
         raise PermissionDenied("Only administrators may run the analytics.")
 
 
-class AnalyticsRunsView(APIView):
-    @extend_schema_serializer(component_name="AnalyticsRunInput")
-    class InputSerializer(serializers.Serializer):
+class AnalyticsRunStart(Operation):
+    """Run the analytics now (they also run on a schedule)"""
+
+    route = "analytics/runs/"
+    url_name = "analytics-runs"
+    operation_id = "analytics_run"
+    tag = TAG
+    errors = (400, 413)
+    success = 202
+
+    class Input(Model):
         pass
 
-    OutputSerializer = RunOutputSerializer
+    Output = RunOut
 
-    @extend_schema(
-        operation_id="analytics_run",
-        tags=["analytics"],
-        request=InputSerializer,
-        responses=responses({202: OutputSerializer}, 400, 413),
-        summary="Run the analytics now (they also run on a schedule)",
-    )
-    def post(self, request: Request) -> Response:
-        _require_operator(request.user)
-        validated(self.InputSerializer, request)
+    @classmethod
+    def permitted_first(cls, user, data: dict[str, Any]) -> None:
+        _require_operator(user)
+
+    @classmethod
+    def perform(cls, user, data: Input) -> tuple[int, dict[str, Any]]:
+        _require_operator(user)
         with transaction.atomic():
             run = analytics_run_start()
-        return Response(self.OutputSerializer(run).data, status=202)
+        return 202, run_render(run)
 
 
-class AnalyticsRunDetailView(APIView):
-    OutputSerializer = RunOutputSerializer
+class AnalyticsRunDisplay(Operation):
+    """An analytics run: its state and what it exported."""
 
-    @extend_schema(
-        operation_id="analytics_run_display", tags=["analytics"], responses=responses({200: OutputSerializer}, 404)
-    )
-    def get(self, request: Request, run_id: str) -> Response:
-        _require_operator(request.user)
-        return Response(self.OutputSerializer(analytics_run_get(run_id=run_id)).data)
+    route = "analytics/runs/<id:run_id>/"
+    url_name = "analytics-run-detail"
+    method = "get"
+    operation_id = "analytics_run_display"
+    tag = TAG
+    errors = (404,)
+    path = ("run_id",)
+    path_parameters = {"run_id": RUN_ID}
+
+    class Input(Model):
+        run_id: Annotated[str, Field(max_length=64)]
+
+    Output = RunOut
+
+    @classmethod
+    def permitted_first(cls, user, data: dict[str, Any]) -> None:
+        _require_operator(user)
+
+    @classmethod
+    def perform(cls, user, data: Input) -> tuple[int, dict[str, Any]]:
+        _require_operator(user)
+        return 200, run_render(analytics_run_get(run_id=data.run_id))
 
 
-class BrokerAnalyticsView(APIView):
-    @extend_schema_serializer(component_name="BrokerAnalytics")
-    class OutputSerializer(serializers.Serializer):
-        broker = serializers.CharField()
-        computed_at = serializers.DateTimeField(allow_null=True)
-        run = serializers.CharField(allow_null=True)
-        units_of_work = serializers.DictField(
-            help_text=(
-                "committed, rolled_back, cascaded, links, links_upstream_committed, max_chain_depth, saved_ms, "
-                "wasted_ms"
-            )
+class BrokerAnalyticsDisplay(Operation):
+    """The latest analytics results for a broker"""
+
+    route = "brokers/<name:broker>/analytics/"
+    url_name = "broker-analytics"
+    method = "get"
+    operation_id = "broker_analytics"
+    tag = TAG
+    errors = (404,)
+    path = ("broker",)
+
+    class Input(Model):
+        broker: Annotated[str, Field(max_length=48)]
+
+    class Output(Model):
+        broker: str
+        computed_at: str | None
+        run: str | None
+        units_of_work: dict[str, Any] = Field(
+            description="committed, rolled_back, cascaded, links, links_upstream_committed, max_chain_depth, "
+            "saved_ms, wasted_ms"
         )
-        queues = serializers.ListField(
-            child=serializers.DictField(),
-            help_text=(
-                "Per queue: puts, gets, backouts, backout_rate, dead_letters, expired, depth, oldest_age_ms, "
-                "dwell_samples, dwell_p50_ms, dwell_p95_ms, dwell_p99_ms"
-            ),
+        queues: list[dict[str, Any]] = Field(
+            description="Per queue: puts, gets, backouts, backout_rate, dead_letters, expired, depth, "
+            "oldest_age_ms, dwell_samples, dwell_p50_ms, dwell_p95_ms, dwell_p99_ms"
         )
-        throughput = serializers.ListField(
-            child=serializers.DictField(), help_text="Per queue and minute: puts, gets, depth"
-        )
-        chains = serializers.ListField(
-            child=serializers.DictField(),
-            help_text=("Per committed linked unit of work: transaction_id, chain_depth, saved_ms, chain_latency_ms"),
+        throughput: list[dict[str, Any]] = Field(description="Per queue and minute: puts, gets, depth")
+        chains: list[dict[str, Any]] = Field(
+            description="Per committed linked unit of work: transaction_id, chain_depth, saved_ms, chain_latency_ms"
         )
 
-    @extend_schema(
-        operation_id="broker_analytics",
-        tags=["analytics"],
-        parameters=[BROKER],
-        responses=responses({200: OutputSerializer}, 404),
-        summary="The latest analytics results for a broker",
-    )
-    def get(self, request: Request, broker: str) -> Response:
-        broker_get(name=broker)
-        may.require_broker_display(request.user, broker=broker)
-        found = broker_analytics_get(broker=broker)
+    @classmethod
+    def perform(cls, user, data: Input) -> tuple[int, dict[str, Any]]:
+        broker_get(name=data.broker)
+        may.require_broker_display(user, broker=data.broker)
+        found = broker_analytics_get(broker=data.broker)
         results = found.results if found else {}
-        return Response(
-            self.OutputSerializer(
-                {
-                    "broker": broker,
-                    "computed_at": found.computed_at if found else None,
-                    "run": found.run_id if found else None,
-                    "units_of_work": results.get("broker", {}),
-                    "queues": results.get("queues", []),
-                    "throughput": results.get("throughput", []),
-                    "chains": results.get("chains", []),
-                }
-            ).data
-        )
+        return 200, {
+            "broker": data.broker,
+            "computed_at": iso_z(found.computed_at) if found else None,
+            "run": found.run_id if found else None,
+            "units_of_work": results.get("broker", {}),
+            "queues": results.get("queues", []),
+            "throughput": results.get("throughput", []),
+            "chains": results.get("chains", []),
+        }

@@ -1,13 +1,9 @@
-"""Analytics routes (included before the brokers' routes: a broker name may contain '/')."""
-
-from django.urls import path
+"""Analytics routes, made from the operations' definitions (included before the brokers'
+routes: a broker name may contain '/')."""
 
 from brokers.api import urls as _brokers_urls  # noqa: F401  (registers the name and id converters)
+from brokers.api.operations.rest import rest_urls
 
-from .api import AnalyticsRunDetailView, AnalyticsRunsView, BrokerAnalyticsView
+from . import api
 
-urlpatterns = [
-    path("brokers/<name:broker>/analytics/", BrokerAnalyticsView.as_view(), name="broker-analytics"),
-    path("analytics/runs/<id:run_id>/", AnalyticsRunDetailView.as_view(), name="analytics-run-detail"),
-    path("analytics/runs/", AnalyticsRunsView.as_view(), name="analytics-runs"),
-]
+urlpatterns = rest_urls(api.BrokerAnalyticsDisplay, api.AnalyticsRunDisplay, api.AnalyticsRunStart)

@@ -1,13 +1,9 @@
-"""Ingest routes (included before the brokers' routes: a queue name may contain '/')."""
-
-from django.urls import path
+"""Ingest routes, made from the operations' definitions (included before the brokers'
+routes: a queue name may contain '/')."""
 
 from brokers.api import urls as _brokers_urls  # noqa: F401  (registers the name and id converters)
+from brokers.api.operations.rest import rest_urls
 
-from .api import IngestDetailView, IngestProgressView, QueueIngestsView
+from . import api
 
-urlpatterns = [
-    path("brokers/<name:broker>/queues/<name:queue>/ingests/", QueueIngestsView.as_view(), name="queue-ingests"),
-    path("ingests/<id:ingest_id>/progress/", IngestProgressView.as_view(), name="ingest-progress"),
-    path("ingests/<id:ingest_id>/", IngestDetailView.as_view(), name="ingest-detail"),
-]
+urlpatterns = rest_urls(api.IngestStart, api.IngestList, api.IngestProgress, api.IngestDisplay)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import timezone
 from typing import Any
 
 from transactions.models import Transaction
@@ -13,6 +14,15 @@ from ..services.queues import QUEUE_FIELDS
 
 def iso(value) -> str | None:
     return value.isoformat() if value else None
+
+
+def iso_z(value) -> str | None:
+    """A time in UTC as ISO 8601 with ``Z`` (``2026-11-25T19:46:02.123456Z``): how the
+    publish/subscribe, ingest and analytics answers have always written their times."""
+    if not value:
+        return None
+    text = value.astimezone(timezone.utc).isoformat()
+    return text[:-6] + "Z" if text.endswith("+00:00") else text
 
 
 def broker_render(b: Broker) -> dict[str, Any]:

@@ -1,26 +1,11 @@
 """The OpenAPI schema's pieces that are not an operation's own definition: the error body,
-path parameters, examples, and :func:`operation`, which documents an operation from its
-definition in ``brokers.api.operations``. (The transaction graph is still described by
-serializers here.)"""
+path parameters, examples, and :func:`documented`, which documents an operation from its
+definition (``brokers.api.operations``): what it declares, its Input and its Output."""
 
 from __future__ import annotations
 
-from django.core.validators import RegexValidator
-from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import (
-    OpenApiExample,
-    OpenApiParameter,
-    OpenApiResponse,
-    extend_schema,
-    extend_schema_field,
-)
-from rest_framework import serializers as s
-
-from transactions.models import TransactionState
-
-from ..models import (
-    NAME_PATTERN,
-)
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
+from pydantic import BaseModel, ConfigDict, Field
 
 HEX48 = r"^[0-9a-fA-F]{48}$"
 HEX32 = r"^[0-9a-fA-F]{32}$"
@@ -28,44 +13,26 @@ HEX32 = r"^[0-9a-fA-F]{32}$"
 PATH_NAME = r"^[A-Za-z0-9._%]{1,48}$"
 
 
-def _name(**kwargs) -> s.CharField:
-    return s.CharField(max_length=48, validators=[RegexValidator(NAME_PATTERN)], **kwargs)
-
-
-def _hex48(**kwargs) -> s.CharField:
-    return s.CharField(min_length=48, max_length=48, validators=[RegexValidator(HEX48)], **kwargs)
-
-
-@extend_schema_field(OpenApiTypes.BYTE)
-class Base64Field(s.CharField):
-    """Bytes as standard base64."""
-
-
-@extend_schema_field({"type": "object", "additionalProperties": True})
-class ObjectField(s.JSONField):
-    """Any JSON object."""
-
-
 # --- errors ---------------------------------------------------------------------------------
 
 
-class ErrorSerializer(s.Serializer):
+class Error(BaseModel):
     """Every error: a stable ``code``, a ``message`` for a person, and details (an invalid
     request has ``errors``: field name to list of problems)."""
 
-    code = s.CharField(
-        help_text="invalid, not_authenticated, permission_denied, not_found, "
+    model_config = ConfigDict(extra="allow")
+
+    code: str = Field(
+        description="invalid, not_authenticated, permission_denied, not_found, "
         "transaction_backed_out, transaction_not_active, put_inhibited, get_inhibited, "
         "queue_full, options_conflict, already_exists, message_too_large, throttled, ..."
     )
-    message = s.CharField()
-    errors = s.DictField(
-        child=s.ListField(child=s.CharField()), required=False, help_text="With code invalid: the problems per field."
-    )
+    message: str
+    errors: dict[str, list[str]] | None = Field(None, description="With code invalid: the problems per field.")
 
 
 def _error(description: str) -> OpenApiResponse:
-    return OpenApiResponse(ErrorSerializer, description=description)
+    return OpenApiResponse(Error, description=description)
 
 
 E400 = _error("invalid: the request is not valid (details per field in errors).")
@@ -91,7 +58,7 @@ def responses(ok: dict, *errors: int) -> dict:
 # --- path and query parameters --------------------------------------------------------------
 
 
-def _path(name: str, description: str, pattern: str, example: str) -> OpenApiParameter:
+def path_parameter(name: str, description: str, pattern: str, example: str) -> OpenApiParameter:
     return OpenApiParameter(
         name,
         str,
@@ -103,43 +70,18 @@ def _path(name: str, description: str, pattern: str, example: str) -> OpenApiPar
     )
 
 
-BROKER = _path("broker", "Broker name.", PATH_NAME, "QM1")
-QUEUE = _path("queue", "Queue name.", PATH_NAME, "Q1")
-TRANSACTION = _path("transaction_id", "Transaction id (32 hex characters).", HEX32, "0123456789abcdef0123456789abcdef")
-CHANNEL = _path("channel", "Channel name.", PATH_NAME, "QMA.TO.QMB")
-CONNECTION = _path("conn_id", "Connection id (48 hex characters).", HEX48, "0" * 48)
-TOKEN = _path("token", "Lock token of a peek-locked message.", r"^[0-9a-fA-F]{1,32}$", "0" * 32)
+BROKER = path_parameter("broker", "Broker name.", PATH_NAME, "QM1")
+QUEUE = path_parameter("queue", "Queue name.", PATH_NAME, "Q1")
+TRANSACTION = path_parameter(
+    "transaction_id", "Transaction id (32 hex characters).", HEX32, "0123456789abcdef0123456789abcdef"
+)
+CHANNEL = path_parameter("channel", "Channel name.", PATH_NAME, "QMA.TO.QMB")
+CONNECTION = path_parameter("conn_id", "Connection id (48 hex characters).", HEX48, "0" * 48)
+TOKEN = path_parameter("token", "Lock token of a peek-locked message.", r"^[0-9a-fA-F]{1,32}$", "0" * 32)
 LIMIT = OpenApiParameter("limit", int, description="Rows a page returns (1 to 1000).")
 OFFSET = OpenApiParameter("offset", int, description="Rows to skip.")
 PURGE = OpenApiParameter("purge", bool, description="Delete even if it still holds messages (they are discarded).")
 PAGE = [LIMIT, OFFSET]
-
-
-# --- transactions ---------------------------------------------------------------------------
-
-
-class GraphNodeSerializer(s.Serializer):
-    id = s.CharField()
-    broker = s.CharField()
-    state = s.ChoiceField(TransactionState.values)
-    reason = s.CharField(allow_null=True)
-    created_at = s.DateTimeField()
-    resolved_at = s.DateTimeField(allow_null=True)
-    yours = s.BooleanField(
-        help_text="Whether you may act on it: you began it, administer its broker, or are a superuser."
-    )
-
-
-class GraphEdgeSerializer(s.Serializer):
-    upstream = s.CharField()
-    downstream = s.CharField()
-    resource = s.CharField()
-
-
-class TransactionGraphSerializer(s.Serializer):
-    broker = s.CharField()
-    nodes = GraphNodeSerializer(many=True)
-    edges = GraphEdgeSerializer(many=True)
 
 
 # --- request examples (the docs show them; schemathesis sends them first) -------------------
@@ -205,7 +147,7 @@ CHANNEL_CHANGE_EXAMPLES = [_example("A bigger window", {"window": 16})]
 DEAD_LETTER_EXAMPLES = [_example("Cannot process", {"reason": "unparseable order"})]
 
 
-# --- the operations (the views wear these) --------------------------------------------------
+# --- the operations (the generated views wear these) --------------------------------------------------
 
 _UNSET = object()
 
@@ -232,16 +174,6 @@ def _operation(
     )
 
 
-transactions_graph = _operation(
-    "transactions_graph",
-    "transactions",
-    {200: TransactionGraphSerializer},
-    404,
-    parameters=[BROKER],
-    summary="The broker's live transaction graph",
-)
-
-
 # --- operations defined once (brokers.api.operations) -----------------------------------------
 
 _PATH_PARAMETERS = {
@@ -254,32 +186,36 @@ _PATH_PARAMETERS = {
 }
 
 
-def operation(
-    op, operation_id: str, tag: str, *errors: int, query: bool = False, examples=None, summary: str | None = None
-):
-    """The OpenAPI description of one operation, from its definition: the request body (or,
-    with ``query``, the query parameters) from its ``Input`` without the path's fields, the
-    responses from its ``Output``."""
+def documented(op):
+    """The OpenAPI description of one operation, all from its definition: the operation id,
+    tag, error statuses, examples and summary it declares; the request body (or, for an
+    operation that reads the query, the query parameters) from its ``Input`` without the
+    path's fields; the responses from its ``Output``."""
     from .operations.base import body_model
 
     body = body_model(op)
-    parameters = [_PATH_PARAMETERS[name] for name in op.path]
-    request = None if query else body
-    if query and body is not None:
+    parameters = [op.path_parameters.get(name) or _PATH_PARAMETERS[name] for name in op.path]
+    request = None if op.query else body
+    if op.query and body is not None:
         parameters += [
-            OpenApiParameter(name, _QUERY_TYPES.get(info.annotation, str), description=info.description)
+            OpenApiParameter(
+                name,
+                _QUERY_TYPES.get(info.annotation, str),
+                required=info.is_required(),
+                description=info.description,
+            )
             for name, info in body.model_fields.items()
         ]
     ok = {status: (model if model.model_fields else NO_CONTENT) for status, model in op.outputs().items()}
     return _operation(
-        operation_id,
-        tag,
+        op.operation_id,
+        op.tag,
         ok,
-        *errors,
+        *op.errors,
         parameters=parameters,
         request=request,
-        examples=examples,
-        summary=summary or ((op.__doc__ or "").strip().splitlines() or [None])[0],
+        examples=op.examples,
+        summary=op.summary or ((op.__doc__ or "").strip().splitlines() or [None])[0],
     )
 
 

@@ -1,9 +1,11 @@
-"""API routes. Broker and queue names may contain '/', so the name converter takes slashes
-and the most specific routes come first."""
+"""API routes, made from the operations' definitions (each declares its route, method and
+names). Broker and queue names may contain '/', so the name converter takes slashes and the
+most specific routes come first."""
 
-from django.urls import path, register_converter
+from django.urls import register_converter
 
-from . import views
+from . import operations as ops
+from .operations.rest import rest_urls
 
 
 class NameConverter:
@@ -32,27 +34,31 @@ class IdConverter:
 register_converter(NameConverter, "name")
 register_converter(IdConverter, "id")
 
-urlpatterns = [
-    path("brokers/<name:broker>/queues/<name:queue>/messages/", views.MessagesView.as_view(), name="queue-messages"),
-    path("brokers/<name:broker>/queues/<name:queue>/get/", views.GetView.as_view(), name="queue-get"),
-    path("brokers/<name:broker>/queues/<name:queue>/", views.QueueDetailView.as_view(), name="queue-detail"),
-    path("brokers/<name:broker>/queues/", views.QueueListView.as_view(), name="queue-list"),
-    path("brokers/<name:broker>/transactions/graph/", views.TransactionGraphView.as_view(), name="transaction-graph"),
-    path("brokers/<name:broker>/transactions/", views.TransactionBeginView.as_view(), name="transaction-begin"),
-    path("brokers/<name:broker>/connections/", views.ConnectionOpenView.as_view(), name="connection-open"),
-    path("brokers/<name:broker>/", views.BrokerDetailView.as_view(), name="broker-detail"),
-    path("brokers/", views.BrokerListView.as_view(), name="broker-list"),
-    path("transactions/<id:transaction_id>/commit/", views.TransactionCommitView.as_view(), name="transaction-commit"),
-    path(
-        "transactions/<id:transaction_id>/rollback/",
-        views.TransactionRollbackView.as_view(),
-        name="transaction-rollback",
-    ),
-    path("transactions/<id:transaction_id>/check/", views.TransactionCheckView.as_view(), name="transaction-check"),
-    path("transactions/<id:transaction_id>/", views.TransactionDetailView.as_view(), name="transaction-detail"),
-    path("locks/<id:token>/complete/", views.LockCompleteView.as_view(), name="lock-complete"),
-    path("locks/<id:token>/abandon/", views.LockAbandonView.as_view(), name="lock-abandon"),
-    path("locks/<id:token>/renew/", views.LockRenewView.as_view(), name="lock-renew"),
-    path("locks/<id:token>/dead-letter/", views.LockDeadLetterView.as_view(), name="lock-dead-letter"),
-    path("connections/<id:conn_id>/", views.ConnectionDetailView.as_view(), name="connection-detail"),
-]
+urlpatterns = rest_urls(  # the most specific routes first
+    ops.MessageBrowse,
+    ops.MessagePut,
+    ops.MessageGet,
+    ops.QueueDisplay,
+    ops.QueueAlter,
+    ops.QueueDelete,
+    ops.QueueList,
+    ops.QueueDefine,
+    ops.TransactionGraph,
+    ops.TransactionBegin,
+    ops.ConnectionOpen,
+    ops.BrokerDisplay,
+    ops.BrokerAlter,
+    ops.BrokerDelete,
+    ops.BrokerList,
+    ops.BrokerDefine,
+    ops.TransactionCommit,
+    ops.TransactionRollback,
+    ops.TransactionCheck,
+    ops.TransactionDisplay,
+    ops.LockComplete,
+    ops.LockAbandon,
+    ops.LockRenew,
+    ops.LockDeadLetter,
+    ops.ConnectionDisplay,
+    ops.ConnectionClose,
+)

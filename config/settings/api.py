@@ -59,7 +59,7 @@ SPECTACULAR_SETTINGS = {
         "RolledBackStateEnum": ["rolled_back"],
         "ChannelStateEnum": ["stopped", "running", "retrying", "in_doubt"],
         "BatchStateEnum": ["received", "committed", "pending", "backed_out", "unknown"],
-        "JobStateEnum": "ingest.models.IngestState",  # ingests and analytics runs (the same states)
+        "JobStateEnum": ["queued", "running", "succeeded", "failed"],  # ingests and analytics runs
         "WorkflowInstanceStateEnum": ["running", "completed", "compensating", "compensated", "compensation_failed"],
         "WorkflowStepStateEnum": [
             "pending",

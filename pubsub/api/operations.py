@@ -14,6 +14,7 @@ from brokers.services.message_input import MessageIn
 from .. import permissions as may
 from ..models import TOPIC_MAX
 from ..services.publications import publication_publish
+from .definitions import TAG
 
 
 class PublicationPublish(Operation):
@@ -22,6 +23,11 @@ class PublicationPublish(Operation):
     topic's retained publication."""
 
     session = "publish"
+    route = "brokers/<name:broker>/publish/"
+    url_name = "publish"
+    operation_id = "publish"
+    tag = TAG
+    errors = (400, 404, 409, 413)
     path = ("broker",)
     success = 201
 

@@ -1,20 +1,23 @@
-"""Publish/subscribe routes under /api/ (the name converter is brokers.api.urls')."""
-
-from django.urls import path
+"""Publish/subscribe routes under /api/, made from the operations' definitions (the name
+converter is brokers.api.urls')."""
 
 import brokers.api.urls  # noqa: F401  (registers the name converter)
+from brokers.api.operations.rest import rest_urls
 
-from . import views
+from . import definitions as d, retained as r
+from .operations import PublicationPublish
 
-urlpatterns = [
-    path("brokers/<name:broker>/topics/<name:name>/", views.TopicDetailView.as_view(), name="topic-detail"),
-    path("brokers/<name:broker>/topics/", views.TopicListView.as_view(), name="topic-list"),
-    path("brokers/<name:broker>/publish/", views.PublishView.as_view(), name="publish"),
-    path(
-        "brokers/<name:broker>/subscriptions/<name:name>/",
-        views.SubscriptionDetailView.as_view(),
-        name="subscription-detail",
-    ),
-    path("brokers/<name:broker>/subscriptions/", views.SubscriptionListView.as_view(), name="subscription-list"),
-    path("brokers/<name:broker>/retained/", views.RetainedView.as_view(), name="retained"),
-]
+urlpatterns = rest_urls(
+    d.TopicDisplay,
+    d.TopicAlter,
+    d.TopicDelete,
+    d.TopicList,
+    d.TopicDefine,
+    PublicationPublish,
+    d.SubscriptionDisplay,
+    d.SubscriptionDelete,
+    d.SubscriptionList,
+    d.SubscriptionDefine,
+    r.RetainedList,
+    r.RetainedClear,
+)

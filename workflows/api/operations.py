@@ -32,7 +32,10 @@ from ..services.instances import (
     step_fail,
     workflow_abort,
 )
+from . import schema  # noqa: F401  (the path parameters)
 
+
+TAG = "workflows"
 TransactionId = Annotated[str, Field(max_length=64, description="A unit of work's id.")]
 InstanceId = Annotated[str, Field(max_length=64, description="A workflow instance's id (48 hex characters).")]
 InstanceStates = Literal[tuple(InstanceState.values)]  # type: ignore[valid-type]
@@ -93,6 +96,14 @@ def _steps(steps: list[StepIn]) -> list[dict]:
 class WorkflowList(Operation):
     """The broker's workflows."""
 
+    route = "brokers/<name:broker>/workflows/"
+    url_name = "workflow-list"
+    method = "get"
+    query = True
+    operation_id = "workflows_list"
+    tag = TAG
+    errors = (400, 404)
+
     path = ("broker",)
 
     class Input(Page):
@@ -114,6 +125,11 @@ class WorkflowList(Operation):
 
 class WorkflowDefine(Operation):
     """Define a workflow: its steps (queue and compensation queue each), its deadline."""
+
+    route = "brokers/<name:broker>/workflows/"
+    operation_id = "workflows_define"
+    tag = TAG
+    errors = (400, 404, 409)
 
     path = ("broker",)
     success = 201
@@ -144,6 +160,13 @@ class WorkflowDefine(Operation):
 class WorkflowDisplay(Operation):
     """A workflow's current definition and its instances' counts by state."""
 
+    route = "brokers/<name:broker>/workflows/<name:name>/"
+    url_name = "workflow-detail"
+    method = "get"
+    operation_id = "workflows_display"
+    tag = TAG
+    errors = (404,)
+
     path = ("broker", "name")
 
     class Input(Model):
@@ -160,6 +183,12 @@ class WorkflowDisplay(Operation):
 
 class WorkflowAlter(Operation):
     """Alter a workflow: a new version (running instances keep theirs)."""
+
+    route = "brokers/<name:broker>/workflows/<name:name>/"
+    method = "patch"
+    operation_id = "workflows_alter"
+    tag = TAG
+    errors = (400, 404)
 
     path = ("broker", "name")
 
@@ -188,6 +217,12 @@ class WorkflowAlter(Operation):
 
 class WorkflowDelete(Operation):
     """Delete a workflow and its ended instances (409 while an instance has not ended)."""
+
+    route = "brokers/<name:broker>/workflows/<name:name>/"
+    method = "delete"
+    operation_id = "workflows_delete"
+    tag = TAG
+    errors = (404, 409)
 
     path = ("broker", "name")
     success = 204
@@ -220,6 +255,11 @@ class WorkflowStart(Operation):
     """Start an instance: put the first step's request (under ``transaction`` if given: the
     instance starts only if that unit of work commits)."""
 
+    route = "brokers/<name:broker>/workflows/<name:name>/instances/"
+    operation_id = "workflow_instances_start"
+    tag = TAG
+    errors = (400, 404, 409, 413)
+
     session = "workflow_start"
     path = ("broker", "name")
     success = 201
@@ -248,6 +288,14 @@ class WorkflowStart(Operation):
 
 class InstanceFind(Operation):
     """Find a workflow's instances, newest first."""
+
+    route = "brokers/<name:broker>/workflows/<name:name>/instances/"
+    url_name = "workflow-instances"
+    method = "get"
+    query = True
+    operation_id = "workflow_instances_find"
+    tag = TAG
+    errors = (400, 404)
 
     path = ("broker", "name")
 
@@ -333,6 +381,13 @@ class InstanceDisplay(Operation):
     """An instance: its steps as their units of work stand, held links, compensation path,
     history."""
 
+    route = "workflow-instances/<id:instance>/"
+    url_name = "workflow-instance"
+    method = "get"
+    operation_id = "workflow_instances_display"
+    tag = TAG
+    errors = (404,)
+
     session = "workflow_instance"
     path = ("instance",)
 
@@ -357,6 +412,12 @@ class StepResult(Model):
 class StepComplete(Operation):
     """Complete a step in the unit of work that got its request: puts the next step(s)'
     requests with ``output`` and records ``compensation``; counts when it commits."""
+
+    route = "workflow-instances/<id:instance>/steps/<name:step>/complete/"
+    url_name = "workflow-step-complete"
+    operation_id = "workflow_steps_complete"
+    tag = TAG
+    errors = (400, 404, 409, 413)
 
     session = "step_complete"
     path = ("instance", "step")
@@ -391,6 +452,12 @@ class StepFail(Operation):
     """A step failed: the instance fails and compensation begins (under ``transaction``:
     when it commits)."""
 
+    route = "workflow-instances/<id:instance>/steps/<name:step>/fail/"
+    url_name = "workflow-step-fail"
+    operation_id = "workflow_steps_fail"
+    tag = TAG
+    errors = (400, 404, 409)
+
     session = "step_fail"
     path = ("instance", "step")
 
@@ -423,6 +490,12 @@ class StepCompensated(Operation):
     """The step's compensation is done when this unit of work (which got its compensation
     request) commits; the next compensation is then issued."""
 
+    route = "workflow-instances/<id:instance>/steps/<name:step>/compensated/"
+    url_name = "workflow-step-compensated"
+    operation_id = "workflow_steps_compensated"
+    tag = TAG
+    errors = (400, 404, 409)
+
     session = "step_compensated"
     path = ("instance", "step")
 
@@ -450,6 +523,12 @@ class InstanceStateOut(Model):
 class WorkflowAbort(Operation):
     """Abort an instance: steps in flight are backed out, committed steps compensated."""
 
+    route = "workflow-instances/<id:instance>/abort/"
+    url_name = "workflow-abort"
+    operation_id = "workflow_instances_abort"
+    tag = TAG
+    errors = (400, 404, 409)
+
     session = "workflow_abort"
     path = ("instance",)
     success = 202
@@ -470,6 +549,12 @@ class WorkflowAbort(Operation):
 
 class CompensationResubmit(Operation):
     """Put a failed compensation's request again (instance ``compensation_failed``)."""
+
+    route = "workflow-instances/<id:instance>/resubmit/"
+    url_name = "workflow-resubmit"
+    operation_id = "workflow_instances_resubmit"
+    tag = TAG
+    errors = (400, 404, 409)
 
     session = "workflow_resubmit"
     path = ("instance",)

@@ -1,35 +1,23 @@
-"""Workflow routes under /api/ (the name and id converters are brokers.api.urls')."""
-
-from django.urls import path
+"""Workflow routes under /api/, made from the operations' definitions (the name and id
+converters are brokers.api.urls')."""
 
 import brokers.api.urls  # noqa: F401  (registers the converters)
+from brokers.api.operations.rest import rest_urls
 
-from . import views
+from . import operations as ops
 
-urlpatterns = [
-    path(
-        "brokers/<name:broker>/workflows/<name:name>/instances/",
-        views.InstanceListView.as_view(),
-        name="workflow-instances",
-    ),
-    path("brokers/<name:broker>/workflows/<name:name>/", views.WorkflowDetailView.as_view(), name="workflow-detail"),
-    path("brokers/<name:broker>/workflows/", views.WorkflowListView.as_view(), name="workflow-list"),
-    path(
-        "workflow-instances/<id:instance>/steps/<name:step>/complete/",
-        views.StepCompleteView.as_view(),
-        name="workflow-step-complete",
-    ),
-    path(
-        "workflow-instances/<id:instance>/steps/<name:step>/fail/",
-        views.StepFailView.as_view(),
-        name="workflow-step-fail",
-    ),
-    path(
-        "workflow-instances/<id:instance>/steps/<name:step>/compensated/",
-        views.StepCompensatedView.as_view(),
-        name="workflow-step-compensated",
-    ),
-    path("workflow-instances/<id:instance>/abort/", views.AbortView.as_view(), name="workflow-abort"),
-    path("workflow-instances/<id:instance>/resubmit/", views.ResubmitView.as_view(), name="workflow-resubmit"),
-    path("workflow-instances/<id:instance>/", views.InstanceDetailView.as_view(), name="workflow-instance"),
-]
+urlpatterns = rest_urls(
+    ops.InstanceFind,
+    ops.WorkflowStart,
+    ops.WorkflowDisplay,
+    ops.WorkflowAlter,
+    ops.WorkflowDelete,
+    ops.WorkflowList,
+    ops.WorkflowDefine,
+    ops.StepComplete,
+    ops.StepFail,
+    ops.StepCompensated,
+    ops.WorkflowAbort,
+    ops.CompensationResubmit,
+    ops.InstanceDisplay,
+)

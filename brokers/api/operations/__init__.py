@@ -17,7 +17,14 @@ from .definitions import (
 from .connections import ConnectionClose, ConnectionDisplay, ConnectionOpen
 from .locks import LockAbandon, LockComplete, LockDeadLetter, LockRenew, LocksComplete
 from .messages import MessageBrowse, MessageGet, MessagePut
-from .transactions import TransactionBegin, TransactionCheck, TransactionCommit, TransactionDisplay, TransactionRollback
+from .transactions import (
+    TransactionBegin,
+    TransactionCheck,
+    TransactionCommit,
+    TransactionDisplay,
+    TransactionGraph,
+    TransactionRollback,
+)
 
 __all__ = [
     "BrokerAlter",
@@ -48,5 +55,6 @@ __all__ = [
     "TransactionCheck",
     "TransactionCommit",
     "TransactionDisplay",
+    "TransactionGraph",
     "TransactionRollback",
 ]

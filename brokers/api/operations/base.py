@@ -65,6 +65,28 @@ class Operation:
     #: The fields REST takes from the path (the session takes them from the frame).
     path: ClassVar[tuple[str, ...]] = ()
 
+    # REST: where the operation is served and how the OpenAPI schema names it. The views,
+    # the URL patterns and the schema are made from these (``brokers.api.operations.rest``).
+    #: The route under /api/ (Django's path syntax: ``brokers/<name:broker>/topics/``).
+    route: ClassVar[str | None] = None
+    #: The HTTP method.
+    method: ClassVar[str] = "post"
+    #: The route's URL name (for ``reverse``): one of the operations on a route names it.
+    url_name: ClassVar[str | None] = None
+    operation_id: ClassVar[str] = ""
+    tag: ClassVar[str] = ""
+    #: The error statuses it answers besides 401, 403 and 429 (which every operation may).
+    errors: ClassVar[tuple[int, ...]] = ()
+    #: Whether REST takes the input from the query string (GET, DELETE) instead of the body.
+    query: ClassVar[bool] = False
+    #: Request examples for the docs (drf-spectacular's OpenApiExample).
+    examples: ClassVar[list | None] = None
+    #: The schema's summary (by default the first line of the docstring).
+    summary: ClassVar[str | None] = None
+    #: Path parameters described for this operation only (field -> OpenApiParameter); the
+    #: others come from ``brokers.api.schema``'s shared table.
+    path_parameters: ClassVar[dict[str, Any]] = {}
+
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         # unique component names in the OpenAPI schema: PutInput, PutOutput, ...

@@ -9,6 +9,7 @@ from pydantic import Field
 from ... import permissions as may
 from ...selectors import connection_get
 from ...services.connections import connection_close, connection_open, connection_view
+from .. import schema as doc
 from ..render import connection_render
 from .base import Model, Operation
 
@@ -25,6 +26,13 @@ class ConnectionOut(Model):
 
 class ConnectionOpen(Operation):
     """Open a connection: the broker remembers the client name's last put and got msg_id."""
+
+    route = "brokers/<name:broker>/connections/"
+    url_name = "connection-open"
+    operation_id = "connections_open"
+    tag = "connections"
+    errors = (400, 404, 413)
+    examples = doc.CONNECTION_EXAMPLES
 
     session = "connect"
     path = ("broker",)
@@ -52,6 +60,13 @@ class ConnectionOpen(Operation):
 class ConnectionDisplay(Operation):
     """A connection and what the broker remembers of its client name."""
 
+    route = "connections/<id:conn_id>/"
+    url_name = "connection-detail"
+    method = "get"
+    operation_id = "connections_display"
+    tag = "connections"
+    errors = (404,)
+
     path = ("conn_id",)
 
     class Input(Model):
@@ -67,6 +82,13 @@ class ConnectionDisplay(Operation):
 
 class ConnectionClose(Operation):
     """Close: an open unit of work it began is rolled back."""
+
+    route = "connections/<id:conn_id>/"
+    method = "delete"
+    operation_id = "connections_close"
+    tag = "connections"
+    errors = (404,)
+    summary = "Close: an open unit of work it began is rolled back"
 
     path = ("conn_id",)
     success = 204

@@ -25,6 +25,7 @@ from ...models import (
 from ...selectors import broker_get, broker_list, queue_depths, queue_get, queue_list
 from ...services.brokers import broker_alter, broker_define, broker_delete
 from ...services.queues import queue_alter, queue_define, queue_delete
+from .. import schema as doc
 from ..render import broker_render, queue_render
 from .base import Model, Operation
 
@@ -99,6 +100,14 @@ def _given(data: Model, *, skip: tuple[str, ...] = ()) -> dict[str, Any]:
 class BrokerList(Operation):
     """The brokers the caller may see."""
 
+    route = "brokers/"
+    url_name = "broker-list"
+    method = "get"
+    query = True
+    operation_id = "brokers_list"
+    tag = "brokers"
+    errors = (400,)
+
     class Input(Page):
         pass
 
@@ -113,6 +122,12 @@ class BrokerList(Operation):
 
 class BrokerDefine(Operation):
     """Define a broker with its dead-letter queue (superusers)."""
+
+    route = "brokers/"
+    operation_id = "brokers_define"
+    tag = "brokers"
+    errors = (400, 409, 413)
+    examples = doc.BROKER_EXAMPLES
 
     success = 201
 
@@ -130,6 +145,13 @@ class BrokerDefine(Operation):
 class BrokerDisplay(Operation):
     """A broker's definition."""
 
+    route = "brokers/<name:broker>/"
+    url_name = "broker-detail"
+    method = "get"
+    operation_id = "brokers_display"
+    tag = "brokers"
+    errors = (404,)
+
     path = ("broker",)
 
     class Input(Model):
@@ -145,6 +167,13 @@ class BrokerDisplay(Operation):
 
 class BrokerAlter(Operation):
     """Change a broker's attributes (names cannot change)."""
+
+    route = "brokers/<name:broker>/"
+    method = "patch"
+    operation_id = "brokers_alter"
+    tag = "brokers"
+    errors = (400, 404, 413)
+    examples = doc.BROKER_CHANGE_EXAMPLES
 
     path = ("broker",)
 
@@ -165,6 +194,13 @@ class Purge(Model):
 
 class BrokerDelete(Operation):
     """Delete a broker."""
+
+    route = "brokers/<name:broker>/"
+    method = "delete"
+    query = True
+    operation_id = "brokers_delete"
+    tag = "brokers"
+    errors = (400, 404, 409)
 
     path = ("broker",)
     success = 204
@@ -245,6 +281,14 @@ def _queue_body(queue) -> dict[str, Any]:
 class QueueList(Operation):
     """The broker's queues the caller may see."""
 
+    route = "brokers/<name:broker>/queues/"
+    url_name = "queue-list"
+    method = "get"
+    query = True
+    operation_id = "queues_list"
+    tag = "queues"
+    errors = (400, 404)
+
     path = ("broker",)
 
     class Input(Page):
@@ -265,6 +309,12 @@ class QueueList(Operation):
 class QueueDefine(Operation):
     """Define a queue: local, remote, alias or model; normal or transmission."""
 
+    route = "brokers/<name:broker>/queues/"
+    operation_id = "queues_define"
+    tag = "queues"
+    errors = (400, 404, 409, 413)
+    examples = doc.QUEUE_EXAMPLES
+
     path = ("broker",)
     success = 201
 
@@ -284,6 +334,13 @@ class QueueDefine(Operation):
 class QueueDisplay(Operation):
     """A queue's definition and depths."""
 
+    route = "brokers/<name:broker>/queues/<name:queue>/"
+    url_name = "queue-detail"
+    method = "get"
+    operation_id = "queues_display"
+    tag = "queues"
+    errors = (404,)
+
     path = ("broker", "queue")
 
     class Input(Model):
@@ -300,6 +357,13 @@ class QueueDisplay(Operation):
 
 class QueueAlter(Operation):
     """Change a queue's attributes (names cannot change)."""
+
+    route = "brokers/<name:broker>/queues/<name:queue>/"
+    method = "patch"
+    operation_id = "queues_alter"
+    tag = "queues"
+    errors = (400, 404, 409, 413)
+    examples = doc.QUEUE_CHANGE_EXAMPLES
 
     path = ("broker", "queue")
 
@@ -319,6 +383,13 @@ class QueueAlter(Operation):
 
 class QueueDelete(Operation):
     """Delete a queue."""
+
+    route = "brokers/<name:broker>/queues/<name:queue>/"
+    method = "delete"
+    query = True
+    operation_id = "queues_delete"
+    tag = "queues"
+    errors = (400, 404, 409)
 
     path = ("broker", "queue")
     success = 204

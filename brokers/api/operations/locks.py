@@ -9,6 +9,7 @@ from pydantic import AfterValidator, Field
 
 from ... import permissions as may
 from ...services.locks import lock_abandon, lock_complete, lock_dead_letter, lock_renew, locks_complete
+from .. import schema as doc
 from .base import Model, Operation
 
 Token = Annotated[str, Field(max_length=64, description="The lock token of a peek-locked message.")]
@@ -28,6 +29,12 @@ class LockOutcome(Model):
 
 class LockComplete(Operation):
     """Complete: the message is gone (when the unit of work named commits)."""
+
+    route = "locks/<id:token>/complete/"
+    url_name = "lock-complete"
+    operation_id = "locks_complete"
+    tag = "locks"
+    errors = (400, 404, 409, 410, 413)
 
     session = "complete"
     path = ("lock_token",)
@@ -68,6 +75,12 @@ class LocksComplete(Operation):
 class LockAbandon(Operation):
     """Abandon: the message is available again (its delivery count stays raised)."""
 
+    route = "locks/<id:token>/abandon/"
+    url_name = "lock-abandon"
+    operation_id = "locks_abandon"
+    tag = "locks"
+    errors = (404, 409, 410)
+
     session = "abandon"
     path = ("lock_token",)
 
@@ -84,6 +97,12 @@ class LockAbandon(Operation):
 
 class LockRenew(Operation):
     """Renew: the lock lasts the queue's lock duration from now."""
+
+    route = "locks/<id:token>/renew/"
+    url_name = "lock-renew"
+    operation_id = "locks_renew"
+    tag = "locks"
+    errors = (404, 409, 410)
 
     session = "renew"
     path = ("lock_token",)
@@ -104,6 +123,13 @@ class LockRenew(Operation):
 
 class LockDeadLetter(Operation):
     """Dead-letter: move the message to the broker's dead-letter queue with a reason."""
+
+    route = "locks/<id:token>/dead-letter/"
+    url_name = "lock-dead-letter"
+    operation_id = "locks_dead_letter"
+    tag = "locks"
+    errors = (400, 404, 409, 410, 413)
+    examples = doc.DEAD_LETTER_EXAMPLES
 
     session = "dead_letter"
     path = ("lock_token",)

@@ -9,6 +9,7 @@ from pydantic import ConfigDict, Field, RootModel, model_validator
 from ... import permissions as may
 from ...services.message_input import HexId, MessageIn, message_render
 from ...services.messages import message_browse, message_get, message_put
+from .. import schema as doc
 from ..dedup import duplicate_render
 from .base import Batch, Model, Operation, Wait
 
@@ -55,6 +56,13 @@ class MessageOut(Model):
 class MessagePut(Operation):
     """Put one message (its fields at the top level) or a batch (``messages``), under a unit
     of work or not. All or none are put."""
+
+    route = "brokers/<name:broker>/queues/<name:queue>/messages/"
+    operation_id = "messages_put"
+    tag = "messages"
+    errors = (400, 404, 409, 413)
+    examples = doc.PUT_EXAMPLES
+    summary = "Put one message, or a batch as messages"
 
     session = "put"
     path = ("broker", "queue")
@@ -145,6 +153,14 @@ class MessagePut(Operation):
 class MessageGet(Operation):
     """Get messages: destructive, browse or peek-lock; under a unit of work or not."""
 
+    route = "brokers/<name:broker>/queues/<name:queue>/get/"
+    url_name = "queue-get"
+    operation_id = "messages_get"
+    tag = "messages"
+    errors = (400, 404, 409, 413)
+    examples = doc.GET_EXAMPLES
+    summary = "Get messages (destructive, browse or peek-lock)"
+
     session = "get"
     path = ("broker", "queue")
 
@@ -209,6 +225,15 @@ class MessageGet(Operation):
 
 class MessageBrowse(Operation):
     """Browse: look at messages without removing them, a page at a time."""
+
+    route = "brokers/<name:broker>/queues/<name:queue>/messages/"
+    url_name = "queue-messages"
+    method = "get"
+    query = True
+    operation_id = "messages_browse"
+    tag = "messages"
+    errors = (400, 404)
+    summary = "Browse: look at messages without removing them"
 
     session = "browse"
     path = ("broker", "queue")

@@ -8,10 +8,12 @@ from pydantic import ConfigDict, Field
 
 from transactions.manager import transaction_begin, transaction_check, transaction_commit, transaction_rollback
 from transactions.models import TransactionState
-from transactions.selectors import transaction_get, transaction_neighbours
+from transactions.selectors import transaction_get, transaction_graph, transaction_neighbours
 
 from ... import permissions as may
 from ...definitions import broker_cached, definitions_checked
+from ...selectors import broker_get
+from .. import schema as doc
 from ..render import transaction_render
 from .base import Model, Operation, Wait
 
@@ -35,6 +37,13 @@ class TransactionOut(Model):
 
 class TransactionBegin(Operation):
     """Begin a unit of work on a broker."""
+
+    route = "brokers/<name:broker>/transactions/"
+    url_name = "transaction-begin"
+    operation_id = "transactions_begin"
+    tag = "transactions"
+    errors = (400, 404, 413)
+    examples = doc.BEGIN_EXAMPLES
 
     session = "begin"
     path = ("broker",)
@@ -61,8 +70,65 @@ class TransactionBegin(Operation):
         return 201, transaction_render(txn, upstream=[], downstream=[])  # new: no links yet
 
 
+class GraphNode(Model):
+    id: str
+    broker: str
+    state: States
+    reason: str | None
+    created_at: str
+    resolved_at: str | None
+    yours: bool = Field(
+        description="Whether you may act on it: you began it, administer its broker, or are a superuser."
+    )
+
+
+class GraphEdge(Model):
+    upstream: str
+    downstream: str
+    resource: str
+
+
+class TransactionGraph(Operation):
+    """The broker's live transaction graph"""
+
+    route = "brokers/<name:broker>/transactions/graph/"
+    url_name = "transaction-graph"
+    method = "get"
+    operation_id = "transactions_graph"
+    tag = "transactions"
+    errors = (404,)
+    path = ("broker",)
+
+    class Input(Model):
+        broker: Annotated[str, Field(max_length=48)]
+
+    class Output(Model):
+        """Open and recent units of work of the broker, those linked to them, and their links."""
+
+        broker: str
+        nodes: list[GraphNode]
+        edges: list[GraphEdge]
+
+    @classmethod
+    def permitted_first(cls, user, data: dict[str, Any]) -> None:
+        may.require_transaction_graph(user, broker=data["broker"])  # who may see it, and what is theirs
+
+    @classmethod
+    def perform(cls, user, data: Input) -> tuple[int, dict[str, Any]]:
+        may.require_transaction_graph(user, broker=data.broker)
+        graph = transaction_graph(broker=broker_get(name=data.broker).name)
+        return 200, may.transaction_graph_for(user, graph)
+
+
 class TransactionDisplay(Operation):
     """A unit of work's state and links."""
+
+    route = "transactions/<id:transaction_id>/"
+    url_name = "transaction-detail"
+    method = "get"
+    operation_id = "transactions_display"
+    tag = "transactions"
+    errors = (404,)
 
     session = "transaction"
     path = ("transaction",)
@@ -83,6 +149,13 @@ class TransactionDisplay(Operation):
 
 class TransactionCommit(Operation):
     """Commit; held (202) while an upstream is open, then it commits by itself."""
+
+    route = "transactions/<id:transaction_id>/commit/"
+    url_name = "transaction-commit"
+    operation_id = "transactions_commit"
+    tag = "transactions"
+    errors = (400, 404, 409, 413)
+    examples = doc.WAIT_EXAMPLES
 
     session = "commit"
     path = ("transaction",)
@@ -115,6 +188,12 @@ class TransactionCommit(Operation):
 class TransactionRollback(Operation):
     """Roll back; every open unit of work downstream is backed out with it."""
 
+    route = "transactions/<id:transaction_id>/rollback/"
+    url_name = "transaction-rollback"
+    operation_id = "transactions_rollback"
+    tag = "transactions"
+    errors = (404, 409)
+
     session = "rollback"
     path = ("transaction",)
 
@@ -141,6 +220,14 @@ class TransactionRollback(Operation):
 
 class TransactionCheck(Operation):
     """The ready-check: have all upstreams committed?"""
+
+    route = "transactions/<id:transaction_id>/check/"
+    url_name = "transaction-check"
+    operation_id = "transactions_check"
+    tag = "transactions"
+    errors = (400, 404, 413)
+    examples = doc.WAIT_EXAMPLES
+    summary = "The ready-check"
 
     session = "check"
     path = ("transaction",)

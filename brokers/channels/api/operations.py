@@ -13,6 +13,7 @@ from typing import Annotated, Any, Callable, ClassVar, Literal
 from pydantic import Field
 
 from ... import permissions as may
+from ...api import schema as doc
 from ...api.operations.base import Model, Operation
 from ...api.operations.definitions import Description, Name, NoRename, Strict
 from ...models import Channel, ChannelState
@@ -96,6 +97,14 @@ def _changes(data: Model, *skip: str) -> dict[str, Any]:
 class ChannelList(Operation):
     """The channels the caller may see (a grant on their source broker)."""
 
+    route = "channels/"
+    url_name = "channel-list"
+    method = "get"
+    query = True
+    operation_id = "channels_list"
+    tag = "channels"
+    errors = (400,)
+
     class Input(Model):
         pass
 
@@ -113,6 +122,12 @@ class ChannelList(Operation):
 class ChannelDefine(Operation):
     """Define a channel (stopped) to a broker of this platform, or of another one with
     ``target_url`` and ``target_token`` (superusers)."""
+
+    route = "channels/"
+    operation_id = "channels_define"
+    tag = "channels"
+    errors = (400, 409, 413)
+    examples = doc.CHANNEL_EXAMPLES
 
     success = 201
 
@@ -133,6 +148,14 @@ class ChannelDefine(Operation):
 class ChannelDisplay(Operation):
     """A channel's definition, state, counters and window."""
 
+    route = "channels/<str:channel>/"
+    url_name = "channel-detail"
+    method = "get"
+    query = True
+    operation_id = "channels_display"
+    tag = "channels"
+    errors = (404,)
+
     path = ("channel",)
 
     Input = ChannelRef
@@ -147,6 +170,13 @@ class ChannelDisplay(Operation):
 
 class ChannelAlter(Operation):
     """Change a stopped channel's definition (names cannot change)."""
+
+    route = "channels/<str:channel>/"
+    method = "patch"
+    operation_id = "channels_alter"
+    tag = "channels"
+    errors = (400, 404, 409, 413)
+    examples = doc.CHANNEL_CHANGE_EXAMPLES
 
     path = ("channel",)
 
@@ -163,6 +193,13 @@ class ChannelAlter(Operation):
 
 class ChannelDelete(Operation):
     """Delete a stopped channel with no batches in doubt."""
+
+    route = "channels/<str:channel>/"
+    method = "delete"
+    query = True
+    operation_id = "channels_delete"
+    tag = "channels"
+    errors = (404, 409)
 
     path = ("channel",)
     success = 204
@@ -196,11 +233,23 @@ class _ChannelRun(Operation):
 class ChannelStart(_ChannelRun):
     """Start the channel's agent on the worker fleet."""
 
+    route = "channels/<str:channel>/start/"
+    url_name = "channel-start"
+    operation_id = "channels_start"
+    tag = "channels"
+    errors = (404,)
+
     service = staticmethod(channel_start)
 
 
 class ChannelStop(_ChannelRun):
     """Stop the channel's agent after its current step (batches in flight stay in doubt
     until it starts again)."""
+
+    route = "channels/<str:channel>/stop/"
+    url_name = "channel-stop"
+    operation_id = "channels_stop"
+    tag = "channels"
+    errors = (404,)
 
     service = staticmethod(channel_stop)

@@ -66,6 +66,12 @@ class BatchReceive(Operation):
     """Take batch ``seq``: its messages are put under a unit of work held on a stand-in for
     the sender's (a batch already taken is not put again)."""
 
+    route = "receiver/batches/"
+    url_name = "receiver-batch"
+    operation_id = "receiver_batch_receive"
+    tag = "receiver"
+    errors = (400, 404, 409, 413)
+
     session = "batch_receive"
 
     class Input(BatchKey):
@@ -101,6 +107,12 @@ class BatchCommit(_BatchAsk):
     after it up to ``through``, in order, in one database transaction; stops at the first
     that cannot commit."""
 
+    route = "receiver/batches/commit/"
+    url_name = "receiver-commit"
+    operation_id = "receiver_batch_commit"
+    tag = "receiver"
+    errors = (400, 409)
+
     session = "batch_commit"
     service = staticmethod(receiver_batch_commit)
 
@@ -116,6 +128,12 @@ class BatchCommit(_BatchAsk):
 class BatchBackout(_BatchAsk):
     """Back out batch ``seq``: the rollback cascades to whatever consumed its messages."""
 
+    route = "receiver/batches/backout/"
+    url_name = "receiver-backout"
+    operation_id = "receiver_batch_backout"
+    tag = "receiver"
+    errors = (400,)
+
     session = "batch_backout"
     service = staticmethod(receiver_batch_backout)
 
@@ -125,6 +143,12 @@ class BatchBackout(_BatchAsk):
 
 class BatchInquire(_BatchAsk):
     """What became of batch ``seq``: committed, pending, backed_out or unknown."""
+
+    route = "receiver/batches/status/"
+    url_name = "receiver-status"
+    operation_id = "receiver_batch_status"
+    tag = "receiver"
+    errors = (400,)
 
     session = "batch_status"
     service = staticmethod(receiver_batch_status)

@@ -1,16 +1,18 @@
-"""Routes of the channels' API (under /api/)."""
+"""Routes of the channels' API (under /api/), made from the operations' definitions."""
 
-from django.urls import path
+from ...api.operations.rest import rest_urls
+from . import operations as ops, receiving as rx
 
-from . import views
-
-urlpatterns = [
-    path("channels/<str:channel>/start/", views.ChannelStartView.as_view(), name="channel-start"),
-    path("channels/<str:channel>/stop/", views.ChannelStopView.as_view(), name="channel-stop"),
-    path("channels/<str:channel>/", views.ChannelDetailView.as_view(), name="channel-detail"),
-    path("channels/", views.ChannelListView.as_view(), name="channel-list"),
-    path("receiver/batches/commit/", views.ReceiverCommitView.as_view(), name="receiver-commit"),
-    path("receiver/batches/backout/", views.ReceiverBackoutView.as_view(), name="receiver-backout"),
-    path("receiver/batches/status/", views.ReceiverStatusView.as_view(), name="receiver-status"),
-    path("receiver/batches/", views.ReceiverBatchView.as_view(), name="receiver-batch"),
-]
+urlpatterns = rest_urls(
+    ops.ChannelStart,
+    ops.ChannelStop,
+    ops.ChannelDisplay,
+    ops.ChannelAlter,
+    ops.ChannelDelete,
+    ops.ChannelList,
+    ops.ChannelDefine,
+    rx.BatchCommit,
+    rx.BatchBackout,
+    rx.BatchInquire,
+    rx.BatchReceive,
+)

@@ -1,7 +1,7 @@
 from django.core.management.base import BaseCommand
 
 from brokers.management.admin_cli import json_dumps, service_errors, table
-from pubsub.api.serializers import RetainedOutput
+from pubsub.api.render import retained_render
 from pubsub.selectors import retained_list
 
 
@@ -15,7 +15,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, broker, topic_filter, json, **options):
         with service_errors():
-            rendered = RetainedOutput(retained_list(broker=broker, topic_filter=topic_filter), many=True).data
+            rendered = [retained_render(row) for row in retained_list(broker=broker, topic_filter=topic_filter)]
         if json:
             self.stdout.write(json_dumps(rendered, indent=2))
         elif rendered:

@@ -1,7 +1,7 @@
 from django.core.management.base import BaseCommand
 
 from brokers.management.admin_cli import attributes_listing, is_generic, json_dumps, name_matches, service_errors, table
-from pubsub.api.serializers import SubscriptionOutput
+from pubsub.api.render import subscription_render
 from pubsub.selectors import subscription_get, subscription_list
 
 COLUMNS = [
@@ -32,7 +32,7 @@ class Command(BaseCommand):
                 subs = [s for s in subscription_list(broker=broker) if name_matches(name, s.name)]
             else:
                 subs = [subscription_get(broker=broker, name=name)]
-        rendered = SubscriptionOutput(subs, many=True).data
+        rendered = [subscription_render(row) for row in subs]
         if json:
             self.stdout.write(json_dumps(rendered, indent=2))
         elif not is_generic(name):

@@ -1,7 +1,7 @@
 from django.core.management.base import BaseCommand
 
 from brokers.management.admin_cli import attributes_listing, is_generic, json_dumps, name_matches, service_errors, table
-from pubsub.api.serializers import TopicOutput
+from pubsub.api.render import topic_render
 from pubsub.selectors import topic_get, topic_list
 
 COLUMNS = [
@@ -30,7 +30,7 @@ class Command(BaseCommand):
                 topics = [t for t in topic_list(broker=broker) if name_matches(name, t.name)]
             else:
                 topics = [topic_get(broker=broker, name=name)]
-        rendered = TopicOutput(topics, many=True).data
+        rendered = [topic_render(row) for row in topics]
         if json:
             self.stdout.write(json_dumps(rendered, indent=2))
         elif not is_generic(name):
