@@ -137,6 +137,18 @@ class BrokerAnalyticsDisplay(Operation):
         chains: list[dict[str, Any]] = Field(
             description="Per committed linked unit of work: transaction_id, chain_depth, saved_ms, chain_latency_ms"
         )
+        workflow_hours: list[dict[str, Any]] = Field(
+            description="Per workflow and hour: instances started, completed, failed, compensated, "
+            "compensation_failed (docs/workflows.md)"
+        )
+        workflow_steps: list[dict[str, Any]] = Field(
+            description="Per workflow step: units of work committed and backed out, duration and time held "
+            "percentiles (docs/workflows.md)"
+        )
+        compensations: list[dict[str, Any]] = Field(
+            description="Per workflow step: compensations requested, resubmitted, compensated, failed, and the time "
+            "to compensate (docs/workflows.md)"
+        )
 
     @classmethod
     def perform(cls, user, data: Input) -> tuple[int, dict[str, Any]]:
@@ -152,4 +164,5 @@ class BrokerAnalyticsDisplay(Operation):
             "queues": results.get("queues", []),
             "throughput": results.get("throughput", []),
             "chains": results.get("chains", []),
+            **{name: results.get(name, []) for name in ("workflow_hours", "workflow_steps", "compensations")},
         }

@@ -22,6 +22,9 @@ def test_before_the_first_run_results_are_empty_with_computed_at_null(api, broke
         "queues": [],
         "throughput": [],
         "chains": [],
+        "workflow_hours": [],
+        "workflow_steps": [],
+        "compensations": [],
     }
 
 
@@ -60,3 +63,4 @@ def test_loaded_results_are_served_per_broker(api, broker, tmp_path):
     assert body["units_of_work"] == {"committed": 3, "saved_ms": 12.5}
     assert body["queues"] == [{"queue": "Q1", "puts": 4, "dwell_p99_ms": 7.0}]
     assert body["throughput"][0]["depth"] == 4 and body["chains"] == []
+    assert body["workflow_hours"] == body["workflow_steps"] == body["compensations"] == []

@@ -53,3 +53,20 @@ def test_workflow_results_are_loaded_per_broker(tmp_path):
     qm2 = BrokerAnalytics.objects.get(broker="QM2").results
     assert qm2["workflow_hours"] == [{"workflow": "w", "hour": "2025-05-01T12:00:00Z", "completed": 2}]
     assert qm2["broker"] == {} and qm2["queues"] == []
+
+
+def test_workflow_results_are_served_over_rest(api, broker, tmp_path):
+    run = AnalyticsRun.objects.create(state=RunState.SUCCEEDED)
+    rows = {
+        "workflow_hours": [{"broker": "QM1", "workflow": "w", "hour": "2025-05-01T12:00:00Z", "completed": 2}],
+        "workflow_steps": [{"broker": "QM1", "workflow": "w", "step": "a", "committed": 2, "held": 1}],
+        "compensations": [{"broker": "QM1", "workflow": "w", "step": "a", "compensated": 1}],
+    }
+    for name, items in rows.items():
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "part-00000.json").write_text("".join(json.dumps(i) + "\n" for i in items))
+    _load(run, tmp_path)
+    body = api.get("/api/brokers/QM1/analytics/").json()
+    assert body["workflow_hours"] == [{"workflow": "w", "hour": "2025-05-01T12:00:00Z", "completed": 2}]
+    assert body["workflow_steps"] == [{"workflow": "w", "step": "a", "committed": 2, "held": 1}]
+    assert body["compensations"] == [{"workflow": "w", "step": "a", "compensated": 1}]
