@@ -216,20 +216,7 @@ def require_lock(user, *, token: str) -> None:
     """Settle a peek-lock: get on the queue the locked message is on (or was, for a lock
     that lapsed). An unknown token is left to the service (404). The refusal names the
     broker and queue only to a caller who may see that queue (any grant on it)."""
-    if _superuser(user):
-        return
-    where = (
-        Message.objects.filter(Q(lock_token=token) | Q(lapsed_lock_token=token))
-        .values_list("queue__broker__name", "queue__name")
-        .first()
-    )
-    if where is None or _holds(user, {"get"}, broker=where[0], queue=where[1]):
-        return
-    if _holds(user, ANY, broker=where[0], queue=where[1]):  # they may see the queue: name it
-        _refuse({"get"}, broker=where[0], queue=where[1])
-    raise PermissionDenied(
-        "You may not do that: settling this lock needs get permission on the queue its message is on.", actions=["get"]
-    )
+    require_locks(user, tokens=[token])
 
 
 def require_locks(user, *, tokens: list[str]) -> None:
