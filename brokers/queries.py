@@ -208,11 +208,23 @@ def _put_arrays_sql() -> str:
     return _put_arrays[0]
 
 
+_put_values: dict[int, str] = {}
+
+
+def _put_values_sql(rows: int) -> str:
+    """SQLite: the put's INSERT of ``rows`` rows (one VALUES tuple each), made once per size."""
+    sql = _put_values.get(rows)
+    if sql is None:
+        one = "(" + ", ".join("%s" for _ in PUT_COLUMNS) + ")"
+        sql = f"INSERT INTO {MESSAGE} ({', '.join(PUT_COLUMNS)}) VALUES {', '.join([one] * rows)}"
+        if len(_put_values) < 1024:
+            _put_values[rows] = sql
+    return sql
+
+
 def messages_insert(*, messages: Sequence[Message]) -> None:
     """Insert put messages in one multi-row statement, and give each instance its row id
     (its put sequence). New rows: no lock beyond the queue row its reservation holds."""
-    j = json_param()
-    one = "(" + ", ".join(j if c in _JSON_COLUMNS else "%s" for c in PUT_COLUMNS) + ")"
     params: list = []
     adapted: dict = {}  # the messages of one put share their put time (and often their expiry)
 
@@ -233,7 +245,7 @@ def messages_insert(*, messages: Sequence[Message]) -> None:
     else:
         for m in messages:
             params.extend(message_put_values(m, adapt))
-        sql = f"INSERT INTO {MESSAGE} ({', '.join(PUT_COLUMNS)}) VALUES {', '.join([one] * len(messages))}"
+        sql = _put_values_sql(len(messages))
     with cursor() as c:
         c.execute(sql + " RETURNING id, msg_id", params)
         ids = {msg_id: pk for pk, msg_id in c.fetchall()}

@@ -33,7 +33,6 @@ from contextlib import contextmanager
 from typing import Iterator
 
 from django.conf import settings
-from django.db import DEFAULT_DB_ALIAS, connections
 from django.db import transaction as db
 
 from . import queries
@@ -45,7 +44,7 @@ from .wal_sync import wal_synced
 def engine_step(*, durable: bool) -> Iterator[None]:
     """One database transaction of the engine; ``durable`` says whether its commit must be
     on disk before the caller answers."""
-    conn = connections[DEFAULT_DB_ALIAS]
+    conn = queries.default_db()
     if conn.in_atomic_block or conn.queries_logged or not conn.get_autocommit():
         with _atomic_step(conn, durable=durable):
             yield

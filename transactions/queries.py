@@ -15,6 +15,7 @@ rows → queue rows → message rows (docs/concurrency.md).
 from __future__ import annotations
 
 import json
+import threading
 from datetime import timezone as dt_timezone
 from typing import Sequence
 
@@ -39,6 +40,21 @@ _encoder = DjangoJSONEncoder()
 
 # --- plumbing shared with brokers.queries -------------------------------------------------------
 
+_thread = threading.local()
+
+
+def default_db():
+    """This thread's connection to the default database: Django's ``connections["default"]``,
+    looked up once per thread (through ``asgiref``'s ``Local`` it costs a dozen calls, and the
+    hot path asked for it some thirty times per unit of work). Django keeps one connection
+    object per thread for the thread's life, reconnecting it in place."""
+    try:
+        return _thread.db
+    except AttributeError:
+        db = _thread.db = connections[DEFAULT_DB_ALIAS]
+        return db
+
+
 _qmark: dict[str, str] = {}
 
 
@@ -52,7 +68,8 @@ class _EngineCursor:
     __slots__ = ("db", "raw", "sqlite")
 
     def __init__(self, db) -> None:
-        db.ensure_connection()
+        if db.connection is None:
+            db.ensure_connection()
         self.db = db
         self.raw = db.connection.cursor()
         self.sqlite = db.vendor == "sqlite"
@@ -116,7 +133,7 @@ class _EngineCursor:
 
 def cursor():
     """A cursor on the default database for one hot-path function (``with cursor() as c``)."""
-    db = connections[DEFAULT_DB_ALIAS]
+    db = default_db()
     if db.queries_logged:
         return db.cursor()
     return _EngineCursor(db)
@@ -127,7 +144,7 @@ def deferred(sql: str, params=()) -> None:
     journal, ``SET LOCAL``). On PostgreSQL, inside an engine step, it is sent together with
     the step's next statement, or at the step's end (``transactions.durability``), saving a
     network round trip; otherwise it runs now. No ``%`` but placeholders in ``sql``."""
-    db = connections[DEFAULT_DB_ALIAS]
+    db = default_db()
     pending = db.__dict__.get("_baton_pending")
     if pending is not None and db.vendor == "postgresql" and not db.queries_logged:
         pending.append((sql, list(params)))
@@ -138,7 +155,7 @@ def deferred(sql: str, params=()) -> None:
 
 def deferred_begin() -> None:
     """An engine step begins: deferred writes are collected from here on (PostgreSQL)."""
-    db = connections[DEFAULT_DB_ALIAS]
+    db = default_db()
     if db.__dict__.get("_baton_pending"):
         deferred_flush()
     db._baton_pending = []
@@ -147,7 +164,7 @@ def deferred_begin() -> None:
 def deferred_flush() -> None:
     """Send the deferred writes now (an engine step's end, or before a statement that
     cannot carry them)."""
-    db = connections[DEFAULT_DB_ALIAS]
+    db = default_db()
     pending = db.__dict__.get("_baton_pending")
     if pending:
         db._baton_pending = []
@@ -162,7 +179,7 @@ def deferred_flush() -> None:
 
 def deferred_end(*, keep: bool) -> None:
     """An engine step ends: its deferred writes are sent (``keep``) or dropped with it."""
-    db = connections[DEFAULT_DB_ALIAS]
+    db = default_db()
     if keep:
         deferred_flush()
     db._baton_pending = None
@@ -173,7 +190,7 @@ _vendor: list[str] = []
 
 def postgres() -> bool:
     if not _vendor:  # the default database's vendor never changes in a process
-        _vendor.append(connections[DEFAULT_DB_ALIAS].vendor)
+        _vendor.append(default_db().vendor)
     return _vendor[0] == "postgresql"
 
 

@@ -21,7 +21,7 @@ import threading
 import time
 
 from django.conf import settings
-from django.db import DEFAULT_DB_ALIAS, connections
+from .queries import default_db
 
 from .wakeups import wakeup_notify, wakeup_notify_all
 
@@ -59,7 +59,7 @@ def payload_deliver(text: str) -> None:
 
 def database_scope() -> str:
     """A short name for the database this process works on."""
-    s = connections[DEFAULT_DB_ALIAS].settings_dict
+    s = default_db().settings_dict
     ident = f"{s['ENGINE']}|{s.get('HOST') or ''}|{s.get('PORT') or ''}|{s['NAME']}"
     return hashlib.sha1(ident.encode()).hexdigest()[:16]
 
@@ -160,7 +160,7 @@ os.register_at_fork(after_in_child=_buses.clear)
 
 def wakeup_bus() -> WakeupBus:
     """This process's bus for the default database (one per database and setting)."""
-    db = connections[DEFAULT_DB_ALIAS]
+    db = default_db()
     choice = settings.BATON_WAKEUPS
     redis_url = settings.BATON_WAKEUP_REDIS_URL
     key = (choice, redis_url, db.vendor, db.settings_dict["NAME"])
@@ -194,7 +194,7 @@ def _bus_new(*, choice: str, redis_url: str, vendor: str) -> WakeupBus:
     if choice == "postgres":
         from .wakeup_postgres import PostgresBus
 
-        return PostgresBus(params=connections[DEFAULT_DB_ALIAS].get_connection_params())
+        return PostgresBus(params=default_db().get_connection_params())
     if choice == "sockets":
         from .wakeup_sockets import SocketBus
 

@@ -18,6 +18,7 @@ import secrets
 import socket
 import tempfile
 import threading
+import time
 from pathlib import Path
 
 from django.conf import settings
@@ -25,6 +26,8 @@ from django.conf import settings
 from .wakeup_bus import STOP_CHECK_S, ListenerBus, payload_deliver, payload_encode
 
 SEND_TIMEOUT_S = 0.2
+#: How long the socket directory must have been unchanged before its listing is reused.
+SETTLED_NS = 100_000_000
 RECEIVE_BUFFER = 1 << 20
 #: Longest path a Unix socket address takes (Linux: 108 bytes with the final NUL).
 MAX_SOCKET_PATH = 107
@@ -49,12 +52,12 @@ class SocketBus(ListenerBus):
         self._sender: socket.socket | None = None
         self._send_lock = threading.Lock()
         self._missed: set[str] = set()
+        self._listed: tuple[int, list[str]] | None = None  # (the directory's mtime, its entries)
 
     # --- sending ------------------------------------------------------------------------------
     def publish_after_commit(self, keys: list[str]) -> None:
-        try:
-            names = os.listdir(self.directory)
-        except FileNotFoundError:
+        names = self._listeners()
+        if names is None:
             return  # nobody has ever listened
         own = self.path.name if self.path else None
         payload = payload_encode(keys)
@@ -66,6 +69,27 @@ class SocketBus(ListenerBus):
                 if name == own or not name.endswith(".sock"):
                     continue
                 self._send(str(self.directory / name), payload)
+
+    def _listeners(self) -> list[str] | None:
+        """The directory's entries, listed again only when it may have changed: one ``stat``
+        per commit instead of a listing. A socket bound or removed changes the directory's
+        modification time, but that time has the kernel's coarse clock tick: a listing is
+        kept only once the directory has not changed for ``SETTLED_NS``, so that a socket
+        bound within the same tick as the listing is never missed."""
+        try:
+            changed = os.stat(self.directory).st_mtime_ns
+        except FileNotFoundError:
+            return None
+        listed = self._listed
+        if listed is not None and listed[0] == changed:
+            return listed[1]
+        try:
+            names = os.listdir(self.directory)
+        except FileNotFoundError:
+            return None
+        if time.time_ns() - changed > SETTLED_NS:
+            self._listed = (changed, names)
+        return names
 
     def _send(self, path: str, payload: str) -> None:
         if path in self._missed:

@@ -51,7 +51,8 @@ def wakeup_notify_all() -> None:
 
 def wakeup_notify_on_commit(keys: Iterable[str]) -> None:
     """Wake waiters on these keys, in every process, once the caller's database transaction
-    commits (nothing if it rolls back)."""
+    commits (nothing if it rolls back). The keys of one database transaction go out
+    together, in one hook: one local notification and one publication per commit."""
     keys = list(keys)
     if not keys:
         return
@@ -59,12 +60,30 @@ def wakeup_notify_on_commit(keys: Iterable[str]) -> None:
 
     bus = wakeup_bus()
     bus.publish_in_transaction(keys)  # PostgreSQL: NOTIFY, delivered exactly at commit
+    conn = transaction.get_connection()
+    pending = conn.__dict__.get("_baton_wakeups")
+    if pending is not None and conn.in_atomic_block and any(hook is pending for _, hook, _ in conn.run_on_commit):
+        pending.keys.extend(keys)  # this transaction's hook is registered: it takes these too
+        return
+    pending = _Committed(conn, bus, keys)
+    conn._baton_wakeups = pending
+    transaction.on_commit(pending)
 
-    def committed() -> None:
+
+class _Committed:
+    """The on-commit hook of one database transaction's wake-ups."""
+
+    __slots__ = ("conn", "bus", "keys")
+
+    def __init__(self, conn, bus, keys: list[str]) -> None:
+        self.conn, self.bus, self.keys = conn, bus, keys
+
+    def __call__(self) -> None:
+        if self.conn.__dict__.get("_baton_wakeups") is self:
+            self.conn._baton_wakeups = None
+        keys = list(dict.fromkeys(self.keys))
         wakeup_notify(keys)
-        bus.publish_after_commit(keys)
-
-    transaction.on_commit(committed)
+        self.bus.publish_after_commit(keys)
 
 
 def _seen(keys: list[str]) -> tuple:
