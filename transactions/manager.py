@@ -91,8 +91,13 @@ def _backed_out(txn: Transaction) -> TransactionBackedOut:
     )
 
 
-def _locked(transaction_id: str) -> Transaction:
-    txn = queries.transaction_row(transaction_id=transaction_id, lock=True)
+#: ``_under_graph_lock`` did not read the unit of work's row: ``_locked`` reads it.
+NOT_READ = object()
+
+
+def _locked(transaction_id: str, row=NOT_READ) -> Transaction:
+    """The unit of work's row, locked (``row``: read and locked already, or None if absent)."""
+    txn = queries.transaction_row(transaction_id=transaction_id, lock=True) if row is NOT_READ else row
     if txn is None:
         raise TransactionNotFound(f"No transaction {transaction_id}.", transaction=transaction_id)
     return txn
@@ -224,22 +229,25 @@ class _NeedsExclusive(Exception):
 
 
 def _under_graph_lock(transaction_id: str, work, *, durable: bool):
-    """Run ``work()`` in one database transaction (durable or not, see
+    """Run ``work(row)`` in one database transaction (durable or not, see
     transactions/durability.py) holding the link-graph lock: shared if the transaction has
     no links, exclusive if it has (retrying exclusively when a link appears between the look
-    and the lock). See transactions/locks.py."""
+    and the lock). See transactions/locks.py. ``row``: the unit of work's row when the look
+    read and locked it in the same round trip (None if there is none), else ``NOT_READ``."""
     if not link_graph_locking():
         with engine_step(durable=durable):
-            return work()
+            return work(NOT_READ)
     exclusive = False
     while True:
         try:
             with engine_step(durable=durable):
                 if exclusive:
                     link_graph_lock(exclusive=True)
-                elif queries.graph_lock_shared_and_links(transaction_id=transaction_id):
+                    return work(NOT_READ)
+                linked, row = queries.graph_lock_shared_and_links(transaction_id=transaction_id)
+                if linked:
                     raise _NeedsExclusive
-                return work()
+                return work(row)
         except _NeedsExclusive:
             exclusive = True
 
@@ -312,12 +320,12 @@ def _commit_resolution(start: Transaction, *, now) -> tuple[list[Transaction], l
 
 
 def _commit_step(transaction_id: str) -> CommitOutcome:
-    return _under_graph_lock(transaction_id, lambda: _commit_locked(transaction_id), durable=True)
+    return _under_graph_lock(transaction_id, lambda row: _commit_locked(transaction_id, row), durable=True)
 
 
-def _commit_locked(transaction_id: str) -> CommitOutcome:
+def _commit_locked(transaction_id: str, row=NOT_READ) -> CommitOutcome:
     now = timezone.now()
-    txn = _locked(transaction_id)
+    txn = _locked(transaction_id, row)
     if txn.state == TransactionState.ROLLED_BACK:
         raise _backed_out(txn)
     if txn.state == TransactionState.COMMITTED:
@@ -430,13 +438,13 @@ def transaction_rollback(*, transaction_id: str, reason: str = "client", require
     (idempotent); a committed one raises TransactionNotActive."""
     # Not synced: a rollback lost at power failure is done again by restart recovery.
     return _under_graph_lock(
-        transaction_id, lambda: _rollback_locked(transaction_id, reason, require_open), durable=False
+        transaction_id, lambda row: _rollback_locked(transaction_id, reason, require_open, row), durable=False
     )
 
 
-def _rollback_locked(transaction_id: str, reason: str, require_open: bool) -> RollbackOutcome:
+def _rollback_locked(transaction_id: str, reason: str, require_open: bool, row=NOT_READ) -> RollbackOutcome:
     now = timezone.now()
-    txn = _locked(transaction_id)
+    txn = _locked(transaction_id, row)
     if txn.state == TransactionState.ROLLED_BACK:
         return RollbackOutcome(txn, rolled_back_now=False)
     if txn.state == TransactionState.COMMITTED:

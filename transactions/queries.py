@@ -117,6 +117,9 @@ class _EngineCursor:
     def fetchone(self):
         return self.raw.fetchone()
 
+    def nextset(self):
+        return self.raw.nextset()
+
     def fetchall(self):
         return self.raw.fetchall()
 
@@ -315,19 +318,24 @@ def transaction_marks_set(*, transaction_id: str, marks: list[str]) -> None:
 # --- links ----------------------------------------------------------------------------------
 
 
-def graph_lock_shared_and_links(*, transaction_id: str) -> bool:
+def graph_lock_shared_and_links(*, transaction_id: str) -> tuple[bool, Transaction | None]:
     """PostgreSQL: take the link-graph lock shared (until the database transaction ends,
-    see transactions/locks.py) and say whether the unit of work has a link either way, in
-    one round trip."""
+    see transactions/locks.py), say whether the unit of work has a link either way, and
+    read its row ``FOR UPDATE`` (None if there is none), in one round trip. Lock order: the
+    graph lock, then the row (the statements run in that order)."""
     from .locks import LINK_GRAPH_LOCK_KEY
 
     with cursor() as c:
         c.execute(
             f"SELECT pg_advisory_xact_lock_shared(%s), EXISTS (SELECT 1 FROM {LINK}"
-            f" WHERE upstream_id = %s OR downstream_id = %s)",
-            [LINK_GRAPH_LOCK_KEY, transaction_id, transaction_id],
+            f" WHERE upstream_id = %s OR downstream_id = %s);"
+            f" SELECT {_TXN_COLUMN_LIST} FROM {TRANSACTION} WHERE id = %s FOR UPDATE",
+            [LINK_GRAPH_LOCK_KEY, transaction_id, transaction_id, transaction_id],
         )
-        return c.fetchone()[1]
+        linked = c.fetchone()[1]
+        c.nextset()
+        row = c.fetchone()
+    return linked, None if row is None else transaction_from_row(row)
 
 
 def links_exist(*, transaction_id: str) -> bool:

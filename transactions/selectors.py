@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
+
+from django.db.models import Max, Min
+
 from .exceptions import TransactionNotFound
-from .models import Link, Transaction
+from .models import JournalEvent, Link, Transaction
 
 
 def transaction_get(*, transaction_id: str) -> Transaction:
@@ -52,3 +56,28 @@ def transaction_graph(*, broker: str, recent: int = 200) -> dict:
     ]
     edges = [{"upstream": u, "downstream": d, "resource": r} for u, d, r in links]
     return {"broker": broker, "nodes": nodes, "edges": edges}
+
+
+#: How far ``at`` may run behind id order: an event's time is taken when its database
+#: transaction begins and its id when it is written, a step apart (milliseconds).
+JOURNAL_AT_SLACK = timedelta(seconds=60)
+
+
+def journal_first_id_since(*, since: datetime) -> int | None:
+    """The id from which the journal's events at or after ``since`` are found (each still to
+    be filtered by ``at``), or None if the journal is empty: a binary search over ids, each
+    probe a look-up by primary key, since ``at`` has no index of its own. Ids grow with
+    ``at`` up to ``JOURNAL_AT_SLACK``, which the search leaves in."""
+    bound = since - JOURNAL_AT_SLACK
+    ids = JournalEvent.objects.aggregate(lo=Min("id"), hi=Max("id"))
+    if ids["hi"] is None:
+        return None
+    lo, hi = ids["lo"], ids["hi"] + 1  # the answer is in [lo, hi]; hi: no event that late
+    while lo < hi:
+        mid = (lo + hi) // 2
+        found = JournalEvent.objects.filter(id__gte=mid).order_by("id").values_list("id", "at").first()
+        if found is None or found[1] >= bound:
+            hi = mid
+        else:
+            lo = found[0] + 1
+    return lo
