@@ -165,3 +165,36 @@ def test_a_listener_that_cannot_connect_leaves_its_waiters_polling():
         assert bus._started.is_set() and not bus.listening
     finally:
         bus.stop()
+
+
+def test_a_commit_sends_all_its_keys_in_one_datagram(queue):
+    """The wake-ups of one database transaction go out together: a commit that makes a put
+    available wakes the queue's getters and the unit of work's held commits with one
+    datagram per listening process, not one per key."""
+    from transactions.wakeup_bus import wakeup_bus
+
+    bus = wakeup_bus()
+    if not isinstance(bus, SocketBus):
+        pytest.skip("local datagram sockets are the embedded default's bus")
+    bus.directory.mkdir(parents=True, exist_ok=True)
+    path = bus.directory / "1-feedfacefeedface.sock"  # another process's listener, as the sender sees it
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    listener.bind(str(path))
+    listener.setblocking(False)
+
+    def heard() -> list[set[str]]:
+        datagrams = []
+        while True:
+            try:
+                datagrams.append(set(listener.recv(1 << 17).decode().split()))
+            except BlockingIOError:
+                return datagrams
+
+    try:
+        put = message_put(broker="QM1", queue="Q1", messages=msgs("one"), syncpoint="yes")
+        (before,) = heard()  # the put's own step: pre-emptive getters wait for uncommitted puts too
+        transaction_commit(transaction_id=put.transaction_id)
+        assert heard() == [before | {f"txn:{put.transaction_id}"}]
+    finally:
+        listener.close()
+        path.unlink(missing_ok=True)
