@@ -27,7 +27,6 @@ from transactions.queries import (
     cursor,
     deferred,
     dt_param,
-    json_param,
     model_instance,
     postgres,
     transaction_from_row,
@@ -342,6 +341,55 @@ def messages_take(
     messages = [message_from_row(row) for row in rows]
     key = _sort_key(priority_first=priority_first, commit_ordered=commit_ordered)
     messages.sort(key=key)  # RETURNING gives no order
+    return messages
+
+
+def messages_lock(
+    *,
+    queue_id: int,
+    now,
+    limit: int,
+    locked_until,
+    priority_first: bool,
+    commit_ordered: bool,
+    uncommitted_of_others: str | None,
+    match: dict,
+) -> list[Message]:
+    """An unordered peek-lock get in one statement: choose up to ``limit`` messages in
+    delivery order, as ``messages_take`` does, and lock each for its holder: a new random
+    lock token (16 random bytes as hex, from the database's own generator), ``locked_until``
+    and delivery count + 1. Returns them in delivery order. Locks as ``messages_take``."""
+    where, extra = _candidates_where(
+        uncommitted_of_others=uncommitted_of_others, commit_ordered=commit_ordered, match=match
+    )
+    order = _order_by(
+        priority_first=priority_first, commit_ordered=commit_ordered, with_uncommitted=bool(uncommitted_of_others)
+    )
+    choose = f"SELECT id FROM {MESSAGE} WHERE {where} ORDER BY {order} LIMIT %s" + (
+        " FOR UPDATE SKIP LOCKED" if postgres() else ""
+    )
+    params = [queue_id, dt_param(now), *extra, limit]
+    if postgres():
+        token = "replace(gen_random_uuid()::text, '-', '')"
+        sql = (
+            f"WITH chosen AS MATERIALIZED ({choose}) UPDATE {MESSAGE} SET lock_token = {token},"
+            f" locked_until = %s, delivery_count = delivery_count + 1"
+            f" WHERE id IN (SELECT id FROM chosen) AND get_transaction_id IS NULL AND lock_token IS NULL"
+            f" RETURNING {_COLUMN_LIST}"
+        )
+        params = [*params, dt_param(locked_until)]
+    else:
+        sql = (
+            f"UPDATE {MESSAGE} SET lock_token = lower(hex(randomblob(16))), locked_until = %s,"
+            f" delivery_count = delivery_count + 1 WHERE id IN ({choose})"
+            f" AND get_transaction_id IS NULL AND lock_token IS NULL RETURNING {_COLUMN_LIST}"
+        )
+        params = [dt_param(locked_until), *params]
+    with cursor() as c:
+        c.execute(sql, params)
+        rows = c.fetchall()
+    messages = [message_from_row(row) for row in rows]
+    messages.sort(key=_sort_key(priority_first=priority_first, commit_ordered=commit_ordered))
     return messages
 
 

@@ -358,6 +358,17 @@ def _get_once(
                     now=now,
                     user=user,
                 )
+        elif mode == "peek_lock":  # one statement chooses and locks them
+            rows = queries.messages_lock(
+                queue_id=source.pk,
+                now=now,
+                limit=batch,
+                locked_until=now + timedelta(milliseconds=source.lock_duration_ms),
+                priority_first=source.delivery_sequence == DeliverySequence.PRIORITY,
+                commit_ordered=source.read_order == ReadOrder.COMMIT,
+                uncommitted_of_others=own if see_uncommitted else None,
+                match=match,
+            )
         else:
             rows = list(
                 _candidates(
@@ -370,7 +381,8 @@ def _get_once(
         if mode == "browse":
             return GetResult(rows, source, None)
         if mode == "peek_lock":
-            _locks_taken(rows, source=source, now=now)
+            if ordered:  # an ordered get chose without locking: lock what it chose
+                _locks_taken(rows, source=source, now=now)
             journal_record(
                 events=[
                     journal_event(
