@@ -393,6 +393,32 @@ def messages_lock(
     return messages
 
 
+def message_by_lock_token(*, token: str, lock: bool) -> tuple[Message, int | None, str, str] | None:
+    """The message locked with ``token``, with the definitions version and its broker's and
+    queue's names (to find the queue in the definitions cache), in one statement; None if no
+    message holds that lock. ``lock``: PostgreSQL ``FOR UPDATE`` of the message row (only
+    once the caller holds its unit of work's row, if any: lock order)."""
+    columns = ", ".join(f"m.{c}" for c in MESSAGE_COLUMNS)
+    suffix = " FOR UPDATE OF m" if lock and postgres() else ""
+    with cursor() as c:
+        c.execute(
+            f"SELECT {columns}, (SELECT version FROM {VERSION} WHERE id = 1), b.name, q.name FROM {MESSAGE} m"
+            f" JOIN {QUEUE} q ON q.id = m.queue_id JOIN {BROKER} b ON b.id = q.broker_id"
+            f" WHERE m.lock_token = %s{suffix}",
+            [token],
+        )
+        row = c.fetchone()
+    if row is None:
+        return None
+    n = len(MESSAGE_COLUMNS)
+    return message_from_row(row[:n]), row[n], row[n + 1], row[n + 2]
+
+
+def message_delete(*, message_id: int) -> None:
+    """Remove one message whose row the caller holds (a completed peek-lock)."""
+    deferred(f"DELETE FROM {MESSAGE} WHERE id = %s", [message_id])
+
+
 def _sort_key(*, priority_first: bool, commit_ordered: bool):
     def key(m: Message):
         seq = (m.commit_seq is None, m.commit_seq or 0, m.id) if commit_ordered else (m.id,)

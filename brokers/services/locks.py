@@ -27,6 +27,7 @@ from transactions.models import JournalKind
 
 from baton_client.errors import Conflict, LockLost, NotFound  # noqa: F401 - LockLost re-exported
 from .. import queries
+from ..definitions import definitions_checked, queue_cached
 from ..models import Message, Queue
 from .messages.common import unit_of_work_joined
 from .store import dead_letter_target, message_move, queue_release, queues_woken
@@ -36,8 +37,17 @@ class LockNotFound(NotFound):
     """No message is locked with that token."""
 
 
-def _locked_message(token: str, now) -> Message:
-    message = Message.objects.select_for_update().select_related("queue__broker").filter(lock_token=token).first()
+def _locked_message(token: str, now, found=None) -> Message:
+    """The message locked with ``token``, its row locked, its queue and broker attached;
+    ``found``: ``queries.message_by_lock_token``'s answer when the caller has read it (with
+    the lock). Refused when the lock is unknown or ran out."""
+    if found is None:
+        found = queries.message_by_lock_token(token=token, lock=True)
+    message = None
+    if found is not None:
+        message, version, broker, queue = found
+        definitions_checked(version)
+        message.queue = queue_cached(broker=broker, name=queue)
     if message is None and Message.objects.filter(lapsed_lock_token=token).exists():
         raise LockLost(f"The lock {token} expired and the message was released.", lock_token=token)
     if message is None:
@@ -75,11 +85,13 @@ def lock_complete(*, token: str, transaction_id: str | None = None, user=None) -
     # under a unit of work nothing is final before its commit (which is durable): no sync here
     with transaction_timeouts_applied(), engine_step(durable=not transaction_id):
         txn = None
+        found = queries.message_by_lock_token(token=token, lock=not transaction_id)
         if transaction_id:
             # the unit of work's row before the message row: the order every get keeps
-            broker = Message.objects.filter(lock_token=token).values_list("queue__broker__name", flat=True).first()
-            txn = unit_of_work_joined(transaction_id=transaction_id, broker=broker or "", user=user)
-        message = _locked_message(token, now)
+            txn = unit_of_work_joined(transaction_id=transaction_id, broker=found[2] if found else "", user=user)
+            if found is not None and queries.postgres():
+                found = queries.message_by_lock_token(token=token, lock=True)  # now the message row
+        message = _locked_message(token, now, found)
         if message.get_transaction_id is not None:
             raise Conflict(
                 f"The message locked with {token} is already being completed under a unit of work.", lock_token=token
@@ -89,7 +101,7 @@ def lock_complete(*, token: str, transaction_id: str | None = None, user=None) -
             Message.objects.filter(pk=message.pk).update(get_transaction=txn)
             outcome = "pending_commit"
         else:
-            Message.objects.filter(pk=message.pk).delete()
+            queries.message_delete(message_id=message.pk)
             queue_release(counts={queue.pk: 1})
             queues_woken([queue.pk])
             outcome = "completed"
