@@ -393,25 +393,40 @@ def messages_lock(
     return messages
 
 
-def message_by_lock_token(*, token: str, lock: bool) -> tuple[Message, int | None, str, str] | None:
-    """The message locked with ``token``, with the definitions version and its broker's and
-    queue's names (to find the queue in the definitions cache), in one statement; None if no
-    message holds that lock. ``lock``: PostgreSQL ``FOR UPDATE`` of the message row (only
-    once the caller holds its unit of work's row, if any: lock order)."""
+def messages_by_lock_tokens(*, tokens: Sequence[str], lock: bool) -> list[tuple[Message, int | None, str, str]]:
+    """The messages locked with these tokens, each with the definitions version and its
+    broker's and queue's names (to find the queue in the definitions cache), in one
+    statement; a token no message holds is left out. ``lock``: PostgreSQL ``FOR UPDATE`` of
+    the message rows (only once the caller holds its unit of work's row, if any: lock
+    order)."""
+    if not tokens:
+        return []
     columns = ", ".join(f"m.{c}" for c in MESSAGE_COLUMNS)
-    suffix = " FOR UPDATE OF m" if lock and postgres() else ""
+    marks = ", ".join(["%s"] * len(tokens))
+    suffix = " ORDER BY m.id FOR UPDATE OF m" if lock and postgres() else ""
     with cursor() as c:
         c.execute(
             f"SELECT {columns}, (SELECT version FROM {VERSION} WHERE id = 1), b.name, q.name FROM {MESSAGE} m"
             f" JOIN {QUEUE} q ON q.id = m.queue_id JOIN {BROKER} b ON b.id = q.broker_id"
-            f" WHERE m.lock_token = %s{suffix}",
-            [token],
+            f" WHERE m.lock_token IN ({marks}){suffix}",
+            list(tokens),
         )
-        row = c.fetchone()
-    if row is None:
-        return None
+        rows = c.fetchall()
     n = len(MESSAGE_COLUMNS)
-    return message_from_row(row[:n]), row[n], row[n + 1], row[n + 2]
+    return [(message_from_row(row[:n]), row[n], row[n + 1], row[n + 2]) for row in rows]
+
+
+def message_by_lock_token(*, token: str, lock: bool) -> tuple[Message, int | None, str, str] | None:
+    """The message locked with ``token`` (``messages_by_lock_tokens`` of one), or None."""
+    found = messages_by_lock_tokens(tokens=[token], lock=lock)
+    return found[0] if found else None
+
+
+def messages_get_transaction_set(*, message_ids: Sequence[int], transaction_id: str) -> None:
+    """Completed peek-locks under a unit of work: the messages go when it commits. The
+    caller holds their rows."""
+    marks = ", ".join(["%s"] * len(message_ids))
+    deferred(f"UPDATE {MESSAGE} SET get_transaction_id = %s WHERE id IN ({marks})", [transaction_id, *message_ids])
 
 
 def message_delete(*, message_id: int) -> None:

@@ -98,7 +98,7 @@ def lock_complete(*, token: str, transaction_id: str | None = None, user=None) -
             )
         queue = message.queue
         if txn is not None:
-            Message.objects.filter(pk=message.pk).update(get_transaction=txn)
+            queries.messages_get_transaction_set(message_ids=[message.pk], transaction_id=txn.id)
             outcome = "pending_commit"
         else:
             queries.message_delete(message_id=message.pk)
@@ -130,16 +130,19 @@ def locks_complete(*, tokens: list[str], transaction_id: str, user=None) -> str:
     tokens = list(dict.fromkeys(tokens))
     now = timezone.now()
     with transaction_timeouts_applied(), engine_step(durable=False):
-        brokers = set(
-            Message.objects.filter(lock_token__in=tokens).values_list("queue__broker__name", flat=True).distinct()
-        )
+        read = queries.messages_by_lock_tokens(tokens=tokens, lock=False)
         txn = None
-        for broker in sorted(brokers) or [""]:  # each broker's check, as one complete would make it
+        for broker in sorted({broker for _, _, broker, _ in read}) or [
+            ""
+        ]:  # each broker's check, as one complete makes it
             txn = unit_of_work_joined(transaction_id=transaction_id, broker=broker, user=user, locked=txn)
-        found = {
-            m.lock_token: m
-            for m in Message.objects.select_for_update().select_related("queue__broker").filter(lock_token__in=tokens)
-        }
+        if read and queries.postgres():
+            read = queries.messages_by_lock_tokens(tokens=tokens, lock=True)  # now the message rows
+        found = {}
+        for message, version, broker, queue in read:
+            definitions_checked(version)
+            message.queue = queue_cached(broker=broker, name=queue)
+            found[message.lock_token] = message
         messages = []
         for token in tokens:
             message = found.get(token) or _locked_message(token, now)  # not found: why, as one complete says it
@@ -151,7 +154,7 @@ def locks_complete(*, tokens: list[str], transaction_id: str, user=None) -> str:
                     lock_token=token,
                 )
             messages.append(message)
-        Message.objects.filter(pk__in=[m.pk for m in messages]).update(get_transaction=txn)
+        queries.messages_get_transaction_set(message_ids=[m.pk for m in messages], transaction_id=txn.id)
         journal_record(
             events=[
                 journal_event(
