@@ -692,21 +692,31 @@ class StompConnection:
                     self._locks_renewed(sub)
                     continue
 
-                def attempt(room: int = room):
+                def attempt() -> bool:
+                    """Get and send what there is room for; True to leave the wait (stopped,
+                    no room left, or a full batch: there may be more), False to wait for the
+                    next commit on the queue."""
                     if sub.stopped or self.closed:
                         return True
+                    with self.lock:
+                        room = self._room(sub)
+                    if room <= 0:
+                        return True
+                    batch = min(room, settings.BATON_MAX_BATCH)
                     if sub.preemptive:
-                        delivered = self._preemptive_delivered(sub, room)
+                        delivered = self._preemptive_delivered(sub, batch)
                         if delivered is not None:  # under a transaction: only that way
-                            return True if delivered else []
-                    return engine.messages_got(self.user, broker=sub.broker, queue=sub.queue, mode=mode, batch=room)
+                            return bool(delivered)
+                    got = engine.messages_got(self.user, broker=sub.broker, queue=sub.queue, mode=mode, batch=batch)
+                    for message in got:
+                        self._send_message(sub, message)
+                    # fewer than asked: the queue had no more when this get looked, and a commit
+                    # since then has woken the wait already; getting again at once would find
+                    # nothing (a whole get's work, once per message, when they come one by one)
+                    return len(got) >= batch
 
-                got = wait_for(attempt, keys=[sub.key], wait_s=min(SUBSCRIPTION_WAIT_S, sub.lock_s / 3))
+                wait_for(attempt, keys=[sub.key], wait_s=min(SUBSCRIPTION_WAIT_S, sub.lock_s / 3))
                 self._locks_renewed(sub)
-                if got is True or not got:
-                    continue
-                for message in got:
-                    self._send_message(sub, message)
         except BatonError as exc:  # the queue was deleted, a grant withdrawn, ...
             if not (sub.stopped or self.closed):
                 self.error(exc, None)
