@@ -184,9 +184,7 @@ def subscription_name(*, user, connection: str, id: str, durable: bool) -> str:
     return ("stomp.d." if durable else "stomp.") + hashlib.sha256(seed.encode()).hexdigest()[:32]
 
 
-def topic_subscribed(
-    user, *, broker: str, topic_filter: str, name: str, durable: bool
-) -> tuple[str, float, int]:
+def topic_subscribed(user, *, broker: str, topic_filter: str, name: str, durable: bool) -> tuple[str, float, int]:
     """The queue and subscription (both named ``name``) that receive what is published on
     ``topic_filter``; a durable one already there is kept (with its messages) when its
     filter is the same. Returns the queue's wake-up key, lock duration (seconds) and id."""

@@ -698,7 +698,7 @@ class StompConnection:
 
                 looked = [False]
 
-                def attempt() -> bool:
+                def attempt(looked: list[bool] = looked) -> bool:
                     """Get and send what there is room for; True to leave the wait (stopped,
                     no room left, or a full batch: there may be more), False to wait for the
                     next commit on the queue."""

@@ -85,3 +85,4 @@ def test_what_a_get_could_take_or_settle(stomp_broker):
     txn = transaction_begin(broker="QM1", timeout_ms=60_000)
     message_put(broker="QM1", queue="Q1", messages=[MessageInput(body="b")], transaction_id=txn.id)
     assert queue_may_have_messages(queue_id=queue_id, now=now())  # uncommitted: the get decides
+    assert queue_may_have_messages(queue_id=queue_id + 1000, now=now())  # gone: the get says so
