@@ -164,17 +164,17 @@ def publication_send(
     PublicationPublish.run(user, request)
 
 
-def queue_subscribed(user, *, broker: str, queue: str) -> tuple[str, float]:
+def queue_subscribed(user, *, broker: str, queue: str) -> tuple[str, float, int]:
     """Check that the user may get from the queue (defining it if the broker says so); its
-    wake-up key and lock duration (seconds)."""
+    wake-up key, lock duration (seconds) and id."""
     may.require_get(user, broker=broker, queue=queue)
     _queue_ensured(user, broker=broker, queue=queue, action="get")
     return queue_key(broker=broker, queue=queue)
 
 
-def queue_key(*, broker: str, queue: str) -> tuple[str, float]:
+def queue_key(*, broker: str, queue: str) -> tuple[str, float, int]:
     found = queue_cached(broker=broker, name=queue)
-    return queue_wakeup_key(found.pk), found.lock_duration_ms / 1000
+    return queue_wakeup_key(found.pk), found.lock_duration_ms / 1000, found.pk
 
 
 def subscription_name(*, user, connection: str, id: str, durable: bool) -> str:
@@ -184,10 +184,10 @@ def subscription_name(*, user, connection: str, id: str, durable: bool) -> str:
     return ("stomp.d." if durable else "stomp.") + hashlib.sha256(seed.encode()).hexdigest()[:32]
 
 
-def topic_subscribed(user, *, broker: str, topic_filter: str, name: str, durable: bool) -> tuple[str, float]:
+def topic_subscribed(user, *, broker: str, topic_filter: str, name: str, durable: bool) -> tuple[str, float, int]:
     """The queue and subscription (both named ``name``) that receive what is published on
     ``topic_filter``; a durable one already there is kept (with its messages) when its
-    filter is the same. Returns the queue's wake-up key and lock duration (seconds)."""
+    filter is the same. Returns the queue's wake-up key, lock duration (seconds) and id."""
     pubsub_may.require_subscribe(user, broker=broker)
     definitions_checked()
     try:

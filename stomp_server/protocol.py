@@ -33,6 +33,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import close_old_connections, connections
+from django.utils import timezone
 
 from baton_client.errors import UnsettledDeliveries
 from config.errors import BatonError, InvalidInput, MessageTooLarge, NotAuthenticated, NotFound
@@ -43,6 +44,7 @@ from . import engine
 from .frames import Frame, FrameError, FrameParser, FrameTooLarge, frame_encode
 from .headers import message_fields, message_headers
 from .registry import registry_started
+from .selectors import queue_may_have_messages
 
 log = logging.getLogger(__name__)
 
@@ -121,6 +123,8 @@ class Subscription:
     ack: str
     prefetch: int
     key: str
+    #: The queue's id (0: not known yet).
+    queue_id: int = 0
     #: The queue's lock duration (s): unacknowledged messages' locks are renewed well before.
     lock_s: float = 30.0
     #: The topic subscription's name (its queue's too), for /topic/ destinations.
@@ -625,7 +629,7 @@ class StompConnection:
             preemptive=preemptive == "true",
         )
         if kind == "queue":
-            sub.key, sub.lock_s = engine.queue_subscribed(self.user, broker=self.broker, queue=name)
+            sub.key, sub.lock_s, sub.queue_id = engine.queue_subscribed(self.user, broker=self.broker, queue=name)
         else:
             if durable and not frame.get("id"):
                 raise StompRefused("A durable subscription needs an id header.", errors={"id": ["Required."]})
@@ -633,7 +637,7 @@ class StompConnection:
             sub.topic_name = engine.subscription_name(
                 user=self.user, connection=self.session, id=sub_id, durable=durable
             )
-            sub.key, sub.lock_s = engine.topic_subscribed(
+            sub.key, sub.lock_s, sub.queue_id = engine.topic_subscribed(
                 self.user, broker=self.broker, topic_filter=name, name=sub.topic_name, durable=durable
             )
             sub.queue = sub.topic_name
@@ -692,21 +696,39 @@ class StompConnection:
                     self._locks_renewed(sub)
                     continue
 
-                def attempt(room: int = room):
+                looked = [False]
+
+                def attempt(looked: list[bool] = looked) -> bool:
+                    """Get and send what there is room for; True to leave the wait (stopped,
+                    no room left, or a full batch: there may be more), False to wait for the
+                    next commit on the queue."""
                     if sub.stopped or self.closed:
                         return True
+                    first, looked[0] = not looked[0], True
+                    with self.lock:
+                        room = self._room(sub)
+                    if room <= 0:
+                        return True
+                    batch = min(room, settings.BATON_MAX_BATCH)
                     if sub.preemptive:
-                        delivered = self._preemptive_delivered(sub, room)
+                        delivered = self._preemptive_delivered(sub, batch)
                         if delivered is not None:  # under a transaction: only that way
-                            return True if delivered else []
-                    return engine.messages_got(self.user, broker=sub.broker, queue=sub.queue, mode=mode, batch=room)
+                            return bool(delivered)
+                    if not first and not queue_may_have_messages(queue_id=sub.queue_id, now=timezone.now()):
+                        # woken by a commit that left nothing to get (an ACK's, a get's): a look
+                        # without the write lock a get takes (each wait's first attempt gets, as
+                        # that also settles a unit of work overdue on the queue)
+                        return False
+                    got = engine.messages_got(self.user, broker=sub.broker, queue=sub.queue, mode=mode, batch=batch)
+                    for message in got:
+                        self._send_message(sub, message)
+                    # fewer than asked: the queue had no more when this get looked, and a commit
+                    # since then has woken the wait already; getting again at once would find
+                    # nothing (a whole get's work, once per message, when they come one by one)
+                    return len(got) >= batch
 
-                got = wait_for(attempt, keys=[sub.key], wait_s=min(SUBSCRIPTION_WAIT_S, sub.lock_s / 3))
+                wait_for(attempt, keys=[sub.key], wait_s=min(SUBSCRIPTION_WAIT_S, sub.lock_s / 3))
                 self._locks_renewed(sub)
-                if got is True or not got:
-                    continue
-                for message in got:
-                    self._send_message(sub, message)
         except BatonError as exc:  # the queue was deleted, a grant withdrawn, ...
             if not (sub.stopped or self.closed):
                 self.error(exc, None)
