@@ -11,6 +11,7 @@ from brokers.selectors import queue_depths
 from brokers.services.messages import message_browse
 from brokers.services.queues import queue_alter
 from config.errors import AlreadyExists, InvalidInput
+from pubsub.api.definitions import SubscriptionDefine
 from pubsub.models import RetainedPublication, Subscription
 from pubsub.selectors import retained_list
 from pubsub.services.retained import retained_clear
@@ -129,8 +130,8 @@ def test_bad_definitions_name_the_field_and_define_nothing(queues):
     ]
     for change, field in cases:
         fields = {"name": "s", "topic_filter": "t", "queue": "S1", **change}
-        with pytest.raises(InvalidInput) as caught:
-            subscription_define(broker="QM1", **fields)
+        with pytest.raises(InvalidInput) as caught:  # validated where it enters, then defined
+            subscription_define(**SubscriptionDefine.parse({"broker": "QM1", **fields}).model_dump())
         assert field in caught.value.details["errors"], (change, caught.value.details)
     assert not Subscription.objects.exists()
     sub("s", "t", "S1")
