@@ -44,7 +44,7 @@ TopicText = Annotated[str, Field(min_length=1, max_length=TOPIC_MAX)]
 _NAME = re.compile(NAME_PATTERN)
 
 
-def _checked(problems: Callable[[str], list[str]]) -> AfterValidator:
+def problems_refused(problems: Callable[[str], list[str]]) -> AfterValidator:
     """A validator raising the first of ``problems(value)``, as the field's error."""
 
     def check(value: str) -> str:
@@ -69,10 +69,12 @@ def _switch_problems(value: str | None) -> list[str]:
 
 
 #: The name of a new topic object or subscription.
-NewName = Annotated[ObjectName, _checked(_name_problems)]
-TopicString = Annotated[TopicText, _checked(topic_problems)]
-TopicFilter = Annotated[TopicText, _checked(filter_problems)]
-SwitchTopic = Annotated[Annotated[str, Field(max_length=TOPIC_MAX)] | None, _checked(_switch_problems)]
+NewName = Annotated[ObjectName, problems_refused(_name_problems)]
+TopicString = Annotated[TopicText, problems_refused(topic_problems)]
+TopicFilter = Annotated[TopicText, problems_refused(filter_problems)]
+#: A topic string one may publish to (no wildcards), as ``publish`` and ``retained`` take it.
+PublishedTopic = Annotated[str, Field(max_length=TOPIC_MAX), problems_refused(topic_problems)]
+SwitchTopic = Annotated[Annotated[str, Field(max_length=TOPIC_MAX)] | None, problems_refused(_switch_problems)]
 Conflation = Annotated[
     int,
     Field(
@@ -300,7 +302,7 @@ class SubscriptionDefine(PubSubOperation):
         name: NewName
         topic_filter: TopicFilter = Field(description="A topic filter: + matches one level, # the rest.")
         queue: Annotated[
-            ObjectName, _checked(lambda value: [] if _NAME.match(value) else ["Name a queue of the broker."])
+            ObjectName, problems_refused(lambda value: [] if _NAME.match(value) else ["Name a queue of the broker."])
         ] = Field(description="The broker's queue the copies are put on.")
         durable: bool = Field(True, description="Survives a platform restart; a full queue fails a publication.")
         activation_topic: SwitchTopic = Field(
