@@ -1,9 +1,10 @@
 """Bulk ingest: starting one, following its progress, running its Spark job on a worker.
 
 An ingest is started by the REST API, ``manage.py ingest`` or the dashboard (all through
-``ingest.api.IngestStart``'s input, then :func:`ingest_start`); a Celery worker runs it (:func:`ingest_run`) as a Spark job in a
-child process (``spark_jobs.ingest``), which puts over sessions of the platform's API with
-the starting user's token and reports progress per task attempt (:func:`ingest_progress_note`).
+``ingest.api.IngestStart``'s input, then :func:`ingest_start`); a Celery worker runs it
+(:func:`ingest_run`) as a Spark job in a child process (``spark_jobs.ingest``), which puts
+over sessions of the platform's API with the starting user's token and reports progress
+per task attempt (:func:`ingest_progress_note`).
 """
 
 from __future__ import annotations

@@ -53,7 +53,6 @@ TYPE_TEXTS = {
 }
 
 
-
 def _bound_text(item: dict) -> str | None:
     """The text of a choice or range error, in the words Django's model validation used
     (what the commands said before they parsed through the operations' inputs)."""

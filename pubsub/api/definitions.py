@@ -308,9 +308,7 @@ class SubscriptionDefine(PubSubOperation):
         activation_topic: SwitchTopic = Field(
             "", description="A publication on this topic string activates it (none: active from the start)."
         )
-        deactivation_topic: SwitchTopic = Field(
-            "", description="A publication on this topic string deactivates it."
-        )
+        deactivation_topic: SwitchTopic = Field("", description="A publication on this topic string deactivates it.")
         new_publications_only: bool = Field(False, description="Do not send it the retained publications.")
 
         @model_validator(mode="after")

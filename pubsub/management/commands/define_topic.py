@@ -22,7 +22,12 @@ class Command(BaseCommand):
     def handle(self, *args, broker, name, topic_string, **options):
         with service_errors():
             data = TopicDefine.parse(
-                {"broker": broker, "name": name, "topic_string": topic_string, **attributes_given(options, TOPIC_FIELDS)}
+                {
+                    "broker": broker,
+                    "name": name,
+                    "topic_string": topic_string,
+                    **attributes_given(options, TOPIC_FIELDS),
+                }
             )
             topic = topic_define(**given(data))
         if options["verbosity"] > 0:
