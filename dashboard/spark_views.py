@@ -13,6 +13,7 @@ from analytics.models import BrokerAnalytics
 from analytics.selectors import analytics_runs_latest
 from analytics.services import analytics_run_start
 from config.errors import BatonError
+from ingest.api import IngestStart
 from ingest.services import ingest_start
 
 from .access import require_queue_action, require_queue_seen, require_superuser, visibility
@@ -26,20 +27,27 @@ def ingest_start_view(request, broker, queue):
     require_queue_action(request.user, "put", broker=broker, queue=queue)
     fields = [f.strip() for f in request.POST.get("properties_fields", "").split(",") if f.strip()]
     try:
+        data = IngestStart.parse(
+            {
+                "broker": broker,
+                "queue": queue,
+                "source": request.POST.get("source", ""),
+                "format": request.POST.get("format", "jsonl"),
+                "body_field": request.POST.get("body_field", "").strip(),
+                "key_field": request.POST.get("key_field", "").strip(),
+                "properties_fields": fields,
+            }
+        )
         with transaction.atomic():
-            ingest = ingest_start(
-                user=request.user,
-                broker=broker,
-                queue=queue,
-                source=request.POST.get("source", ""),
-                format=request.POST.get("format", "jsonl"),
-                body_field=request.POST.get("body_field", "").strip(),
-                key_field=request.POST.get("key_field", "").strip(),
-                properties_fields=fields,
-            )
+            ingest = ingest_start(user=request.user, **data.model_dump())
         messages.success(request, f"Ingest {ingest.pk} started.")
     except BatonError as exc:
-        messages.error(request, f"Not started: {exc.message}")
+        problems = exc.details.get("errors") if isinstance(exc.details, dict) else None
+        said = "; ".join(
+            f"{field}: {texts if isinstance(texts, str) else ' '.join(map(str, texts))}"
+            for field, texts in (problems or {}).items()
+        )
+        messages.error(request, f"Not started: {exc.message}" + (f" ({said})" if said else ""))
     return redirect(reverse("dashboard-queue", args=[broker, queue]) + "#ingests")
 
 

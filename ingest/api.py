@@ -110,6 +110,12 @@ class IngestStart(Operation):
             ),
         ] = 7
 
+        @model_validator(mode="after")
+        def _text_has_no_fields(self):
+            if self.format == IngestFormat.TEXT and (self.body_field or self.key_field or self.properties_fields):
+                raise ValueError("format: body_field, key_field and properties_fields need jsonl or csv.")
+            return self
+
     Output = IngestOut
 
     @classmethod

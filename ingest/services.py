@@ -1,9 +1,10 @@
 """Bulk ingest: starting one, following its progress, running its Spark job on a worker.
 
 An ingest is started by the REST API, ``manage.py ingest`` or the dashboard (all through
-:func:`ingest_start`); a Celery worker runs it (:func:`ingest_run`) as a Spark job in a
-child process (``spark_jobs.ingest``), which puts over sessions of the platform's API with
-the starting user's token and reports progress per task attempt (:func:`ingest_progress_note`).
+``ingest.api.IngestStart``'s input, then :func:`ingest_start`); a Celery worker runs it
+(:func:`ingest_run`) as a Spark job in a child process (``spark_jobs.ingest``), which puts
+over sessions of the platform's API with the starting user's token and reports progress
+per task attempt (:func:`ingest_progress_note`).
 """
 
 from __future__ import annotations
@@ -15,10 +16,10 @@ from rest_framework.authtoken.models import Token
 
 from brokers.selectors import queue_get
 from config.celery import task_send
-from config.errors import Conflict, InvalidInput
+from config.errors import Conflict
 from spark_jobs.launch import job_run
 
-from .models import DEDUP_RETENTION_DAYS_MAX, Ingest, IngestFormat, IngestState
+from .models import Ingest, IngestFormat, IngestState
 from .selectors import ingest_get
 from .staging import staging_dir, staging_files, staging_path
 
@@ -44,28 +45,13 @@ def ingest_start(
 ) -> Ingest:
     """Record an ingest (``queued``) and send it to the worker fleet once this database
     transaction commits (unless not ``on_worker``: the caller runs :func:`ingest_run`).
-    Refuses a source outside the staging directory, an unknown queue, fields a format does
-    not have and a key retention out of range. ``dedup_retention_days``:
+    The fields are valid already (the caller's boundary parsed them through
+    ``IngestStart.Input``: the format, its fields, the key retention); refuses an unknown
+    queue and a source outside the staging directory. ``dedup_retention_days``:
     how long the queue remembers each record's key (docs/spark.md, "Exactly once")."""
     queue_get(broker=broker, name=queue)  # 404 when there is no such queue
     staging_files(source)  # every file it would read, links resolved, inside the staging directory
-    if format not in IngestFormat.values:
-        raise InvalidInput("Unknown format.", errors={"format": [f"Must be one of {', '.join(IngestFormat.values)}."]})
     properties_fields = list(properties_fields or [])
-    if (
-        isinstance(dedup_retention_days, bool)
-        or not isinstance(dedup_retention_days, int)
-        or not 1 <= dedup_retention_days <= DEDUP_RETENTION_DAYS_MAX
-    ):
-        raise InvalidInput(
-            "The key retention is out of range.",
-            errors={"dedup_retention_days": [f"Must be a whole number of days from 1 to {DEDUP_RETENTION_DAYS_MAX}."]},
-        )
-    if format == IngestFormat.TEXT and (body_field or key_field or properties_fields):
-        raise InvalidInput(
-            "Text records have no fields.",
-            errors={"format": ["body_field, key_field and properties_fields need jsonl or csv."]},
-        )
     ingest = Ingest.objects.create(
         broker=broker,
         queue=queue,

@@ -10,7 +10,6 @@ from config.celery import task_send
 from config.errors import AlreadyExists, Conflict, InvalidInput, NotFound
 
 from ..models import Broker, Channel, ChannelState, Queue, QueueKind, QueueUsage
-from ..services.validation import model_validated, unknown_fields_refused
 
 CHANNEL_FIELDS = {
     "source_broker",
@@ -43,7 +42,9 @@ def channel_get(*, name: str) -> Channel:
 
 
 def _channel_checked(channel: Channel) -> None:
-    model_validated(channel, exclude=["source_broker"])
+    """The definition as a whole, as it would be saved (for an alteration, the stored one
+    with the changes): its transmission queue and target exist, a target on another platform
+    has a URL and a token."""
     errors: dict[str, list[str]] = {}
     xmitq = Queue.objects.filter(broker=channel.source_broker, name=channel.transmission_queue).first()
     if xmitq is None:
@@ -69,7 +70,7 @@ def _channel_checked(channel: Channel) -> None:
 def _source_broker(attributes: dict) -> None:
     if "source_broker" in attributes:
         name = attributes["source_broker"]
-        broker = Broker.objects.filter(name=name).first() if isinstance(name, str) else None
+        broker = Broker.objects.filter(name=name).first()
         if broker is None:
             raise InvalidInput(
                 "The channel definition is not valid.", errors={"source_broker": [f"No broker {name!r}."]}
@@ -78,11 +79,10 @@ def _source_broker(attributes: dict) -> None:
 
 
 def channel_define(*, name: str, **attributes) -> Channel:
-    """Define a channel (stopped). Its transmission queue must exist on the source broker."""
-    unknown_fields_refused(attributes, CHANNEL_FIELDS)
-    for required in ("source_broker", "transmission_queue", "target_broker"):
-        if not attributes.get(required):
-            raise InvalidInput("The channel definition is not valid.", errors={required: ["Required."]})
+    """Define a channel (stopped). Its transmission queue must exist on the source broker.
+    ``name`` and ``attributes`` (of CHANNEL_FIELDS; source_broker, transmission_queue and
+    target_broker among them) are valid already: the caller's boundary parsed them through
+    ``ChannelDefine.Input``."""
     _source_broker(attributes)
     channel = Channel(name=name, **attributes)
     _channel_checked(channel)
@@ -95,8 +95,8 @@ def channel_define(*, name: str, **attributes) -> Channel:
 
 
 def channel_alter(*, name: str, **changes) -> Channel:
-    """Change a stopped channel's definition (a running agent must not see it change)."""
-    unknown_fields_refused(changes, CHANNEL_FIELDS)
+    """Change a stopped channel's definition (a running agent must not see it change).
+    ``changes``: valid already, as parsed by ``ChannelAlter.Input``."""
     _source_broker(changes)
     with db.atomic():
         channel = channel_get(name=name)

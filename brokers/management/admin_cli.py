@@ -2,7 +2,9 @@
 get, browse) share: command-line options generated from the models, service errors
 turned into one-line command errors, and output formatting.
 
-The commands call the service layer only; they never save models themselves.
+The commands validate what they are given through the API operation's ``Input`` (as REST
+and the session do: one definition, one set of errors) and then call the service layer;
+they never save models themselves.
 """
 
 from __future__ import annotations
@@ -51,7 +53,7 @@ def attribute_options_add(
     """One option per attribute, generated from the model's fields so that the commands
     follow the services' field lists: ``--put-enabled`` / ``--no-put-enabled`` /
     ``--put-enabled yes|no`` for booleans, whole numbers for integer fields, text for the
-    rest. Choices are listed in the help and checked by the service. Options not given are
+    rest. Choices are listed in the help and checked by the operation's input. Options not given are
     absent from the parsed options (argparse.SUPPRESS), so only what was given is passed on."""
     group = parser.add_argument_group("attributes")
     for name in sorted(fields):

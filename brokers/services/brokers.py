@@ -9,7 +9,6 @@ from transactions.models import OPEN_STATES, Transaction
 from ..exceptions import AlreadyExists, NotEmpty
 from ..models import Broker, Message, Queue
 from ..selectors import broker_get
-from .validation import model_validated, unknown_fields_refused
 
 BROKER_FIELDS = {
     "description",
@@ -23,10 +22,10 @@ BROKER_FIELDS = {
 
 def broker_define(*, name: str, **attributes) -> Broker:
     """Define a broker together with its dead-letter queue (a broker always has one: backed
-    out and undeliverable messages must have somewhere to go)."""
-    unknown_fields_refused(attributes, BROKER_FIELDS)
+    out and undeliverable messages must have somewhere to go). ``name`` and ``attributes``
+    (of BROKER_FIELDS) are valid already: the caller's boundary parsed them through
+    ``BrokerDefine.Input``; what is checked here needs the database (the name is free)."""
     broker = Broker(name=name, **attributes)
-    model_validated(broker)
     try:
         with db.atomic():
             broker.save()
@@ -37,7 +36,6 @@ def broker_define(*, name: str, **attributes) -> Broker:
                 default_persistence=broker.default_persistence,
                 max_depth=999_999_999,
             )
-            model_validated(dlq, exclude=["broker"])
             dlq.save()
     except IntegrityError as exc:
         raise AlreadyExists(f"A broker named {name!r} already exists.", broker=name) from exc
@@ -45,19 +43,17 @@ def broker_define(*, name: str, **attributes) -> Broker:
 
 
 def broker_alter(*, name: str, **changes) -> Broker:
-    """Change a broker's attributes. Naming another dead-letter queue defines it if missing."""
-    unknown_fields_refused(changes, BROKER_FIELDS)
+    """Change a broker's attributes (``changes``: valid already, as parsed by
+    ``BrokerAlter.Input``). Naming another dead-letter queue defines it if missing."""
     with db.atomic():
         broker = broker_get(name=name)
         for key, value in changes.items():
             setattr(broker, key, value)
-        model_validated(broker)
         broker.save()
         if not Queue.objects.filter(broker=broker, name=broker.dead_letter_queue).exists():
             dlq = Queue(
                 broker=broker, name=broker.dead_letter_queue, description="Dead-letter queue", max_depth=999_999_999
             )
-            model_validated(dlq, exclude=["broker"])
             dlq.save()
     return broker
 

@@ -13,7 +13,6 @@ from transactions.models import OPEN_STATES, Transaction
 from ..ids import id_new
 from ..models import ClientSession, Connection, Queue
 from ..selectors import broker_get, client_session_get, connection_get
-from ..exceptions import InvalidInput
 
 
 @dataclass
@@ -34,9 +33,9 @@ def connection_view(*, connection: Connection) -> ConnectionView:
 
 def connection_open(*, broker: str, client_name: str) -> ConnectionView:
     """Open a connection. Its id comes from the message-id generator; the client name's
-    last put and last got msg_id come back from earlier connections of the same name."""
-    if not isinstance(client_name, str) or not 1 <= len(client_name) <= 100:
-        raise InvalidInput("client_name must be 1 to 100 characters.", errors={"client_name": ["Required."]})
+    last put and last got msg_id come back from earlier connections of the same name.
+    ``client_name`` (1 to 100 characters) is valid already: the caller parsed it through
+    ``ConnectionOpen.Input``."""
     owner = broker_get(name=broker)
     with db.atomic():
         conn = Connection.objects.create(conn_id=id_new(), broker=owner, client_name=client_name)

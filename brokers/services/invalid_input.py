@@ -53,6 +53,24 @@ TYPE_TEXTS = {
 }
 
 
+def _bound_text(item: dict) -> str | None:
+    """The text of a choice or range error, in the words Django's model validation used
+    (what the commands said before they parsed through the operations' inputs)."""
+    kind, ctx = item["type"], item.get("ctx") or {}
+    if kind == "literal_error":
+        value = item.get("input")
+        if isinstance(value, str) and len(value) <= 100:
+            return f"Value {value!r} is not a valid choice."
+        return "Not a valid choice."
+    if kind == "greater_than_equal":
+        return f"Ensure this value is greater than or equal to {ctx['ge']}."
+    if kind == "less_than_equal":
+        return f"Ensure this value is less than or equal to {ctx['le']}."
+    if kind == "string_too_long":
+        return f"Ensure this value has at most {ctx['max_length']} characters."
+    return None
+
+
 def where(loc: tuple) -> str:
     """A pydantic error location as the API names fields: the field of the request, or of a
     message of a batch (``messages[1].priority``); not deeper."""
@@ -66,7 +84,7 @@ def where(loc: tuple) -> str:
 def invalid(error: ValidationError, *, message: str = "The request is not valid.") -> InvalidInput:
     """A pydantic ValidationError as the API's 400 ``invalid`` naming every bad field."""
     errors: dict[str, list[str]] = {}
-    for item in error.errors(include_url=False, include_input=False):
+    for item in error.errors(include_url=False, include_input=True):
         loc = item["loc"]
         if item["type"] in ("value_error", "assertion_error") and loc == ():
             text = str(item.get("ctx", {}).get("error") or item["msg"])
@@ -81,7 +99,7 @@ def invalid(error: ValidationError, *, message: str = "The request is not valid.
             elif item["type"] not in ("missing", "extra_forbidden") and field in FIELD_TEXTS:
                 text = FIELD_TEXTS[field]
             else:
-                text = TYPE_TEXTS.get(item["type"], item["msg"].rstrip(".") + ".")
+                text = TYPE_TEXTS.get(item["type"]) or _bound_text(item) or item["msg"].rstrip(".") + "."
         if text not in errors.get(name, []):
             errors.setdefault(name, []).append(text)
     return InvalidInput(message, errors=errors)

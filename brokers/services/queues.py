@@ -8,7 +8,6 @@ from .. import permissions as may
 from ..exceptions import AlreadyExists, InvalidInput, NotEmpty
 from ..models import Message, Queue, QueueKind, QueueUsage
 from ..selectors import broker_get, queue_get
-from .validation import model_validated, unknown_fields_refused
 
 QUEUE_FIELDS = {
     "kind",
@@ -54,7 +53,8 @@ def _contradictions(queue: Queue) -> dict[str, list[str]]:
 
 
 def _queue_definition_checked(queue: Queue) -> None:
-    model_validated(queue, exclude=["broker"])
+    """The definition as a whole, as it would be saved (for an alteration, the stored one
+    with the changes): its kind's attributes, and the broker's dead-letter queue local."""
     errors: dict[str, list[str]] = _contradictions(queue)
     if queue.kind == QueueKind.REMOTE:
         if not queue.remote_broker:
@@ -78,8 +78,9 @@ def queue_define(*, broker: str, name: str, user=None, **attributes) -> Queue:
     """Define a queue on a broker. Unset attributes take the broker's defaults where it has
     them (maximum message length, persistence). ``user`` (a transport's authenticated user;
     None: system code): an alias or remote queue needs admin where it leads
-    (``brokers.permissions.require_queue_route``)."""
-    unknown_fields_refused(attributes, QUEUE_FIELDS)
+    (``brokers.permissions.require_queue_route``). ``name`` and ``attributes`` (of
+    QUEUE_FIELDS) are valid already: the caller's boundary parsed them through
+    ``QueueDefine.Input``."""
     owner = broker_get(name=broker)
     attributes.setdefault("max_message_length", owner.max_message_length)
     attributes.setdefault("default_persistence", owner.default_persistence)
@@ -98,8 +99,8 @@ def queue_alter(*, broker: str, name: str, user=None, **changes) -> Queue:
     """Alter a queue's definition, checked as a whole: the attributes of the kind it ends
     as (those of its former kind that are not given are cleared; contradicting ones given
     are refused). A queue that holds messages keeps its kind and usage. ``user``: as for
-    :func:`queue_define`, when the alteration leaves an alias or remote queue."""
-    unknown_fields_refused(changes, QUEUE_FIELDS)
+    :func:`queue_define`, when the alteration leaves an alias or remote queue. ``changes``:
+    valid already, as parsed by ``QueueAlter.Input``."""
     with db.atomic():
         queue = queue_get(broker=broker, name=name)
         rekinded = "kind" in changes and changes["kind"] != queue.kind

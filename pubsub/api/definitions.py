@@ -1,22 +1,27 @@
 """Topic objects and subscriptions: list, define, display, alter, delete; their one
 definition (``brokers.api.operations``) for REST and the schema.
 
-These models check shapes and types and name unknown fields; the services check what
-depends on the database or on the topic grammar (a topic string's levels, a filter's
-wildcards, a queue of the broker)."""
+These models are where a definition is validated (shapes, types, names, the topic grammar:
+a topic string's levels, a filter's wildcards), for REST and the ``baton`` commands alike;
+the services check only what depends on the database (the broker and queue exist, a name or
+topic string is free, the topic object allows durable subscriptions)."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+import re
+from typing import Annotated, Any, Callable
 
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter
-from pydantic import ConfigDict, Field
+from pydantic import AfterValidator, ConfigDict, Field, model_validator
 
 from brokers.api.operations import Model, Operation
+from brokers.api.operations.base import given
 from brokers.api.schema import PATH_NAME
+from brokers.models import NAME_PATTERN
 
 from .. import permissions as may
 from ..models import TOPIC_MAX
+from ..topics import filter_problems, has_wildcards, topic_problems
 from ..selectors import subscription_get, subscription_list, topic_get, topic_list
 from ..services.subscriptions import subscription_define, subscription_delete
 from ..services.topics import topic_alter, topic_define, topic_delete
@@ -36,6 +41,40 @@ NAME = OpenApiParameter(
 
 ObjectName = Annotated[str, Field(min_length=1, max_length=48)]
 TopicText = Annotated[str, Field(min_length=1, max_length=TOPIC_MAX)]
+_NAME = re.compile(NAME_PATTERN)
+
+
+def problems_refused(problems: Callable[[str], list[str]]) -> AfterValidator:
+    """A validator raising the first of ``problems(value)``, as the field's error."""
+
+    def check(value: str) -> str:
+        if found := problems(value):
+            raise ValueError(found[0])
+        return value
+
+    return AfterValidator(check)
+
+
+def _name_problems(value: str) -> list[str]:
+    return [] if _NAME.match(value) else ["Use 1 to 48 characters of A-Z a-z 0-9 . _ / %."]
+
+
+def _switch_problems(value: str | None) -> list[str]:
+    """An activation or deactivation topic: none, or a topic string without wildcards."""
+    if not value:
+        return []
+    if has_wildcards(value):
+        return ["Must be a topic string, without the wildcards + or #."]
+    return topic_problems(value)
+
+
+#: The name of a new topic object or subscription.
+NewName = Annotated[ObjectName, problems_refused(_name_problems)]
+TopicString = Annotated[TopicText, problems_refused(topic_problems)]
+TopicFilter = Annotated[TopicText, problems_refused(filter_problems)]
+#: A topic string one may publish to (no wildcards), as ``publish`` and ``retained`` take it.
+PublishedTopic = Annotated[str, Field(max_length=TOPIC_MAX), problems_refused(topic_problems)]
+SwitchTopic = Annotated[Annotated[str, Field(max_length=TOPIC_MAX)] | None, problems_refused(_switch_problems)]
 Conflation = Annotated[
     int,
     Field(
@@ -116,8 +155,8 @@ class TopicDefine(PubSubOperation):
     success = 201
 
     class Input(BrokerIn):
-        name: ObjectName
-        topic_string: TopicText = Field(description="The topic string it administers (no wildcards).")
+        name: NewName
+        topic_string: TopicString = Field(description="The topic string it administers (no wildcards).")
         conflation_interval_ms: Conflation = 0
         durable_subscriptions: bool = Field(True, description="Whether durable subscriptions are allowed.")
         description: Description = ""
@@ -131,7 +170,7 @@ class TopicDefine(PubSubOperation):
     @classmethod
     def perform(cls, user, data: Input) -> tuple[int, dict[str, Any]]:
         may.require_admin(user, broker=data.broker)
-        topic = topic_define(**data.model_dump())
+        topic = topic_define(**given(data))
         return 201, topic_render(topic)
 
 
@@ -180,8 +219,7 @@ class TopicAlter(PubSubOperation):
     @classmethod
     def perform(cls, user, data: Input) -> tuple[int, dict[str, Any]]:
         may.require_admin(user, broker=data.broker)
-        changes = data.model_dump(exclude_unset=True, exclude={"broker", "name"})
-        return 200, topic_render(topic_alter(broker=data.broker, name=data.name, **changes))
+        return 200, topic_render(topic_alter(broker=data.broker, name=data.name, **given(data, "broker", "name")))
 
 
 class TopicDelete(PubSubOperation):
@@ -261,17 +299,23 @@ class SubscriptionDefine(PubSubOperation):
     success = 201
 
     class Input(BrokerIn):
-        name: ObjectName
-        topic_filter: TopicText = Field(description="A topic filter: + matches one level, # the rest.")
-        queue: ObjectName = Field(description="The broker's queue the copies are put on.")
+        name: NewName
+        topic_filter: TopicFilter = Field(description="A topic filter: + matches one level, # the rest.")
+        queue: Annotated[
+            ObjectName, problems_refused(lambda value: [] if _NAME.match(value) else ["Name a queue of the broker."])
+        ] = Field(description="The broker's queue the copies are put on.")
         durable: bool = Field(True, description="Survives a platform restart; a full queue fails a publication.")
-        activation_topic: Annotated[str, Field(max_length=TOPIC_MAX)] | None = Field(
+        activation_topic: SwitchTopic = Field(
             "", description="A publication on this topic string activates it (none: active from the start)."
         )
-        deactivation_topic: Annotated[str, Field(max_length=TOPIC_MAX)] | None = Field(
-            "", description="A publication on this topic string deactivates it."
-        )
+        deactivation_topic: SwitchTopic = Field("", description="A publication on this topic string deactivates it.")
         new_publications_only: bool = Field(False, description="Do not send it the retained publications.")
+
+        @model_validator(mode="after")
+        def _switches_differ(self):
+            if self.activation_topic and self.activation_topic == self.deactivation_topic:
+                raise ValueError("deactivation_topic: Must differ from the activation topic.")
+            return self
 
     Output = SubscriptionOut
 

@@ -12,9 +12,8 @@ from brokers.permissions import require_transaction
 from brokers.services.message_input import MessageIn
 
 from .. import permissions as may
-from ..models import TOPIC_MAX
 from ..services.publications import publication_publish
-from .definitions import TAG
+from .definitions import TAG, PublishedTopic
 
 
 class PublicationPublish(Operation):
@@ -34,7 +33,7 @@ class PublicationPublish(Operation):
     class Input(MessageIn):
         model_config = ConfigDict(extra="forbid", strict=True)
         broker: Annotated[str, Field(max_length=48)]
-        topic: Annotated[str, Field(max_length=TOPIC_MAX, description="The topic string: levels separated by /.")]
+        topic: PublishedTopic = Field(description="The topic string: levels separated by /.")
         retain: bool = False
         transaction: Annotated[str, Field(max_length=64)] | None = Field(
             None, description="Publish under this unit of work."

@@ -12,7 +12,7 @@ from .. import permissions as may
 from ..models import TOPIC_MAX
 from ..selectors import retained_list
 from ..services.retained import retained_clear
-from .definitions import BrokerIn, PubSubOperation
+from .definitions import BrokerIn, PublishedTopic, PubSubOperation
 from .render import retained_render
 
 
@@ -71,7 +71,7 @@ class RetainedClear(PubSubOperation):
 
     class Input(BrokerIn):
         model_config = ConfigDict(extra="forbid", strict=False)  # the query's text converts
-        topic: Annotated[str, Field(min_length=1, max_length=TOPIC_MAX, description="The topic string.")]
+        topic: PublishedTopic = Field(description="The topic string.")
 
     class Output(Model):
         pass

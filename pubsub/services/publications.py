@@ -25,7 +25,6 @@ from transactions.manager import transaction_for_operation, transaction_mark, tr
 
 from .. import queries
 from ..models import PendingEffect
-from ..topics import topic_problems
 from ..tree import tree_for
 from .conflation import conflation_admit
 from .delivery import copies_deliver
@@ -54,9 +53,8 @@ def publication_publish(
     uncommitted puts), keep it as the retained publication if ``retain``, and switch the
     subscriptions whose activation or deactivation topic it is. A full queue of a durable
     subscription fails the whole publication (``queue_full``); publishing with no subscriber
-    succeeds. Raises InvalidInput for a topic with wildcards."""
-    if problems := topic_problems(topic):
-        raise InvalidInput("The topic string is not valid.", errors={"topic": problems})
+    succeeds. ``topic`` is a topic string already (``PublicationPublish.Input`` parsed it
+    where it entered: no wildcards)."""
     if message.refers_to is not None:
         raise InvalidInput("A publication cannot be a reactive message.", errors={"refers_to": ["Not allowed."]})
     durable = transaction_id is None and message.persistence != Persistence.NON_PERSISTENT

@@ -3,47 +3,18 @@ database transaction (pubsub.tree)."""
 
 from __future__ import annotations
 
-import re
-
 from django.db import IntegrityError, transaction as db
 
 from brokers.definitions import broker_cached, definitions_checked
-from brokers.models import NAME_PATTERN, Queue
+from brokers.models import Queue
 from config.errors import AlreadyExists, InvalidInput
 from transactions.durability import engine_step
 
 from ..exceptions import SubscriptionNotFound
 from ..models import Subscription
-from ..topics import filter_problems, has_wildcards, literal_prefix, topic_problems
+from ..topics import literal_prefix
 from ..tree import tree_for, tree_version_bump
 from .delivery import retained_deliver
-
-NAME = re.compile(NAME_PATTERN)
-
-
-def _checked(
-    *, name, topic_filter, queue, durable, activation_topic, deactivation_topic, new_publications_only
-) -> dict[str, list[str]]:
-    errors: dict[str, list[str]] = {}
-    if not isinstance(name, str) or not NAME.match(name):
-        errors["name"] = ["Use 1 to 48 characters of A-Z a-z 0-9 . _ / %."]
-    if problems := filter_problems(topic_filter):
-        errors["topic_filter"] = problems
-    if not isinstance(queue, str) or not NAME.match(queue):
-        errors["queue"] = ["Name a queue of the broker."]
-    for field, value in (("durable", durable), ("new_publications_only", new_publications_only)):
-        if not isinstance(value, bool):
-            errors[field] = ["Must be a boolean."]
-    for field, value in (("activation_topic", activation_topic), ("deactivation_topic", deactivation_topic)):
-        if value == "":
-            continue
-        if isinstance(value, str) and has_wildcards(value):
-            errors[field] = ["Must be a topic string, without the wildcards + or #."]
-        elif problems := topic_problems(value):
-            errors[field] = problems
-    if activation_topic and activation_topic == deactivation_topic:
-        errors["deactivation_topic"] = ["Must differ from the activation topic."]
-    return errors
 
 
 def subscription_define(
@@ -59,22 +30,12 @@ def subscription_define(
 ) -> Subscription:
     """Subscribe ``queue`` to the publications matching ``topic_filter``. Active at once
     unless it names an activation topic; an active one receives the retained publications
-    its filter matches now, unless ``new_publications_only``. Nothing is defined when any
-    field is wrong (400 naming it), the queue is unknown, or a durable subscription's queue
-    cannot take a retained publication (409 ``queue_full``)."""
-    activation_topic = activation_topic or ""
-    deactivation_topic = deactivation_topic or ""
-    errors = _checked(
-        name=name,
-        topic_filter=topic_filter,
-        queue=queue,
-        durable=durable,
-        activation_topic=activation_topic,
-        deactivation_topic=deactivation_topic,
-        new_publications_only=new_publications_only,
-    )
-    if errors:
-        raise InvalidInput("The subscription is not valid.", errors=errors)
+    its filter matches now, unless ``new_publications_only``. The fields are valid already
+    (the caller's boundary parsed them through ``SubscriptionDefine.Input``: a name, a filter
+    by the topic grammar, "" for no activation or deactivation topic). Nothing is defined
+    when the queue is unknown, the topic object allows no durable subscription (400 naming
+    the field), or a durable subscription's queue cannot take a retained publication (409
+    ``queue_full``)."""
     with engine_step(durable=True):
         definitions_checked()
         owner = broker_cached(name=broker)

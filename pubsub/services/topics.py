@@ -6,12 +6,10 @@ from __future__ import annotations
 from django.db import IntegrityError, transaction as db
 
 from brokers.selectors import broker_get
-from brokers.services.validation import model_validated, unknown_fields_refused
-from config.errors import AlreadyExists, InvalidInput
+from config.errors import AlreadyExists
 
 from ..exceptions import TopicNotFound
 from ..models import Topic
-from ..topics import topic_problems
 from ..tree import tree_version_bump
 
 TOPIC_FIELDS = {"conflation_interval_ms", "durable_subscriptions", "description"}
@@ -29,14 +27,12 @@ def _topic(broker: str, name: str, *, lock: bool = False) -> Topic:
 
 
 def topic_define(*, broker: str, name: str, topic_string: str, **attributes) -> Topic:
-    """Define a topic object administering ``topic_string`` and the strings below it."""
-    unknown_fields_refused(attributes, TOPIC_FIELDS)
-    if problems := topic_problems(topic_string):
-        raise InvalidInput("The topic string is not valid.", errors={"topic_string": problems})
+    """Define a topic object administering ``topic_string`` and the strings below it.
+    ``name``, ``topic_string`` and ``attributes`` (of TOPIC_FIELDS) are valid already: the
+    caller's boundary parsed them through ``TopicDefine.Input``."""
     with db.atomic():
         owner = broker_get(name=broker)
         topic = Topic(broker=owner, name=name, topic_string=topic_string, **attributes)
-        model_validated(topic, exclude=["broker"])
         taken = Topic.objects.filter(broker=owner, topic_string=topic_string).values_list("name", flat=True).first()
         if taken is not None:
             raise AlreadyExists(
@@ -57,12 +53,12 @@ def topic_define(*, broker: str, name: str, topic_string: str, **attributes) -> 
 
 
 def topic_alter(*, broker: str, name: str, **changes) -> Topic:
-    unknown_fields_refused(changes, TOPIC_FIELDS)
+    """Change a topic object's attributes (``changes``: valid already, as parsed by
+    ``TopicAlter.Input``)."""
     with db.atomic():
         topic = _topic(broker, name, lock=True)
         for key, value in changes.items():
             setattr(topic, key, value)
-        model_validated(topic, exclude=["broker"])
         topic.save(update_fields=[*sorted(changes), "altered_at"])
         tree_version_bump()
     return topic

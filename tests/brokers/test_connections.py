@@ -6,6 +6,7 @@ import re
 
 import pytest
 
+from brokers.api.operations.connections import ConnectionOpen
 from brokers.exceptions import ConnectionNotFound, InvalidInput, OptionsConflict
 from brokers.services.connections import connection_close, connection_open, connection_view
 from brokers.services.messages import message_browse, message_get, message_put
@@ -43,8 +44,8 @@ def test_each_open_gives_a_new_id(queue):
 
 
 def test_client_name_is_required(queue):
-    with pytest.raises(InvalidInput) as exc:
-        connection_open(broker="QM1", client_name="")
+    with pytest.raises(InvalidInput) as exc:  # validated where it enters
+        ConnectionOpen.parse({"broker": "QM1", "client_name": ""})
     assert exc.value.code == "invalid"
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from brokers.api.operations.definitions import BrokerDefine, QueueDefine
 from brokers.exceptions import (
     AlreadyExists,
     BrokerNotFound,
@@ -71,15 +72,15 @@ def test_duplicate_broker_is_refused(broker):
 
 @pytest.mark.parametrize("name", ["", "x" * 49, "bad name", "bad-name", "bad!"])
 def test_bad_broker_names_are_refused(db, name):
-    with pytest.raises(InvalidInput) as exc:
-        broker_define(name=name)
+    with pytest.raises(InvalidInput) as exc:  # validated where it enters, through the one definition
+        BrokerDefine.parse({"name": name})
     assert exc.value.code == "invalid" and "name" in exc.value.details["errors"]
 
 
 @pytest.mark.parametrize("name", ["x" * 49, "bad name", "bad-name"])
 def test_bad_queue_names_are_refused(broker, name):
     with pytest.raises(InvalidInput) as exc:
-        queue_define(broker="QM1", name=name)
+        QueueDefine.parse({"broker": "QM1", "name": name})
     assert exc.value.code == "invalid" and "name" in exc.value.details["errors"]
     assert not Queue.objects.filter(name=name).exists()
 
@@ -137,7 +138,7 @@ def test_queue_on_unknown_broker(db):
 
 def test_unknown_queue_attribute_is_refused(broker):
     with pytest.raises(InvalidInput) as exc:
-        queue_define(broker="QM1", name="Q", colour="blue")
+        QueueDefine.parse({"broker": "QM1", "name": "Q", "colour": "blue"})
     assert "colour" in exc.value.details["errors"]
 
 

@@ -11,6 +11,9 @@ from brokers.selectors import queue_depths
 from brokers.services.messages import message_browse
 from brokers.services.queues import queue_alter
 from config.errors import AlreadyExists, InvalidInput
+from pubsub.api.definitions import SubscriptionDefine
+from pubsub.api.operations import PublicationPublish
+from pubsub.api.retained import RetainedClear
 from pubsub.models import RetainedPublication, Subscription
 from pubsub.selectors import retained_list
 from pubsub.services.retained import retained_clear
@@ -94,8 +97,8 @@ def test_retained_clear(queues):
     assert retained_clear(broker="QM1", topic="x") is True
     assert retained_clear(broker="QM1", topic="x") is False
     assert retained_list(broker="QM1") == []
-    with pytest.raises(InvalidInput):
-        retained_clear(broker="QM1", topic="x/#")
+    with pytest.raises(InvalidInput):  # validated where it enters
+        RetainedClear.parse({"broker": "QM1", "topic": "x/#"})
 
 
 def test_activation_and_deactivation(queues):
@@ -129,8 +132,8 @@ def test_bad_definitions_name_the_field_and_define_nothing(queues):
     ]
     for change, field in cases:
         fields = {"name": "s", "topic_filter": "t", "queue": "S1", **change}
-        with pytest.raises(InvalidInput) as caught:
-            subscription_define(broker="QM1", **fields)
+        with pytest.raises(InvalidInput) as caught:  # validated where it enters, then defined
+            subscription_define(**SubscriptionDefine.parse({"broker": "QM1", **fields}).model_dump())
         assert field in caught.value.details["errors"], (change, caught.value.details)
     assert not Subscription.objects.exists()
     sub("s", "t", "S1")
@@ -140,8 +143,8 @@ def test_bad_definitions_name_the_field_and_define_nothing(queues):
 
 def test_publish_topic_with_wildcards_is_invalid(queues):
     for topic in ("a/+", "#", "", "a\x00"):
-        with pytest.raises(InvalidInput) as caught:
-            publish(topic)
+        with pytest.raises(InvalidInput) as caught:  # validated where it enters
+            PublicationPublish.parse({"broker": "QM1", "topic": topic})
         assert "topic" in caught.value.details["errors"]
 
 

@@ -89,7 +89,8 @@ Deadline = Annotated[
 Description = Annotated[str, Field(max_length=200)]
 
 
-def _steps(steps: list[StepIn]) -> list[dict]:
+def step_dicts(steps: list[StepIn]) -> list[dict]:
+    """Parsed steps as the services take them (``next`` only where it was given)."""
     return [s.model_dump(exclude_none=True) if s.next is None else s.model_dump() for s in steps]
 
 
@@ -150,7 +151,7 @@ class WorkflowDefine(Operation):
         workflow = workflow_define(
             broker=data.broker,
             name=data.name,
-            steps=_steps(data.steps),
+            steps=step_dicts(data.steps),
             deadline_ms=data.deadline_ms,
             description=data.description,
         )
@@ -207,7 +208,7 @@ class WorkflowAlter(Operation):
         may.require_admin(user, broker=data.broker)
         changes: dict[str, Any] = {}
         if data.steps is not None:
-            changes["steps"] = _steps(data.steps)
+            changes["steps"] = step_dicts(data.steps)
         if data.deadline_ms is not None:
             changes["deadline_ms"] = data.deadline_ms
         if data.description is not None:

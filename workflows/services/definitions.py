@@ -4,83 +4,60 @@ A workflow's steps run in the order listed unless a step names ``next`` (several
 fan-out; a step named in several steps' ``next`` waits for all of them: fan-in; ``[]``: the
 step ends its branch). The first step listed is the only one without a predecessor, and the
 steps form no cycle. Every queue must exist on the broker (a local, alias or remote queue
-a put can name)."""
+a put can name).
+
+What a definition holds is valid already (``WorkflowDefine.Input`` / ``WorkflowAlter.Input``
+parsed it where it entered: names, 1 to MAX_STEPS steps, the deadline, the description);
+these services check the steps as a whole (their names, ``next`` lists and order) and the
+queues on the broker, and report every problem of the steps in one error."""
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from django.db import IntegrityError, transaction as db
 
-from brokers.models import NAME_PATTERN, Queue
+from brokers.models import Queue
 from brokers.selectors import broker_get
 from config.errors import AlreadyExists, InvalidInput
 
 from ..exceptions import NotEmpty, WorkflowNotFound
 from ..models import ACTIVE_INSTANCE_STATES, Instance, Workflow, WorkflowStep, WorkflowVersion
 
-NAME = re.compile(NAME_PATTERN)
 #: The most steps a workflow may have.
 MAX_STEPS = 50
 #: The longest deadline: a year.
 MAX_DEADLINE_MS = 365 * 86_400_000
 
 
-def _steps_resolved(*, broker_id: int, steps: Any) -> list[dict]:
-    """The steps as given, checked, with ``successors`` and ``predecessors``. Raises
-    InvalidInput naming every problem (``steps[1].queue``, ...)."""
-    if not isinstance(steps, list) or not steps:
-        raise InvalidInput("A workflow has at least one step.", errors={"steps": ["Give a list of steps."]})
-    if len(steps) > MAX_STEPS:
-        raise InvalidInput(f"A workflow has at most {MAX_STEPS} steps.", errors={"steps": ["Too many."]})
+def _steps_resolved(*, broker_id: int, steps: list[dict]) -> list[dict]:
+    """The steps (each ``name``, ``queue``, ``compensation_queue`` and, if given, ``next``),
+    checked as a whole, with ``successors`` and ``predecessors``. Raises InvalidInput naming
+    every problem (``steps[1].queue``, ...)."""
     errors: dict[str, list[str]] = {}
     names: list[str] = []
     for i, step in enumerate(steps):
-        if not isinstance(step, dict):
-            errors[f"steps[{i}]"] = ["Must be an object."]
-            names.append("")
-            continue
-        unknown = set(step) - {"name", "queue", "compensation_queue", "next"}
-        for field in sorted(unknown):
-            errors.setdefault(f"steps[{i}].{field}", []).append("Unknown field.")
-        for field in ("name", "queue", "compensation_queue"):
-            value = step.get(field)
-            if not isinstance(value, str) or not NAME.match(value):
-                errors.setdefault(f"steps[{i}].{field}", []).append(
-                    "Required: 1 to 48 characters of A-Z a-z 0-9 . _ / %."
-                )
-        name = step.get("name") if isinstance(step.get("name"), str) else ""
-        if name and name in names:
+        name = step["name"]
+        if name in names:
             errors.setdefault(f"steps[{i}].name", []).append("Another step has this name.")
         names.append(name)
-    queue_names = {s.get(f) for s in steps if isinstance(s, dict) for f in ("queue", "compensation_queue")}
-    existing = set(
-        Queue.objects.filter(broker_id=broker_id, name__in=[q for q in queue_names if isinstance(q, str)]).values_list(
-            "name", flat=True
-        )
-    )
+    queue_names = {s[f] for s in steps for f in ("queue", "compensation_queue")}
+    existing = set(Queue.objects.filter(broker_id=broker_id, name__in=queue_names).values_list("name", flat=True))
     for i, step in enumerate(steps):
-        if not isinstance(step, dict):
-            continue
         for field in ("queue", "compensation_queue"):
-            value = step.get(field)
-            if isinstance(value, str) and NAME.match(value) and value not in existing:
-                errors.setdefault(f"steps[{i}].{field}", []).append(f"No queue {value!r} on this broker.")
+            if step[field] not in existing:
+                errors.setdefault(f"steps[{i}].{field}", []).append(f"No queue {step[field]!r} on this broker.")
         nxt = step.get("next")
         if nxt is not None:
-            if not isinstance(nxt, list) or not all(isinstance(n, str) for n in nxt):
-                errors.setdefault(f"steps[{i}].next", []).append("Must be a list of step names.")
-            else:
-                for n in nxt:
-                    if n not in names:
-                        errors.setdefault(f"steps[{i}].next", []).append(f"No step {n!r}.")
-                    elif n == names[i]:
-                        errors.setdefault(f"steps[{i}].next", []).append("A step cannot follow itself.")
-                    elif n == names[0]:
-                        errors.setdefault(f"steps[{i}].next", []).append("The first step has no predecessor.")
-                if len(set(nxt)) != len(nxt):
-                    errors.setdefault(f"steps[{i}].next", []).append("A step is named twice.")
+            for n in nxt:
+                if n not in names:
+                    errors.setdefault(f"steps[{i}].next", []).append(f"No step {n!r}.")
+                elif n == names[i]:
+                    errors.setdefault(f"steps[{i}].next", []).append("A step cannot follow itself.")
+                elif n == names[0]:
+                    errors.setdefault(f"steps[{i}].next", []).append("The first step has no predecessor.")
+            if len(set(nxt)) != len(nxt):
+                errors.setdefault(f"steps[{i}].next", []).append("A step is named twice.")
     if errors:
         raise InvalidInput("The workflow's steps are not valid.", errors=errors)
     resolved = []
@@ -128,23 +105,6 @@ def _has_cycle(steps: list[dict]) -> bool:
     return seen != len(steps)
 
 
-def _deadline_checked(deadline_ms: Any) -> int:
-    if isinstance(deadline_ms, bool) or not isinstance(deadline_ms, int) or not 0 <= deadline_ms <= MAX_DEADLINE_MS:
-        raise InvalidInput(
-            "deadline_ms is not valid.",
-            errors={
-                "deadline_ms": [f"Must be a whole number of milliseconds from 0 (no deadline) to {MAX_DEADLINE_MS}."]
-            },
-        )
-    return deadline_ms
-
-
-def _description_checked(description: Any) -> str:
-    if not isinstance(description, str) or len(description) > 200:
-        raise InvalidInput("description is not valid.", errors={"description": ["At most 200 characters."]})
-    return description
-
-
 def _version_new(
     *, workflow: Workflow, number: int, steps: list[dict], deadline_ms: int, description: str
 ) -> WorkflowVersion:
@@ -169,15 +129,12 @@ def _version_new(
     return version
 
 
-def workflow_define(*, broker: str, name: str, steps: Any, deadline_ms: Any = 0, description: Any = "") -> Workflow:
-    """Define a workflow (its version 1). Raises InvalidInput (bad steps, a queue that does
-    not exist), AlreadyExists."""
+def workflow_define(
+    *, broker: str, name: str, steps: list[dict], deadline_ms: int = 0, description: str = ""
+) -> Workflow:
+    """Define a workflow (its version 1). Raises InvalidInput (steps that do not fit
+    together, a queue that does not exist), AlreadyExists."""
     owner = broker_get(name=broker)
-    if not isinstance(name, str) or not NAME.match(name):
-        raise InvalidInput(
-            "The name is not valid.", errors={"name": ["Use 1 to 48 characters of A-Z a-z 0-9 . _ / %."]}
-        )
-    deadline_ms, description = _deadline_checked(deadline_ms), _description_checked(description)
     resolved = _steps_resolved(broker_id=owner.pk, steps=steps)
     try:
         with db.atomic():
@@ -204,14 +161,11 @@ def workflow_locked(*, broker: str, name: str) -> Workflow:
 def workflow_alter(*, broker: str, name: str, **changes: Any) -> Workflow:
     """Alter a workflow: a new version with the given ``steps``, ``deadline_ms`` and
     ``description`` (the others as in the current version). Running instances keep theirs."""
-    unknown = set(changes) - {"steps", "deadline_ms", "description"}
-    if unknown:
-        raise InvalidInput("The request is not valid.", errors={f: ["Unknown field."] for f in sorted(unknown)})
     with db.atomic():
         workflow = workflow_locked(broker=broker, name=name)
         current = WorkflowVersion.objects.get(workflow=workflow, version=workflow.version)
-        deadline_ms = _deadline_checked(changes.get("deadline_ms", current.deadline_ms))
-        description = _description_checked(changes.get("description", current.description))
+        deadline_ms = changes.get("deadline_ms", current.deadline_ms)
+        description = changes.get("description", current.description)
         if "steps" in changes:
             resolved = _steps_resolved(broker_id=workflow.broker_id, steps=changes["steps"])
         else:

@@ -55,6 +55,12 @@ class Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=False, ser_json_bytes="base64")
 
 
+def given(data: Model, *skip: str) -> dict[str, Any]:
+    """The fields of a parsed input the caller gave (not those left at their defaults),
+    without ``skip``: the keyword arguments a service takes."""
+    return {name: getattr(data, name) for name in data.model_fields_set if name not in skip}
+
+
 class Operation:
     """One operation of the API. Subclasses set ``Input`` and ``Output`` (a model, or a dict of
     status -> model), ``session`` (its name in the session protocol, or None) and ``perform``."""

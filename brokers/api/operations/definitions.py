@@ -1,15 +1,17 @@
 """Brokers and queues: list, define, display, alter, delete; their one definition.
 
-The services check what depends on the database (names taken, a dead-letter queue's
-definition, a remote queue's fields); these models check shapes and types, and name
-unknown fields."""
+These models are where a definition is validated (shapes, types, ranges, names, unknown
+fields), for REST, the session, the ``baton`` commands and Python callers alike; the
+services check only what depends on the database (names taken, a definition as a whole
+once merged with the stored one, a queue's kind while it holds messages)."""
 
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
 from django.conf import settings
-from pydantic import ConfigDict, Field, model_validator
+from django.core.exceptions import ValidationError as DjangoValidationError
+from pydantic import AfterValidator, ConfigDict, Field, model_validator
 
 from ... import permissions as may
 from ...models import (
@@ -21,17 +23,30 @@ from ...models import (
     QueueKind,
     QueueUsage,
     ReadOrder,
+    name_not_route,
 )
 from ...selectors import broker_get, broker_list, queue_depths, queue_get, queue_list
 from ...services.brokers import broker_alter, broker_define, broker_delete
 from ...services.queues import queue_alter, queue_define, queue_delete
 from .. import schema as doc
 from ..render import broker_render, queue_render
-from .base import Model, Operation
+from .base import Model, Operation, given
 
 Name = Annotated[
     str, Field(pattern=NAME_PATTERN, max_length=48, description="1 to 48 characters of A-Z a-z 0-9 . _ / %.")
 ]
+
+
+def _not_route(value: str) -> str:
+    try:
+        name_not_route(value)
+    except DjangoValidationError as error:
+        raise ValueError(error.messages[0]) from None
+    return value
+
+
+#: The name of a new broker or queue: a valid name whose '/'-separated parts are plain names.
+ObjectName = Annotated[Name, AfterValidator(_not_route)]
 PathName = Annotated[str, Field(max_length=200)]
 Count = Annotated[int, Field(ge=0, le=2**31 - 1)]
 Description = Annotated[str, Field(max_length=200)]
@@ -77,7 +92,7 @@ class BrokerChanges(Strict):
     transaction_timeout_ms: Count = Field(None, description="0: units of work never time out.")
     max_message_length: Count = None
     default_persistence: _choices(Persistence) = None
-    auto_define_queues: bool | None = Field(
+    auto_define_queues: bool = Field(
         None, description="STOMP: a SEND or SUBSCRIBE to a /queue/ that does not exist defines it with the defaults."
     )
 
@@ -89,12 +104,6 @@ class NoRename(Model):
         if isinstance(data, dict) and "name" in data:
             raise ValueError("name: Names cannot be changed; define a new object instead.")
         return data
-
-
-def _given(data: Model, *, skip: tuple[str, ...] = ()) -> dict[str, Any]:
-    """The fields the caller gave (null for a field that must have a value is refused by the
-    service's model validation, as before)."""
-    return {name: getattr(data, name) for name in data.model_fields_set if name not in skip}
 
 
 class BrokerList(Operation):
@@ -132,14 +141,14 @@ class BrokerDefine(Operation):
     success = 201
 
     class Input(BrokerChanges):
-        name: Name
+        name: ObjectName
 
     Output = BrokerOut
 
     @classmethod
     def perform(cls, user, data: Input) -> tuple[int, dict[str, Any]]:
         may.require_broker_define(user)
-        return 201, broker_render(broker_define(name=data.name, **_given(data, skip=("name",))))
+        return 201, broker_render(broker_define(name=data.name, **given(data, "name")))
 
 
 class BrokerDisplay(Operation):
@@ -185,7 +194,7 @@ class BrokerAlter(Operation):
     @classmethod
     def perform(cls, user, data: Input) -> tuple[int, dict[str, Any]]:
         may.require_broker_admin(user, broker=data.broker)
-        return 200, broker_render(broker_alter(name=data.broker, **_given(data, skip=("broker",))))
+        return 200, broker_render(broker_alter(name=data.broker, **given(data, "broker")))
 
 
 class Purge(Model):
@@ -320,14 +329,14 @@ class QueueDefine(Operation):
 
     class Input(QueueChanges):
         broker: PathName
-        name: Name
+        name: ObjectName
 
     Output = QueueOut
 
     @classmethod
     def perform(cls, user, data: Input) -> tuple[int, dict[str, Any]]:
         may.require_broker_admin(user, broker=data.broker)
-        queue = queue_define(broker=data.broker, name=data.name, user=user, **_given(data, skip=("broker", "name")))
+        queue = queue_define(broker=data.broker, name=data.name, user=user, **given(data, "broker", "name"))
         return 201, _queue_body(queue)
 
 
@@ -377,7 +386,7 @@ class QueueAlter(Operation):
     def perform(cls, user, data: Input) -> tuple[int, dict[str, Any]]:
         may.require_queue_admin(user, broker=data.broker, queue=data.queue)
         return 200, _queue_body(
-            queue_alter(broker=data.broker, name=data.queue, user=user, **_given(data, skip=("broker", "queue")))
+            queue_alter(broker=data.broker, name=data.queue, user=user, **given(data, "broker", "queue"))
         )
 
 

@@ -2,9 +2,10 @@
 REST views, and the OpenAPI schema, use it; docs/api.md lists no channel operation on the
 session).
 
-These models check shapes, types and ranges and name unknown fields; the services check
-what depends on the database (the brokers and the transmission queue exist, a channel is
-stopped before it changes)."""
+These models are where a channel's definition is validated (shapes, types, ranges, unknown
+fields), for REST and the ``baton`` commands alike; the services check only what depends on
+the database (the brokers and the transmission queue exist, a target on another platform
+has its URL and token, a channel is stopped before it changes)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from pydantic import Field
 
 from ... import permissions as may
 from ...api import schema as doc
-from ...api.operations.base import Model, Operation
+from ...api.operations.base import Model, Operation, given
 from ...api.operations.definitions import Description, Name, NoRename, Strict
 from ...models import Channel, ChannelState
 from ..definitions import channel_alter, channel_define, channel_delete, channel_get, channel_start, channel_stop
@@ -89,11 +90,6 @@ class ChannelOut(Model):
     updated_at: str
 
 
-def _changes(data: Model, *skip: str) -> dict[str, Any]:
-    """The fields the caller gave."""
-    return data.model_dump(include=data.model_fields_set - set(skip))
-
-
 class ChannelList(Operation):
     """The channels the caller may see (a grant on their source broker)."""
 
@@ -142,7 +138,7 @@ class ChannelDefine(Operation):
     @classmethod
     def perform(cls, user, data: Input) -> tuple[int, dict[str, Any]]:
         may.require_channel_operate(user)
-        return 201, channel_render(channel_define(name=data.name, **_changes(data, "name")))
+        return 201, channel_render(channel_define(name=data.name, **given(data, "name")))
 
 
 class ChannelDisplay(Operation):
@@ -188,7 +184,7 @@ class ChannelAlter(Operation):
     @classmethod
     def perform(cls, user, data: Input) -> tuple[int, dict[str, Any]]:
         may.require_channel_operate(user)
-        return 200, channel_render(channel_alter(name=data.channel, **_changes(data, "channel")))
+        return 200, channel_render(channel_alter(name=data.channel, **given(data, "channel")))
 
 
 class ChannelDelete(Operation):

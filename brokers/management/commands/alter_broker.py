@@ -2,6 +2,8 @@ from django.core.management.base import BaseCommand, CommandError
 
 from brokers.management.admin_cli import attribute_options_add, attributes_given, service_errors
 from brokers.models import Broker
+from brokers.api.operations.base import given
+from brokers.api.operations.definitions import BrokerAlter
 from brokers.services.brokers import BROKER_FIELDS, broker_alter
 
 
@@ -20,6 +22,7 @@ class Command(BaseCommand):
         if not changes:
             raise CommandError("Nothing to alter: give at least one attribute option (see --help).")
         with service_errors():
-            broker_alter(name=name, **changes)
+            data = BrokerAlter.parse({"broker": name, **changes})
+            broker_alter(name=data.broker, **given(data, "broker"))
         if options["verbosity"] > 0:
             self.stdout.write(f"Broker {name!r} altered: {', '.join(sorted(changes))}.")

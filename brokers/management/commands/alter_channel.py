@@ -2,6 +2,8 @@ from django.core.management.base import BaseCommand
 
 from brokers.management.admin_cli import attribute_options_add, attributes_given, service_errors
 from brokers.models import Channel
+from brokers.api.operations.base import given
+from brokers.channels.api.operations import ChannelAlter
 from brokers.channels.definitions import CHANNEL_FIELDS, channel_alter
 
 
@@ -14,6 +16,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, name, **options):
         with service_errors():
-            channel_alter(name=name, **attributes_given(options, CHANNEL_FIELDS))
+            data = ChannelAlter.parse({"channel": name, **attributes_given(options, CHANNEL_FIELDS)})
+            channel_alter(name=data.channel, **given(data, "channel"))
         if options["verbosity"] > 0:
             self.stdout.write(f"Channel {name!r} altered.")

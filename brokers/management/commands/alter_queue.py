@@ -2,6 +2,8 @@ from django.core.management.base import BaseCommand, CommandError
 
 from brokers.management.admin_cli import attribute_options_add, attributes_given, service_errors
 from brokers.models import Queue
+from brokers.api.operations.base import given
+from brokers.api.operations.definitions import QueueAlter
 from brokers.services.queues import QUEUE_FIELDS, queue_alter
 
 
@@ -18,6 +20,7 @@ class Command(BaseCommand):
         if not changes:
             raise CommandError("Nothing to alter: give at least one attribute option (see --help).")
         with service_errors():
-            queue_alter(broker=broker, name=name, **changes)
+            data = QueueAlter.parse({"broker": broker, "queue": name, **changes})
+            queue_alter(broker=data.broker, name=data.queue, **given(data, "broker", "queue"))
         if options["verbosity"] > 0:
             self.stdout.write(f"Queue {name!r} on broker {broker!r} altered: {', '.join(sorted(changes))}.")

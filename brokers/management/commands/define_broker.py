@@ -2,6 +2,8 @@ from django.core.management.base import BaseCommand
 
 from brokers.management.admin_cli import attribute_options_add, attributes_given, service_errors
 from brokers.models import Broker
+from brokers.api.operations.base import given
+from brokers.api.operations.definitions import BrokerDefine
 from brokers.services.brokers import BROKER_FIELDS, broker_define
 
 
@@ -14,6 +16,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, name, **options):
         with service_errors():
-            broker = broker_define(name=name, **attributes_given(options, BROKER_FIELDS))
+            data = BrokerDefine.parse({"name": name, **attributes_given(options, BROKER_FIELDS)})
+            broker = broker_define(name=data.name, **given(data, "name"))
         if options["verbosity"] > 0:
             self.stdout.write(f"Broker {broker.name!r} defined, dead-letter queue {broker.dead_letter_queue!r}.")

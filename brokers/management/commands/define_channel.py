@@ -2,6 +2,8 @@ from django.core.management.base import BaseCommand
 
 from brokers.management.admin_cli import attribute_options_add, attributes_given, service_errors
 from brokers.models import Channel
+from brokers.api.operations.base import given
+from brokers.channels.api.operations import ChannelDefine
 from brokers.channels.definitions import CHANNEL_FIELDS, channel_define
 
 
@@ -17,7 +19,8 @@ class Command(BaseCommand):
 
     def handle(self, *args, name, **options):
         with service_errors():
-            channel = channel_define(name=name, **attributes_given(options, CHANNEL_FIELDS))
+            data = ChannelDefine.parse({"name": name, **attributes_given(options, CHANNEL_FIELDS)})
+            channel = channel_define(name=data.name, **given(data, "name"))
         if options["verbosity"] > 0:
             self.stdout.write(
                 f"Channel {channel.name!r} defined ({channel.source_broker.name} -> {channel.target_broker})."

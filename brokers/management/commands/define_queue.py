@@ -2,6 +2,8 @@ from django.core.management.base import BaseCommand
 
 from brokers.management.admin_cli import attribute_options_add, attributes_given, service_errors
 from brokers.models import Queue
+from brokers.api.operations.base import given
+from brokers.api.operations.definitions import QueueDefine
 from brokers.services.queues import QUEUE_FIELDS, queue_define
 
 BROKER_DEFAULTS = {
@@ -25,6 +27,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, broker, name, **options):
         with service_errors():
-            queue = queue_define(broker=broker, name=name, **attributes_given(options, QUEUE_FIELDS))
+            data = QueueDefine.parse({"broker": broker, "name": name, **attributes_given(options, QUEUE_FIELDS)})
+            queue = queue_define(broker=data.broker, name=data.name, **given(data, "broker", "name"))
         if options["verbosity"] > 0:
             self.stdout.write(f"Queue {queue.name!r} ({queue.kind}) defined on broker {broker!r}.")

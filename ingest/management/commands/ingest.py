@@ -10,7 +10,9 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
-from config.errors import BatonError
+from brokers.management.admin_cli import error_line
+from config.errors import BatonError, InvalidInput
+from ingest.api import IngestStart
 from ingest.models import IngestFormat, IngestState
 from ingest.selectors import ingest_get
 from ingest.services import ingest_run, ingest_start
@@ -64,19 +66,22 @@ class Command(BaseCommand):
             raise CommandError(f"No user {user!r} (see --user).") from None
         fields = [f for f in properties_fields.split(",") if f]
         try:
+            data = IngestStart.parse(
+                {
+                    "broker": broker,
+                    "queue": queue,
+                    "source": path,
+                    "format": format,
+                    "body_field": body_field,
+                    "key_field": key_field,
+                    "properties_fields": fields,
+                    "dedup_retention_days": dedup_retention_days,
+                }
+            )
             with transaction.atomic():
-                ingest = ingest_start(
-                    user=owner,
-                    broker=broker,
-                    queue=queue,
-                    source=path,
-                    format=format,
-                    body_field=body_field,
-                    key_field=key_field,
-                    properties_fields=fields,
-                    dedup_retention_days=dedup_retention_days,
-                    on_worker=not here,
-                )
+                ingest = ingest_start(user=owner, on_worker=not here, **data.model_dump())
+        except InvalidInput as exc:
+            raise CommandError(error_line(exc)) from None
         except BatonError as exc:
             raise CommandError(exc.message) from None
         self.stdout.write(f"Ingest {ingest.pk} of {path} into {broker}/{queue}.")

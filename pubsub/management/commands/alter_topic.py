@@ -2,6 +2,8 @@ from django.core.management.base import BaseCommand, CommandError
 
 from brokers.management.admin_cli import attribute_options_add, attributes_given, service_errors
 from pubsub.models import Topic
+from brokers.api.operations.base import given
+from pubsub.api.definitions import TopicAlter
 from pubsub.services.topics import TOPIC_FIELDS, topic_alter
 
 
@@ -18,6 +20,7 @@ class Command(BaseCommand):
         if not changes:
             raise CommandError("Give at least one attribute to change.")
         with service_errors():
-            topic_alter(broker=broker, name=name, **changes)
+            data = TopicAlter.parse({"broker": broker, "name": name, **changes})
+            topic_alter(broker=data.broker, name=data.name, **given(data, "broker", "name"))
         if options["verbosity"] > 0:
             self.stdout.write(f"Topic object {name!r} altered on broker {broker!r}.")

@@ -1,6 +1,7 @@
 from django.core.management.base import BaseCommand
 
 from brokers.management.admin_cli import service_errors
+from pubsub.api.retained import RetainedClear
 from pubsub.services.retained import retained_clear
 
 
@@ -13,7 +14,8 @@ class Command(BaseCommand):
 
     def handle(self, *args, broker, topic, **options):
         with service_errors():
-            cleared = retained_clear(broker=broker, topic=topic)
+            data = RetainedClear.parse({"broker": broker, "topic": topic})
+            cleared = retained_clear(broker=data.broker, topic=data.topic)
         if options["verbosity"] > 0:
             self.stdout.write(
                 f"Retained publication of {topic!r} cleared."

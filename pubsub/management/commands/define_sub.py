@@ -1,6 +1,7 @@
 from django.core.management.base import BaseCommand
 
 from brokers.management.admin_cli import service_errors, yes_no
+from pubsub.api.definitions import SubscriptionDefine
 from pubsub.services.subscriptions import subscription_define
 
 
@@ -34,16 +35,19 @@ class Command(BaseCommand):
 
     def handle(self, *args, broker, name, topic_filter, queue, **options):
         with service_errors():
-            sub = subscription_define(
-                broker=broker,
-                name=name,
-                topic_filter=topic_filter,
-                queue=queue,
-                durable=options["durable"],
-                activation_topic=options["activation_topic"],
-                deactivation_topic=options["deactivation_topic"],
-                new_publications_only=options["new_publications_only"],
+            data = SubscriptionDefine.parse(
+                {
+                    "broker": broker,
+                    "name": name,
+                    "topic_filter": topic_filter,
+                    "queue": queue,
+                    "durable": options["durable"],
+                    "activation_topic": options["activation_topic"],
+                    "deactivation_topic": options["deactivation_topic"],
+                    "new_publications_only": options["new_publications_only"],
+                }
             )
+            sub = subscription_define(**data.model_dump())
         if options["verbosity"] > 0:
             state = "active" if sub.active else "inactive"
             self.stdout.write(

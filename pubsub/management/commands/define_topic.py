@@ -2,6 +2,8 @@ from django.core.management.base import BaseCommand
 
 from brokers.management.admin_cli import attribute_options_add, attributes_given, service_errors
 from pubsub.models import Topic
+from brokers.api.operations.base import given
+from pubsub.api.definitions import TopicDefine
 from pubsub.services.topics import TOPIC_FIELDS, topic_define
 
 
@@ -19,8 +21,14 @@ class Command(BaseCommand):
 
     def handle(self, *args, broker, name, topic_string, **options):
         with service_errors():
-            topic = topic_define(
-                broker=broker, name=name, topic_string=topic_string, **attributes_given(options, TOPIC_FIELDS)
+            data = TopicDefine.parse(
+                {
+                    "broker": broker,
+                    "name": name,
+                    "topic_string": topic_string,
+                    **attributes_given(options, TOPIC_FIELDS),
+                }
             )
+            topic = topic_define(**given(data))
         if options["verbosity"] > 0:
             self.stdout.write(f"Topic object {topic.name!r} ({topic.topic_string!r}) defined on broker {broker!r}.")

@@ -1,7 +1,7 @@
 from django.core.management.base import BaseCommand
 
 from brokers.management.admin_cli import service_errors
-from brokers.services.message_input import message_input_parse
+from pubsub.api.operations import PublicationPublish
 from pubsub.services.publications import publication_publish
 
 
@@ -30,6 +30,9 @@ class Command(BaseCommand):
             fields["properties"] = dict(p.partition("=")[::2] for p in options["properties"])
         fields["body"] = body
         with service_errors():
-            result = publication_publish(broker=broker, topic=topic, message=message_input_parse(fields), retain=retain)
+            data = PublicationPublish.parse({"broker": broker, "topic": topic, "retain": retain, **fields})
+            result = publication_publish(
+                broker=data.broker, topic=data.topic, message=data.to_input(), retain=data.retain
+            )
         note = " (held by conflation)" if result.held else ""
         self.stdout.write(f"{result.msg_id} matched {result.matched}{' retained' if retain else ''}{note}")

@@ -2,6 +2,8 @@ from django.core.management.base import BaseCommand
 
 from brokers.management.admin_cli import service_errors
 from workflows.management.cli import step_options_add
+from brokers.api.operations.base import given
+from workflows.api.operations import WorkflowAlter, step_dicts
 from workflows.services.definitions import workflow_alter
 
 
@@ -20,6 +22,10 @@ class Command(BaseCommand):
             if v is not None
         }
         with service_errors():
-            workflow = workflow_alter(broker=broker, name=name, **changes)
+            data = WorkflowAlter.parse({"broker": broker, "name": name, **changes})
+            parsed = given(data, "broker", "name")
+            if data.steps is not None:
+                parsed["steps"] = step_dicts(data.steps)
+            workflow = workflow_alter(broker=data.broker, name=data.name, **parsed)
         if options["verbosity"] > 0:
             self.stdout.write(f"Workflow {name!r} is now at version {workflow.version}.")
