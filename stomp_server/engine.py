@@ -23,6 +23,7 @@ from brokers import permissions as may
 from brokers.api.authentication import token_user
 from brokers.api.operations import (
     LockAbandon,
+    QueueDefine,
     LockComplete,
     LockRenew,
     LocksComplete,
@@ -38,6 +39,7 @@ from brokers.models import Broker
 from brokers.services.queues import queue_define, queue_delete
 from brokers.services.store import queue_wakeup_key
 from pubsub import permissions as pubsub_may
+from pubsub.api.definitions import SubscriptionDefine
 from pubsub.api.operations import PublicationPublish
 from pubsub.exceptions import SubscriptionNotFound
 from pubsub.services.subscriptions import subscription_define, subscription_delete
@@ -104,6 +106,7 @@ def _queue_ensured(user, *, broker: str, queue: str, action: str) -> None:
         if not broker_cached(name=broker).auto_define_queues:
             raise
     (may.require_put if action == "put" else may.require_get)(user, broker=broker, queue=queue)
+    QueueDefine.parse({"broker": broker, "name": queue})  # a name from the client: checked as REST checks it
     try:
         queue_define(broker=broker, name=queue)
     except AlreadyExists:
@@ -189,6 +192,10 @@ def topic_subscribed(user, *, broker: str, topic_filter: str, name: str, durable
     ``topic_filter``; a durable one already there is kept (with its messages) when its
     filter is the same. Returns the queue's wake-up key, lock duration (seconds) and id."""
     pubsub_may.require_subscribe(user, broker=broker)
+    # the filter and name come from the client: checked as REST checks them, before anything is made
+    SubscriptionDefine.parse(
+        {"broker": broker, "name": name, "topic_filter": topic_filter, "queue": name, "durable": durable}
+    )
     definitions_checked()
     try:
         queue_cached(broker=broker, name=name)

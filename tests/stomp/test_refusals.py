@@ -163,3 +163,24 @@ def test_the_connections_user_is_held_to_its_grants(stomp_port, stomp_broker):
         raw.send(f"CONNECT\naccept-version:1.2\nlogin:producer\npasscode:{producer}\n\n\0".encode())
         assert raw.next().command == "CONNECTED"
     assert available() == [b"ok"]
+
+
+def test_a_destination_the_broker_would_define_is_named_as_rest_requires(stomp_port, stomp_broker, token):
+    """With ``auto_define_queues`` a destination's name comes from the client: a name REST
+    would refuse gets ERROR and no queue."""
+    from brokers.models import Queue
+    from brokers.services.brokers import broker_alter
+
+    broker_alter(name="QM1", auto_define_queues=True)
+    for name in ("a/..", "x" * 49, "has space"):
+        raw = Raw(stomp_port)
+        raw.connect(token)
+        error = refused(raw, f"SEND\ndestination:/queue/{name}\n\nx\0".encode())
+        assert "not valid" in (error.get("message") + error.body.decode()), (name, error.headers, error.body)
+        assert not Queue.objects.filter(broker__name="QM1", name=name).exists(), name
+    raw = Raw(stomp_port)
+    raw.connect(token)
+    raw.send(b"SEND\ndestination:/queue/MADE\nreceipt:r1\n\nx\0")
+    assert raw.next().command == "RECEIPT"
+    raw.close()
+    assert available("MADE") == [b"x"]
