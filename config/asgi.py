@@ -30,13 +30,20 @@ from stomp_server.routing import websocket_urlpatterns as stomp_urlpatterns  # n
 application = ProtocolTypeRouter(
     {
         "http": ThreadedWSGI(wsgi_application, threads=settings.BATON_HTTP_THREADS),
-        # the session authenticates by token itself (never by the cookie the stack reads),
-        # STOMP by its CONNECT frame; the dashboard's pages by the sign-in cookie; any other
-        # path is refused with 404
-        "websocket": AuthMiddlewareStack(
-            URLRouter(
-                [*session_urlpatterns, *stomp_urlpatterns, *websocket_urlpatterns, re_path(r"", websocket_not_found)]
-            )
+        # the session authenticates by token itself (never by the cookie the stack reads), so
+        # it is routed outside the stack: its replies go straight to the server, through none
+        # of the stack's wrappers; STOMP authenticates by its CONNECT frame; the dashboard's
+        # pages by the sign-in cookie; any other path is refused with 404
+        "websocket": URLRouter(
+            [
+                *session_urlpatterns,
+                re_path(
+                    r"",
+                    AuthMiddlewareStack(
+                        URLRouter([*stomp_urlpatterns, *websocket_urlpatterns, re_path(r"", websocket_not_found)])
+                    ),
+                ),
+            ]
         ),
     }
 )

@@ -73,10 +73,42 @@ def _not_json(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
+class _NotFinite(Exception):
+    """A number too large for a float (``1e400``): the text needs :func:`json_storable`."""
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise _NotFinite
+    return value
+
+
+# made once: ``json.loads`` with arguments builds a decoder per call
+_STRICT = json.JSONDecoder(parse_constant=_not_json)
+_STRICT_FINITE = json.JSONDecoder(parse_constant=_not_json, parse_float=_finite_float)
+
+
 def json_strict_loads(text: str | bytes) -> Any:
     """``json.loads`` refusing ``NaN``, ``Infinity`` and ``-Infinity`` (ValueError), as
     strict JSON does; the finite check on numbers is :func:`json_storable`'s."""
-    return json.loads(text, parse_constant=_not_json)
+    if isinstance(text, (bytes, bytearray)):
+        return json.loads(text, parse_constant=_not_json)
+    return _STRICT.decode(text)
+
+
+def json_request_loads(text: str) -> tuple[Any, bool]:
+    """:func:`json_strict_loads`, and whether the result is known to pass :func:`json_storable`
+    without walking it. It is when the text has no ``\\u`` escape (the only way JSON text
+    writes NUL or a lone surrogate into a string), no NUL or surrogate of its own, no number
+    too large for a float, and fewer brackets than ``MAX_DEPTH`` (so it cannot nest deeper).
+    Otherwise the caller runs :func:`json_storable`, which names what is wrong."""
+    if "\\u" in text or _NUL_OR_SURROGATE.search(text) is not None or text.count("{") + text.count("[") > MAX_DEPTH:
+        return json_strict_loads(text), False
+    try:
+        return _STRICT_FINITE.decode(text), True
+    except _NotFinite:
+        return json_strict_loads(text), False
 
 
 def json_storable(data: Any) -> Any:

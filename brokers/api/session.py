@@ -27,12 +27,14 @@ service). How it is served:
 from __future__ import annotations
 
 import asyncio
+import collections
 import json
 import math
 import logging
 import queue
 import threading
 from concurrent.futures import ThreadPoolExecutor
+import types
 from typing import Any
 
 from channels.consumer import get_handler_name
@@ -46,7 +48,7 @@ from config.errors import BatonError, InvalidInput, MessageTooLarge
 
 from .authentication import token_user
 from .operations import SESSION_OPERATIONS
-from .parsers import json_storable, json_strict_loads
+from .parsers import json_request_loads, json_storable, json_strict_loads
 from .waits import WOULD_WAIT as _WOULD_WAIT, wait_slot_give, wait_slot_take
 
 log = logging.getLogger(__name__)
@@ -65,6 +67,10 @@ def _waiters() -> ThreadPoolExecutor:
 
 def _error(re: Any, exc: BatonError) -> dict[str, Any]:
     return {"re": re, "status": exc.status, **exc.as_dict()}
+
+
+def _server_error(re: Any) -> dict[str, Any]:  # a bug: answered as REST would
+    return {"re": re, "status": 500, "code": "server_error", "message": "The server failed to handle the request."}
 
 
 class NotAuthenticated(errors.NotAuthenticated):
@@ -86,15 +92,21 @@ class _Applier(threading.Thread):
         self.pending = 0  # requests received, not yet applied (read by the event loop)
         self.waiting = 0  # requests handed to the waiter pool, not yet answered
         self.lock = threading.Lock()
+        #: More requests are in hand: replies are held back until there are none.
+        self.hold = False
 
     def run(self) -> None:
+        inbox, consumer = self.inbox, self.consumer
         try:
-            while (frame := self.inbox.get()) is not None:
+            while (frame := inbox.get()) is not None:
+                self.hold = not inbox.empty()
                 try:
                     self.apply(frame)
                 finally:
                     with self.lock:
                         self.pending -= 1
+                if self.hold and inbox.empty():
+                    consumer.flush()
         finally:
             connections.close_all()
 
@@ -104,7 +116,7 @@ class _Applier(threading.Thread):
         re = None
         try:
             try:
-                request = json_strict_loads(text)
+                request, storable = json_request_loads(text)
             except (ValueError, RecursionError):  # not JSON, or nested beyond the decoder's depth
                 raise InvalidInput(
                     'A request is one JSON object: {"id", "op", ...fields}.', errors={"body": ["Not JSON."]}
@@ -139,7 +151,8 @@ class _Applier(threading.Thread):
             user = self.consumer.user
             if user is None:
                 raise NotAuthenticated()
-            json_storable(request)  # text no database stores, numbers that are not finite
+            if not storable:
+                json_storable(request)  # text no database stores, numbers that are not finite
             operation.permitted_first(user, request)
             data = operation.parse(request)
             wait = getattr(data, "wait", 0) or 0
@@ -152,15 +165,13 @@ class _Applier(threading.Thread):
                     return
             else:
                 status, body = operation.perform(user, data)
-            self.consumer.reply({"re": re, "status": status, **operation.checked(status, body)})
+            self.consumer.reply({"re": re, "status": status, **operation.checked(status, body)}, hold=self.hold)
         except BatonError as exc:
-            self.consumer.reply(_error(re, exc))
+            self.consumer.reply(_error(re, exc), hold=self.hold)
         except Exception:  # a bug: answer it as REST would, keep the session
             log.exception("session request failed")
             close_old_connections()
-            self.consumer.reply(
-                {"re": re, "status": 500, "code": "server_error", "message": "The server failed to handle the request."}
-            )
+            self.consumer.reply(_server_error(re), hold=self.hold)
 
     def authenticate(self, re: Any, request: dict[str, Any]) -> None:
         key = request.get("token")
@@ -168,7 +179,7 @@ class _Applier(threading.Thread):
         if user is None:
             raise NotAuthenticated("Invalid token.")
         self.consumer.user = user
-        self.consumer.reply({"re": re, "status": 200, "user": user.get_username()})
+        self.consumer.reply({"re": re, "status": 200, "user": user.get_username()}, hold=self.hold)
 
     def wait(self, re: Any, operation, user, data) -> None:
         with self.lock:
@@ -188,12 +199,7 @@ class _Applier(threading.Thread):
             except Exception:
                 log.exception("session request failed")
                 close_old_connections()
-                answer = {
-                    "re": re,
-                    "status": 500,
-                    "code": "server_error",
-                    "message": "The server failed to handle the request.",
-                }
+                answer = _server_error(re)
             finally:  # the slot is free before the client hears the answer
                 wait_slot_give(slot)
                 with self.lock:
@@ -214,13 +220,17 @@ class SessionConsumer(AsyncWebsocketConsumer):
         layer (a session joins no group; with Redis every consumer would poll its own
         channel), a task per frame to wait on it, and Channels' tidying of database
         connections before each frame, a hop into the shared sync thread (this event loop
-        touches no database; the session's thread keeps its own connection)."""
+        touches no database; the session's thread keeps its own connection). A frame goes
+        straight to ``receive``."""
         self.scope = scope
         self.base_send = send
         self.channel_layer = None
         try:
             while True:
                 message = await receive()
+                if message["type"] == "websocket.receive":  # a frame: straight to receive
+                    await self.receive(text_data=message.get("text"), bytes_data=message.get("bytes"))
+                    continue
                 handler = getattr(self, get_handler_name(message), None)
                 if handler is None:
                     raise ValueError(f"No handler for message type {message['type']}")
@@ -228,21 +238,27 @@ class SessionConsumer(AsyncWebsocketConsumer):
         except StopConsumer:
             pass
 
-    async def connect(self) -> None:
+    def start_replies(self) -> None:
+        """The state of sending replies, on the running event loop."""
         self.loop = asyncio.get_running_loop()
         self.unsent = 0  # bytes of replies queued, not yet sent
         self.closing = False
         # replies made by the session's threads, waiting for the event loop to take them
         self.made: list[str] = []
         self.made_lock = threading.Lock()
-        self.outbox: asyncio.Queue[str] = asyncio.Queue()
+        self.made_length = 0  # their characters
+        self.asked = False  # whether the loop is asked to take them
+        self.writer: asyncio.Task | None = None  # the sender while a send waits
+        self.backlog: collections.deque[str] = collections.deque()  # replies queued behind it
+
+    async def connect(self) -> None:
+        self.start_replies()
         key = _header_token(self.scope)
         if key is not None:
             self.user = await asyncio.to_thread(_authenticated, key)  # once per session
         self.applier = _Applier(self)
         self.applier.start()
         await self.accept()
-        self.writer = self.loop.create_task(self._write())
 
     async def disconnect(self, code: int) -> None:
         self.closing = True
@@ -250,6 +266,7 @@ class SessionConsumer(AsyncWebsocketConsumer):
         writer = getattr(self, "writer", None)
         if writer is not None:
             writer.cancel()
+        self.backlog = collections.deque()
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         if text_data is None:
@@ -281,44 +298,87 @@ class SessionConsumer(AsyncWebsocketConsumer):
 
     # --- replies (from any thread) --------------------------------------------------------
 
-    def reply(self, body: dict[str, Any]) -> None:
+    def reply(self, body: dict[str, Any], *, hold: bool = False) -> None:
         """Encode a reply (once) and hand it to the event loop. Replies made while the loop
-        has not yet taken the earlier ones go with them: one wake-up of the loop for all."""
+        has not yet taken the earlier ones go with them: one wake-up of the loop for all.
+        ``hold``: the session's thread has more requests in hand; it hands its replies over
+        once it has none (``flush``), or ``_HOLD_MAX`` of them or ``_HOLD_LENGTH``
+        characters, so that a pipelined burst
+        costs the loop one wake-up, not one per reply."""
         text = json.dumps(body, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
         with self.made_lock:
             self.made.append(text)
-            if len(self.made) > 1:
-                return  # the loop is already asked to take them
+            self.made_length += len(text)
+            if self.asked or (hold and len(self.made) < _HOLD_MAX and self.made_length < _HOLD_LENGTH):
+                return  # the loop is already asked to take them, or more follow at once
+            self.asked = True
+        self.loop.call_soon_threadsafe(self._take_made)
+
+    def flush(self) -> None:
+        """Hand the replies held back (``reply(hold=True)``) to the event loop."""
+        with self.made_lock:
+            if self.asked or not self.made:
+                return
+            self.asked = True
         self.loop.call_soon_threadsafe(self._take_made)
 
     def _take_made(self) -> None:
         with self.made_lock:
             made, self.made = self.made, []
+            self.made_length = 0
+            self.asked = False
         for text in made:
             self._queue_send(text)
 
     def _queue_send(self, text: str) -> None:
+        """Send ``text`` now if nothing is queued before it, else queue it behind. A send
+        that completes without waiting (the usual case: the transport takes the bytes) is
+        made right here, with no task, queue or timer; one that must wait (the client reads
+        too slowly) becomes the sender task, which sends the rest in order, each within
+        ``BATON_SESSION_SEND_TIMEOUT_S``."""
         if self.closing:
             return
         self.unsent += len(text)
         if self.unsent > settings.BATON_SESSION_SEND_BUFFER:
             self._give_up("replies are not being read")
             return
-        self.outbox.put_nowait(text)
+        if self.writer is not None:  # a send is waiting: keep the order
+            self.backlog.append(text)
+            return
+        coroutine = self.base_send({"type": "websocket.send", "text": text})
+        try:
+            waiting_on = coroutine.send(None)
+        except StopIteration:  # sent
+            self.unsent -= len(text)
+            return
+        except (OSError, RuntimeError):  # uvicorn's ClientDisconnected is an OSError
+            self._give_up("a reply could not be sent")
+            return
+        self.writer = self.loop.create_task(self._write(coroutine, waiting_on, text))
 
-    async def _write(self) -> None:
-        """The session's one sender: replies in the order they were made, each within
-        ``BATON_SESSION_SEND_TIMEOUT_S``."""
-        while True:
-            text = await self.outbox.get()
-            try:
-                async with asyncio.timeout(settings.BATON_SESSION_SEND_TIMEOUT_S):
-                    await self.send(text_data=text)
-            except (TimeoutError, OSError, RuntimeError):
-                self._give_up("a reply could not be sent in time")
-                return
-            finally:
-                self.unsent -= len(text)
+    async def _write(self, coroutine, waiting_on, text: str) -> None:
+        """The sender while sends must wait: finish the send begun by ``_queue_send``, then
+        the replies queued behind it, in order, each within ``BATON_SESSION_SEND_TIMEOUT_S``."""
+        try:
+            while True:
+                try:
+                    async with asyncio.timeout(settings.BATON_SESSION_SEND_TIMEOUT_S):
+                        if coroutine is not None:
+                            await _resumed(coroutine, waiting_on)
+                        else:
+                            await self.base_send({"type": "websocket.send", "text": text})
+                except (TimeoutError, OSError, RuntimeError):
+                    self._give_up("a reply could not be sent in time")
+                    return
+                finally:
+                    self.unsent -= len(text)
+                coroutine = None
+                if not self.backlog or self.closing:
+                    return
+                text = self.backlog.popleft()
+        finally:
+            if self.writer is asyncio.current_task():
+                self.writer = None
 
     async def _send_now(self, body: dict[str, Any]) -> None:
         self._queue_send(json.dumps(body, separators=(",", ":"), ensure_ascii=False))
@@ -328,6 +388,31 @@ class SessionConsumer(AsyncWebsocketConsumer):
             self.closing = True
             log.warning("closing a session: %s", why)
             self.loop.create_task(self.close(code=1008))
+
+
+#: Most replies, and characters of replies, the session's thread holds back while it has
+#: more requests in hand.
+_HOLD_MAX = 64
+_HOLD_LENGTH = 64 * 1024
+
+
+@types.coroutine
+def _resumed(coroutine, waiting_on):
+    """Await the rest of ``coroutine``, which has already run up to awaiting ``waiting_on``
+    (a send begun outside any task): the task now drives it, as ``await`` would have."""
+    while True:
+        try:
+            sent = yield waiting_on
+        except BaseException as exc:  # a cancellation or a timeout: the coroutine's to handle
+            try:
+                waiting_on = coroutine.throw(exc)
+            except StopIteration as stop:
+                return stop.value
+        else:
+            try:
+                waiting_on = coroutine.send(sent)
+            except StopIteration as stop:
+                return stop.value
 
 
 def _header_token(scope: dict[str, Any]) -> str | None:

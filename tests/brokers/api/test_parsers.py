@@ -1,0 +1,72 @@
+"""The session's request decoding: ``json_request_loads`` decodes as ``json_strict_loads``
+does, and says a request needs no ``json_storable`` walk only when the walk would find
+nothing (brokers/api/parsers.py)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given, strategies as st
+
+from brokers.api.parsers import MAX_DEPTH, json_request_loads, json_storable, json_strict_loads
+from config.errors import InvalidInput
+
+pytestmark = pytest.mark.once
+
+texts = st.text(alphabet=st.characters(codec=None, categories=None), max_size=20) | st.sampled_from(
+    ["", "a\x00b", "\ud800", "x\udfff", "\\u0000", "plain"]
+)
+scalars = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | texts
+values = st.recursive(
+    scalars, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(texts, inner, max_size=4), max_leaves=40
+)
+
+
+def _walk_passes(data) -> bool:
+    try:
+        json_storable(data)
+    except (InvalidInput, RecursionError):
+        return False
+    return True
+
+
+@given(value=values, ensure_ascii=st.booleans(), big=st.sampled_from([None, "1e400", "-1e999", "1.5e308"]))
+def test_a_request_skips_the_walk_only_when_the_walk_would_pass(value, ensure_ascii, big):
+    text = json.dumps({"v": value, "n": 0}, ensure_ascii=ensure_ascii)
+    if big is not None:
+        text = text.replace('"n": 0', f'"n": {big}')
+    data, storable = json_request_loads(text)
+    assert data == json_strict_loads(text)
+    if storable:
+        assert _walk_passes(data)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"body": "\\u0000"}',  # NUL in a body: storable (as bytes), but only the walk knows
+        '{"format": "\\u0000"}',
+        '{"body": "\\ud800"}',
+        '{"wait": 1e400}',
+        '{"wait": -1e400}',
+        "[" * (MAX_DEPTH + 2) + "]" * (MAX_DEPTH + 2),
+        '{"id": 1, "k": "\ud800"}',
+    ],
+)
+def test_text_that_may_hold_what_no_database_stores_is_walked(text):
+    _, storable = json_request_loads(text)
+    assert storable is False
+
+
+def test_plain_requests_are_not_walked():
+    text = json.dumps({"id": 1, "op": "put", "broker": "B", "queue": "Q", "body": "x" * 1024, "wait": 0.5})
+    assert json_request_loads(text) == (json.loads(text), True)
+
+
+@pytest.mark.parametrize("text", ["NaN", '{"wait": Infinity}', "[-Infinity]", "{", ""])
+def test_what_is_not_json_is_refused_alike(text):
+    with pytest.raises(ValueError):
+        json_strict_loads(text)
+    with pytest.raises(ValueError):
+        json_request_loads(text)

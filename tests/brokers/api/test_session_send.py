@@ -1,0 +1,99 @@
+"""How the session sends its replies (brokers/api/session.py): a reply the server takes at
+once is sent on the spot, in order; one the server must hold (a client that stops reading)
+holds the replies made after it, which follow in order once it is sent; one held longer than
+``BATON_SESSION_SEND_TIMEOUT_S``, or unsent replies over ``BATON_SESSION_SEND_BUFFER``,
+close the session with 1008. The server is an ASGI ``send`` that holds sends while its
+client does not read, as Uvicorn's does (it waits until the transport is writable)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from brokers.api.session import SessionConsumer
+
+pytestmark = pytest.mark.once
+
+
+class Server:
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+        self.closed: asyncio.Future = asyncio.get_running_loop().create_future()
+        self.reading = asyncio.Event()
+        self.reading.set()
+
+    async def send(self, message: dict) -> None:
+        if message["type"] == "websocket.close":
+            if not self.closed.done():
+                self.closed.set_result(message.get("code"))
+            return
+        await self.reading.wait()
+        self.texts.append(message["text"])
+
+
+def session(server: Server) -> SessionConsumer:
+    consumer = SessionConsumer()
+    consumer.base_send = server.send
+    consumer.start_replies()
+    return consumer
+
+
+def test_replies_the_server_takes_are_sent_at_once_in_order():
+    async def run():
+        server = Server()
+        s = session(server)
+        for text in ("a", "bb", "ccc"):
+            s._queue_send(text)
+        assert server.texts == ["a", "bb", "ccc"]  # sent before the loop ran anything else
+        assert s.writer is None and s.unsent == 0
+
+    asyncio.run(run())
+
+
+def test_a_held_send_holds_the_later_replies_which_follow_in_order():
+    async def run():
+        server = Server()
+        s = session(server)
+        server.reading.clear()
+        for text in ("a", "bb", "ccc"):
+            s._queue_send(text)
+        assert server.texts == [] and s.writer is not None and s.unsent == 6
+        server.reading.set()
+        await s.writer
+        assert server.texts == ["a", "bb", "ccc"] and s.unsent == 0 and s.writer is None
+        s._queue_send("d")
+        assert server.texts[-1] == "d"
+        assert not server.closed.done()
+
+    asyncio.run(run())
+
+
+def test_a_send_held_too_long_closes_the_session(settings):
+    settings.BATON_SESSION_SEND_TIMEOUT_S = 0.05
+
+    async def run():
+        server = Server()
+        s = session(server)
+        server.reading.clear()
+        s._queue_send("a")
+        s._queue_send("b")
+        assert await asyncio.wait_for(server.closed, 30) == 1008
+        assert s.closing and server.texts == []
+
+    asyncio.run(run())
+
+
+def test_unsent_replies_over_the_buffer_close_the_session(settings):
+    settings.BATON_SESSION_SEND_BUFFER = 10
+
+    async def run():
+        server = Server()
+        s = session(server)
+        server.reading.clear()
+        s._queue_send("x" * 6)
+        s._queue_send("y" * 6)
+        assert await asyncio.wait_for(server.closed, 30) == 1008
+        assert s.closing
+
+    asyncio.run(run())
