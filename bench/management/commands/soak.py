@@ -32,6 +32,8 @@ from bench.soak import (
     RSS_GROWTH_MIB_PER_H,
     RSS_GROWTH_SHARE_PER_H,
     Series,
+    memtrace_summary,
+    memtrace_table,
     samples_table,
     summary_table,
 )
@@ -66,6 +68,14 @@ class Command(BaseCommand):
             "--scaled",
             action="store_true",
             help="The scaled-out form: 2 web servers and 2 workers on PostgreSQL and Redis.",
+        )
+        parser.add_argument(
+            "--tracemalloc",
+            action="store_true",
+            help=(
+                "Trace the platform processes' allocations (config/memtrace.py) and report the lines whose "
+                "allocations grew most; slows them down, for diagnosing growth."
+            ),
         )
         parser.add_argument(
             "--database-url",
@@ -114,6 +124,13 @@ class Command(BaseCommand):
         with ExitStack() as stack:
             scratch = stack.enter_context(Scratch(keep=options["keep"]))
             env = {"BATON_HOUSEKEEPING_INTERVAL_S": "1", "BATON_CHANNEL_LEASE_S": "10"}
+            memtrace_dir = scratch.dir / "memtrace"
+            if options["tracemalloc"]:
+                # about ten dumps over the run, the first (the baseline) after the warm-up
+                env.update(
+                    BATON_TRACEMALLOC=str(memtrace_dir),
+                    BATON_TRACEMALLOC_INTERVAL_S=str(max(10, min(300, round(duration / 10)))),
+                )
             database_url, form = scratch.database_url, {}
             database = f"SQLite {sqlite3.sqlite_version} (scratch file, synchronous=FULL)"
             if options["scaled"]:
@@ -188,6 +205,7 @@ class Command(BaseCommand):
                     # stops at the first uncommitted put)
                     queued = queue_contents(client, queues) if settled else None
             verdict = history_checked(load.history, queued) if settled else None
+            memtrace = memtrace_summary(memtrace_dir, series) if options["tracemalloc"] else []
             diagnosis = (
                 explained(
                     database_url,
@@ -239,6 +257,7 @@ class Command(BaseCommand):
                 for s in series
             ],
             "operations_over_time": operations,
+            **({"tracemalloc": memtrace} if options["tracemalloc"] else {}),
             "process_exits": exits,
             "checker": (
                 {
@@ -276,6 +295,7 @@ class Command(BaseCommand):
             "",
             summary_table(report["processes"]),
             "",
+            *([memtrace_table(report["tracemalloc"]), ""] if report.get("tracemalloc") else []),
             (
                 f"verdict: {'GROWTH' if report['growth'] else 'no growth'} (growth: memory over "
                 f"max({RSS_GROWTH_MIB_PER_H:g} MiB, {RSS_GROWTH_SHARE_PER_H:.0%} of the mean) per hour, or descriptors "
