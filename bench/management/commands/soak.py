@@ -150,7 +150,9 @@ class Command(BaseCommand):
             live.start()
             with Client(live.url, token, timeout=30) as client:
                 queues = topology_define(client, LOAD)
-            series = [Series(name, live.processes[name].pid) for name in live.names()] + [Series("load", os.getpid())]
+            series = [Series(name, live.processes[name].pid) for name in live.names()] + [
+                Series("load", os.getpid(), judged=False)
+            ]
             load = Load(url=live.urls, token=token, settings=LOAD, seed=options["seed"])
             load.history.trace_open(str(scratch.dir / "trace.jsonl"))
             self._progress(f"soak: load for {duration:g} s, a sample every {options['interval']:g} s")
@@ -299,7 +301,8 @@ class Command(BaseCommand):
             (
                 f"verdict: {'GROWTH' if report['growth'] else 'no growth'} (growth: memory over "
                 f"max({RSS_GROWTH_MIB_PER_H:g} MiB, {RSS_GROWTH_SHARE_PER_H:.0%} of the mean) per hour, or descriptors "
-                f"over {FD_GROWTH_PER_H:g} per hour, after the first tenth of the run)"
+                f"over {FD_GROWTH_PER_H:g} per hour, after the first tenth of the run; the load generator is not "
+                "judged: it keeps a record of every body for the checker)"
             ),
             "checker: " + ", ".join(f"{k} {v}" for k, v in checker.items() if k not in ("ok", "problems", "diagnosis")),
             *([f"problems: {checker['problems']}"] if checker["problems"] else []),
