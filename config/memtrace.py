@@ -6,7 +6,7 @@ start :mod:`tracemalloc` as they start (``BATON_TRACEMALLOC_FRAMES`` frames per 
 exit, write to that directory:
 
 - ``memtrace-<pid>.jsonl``: one line per dump: the time, the process's resident memory,
-  the bytes Python's allocations hold (tracemalloc's traced total), glibc's view of its heap
+  the bytes Python's allocations hold (traced, the tracer's own snapshots left out), glibc's view of its heap
   (``mallinfo2``: bytes in use, bytes free inside its arenas, bytes mmapped), the number of
   live objects and threads;
 - ``memtrace-<pid>.txt``: the source lines whose allocations grew most since the first
@@ -106,18 +106,19 @@ class MemTrace:
 
     def dump(self) -> None:
         with _lock:
+            rss, heap = _rss_bytes(), _malloc_info()
             snapshot = tracemalloc.take_snapshot().filter_traces(_IGNORED)
-            traced, peak = tracemalloc.get_traced_memory()
+            # the program's own allocations: not the tracer's (its snapshots are traced too)
+            traced = sum(s.size for s in snapshot.statistics("filename"))
             line = {
                 "process": self.process,
                 "pid": self.pid,
                 "t_s": round(time.monotonic() - self.started, 1),
-                "rss": _rss_bytes(),
+                "rss": rss,
                 "traced": traced,
-                "traced_peak": peak,
                 "objects": len(gc.get_objects()),
                 "threads": threading.active_count(),
-                **_malloc_info(),
+                **heap,
             }
             if self.baseline is None:
                 self.baseline = snapshot
