@@ -147,11 +147,11 @@ def memtrace_summary(directory, series: list[Series]) -> list[dict]:
             continue
         times = [d["t_s"] for d in dumps]
         entry: dict = {"process": s.name, "pid": s.pid, "dumps": len(dumps), "seconds": times[-1] - times[0]}
-        for key in ("rss", "traced", "malloc_in_use", "malloc_free", "objects"):
+        for key in ("rss", "traced", "malloc_in_use", "malloc_free", "blocks"):
             values = [d.get(key) for d in dumps]
             if any(v is None for v in values):
                 continue
-            scale = 1 if key == "objects" else 2**20
+            scale = 1 if key == "blocks" else 2**20
             entry[key] = {
                 "first": round(values[0] / scale, 1),
                 "last": round(values[-1] / scale, 1),

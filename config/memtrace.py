@@ -6,9 +6,9 @@ start :mod:`tracemalloc` as they start (``BATON_TRACEMALLOC_FRAMES`` frames per 
 exit, write to that directory:
 
 - ``memtrace-<pid>.jsonl``: one line per dump: the time, the process's resident memory,
-  the bytes Python's allocations hold (traced, the tracer's own snapshots left out), glibc's view of its heap
-  (``mallinfo2``: bytes in use, bytes free inside its arenas, bytes mmapped), the number of
-  live objects and threads;
+  the bytes Python's allocations hold (traced; the tracer's own snapshots left out),
+  glibc's view of its heap (``mallinfo2``: bytes in use, bytes free inside its arenas,
+  bytes mmapped), the number of memory blocks Python has allocated and of threads;
 - ``memtrace-<pid>.txt``: the source lines whose allocations grew most since the first
   dump (the baseline, taken once the process has warmed up), as
   ``tracemalloc.Snapshot.compare_to`` gives them.
@@ -25,9 +25,9 @@ from __future__ import annotations
 
 import atexit
 import ctypes
-import gc
 import json
 import os
+import sys
 import threading
 import time
 import tracemalloc
@@ -116,7 +116,9 @@ class MemTrace:
                 "t_s": round(time.monotonic() - self.started, 1),
                 "rss": rss,
                 "traced": traced,
-                "objects": len(gc.get_objects()),
+                # never gc.get_objects(): from another thread it can break a tuple being
+                # built (a SystemError in the request that builds it)
+                "blocks": sys.getallocatedblocks(),
                 "threads": threading.active_count(),
                 **heap,
             }
@@ -138,7 +140,7 @@ class MemTrace:
                 f.write(json.dumps(line) + "\n")
             text = [
                 f"{self.process} pid {self.pid} at {line['t_s']:g} s: RSS {line['rss'] / 2**20:.1f} MiB, "
-                f"traced {traced / 2**20:.1f} MiB, objects {line['objects']}, threads {line['threads']}",
+                f"traced {traced / 2**20:.1f} MiB, blocks {line['blocks']}, threads {line['threads']}",
                 "growth since the first dump, by line:",
                 *(f"{t['size_diff'] / 1024:+10.1f} KiB {t['count_diff']:+8d} blocks  {t['where']}" for t in top),
             ]
