@@ -2,8 +2,9 @@
 
 With ``BATON_TRACEMALLOC`` set to a directory, the web server, each Celery worker and beat
 start :mod:`tracemalloc` as they start (``BATON_TRACEMALLOC_FRAMES`` frames per allocation,
-1 by default) and, every ``BATON_TRACEMALLOC_INTERVAL_S`` seconds (60) and once more as they
-exit, write to that directory:
+1 by default; 0 traces nothing and dumps the other figures only, cheaply)
+and, every ``BATON_TRACEMALLOC_INTERVAL_S`` seconds (60) and once more as they exit, write
+to that directory:
 
 - ``memtrace-<pid>.jsonl``: one line per dump: the time, the process's resident memory,
   the bytes Python's allocations hold (traced; the tracer's own snapshots left out),
@@ -94,6 +95,7 @@ class MemTrace:
         self.process = process
         self.pid = os.getpid()
         self.baseline: tracemalloc.Snapshot | None = None
+        self.dumps = 0
         self.started = time.monotonic()
 
     @property
@@ -107,25 +109,27 @@ class MemTrace:
     def dump(self) -> None:
         with _lock:
             rss, heap = _rss_bytes(), _malloc_info()
-            snapshot = tracemalloc.take_snapshot().filter_traces(_IGNORED)
+            tracing = tracemalloc.is_tracing()
+            snapshot = tracemalloc.take_snapshot().filter_traces(_IGNORED) if tracing else None
             # the program's own allocations: not the tracer's (its snapshots are traced too)
-            traced = sum(s.size for s in snapshot.statistics("filename"))
+            traced = sum(s.size for s in snapshot.statistics("filename")) if snapshot else None
+            self.dumps += 1
             line = {
                 "process": self.process,
                 "pid": self.pid,
                 "t_s": round(time.monotonic() - self.started, 1),
                 "rss": rss,
-                "traced": traced,
+                **({"traced": traced} if snapshot else {}),
                 # never gc.get_objects(): from another thread it can break a tuple being
                 # built (a SystemError in the request that builds it)
                 "blocks": sys.getallocatedblocks(),
                 "threads": threading.active_count(),
                 **heap,
             }
+            top: list[dict] = []
             if self.baseline is None:
                 self.baseline = snapshot
-                top: list[dict] = []
-            else:
+            elif snapshot is not None:
                 top = [
                     {
                         "where": f"{s.traceback[0].filename}:{s.traceback[0].lineno}",
@@ -140,7 +144,7 @@ class MemTrace:
                 f.write(json.dumps(line) + "\n")
             text = [
                 f"{self.process} pid {self.pid} at {line['t_s']:g} s: RSS {line['rss'] / 2**20:.1f} MiB, "
-                f"traced {traced / 2**20:.1f} MiB, blocks {line['blocks']}, threads {line['threads']}",
+                f"traced {(traced or 0) / 2**20:.1f} MiB, blocks {line['blocks']}, threads {line['threads']}",
                 "growth since the first dump, by line:",
                 *(f"{t['size_diff'] / 1024:+10.1f} KiB {t['count_diff']:+8d} blocks  {t['where']}" for t in top),
             ]
@@ -157,9 +161,10 @@ def memtrace_start(*, process: str) -> MemTrace | None:
     _started = True
     path = Path(directory)
     path.mkdir(parents=True, exist_ok=True)
-    frames = max(1, int(os.environ.get("BATON_TRACEMALLOC_FRAMES", "1")))
+    frames = max(0, int(os.environ.get("BATON_TRACEMALLOC_FRAMES", "1")))
     interval = max(1.0, float(os.environ.get("BATON_TRACEMALLOC_INTERVAL_S", "60")))
-    tracemalloc.start(frames)
+    if frames:  # 0: the figures only, no tracing (nothing slows down)
+        tracemalloc.start(frames)
     trace = MemTrace(path, process)
 
     def loop() -> None:
@@ -171,5 +176,5 @@ def memtrace_start(*, process: str) -> MemTrace | None:
                 pass
 
     threading.Thread(target=loop, name="baton-memtrace", daemon=True).start()
-    atexit.register(lambda: trace.baseline is not None and trace.dump())
+    atexit.register(lambda: trace.dumps and trace.dump())
     return trace

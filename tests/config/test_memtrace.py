@@ -74,3 +74,13 @@ def test_dumps_name_the_line_that_grew_and_the_soak_summarises_them(tmp_path):
     assert summary[0]["dumps"] == 3 and summary[0]["traced"]["last"] > summary[0]["traced"]["first"]
     assert summary[0]["top"][0]["where"] == KEPT
     assert KEPT in memtrace_table(summary)
+
+
+def test_with_no_frames_it_dumps_the_figures_without_tracing(tmp_path):
+    pid = int(_run({"BATON_TRACEMALLOC": str(tmp_path), "BATON_TRACEMALLOC_FRAMES": "0"}))
+    dumps = [json.loads(line) for line in (tmp_path / f"memtrace-{pid}.jsonl").read_text().splitlines()]
+    assert len(dumps) == 3 and all("traced" not in d and d["top"] == [] for d in dumps)
+    assert dumps[1]["blocks"] > dumps[0]["blocks"] + 20000 and dumps[1]["rss"] > 0
+    summary = memtrace_summary(tmp_path, [Series("web", pid)])
+    assert "traced" not in summary[0] and summary[0]["blocks"]["last"] > summary[0]["blocks"]["first"]
+    assert memtrace_table(summary).count("\n") == 3  # the heading, the columns, a rule, one process

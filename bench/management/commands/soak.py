@@ -78,6 +78,14 @@ class Command(BaseCommand):
             ),
         )
         parser.add_argument(
+            "--heap-stats",
+            action="store_true",
+            help=(
+                "As --tracemalloc without tracing: the platform processes' resident memory, glibc heap "
+                "(in use, free) and Python's allocated blocks over the run, at no cost to the load."
+            ),
+        )
+        parser.add_argument(
             "--database-url",
             default="",
             help="--scaled: a PostgreSQL server where a scratch database may be created (default: DATABASE_URL).",
@@ -125,11 +133,13 @@ class Command(BaseCommand):
             scratch = stack.enter_context(Scratch(keep=options["keep"]))
             env = {"BATON_HOUSEKEEPING_INTERVAL_S": "1", "BATON_CHANNEL_LEASE_S": "10"}
             memtrace_dir = scratch.dir / "memtrace"
-            if options["tracemalloc"]:
+            dumping = options["tracemalloc"] or options["heap_stats"]
+            if dumping:
                 # about ten dumps over the run, the first (the baseline) after the warm-up
                 env.update(
                     BATON_TRACEMALLOC=str(memtrace_dir),
                     BATON_TRACEMALLOC_INTERVAL_S=str(max(10, min(300, round(duration / 10)))),
+                    BATON_TRACEMALLOC_FRAMES="1" if options["tracemalloc"] else "0",
                 )
             database_url, form = scratch.database_url, {}
             database = f"SQLite {sqlite3.sqlite_version} (scratch file, synchronous=FULL)"
@@ -207,7 +217,7 @@ class Command(BaseCommand):
                     # stops at the first uncommitted put)
                     queued = queue_contents(client, queues) if settled else None
             verdict = history_checked(load.history, queued) if settled else None
-            memtrace = memtrace_summary(memtrace_dir, series) if options["tracemalloc"] else []
+            memtrace = memtrace_summary(memtrace_dir, series) if dumping else []
             diagnosis = (
                 explained(
                     database_url,
@@ -259,7 +269,7 @@ class Command(BaseCommand):
                 for s in series
             ],
             "operations_over_time": operations,
-            **({"tracemalloc": memtrace} if options["tracemalloc"] else {}),
+            **({"tracemalloc": memtrace} if options["tracemalloc"] or options["heap_stats"] else {}),
             "process_exits": exits,
             "checker": (
                 {
