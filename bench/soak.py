@@ -49,6 +49,9 @@ class Series:
 
     name: str
     pid: int
+    #: False for the load generator: it keeps a record of every body it put for the
+    #: checker, so it grows with the run by design; its figures are shown, not judged.
+    judged: bool = True
     times_s: list[float] = field(default_factory=list)
     rss_mib: list[float] = field(default_factory=list)
     fds: list[int] = field(default_factory=list)
@@ -83,7 +86,7 @@ class Series:
             "fds_last": self.fds[-1],
             "fds_max": max(self.fds),
             "fds_per_h": round(fd_slope, 1),
-            "verdict": "growth" if grows else "no growth",
+            "verdict": ("growth" if grows else "no growth") if self.judged else "not judged",
         }
 
 
@@ -119,4 +122,69 @@ def summary_table(summaries: list[dict]) -> str:
             f"{s['rss_mib_max']:>7.1f} {s['rss_mib_per_h']:>7.1f} {s['fds_first']:>9} {s['fds_last']:>5} "
             f"{s['fds_max']:>5} {s['fds_per_h']:>7.1f}  {s['verdict']}"
         )
+    return "\n".join(lines)
+
+
+#: Lines of allocation growth shown per process in the report (``--tracemalloc``).
+MEMTRACE_TOP = 8
+
+
+def memtrace_summary(directory, series: list[Series]) -> list[dict]:
+    """What each process's tracemalloc dumps (config/memtrace.py) say over the run: its
+    resident memory, the bytes Python's allocations hold and glibc's bytes in use and free,
+    first and last dump and their slopes per hour, and the lines that grew most since the
+    first dump. Processes without dumps are left out."""
+    import json
+    from pathlib import Path
+
+    found = []
+    for s in series:
+        path = Path(directory) / f"memtrace-{s.pid}.jsonl"
+        if not path.exists():
+            continue
+        dumps = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        if not dumps:
+            continue
+        times = [d["t_s"] for d in dumps]
+        entry: dict = {"process": s.name, "pid": s.pid, "dumps": len(dumps), "seconds": times[-1] - times[0]}
+        for key in ("rss", "traced", "malloc_in_use", "malloc_free", "blocks"):
+            values = [d.get(key) for d in dumps]
+            if any(v is None for v in values):
+                continue
+            scale = 1 if key == "blocks" else 2**20
+            entry[key] = {
+                "first": round(values[0] / scale, 1),
+                "last": round(values[-1] / scale, 1),
+                "per_h": round(slope_per_hour(times, [v / scale for v in values]), 1),
+            }
+        entry["top"] = dumps[-1].get("top", [])[:MEMTRACE_TOP]
+        found.append(entry)
+    return found
+
+
+def memtrace_table(entries: list[dict]) -> str:
+    """The tracemalloc summary as text: one line per process, then its top growers."""
+    if not entries:
+        return ""
+
+    def cell(entry: dict, key: str) -> str:
+        v = entry.get(key)
+        return f"{v['first']:>7.1f} {v['last']:>7.1f} {v['per_h']:>+7.1f}" if v else f"{'-':>7} {'-':>7} {'-':>7}"
+
+    head = (
+        f"{'process':<8} {'dumps':>5}  {'RSS MiB':>7} {'last':>7} {'/h':>7}  {'traced':>7} {'last':>7} {'/h':>7}  "
+        f"{'malloc used':>11} {'last':>7} {'/h':>7}  {'free':>7} {'last':>7} {'/h':>7}"
+    )
+    lines = ["tracemalloc (first dump, last dump, slope per hour):", head, "-" * len(head)]
+    for e in entries:
+        lines.append(
+            f"{e['process']:<8} {e['dumps']:>5}  {cell(e, 'rss')}  {cell(e, 'traced')}  "
+            f"{cell(e, 'malloc_in_use'):>27}  {cell(e, 'malloc_free')}"
+        )
+    for e in entries:
+        if e["top"]:
+            lines.append(f"{e['process']}: growth since its first dump, by line")
+            lines += [
+                f"  {t['size_diff'] / 1024:+9.1f} KiB {t['count_diff']:+8d} blocks  {t['where']}" for t in e["top"]
+            ]
     return "\n".join(lines)

@@ -13,6 +13,10 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 from django.core.asgi import get_asgi_application  # noqa: E402
 
+from config.memtrace import memtrace_start  # noqa: E402
+
+memtrace_start(process="web")  # off unless BATON_TRACEMALLOC names a directory
+
 get_asgi_application()  # sets Django up before the imports below touch models
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402

@@ -3,12 +3,27 @@
 import os
 
 from celery import Celery
+from celery.signals import beat_init, worker_init
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 app = Celery("baton")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+
+@worker_init.connect
+def _memtrace_worker(**kwargs):
+    from config.memtrace import memtrace_start
+
+    memtrace_start(process="worker")  # off unless BATON_TRACEMALLOC names a directory
+
+
+@beat_init.connect
+def _memtrace_beat(**kwargs):
+    from config.memtrace import memtrace_start
+
+    memtrace_start(process="beat")
 
 
 def task_send(name: str, *args) -> None:

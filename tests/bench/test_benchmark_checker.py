@@ -116,6 +116,8 @@ def test_growth_is_the_least_squares_slope_per_hour():
     assert summary["verdict"] == "growth" and summary["rss_mib_per_h"] == 60.0
     fds = Series("web", 1, times_s=flat.times_s, rss_mib=flat.rss_mib, fds=[40 + int(t // 60) for t in flat.times_s])
     assert fds.summary()["verdict"] == "growth"
+    load = Series("load", 1, judged=False, times_s=flat.times_s, rss_mib=leaking.rss_mib, fds=flat.fds)
+    assert load.summary()["verdict"] == "not judged" and load.summary()["rss_mib_per_h"] == 60.0
 
 
 def test_tables_show_every_process():

@@ -38,6 +38,6 @@ def test_soak_runs_briefly_and_reports_every_process_as_json():
     for process in report["processes"]:
         assert process["samples"] >= 2, process
         assert process["rss_mib_last"] > 0 and process["fds_last"] > 0
-        assert process["verdict"] in ("growth", "no growth")
+        assert process["verdict"] in (("not judged",) if process["process"] == "load" else ("growth", "no growth"))
     assert report["operations"] > 0
     assert report["checker"]["ok"] and report["checker"]["lost"] == 0 and report["checker"]["duplicated"] == 0

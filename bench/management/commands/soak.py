@@ -32,6 +32,8 @@ from bench.soak import (
     RSS_GROWTH_MIB_PER_H,
     RSS_GROWTH_SHARE_PER_H,
     Series,
+    memtrace_summary,
+    memtrace_table,
     samples_table,
     summary_table,
 )
@@ -66,6 +68,22 @@ class Command(BaseCommand):
             "--scaled",
             action="store_true",
             help="The scaled-out form: 2 web servers and 2 workers on PostgreSQL and Redis.",
+        )
+        parser.add_argument(
+            "--tracemalloc",
+            action="store_true",
+            help=(
+                "Trace the platform processes' allocations (config/memtrace.py) and report the lines whose "
+                "allocations grew most; slows them down, for diagnosing growth."
+            ),
+        )
+        parser.add_argument(
+            "--heap-stats",
+            action="store_true",
+            help=(
+                "As --tracemalloc without tracing: the platform processes' resident memory, glibc heap "
+                "(in use, free) and Python's allocated blocks over the run, at no cost to the load."
+            ),
         )
         parser.add_argument(
             "--database-url",
@@ -114,6 +132,15 @@ class Command(BaseCommand):
         with ExitStack() as stack:
             scratch = stack.enter_context(Scratch(keep=options["keep"]))
             env = {"BATON_HOUSEKEEPING_INTERVAL_S": "1", "BATON_CHANNEL_LEASE_S": "10"}
+            memtrace_dir = scratch.dir / "memtrace"
+            dumping = options["tracemalloc"] or options["heap_stats"]
+            if dumping:
+                # about ten dumps over the run, the first (the baseline) after the warm-up
+                env.update(
+                    BATON_TRACEMALLOC=str(memtrace_dir),
+                    BATON_TRACEMALLOC_INTERVAL_S=str(max(10, min(300, round(duration / 10)))),
+                    BATON_TRACEMALLOC_FRAMES="1" if options["tracemalloc"] else "0",
+                )
             database_url, form = scratch.database_url, {}
             database = f"SQLite {sqlite3.sqlite_version} (scratch file, synchronous=FULL)"
             if options["scaled"]:
@@ -133,7 +160,9 @@ class Command(BaseCommand):
             live.start()
             with Client(live.url, token, timeout=30) as client:
                 queues = topology_define(client, LOAD)
-            series = [Series(name, live.processes[name].pid) for name in live.names()] + [Series("load", os.getpid())]
+            series = [Series(name, live.processes[name].pid) for name in live.names()] + [
+                Series("load", os.getpid(), judged=False)
+            ]
             load = Load(url=live.urls, token=token, settings=LOAD, seed=options["seed"])
             load.history.trace_open(str(scratch.dir / "trace.jsonl"))
             self._progress(f"soak: load for {duration:g} s, a sample every {options['interval']:g} s")
@@ -188,6 +217,7 @@ class Command(BaseCommand):
                     # stops at the first uncommitted put)
                     queued = queue_contents(client, queues) if settled else None
             verdict = history_checked(load.history, queued) if settled else None
+            memtrace = memtrace_summary(memtrace_dir, series) if dumping else []
             diagnosis = (
                 explained(
                     database_url,
@@ -239,6 +269,7 @@ class Command(BaseCommand):
                 for s in series
             ],
             "operations_over_time": operations,
+            **({"tracemalloc": memtrace} if options["tracemalloc"] or options["heap_stats"] else {}),
             "process_exits": exits,
             "checker": (
                 {
@@ -276,10 +307,12 @@ class Command(BaseCommand):
             "",
             summary_table(report["processes"]),
             "",
+            *([memtrace_table(report["tracemalloc"]), ""] if report.get("tracemalloc") else []),
             (
                 f"verdict: {'GROWTH' if report['growth'] else 'no growth'} (growth: memory over "
                 f"max({RSS_GROWTH_MIB_PER_H:g} MiB, {RSS_GROWTH_SHARE_PER_H:.0%} of the mean) per hour, or descriptors "
-                f"over {FD_GROWTH_PER_H:g} per hour, after the first tenth of the run)"
+                f"over {FD_GROWTH_PER_H:g} per hour, after the first tenth of the run; the load generator is not "
+                "judged: it keeps a record of every body for the checker)"
             ),
             "checker: " + ", ".join(f"{k} {v}" for k, v in checker.items() if k not in ("ok", "problems", "diagnosis")),
             *([f"problems: {checker['problems']}"] if checker["problems"] else []),
