@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import defaultdict
 from collections.abc import Callable, Iterable
 from typing import TypeVar
 
@@ -26,7 +25,11 @@ from django.db import transaction
 T = TypeVar("T")
 
 _condition = threading.Condition()
-_versions: dict[str, int] = defaultdict(int)
+#: The version of each key a waiter of this process is waiting on, and how many waits watch
+#: it. A key nobody waits on has no entry (a notification for it wakes no one here), so the
+#: table holds the keys being waited on, never every queue and unit of work ever notified.
+_versions: dict[str, int] = {}
+_watchers: dict[str, int] = {}
 #: Bumped to wake every waiter (a listener connected, lost its connection, or missed a message).
 _epoch = [0]
 
@@ -37,9 +40,13 @@ POLL_MAX_S = 0.5
 def wakeup_notify(keys: Iterable[str]) -> None:
     """Wake this process's waiters on these keys."""
     with _condition:
+        woken = False
         for key in keys:
-            _versions[key] += 1
-        _condition.notify_all()
+            if key in _versions:
+                _versions[key] += 1
+                woken = True
+        if woken:
+            _condition.notify_all()
 
 
 def wakeup_notify_all() -> None:
@@ -90,6 +97,23 @@ def _seen(keys: list[str]) -> tuple:
     return (_epoch[0], *[_versions[k] for k in keys])
 
 
+def _watch(keys: list[str]) -> None:
+    with _condition:
+        for key in keys:
+            _watchers[key] = _watchers.get(key, 0) + 1
+            _versions.setdefault(key, 0)
+
+
+def _unwatch(keys: list[str]) -> None:
+    with _condition:
+        for key in keys:
+            left = _watchers[key] - 1
+            if left:
+                _watchers[key] = left
+            else:
+                del _watchers[key], _versions[key]
+
+
 def wait_for(
     attempt: Callable[[], T], *, keys: list[str], wait_s: float, due: Callable[[], float | None] | None = None
 ) -> T:
@@ -106,18 +130,22 @@ def wait_for(
         bus = wakeup_bus()
         bus.listen()  # listening before the first attempt, so no commit after it goes unheard
     poll = POLL_FIRST_S
-    while True:
-        with _condition:
-            seen = _seen(keys)
-        result = attempt()
-        remaining = deadline - time.monotonic()
-        if result or remaining <= 0:
-            return result
-        listening = bus is not None and bus.listening
-        timeout = remaining if listening else min(poll, remaining)
-        if due is not None and (soon := due()) is not None:
-            timeout = min(timeout, max(soon, 0.0))
-        with _condition:
-            _condition.wait_for(lambda seen=seen: _seen(keys) != seen, timeout=timeout)
-        if not listening:
-            poll = min(poll * 2, POLL_MAX_S)
+    _watch(keys)  # before the first attempt's versions are read, until the wait ends
+    try:
+        while True:
+            with _condition:
+                seen = _seen(keys)
+            result = attempt()
+            remaining = deadline - time.monotonic()
+            if result or remaining <= 0:
+                return result
+            listening = bus is not None and bus.listening
+            timeout = remaining if listening else min(poll, remaining)
+            if due is not None and (soon := due()) is not None:
+                timeout = min(timeout, max(soon, 0.0))
+            with _condition:
+                _condition.wait_for(lambda seen=seen: _seen(keys) != seen, timeout=timeout)
+            if not listening:
+                poll = min(poll * 2, POLL_MAX_S)
+    finally:
+        _unwatch(keys)
