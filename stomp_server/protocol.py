@@ -36,6 +36,7 @@ from django.db import close_old_connections, connections
 from django.utils import timezone
 
 from baton_client.errors import UnsettledDeliveries
+from brokers.services.room import queue_put_wakeup_key
 from config.errors import BatonError, InvalidInput, MessageTooLarge, NotAuthenticated, NotFound
 from transactions.exceptions import TransactionBackedOut, TransactionNotActive, TransactionNotFound
 from transactions.wakeups import wait_for, wakeup_notify
@@ -727,7 +728,9 @@ class StompConnection:
                     # nothing (a whole get's work, once per message, when they come one by one)
                     return len(got) >= batch
 
-                wait_for(attempt, keys=[sub.key], wait_s=min(SUBSCRIPTION_WAIT_S, sub.lock_s / 3))
+                # a pre-emptive subscription takes uncommitted puts too: woken by them as well
+                keys = [sub.key, queue_put_wakeup_key(sub.queue_id)] if sub.preemptive else [sub.key]
+                wait_for(attempt, keys=keys, wait_s=min(SUBSCRIPTION_WAIT_S, sub.lock_s / 3))
                 self._locks_renewed(sub)
         except BatonError as exc:  # the queue was deleted, a grant withdrawn, ...
             if not (sub.stopped or self.closed):

@@ -34,6 +34,7 @@ from django.db import transaction as db
 from django.db.models import F, Q
 from django.utils import timezone
 
+from transactions.exceptions import TransactionBackedOut
 from transactions.manager import transaction_begin, transaction_check, transaction_commit, transaction_rollback
 from transactions.models import OPEN_STATES, Transaction
 from transactions.queries import ready_checks
@@ -42,7 +43,7 @@ from transactions.wakeups import wait_for
 from ..models import Channel, ChannelBatch, ChannelBatchState, ChannelState, DeliverySequence, Message, Queue
 from ..queries import messages_sendable_lengths
 from ..services.messages import message_get
-from ..services.store import queue_wakeup_key
+from ..services.room import queue_wait_keys
 from .definitions import channel_get
 from .rate import rate_added
 from .receiver import BACKED_OUT, COMMITTED, PENDING, batch_message_render
@@ -153,7 +154,7 @@ def _batch_gather(channel: Channel, queue: Queue, txn_id: str) -> list[Message]:
             more = _next_lengths(channel, queue, want)
             return len(more) >= want or _fitting(more, size=size, limit=channel.batch_bytes, first=False) < len(more)
 
-        wait_for(rest_there, keys=[queue_wakeup_key(queue.pk)], wait_s=remaining)
+        wait_for(rest_there, keys=queue_wait_keys(queue.pk, preemptive=channel.preemptive), wait_s=remaining)
 
 
 def _payload(channel: Channel, seq: int, messages: list[Message], provisional: bool) -> dict:
@@ -196,7 +197,12 @@ def _backed_out_first(channel: Channel, transport: Transport, crash_at: str | No
 def _batch_new(channel: Channel, queue: Queue, transport: Transport, crash_at: str | None) -> bool:
     """Gather, record and send the next batch; False when there was nothing to get after all."""
     txn = transaction_begin(broker=channel.source_broker.name, timeout_ms=0, owner=f"channel:{channel.name}")
-    messages = _batch_gather(channel, queue, txn.id)
+    try:
+        messages = _batch_gather(channel, queue, txn.id)
+    except TransactionBackedOut:
+        # an upstream's rollback cascaded to the batch's unit of work while it gathered
+        # (pre-emptive): what it had taken is back on the transmission queue, for the next batch
+        return False
     if not messages:
         transaction_rollback(transaction_id=txn.id, reason="channel idle", require_open=False)
         return False
@@ -383,7 +389,8 @@ def channel_batch_cycle(
             or (room and _xmitq_has(channel, queue))
         )
 
-    wait_for(due, keys=[queue_wakeup_key(queue.pk)] + [f"txn:{t}" for t in held], wait_s=IDLE_WAIT_S)
+    keys = queue_wait_keys(queue.pk, preemptive=channel.preemptive) + [f"txn:{t}" for t in held]
+    wait_for(due, keys=keys, wait_s=IDLE_WAIT_S)
     return "waiting" if batches else "idle"
 
 

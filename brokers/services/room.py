@@ -18,7 +18,21 @@ from ..models import Queue
 
 
 def queue_wakeup_key(queue_id: int) -> str:
+    """Woken when the queue may have changed for every getter: a commit, an immediate put, a
+    message given back or removed."""
     return f"queue:{queue_id}"
+
+
+def queue_put_wakeup_key(queue_id: int) -> str:
+    """Woken by a put under a unit of work, which only a pre-emptive getter can take before
+    it commits (the commit wakes ``queue_wakeup_key``): a getter that is not pre-emptive is
+    not woken for nothing by every put of a unit of work."""
+    return f"queue-put:{queue_id}"
+
+
+def queue_wait_keys(queue_id: int, *, preemptive: bool) -> list[str]:
+    """The keys a getter of the queue waits on."""
+    return [queue_wakeup_key(queue_id), queue_put_wakeup_key(queue_id)] if preemptive else [queue_wakeup_key(queue_id)]
 
 
 def queue_reserve(*, queue: Queue, count: int, commit_count: int, enforce_max_depth: bool = True) -> int:
@@ -51,5 +65,8 @@ def queue_release(*, counts: dict[int, int]) -> None:
     queries.queues_release(counts=counts)
 
 
-def queues_woken(queue_ids: Iterable[int]) -> None:
-    wakeup_notify_on_commit([queue_wakeup_key(q) for q in set(queue_ids)])
+def queues_woken(queue_ids: Iterable[int], *, uncommitted_puts: bool = False) -> None:
+    """Wake these queues' getters once the caller's database transaction commits;
+    ``uncommitted_puts``: it only put messages under a unit of work (pre-emptive getters)."""
+    key = queue_put_wakeup_key if uncommitted_puts else queue_wakeup_key
+    wakeup_notify_on_commit([key(q) for q in set(queue_ids)])

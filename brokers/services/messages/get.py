@@ -46,9 +46,9 @@ from ..store import (
     MARK_REPORTS,
     client_sessions_note,
     connection_pending_note,
-    queue_wakeup_key,
     queues_woken,
 )
+from ..room import queue_wait_keys
 from .common import GetResult, _connection, _get_source, _syncpoint_checked, _unit_of_work, unit_of_work_joined
 
 GET_MODES = {"destructive", "browse", "peek_lock"}
@@ -545,4 +545,5 @@ def message_get(
         at = queue_next_release(queue_id=first.queue.pk, now=now)
         return None if at is None else (at - now).total_seconds()
 
-    return wait_for(attempt, keys=[queue_wakeup_key(first.queue.pk)], wait_s=wait, due=due) or last[0]
+    keys = queue_wait_keys(first.queue.pk, preemptive=preemptive)
+    return wait_for(attempt, keys=keys, wait_s=wait, due=due) or last[0]

@@ -172,7 +172,8 @@ def message_put(
                 ]
             )
             queries.messages_insert(messages=queued)
-            queues_woken([dest.pk])  # pre-emptive getters wait for uncommitted puts too
+            # every getter for immediate puts; only pre-emptive ones for uncommitted puts
+            queues_woken([dest.pk], uncommitted_puts=not immediate)
             if any(r.report for r in queued):
                 reports_send(originals=[r for r in immediate if r.report], feedback=COA)
                 if txn is not None and any(r.report for r in queued if r.put_transaction_id is not None):

@@ -1,0 +1,59 @@
+"""A pre-emptive channel gathering a batch: an upstream's rollback that cascades to the
+batch's unit of work mid-gather ends the gather quietly (its messages are back on the
+transmission queue for the next batch), not the agent with an error."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from brokers.channels.definitions import channel_get
+from brokers.channels.sender import _batch_new
+from brokers.channels.transports import transport_for
+from brokers.models import ChannelBatch, Message, Queue
+from brokers.services.messages import message_put
+from tests.conftest import msgs
+from tests.transfer.conftest import two_brokers
+from transactions.manager import transaction_begin, transaction_rollback
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _until(check, what: str, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.01)
+
+
+def test_a_cascade_into_the_batch_mid_gather_ends_the_gather_and_sends_nothing():
+    name = two_brokers(preemptive=True, batch_size=2)
+    channel = channel_get(name=name)
+    channel.batch_interval_ms = 30_000  # the gather waits for a second message
+    transport = transport_for(channel)
+    xmitq = Queue.objects.get(broker=channel.source_broker, name=channel.transmission_queue)
+    upstream = transaction_begin(broker="QMA", timeout_ms=60_000).id
+    message_put(broker="QMA", queue="RQ.QMB", messages=msgs("held"), transaction_id=upstream)
+    outcome: list = []
+
+    def gather() -> None:
+        try:
+            outcome.append(_batch_new(channel, xmitq, transport, None))
+        except Exception as exc:  # what the agent met before: the cascade's TransactionBackedOut
+            outcome.append(exc)
+
+    thread = threading.Thread(target=gather)
+    thread.start()
+    try:
+        _until(lambda: Message.objects.filter(get_transaction__isnull=False).exists(), "the gather's first get")
+        transaction_rollback(transaction_id=upstream)  # cascades to the batch's unit of work
+        message_put(broker="QMA", queue="RQ.QMB", messages=msgs("next"))  # wakes the gather
+        thread.join(30)
+    finally:
+        transport.close()
+    assert not thread.is_alive()
+    assert outcome == [False]
+    assert not ChannelBatch.objects.exists()
+    assert [bytes(m.body).decode() for m in Message.objects.filter(queue__name="QMB")] == ["next"]
