@@ -30,6 +30,8 @@ class Duplicate:
 
 @dataclass
 class PutResult:
+    #: The messages put, identified by ``msg_id``; their row ids are not read back (on
+    #: PostgreSQL the INSERT travels with the step's COMMIT), so ``pk`` may be None.
     messages: list[Message]
     queue: Queue
     transaction_id: str | None
