@@ -291,6 +291,31 @@ def _order_by(*, priority_first: bool, commit_ordered: bool, with_uncommitted: b
     return ", ".join(fields)
 
 
+def _choose_sql(
+    *,
+    queue_id: int,
+    now,
+    limit: int,
+    priority_first: bool,
+    commit_ordered: bool,
+    uncommitted_of_others: str | None,
+    match: dict,
+) -> tuple[str, list]:
+    """The ids an unordered get chooses, in delivery order (``messages_take``,
+    ``messages_lock``); PostgreSQL: ``FOR UPDATE SKIP LOCKED``. Returns the statement and its
+    parameters."""
+    where, extra = _candidates_where(
+        uncommitted_of_others=uncommitted_of_others, commit_ordered=commit_ordered, match=match
+    )
+    order = _order_by(
+        priority_first=priority_first, commit_ordered=commit_ordered, with_uncommitted=bool(uncommitted_of_others)
+    )
+    choose = f"SELECT id FROM {MESSAGE} WHERE {where} ORDER BY {order} LIMIT %s" + (
+        " FOR UPDATE SKIP LOCKED" if postgres() else ""
+    )
+    return choose, [queue_id, dt_param(now), *extra, limit]
+
+
 def messages_take(
     *,
     queue_id: int,
@@ -309,16 +334,15 @@ def messages_take(
     PostgreSQL: the chosen rows are locked with ``FOR UPDATE SKIP LOCKED``, so competing
     consumers take different messages; the outer statement re-checks that each is still
     free. SQLite: the write lock is held already."""
-    where, extra = _candidates_where(
-        uncommitted_of_others=uncommitted_of_others, commit_ordered=commit_ordered, match=match
+    choose, params = _choose_sql(
+        queue_id=queue_id,
+        now=now,
+        limit=limit,
+        priority_first=priority_first,
+        commit_ordered=commit_ordered,
+        uncommitted_of_others=uncommitted_of_others,
+        match=match,
     )
-    order = _order_by(
-        priority_first=priority_first, commit_ordered=commit_ordered, with_uncommitted=bool(uncommitted_of_others)
-    )
-    choose = f"SELECT id FROM {MESSAGE} WHERE {where} ORDER BY {order} LIMIT %s" + (
-        " FOR UPDATE SKIP LOCKED" if postgres() else ""
-    )
-    params = [queue_id, dt_param(now), *extra, limit]
     # PostgreSQL may run an IN (subquery with LIMIT) more than once and take more rows than
     # asked: there the choice is a materialised CTE, evaluated exactly once.
     chosen = f"WITH chosen AS MATERIALIZED ({choose}) " if postgres() else ""
@@ -359,16 +383,15 @@ def messages_lock(
     delivery order, as ``messages_take`` does, and lock each for its holder: a new random
     lock token (16 random bytes as hex, from the database's own generator), ``locked_until``
     and delivery count + 1. Returns them in delivery order. Locks as ``messages_take``."""
-    where, extra = _candidates_where(
-        uncommitted_of_others=uncommitted_of_others, commit_ordered=commit_ordered, match=match
+    choose, params = _choose_sql(
+        queue_id=queue_id,
+        now=now,
+        limit=limit,
+        priority_first=priority_first,
+        commit_ordered=commit_ordered,
+        uncommitted_of_others=uncommitted_of_others,
+        match=match,
     )
-    order = _order_by(
-        priority_first=priority_first, commit_ordered=commit_ordered, with_uncommitted=bool(uncommitted_of_others)
-    )
-    choose = f"SELECT id FROM {MESSAGE} WHERE {where} ORDER BY {order} LIMIT %s" + (
-        " FOR UPDATE SKIP LOCKED" if postgres() else ""
-    )
-    params = [queue_id, dt_param(now), *extra, limit]
     if postgres():
         token = "replace(gen_random_uuid()::text, '-', '')"
         sql = (
