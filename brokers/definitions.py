@@ -50,6 +50,18 @@ def definitions_checked(version: int | None = None) -> bool:
     return False
 
 
+def definitions_trusted() -> int | None:
+    """The version the cache holds for this database, or None when it holds none: an
+    operation may look things up in it before reading the version, provided it compares
+    the version it then reads in its own database transaction (``queries.put_start``) before
+    anything it did is kept, and before an error it raises on the strength of the cache
+    (``definitions_checked``)."""
+    key = _cache["key"]
+    if key is None or key[0] != connection.settings_dict["NAME"]:
+        return None
+    return key[1]
+
+
 def queue_cached(*, broker: str, name: str) -> Queue:
     """A queue definition with its broker, from the cache checked by the caller's last
     ``definitions_checked`` (or read now and kept)."""

@@ -29,6 +29,7 @@ from transactions.queries import (
     dt_param,
     model_instance,
     postgres,
+    prefetched,
     transaction_from_row,
 )
 
@@ -144,6 +145,35 @@ def transaction_row_and_definitions_version(*, transaction_id: str):
         )
         row = c.fetchone()
     return None if row is None else (transaction_from_row(row[:-1]), row[-1])
+
+
+def put_start(*, transaction_id: str | None, queue_id: int, count: int, commit_count: int):
+    """PostgreSQL: a put's first round trip when the definitions cache is trusted
+    (``definitions_trusted``): the named unit of work's row (if any), locked ``FOR UPDATE``
+    until the database transaction ends; then the definitions version, read in the statement
+    that reserves room for ``count`` messages and ``commit_count`` commit sequences on the
+    queue (``queue_reserve``, locking its row: lock order, the unit of work's row first).
+    Returns ``(row, version, base)``: ``row`` None when no unit of work is named or none has
+    that id, ``base`` None when the queue is full or has no such id (a stale cache: the
+    caller compares the version first)."""
+    sql = (
+        f"WITH r AS (UPDATE {QUEUE} SET reserved_depth = reserved_depth + %s, next_commit_seq = next_commit_seq + %s"
+        f" WHERE id = %s AND reserved_depth + %s <= max_depth RETURNING next_commit_seq)"
+        f" SELECT (SELECT version FROM {VERSION} WHERE id = 1), (SELECT next_commit_seq FROM r)"
+    )
+    params: list = [count, commit_count, queue_id, count]
+    if transaction_id is not None:
+        sql = f"SELECT {', '.join(TRANSACTION_COLUMNS)} FROM {TRANSACTION} WHERE id = %s FOR UPDATE; {sql}"
+        params = [transaction_id, *params]
+    row = None
+    with cursor() as c:
+        c.execute(sql, params)
+        if transaction_id is not None:
+            found = c.fetchone()
+            row = None if found is None else transaction_from_row(found)
+            c.nextset()
+        version, last = c.fetchone()
+    return row, version, None if last is None else last - commit_count
 
 
 # --- queue counters -------------------------------------------------------------------------
@@ -512,24 +542,35 @@ def messages_sendable_lengths(*, queue_id: int, preemptive: bool, priority_first
 # --- commit and rollback --------------------------------------------------------------------
 
 
+def transaction_messages_read(*, transaction_ids: Sequence[str]) -> tuple[str, list]:
+    """The statement of ``transaction_messages``, ``(sql, params)``: a commit of one unit of
+    work sends it ahead with its row lock on PostgreSQL (``MessageStore.resources_commit_read``)."""
+    marks = ", ".join(["%s"] * len(transaction_ids))
+    ids = list(transaction_ids)
+    return (
+        f"SELECT 1, m.queue_id, MIN(m.id), MAX(m.id), (SELECT q.read_order FROM {QUEUE} q WHERE q.id = m.queue_id)"
+        f" FROM {MESSAGE} m WHERE m.put_transaction_id IN ({marks})"
+        f" AND (m.get_transaction_id IS NULL OR m.get_transaction_id NOT IN ({marks})) GROUP BY m.queue_id"
+        f" UNION ALL SELECT 2, queue_id, COUNT(*), 0, '' FROM {MESSAGE} WHERE get_transaction_id IN ({marks})"
+        f" GROUP BY queue_id",
+        ids + ids + ids,
+    )
+
+
 def transaction_messages(*, transaction_ids: Sequence[str]) -> tuple[dict[int, tuple[int, int, bool]], dict[int, int]]:
     """What these units of work did to messages: per queue, the lowest and highest row id of
     their uncommitted puts not also gotten inside the group and whether the queue is read in
     commit order, and per queue the number of messages they got. Reads through the partial
     indexes on the put and get transaction; takes no lock (the transaction rows held by the
-    caller keep these rows still, and a queue holding messages keeps its read order)."""
-    marks = ", ".join(["%s"] * len(transaction_ids))
-    ids = list(transaction_ids)
-    with cursor() as c:
-        c.execute(
-            f"SELECT 1, m.queue_id, MIN(m.id), MAX(m.id), (SELECT q.read_order FROM {QUEUE} q WHERE q.id = m.queue_id)"
-            f" FROM {MESSAGE} m WHERE m.put_transaction_id IN ({marks})"
-            f" AND (m.get_transaction_id IS NULL OR m.get_transaction_id NOT IN ({marks})) GROUP BY m.queue_id"
-            f" UNION ALL SELECT 2, queue_id, COUNT(*), 0, '' FROM {MESSAGE} WHERE get_transaction_id IN ({marks})"
-            f" GROUP BY queue_id",
-            ids + ids + ids,
-        )
-        rows = c.fetchall()
+    caller keep these rows still, and a queue holding messages keeps its read order). The
+    rows come from the round trip that locked the unit of work when it was sent ahead there
+    (``transactions.queries.prefetched``)."""
+    sql, params = transaction_messages_read(transaction_ids=transaction_ids)
+    rows = prefetched(sql, params)
+    if rows is None:
+        with cursor() as c:
+            c.execute(sql, params)
+            rows = c.fetchall()
     puts = {queue_id: (low, high, order == "commit") for side, queue_id, low, high, order in rows if side == 1}
     gets = {queue_id: count for side, queue_id, count, _, _ in rows if side == 2}
     return puts, gets

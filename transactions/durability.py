@@ -189,6 +189,8 @@ def _postgres_step(conn, *, durable: bool) -> Iterator[None]:
 
 def _deferred_first(execute, sql, params, many, context):
     """Before a statement through Django's cursor inside a PostgreSQL step: send what the
-    step has deferred (its ``BEGIN`` first), so that the statement runs inside it."""
+    step has deferred (its ``BEGIN`` first), so that the statement runs inside it; what
+    the step read ahead is no longer trusted (``queries.prefetched``)."""
+    queries.default_db()._baton_prefetched = None
     queries.deferred_flush()
     return execute(sql, params, many, context)

@@ -228,12 +228,14 @@ class _NeedsExclusive(Exception):
     pass
 
 
-def _under_graph_lock(transaction_id: str, work, *, durable: bool):
+def _under_graph_lock(transaction_id: str, work, *, durable: bool, read: tuple[str, list] | None = None):
     """Run ``work(row)`` in one database transaction (durable or not, see
     transactions/durability.py) holding the link-graph lock: shared if the transaction has
     no links, exclusive if it has (retrying exclusively when a link appears between the look
     and the lock). See transactions/locks.py. ``row``: the unit of work's row when the look
-    read and locked it in the same round trip (None if there is none), else ``NOT_READ``."""
+    read and locked it in the same round trip (None if there is none), else ``NOT_READ``.
+    ``read``: a statement sent in that round trip too, for ``work`` to find already read
+    (``queries.prefetched``)."""
     if not link_graph_locking():
         with engine_step(durable=durable):
             return work(NOT_READ)
@@ -244,7 +246,7 @@ def _under_graph_lock(transaction_id: str, work, *, durable: bool):
                 if exclusive:
                     link_graph_lock(exclusive=True)
                     return work(NOT_READ)
-                linked, row = queries.graph_lock_shared_and_links(transaction_id=transaction_id)
+                linked, row = queries.graph_lock_shared_and_links(transaction_id=transaction_id, read=read)
                 if linked:
                     raise _NeedsExclusive
                 return work(row)
@@ -320,7 +322,12 @@ def _commit_resolution(start: Transaction, *, now) -> tuple[list[Transaction], l
 
 
 def _commit_step(transaction_id: str) -> CommitOutcome:
-    return _under_graph_lock(transaction_id, lambda row: _commit_locked(transaction_id, row), durable=True)
+    read = None
+    if link_graph_locking():  # PostgreSQL: a resource manager's first read travels with the row lock
+        read = next(
+            filter(None, (m.resources_commit_read(transaction_id=transaction_id) for m in resource_managers())), None
+        )
+    return _under_graph_lock(transaction_id, lambda row: _commit_locked(transaction_id, row), durable=True, read=read)
 
 
 def _commit_locked(transaction_id: str, row=NOT_READ) -> CommitOutcome:

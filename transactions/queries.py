@@ -137,6 +137,7 @@ class _EngineCursor:
 def cursor():
     """A cursor on the default database for one hot-path function (``with cursor() as c``)."""
     db = default_db()
+    db._baton_prefetched = None  # any other statement first: what was read ahead may be stale
     if db.queries_logged:
         return db.cursor()
     return _EngineCursor(db)
@@ -148,6 +149,7 @@ def deferred(sql: str, params=()) -> None:
     the step's next statement, or at the step's end (``transactions.durability``), saving a
     network round trip; otherwise it runs now. No ``%`` but placeholders in ``sql``."""
     db = default_db()
+    db._baton_prefetched = None
     pending = db.__dict__.get("_baton_pending")
     if pending is not None and db.vendor == "postgresql" and not db.queries_logged:
         pending.append((sql, list(params)))
@@ -159,6 +161,7 @@ def deferred(sql: str, params=()) -> None:
 def deferred_begin() -> None:
     """An engine step begins: deferred writes are collected from here on (PostgreSQL)."""
     db = default_db()
+    db._baton_prefetched = None
     if db.__dict__.get("_baton_pending"):
         deferred_flush()
     db._baton_pending = []
@@ -183,9 +186,24 @@ def deferred_flush() -> None:
 def deferred_end(*, keep: bool) -> None:
     """An engine step ends: its deferred writes are sent (``keep``) or dropped with it."""
     db = default_db()
+    db._baton_prefetched = None
     if keep:
         deferred_flush()
     db._baton_pending = None
+
+
+def prefetched(sql: str, params: Sequence) -> list | None:
+    """The rows of a read sent ahead in an earlier round trip of this engine step
+    (``graph_lock_shared_and_links``'s ``reads``), if ``sql`` with ``params`` is exactly that
+    read and no other statement has run or been deferred on the connection since (which
+    could have changed its answer); else None, and the caller runs it. Used once."""
+    db = default_db()
+    ahead = db.__dict__.get("_baton_prefetched")
+    if ahead is None:
+        return None
+    db._baton_prefetched = None
+    key, rows = ahead
+    return rows if key == (sql, tuple(params)) else None
 
 
 _vendor: list[str] = []
@@ -318,23 +336,33 @@ def transaction_marks_set(*, transaction_id: str, marks: list[str]) -> None:
 # --- links ----------------------------------------------------------------------------------
 
 
-def graph_lock_shared_and_links(*, transaction_id: str) -> tuple[bool, Transaction | None]:
+def graph_lock_shared_and_links(
+    *, transaction_id: str, read: tuple[str, Sequence] | None = None
+) -> tuple[bool, Transaction | None]:
     """PostgreSQL: take the link-graph lock shared (until the database transaction ends,
     see transactions/locks.py), say whether the unit of work has a link either way, and
     read its row ``FOR UPDATE`` (None if there is none), in one round trip. Lock order: the
-    graph lock, then the row (the statements run in that order)."""
+    graph lock, then the row (the statements run in that order).
+
+    ``read``: a statement that takes no lock, ``(sql, params)``, sent after them in the same
+    round trip; its rows are kept for ``prefetched`` (the commit's look at what its unit of
+    work did to messages: the row lock just taken keeps those rows still)."""
     from .locks import LINK_GRAPH_LOCK_KEY
 
+    sql = (
+        f"SELECT pg_advisory_xact_lock_shared(%s), EXISTS (SELECT 1 FROM {LINK}"
+        f" WHERE upstream_id = %s OR downstream_id = %s);"
+        f" SELECT {_TXN_COLUMN_LIST} FROM {TRANSACTION} WHERE id = %s FOR UPDATE"
+    )
+    params = [LINK_GRAPH_LOCK_KEY, transaction_id, transaction_id, transaction_id]
     with cursor() as c:
-        c.execute(
-            f"SELECT pg_advisory_xact_lock_shared(%s), EXISTS (SELECT 1 FROM {LINK}"
-            f" WHERE upstream_id = %s OR downstream_id = %s);"
-            f" SELECT {_TXN_COLUMN_LIST} FROM {TRANSACTION} WHERE id = %s FOR UPDATE",
-            [LINK_GRAPH_LOCK_KEY, transaction_id, transaction_id, transaction_id],
-        )
+        c.execute(sql if read is None else f"{sql}; {read[0]}", params if read is None else params + list(read[1]))
         linked = c.fetchone()[1]
         c.nextset()
         row = c.fetchone()
+        if read is not None:
+            c.nextset()
+            default_db()._baton_prefetched = ((read[0], tuple(read[1])), c.fetchall())
     return linked, None if row is None else transaction_from_row(row)
 
 

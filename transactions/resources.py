@@ -18,6 +18,13 @@ class ResourceManager(Protocol):
 
         Caller holds: an open database transaction and the rows of these transactions."""
 
+    def resources_commit_read(self, *, transaction_id: str) -> tuple[str, list] | None:
+        """A read its ``resources_commit`` of this unit of work alone will make first, as
+        ``(sql, params)``, or None. On PostgreSQL the commit sends it in the round trip that
+        locks the unit of work's row and hands its rows back when the manager runs the same
+        statement before any other (``transactions.queries.prefetched``). It must take no
+        lock and read only what that row lock keeps still."""
+
     def resources_rollback(self, *, transaction_id: str, reason: str, marks: set[str]) -> None:
         """Undo the effects of this transaction.
 

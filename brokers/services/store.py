@@ -164,6 +164,10 @@ class MessageStore:
         if MARK_REACTIONS in marks:
             reactions_commit(transaction_ids=transaction_ids)
 
+    def resources_commit_read(self, *, transaction_id: str) -> tuple[str, list]:
+        """What the unit of work did to messages: read first by ``resources_commit``."""
+        return queries.transaction_messages_read(transaction_ids=[transaction_id])
+
     def resources_rollback(self, *, transaction_id: str, reason: str, marks: set[str]) -> None:
         """Puts vanish; gets return with backout count + 1, and a message whose backout
         count reaches its queue's backout threshold moves to the backout queue (or the

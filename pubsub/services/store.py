@@ -35,6 +35,9 @@ class PublicationStore:
             )
         PendingEffect.objects.filter(transaction_id__in=transaction_ids).delete()
 
+    def resources_commit_read(self, *, transaction_id: str) -> None:
+        return None  # nothing to read ahead: a unit of work without this manager's mark costs it nothing
+
     def resources_rollback(self, *, transaction_id: str, reason: str, marks: set[str]) -> None:
         """A rolled-back publication has no effect: its copies vanish with the unit of
         work's puts (brokers' message store), its pending effects here."""

@@ -115,6 +115,9 @@ class WorkflowStore:
             advance.add(instance.pk)
         advance_on_commit(advance)
 
+    def resources_commit_read(self, *, transaction_id: str) -> None:
+        return None  # nothing to read ahead: a unit of work without this manager's mark costs it nothing
+
     def resources_rollback(self, *, transaction_id: str, reason: str, marks: set[str]) -> None:
         advance = self._past_threshold(transaction_id)
         if MARK_WORKFLOWS in marks:

@@ -19,11 +19,11 @@ from transactions.models import JournalKind
 
 from ... import permissions as may
 from ... import queries
-from ...definitions import definitions_checked
-from ...exceptions import InvalidInput, MessageTooLarge, QueueFull
+from ...definitions import definitions_checked, definitions_trusted
+from ...exceptions import BatonError, InvalidInput, MessageTooLarge, QueueFull
 from ...ids import ids_new
 from ...models import Message, MessageType, PendingReaction, Persistence
-from ...queries import message_new
+from ...queries import message_new, postgres
 from ..message_input import MessageInput, message_length
 from ..reactions import reaction_apply
 from ..reports import COA, reports_send
@@ -69,9 +69,59 @@ def message_put(
     syncpoint = _syncpoint_checked(syncpoint, transaction_id)
     # Only a persistent message put outside a unit of work must be on disk when we answer.
     durable = syncpoint == "no" and any(m.persistence != Persistence.NON_PERSISTENT for m in messages)
+    args = {
+        "broker": broker,
+        "queue": queue,
+        "messages": messages,
+        "transaction_id": transaction_id,
+        "syncpoint": syncpoint,
+        "connection_id": connection_id,
+        "put_application": put_application,
+        "user": user,
+    }
+    trusted = None
+    if postgres() and not connection_id and not any(m.dedup_key or m.refers_to is not None for m in messages):
+        trusted = definitions_trusted()
+    if trusted is not None:  # PostgreSQL: the definitions version read with the queue's reservation
+        try:
+            with transaction_timeouts_applied(), engine_step(durable=durable):
+                return _put(**args, trusted=trusted)
+        except _DefinitionsChanged:
+            pass  # once more, reading the definitions first
     with transaction_timeouts_applied(), engine_step(durable=durable):
-        now = timezone.now()  # taken once this database transaction has begun (SQLite: holds the write lock)
-        locked = None  # the unit of work's row, read with the definitions version when one is named
+        return _put(**args, trusted=None)
+
+
+class _DefinitionsChanged(Exception):
+    """The definitions changed since the cache trusted by a put was filled: its database
+    transaction is rolled back and the put runs again."""
+
+
+def _trust_kept() -> None:
+    """Before an error raised on the strength of a trusted cache: the cache must still hold."""
+    if not definitions_checked():
+        raise _DefinitionsChanged
+
+
+def _put(
+    *,
+    broker: str,
+    queue: str,
+    messages: list[MessageInput],
+    transaction_id: str | None,
+    syncpoint: str,
+    connection_id: str | None,
+    put_application: str,
+    user,
+    trusted: int | None,
+) -> PutResult:
+    """One put in the caller's database transaction. ``trusted``: the definitions version
+    of the cache, which the put trusts until its first statement reads the version along
+    with its queue's reservation (PostgreSQL: a round trip fewer); None, the version is read
+    first."""
+    now = timezone.now()  # taken once this database transaction has begun (SQLite: holds the write lock)
+    locked = None  # the unit of work's row, read with the definitions version when one is named
+    if trusted is None:
         found = (
             queries.transaction_row_and_definitions_version(transaction_id=transaction_id) if transaction_id else None
         )
@@ -80,6 +130,7 @@ def message_put(
         else:
             locked, version = found
             definitions_checked(version)
+    try:
         target = _put_target(broker=broker, queue=queue)
         named, dest = target.named, target.queue
         owner = dest.broker
@@ -105,13 +156,30 @@ def message_put(
                     length=length,
                     max_message_length=limit,
                 )
-        queue_persistent = named.default_persistence == Persistence.PERSISTENT
-        persistent = [
-            m.persistence == Persistence.PERSISTENT or (m.persistence == "queue_default" and queue_persistent)
-            for m in messages
-        ]
-        under_uow = [syncpoint == "yes" or (syncpoint == "if_persistent" and p) for p in persistent]
-        conn = _connection(connection_id, owner)
+    except BatonError:
+        if trusted is not None:
+            _trust_kept()
+        raise
+    queue_persistent = named.default_persistence == Persistence.PERSISTENT
+    persistent = [
+        m.persistence == Persistence.PERSISTENT or (m.persistence == "queue_default" and queue_persistent)
+        for m in messages
+    ]
+    under_uow = [syncpoint == "yes" or (syncpoint == "if_persistent" and p) for p in persistent]
+    conn = _connection(connection_id, owner)
+    base = None
+    if trusted is not None:
+        if not transaction_id:  # a unit of work it begins: its INSERT travels with the reservation
+            txn = _unit_of_work(broker=owner, transaction_id=None, wanted=any(under_uow), connection=None, user=user)
+        locked, version, base = queries.put_start(
+            transaction_id=transaction_id or None,
+            queue_id=dest.pk,
+            count=len(messages),
+            commit_count=sum(1 for uow in under_uow if not uow),
+        )
+        if version != trusted:
+            raise _DefinitionsChanged
+    if trusted is None or transaction_id:
         txn = _unit_of_work(
             broker=owner,
             transaction_id=transaction_id,
@@ -120,74 +188,75 @@ def message_put(
             locked=locked,
             user=user,
         )
-        rows = [
-            message_new(
-                queue=dest,
-                msg_id=msg_id,
-                msg=msg,
-                priority=msg.priority if msg.priority is not None else named.default_priority,
-                persistent=pers,
-                expires_at=now + timedelta(milliseconds=msg.expiry_ms) if msg.expiry_ms else None,
-                put_time=now,
-                put_application=put_application,
-                transmission_header=target.header,
-                put_transaction_id=txn.id if uow else None,
-            )
-            for msg, msg_id, pers, uow in zip(messages, ids_new(len(messages)), persistent, under_uow)
-        ]
-        duplicates: list[Duplicate] = []
-        if any(msg.dedup_key for msg in messages):
-            rows, messages, duplicates = _duplicates_skipped(queue=dest, rows=rows, messages=messages, now=now)
-            if txn is not None and any(msg.dedup_key and r.put_transaction_id for r, msg in zip(rows, messages)):
-                transaction_mark(transaction=txn, mark=MARK_DEDUP)
-        queued = [r for r, msg in zip(rows, messages) if msg.refers_to is None]
-        if queued:
-            immediate = [r for r in queued if r.put_transaction_id is None]
+    rows = [
+        message_new(
+            queue=dest,
+            msg_id=msg_id,
+            msg=msg,
+            priority=msg.priority if msg.priority is not None else named.default_priority,
+            persistent=pers,
+            expires_at=now + timedelta(milliseconds=msg.expiry_ms) if msg.expiry_ms else None,
+            put_time=now,
+            put_application=put_application,
+            transmission_header=target.header,
+            put_transaction_id=txn.id if uow else None,
+        )
+        for msg, msg_id, pers, uow in zip(messages, ids_new(len(messages)), persistent, under_uow)
+    ]
+    duplicates: list[Duplicate] = []
+    if any(msg.dedup_key for msg in messages):
+        rows, messages, duplicates = _duplicates_skipped(queue=dest, rows=rows, messages=messages, now=now)
+        if txn is not None and any(msg.dedup_key and r.put_transaction_id for r, msg in zip(rows, messages)):
+            transaction_mark(transaction=txn, mark=MARK_DEDUP)
+    queued = [r for r, msg in zip(rows, messages) if msg.refers_to is None]
+    if queued:
+        immediate = [r for r in queued if r.put_transaction_id is None]
+        if trusted is None:
             base = queries.queue_reserve(
                 queue_id=dest.pk, count=len(queued), commit_count=len(immediate), max_depth_checked=True
             )
-            if base is None:
-                raise QueueFull(
-                    f"Queue {dest.name!r} is full (max depth {dest.max_depth}).",
+        if base is None:
+            raise QueueFull(
+                f"Queue {dest.name!r} is full (max depth {dest.max_depth}).",
+                broker=owner.name,
+                queue=dest.name,
+                max_depth=dest.max_depth,
+            )
+        for seq, row in enumerate(immediate, start=base):
+            row.commit_seq = seq
+        # the journal first: on PostgreSQL it travels with the INSERT (queries.deferred)
+        journal_record(
+            events=[
+                journal_event(
+                    JournalKind.PUT,
                     broker=owner.name,
                     queue=dest.name,
-                    max_depth=dest.max_depth,
+                    msg_id=row.msg_id,
+                    transaction_id=row.put_transaction_id,
+                    at=now,
+                    persistent=row.persistent,
+                    bytes=len(row.body),
                 )
-            for seq, row in enumerate(immediate, start=base):
-                row.commit_seq = seq
-            # the journal first: on PostgreSQL it travels with the INSERT (queries.deferred)
-            journal_record(
-                events=[
-                    journal_event(
-                        JournalKind.PUT,
-                        broker=owner.name,
-                        queue=dest.name,
-                        msg_id=row.msg_id,
-                        transaction_id=row.put_transaction_id,
-                        at=now,
-                        persistent=row.persistent,
-                        bytes=len(row.body),
-                    )
-                    for row in queued
-                ]
-            )
-            queries.messages_insert(messages=queued)
-            # every getter for immediate puts; only pre-emptive ones for uncommitted puts
-            queues_woken([dest.pk], uncommitted_puts=not immediate)
-            if any(r.report for r in queued):
-                reports_send(originals=[r for r in immediate if r.report], feedback=COA)
-                if txn is not None and any(r.report for r in queued if r.put_transaction_id is not None):
-                    transaction_mark(transaction=txn, mark=MARK_REPORTS)
-        for row, msg in zip(rows, messages):
-            if msg.refers_to is not None:
-                _reaction_put(row=row, msg=msg, queue=dest, txn=txn if row.put_transaction_id else None)
-        if conn is not None:
-            now_put = [r.msg_id for r in queued if r.put_transaction_id is None]
-            later_put = [r.msg_id for r in queued if r.put_transaction_id is not None]
-            if later_put:
-                connection_pending_note(connection=conn, transaction=txn, put=later_put[-1])
-            if now_put:
-                client_sessions_note(broker_id=owner.pk, put={conn.conn_id: now_put[-1]})
+                for row in queued
+            ]
+        )
+        queries.messages_insert(messages=queued)
+        # every getter for immediate puts; only pre-emptive ones for uncommitted puts
+        queues_woken([dest.pk], uncommitted_puts=not immediate)
+        if any(r.report for r in queued):
+            reports_send(originals=[r for r in immediate if r.report], feedback=COA)
+            if txn is not None and any(r.report for r in queued if r.put_transaction_id is not None):
+                transaction_mark(transaction=txn, mark=MARK_REPORTS)
+    for row, msg in zip(rows, messages):
+        if msg.refers_to is not None:
+            _reaction_put(row=row, msg=msg, queue=dest, txn=txn if row.put_transaction_id else None)
+    if conn is not None:
+        now_put = [r.msg_id for r in queued if r.put_transaction_id is None]
+        later_put = [r.msg_id for r in queued if r.put_transaction_id is not None]
+        if later_put:
+            connection_pending_note(connection=conn, transaction=txn, put=later_put[-1])
+        if now_put:
+            client_sessions_note(broker_id=owner.pk, put={conn.conn_id: now_put[-1]})
     return PutResult(rows, dest, txn.id if txn else None, duplicates)
 
 

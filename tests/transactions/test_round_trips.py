@@ -1,0 +1,76 @@
+"""PostgreSQL: the network round trips of each step of a unit of work, counted from libpq's
+trace of the engine's connection (the requests that wait for the server: a simple ``Query``
+or an extended protocol's ``Sync``). Counts, not timings: they do not move with the load.
+docs/performance.md, "Counting what a unit of work writes"."""
+
+from __future__ import annotations
+
+import tempfile
+
+import pytest
+from django.db import connection
+
+from brokers.services.messages import message_get, message_put
+from brokers.services.queues import queue_alter
+from tests.conftest import bodies, msgs
+from transactions.manager import transaction_begin, transaction_commit
+
+pytestmark = [
+    pytest.mark.django_db(transaction=True),  # the steps drive their own transactions, as in the servers
+    pytest.mark.skipif(connection.vendor != "postgresql", reason="round trips are PostgreSQL's"),
+]
+
+
+def _round_trips(step):
+    connection.ensure_connection()
+    with tempfile.NamedTemporaryFile() as trace:
+        connection.connection.pgconn.trace(trace.fileno())
+        try:
+            result = step()
+        finally:
+            connection.connection.pgconn.untrace()  # flushes libpq's buffered trace
+        with open(trace.name, errors="replace") as written:  # from its start: libpq moved the shared offset
+            sent = [line.split("\t") for line in written.read().splitlines()]
+    return result, sum(1 for parts in sent if len(parts) > 3 and parts[1] == "F" and parts[3] in ("Query", "Sync"))
+
+
+def _warm():
+    """The definitions cache filled, as in a server after its first operation."""
+    transaction_commit(
+        transaction_id=message_put(broker="QM1", queue="Q1", messages=msgs("w"), syncpoint="yes").transaction_id
+    )
+    transaction_commit(transaction_id=message_get(broker="QM1", queue="Q1", syncpoint="yes").transaction_id)
+
+
+def test_a_put_that_begins_its_unit_of_work_and_its_commit_take_two_round_trips_each(queue):
+    _warm()
+    put, trips = _round_trips(lambda: message_put(broker="QM1", queue="Q1", messages=msgs("a"), syncpoint="yes"))
+    assert trips == 2
+    outcome, trips = _round_trips(lambda: transaction_commit(transaction_id=put.transaction_id))
+    assert (outcome.state, trips) == ("committed", 2)
+    assert bodies(message_get(broker="QM1", queue="Q1")) == ["a"]
+
+
+def test_a_put_under_a_named_unit_of_work_takes_two_round_trips(queue):
+    _warm()
+    txn = transaction_begin(broker="QM1", timeout_ms=60_000)
+    _, trips = _round_trips(lambda: message_put(broker="QM1", queue="Q1", messages=msgs("a"), transaction_id=txn.id))
+    assert trips == 2
+    _, trips = _round_trips(lambda: transaction_commit(transaction_id=txn.id))
+    assert trips == 2
+
+
+def test_a_put_trusting_a_stale_cache_reads_the_definitions_again(queue):
+    """The put trusts the cached definitions until its first round trip reads the version;
+    a change made since costs one more try, never a stale answer."""
+    _warm()
+    queue_alter(broker="QM1", name="Q1", put_enabled=False)
+    queue_alter(broker="QM1", name="Q1", put_enabled=True, max_message_length=10)
+    with pytest.raises(Exception) as refused:  # the new limit, not the cached one
+        message_put(broker="QM1", queue="Q1", messages=msgs("x" * 50))
+    assert refused.value.code == "message_too_large"
+    _warm_put = message_put(broker="QM1", queue="Q1", messages=msgs("short"))
+    assert _warm_put.transaction_id is None
+    queue_alter(broker="QM1", name="Q1", max_message_length=1000)
+    message_put(broker="QM1", queue="Q1", messages=msgs("x" * 50))  # refused by the cached 10 unless read again
+    assert bodies(message_get(broker="QM1", queue="Q1", batch=5)) == ["short", "x" * 50]
