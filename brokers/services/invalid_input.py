@@ -12,6 +12,8 @@ from ..exceptions import InvalidInput
 #: (message_input.MessageInput enforces them; they count towards the message length too).
 MAX_PROPERTIES = 100
 PROPERTY_KEY_LENGTH = 128
+#: A message id, correlation id or group id: 24 bytes as 48 hexadecimal characters.
+HEX_ID_PATTERN = r"^[0-9a-fA-F]{48}$"
 
 #: What a person is told when a message field is not valid (whatever pydantic found).
 FIELD_TEXTS = {
@@ -68,6 +70,13 @@ def _bound_text(item: dict) -> str | None:
         return f"Ensure this value is less than or equal to {ctx['le']}."
     if kind == "string_too_long":
         return f"Ensure this value has at most {ctx['max_length']} characters."
+    if kind in ("string_too_short", "too_short"):
+        least = ctx["min_length"]
+        if least == 1:
+            return "Must not be empty."
+        return f"Ensure this value has at least {least} {'characters' if kind == 'string_too_short' else 'items'}."
+    if kind == "string_pattern_mismatch" and ctx.get("pattern") == HEX_ID_PATTERN:
+        return "Must be 48 hexadecimal characters (24 bytes)."
     return None
 
 
