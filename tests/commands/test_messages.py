@@ -297,3 +297,5 @@ def test_browse_empty_and_errors(queue):
         run("browse", "QM1", "NOPE")
     with pytest.raises(CommandError, match="--limit must be at least 1"):
         run("browse", "QM1", "Q1", "--limit", "0")
+    with pytest.raises(CommandError, match=r"queue: Ensure this value has at most 48 characters. \[invalid\]"):
+        run("browse", "QM1", "Q" * 49)  # as REST refuses the name, not as an unknown queue
