@@ -55,6 +55,11 @@ TYPE_TEXTS = {
 }
 
 
+def _number(value):
+    """A bound as a person writes it: 0, not 0.0 (a float field's whole-number bound)."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
 def _bound_text(item: dict) -> str | None:
     """The text of a choice or range error, in the words Django's model validation used
     (what the commands said before they parsed through the operations' inputs)."""
@@ -65,9 +70,9 @@ def _bound_text(item: dict) -> str | None:
             return f"Value {value!r} is not a valid choice."
         return "Not a valid choice."
     if kind == "greater_than_equal":
-        return f"Ensure this value is greater than or equal to {ctx['ge']}."
+        return f"Ensure this value is greater than or equal to {_number(ctx['ge'])}."
     if kind == "less_than_equal":
-        return f"Ensure this value is less than or equal to {ctx['le']}."
+        return f"Ensure this value is less than or equal to {_number(ctx['le'])}."
     if kind == "string_too_long":
         return f"Ensure this value has at most {ctx['max_length']} characters."
     if kind in ("string_too_short", "too_short"):

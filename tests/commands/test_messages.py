@@ -186,7 +186,7 @@ def test_get_errors_exit_2(queue):
 @pytest.mark.parametrize(
     "args, error",
     [
-        (["--wait", "-1"], r"wait: Ensure this value is greater than or equal to 0"),
+        (["--wait", "-1"], r"wait: Ensure this value is greater than or equal to 0\."),
         (["--batch", "1001"], r"batch: At most 1000"),
         (["--correl-id", "nothex"], r"correl_id: Must be 48 hexadecimal characters"),
         (["--msg-id", "0" * 49], r"msg_id: Must be 48 hexadecimal characters"),
