@@ -12,6 +12,8 @@ from ..exceptions import InvalidInput
 #: (message_input.MessageInput enforces them; they count towards the message length too).
 MAX_PROPERTIES = 100
 PROPERTY_KEY_LENGTH = 128
+#: A message id, correlation id or group id: 24 bytes as 48 hexadecimal characters.
+HEX_ID_PATTERN = r"^[0-9a-fA-F]{48}$"
 
 #: What a person is told when a message field is not valid (whatever pydantic found).
 FIELD_TEXTS = {
@@ -53,6 +55,11 @@ TYPE_TEXTS = {
 }
 
 
+def _number(value):
+    """A bound as a person writes it: 0, not 0.0 (a float field's whole-number bound)."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
 def _bound_text(item: dict) -> str | None:
     """The text of a choice or range error, in the words Django's model validation used
     (what the commands said before they parsed through the operations' inputs)."""
@@ -63,11 +70,18 @@ def _bound_text(item: dict) -> str | None:
             return f"Value {value!r} is not a valid choice."
         return "Not a valid choice."
     if kind == "greater_than_equal":
-        return f"Ensure this value is greater than or equal to {ctx['ge']}."
+        return f"Ensure this value is greater than or equal to {_number(ctx['ge'])}."
     if kind == "less_than_equal":
-        return f"Ensure this value is less than or equal to {ctx['le']}."
+        return f"Ensure this value is less than or equal to {_number(ctx['le'])}."
     if kind == "string_too_long":
         return f"Ensure this value has at most {ctx['max_length']} characters."
+    if kind in ("string_too_short", "too_short"):
+        least = ctx["min_length"]
+        if least == 1:
+            return "Must not be empty."
+        return f"Ensure this value has at least {least} {'characters' if kind == 'string_too_short' else 'items'}."
+    if kind == "string_pattern_mismatch" and ctx.get("pattern") == HEX_ID_PATTERN:
+        return "Must be 48 hexadecimal characters (24 bytes)."
     return None
 
 

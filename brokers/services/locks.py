@@ -199,11 +199,8 @@ def lock_renew(*, token: str) -> Message:
 
 
 def lock_dead_letter(*, token: str, reason: str) -> Message:
-    """Move the locked message to the broker's dead-letter queue with the holder's reason."""
-    if not isinstance(reason, str) or not reason.strip() or len(reason) > 200:
-        from ..exceptions import InvalidInput
-
-        raise InvalidInput("A dead-letter reason of 1 to 200 characters is needed.", errors={"reason": ["Required."]})
+    """Move the locked message to the broker's dead-letter queue with the holder's reason
+    (1 to 200 characters, not blank: ``LockDeadLetter.Input`` checked it)."""
     now = timezone.now()
     with db.atomic():
         message = _locked_message(token, now)
@@ -215,7 +212,7 @@ def lock_dead_letter(*, token: str, reason: str) -> Message:
         if target is None:
             raise Conflict("The broker has no usable dead-letter queue.", lock_token=token)
         message.lock_token = message.locked_until = None
-        return message_move(message=message, source=message.queue, target=target, reason=reason.strip())
+        return message_move(message=message, source=message.queue, target=target, reason=reason)
 
 
 def _expired_reason(delivery_count: int) -> str:

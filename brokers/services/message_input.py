@@ -17,9 +17,9 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, Validation
 
 from ..exceptions import InvalidInput
 from ..models import NAME_PATTERN, Message, MessageType
-from .invalid_input import FIELD_TEXTS, MAX_PROPERTIES, PROPERTY_KEY_LENGTH, invalid  # noqa: F401
+from .invalid_input import FIELD_TEXTS, HEX_ID_PATTERN, MAX_PROPERTIES, PROPERTY_KEY_LENGTH, invalid  # noqa: F401
 
-HEX_ID = re.compile(r"^[0-9a-fA-F]{48}$")
+HEX_ID = re.compile(HEX_ID_PATTERN)
 MESSAGE_FIELDS = {
     "body",
     "body_base64",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from brokers.api.operations.definitions import BrokerDefine, QueueDefine
+from brokers.api.operations.messages import MessageGet, MessagePut
 from brokers.exceptions import (
     AlreadyExists,
     BrokerNotFound,
@@ -365,7 +366,7 @@ def test_options_conflict_on_transaction_with_no_syncpoint(queue):
 
 
 @pytest.mark.parametrize(
-    "kwargs",
+    "fields",
     [
         {"batch": 0},
         {"batch": 100_000},
@@ -374,20 +375,23 @@ def test_options_conflict_on_transaction_with_no_syncpoint(queue):
         {"mode": "sideways"},
         {"syncpoint": "maybe"},
         {"syncpoint": "if_persistent"},
+        {"access": "sometimes"},
+        {"msg_id": "not hex"},
+        {"correl_id": "0" * 47},
     ],
 )
-def test_bad_get_options_are_invalid(queue, kwargs):
+def test_bad_get_options_are_invalid(queue, fields):
     message_put(broker="QM1", queue="Q1", messages=msgs("a"))
-    with pytest.raises(InvalidInput) as exc:
-        message_get(broker="QM1", queue="Q1", **kwargs)
-    assert exc.value.code == "invalid"
+    with pytest.raises(InvalidInput) as exc:  # refused where it enters, through the one definition
+        MessageGet.parse({"broker": "QM1", "queue": "Q1", **fields})
+    assert exc.value.code == "invalid" and list(exc.value.details["errors"]) == list(fields)
     assert browse_all("Q1") == ["a"]
 
 
-@pytest.mark.parametrize("kwargs", [{"messages": []}, {"syncpoint": "maybe"}])
-def test_bad_put_options_are_invalid(queue, kwargs):
-    args = {"messages": msgs("a"), **kwargs}
-    with pytest.raises(InvalidInput) as exc:
-        message_put(broker="QM1", queue="Q1", **args)
-    assert exc.value.code == "invalid"
+@pytest.mark.parametrize("fields", [{"messages": []}, {"messages": [{"body": "a"}] * 3}, {"syncpoint": "maybe"}])
+def test_bad_put_options_are_invalid(queue, settings, fields):
+    settings.BATON_MAX_BATCH = 2
+    with pytest.raises(InvalidInput) as exc:  # refused where it enters, through the one definition
+        MessagePut.parse({"broker": "QM1", "queue": "Q1", "messages": [{"body": "a"}], **fields})
+    assert exc.value.code == "invalid" and list(exc.value.details["errors"]) == list(fields)
     assert Message.objects.count() == 0

@@ -178,9 +178,33 @@ def test_get_errors_exit_2(queue):
     with pytest.raises(CommandError, match=r"No queue 'NOPE'") as exc:
         run("get", "QM1", "NOPE")
     assert exc.value.returncode == 2
-    with pytest.raises(CommandError, match=r"batch must be from 1") as exc:
+    with pytest.raises(CommandError, match=r"batch: Ensure this value is greater than or equal to 1") as exc:
         run("get", "QM1", "Q1", "--batch", "0")
     assert exc.value.returncode == 2
+
+
+@pytest.mark.parametrize(
+    "args, error",
+    [
+        (["--wait", "-1"], r"wait: Ensure this value is greater than or equal to 0\."),
+        (["--batch", "1001"], r"batch: At most 1000"),
+        (["--correl-id", "nothex"], r"correl_id: Must be 48 hexadecimal characters"),
+        (["--msg-id", "0" * 49], r"msg_id: Must be 48 hexadecimal characters"),
+    ],
+)
+def test_get_refuses_bad_options_as_rest_does(queue, args, error):
+    message_put(broker="QM1", queue="Q1", messages=msgs("stays"))
+    with pytest.raises(CommandError, match=error + r".* \[invalid\]$") as exc:
+        run("get", "QM1", "Q1", *args)
+    assert exc.value.returncode == 2
+    assert on_queue() == [b"stays"]
+    assert not Transaction.objects.exists()
+
+
+def test_get_matches_an_id_given_in_upper_case(queue):
+    message_put(broker="QM1", queue="Q1", messages=msgs("plain"))
+    [wanted] = run("put", "QM1", "Q1", "reply", "--correl-id", CORREL.upper()).lines
+    assert run("get", "QM1", "Q1", "--msg-id", wanted.upper()).out == "reply\n"
 
 
 def test_get_json_and_base64(queue):
@@ -273,3 +297,5 @@ def test_browse_empty_and_errors(queue):
         run("browse", "QM1", "NOPE")
     with pytest.raises(CommandError, match="--limit must be at least 1"):
         run("browse", "QM1", "Q1", "--limit", "0")
+    with pytest.raises(CommandError, match=r"queue: Ensure this value has at most 48 characters. \[invalid\]"):
+        run("browse", "QM1", "Q" * 49)  # as REST refuses the name, not as an unknown queue

@@ -9,6 +9,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from brokers.api.operations.locks import LockDeadLetter
 from brokers.exceptions import InvalidInput, OptionsConflict
 from brokers.models import Message
 from brokers.selectors import queue_depths, queue_get
@@ -208,9 +209,11 @@ def test_dead_letter_needs_a_reason(pq):
     put(pq, "M1")
     m = _lock(pq)
     for reason in ("", "   ", None, "x" * 201):
-        with pytest.raises(InvalidInput):
-            lock_dead_letter(token=m.lock_token, reason=reason)
+        with pytest.raises(InvalidInput) as exc:  # refused where it enters, through the one definition
+            LockDeadLetter.parse({"lock_token": m.lock_token, "reason": reason})
+        assert list(exc.value.details["errors"]) == ["reason"]
     assert Message.objects.get(pk=m.pk).lock_token == m.lock_token
+    assert LockDeadLetter.parse({"lock_token": m.lock_token, "reason": "  no route \n"}).reason == "no route"
 
 
 # --- expiry and the delivery limit ----------------------------------------------------------
@@ -394,6 +397,8 @@ def test_rest_dead_letter(api, queue):
     _rest_put(api, "M1")
     m = _rest_lock(api)
     _error(api.post(f"/api/locks/{m['lock_token']}/dead-letter/", {}, format="json"), 400, "invalid")
+    blank = api.post(f"/api/locks/{m['lock_token']}/dead-letter/", {"reason": " \t"}, format="json")
+    assert _error(blank, 400, "invalid")["errors"] == {"reason": ["Must not be blank."]}
     r = api.post(f"/api/locks/{m['lock_token']}/dead-letter/", {"reason": "poison"}, format="json")
     assert r.status_code == 200, r.content
     assert r.json()["outcome"] == "dead_lettered" and r.json()["queue"] == DLQ

@@ -8,6 +8,8 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
+from transactions.models import Transaction
+
 
 def run(*args) -> str:
     out = StringIO()
@@ -33,3 +35,13 @@ def test_a_workflow_from_the_command_line(wf, hooks):
     hooks(run, "fail_step", second, "validate", "--reason", "no receipt")
     assert "compensated" in run("display_instance", second).splitlines()[0]
     run("delete_workflow", "WF", "claim")
+
+
+def test_a_manual_step_with_a_bad_wait_is_refused_before_anything_begins(wf):
+    run("define_workflow", "WF", "claim", "--step", "validate:A:cA", "--deadline-ms", "0")
+    instance = run("start_workflow", "WF", "claim", "expense 44").strip()
+    before = Transaction.objects.count()
+    with pytest.raises(CommandError, match=r"wait: Ensure this value is greater than or equal to 0. \[invalid\]"):
+        run("complete_step", instance, "validate", "--wait", "-1")  # checked as REST checks a get's wait
+    assert Transaction.objects.count() == before
+    assert "running" in run("display_instance", instance).splitlines()[0]

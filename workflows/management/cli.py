@@ -7,6 +7,10 @@ from __future__ import annotations
 import argparse
 from typing import Callable
 
+from django.conf import settings
+
+from brokers.api.operations.base import given
+from brokers.api.operations.messages import MessageGet
 from brokers.services.message_input import MessageInput
 from brokers.services.messages import message_get
 from transactions.manager import transaction_begin, transaction_commit, transaction_rollback
@@ -48,17 +52,22 @@ def manual_step(*, instance_id: str, step: str, act: Callable[[str, list], None]
     instance = instance_get(instance_id=instance_id)
     definition = instance.version.steps.filter(name=step).first()
     queue = definition.queue if definition is not None else ""
+    if definition is not None:  # the wait comes from the command line: checked as REST checks a get's
+        request = MessageGet.parse(
+            {
+                "broker": instance.broker.name,
+                "queue": queue,
+                "correl_id": instance.pk,
+                "batch": min(100, settings.BATON_MAX_BATCH),
+                "wait": wait,
+            }
+        )
     txn = transaction_begin(broker=instance.broker.name, timeout_ms=instance.broker.transaction_timeout_ms).id
     got = []
     try:
         if definition is not None:
             got = message_get(
-                broker=instance.broker.name,
-                queue=queue,
-                transaction_id=txn,
-                correl_id=instance.pk,
-                batch=100,
-                wait=wait,
+                broker=request.broker, queue=request.queue, transaction_id=txn, **given(request, "broker", "queue")
             ).messages
             if not got:
                 raise WorkflowConflict(

@@ -16,6 +16,22 @@ Token = Annotated[str, Field(max_length=64, description="The lock token of a pee
 Outcome = Literal["completed", "pending_commit", "available", "dead_lettered"]
 
 
+def _reason_given(value: str) -> str:
+    """A dead-letter reason as recorded: without surrounding blanks, and never blank."""
+    value = value.strip()
+    if not value:
+        raise ValueError("Must not be blank.")
+    return value
+
+
+#: Why the holder dead-letters the message (docs/semantics.md): required, never blank.
+Reason = Annotated[
+    str,
+    Field(min_length=1, max_length=200, description="Why: 1 to 200 characters, not blank (recorded stripped)."),
+    AfterValidator(_reason_given),
+]
+
+
 def _tokens_bounded(value: list[str]) -> list[str]:
     if len(value) > settings.BATON_MAX_BATCH:
         raise ValueError(f"At most {settings.BATON_MAX_BATCH}.")
@@ -136,7 +152,7 @@ class LockDeadLetter(Operation):
 
     class Input(Model):
         lock_token: Token
-        reason: Annotated[str, Field(min_length=1, max_length=200)] | None = None
+        reason: Reason
 
     class Output(LockOutcome):
         queue: str = Field(description="The queue the message was moved to.")

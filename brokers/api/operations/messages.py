@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import ConfigDict, Field, RootModel, model_validator
+from django.conf import settings
+from pydantic import AfterValidator, ConfigDict, Field, RootModel, model_validator
 
 from ... import permissions as may
 from ...services.message_input import HexId, MessageIn, message_render
@@ -18,6 +19,19 @@ QueueName = Annotated[str, Field(description="Queue name.", max_length=48)]
 Text = Annotated[str, Field(max_length=200)]
 #: true or false; also "true"/"false" (and yes/no, 1/0) as earlier clients sent them.
 Flag = Annotated[bool, Field(strict=False)]
+#: An id a get matches (msg_id, correl_id, group_id): 48 hex characters, either case; ids
+#: are stored in lower case, so it is matched in lower case.
+MatchId = Annotated[HexId, AfterValidator(str.lower)]
+
+
+def _messages_bounded(value: list) -> list:
+    if len(value) > settings.BATON_MAX_BATCH:  # read per call: a deployment (or a test) may change it
+        raise ValueError(f"At most {settings.BATON_MAX_BATCH} messages a call.")
+    return value
+
+
+#: A batch put: 1 to BATON_MAX_BATCH messages, all or none.
+Messages = Annotated[list[MessageIn], Field(min_length=1), AfterValidator(_messages_bounded)]
 
 
 class MessageOut(Model):
@@ -72,7 +86,9 @@ class MessagePut(Operation):
         model_config = ConfigDict(extra="forbid", strict=True)
         broker: Broker
         queue: QueueName
-        messages: list[MessageIn] | None = Field(None, description="A batch: these messages, all or none.")
+        messages: Messages | None = Field(
+            None, description="A batch: these messages (1 to BATON_MAX_BATCH, by default 1000), all or none."
+        )
         transaction: Text | None = Field(None, description="Put under this unit of work.")
         syncpoint: Literal["yes", "no", "if_persistent"] | None = None
         connection: Text | None = Field(None, description="A connection id (conn_id).")
@@ -174,9 +190,9 @@ class MessageGet(Operation):
         connection: Text | None = None
         preemptive: Flag = Field(False, description="May take another unit of work's uncommitted put (linked).")
         ordered: Flag = False
-        msg_id: Text | None = None
-        correl_id: Text | None = None
-        group_id: Text | None = None
+        msg_id: MatchId | None = None
+        correl_id: MatchId | None = None
+        group_id: MatchId | None = None
         mode: Literal["destructive", "browse", "peek_lock"] | None = None
         batch: Batch = 1
         commit_first: Flag = Field(

@@ -1,6 +1,7 @@
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from brokers.api.operations.messages import MessageBrowse
 from brokers.management.admin_cli import json_dumps, service_errors, table
 from brokers.services.message_input import message_render
 from brokers.services.messages import message_browse
@@ -47,6 +48,8 @@ class Command(BaseCommand):
         messages, more, source = [], False, None
         cursor = None
         with service_errors():
+            first_page = min(limit + 1, settings.BATON_MAX_BATCH)  # the names checked as REST checks them
+            MessageBrowse.parse({"broker": broker, "queue": queue, "ordered": ordered, "limit": first_page})
             # Page through with the cursor; one more than asked tells whether there are more.
             while len(messages) <= limit:
                 page = min(limit + 1 - len(messages), settings.BATON_MAX_BATCH)

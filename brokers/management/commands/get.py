@@ -4,6 +4,8 @@ import sys
 
 from django.core.management.base import BaseCommand, CommandError
 
+from brokers.api.operations.base import given
+from brokers.api.operations.messages import MessageGet
 from brokers.management.admin_cli import json_dumps, service_errors
 from brokers.services.message_input import message_render
 from brokers.services.messages import message_get
@@ -65,17 +67,12 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, broker, queue, wait, batch, correl_id, msg_id, group_id, as_json, as_base64, **options):
+        request = {"broker": broker, "queue": queue, "syncpoint": "yes", "wait": wait, "batch": batch}
+        ids = {"correl_id": correl_id, "msg_id": msg_id, "group_id": group_id}
+        request.update((name, value) for name, value in ids.items() if value is not None)
         with service_errors(FAILED):
-            result = message_get(
-                broker=broker,
-                queue=queue,
-                syncpoint="yes",
-                wait=wait,
-                batch=batch,
-                correl_id=correl_id,
-                msg_id=msg_id,
-                group_id=group_id,
-            )
+            data = MessageGet.parse(request)  # checked as REST checks a get
+            result = message_get(broker=data.broker, queue=data.queue, **given(data, "broker", "queue"))
         if not result.messages:
             why = _why(result.reason, broker=broker, queue=queue, wait=wait)
             if self._from_shell:  # the reason alone, not dressed as an error

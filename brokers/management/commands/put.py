@@ -6,9 +6,10 @@ from dataclasses import replace
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from brokers.api.operations.messages import MessagePut
 from brokers.exceptions import MessageTooLarge
 from brokers.management.admin_cli import service_errors
-from brokers.services.message_input import MessageInput, message_input_parse
+from brokers.services.message_input import MessageIn, MessageInput
 from brokers.services.messages import message_put
 from transactions.manager import transaction_commit, transaction_rollback
 from transactions.models import TransactionState
@@ -105,8 +106,8 @@ class Command(BaseCommand):
             fields["report"] = report
         if options.get("properties"):
             fields["properties"] = dict(_property(p) for p in options["properties"])
-        with service_errors():
-            message = message_input_parse(fields)
+        with service_errors():  # checked as REST checks a put (the body, bytes as given, is added after)
+            message = MessageIn.to_input(MessagePut.parse({"broker": broker, "queue": queue, **fields}))
         message.body = self._body(body, options.get("stdin"))
         # More copies than one call takes go under one unit of work too, so all or none are put.
         chunk = settings.BATON_MAX_BATCH

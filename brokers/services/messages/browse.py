@@ -6,7 +6,6 @@ import base64
 import binascii
 import json
 
-from django.conf import settings
 from django.db.models import Q
 from django.utils import timezone
 
@@ -64,10 +63,9 @@ def message_browse(
     ``body_contains`` and ``property`` show only the messages they match
     (brokers/services/message_filter.py; malformed: InvalidInput), pages read on from the
     cursor as without them. ``user`` (a transport's authenticated user; None: system code):
-    browsing through an alias needs browse on the queue it stands for too."""
+    browsing through an alias needs browse on the queue it stands for too. ``limit`` is 1 to
+    BATON_MAX_BATCH (``MessageBrowse.Input`` checked it)."""
     found = message_filter_parse(body_contains=body_contains, property=property)
-    if not 1 <= limit <= settings.BATON_MAX_BATCH:
-        raise InvalidInput(f"limit must be from 1 to {settings.BATON_MAX_BATCH}.", errors={"limit": ["Out of range."]})
     source = queue_get(broker=broker, name=queue)
     if source.kind == QueueKind.ALIAS:
         may.require_reached(user, "browse", broker=broker, queue=queue)  # docs/permissions.md

@@ -16,8 +16,6 @@ from ...definitions import definitions_checked
 from ...definitions import queue_cached as queue_get
 from ...selectors import connection_get
 
-SYNCPOINT_CHOICES = {"yes", "no", "if_persistent"}
-
 
 @dataclass
 class Duplicate:
@@ -168,10 +166,10 @@ def _connection(conn_id: str | None, broker: Broker) -> Connection | None:
 
 
 def _syncpoint_checked(syncpoint: str | None, transaction_id: str | None) -> str:
+    """The syncpoint a put or get works under (one of yes, no, if_persistent: the operation's
+    input checked the choice): the one given, else yes under a named unit of work."""
     if syncpoint is None:
         return "yes" if transaction_id else "no"
-    if syncpoint not in SYNCPOINT_CHOICES:
-        raise InvalidInput("syncpoint must be yes, no or if_persistent.", errors={"syncpoint": ["Invalid choice."]})
     if transaction_id and syncpoint == "no":
         raise OptionsConflict("A put or get under a transaction cannot also ask for no syncpoint.")
     return syncpoint

@@ -39,7 +39,6 @@ from ...definitions import queue_cached
 from ...models import Access, Connection, DeliverySequence, Message, Queue, QueueKind, ReadOrder
 from ...selectors import connection_get, queue_next_release
 from .. import locks  # (a module: locks imports this package's common helpers)
-from ..message_input import HEX_ID
 from ..ordering import REASON_IN_FLIGHT, delivery_ordered, is_ordered, not_expired, ordered_getters_lock, ordered_pick
 from ..reports import COD, reports_send
 from ..store import (
@@ -50,8 +49,6 @@ from ..store import (
 )
 from ..room import queue_wait_keys
 from .common import GetResult, _connection, _get_source, _syncpoint_checked, _unit_of_work, unit_of_work_joined
-
-GET_MODES = {"destructive", "browse", "peek_lock"}
 
 
 def _candidates(
@@ -412,14 +409,6 @@ def _get_once(
         )
 
 
-def _match_id(name: str, value: str | None) -> str | None:
-    if value is None:
-        return None
-    if not HEX_ID.match(value):
-        raise InvalidInput(f"{name} must be 48 hexadecimal characters.", errors={name: ["Must be 48 hex characters."]})
-    return value.lower()
-
-
 def _named_queue(*, broker: str, queue: str) -> Queue:
     definitions_checked()
     return queue_cached(broker=broker, name=queue)
@@ -455,23 +444,14 @@ def message_get(
 
     ``user``: who gets (a transport passes its authenticated user): a unit of work it joins
     or commits first must be theirs (docs/permissions.md), one it begins is theirs. None:
-    system code."""
-    if access not in (None, "shared", "exclusive"):
-        raise InvalidInput("access must be shared or exclusive.", errors={"access": ["Invalid choice."]})
-    if mode not in GET_MODES:
-        raise InvalidInput("mode must be destructive, browse or peek_lock.", errors={"mode": ["Invalid choice."]})
-    if not 1 <= batch <= settings.BATON_MAX_BATCH:
-        raise InvalidInput(f"batch must be from 1 to {settings.BATON_MAX_BATCH}.", errors={"batch": ["Out of range."]})
-    if not 0 <= wait <= settings.BATON_MAX_WAIT_S:
-        raise InvalidInput(
-            f"wait must be from 0 to {settings.BATON_MAX_WAIT_S} seconds.", errors={"wait": ["Out of range."]}
-        )
-    msg_id, correl_id, group_id = (
-        _match_id(name, value) for name, value in (("msg_id", msg_id), ("correl_id", correl_id), ("group_id", group_id))
-    )
+    system code.
+
+    The arguments are valid (a transport parses what a client sends through
+    ``MessageGet.Input``; platform code passes what it built): ``mode`` one of destructive,
+    browse, peek_lock; ``access`` None, shared or exclusive; ``batch`` 1 to BATON_MAX_BATCH;
+    ``wait`` 0 to BATON_MAX_WAIT_S; the ids 48 lower-case hex characters; ``syncpoint`` None,
+    yes or no. Checked here: what needs the database, and the options that conflict (409)."""
     syncpoint = _syncpoint_checked(syncpoint, transaction_id)
-    if syncpoint == "if_persistent":
-        raise InvalidInput("A get takes syncpoint yes or no.", errors={"syncpoint": ["Invalid choice."]})
     if preemptive and syncpoint != "yes":
         raise OptionsConflict("A pre-emptive get needs a unit of work: name a transaction or ask for syncpoint yes.")
     if user is not None:  # the indirect paths' rule (docs/permissions.md): an alias's target too

@@ -20,7 +20,7 @@ from transactions.models import JournalKind
 from ... import permissions as may
 from ... import queries
 from ...definitions import definitions_checked, definitions_trusted
-from ...exceptions import BatonError, InvalidInput, MessageTooLarge, QueueFull
+from ...exceptions import BatonError, MessageTooLarge, QueueFull
 from ...ids import ids_new
 from ...models import Message, MessageType, PendingReaction, Persistence
 from ...queries import message_new, postgres
@@ -61,11 +61,11 @@ def message_put(
     database transaction as the put (``queries.dedup_keys_claim``).
 
     ``user``: who puts (a transport passes its authenticated user): a unit of work it joins
-    must be theirs (docs/permissions.md), one it begins is theirs. None: system code."""
-    if not messages:
-        raise InvalidInput("Give at least one message.", errors={"messages": ["Empty."]})
-    if len(messages) > settings.BATON_MAX_BATCH:
-        raise InvalidInput(f"At most {settings.BATON_MAX_BATCH} messages a call.", errors={"messages": ["Too many."]})
+    must be theirs (docs/permissions.md), one it begins is theirs. None: system code.
+
+    The arguments are valid (a transport parses what a client sends through
+    ``MessagePut.Input``; platform code passes what it built): 1 to BATON_MAX_BATCH messages,
+    ``syncpoint`` None, yes, no or if_persistent. Checked here: what needs the database."""
     syncpoint = _syncpoint_checked(syncpoint, transaction_id)
     # Only a persistent message put outside a unit of work must be on disk when we answer.
     durable = syncpoint == "no" and any(m.persistence != Persistence.NON_PERSISTENT for m in messages)
