@@ -103,6 +103,17 @@ def get_start(*, queue_id: int, transaction_id: str | None, now):
     locks already run out are read); ``overdue``, the id of one open unit of work past its
     deadline that got or put a message on the queue, else None (through the open-deadline
     index: only units of work already overdue are read)."""
+    with cursor() as c:
+        if transaction_id is not None:
+            c.execute(*_get_start_sql(queue_id=queue_id, transaction_id=transaction_id, now=now))
+            found = _get_started(c.fetchone(), named=True)
+            if found is not None:
+                return found
+        c.execute(*_get_start_sql(queue_id=queue_id, transaction_id=None, now=now))
+        return _get_started(c.fetchone(), named=False)
+
+
+def _get_start_sql(*, queue_id: int, transaction_id: str | None, now) -> tuple[str, list]:
     t = dt_param(now)
     settle = (
         f"EXISTS (SELECT 1 FROM {MESSAGE} m WHERE m.lock_token IS NOT NULL AND m.locked_until <= %s"
@@ -112,24 +123,24 @@ def get_start(*, queue_id: int, transaction_id: str | None, now):
         f" OR EXISTS (SELECT 1 FROM {MESSAGE} m WHERE m.put_transaction_id = o.id AND m.queue_id = q.id)) LIMIT 1)"
     )
     version = f"(SELECT version FROM {VERSION} WHERE id = 1)"
-    with cursor() as c:
-        if transaction_id is not None:
-            lock = " FOR UPDATE OF t" if postgres() else ""
-            c.execute(
-                f"SELECT {version}, q.exclusive_holder, q.exclusive_until, {settle},"
-                f" {', '.join('t.' + name for name in TRANSACTION_COLUMNS)}"
-                f" FROM {QUEUE} q, {TRANSACTION} t WHERE q.id = %s AND t.id = %s{lock}",
-                [t, t, queue_id, transaction_id],
-            )
-            row = c.fetchone()
-            if row is not None:
-                return row[0], row[1], aware(row[2]), transaction_from_row(row[5:]), bool(row[3]), row[4]
-        c.execute(
-            f"SELECT {version}, q.exclusive_holder, q.exclusive_until, {settle} FROM {QUEUE} q WHERE q.id = %s",
-            [t, t, queue_id],
+    if transaction_id is not None:
+        lock = " FOR UPDATE OF t" if postgres() else ""
+        return (
+            f"SELECT {version}, q.exclusive_holder, q.exclusive_until, {settle},"
+            f" {', '.join('t.' + name for name in TRANSACTION_COLUMNS)}"
+            f" FROM {QUEUE} q, {TRANSACTION} t WHERE q.id = %s AND t.id = %s{lock}",
+            [t, t, queue_id, transaction_id],
         )
-        row = c.fetchone()
-    return None if row is None else (row[0], row[1], aware(row[2]), None, bool(row[3]), row[4])
+    return (
+        f"SELECT {version}, q.exclusive_holder, q.exclusive_until, {settle} FROM {QUEUE} q WHERE q.id = %s",
+        [t, t, queue_id],
+    )
+
+
+def _get_started(row, *, named: bool):
+    if row is None:
+        return None
+    return row[0], row[1], aware(row[2]), transaction_from_row(row[5:]) if named else None, bool(row[3]), row[4]
 
 
 def transaction_row_and_definitions_version(*, transaction_id: str):
@@ -373,6 +384,14 @@ def messages_take(
         uncommitted_of_others=uncommitted_of_others,
         match=match,
     )
+    sql, params = _take_sql(choose, params, get_transaction_id=get_transaction_id)
+    with cursor() as c:
+        c.execute(sql, params)
+        rows = c.fetchall()
+    return _taken_in_order(rows, priority_first=priority_first, commit_ordered=commit_ordered)
+
+
+def _take_sql(choose: str, params: list, *, get_transaction_id: str | None) -> tuple[str, list]:
     # PostgreSQL may run an IN (subquery with LIMIT) more than once and take more rows than
     # asked: there the choice is a materialised CTE, evaluated exactly once.
     chosen = f"WITH chosen AS MATERIALIZED ({choose}) " if postgres() else ""
@@ -383,19 +402,57 @@ def messages_take(
             f" WHERE id IN ({picked}) AND get_transaction_id IS NULL AND lock_token IS NULL"
             f" RETURNING {_COLUMN_LIST}"
         )
-        params = [*params, get_transaction_id] if postgres() else [get_transaction_id, *params]
-    else:
-        sql = (
-            f"{chosen}DELETE FROM {MESSAGE} WHERE id IN ({picked}) AND get_transaction_id IS NULL"
-            f" AND lock_token IS NULL RETURNING {_COLUMN_LIST}"
-        )
-    with cursor() as c:
-        c.execute(sql, params)
-        rows = c.fetchall()
+        return sql, [*params, get_transaction_id] if postgres() else [get_transaction_id, *params]
+    sql = (
+        f"{chosen}DELETE FROM {MESSAGE} WHERE id IN ({picked}) AND get_transaction_id IS NULL"
+        f" AND lock_token IS NULL RETURNING {_COLUMN_LIST}"
+    )
+    return sql, params
+
+
+def _taken_in_order(rows, *, priority_first: bool, commit_ordered: bool) -> list[Message]:
     messages = [message_from_row(row) for row in rows]
-    key = _sort_key(priority_first=priority_first, commit_ordered=commit_ordered)
-    messages.sort(key=key)  # RETURNING gives no order
+    messages.sort(key=_sort_key(priority_first=priority_first, commit_ordered=commit_ordered))  # RETURNING: no order
     return messages
+
+
+def get_start_and_take(
+    *,
+    queue_id: int,
+    transaction_id: str | None,
+    now,
+    limit: int,
+    get_transaction_id: str | None,
+    priority_first: bool,
+    commit_ordered: bool,
+    uncommitted_of_others: str | None,
+    match: dict,
+):
+    """PostgreSQL: ``get_start`` and ``messages_take`` in one round trip, for a get that
+    trusts the definitions cache (``definitions_trusted``) and takes before it knows what the
+    first statement says: the caller checks that (the version, the unit of work's row, the
+    lease, what must be settled first) and undoes the whole database transaction when the
+    take should not have happened. Locks as the two do, in that order: the unit of work's
+    row, then the messages taken. Returns ``(started, messages)``; ``started`` as
+    ``get_start``'s, None when its statement found no row (no such queue, or no such unit of
+    work: the caller starts again the careful way)."""
+    start_sql, start_params = _get_start_sql(queue_id=queue_id, transaction_id=transaction_id, now=now)
+    choose, params = _choose_sql(
+        queue_id=queue_id,
+        now=now,
+        limit=limit,
+        priority_first=priority_first,
+        commit_ordered=commit_ordered,
+        uncommitted_of_others=uncommitted_of_others,
+        match=match,
+    )
+    take_sql, take_params = _take_sql(choose, params, get_transaction_id=get_transaction_id)
+    with cursor() as c:
+        c.execute(f"{start_sql}; {take_sql}", [*start_params, *take_params])
+        started = _get_started(c.fetchone(), named=transaction_id is not None)
+        c.nextset()
+        rows = c.fetchall()
+    return started, _taken_in_order(rows, priority_first=priority_first, commit_ordered=commit_ordered)
 
 
 def messages_lock(

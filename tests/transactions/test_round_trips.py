@@ -9,6 +9,7 @@ import tempfile
 
 import pytest
 from django.db import connection
+from django.utils import timezone
 
 from brokers.services.messages import message_get, message_put
 from brokers.services.queues import queue_alter
@@ -74,3 +75,29 @@ def test_a_put_trusting_a_stale_cache_reads_the_definitions_again(queue):
     queue_alter(broker="QM1", name="Q1", max_message_length=1000)
     message_put(broker="QM1", queue="Q1", messages=msgs("x" * 50))  # refused by the cached 10 unless read again
     assert bodies(message_get(broker="QM1", queue="Q1", batch=5)) == ["short", "x" * 50]
+
+
+def test_a_get_looks_and_takes_in_one_round_trip_and_commits_in_another(queue):
+    _warm()
+    message_put(broker="QM1", queue="Q1", messages=msgs("a", "b"))
+    got, trips = _round_trips(lambda: message_get(broker="QM1", queue="Q1", syncpoint="yes"))
+    assert (bodies(got), trips) == (["a"], 2)
+    _, trips = _round_trips(lambda: transaction_commit(transaction_id=got.transaction_id))
+    assert trips == 2
+    txn = transaction_begin(broker="QM1", timeout_ms=60_000)
+    got, trips = _round_trips(lambda: message_get(broker="QM1", queue="Q1", transaction_id=txn.id))
+    assert (bodies(got), trips) == (["b"], 2)
+
+
+def test_a_get_whose_look_finds_a_lapsed_lock_undoes_its_take_and_settles_it_first(queue):
+    """The take ran before the look said a peek-lock ran out: the careful way releases the
+    lock first, so the older, released message is the one taken."""
+    _warm()
+    queue_alter(broker="QM1", name="Q1", lock_duration_ms=1)
+    message_put(broker="QM1", queue="Q1", messages=msgs("first", "second"))
+    locked = message_get(broker="QM1", queue="Q1", mode="peek_lock")
+    assert bodies(locked) == ["first"]
+    deadline = locked.messages[0].locked_until
+    while timezone.now() <= deadline:  # a lock of 1 ms: run out by the clock, not by a sleep's length
+        pass
+    assert bodies(message_get(broker="QM1", queue="Q1", syncpoint="yes")) == ["first"]
