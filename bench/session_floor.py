@@ -1,0 +1,211 @@
+"""The floor under a session operation's server CPU: what Uvicorn and JSON alone cost per
+frame, beside what Baton's session costs, with the same client in the same run
+(docs/performance.md, "The serving floor").
+
+    python -m bench.session_floor [--units 300] [--rounds 3] [--json]
+
+Starts Baton's web server as ``platform/up`` starts it (``bench.live``, SQLite in a scratch
+directory, ``synchronous=FULL``) and, beside it, Uvicorn serving a bare ASGI application
+(``app`` below) that answers each request frame with the reply Baton gave to the same
+operation (recorded first, so both send the same bytes), after decoding the request and
+encoding the reply as JSON. One client, the same code for both: units of work of one 1 KiB
+persistent message — ``begin``, ``put`` (pipelined, as the Python client sends it),
+``commit`` — over a WebSocket. Rounds alternate between the two servers; per round it
+reads each server's CPU time (user + system, from /proc) and prints the medians per
+operation. The floor is what any Python server on this stack pays before it does any work:
+it bounds what trimming Baton's own code can reach. Needs no Django in this process;
+asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from contextlib import ExitStack
+from pathlib import Path
+
+import httpx
+from websockets.sync.client import connect
+
+from .live import HOST, LivePlatform
+
+ROOT = Path(__file__).resolve().parents[1]
+BROKER, QUEUE = "FLOOR", "Q"
+REPLIES_ENV = "BATON_FLOOR_REPLIES"
+
+
+# --- the bare server ----------------------------------------------------------------------
+
+
+def _replies() -> dict[str, dict]:
+    path = os.environ.get(REPLIES_ENV)
+    return json.loads(Path(path).read_text()) if path else {}
+
+
+async def app(scope, receive, send) -> None:
+    """A WebSocket that answers each ``{"id", "op", ...}`` frame with the recorded reply to
+    ``op`` under the frame's id: JSON decoded and encoded, nothing else."""
+    if scope["type"] != "websocket":
+        return
+    replies = _replies()
+    event = await receive()
+    if event["type"] != "websocket.connect":
+        return
+    await send({"type": "websocket.accept"})
+    while True:
+        event = await receive()
+        if event["type"] != "websocket.receive":
+            return
+        request = json.loads(event["text"])
+        reply = {"re": request["id"], **replies.get(request["op"], {"status": 200})}
+        await send({"type": "websocket.send", "text": json.dumps(reply, separators=(",", ":"))})
+
+
+# --- measuring ----------------------------------------------------------------------------
+
+
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind((HOST, 0))
+        return s.getsockname()[1]
+
+
+class _Session:
+    """A WebSocket carrying units of work of one message, as the Python client sends them."""
+
+    def __init__(self, url: str, token: str) -> None:
+        self._stack = ExitStack()
+        self.ws = self._stack.enter_context(
+            connect(url, additional_headers={"Authorization": f"Token {token}"}, max_size=2**24)
+        )
+        self.next_id = 0
+        self.body = "x" * 1024
+
+    def _send(self, op: str, **fields) -> int:
+        self.next_id += 1
+        self.ws.send(json.dumps({"id": self.next_id, "op": op, **fields}, separators=(",", ":")))
+        return self.next_id
+
+    def _reply(self) -> dict:
+        return json.loads(self.ws.recv(timeout=60))
+
+    def unit(self) -> dict[str, dict]:
+        """begin, put (not waited for), commit; the replies by operation."""
+        self._send("begin", broker=BROKER)
+        begun = self._reply()
+        txn = begun.get("id", "")
+        self._send("put", broker=BROKER, queue=QUEUE, body=self.body, persistence="persistent", transaction=txn)
+        self._send("commit", transaction=txn)
+        put, committed = self._reply(), self._reply()
+        if committed.get("state") not in (None, "committed") or put.get("status") not in (200, 201):
+            raise RuntimeError(f"unexpected replies: {put} {committed}")
+        return {"begin": begun, "put": put, "commit": committed}
+
+    def close(self) -> None:
+        self._stack.close()
+
+
+def _round(session: _Session, pid: int, units: int) -> float:
+    """Server CPU seconds per operation over ``units`` units of work (3 operations each)."""
+    cpu = _cpu_seconds(pid)
+    for _ in range(units):
+        session.unit()
+    return (_cpu_seconds(pid) - cpu) / (units * 3)
+
+
+def _wait_listening(port: int, proc: subprocess.Popen, timeout_s: float = 60) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"the floor server exited with {proc.returncode}")
+        try:
+            socket.create_connection((HOST, port), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.05)  # polling a port that is not open yet, bounded by the deadline
+    raise RuntimeError(f"the floor server did not listen on {port} within {timeout_s:g}s")
+
+
+def run(*, units: int, rounds: int) -> dict:
+    with tempfile.TemporaryDirectory(prefix="baton-session-floor-") as scratch:
+        var = Path(scratch)
+        platform = LivePlatform(var_dir=var, database_url=f"sqlite:///{var / 'baton.sqlite3'}")
+        token = platform.prepare()
+        with platform:
+            platform.start("web")
+            baton_pid = platform.processes["web"].pid
+            with httpx.Client(base_url=platform.url, headers={"Authorization": f"Token {token}"}, timeout=60) as http:
+                http.post("/api/brokers/", json={"name": BROKER}).raise_for_status()
+                http.post(f"/api/brokers/{BROKER}/queues/", json={"name": QUEUE}).raise_for_status()
+            baton = _Session(platform.url.replace("http://", "ws://") + "/api/session/", token)
+            recorded = baton.unit()
+            replies_file = var / "replies.json"
+            replies_file.write_text(
+                json.dumps({op: {k: v for k, v in r.items() if k != "re"} for op, r in recorded.items()})
+            )
+            port = _free_port()
+            floor_proc = subprocess.Popen(
+                [sys.executable, "-m", "uvicorn", "bench.session_floor:app", "--host", HOST, "--port", str(port)]
+                + ["--lifespan", "off", "--log-level", "warning", "--no-access-log"],
+                cwd=ROOT,
+                env={**os.environ, REPLIES_ENV: str(replies_file)},
+            )
+            try:
+                _wait_listening(port, floor_proc)
+                floor = _Session(f"ws://{HOST}:{port}/api/session/", token)
+                for session, pid in ((baton, baton_pid), (floor, floor_proc.pid)):
+                    _round(session, pid, max(10, units // 10))  # warm up: imports, connections, caches
+                per_round: dict[str, list[float]] = {"floor": [], "baton": []}
+                load_before = os.getloadavg()
+                for _ in range(rounds):
+                    per_round["floor"].append(_round(floor, floor_proc.pid, units))
+                    per_round["baton"].append(_round(baton, baton_pid, units))
+                load_after = os.getloadavg()
+                floor.close()
+                baton.close()
+            finally:
+                floor_proc.terminate()
+                floor_proc.wait(timeout=30)
+    medians = {name: statistics.median(values) for name, values in per_round.items()}
+    return {
+        "units": units,
+        "rounds": rounds,
+        "load_before": [round(x, 2) for x in load_before],
+        "load_after": [round(x, 2) for x in load_after],
+        "server_cpu_ms_per_operation": {name: round(value * 1000, 3) for name, value in medians.items()},
+        "rounds_ms": {name: [round(v * 1000, 3) for v in values] for name, values in per_round.items()},
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--units", type=int, default=300, help="units of work per round (300)")
+    parser.add_argument("--rounds", type=int, default=3, help="alternating rounds; medians are printed (3)")
+    parser.add_argument("--json", action="store_true", help="one JSON object")
+    args = parser.parse_args()
+    result = run(units=args.units, rounds=args.rounds)
+    if args.json:
+        print(json.dumps(result))
+        return
+    cpu = result["server_cpu_ms_per_operation"]
+    print(f"load {result['load_before']} -> {result['load_after']}; {args.units} units of work x {args.rounds} rounds")
+    print("server CPU per session operation (begin, put, commit of one 1 KiB persistent message), median of rounds:")
+    print(f"  bare Uvicorn + JSON (the floor)  {cpu['floor']:.3f} ms")
+    print(f"  Baton's session                  {cpu['baton']:.3f} ms")
+    print(f"  Baton beyond the floor           {cpu['baton'] - cpu['floor']:.3f} ms")
+
+
+if __name__ == "__main__":
+    main()
