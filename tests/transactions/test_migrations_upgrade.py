@@ -1,6 +1,6 @@
 """Upgrading a database made by the earlier schema (transactions 0002) to the lean indexes
-(0003) and the journal's rowid (0004): the units of work and journal events stay as they
-were, the dropped indexes are gone, the partial cause index is there, the unit-of-work
+(0003), the journal's rowid (0004) and its unindexed time (0005): the units of work and
+journal events stay as they were, the dropped indexes are gone, the partial cause index is there, the unit-of-work
 queries still find what they look for, and new journal events get larger ids."""
 
 from __future__ import annotations
@@ -22,9 +22,12 @@ def _migrate(targets) -> MigrationExecutor:
     return executor
 
 
-def _indexes() -> set[str]:
+def _indexes(table: str = "transactions_transaction") -> set[str]:
     with connection.cursor() as c:
-        return set(connection.introspection.get_constraints(c, "transactions_transaction"))
+        return set(connection.introspection.get_constraints(c, table))
+
+
+JOURNAL_AT_INDEX = "transactions_journalevent_at_09e68393"
 
 
 def test_an_earlier_database_keeps_its_units_of_work_and_loses_only_indexes(django_user_model):
@@ -32,6 +35,7 @@ def test_an_earlier_database_keeps_its_units_of_work_and_loses_only_indexes(djan
     try:
         _migrate(BEFORE)
         assert "transactions_transaction_user_id_b9ecc248" in _indexes()
+        assert JOURNAL_AT_INDEX in _indexes("transactions_journalevent")
         with connection.cursor() as c:
             for id, cause in (("u1", None), ("u2", "u1")):
                 c.execute(
@@ -53,6 +57,7 @@ def test_an_earlier_database_keeps_its_units_of_work_and_loses_only_indexes(djan
     assert "txn_cause" in indexes
     assert not {"transactions_transaction_user_id_b9ecc248", "transactions_transaction_cause_id_270b1dae"} & indexes
     assert not {name for name in indexes if name.endswith("_like")}
+    assert JOURNAL_AT_INDEX not in _indexes("transactions_journalevent")
     from transactions.models import Transaction
 
     rows = {t.id: (t.cause_id, t.user_id) for t in Transaction.objects.filter(id__in=["u1", "u2"])}
