@@ -14,7 +14,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from brokers.channels.definitions import channel_start, channel_stop
-from brokers.services.message_filter import message_filter_parse
+from brokers.api.operations.messages import MessageBrowse
 from config.errors import BatonError, InvalidInput
 from ingest.selectors import ingest_list
 from stomp_server.selectors import stomp_clients
@@ -89,8 +89,8 @@ def _queue_actions(user, broker: str, queue: str) -> dict[str, bool]:
 def queue_page(request, broker, queue):
     require_queue_seen(request.user, broker=broker, queue=queue)
     asked = {name: request.GET.get(name, "") for name in ("body_contains", "property")}
-    try:
-        found, filter_error = message_filter_parse(**asked), None
+    try:  # the filter parsed as REST's browse parses it
+        found, filter_error = MessageBrowse.parse({"broker": broker, "queue": queue, **asked}).message_filter(), None
     except InvalidInput as exc:  # the page, with the reason instead of messages: 400
         found, filter_error = None, exc
     data = selectors.message_page(broker=broker, queue=queue, cursor=request.GET.get("cursor"), filter=found)

@@ -157,3 +157,10 @@ def test_a_filter_too_long_or_malformed_is_400_with_the_reason(admin_client, que
     assert response.status_code == 400
     assert response.context["rows"] == [] and field in response.context["filter_error"].details["errors"]
     assert 'id="filter-error"' in response.content.decode()
+
+
+def test_a_bad_filter_reads_on_the_page_as_rest_answers_it(admin_client, queue):
+    response = admin_client.get("/brokers/QM1/queues/Q1/", {"property": "=red"})
+    rest = admin_client.get("/api/brokers/QM1/queues/Q1/messages/", {"property": "=red"}).json()
+    assert response.context["filter_error"].as_dict() == rest
+    assert rest["message"] in response.content.decode()
