@@ -155,16 +155,23 @@ def message_put(request, broker, queue):
     return redirect(reverse("dashboard-queue", args=[broker, queue]))
 
 
+def _purge_count(text: str) -> int:
+    """The purge form's count (the number the operator confirmed): a whole number, 0 or more."""
+    try:
+        count = int(text)
+    except ValueError:
+        count = -1
+    if count < 0:
+        raise InvalidInput("The count must not be negative.", errors={"count": ["Negative."]})
+    return count
+
+
 @page
 def queue_purge(request, broker, queue):
     require_queue_seen(request.user, broker=broker, queue=queue)
     require_queue_action(request.user, "admin", broker=broker, queue=queue)
     if request.method == "POST":
-        try:
-            count = int(request.POST.get("count", ""))
-        except ValueError:
-            count = -1
-        removed = services.queue_purge(broker=broker, queue=queue, count=count)
+        removed = services.queue_purge(broker=broker, queue=queue, count=_purge_count(request.POST.get("count", "")))
         messages.success(request, f"Purged {removed} message{'s' if removed != 1 else ''}.")
         return redirect(reverse("dashboard-queue", args=[broker, queue]))
     count = selectors.purge_count(broker=broker, queue=queue)

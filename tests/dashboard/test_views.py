@@ -91,6 +91,14 @@ def test_put_then_purge_with_the_count_shown_first(admin_client, queue):
     assert admin_client.get("/brokers/QM1/queues/Q1/purge/").context["count"] == 0
 
 
+@pytest.mark.parametrize("count", ["-1", "many", ""])
+def test_a_purge_count_not_a_whole_number_from_0_is_400_and_purges_nothing(admin_client, queue, count):
+    admin_client.post("/brokers/QM1/queues/Q1/put/", {"body": "kept"})
+    response = admin_client.post("/brokers/QM1/queues/Q1/purge/", {"count": count})
+    assert response.status_code == 400 and "The count must not be negative." in response.content.decode()
+    assert admin_client.get("/brokers/QM1/queues/Q1/purge/").context["count"] == 1
+
+
 def test_rates_and_other_pages(admin_client, queue):
     message_put(broker="QM1", queue="Q1", messages=[MessageInput(body=b"x")])
     rates = admin_client.get("/rates/?window=60").json()
