@@ -19,7 +19,7 @@ from config.errors import BatonError, InvalidInput
 from ingest.selectors import ingest_list
 from stomp_server.selectors import stomp_clients
 
-from . import selectors, services
+from . import forms, selectors, services
 from .access import (
     may,
     require_broker_seen,
@@ -133,21 +133,19 @@ def message_download(request, broker, queue, msg_id):
     return response
 
 
+#: The put form's fields (dashboard/templates/dashboard/queue.html).
+FORM_PUT_FIELDS = ("body", "priority", "format", "properties")
+
+
 @page
 @require_POST
 def message_put(request, broker, queue):
     require_queue_seen(request.user, broker=broker, queue=queue)
     require_queue_action(request.user, "put", broker=broker, queue=queue)
     try:
+        message = forms.put_form(**{name: request.POST.get(name, "") for name in FORM_PUT_FIELDS})
         msg_id = services.dashboard_put(
-            broker=broker,
-            queue=queue,
-            body=request.POST.get("body", ""),
-            priority=request.POST.get("priority", ""),
-            format=request.POST.get("format", ""),
-            properties=request.POST.get("properties", ""),
-            user=request.user.username,
-            actor=request.user,
+            broker=broker, queue=queue, message=message, user=request.user.username, actor=request.user
         )
         messages.success(request, f"Put message {msg_id}.")
     except BatonError as exc:
@@ -155,23 +153,13 @@ def message_put(request, broker, queue):
     return redirect(reverse("dashboard-queue", args=[broker, queue]))
 
 
-def _purge_count(text: str) -> int:
-    """The purge form's count (the number the operator confirmed): a whole number, 0 or more."""
-    try:
-        count = int(text)
-    except ValueError:
-        count = -1
-    if count < 0:
-        raise InvalidInput("The count must not be negative.", errors={"count": ["Negative."]})
-    return count
-
-
 @page
 def queue_purge(request, broker, queue):
     require_queue_seen(request.user, broker=broker, queue=queue)
     require_queue_action(request.user, "admin", broker=broker, queue=queue)
     if request.method == "POST":
-        removed = services.queue_purge(broker=broker, queue=queue, count=_purge_count(request.POST.get("count", "")))
+        count = forms.purge_count(request.POST.get("count", ""))  # the form's input, checked where it enters
+        removed = services.queue_purge(broker=broker, queue=queue, count=count)
         messages.success(request, f"Purged {removed} message{'s' if removed != 1 else ''}.")
         return redirect(reverse("dashboard-queue", args=[broker, queue]))
     count = selectors.purge_count(broker=broker, queue=queue)

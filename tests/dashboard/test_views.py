@@ -4,6 +4,7 @@ browser never changing a message, put and purge through the services."""
 from __future__ import annotations
 
 import pytest
+from django.contrib.messages import get_messages
 
 from brokers.services.message_input import MessageInput
 from brokers.services.messages import message_get, message_put
@@ -91,7 +92,21 @@ def test_put_then_purge_with_the_count_shown_first(admin_client, queue):
     assert admin_client.get("/brokers/QM1/queues/Q1/purge/").context["count"] == 0
 
 
-@pytest.mark.parametrize("count", ["-1", "many", ""])
+@pytest.mark.parametrize(
+    "form, said",
+    [
+        ({"priority": "high"}, "Priority must be a whole number from 0 to 9."),
+        ({"properties": "[1]"}, "The message is not valid."),
+    ],
+)
+def test_a_bad_put_form_says_why_and_puts_nothing(admin_client, queue, form, said):
+    response = admin_client.post("/brokers/QM1/queues/Q1/put/", {"body": "x", **form})
+    assert response.status_code == 302
+    assert [str(m) for m in get_messages(response.wsgi_request)] == [f"Not put: {said}"]
+    assert admin_client.get("/brokers/QM1/queues/Q1/purge/").context["count"] == 0
+
+
+@pytest.mark.parametrize("count", ["-1", "many"])
 def test_a_purge_count_not_a_whole_number_from_0_is_400_and_purges_nothing(admin_client, queue, count):
     admin_client.post("/brokers/QM1/queues/Q1/put/", {"body": "kept"})
     response = admin_client.post("/brokers/QM1/queues/Q1/purge/", {"count": count})
