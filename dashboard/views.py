@@ -14,12 +14,12 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from brokers.channels.definitions import channel_start, channel_stop
-from brokers.services.message_filter import message_filter_parse
+from brokers.api.operations.messages import MessageBrowse
 from config.errors import BatonError, InvalidInput
 from ingest.selectors import ingest_list
 from stomp_server.selectors import stomp_clients
 
-from . import selectors, services
+from . import forms, selectors, services
 from .access import (
     may,
     require_broker_seen,
@@ -89,8 +89,8 @@ def _queue_actions(user, broker: str, queue: str) -> dict[str, bool]:
 def queue_page(request, broker, queue):
     require_queue_seen(request.user, broker=broker, queue=queue)
     asked = {name: request.GET.get(name, "") for name in ("body_contains", "property")}
-    try:
-        found, filter_error = message_filter_parse(**asked), None
+    try:  # the filter parsed as REST's browse parses it
+        found, filter_error = MessageBrowse.parse({"broker": broker, "queue": queue, **asked}).message_filter(), None
     except InvalidInput as exc:  # the page, with the reason instead of messages: 400
         found, filter_error = None, exc
     data = selectors.message_page(broker=broker, queue=queue, cursor=request.GET.get("cursor"), filter=found)
@@ -133,21 +133,19 @@ def message_download(request, broker, queue, msg_id):
     return response
 
 
+#: The put form's fields (dashboard/templates/dashboard/queue.html).
+FORM_PUT_FIELDS = ("body", "priority", "format", "properties")
+
+
 @page
 @require_POST
 def message_put(request, broker, queue):
     require_queue_seen(request.user, broker=broker, queue=queue)
     require_queue_action(request.user, "put", broker=broker, queue=queue)
     try:
+        message = forms.put_form(**{name: request.POST.get(name, "") for name in FORM_PUT_FIELDS})
         msg_id = services.dashboard_put(
-            broker=broker,
-            queue=queue,
-            body=request.POST.get("body", ""),
-            priority=request.POST.get("priority", ""),
-            format=request.POST.get("format", ""),
-            properties=request.POST.get("properties", ""),
-            user=request.user.username,
-            actor=request.user,
+            broker=broker, queue=queue, message=message, user=request.user.username, actor=request.user
         )
         messages.success(request, f"Put message {msg_id}.")
     except BatonError as exc:
@@ -160,10 +158,7 @@ def queue_purge(request, broker, queue):
     require_queue_seen(request.user, broker=broker, queue=queue)
     require_queue_action(request.user, "admin", broker=broker, queue=queue)
     if request.method == "POST":
-        try:
-            count = int(request.POST.get("count", ""))
-        except ValueError:
-            count = -1
+        count = forms.purge_count(request.POST.get("count", ""))  # the form's input, checked where it enters
         removed = services.queue_purge(broker=broker, queue=queue, count=count)
         messages.success(request, f"Purged {removed} message{'s' if removed != 1 else ''}.")
         return redirect(reverse("dashboard-queue", args=[broker, queue]))

@@ -114,10 +114,10 @@ def error_line(exc: BatonError) -> str:
     if isinstance(errors, dict) and errors:
         problems = []
         for name, messages in errors.items():
-            if name in text:  # the message already says what is wrong with it
-                continue
             if not isinstance(messages, (list, tuple)):
                 messages = [messages]
+            if name in text or all(str(m).strip() in text for m in messages):  # the message already says it
+                continue
             problems.append(f"{name}: " + ", ".join(str(m).strip().rstrip(".") for m in messages))
         if problems:
             text = text.rstrip(".") + ": " + "; ".join(problems) + "."

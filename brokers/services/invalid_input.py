@@ -1,6 +1,6 @@
 """A pydantic ValidationError as Baton's 400 ``invalid``, naming every bad field with a text a
-person understands: one translation for the API's operations and the services' own parsing
-of message input (services never import the API layer)."""
+person understands: one translation for the API's operations and the dashboard's forms
+(dashboard/forms.py)."""
 
 from __future__ import annotations
 

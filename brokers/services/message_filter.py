@@ -39,34 +39,46 @@ class MessageFilter:
         return self.body_contains is not None or self.property_name is not None
 
 
-def message_filter_parse(*, body_contains: str | None = None, property: str | None = None) -> MessageFilter:
-    """The filter a person or client asked for; blank parts are no filter. Raises
-    InvalidInput (400 ``invalid``) saying what is wrong with a part too long or malformed."""
-    errors: dict[str, list[str]] = {}
-    needle = None
-    if body_contains:
-        if not isinstance(body_contains, str) or len(body_contains) > BODY_CONTAINS_MAX:
-            errors["body_contains"] = [f"A body filter is 1 to {BODY_CONTAINS_MAX} characters."]
-        else:
-            needle = body_contains.encode("utf-8", "surrogatepass")
-    name = value = None
-    if property:
-        name, has_value, raw = property.partition("=") if isinstance(property, str) else ("", False, "")
-        if not PROPERTY_NAME.match(name) or len(raw) > PROPERTY_VALUE_MAX or "\x00" in raw:
-            errors["property"] = [
-                (
-                    "A property filter is name or name=value: the name 1 to 100 characters of A-Z a-z 0-9 _ . : -, "
-                    f"the value at most {PROPERTY_VALUE_MAX} characters (no NUL)."
-                )
-            ]
-            name = None
-        elif has_value:
-            value = raw
-    if errors:
-        raise InvalidInput(
-            "The message filter is not valid: " + " ".join(m for ms in errors.values() for m in ms), errors=errors
-        )
-    return MessageFilter(body_contains=needle, property_name=name, property_value=value)
+BODY_CONTAINS_TEXT = f"A body filter is 1 to {BODY_CONTAINS_MAX} characters."
+PROPERTY_TEXT = (
+    "A property filter is name or name=value: the name 1 to 100 characters of A-Z a-z 0-9 _ . : -, "
+    f"the value at most {PROPERTY_VALUE_MAX} characters (no NUL)."
+)
+#: The fields of a request that make its filter (their errors make the filter's message).
+FILTER_FIELDS = ("body_contains", "property")
+
+
+def body_contains_problems(value: str) -> list[str]:
+    """What is wrong with a body filter (blank: no filter, nothing wrong)."""
+    return [BODY_CONTAINS_TEXT] if len(value) > BODY_CONTAINS_MAX else []
+
+
+def property_problems(value: str) -> list[str]:
+    """What is wrong with a property filter (blank: no filter, nothing wrong)."""
+    if not value:
+        return []
+    name, _, raw = value.partition("=")
+    if not PROPERTY_NAME.fullmatch(name) or len(raw) > PROPERTY_VALUE_MAX or "\x00" in raw:
+        return [PROPERTY_TEXT]
+    return []
+
+
+def message_filter_of(*, body_contains: str | None = None, property: str | None = None) -> MessageFilter:
+    """The filter of parts the grammar accepted (``MessageBrowse.Input`` checks them with the
+    ``*_problems`` functions above); blank parts are no filter."""
+    name, has_value, value = property.partition("=") if property else (None, "", None)
+    return MessageFilter(
+        body_contains=body_contains.encode("utf-8", "surrogatepass") if body_contains else None,
+        property_name=name,
+        property_value=value if has_value else None,
+    )
+
+
+def message_filter_invalid(errors: dict[str, list[str]]) -> InvalidInput:
+    """The 400 ``invalid`` for a filter the grammar refuses: its message says every reason."""
+    return InvalidInput(
+        "The message filter is not valid: " + " ".join(m for ms in errors.values() for m in ms), errors=errors
+    )
 
 
 class _BodyPosition(Func):

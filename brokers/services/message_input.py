@@ -13,31 +13,12 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
 from django.utils import timezone
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
-from ..exceptions import InvalidInput
 from ..models import NAME_PATTERN, Message, MessageType
-from .invalid_input import FIELD_TEXTS, HEX_ID_PATTERN, MAX_PROPERTIES, PROPERTY_KEY_LENGTH, invalid  # noqa: F401
+from .invalid_input import FIELD_TEXTS, HEX_ID_PATTERN, MAX_PROPERTIES, PROPERTY_KEY_LENGTH
 
 HEX_ID = re.compile(HEX_ID_PATTERN)
-MESSAGE_FIELDS = {
-    "body",
-    "body_base64",
-    "correl_id",
-    "group_id",
-    "msg_type",
-    "priority",
-    "persistence",
-    "expiry_ms",
-    "format",
-    "reply_to_queue",
-    "reply_to_broker",
-    "report",
-    "properties",
-    "refers_to",
-    "dedup_key",
-    "dedup_retention_ms",
-}
 #: Longest duplicate-detection key.
 DEDUP_KEY_LENGTH = 200
 #: Most properties a message may carry, and the longest property name (as Service Bus and
@@ -190,23 +171,6 @@ def message_length(msg: MessageInput) -> int:
         if text:
             length += len(text)
     return length
-
-
-def message_input_parse(data: Any, *, where: str = "") -> MessageInput:
-    """Validate one message as sent by a client (by :class:`MessageIn`). Raises InvalidInput
-    naming every bad field, prefixed with ``where``."""
-    if not isinstance(data, dict):
-        raise InvalidInput(
-            "A message must be a JSON object.", errors={where.rstrip(".") or "message": ["Must be an object."]}
-        )
-    try:
-        return MessageIn.model_validate(data).to_input()
-    except ValidationError as error:
-        found = invalid(error, message="The message is not valid.")
-        raise InvalidInput(
-            found.message,
-            errors={f"{where}{k}" if k != "body" or where else k: v for k, v in found.details["errors"].items()},
-        ) from None
 
 
 def message_render(m: Message, *, broker: str, queue: str) -> dict[str, Any]:

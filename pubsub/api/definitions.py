@@ -9,13 +9,13 @@ topic string is free, the topic object allows durable subscriptions)."""
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Callable
+from typing import Annotated, Any
 
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter
-from pydantic import AfterValidator, ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
 from brokers.api.operations import Model, Operation
-from brokers.api.operations.base import given
+from brokers.api.operations.base import given, problems_refused
 from brokers.api.schema import PATH_NAME
 from brokers.models import NAME_PATTERN
 
@@ -42,17 +42,6 @@ NAME = OpenApiParameter(
 ObjectName = Annotated[str, Field(min_length=1, max_length=48)]
 TopicText = Annotated[str, Field(min_length=1, max_length=TOPIC_MAX)]
 _NAME = re.compile(NAME_PATTERN)
-
-
-def problems_refused(problems: Callable[[str], list[str]]) -> AfterValidator:
-    """A validator raising the first of ``problems(value)``, as the field's error."""
-
-    def check(value: str) -> str:
-        if found := problems(value):
-            raise ValueError(found[0])
-        return value
-
-    return AfterValidator(check)
 
 
 def _name_problems(value: str) -> list[str]:

@@ -290,6 +290,29 @@ def test_browse_ordered_includes_in_flight_messages(queue):
     assert [json.loads(line)["body"] for line in run("browse", "QM1", "Q1", "--ordered", "--json").lines] == ["a", "b"]
 
 
+def test_browse_filters_as_rest_does_and_refuses_a_bad_filter_with_its_reason(queue):
+    message_put(
+        broker="QM1",
+        queue="Q1",
+        messages=[MessageInput(body=f"order {i}".encode(), properties={"n": i}) for i in range(4)],
+    )
+    assert run("browse", "QM1", "Q1", "--property", "n=2", "--json").lines == [
+        line for line in run("browse", "QM1", "Q1", "--json").lines if json.loads(line)["body"] == "order 2"
+    ]
+    matched = run("baton", "browse", "QM1", "Q1", "--body-contains", "der 3", "--property", "n", "--json")
+    assert [json.loads(line)["body"] for line in matched.lines] == ["order 3"]
+    none = run("browse", "QM1", "Q1", "--body-contains", "nowhere")
+    assert none.out == "" and "No message on queue 'Q1' of broker 'QM1' matches the filter." in none.err
+    with pytest.raises(CommandError) as caught:
+        run("browse", "QM1", "Q1", "--property", "=1")
+    assert str(caught.value) == (
+        "The message filter is not valid: A property filter is name or name=value: the name 1 to 100 characters "
+        "of A-Z a-z 0-9 _ . : -, the value at most 200 characters (no NUL). [invalid]"
+    )
+    with pytest.raises(CommandError, match=r"^The message filter is not valid: A body filter is 1 to 200 characters. "):
+        run("browse", "QM1", "Q1", "--body-contains", "x" * 201)
+
+
 def test_browse_empty_and_errors(queue):
     ran = run("browse", "QM1", "Q1")
     assert ran.out == "" and "No messages to browse on queue 'Q1'" in ran.err

@@ -4,6 +4,7 @@ browser never changing a message, put and purge through the services."""
 from __future__ import annotations
 
 import pytest
+from django.contrib.messages import get_messages
 
 from brokers.services.message_input import MessageInput
 from brokers.services.messages import message_get, message_put
@@ -91,6 +92,27 @@ def test_put_then_purge_with_the_count_shown_first(admin_client, queue):
     assert admin_client.get("/brokers/QM1/queues/Q1/purge/").context["count"] == 0
 
 
+@pytest.mark.parametrize(
+    "form, said",
+    [
+        ({"priority": "high"}, "Priority must be a whole number from 0 to 9."),
+        ({"properties": "[1]"}, "The message is not valid."),
+    ],
+)
+def test_a_bad_put_form_says_why_and_puts_nothing(admin_client, queue, form, said):
+    response = admin_client.post("/brokers/QM1/queues/Q1/put/", {"body": "x", **form})
+    assert response.status_code == 302
+    assert [str(m) for m in get_messages(response.wsgi_request)] == [f"Not put: {said}"]
+    assert admin_client.get("/brokers/QM1/queues/Q1/purge/").context["count"] == 0
+
+
+def test_a_purge_count_not_a_whole_number_from_0_is_400_and_purges_nothing(admin_client, queue):
+    admin_client.post("/brokers/QM1/queues/Q1/put/", {"body": "kept"})
+    response = admin_client.post("/brokers/QM1/queues/Q1/purge/", {"count": "-1"})  # the others: test_forms.py
+    assert response.status_code == 400 and "The count must not be negative." in response.content.decode()
+    assert admin_client.get("/brokers/QM1/queues/Q1/purge/").context["count"] == 1
+
+
 def test_rates_and_other_pages(admin_client, queue):
     message_put(broker="QM1", queue="Q1", messages=[MessageInput(body=b"x")])
     rates = admin_client.get("/rates/?window=60").json()
@@ -157,3 +179,10 @@ def test_a_filter_too_long_or_malformed_is_400_with_the_reason(admin_client, que
     assert response.status_code == 400
     assert response.context["rows"] == [] and field in response.context["filter_error"].details["errors"]
     assert 'id="filter-error"' in response.content.decode()
+
+
+def test_a_bad_filter_reads_on_the_page_as_rest_answers_it(admin_client, queue):
+    response = admin_client.get("/brokers/QM1/queues/Q1/", {"property": "=red"})
+    rest = admin_client.get("/api/brokers/QM1/queues/Q1/messages/", {"property": "=red"}).json()
+    assert response.context["filter_error"].as_dict() == rest
+    assert rest["message"] in response.content.decode()

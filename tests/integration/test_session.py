@@ -94,6 +94,7 @@ def test_put_get_commit_through_a_session(session, live_broker):
             {"body": "x", "priority": 12},
         ),
         ("put", {"queue": "NOPE", "body": "x"}, "queues/NOPE/messages/", "POST", {"body": "x"}),
+        ("browse", {"queue": "Q1", "property": "=1"}, "queues/Q1/messages/?property=%3D1", "GET", None),
         ("get", {"queue": "Q1", "wait": -1}, "queues/Q1/get/", "POST", {"wait": -1}),
         ("get", {"queue": "Q1", "preemptive": True}, "queues/Q1/get/", "POST", {"preemptive": True}),
         (

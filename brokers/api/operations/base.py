@@ -10,7 +10,7 @@ returns ``(status, body)``. Unknown fields are an error everywhere (``extra="for
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, Callable, ClassVar
 
 from django.conf import settings
 from typing import Annotated
@@ -32,6 +32,18 @@ def _batch_bounded(value: int) -> int:
     if value > settings.BATON_MAX_BATCH:
         raise ValueError(f"At most {settings.BATON_MAX_BATCH}.")
     return value
+
+
+def problems_refused(problems: Callable[[str], list[str]]) -> AfterValidator:
+    """A validator raising the first of ``problems(value)`` as the field's error: a grammar
+    kept beside what it describes (a topic string, a browse filter), checked at the boundary."""
+
+    def check(value: str) -> str:
+        if found := problems(value):
+            raise ValueError(found[0])
+        return value
+
+    return AfterValidator(check)
 
 
 #: Seconds to wait, 0 to BATON_MAX_WAIT_S.

@@ -7,12 +7,22 @@ from typing import Annotated, Any, Literal
 from django.conf import settings
 from pydantic import AfterValidator, ConfigDict, Field, RootModel, model_validator
 
+from config.errors import InvalidInput
+
 from ... import permissions as may
+from ...services.message_filter import (
+    FILTER_FIELDS,
+    MessageFilter,
+    body_contains_problems,
+    message_filter_invalid,
+    message_filter_of,
+    property_problems,
+)
 from ...services.message_input import HexId, MessageIn, message_render
 from ...services.messages import message_browse, message_get, message_put
 from .. import schema as doc
 from ..dedup import duplicate_render
-from .base import Batch, Model, Operation, Wait
+from .base import Batch, Model, Operation, Wait, problems_refused
 
 Broker = Annotated[str, Field(description="Broker name.", max_length=48)]
 QueueName = Annotated[str, Field(description="Queue name.", max_length=48)]
@@ -260,16 +270,33 @@ class MessageBrowse(Operation):
         cursor: Text | None = Field(None, description="Where the last page ended.")
         limit: Batch = 50
         ordered: bool = Field(False, description="Reliable browse in the queue's read order.")
-        body_contains: Annotated[str, Field(max_length=1000)] | None = Field(
+        # the filter's grammar (brokers/services/message_filter.py); blank: no filter
+        body_contains: Annotated[str, problems_refused(body_contains_problems)] | None = Field(
             None, description="Only messages whose body holds these characters' UTF-8 bytes (1 to 200)."
         )
-        property: Annotated[str, Field(max_length=1000)] | None = Field(
+        property: Annotated[str, problems_refused(property_problems)] | None = Field(
             None, description="Only messages with this property: name, or name=value (its value as text)."
         )
+
+        def message_filter(self) -> MessageFilter:
+            """The filter asked for, as the services apply it."""
+            return message_filter_of(body_contains=self.body_contains, property=self.property)
 
     class Output(Model):
         messages: list[MessageOut]
         cursor: str = Field(description="Browse on from here.")
+
+    @classmethod
+    def parse(cls, data: Any) -> Input:
+        """As every operation parses, but a request wrong only in its filter is told so
+        (``The message filter is not valid: ...``, every reason in the message), as the
+        console's message browser shows it."""
+        try:
+            return super().parse(data)
+        except InvalidInput as exc:
+            if exc.errors and set(exc.errors) <= set(FILTER_FIELDS):
+                raise message_filter_invalid(exc.errors) from None
+            raise
 
     @classmethod
     def perform(cls, user, data: Input) -> tuple[int, dict[str, Any]]:
@@ -280,8 +307,7 @@ class MessageBrowse(Operation):
             cursor=data.cursor or None,
             ordered=data.ordered,
             limit=data.limit,
-            body_contains=data.body_contains,
-            property=data.property,
+            filter=data.message_filter(),
             user=user,
         )
         b, q = result.queue.broker.name, result.queue.name

@@ -13,7 +13,7 @@ from ... import permissions as may
 from ...exceptions import InvalidInput
 from ...models import Message, QueueKind
 from ...selectors import queue_get
-from ..message_filter import message_filter_apply, message_filter_parse
+from ..message_filter import MessageFilter, message_filter_apply
 from ..ordering import not_expired, order_key
 from .common import BrowseResult
 
@@ -47,8 +47,7 @@ def message_browse(
     cursor: str | None = None,
     limit: int = 50,
     ordered: bool = False,
-    body_contains: str | None = None,
-    property: str | None = None,
+    filter: MessageFilter | None = None,
     user=None,
 ) -> BrowseResult:
     """Look at messages without removing them; the cursor marks the position after the
@@ -60,12 +59,12 @@ def message_browse(
     sequences (assigned under the queue's lock, so none can appear behind the cursor); on
     a put-ordered queue it stops before the first uncommitted put.
 
-    ``body_contains`` and ``property`` show only the messages they match
-    (brokers/services/message_filter.py; malformed: InvalidInput), pages read on from the
-    cursor as without them. ``user`` (a transport's authenticated user; None: system code):
-    browsing through an alias needs browse on the queue it stands for too. ``limit`` is 1 to
+    ``filter`` (parsed by ``MessageBrowse.Input``: brokers/services/message_filter.py) shows
+    only the messages it matches, pages read on from the cursor as without it. ``user`` (a
+    transport's authenticated user; None: system code): browsing through an alias needs
+    browse on the queue it stands for too. ``limit`` is 1 to
     BATON_MAX_BATCH (``MessageBrowse.Input`` checked it)."""
-    found = message_filter_parse(body_contains=body_contains, property=property)
+    found = filter or MessageFilter()
     source = queue_get(broker=broker, name=queue)
     if source.kind == QueueKind.ALIAS:
         may.require_reached(user, "browse", broker=broker, queue=queue)  # docs/permissions.md

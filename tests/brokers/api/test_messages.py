@@ -540,3 +540,9 @@ def test_browse_binary_body(api, queue):
 def test_browse_bad_parameters_are_400(api, queue, params, field):
     body = assert_error(api.get(PUT, params), 400, "invalid")
     assert field in body["errors"], body
+
+
+def test_browse_a_bad_filter_is_told_as_the_filter(api, queue):
+    body = assert_error(api.get(PUT, {"property": "=1", "body_contains": "x" * 201}), 400, "invalid")
+    assert body["message"].startswith("The message filter is not valid: A body filter is 1 to 200 characters.")
+    assert set(body["errors"]) == {"body_contains", "property"}
