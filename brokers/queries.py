@@ -375,23 +375,25 @@ def messages_take(
     PostgreSQL: the chosen rows are locked with ``FOR UPDATE SKIP LOCKED``, so competing
     consumers take different messages; the outer statement re-checks that each is still
     free. SQLite: the write lock is held already."""
-    choose, params = _choose_sql(
+    sql, params = _take_sql(
         queue_id=queue_id,
         now=now,
         limit=limit,
+        get_transaction_id=get_transaction_id,
         priority_first=priority_first,
         commit_ordered=commit_ordered,
         uncommitted_of_others=uncommitted_of_others,
         match=match,
     )
-    sql, params = _take_sql(choose, params, get_transaction_id=get_transaction_id)
     with cursor() as c:
         c.execute(sql, params)
         rows = c.fetchall()
     return _taken_in_order(rows, priority_first=priority_first, commit_ordered=commit_ordered)
 
 
-def _take_sql(choose: str, params: list, *, get_transaction_id: str | None) -> tuple[str, list]:
+def _take_sql(*, get_transaction_id: str | None, **choice) -> tuple[str, list]:
+    """``messages_take``'s statement and parameters; ``choice``: ``_choose_sql``'s arguments."""
+    choose, params = _choose_sql(**choice)
     # PostgreSQL may run an IN (subquery with LIMIT) more than once and take more rows than
     # asked: there the choice is a materialised CTE, evaluated exactly once.
     chosen = f"WITH chosen AS MATERIALIZED ({choose}) " if postgres() else ""
@@ -416,18 +418,7 @@ def _taken_in_order(rows, *, priority_first: bool, commit_ordered: bool) -> list
     return messages
 
 
-def get_start_and_take(
-    *,
-    queue_id: int,
-    transaction_id: str | None,
-    now,
-    limit: int,
-    get_transaction_id: str | None,
-    priority_first: bool,
-    commit_ordered: bool,
-    uncommitted_of_others: str | None,
-    match: dict,
-):
+def get_start_and_take(*, queue_id: int, transaction_id: str | None, now, get_transaction_id: str | None, **choice):
     """PostgreSQL: ``get_start`` and ``messages_take`` in one round trip, for a get that
     trusts the definitions cache (``definitions_trusted``) and takes before it knows what the
     first statement says: the caller checks that (the version, the unit of work's row, the
@@ -435,24 +426,18 @@ def get_start_and_take(
     take should not have happened. Locks as the two do, in that order: the unit of work's
     row, then the messages taken. Returns ``(started, messages)``; ``started`` as
     ``get_start``'s, None when its statement found no row (no such queue, or no such unit of
-    work: the caller starts again the careful way)."""
+    work: the caller starts again the careful way). ``choice``: ``messages_take``'s
+    arguments for choosing (limit, delivery order, match)."""
     start_sql, start_params = _get_start_sql(queue_id=queue_id, transaction_id=transaction_id, now=now)
-    choose, params = _choose_sql(
-        queue_id=queue_id,
-        now=now,
-        limit=limit,
-        priority_first=priority_first,
-        commit_ordered=commit_ordered,
-        uncommitted_of_others=uncommitted_of_others,
-        match=match,
-    )
-    take_sql, take_params = _take_sql(choose, params, get_transaction_id=get_transaction_id)
+    take_sql, take_params = _take_sql(queue_id=queue_id, now=now, get_transaction_id=get_transaction_id, **choice)
     with cursor() as c:
         c.execute(f"{start_sql}; {take_sql}", [*start_params, *take_params])
         started = _get_started(c.fetchone(), named=transaction_id is not None)
         c.nextset()
         rows = c.fetchall()
-    return started, _taken_in_order(rows, priority_first=priority_first, commit_ordered=commit_ordered)
+    return started, _taken_in_order(
+        rows, priority_first=choice["priority_first"], commit_ordered=choice["commit_ordered"]
+    )
 
 
 def messages_lock(
