@@ -187,6 +187,50 @@ def put_start(*, transaction_id: str | None, queue_id: int, count: int, commit_c
     return row, version, None if last is None else last - commit_count
 
 
+#: The SQLSTATE of ``baton_require`` (brokers migration 0010): a guard said no.
+GUARD_SQLSTATE = "BT001"
+
+
+def put_guard(
+    *, transaction_id: str | None, broker: str, user_id: int | None, now, queue_id: int, count: int, version: int
+) -> None:
+    """PostgreSQL: a put under a unit of work that trusts the definitions cache sends, instead
+    of ``put_start`` and without waiting for an answer, one statement among its others: it
+    locks the named unit of work's row ``FOR UPDATE`` if the row says the put may join it
+    (active, of ``broker``, not past its deadline, and ``user_id``'s when given), then
+    reserves room for ``count`` messages on the queue (its row locked: lock order, the unit of
+    work's row first) only if the definitions version is still ``version``, and calls
+    ``baton_require`` on the outcome. Anything else (another version, a full queue, a unit of
+    work the put may not join) raises ``GUARD_SQLSTATE`` and the step is undone
+    (``guard_refused``): the caller puts again the careful way, which says why. Deferred:
+    the whole put and its ``COMMIT`` travel in one round trip."""
+    params: list = []
+    joined = ""
+    if transaction_id is not None:
+        owner = " AND user_id = %s" if user_id is not None else ""
+        joined = " AND EXISTS (SELECT 1 FROM t)"
+        params += [transaction_id, broker, dt_param(now)] + ([user_id] if user_id is not None else [])
+        head = (
+            f"WITH t AS (SELECT id FROM {TRANSACTION} WHERE id = %s AND state = 'active' AND broker = %s"
+            f" AND (deadline_at IS NULL OR deadline_at > %s){owner} FOR UPDATE), "
+        )
+    else:
+        head = "WITH "
+    params += [count, queue_id, count, version]
+    deferred(
+        f"{head}r AS (UPDATE {QUEUE} SET reserved_depth = reserved_depth + %s WHERE id = %s"
+        f" AND reserved_depth + %s <= max_depth{joined}"
+        f" AND (SELECT version FROM {VERSION} WHERE id = 1) = %s RETURNING 1)"
+        f" SELECT baton_require(EXISTS (SELECT 1 FROM r), 'the careful way')",
+        params,
+    )
+
+
+def guard_refused(exc: BaseException) -> bool:
+    """Whether a database error is ``baton_require``'s (``put_guard``)."""
+    return getattr(exc.__cause__, "sqlstate", None) == GUARD_SQLSTATE
+
+
 # --- queue counters -------------------------------------------------------------------------
 
 

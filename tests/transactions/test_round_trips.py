@@ -14,6 +14,9 @@ from django.utils import timezone
 from brokers.services.messages import message_get, message_put
 from brokers.services.queues import queue_alter
 from tests.conftest import bodies, msgs
+from brokers.exceptions import QueueFull
+from brokers.models import Message, Queue
+from transactions.exceptions import TransactionNotActive, TransactionNotFound
 from transactions.manager import transaction_begin, transaction_commit
 
 pytestmark = [
@@ -43,22 +46,54 @@ def _warm():
     transaction_commit(transaction_id=message_get(broker="QM1", queue="Q1", syncpoint="yes").transaction_id)
 
 
-def test_a_put_that_begins_its_unit_of_work_and_its_commit_take_two_round_trips_each(queue):
+def test_a_put_that_begins_its_unit_of_work_takes_one_round_trip_and_its_commit_two(queue):
     _warm()
     put, trips = _round_trips(lambda: message_put(broker="QM1", queue="Q1", messages=msgs("a"), syncpoint="yes"))
-    assert trips == 2
+    assert trips == 1
     outcome, trips = _round_trips(lambda: transaction_commit(transaction_id=put.transaction_id))
     assert (outcome.state, trips) == ("committed", 2)
     assert bodies(message_get(broker="QM1", queue="Q1")) == ["a"]
 
 
-def test_a_put_under_a_named_unit_of_work_takes_two_round_trips(queue):
+def test_a_put_under_a_named_unit_of_work_takes_one_round_trip(queue):
     _warm()
     txn = transaction_begin(broker="QM1", timeout_ms=60_000)
     _, trips = _round_trips(lambda: message_put(broker="QM1", queue="Q1", messages=msgs("a"), transaction_id=txn.id))
-    assert trips == 2
+    assert trips == 1
     _, trips = _round_trips(lambda: transaction_commit(transaction_id=txn.id))
     assert trips == 2
+
+
+def test_an_immediate_put_takes_two_round_trips(queue):
+    """Its messages get commit sequences, which the first round trip hands out."""
+    _warm()
+    _, trips = _round_trips(lambda: message_put(broker="QM1", queue="Q1", messages=msgs("a")))
+    assert trips == 2
+
+
+def test_a_put_its_guard_refuses_is_undone_and_answered_the_careful_way(queue, django_user_model):
+    """The put and its guard travel together; whatever the guard refuses leaves nothing
+    behind and gets the careful way's answer: a full queue, a unit of work no longer
+    active, someone else's unit of work."""
+    _warm()
+    queue_alter(broker="QM1", name="Q1", max_depth=1)
+    message_put(broker="QM1", queue="Q1", messages=msgs("kept"), syncpoint="yes")
+    with pytest.raises(QueueFull):
+        message_put(broker="QM1", queue="Q1", messages=msgs("no room"), syncpoint="yes")
+    queue_alter(broker="QM1", name="Q1", max_depth=100)
+    _warm()  # the cache current again: what follows is refused by the guard's look at the unit of work
+    done = transaction_begin(broker="QM1", timeout_ms=60_000)
+    transaction_commit(transaction_id=done.id)
+    with pytest.raises(TransactionNotActive):
+        message_put(broker="QM1", queue="Q1", messages=msgs("late"), transaction_id=done.id)
+    owner, stranger = (django_user_model.objects.create_user(name) for name in ("owner", "stranger"))
+    theirs = transaction_begin(broker="QM1", timeout_ms=60_000, user_id=owner.pk)
+    with pytest.raises(TransactionNotFound):  # someone else's: not confirmed to exist
+        message_put(broker="QM1", queue="Q1", messages=msgs("intruder"), transaction_id=theirs.id, user=stranger)
+    message_put(broker="QM1", queue="Q1", messages=msgs("own"), transaction_id=theirs.id, user=owner)
+    transaction_commit(transaction_id=theirs.id)
+    assert Queue.objects.get(broker__name="QM1", name="Q1").reserved_depth == 2  # "kept" and "own"
+    assert sorted(Message.objects.filter(queue__name="Q1").values_list("body", flat=True)) == [b"kept", b"own"]
 
 
 def test_a_put_trusting_a_stale_cache_reads_the_definitions_again(queue):

@@ -10,12 +10,13 @@ from __future__ import annotations
 from datetime import timedelta
 
 from django.conf import settings
+from django.db import DatabaseError
 from django.utils import timezone
 
 from transactions.durability import engine_step
 from transactions.journal import journal_event, journal_record
 from transactions.manager import transaction_mark, transaction_timeouts_applied
-from transactions.models import JournalKind
+from transactions.models import JournalKind, Transaction
 
 from ... import permissions as may
 from ... import queries
@@ -88,6 +89,9 @@ def message_put(
                 return _put(**args, trusted=trusted)
         except _DefinitionsChanged:
             pass  # once more, reading the definitions first
+        except DatabaseError as exc:
+            if not queries.guard_refused(exc):
+                raise  # else undone: once more, the careful way, which says why
     with transaction_timeouts_applied(), engine_step(durable=durable):
         return _put(**args, trusted=None)
 
@@ -168,7 +172,25 @@ def _put(
     under_uow = [syncpoint == "yes" or (syncpoint == "if_persistent" and p) for p in persistent]
     conn = _connection(connection_id, owner)
     base = None
-    if trusted is not None:
+    # Every message under the unit of work, none asking for reports: the whole put and its
+    # COMMIT travel in one round trip, a guard among them (queries.put_guard).
+    guarded = trusted is not None and all(under_uow) and not any(m.report for m in messages)
+    if guarded:
+        if transaction_id:  # joined as the guard finds it: its row checked and locked in the database
+            txn = Transaction(id=transaction_id, broker=owner.name)
+        else:  # begun: its INSERT travels with the rest
+            txn = _unit_of_work(broker=owner, transaction_id=None, wanted=True, connection=None, user=user)
+        queries.put_guard(
+            transaction_id=transaction_id or None,
+            broker=owner.name,
+            user_id=None if user is None or getattr(user, "is_superuser", False) else user.pk,
+            now=now,
+            queue_id=dest.pk,
+            count=len(messages),
+            version=trusted,
+        )
+        base = 0  # no commit sequence to hand out: every message waits for the unit of work
+    elif trusted is not None:
         if not transaction_id:  # a unit of work it begins: its INSERT travels with the reservation
             txn = _unit_of_work(broker=owner, transaction_id=None, wanted=any(under_uow), connection=None, user=user)
         locked, version, base = queries.put_start(
@@ -179,7 +201,7 @@ def _put(
         )
         if version != trusted:
             raise _DefinitionsChanged
-    if trusted is None or transaction_id:
+    if trusted is None or (transaction_id and not guarded):
         txn = _unit_of_work(
             broker=owner,
             transaction_id=transaction_id,
