@@ -8,6 +8,7 @@ for and what the processes wrote to stderr; nothing sleeps to synchronise.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -20,6 +21,8 @@ from pathlib import Path
 from typing import Callable, Iterator, TypeVar
 
 import httpx
+
+from bench.live import MANAGE_EACH
 
 ROOT = Path(__file__).resolve().parents[2]
 PYTHON = sys.executable
@@ -164,6 +167,28 @@ def manage(env: dict[str, str], *args: str, timeout: float = 120, extra_env: dic
     return result.stdout
 
 
+def manage_each(
+    env: dict[str, str], *commands: list[str], timeout: float = 120, extra_env: dict[str, str] | None = None
+) -> list[str]:
+    """Run ``python manage.py ...`` for each of ``commands`` in turn, as ``manage`` does, but
+    in one process (one start of Python and Django instead of one each); return what each
+    wrote to stdout, or fail showing stderr."""
+    result = subprocess.run(
+        [PYTHON, "-c", MANAGE_EACH, json.dumps(list(commands))],
+        cwd=ROOT,
+        env={**env, **(extra_env or {})},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    if result.returncode != 0:
+        raise AssertionError(
+            f"manage.py {' / '.join(' '.join(c) for c in commands)} failed ({result.returncode}):\n"
+            f"{result.stderr}\n{result.stdout}"
+        )
+    return json.loads(result.stdout)
+
+
 @dataclass
 class Platform:
     """Uvicorn + Celery worker + Celery beat against ``var_dir`` (the embedded default); or,
@@ -237,25 +262,16 @@ class Platform:
         # what platform/up prepares before it starts the servers
         (self.var_dir / "celery" / "queue").mkdir(parents=True, exist_ok=True)
         (self.var_dir / "celery" / "processed").mkdir(parents=True, exist_ok=True)
-        env = self.env
-        manage(env, "migrate", "--noinput", "-v0")
-        lines = [
-            line
-            for line in manage(env, "api_token", "tester", "--create-user", "--superuser").splitlines()
-            if line.strip()
-        ]
-        assert len(lines) == 1 and len(lines[0].strip()) >= 20, f"api_token printed {lines!r}, not one token line"
-        self.token = lines[0].strip()
-        manage(
-            env,
-            "createsuperuser",
-            "--noinput",
-            "--username",
-            self.username,
-            "--email",
-            "dash@example.com",
+        _, token, _ = manage_each(
+            self.env,
+            ["migrate", "--noinput", "-v0"],
+            ["api_token", "tester", "--create-user", "--superuser"],
+            ["createsuperuser", "--noinput", "--username", self.username, "--email", "dash@example.com"],
             extra_env={"DJANGO_SUPERUSER_PASSWORD": self.password},
         )
+        lines = [line for line in token.splitlines() if line.strip()]
+        assert len(lines) == 1 and len(lines[0].strip()) >= 20, f"api_token printed {lines!r}, not one token line"
+        self.token = lines[0].strip()
 
         self.ports = [self.port] + [free_port() for _ in range(self.webs - 1)]
         for n in range(len(self.ports)):
