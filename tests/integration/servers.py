@@ -103,6 +103,7 @@ class Server:
     proc: subprocess.Popen
     stdout: Path
     stderr: Path
+    terminated: bool = False
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -113,13 +114,19 @@ class Server:
             f"--- {self.name} stdout ---\n{tail(self.stdout, 2000)}\n"
         )
 
-    def stop(self, timeout: float = 15) -> None:
-        """SIGTERM the server's process group, then SIGKILL what is left after ``timeout``."""
-        if self.proc.poll() is None:
+    def terminate(self) -> None:
+        """SIGTERM the server's process group (once), without waiting."""
+        if self.proc.poll() is None and not self.terminated:
+            self.terminated = True
             try:
                 os.killpg(self.proc.pid, signal.SIGTERM)
             except ProcessLookupError:
                 pass
+
+    def stop(self, timeout: float = 15) -> None:
+        """SIGTERM the server's process group, then SIGKILL what is left after ``timeout``."""
+        if self.proc.poll() is None:
+            self.terminate()
             try:
                 self.proc.wait(timeout)
             except subprocess.TimeoutExpired:
@@ -389,6 +396,9 @@ class Platform:
         )
 
     def stop(self) -> None:
+        # every process told at once, so that their shutdowns overlap; then each waited for
+        for server in reversed(self.servers):
+            server.terminate()
         for server in reversed(self.servers):
             server.stop()
         if self in RUNNING:
