@@ -12,6 +12,7 @@ Needs no Django: every wait is a bounded polling loop that fails saying what it 
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -60,6 +61,25 @@ def postgres_scratch_database(server_url: str, prefix: str = "baton_live"):
     finally:
         with psycopg.connect(admin, autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+#: A child that runs management commands one after the other in one process (one start of
+#: Python and Django instead of one per command), as ``manage.py`` runs each, then prints
+#: what each wrote to its stdout as a JSON list. ``argv[1]``: the commands, a JSON list of
+#: argument lists.
+MANAGE_EACH = """
+import io, json, os, sys
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+import django
+django.setup()
+from django.core.management import call_command
+outputs = []
+for args in json.loads(sys.argv[1]):
+    out = io.StringIO()
+    call_command(*args, stdout=out)
+    outputs.append(out.getvalue())
+sys.stdout.write(json.dumps(outputs))
+"""
 
 
 class PlatformError(RuntimeError):
@@ -181,19 +201,34 @@ class LivePlatform:
             raise PlatformError(f"manage.py {' '.join(args)} failed ({result.returncode}):\n{result.stderr[-4000:]}")
         return result.stdout
 
+    def manage_each(self, *commands: list[str], timeout: float = 300) -> list[str]:
+        """``manage`` for each of ``commands`` in turn, in one process; what each printed."""
+        result = subprocess.run(
+            [sys.executable, "-c", MANAGE_EACH, json.dumps(list(commands))],
+            check=False,
+            cwd=ROOT,
+            env=self.environ(),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+        if result.returncode != 0:
+            done = " / ".join(" ".join(c) for c in commands)
+            raise PlatformError(f"manage.py {done} failed ({result.returncode}):\n{result.stderr[-4000:]}")
+        return json.loads(result.stdout)
+
     def prepare(self, *, username: str = "baton-live") -> str:
         """What platform/up does before it starts the servers: the Celery folders, migrate,
         restart recovery; then an API token for a superuser. Returns the token."""
         (self.var_dir / "celery" / "queue").mkdir(parents=True, exist_ok=True)
         (self.var_dir / "celery" / "processed").mkdir(parents=True, exist_ok=True)
         (self.var_dir / "log").mkdir(parents=True, exist_ok=True)
-        self.manage("migrate", "--noinput", "-v0")
-        self.manage("brokers_recover")
-        lines = [
-            line.strip()
-            for line in self.manage("api_token", username, "--create-user", "--superuser").splitlines()
-            if line.strip()
-        ]
+        *_, token = self.manage_each(
+            ["migrate", "--noinput", "-v0"],
+            ["brokers_recover"],
+            ["api_token", username, "--create-user", "--superuser"],
+        )
+        lines = [line.strip() for line in token.splitlines() if line.strip()]
         self.token = lines[-1]
         return self.token
 

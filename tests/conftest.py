@@ -29,6 +29,21 @@ def django_db_setup(django_db_setup):
     wakeup_buses_stop()
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _quick_password_hashes():
+    """Passwords set in this process are hashed with MD5 (those hashed otherwise still check):
+    the platform's PBKDF2 costs about a second a hash on purpose, and the dashboard's tests
+    set and check a password in most of them. The servers the tests start keep the
+    platform's hashers."""
+    from django.conf import settings
+    from django.test import override_settings
+
+    with override_settings(
+        PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher", *settings.PASSWORD_HASHERS]
+    ):
+        yield
+
+
 @pytest.fixture(scope="session")
 def redis_server():
     """A real Redis server (Debian's redis-server) for the session, stopped at its end."""

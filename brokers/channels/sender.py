@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 import time
 from datetime import timedelta
 
@@ -53,6 +54,12 @@ IDLE_WAIT_S = 1.0
 #: The agent renews its lease (BATON_CHANNEL_LEASE_S) after a step at most this often.
 LEASE_RENEW_S = 1.0
 BACKOFF_MAX_S = 60
+#: Set when this worker process begins its warm shutdown (brokers/channels/tasks.py): every
+#: agent in it ends its run after the step under way, as at the end of ``max_seconds``, and
+#: releases its lease. The worker then stops at once instead of waiting out the runs (or
+#: being killed after its grace period, its leases left to lapse), and another worker's agent
+#: takes each channel over at its supervisor's next round.
+AGENTS_STOP = threading.Event()
 
 #: Where a test may have the agent kill itself (SIGKILL), to prove exactly-once recovery.
 #: ``STEP`` kills at the first batch reaching it; ``STEP@N`` at batch N (the ones before it
@@ -419,6 +426,9 @@ def channel_agent_run(
         renew_at = time.monotonic() + LEASE_RENEW_S
         recovered = False
         while time.monotonic() < end:
+            if AGENTS_STOP.is_set():
+                ended = "shutdown"
+                break
             channel.refresh_from_db()
             if not channel.enabled:
                 ended = "stopped"

@@ -6,9 +6,10 @@ import os
 import socket
 
 from celery import shared_task
+from celery.signals import worker_shutting_down
 
 from .definitions import CHANNEL_AGENT_TASK
-from .sender import channel_agent_run, channels_due
+from .sender import AGENTS_STOP, channel_agent_run, channels_due
 
 
 @shared_task(name=CHANNEL_AGENT_TASK, ignore_result=True)
@@ -26,3 +27,10 @@ def channels_supervise() -> list[str]:
     for name in names:
         channel_agent.delay(name)
     return names
+
+
+@worker_shutting_down.connect
+def agents_stop(**_signal) -> None:
+    """The worker begins its warm shutdown (SIGTERM, SIGINT): its channel agents end their
+    runs after the step under way and release their leases (sender.AGENTS_STOP)."""
+    AGENTS_STOP.set()

@@ -3,6 +3,7 @@ prints its tables. Only the shape of the output is checked: never a timing."""
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import subprocess
@@ -10,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from django.core.management import CommandError, call_command
 
 from bench.pipelines import PipelineResult, ratios, table, table_parse
 
@@ -142,8 +144,13 @@ def test_the_channels_take_the_window_and_interval_asked_for_with_a_long_unit_of
 
 
 def test_options_are_checked_before_anything_runs():
+    # as a user runs it: an error on stderr, a non-zero exit
+    proc = run("--stages", "0", timeout=120)
+    assert proc.returncode != 0
+    assert "--stages" in proc.stderr
+    assert "scratch directory" not in proc.stderr
+    # each check, in this process (the same command and checks, without starting Python each time)
     for args, text in (
-        (["--stages", "0"], "--stages"),
         (["--messages", "0"], "--messages"),
         (["--work-ms", "-1"], "--work-ms"),
         (["--batch-interval-ms", "-1"], "--batch-interval-ms"),
@@ -151,10 +158,10 @@ def test_options_are_checked_before_anything_runs():
         (["--window", "65"], "--window"),
         (["--long-uow-ms", "-1"], "--long-uow-ms"),
     ):
-        proc = run(*args, timeout=120)
-        assert proc.returncode != 0
-        assert text in proc.stderr
-        assert "scratch directory" not in proc.stderr
+        stderr = io.StringIO()
+        with pytest.raises(CommandError, match=re.escape(text)):
+            call_command("benchmark_pipelines", *args, stdout=io.StringIO(), stderr=stderr)
+        assert "scratch directory" not in stderr.getvalue()
 
 
 def test_phases_refuse_to_run_outside_a_scratch_environment():

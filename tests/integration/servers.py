@@ -8,6 +8,7 @@ for and what the processes wrote to stderr; nothing sleeps to synchronise.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -20,6 +21,8 @@ from pathlib import Path
 from typing import Callable, Iterator, TypeVar
 
 import httpx
+
+from bench.live import MANAGE_EACH
 
 ROOT = Path(__file__).resolve().parents[2]
 PYTHON = sys.executable
@@ -100,6 +103,7 @@ class Server:
     proc: subprocess.Popen
     stdout: Path
     stderr: Path
+    terminated: bool = False
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -110,13 +114,19 @@ class Server:
             f"--- {self.name} stdout ---\n{tail(self.stdout, 2000)}\n"
         )
 
-    def stop(self, timeout: float = 15) -> None:
-        """SIGTERM the server's process group, then SIGKILL what is left after ``timeout``."""
-        if self.proc.poll() is None:
+    def terminate(self) -> None:
+        """SIGTERM the server's process group (once), without waiting."""
+        if self.proc.poll() is None and not self.terminated:
+            self.terminated = True
             try:
                 os.killpg(self.proc.pid, signal.SIGTERM)
             except ProcessLookupError:
                 pass
+
+    def stop(self, timeout: float = 15) -> None:
+        """SIGTERM the server's process group, then SIGKILL what is left after ``timeout``."""
+        if self.proc.poll() is None:
+            self.terminate()
             try:
                 self.proc.wait(timeout)
             except subprocess.TimeoutExpired:
@@ -162,6 +172,28 @@ def manage(env: dict[str, str], *args: str, timeout: float = 120, extra_env: dic
             f"manage.py {' '.join(args)} failed ({result.returncode}):\n{result.stderr}\n{result.stdout}"
         )
     return result.stdout
+
+
+def manage_each(
+    env: dict[str, str], *commands: list[str], timeout: float = 120, extra_env: dict[str, str] | None = None
+) -> list[str]:
+    """Run ``python manage.py ...`` for each of ``commands`` in turn, as ``manage`` does, but
+    in one process (one start of Python and Django instead of one each); return what each
+    wrote to stdout, or fail showing stderr."""
+    result = subprocess.run(
+        [PYTHON, "-c", MANAGE_EACH, json.dumps(list(commands))],
+        cwd=ROOT,
+        env={**env, **(extra_env or {})},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    if result.returncode != 0:
+        raise AssertionError(
+            f"manage.py {' / '.join(' '.join(c) for c in commands)} failed ({result.returncode}):\n"
+            f"{result.stderr}\n{result.stdout}"
+        )
+    return json.loads(result.stdout)
 
 
 @dataclass
@@ -237,25 +269,16 @@ class Platform:
         # what platform/up prepares before it starts the servers
         (self.var_dir / "celery" / "queue").mkdir(parents=True, exist_ok=True)
         (self.var_dir / "celery" / "processed").mkdir(parents=True, exist_ok=True)
-        env = self.env
-        manage(env, "migrate", "--noinput", "-v0")
-        lines = [
-            line
-            for line in manage(env, "api_token", "tester", "--create-user", "--superuser").splitlines()
-            if line.strip()
-        ]
-        assert len(lines) == 1 and len(lines[0].strip()) >= 20, f"api_token printed {lines!r}, not one token line"
-        self.token = lines[0].strip()
-        manage(
-            env,
-            "createsuperuser",
-            "--noinput",
-            "--username",
-            self.username,
-            "--email",
-            "dash@example.com",
+        _, token, _ = manage_each(
+            self.env,
+            ["migrate", "--noinput", "-v0"],
+            ["api_token", "tester", "--create-user", "--superuser"],
+            ["createsuperuser", "--noinput", "--username", self.username, "--email", "dash@example.com"],
             extra_env={"DJANGO_SUPERUSER_PASSWORD": self.password},
         )
+        lines = [line for line in token.splitlines() if line.strip()]
+        assert len(lines) == 1 and len(lines[0].strip()) >= 20, f"api_token printed {lines!r}, not one token line"
+        self.token = lines[0].strip()
 
         self.ports = [self.port] + [free_port() for _ in range(self.webs - 1)]
         for n in range(len(self.ports)):
@@ -373,6 +396,9 @@ class Platform:
         )
 
     def stop(self) -> None:
+        # every process told at once, so that their shutdowns overlap; then each waited for
+        for server in reversed(self.servers):
+            server.terminate()
         for server in reversed(self.servers):
             server.stop()
         if self in RUNNING:
