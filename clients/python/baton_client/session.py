@@ -99,7 +99,8 @@ class Session:
                     ping_interval=20,
                     ping_timeout=None,
                 ).__enter__()  # the connection itself, closed by _dropped (websockets' context-manager form)
-            except (OSError, TimeoutError, InvalidHandshake, InvalidURI) as exc:
+            except (OSError, TimeoutError, InvalidHandshake, InvalidURI, ConnectionClosed) as exc:
+                # ConnectionClosed: the server went away in the middle of the opening handshake
                 raise NetworkError(f"{self.url}: cannot open a session ({exc}).") from exc
             self._ws = ws
             threading.Thread(target=self._read, args=(ws,), name="baton-session-reader", daemon=True).start()
