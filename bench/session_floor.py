@@ -88,7 +88,8 @@ class _Session:
     def __init__(self, url: str, token: str) -> None:
         self._stack = ExitStack()
         self.ws = self._stack.enter_context(
-            connect(url, additional_headers={"Authorization": f"Token {token}"}, max_size=2**24)
+            # no per-message deflate, as the Python client opens its sessions
+            connect(url, additional_headers={"Authorization": f"Token {token}"}, max_size=2**24, compression=None)
         )
         self.next_id = 0
         self.body = "x" * 1024
