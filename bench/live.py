@@ -187,9 +187,10 @@ class LivePlatform:
         return env
 
     # -- preparing -------------------------------------------------------------------------
-    def manage(self, *args: str, timeout: float = 300) -> str:
+    def _run(self, argv: list[str], what: str, *, timeout: float) -> str:
+        """``python <argv>`` in the source tree with the platform's environment; its stdout."""
         result = subprocess.run(
-            [sys.executable, "manage.py", *args],
+            [sys.executable, *argv],
             check=False,
             cwd=ROOT,
             env=self.environ(),
@@ -198,24 +199,16 @@ class LivePlatform:
             timeout=timeout,
         )
         if result.returncode != 0:
-            raise PlatformError(f"manage.py {' '.join(args)} failed ({result.returncode}):\n{result.stderr[-4000:]}")
+            raise PlatformError(f"manage.py {what} failed ({result.returncode}):\n{result.stderr[-4000:]}")
         return result.stdout
+
+    def manage(self, *args: str, timeout: float = 300) -> str:
+        return self._run(["manage.py", *args], " ".join(args), timeout=timeout)
 
     def manage_each(self, *commands: list[str], timeout: float = 300) -> list[str]:
         """``manage`` for each of ``commands`` in turn, in one process; what each printed."""
-        result = subprocess.run(
-            [sys.executable, "-c", MANAGE_EACH, json.dumps(list(commands))],
-            check=False,
-            cwd=ROOT,
-            env=self.environ(),
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
-        if result.returncode != 0:
-            done = " / ".join(" ".join(c) for c in commands)
-            raise PlatformError(f"manage.py {done} failed ({result.returncode}):\n{result.stderr[-4000:]}")
-        return json.loads(result.stdout)
+        what = " / ".join(" ".join(c) for c in commands)
+        return json.loads(self._run(["-c", MANAGE_EACH, json.dumps(list(commands))], what, timeout=timeout))
 
     def prepare(self, *, username: str = "baton-live") -> str:
         """What platform/up does before it starts the servers: the Celery folders, migrate,

@@ -157,10 +157,11 @@ def base_env(var_dir: Path) -> dict[str, str]:
     return env
 
 
-def manage(env: dict[str, str], *args: str, timeout: float = 120, extra_env: dict[str, str] | None = None) -> str:
-    """Run ``python manage.py ...``; return its stdout, or fail showing its stderr."""
+def _manage_run(env: dict[str, str], argv: list[str], what: str, *, timeout: float, extra_env) -> str:
+    """Run ``python <argv>`` in the source tree; return its stdout, or fail naming ``what``
+    and showing its stderr."""
     result = subprocess.run(
-        [PYTHON, "manage.py", *args],
+        [PYTHON, *argv],
         cwd=ROOT,
         env={**env, **(extra_env or {})},
         capture_output=True,
@@ -168,10 +169,13 @@ def manage(env: dict[str, str], *args: str, timeout: float = 120, extra_env: dic
         timeout=timeout,
     )
     if result.returncode != 0:
-        raise AssertionError(
-            f"manage.py {' '.join(args)} failed ({result.returncode}):\n{result.stderr}\n{result.stdout}"
-        )
+        raise AssertionError(f"manage.py {what} failed ({result.returncode}):\n{result.stderr}\n{result.stdout}")
     return result.stdout
+
+
+def manage(env: dict[str, str], *args: str, timeout: float = 120, extra_env: dict[str, str] | None = None) -> str:
+    """Run ``python manage.py ...``; return its stdout, or fail showing its stderr."""
+    return _manage_run(env, ["manage.py", *args], " ".join(args), timeout=timeout, extra_env=extra_env)
 
 
 def manage_each(
@@ -180,20 +184,9 @@ def manage_each(
     """Run ``python manage.py ...`` for each of ``commands`` in turn, as ``manage`` does, but
     in one process (one start of Python and Django instead of one each); return what each
     wrote to stdout, or fail showing stderr."""
-    result = subprocess.run(
-        [PYTHON, "-c", MANAGE_EACH, json.dumps(list(commands))],
-        cwd=ROOT,
-        env={**env, **(extra_env or {})},
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-    if result.returncode != 0:
-        raise AssertionError(
-            f"manage.py {' / '.join(' '.join(c) for c in commands)} failed ({result.returncode}):\n"
-            f"{result.stderr}\n{result.stdout}"
-        )
-    return json.loads(result.stdout)
+    what = " / ".join(" ".join(c) for c in commands)
+    out = _manage_run(env, ["-c", MANAGE_EACH, json.dumps(list(commands))], what, timeout=timeout, extra_env=extra_env)
+    return json.loads(out)
 
 
 @dataclass
