@@ -129,16 +129,16 @@ class Scratch:
             return ""
         return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
 
-    def phase(self, name: str, **options) -> dict:
-        """Run the command again as a child on the scratch database (``--phase name``) and
-        return the JSON it leaves in its result file."""
+    def phase(self, name: str, *, command: str = "benchmark", **options) -> dict:
+        """Run ``command`` (the benchmark's own) again as a child on the scratch database
+        (``--phase name``) and return the JSON it leaves in its result file."""
         from .report import BenchmarkError
 
         result_file = self.dir / f"{name}.json"
         args = [
             sys.executable,
             str(base_dir() / "manage.py"),
-            "benchmark",
+            command,
             "--phase",
             name,
             "--result-file",

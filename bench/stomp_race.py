@@ -42,7 +42,7 @@ BROKER, QUEUE, USER = "BENCH", "BENCH.STOMP", "bench"
 
 @dataclass
 class StompResult:
-    peer: str  # "Baton" | "RabbitMQ"
+    peer: str  # "Baton" | "RabbitMQ" | "engine" (Baton's engine alone, in process: bench/stomp_engine.py)
     scenario: str
     batch: int
     messages: int
@@ -279,11 +279,12 @@ def table(results: list[StompResult]) -> str:
         lines.append(f"{r.peer:<10} {r.scenario:<16} {r.batch:>5} {r.messages:>8} {r.seconds:>8.2f} {r.rate:>9.1f}")
     by = {(r.peer, r.scenario): r.rate for r in results}
     ratios = [
-        (s, by[("Baton", s)] / by[("RabbitMQ", s)])
+        (f"{peer} / {other}, {s}", by[(peer, s)] / by[(other, s)])
+        for peer, other in (("Baton", "RabbitMQ"), ("engine", "RabbitMQ"), ("Baton", "engine"))
         for s, _ in SCENARIOS
-        if by.get(("RabbitMQ", s)) and ("Baton", s) in by
+        if by.get((other, s)) and (peer, s) in by
     ]
     if ratios:
         lines.append("")
-        lines.extend(f"Baton / RabbitMQ, {s}: {ratio:.2f}x" for s, ratio in ratios)
+        lines.extend(f"{what}: {ratio:.2f}x" for what, ratio in ratios)
     return "\n".join(lines)

@@ -20,6 +20,13 @@ class WebSocketTransport:
     def __init__(self, consumer: StompConsumer) -> None:
         self.consumer = consumer
 
+    def write_nowait(self, data: bytes) -> None:
+        """None: a WebSocket message is sent only by awaiting (:meth:`write`)."""
+        return None
+
+    async def drain(self) -> None:
+        pass
+
     async def write(self, data: bytes) -> None:
         try:
             text = data.decode("utf-8")

@@ -57,6 +57,15 @@ HIGH_WATER = 1024 * 1024
 #: Seconds a subscription waits for a message before looking again (renewing its locks).
 SUBSCRIPTION_WAIT_S = 10.0
 _CLOSE = object()
+
+
+@dataclass(frozen=True)
+class _Unflushed:
+    """Bytes the transport took but has not sent yet: the writer waits for them."""
+
+    size: int
+
+
 _NOTHING = object()
 _ids = itertools.count(1)
 #: Live connections of this process (the dashboard's section reads them through the registry).
@@ -159,9 +168,11 @@ class Txn:
 class StompConnection:
     """The protocol of one connection. The transport calls :meth:`start`, then
     :meth:`received` for its bytes (awaiting it: that is the back-pressure) and :meth:`lost`
-    when it ends; the connection writes through ``transport.write(data)`` (a coroutine) and
-    ends it with ``transport.close()`` (a coroutine, after what was sent) or
-    ``transport.abort()`` (at once)."""
+    when it ends; the connection writes through ``transport.write_nowait(data)`` (whether
+    it all went at once; None when the transport cannot write without awaiting),
+    ``transport.drain()`` and ``transport.write(data)`` (coroutines), and ends it with
+    ``transport.close()`` (a coroutine, after what was sent) or ``transport.abort()`` (at
+    once)."""
 
     def __init__(self, transport, *, kind: str, peer: str, version: str | None = None) -> None:
         self.transport = transport
@@ -194,6 +205,10 @@ class StompConnection:
     def start(self) -> None:
         self.loop = asyncio.get_running_loop()
         self.outbox: asyncio.Queue = asyncio.Queue()
+        #: Frames (and the close) sent by the connection's threads, for the loop's next flush.
+        self.outgoing: list[Any] = []
+        self.flush_due = False
+        self.writing = False  # the writer task is writing (or waiting for) a frame
         self.room = asyncio.Event()
         self.room.set()
         self.writer = self.loop.create_task(self._write())
@@ -245,6 +260,41 @@ class StompConnection:
             self.heartbeats.cancel()
         self.outbox.put_nowait(_CLOSE)
 
+    def _flush(self) -> None:
+        """Write what the connection's threads sent since the last flush (one wake-up of the
+        loop for all of it). A frame the transport takes at once is written here; the writer
+        task (:meth:`_write`) takes the rest, in order: what is behind a frame still being
+        written, what the transport could not take whole, and the close."""
+        with self.lock:
+            items, self.outgoing = self.outgoing, []
+            self.flush_due = False
+        for item in items:
+            if item is _CLOSE or self.closed or self.writing or not self.outbox.empty():
+                self.outbox.put_nowait(item)
+                continue
+            self.last_sent = time.monotonic()
+            try:
+                flushed = self.transport.write_nowait(item)
+            except (OSError, RuntimeError, ConnectionError) as exc:
+                self._write_failed(exc)
+                return
+            if flushed is None:  # the transport writes only by awaiting
+                self.outbox.put_nowait(item)
+            elif flushed:
+                self._written(len(item))
+            else:  # taken, not yet sent: the writer waits until it is (or the time is up)
+                self.outbox.put_nowait(_Unflushed(len(item)))
+
+    def _written(self, size: int) -> None:
+        with self.lock:
+            self.unsent -= size
+            self.lock.notify_all()
+
+    def _write_failed(self, exc: BaseException) -> None:
+        log.info("closing a STOMP connection: a frame could not be sent (%s)", type(exc).__name__)
+        self.closed = True
+        self.transport.abort()
+
     async def _write(self) -> None:
         while True:
             item = await self.outbox.get()
@@ -255,19 +305,20 @@ class StompConnection:
                 except Exception:  # already gone
                     pass
                 return
+            self.writing = True
             try:
                 self.last_sent = time.monotonic()
                 async with asyncio.timeout(settings.BATON_STOMP_SEND_TIMEOUT_S):
-                    await self.transport.write(item)
+                    if isinstance(item, _Unflushed):
+                        await self.transport.drain()
+                    else:
+                        await self.transport.write(item)
             except (TimeoutError, OSError, RuntimeError, ConnectionError) as exc:
-                log.info("closing a STOMP connection: a frame could not be sent (%s)", type(exc).__name__)
-                self.closed = True
-                self.transport.abort()
+                self._write_failed(exc)
                 return
             finally:
-                with self.lock:
-                    self.unsent -= len(item)
-                    self.lock.notify_all()
+                self.writing = False
+                self._written(item.size if isinstance(item, _Unflushed) else len(item))
 
     async def _heartbeat(self) -> None:
         send_s, receive_s = self.heartbeat_send / 1000, self.heartbeat_receive / 1000
@@ -305,14 +356,27 @@ class StompConnection:
             if over:
                 self.closed = True
                 self.lock.notify_all()
+            else:
+                wake = self._outgoing_add(data)
         if over:  # the client does not read what it asked for: cut it off, it holds up no one
             log.info("closing a STOMP connection: more than %d bytes unread", settings.BATON_STOMP_SEND_BUFFER)
             self.loop.call_soon_threadsafe(self.transport.abort)
             return
-        self.loop.call_soon_threadsafe(self.outbox.put_nowait, data)
+        if wake:
+            self.loop.call_soon_threadsafe(self._flush)
+
+    def _outgoing_add(self, item: Any) -> bool:
+        """Add to what the next flush writes (under ``self.lock``); whether the loop must be
+        woken for it (no flush is due yet)."""
+        self.outgoing.append(item)
+        wake, self.flush_due = not self.flush_due, True
+        return wake
 
     def close_after_sending(self) -> None:
-        self.loop.call_soon_threadsafe(self.outbox.put_nowait, _CLOSE)
+        with self.lock:
+            wake = self._outgoing_add(_CLOSE)
+        if wake:
+            self.loop.call_soon_threadsafe(self._flush)
 
     def error(self, exc: BatonError, frame: Frame | None) -> None:
         """ERROR, then close (the specification's rule)."""

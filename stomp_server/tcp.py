@@ -22,6 +22,14 @@ class TcpTransport:
     def __init__(self, writer: asyncio.StreamWriter) -> None:
         self.writer = writer
 
+    def write_nowait(self, data: bytes) -> bool:
+        """Hand ``data`` to the socket; whether all of it went (else :meth:`drain` waits)."""
+        self.writer.write(data)
+        return self.writer.transport.get_write_buffer_size() == 0
+
+    async def drain(self) -> None:
+        await self.writer.drain()
+
     async def write(self, data: bytes) -> None:
         self.writer.write(data)
         await self.writer.drain()

@@ -3,14 +3,17 @@ plugin, side by side (bench/stomp_race.py says what is measured)."""
 
 from __future__ import annotations
 
+import argparse
 import json
+import os
+from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
 from bench.rabbitmq import rabbitmq_available
 from bench.report import BenchmarkError
-from bench.scratch import Scratch, sigterm_as_interrupt
-from bench.stomp_race import baton_stomp, rabbitmq_stomp, stomp_race, table
+from bench.scratch import SCRATCH_FLAG, Scratch, sigterm_as_interrupt
+from bench.stomp_race import BROKER, QUEUE, SCENARIOS, USER, StompResult, baton_stomp, rabbitmq_stomp, stomp_race, table
 
 
 class Command(BaseCommand):
@@ -25,8 +28,21 @@ class Command(BaseCommand):
         parser.add_argument("--no-rabbitmq", action="store_true", help="Baton only")
         parser.add_argument("--json", action="store_true", help="print the facts and figures as JSON")
         parser.add_argument("--keep", action="store_true", help="keep the scratch directories")
+        # The command re-runs itself as a child on the scratch database for the engine alone.
+        parser.add_argument("--phase", choices=("engine",), help=argparse.SUPPRESS)
+        parser.add_argument("--result-file", help=argparse.SUPPRESS)
+
+    def _engine_phase(self, options) -> None:
+        if os.environ.get(SCRATCH_FLAG) != "1":
+            raise CommandError("--phase is internal: it runs only in the benchmark's own child processes.")
+        from bench.stomp_engine import engine_race
+
+        rows = engine_race(username=USER, broker=BROKER, queue=QUEUE, messages=options["messages"], scenarios=SCENARIOS)
+        Path(options["result_file"]).write_text(json.dumps(rows))
 
     def handle(self, *args, **options) -> None:
+        if options["phase"]:
+            return self._engine_phase(options)
         progress = options["verbosity"] >= 1 and not options["json"]
         facts: dict = {
             "load": "persistent 1 KiB messages; a stomp.py producer and consumer, concurrently; "
@@ -39,6 +55,14 @@ class Command(BaseCommand):
                 with baton_stomp(scratch) as target:
                     facts["baton"] = target.describe
                     results += stomp_race(target, messages=options["messages"], progress=progress)
+                if progress:
+                    self.stderr.write("  Baton's engine alone, in process")
+                rows = scratch.phase("engine", command="benchmark_stomp", messages=options["messages"])
+                results += [StompResult("engine", **row) for row in rows]
+                facts["engine"] = (
+                    "the same load through the operations the STOMP server calls, in one process with "
+                    "no protocol (bench/stomp_engine.py): what a STOMP figure can reach at best"
+                )
                 missing = rabbitmq_available() if not options["no_rabbitmq"] else "--no-rabbitmq"
                 if missing:
                     facts["rabbitmq"] = f"not measured: {missing}"
@@ -52,6 +76,6 @@ class Command(BaseCommand):
             self.stdout.write(json.dumps({**facts, "results": [r.as_dict() for r in results]}, indent=2))
             return
         self.stdout.write(table(results))
-        for key in ("load", "baton", "rabbitmq"):
+        for key in ("load", "baton", "engine", "rabbitmq"):
             if key in facts:
                 self.stdout.write(f"{key}: {facts[key]}")

@@ -1,0 +1,54 @@
+"""`manage.py benchmark_stomp` races stomp.py through Baton's STOMP server (and RabbitMQ's,
+when asked) and runs the same load through Baton's engine alone, in process. Only what the
+report holds is checked: never a timing."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+
+pytestmark = pytest.mark.once  # the command makes its own SQLite database whatever the suite's
+
+
+def test_the_stomp_race_and_the_engine_alone_report_every_scenario():
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "BATON_TEST_DATABASE")}
+    proc = subprocess.run(
+        [sys.executable, "manage.py", "benchmark_stomp", "--no-rabbitmq", "--messages", "100", "--json"],
+        check=False,
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = json.loads(proc.stdout)
+    rows = {(r["peer"], r["scenario"]): r for r in report["results"]}
+    assert set(rows) == {
+        (peer, scenario) for peer in ("Baton", "engine") for scenario in ("send+receipt", "transaction/100")
+    }
+    assert all(r["messages"] == 100 and r["seconds"] > 0 and r["rate"] > 0 for r in rows.values())
+    assert report["rabbitmq"] == "not measured: --no-rabbitmq"
+    assert "in one process" in report["engine"]
+
+
+def test_the_engine_phase_runs_only_as_the_benchmarks_own_child():
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "BATON_TEST_DATABASE")}
+    proc = subprocess.run(
+        [sys.executable, "manage.py", "benchmark_stomp", "--phase", "engine", "--result-file", os.devnull],
+        check=False,
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode != 0
+    assert "internal" in proc.stderr
