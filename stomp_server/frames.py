@@ -172,7 +172,10 @@ class FrameParser:
             if not buf or (len(buf) == 1 and buf[0] == 0x0D):
                 return None
             end = buf.find(b"\n\n", self._scan)
-            end_crlf = buf.find(b"\n\r\n", self._scan) if self._crlf() or self.version is None else -1
+            # a head ending in CRLF counts only before the first LF LF (bounded: never a scan
+            # of the frames and bodies queued behind this one)
+            bound = len(buf) if end == -1 else end + 2
+            end_crlf = buf.find(b"\n\r\n", self._scan, bound) if self._crlf() else -1
             if end_crlf != -1 and (end == -1 or end_crlf < end):
                 head_end, body_start = end_crlf, end_crlf + 3
             elif end != -1:
