@@ -129,12 +129,12 @@ def message_send(
         request["transaction"] = transaction
     data = MessagePut.parse(request)
     try:
-        MessagePut.perform(user, data)
+        MessagePut.put(user, data)
     except QueueNotFound:
         if not broker_cached(name=broker).auto_define_queues:
             raise
         _queue_ensured(user, broker=broker, queue=queue, action="put")
-        MessagePut.perform(user, data)
+        MessagePut.put(user, data)
 
 
 def messages_send(
@@ -150,12 +150,12 @@ def messages_send(
         }
     )
     try:
-        MessagePut.perform(user, data)
+        MessagePut.put(user, data)
     except QueueNotFound:
         if not broker_cached(name=broker).auto_define_queues:
             raise
         _queue_ensured(user, broker=broker, queue=queue, action="put")
-        MessagePut.perform(user, data)
+        MessagePut.put(user, data)
 
 
 def publication_send(

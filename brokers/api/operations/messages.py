@@ -20,6 +20,7 @@ from ...services.message_filter import (
 )
 from ...services.message_input import HexId, MessageIn, message_render
 from ...services.messages import message_browse, message_get, message_put
+from ...services.messages.common import PutResult
 from .. import schema as doc
 from ..dedup import duplicate_render
 from .base import Batch, Model, Operation, Wait, problems_refused
@@ -141,7 +142,9 @@ class MessagePut(Operation):
     Output = {201: Put, 200: Duplicate}
 
     @classmethod
-    def perform(cls, user, data: Input) -> tuple[int, dict[str, Any]]:
+    def put(cls, user, data: Input) -> PutResult:
+        """The put, checked and done, not rendered (for a caller that answers without the
+        messages: STOMP's SEND)."""
         may.require_put(user, broker=data.broker, queue=data.queue)
         may.require_connection_use(user, conn_id=data.connection)
         username = getattr(user, "username", "")
@@ -151,7 +154,7 @@ class MessagePut(Operation):
             messages = [m.to_input() for m in data.messages]
         else:
             messages = [MessageIn.to_input(data)]
-        result = message_put(
+        return message_put(
             broker=data.broker,
             queue=data.queue,
             messages=messages,
@@ -161,6 +164,10 @@ class MessagePut(Operation):
             put_application=(data.put_application or username)[:100],
             user=user,  # ownership of units of work (docs/permissions.md)
         )
+
+    @classmethod
+    def perform(cls, user, data: Input) -> tuple[int, dict[str, Any]]:
+        result = cls.put(user, data)
         b, q = result.queue.broker.name, result.queue.name
         if data.messages is None and result.duplicates:  # its key was taken: nothing created
             return 200, duplicate_render(result.duplicates[0], transaction=result.transaction_id)
