@@ -35,7 +35,7 @@ from brokers.api.operations import (
 )
 from brokers.definitions import broker_cached, definitions_checked, queue_cached
 from brokers.exceptions import AlreadyExists, InvalidInput, QueueNotFound
-from brokers.models import Broker
+from brokers.models import Broker, Message
 from brokers.services.queues import queue_define, queue_delete
 from brokers.services.store import queue_wakeup_key
 from pubsub import permissions as pubsub_may
@@ -239,15 +239,16 @@ def topic_unsubscribed(*, broker: str, name: str) -> None:
 
 def messages_got(
     user, *, broker: str, queue: str, mode: str, batch: int, transaction: str | None = None, preemptive: bool = False
-) -> list[dict[str, Any]]:
-    """Up to ``batch`` messages; under ``transaction`` (a destructive get in that unit of
+) -> list[Message]:
+    """Up to ``batch`` messages (as stored: the MESSAGE frame is written from them, with no
+    rendering for JSON on the way); under ``transaction`` (a destructive get in that unit of
     work), ``preemptive`` also takes other units of work's uncommitted puts, linking them
     upstream of it (held commit, cascading backout)."""
     request: dict[str, Any] = {"broker": broker, "queue": queue, "mode": mode, "batch": batch}
     if transaction:
         request["transaction"] = transaction
         request["preemptive"] = preemptive
-    return MessageGet.run(user, request)[1]["messages"]
+    return MessageGet.get(user, MessageGet.parse(request)).messages
 
 
 def lock_completed(user, *, token: str, transaction: str | None) -> None:

@@ -13,9 +13,9 @@ from __future__ import annotations
 import json
 import re
 import time
-from datetime import datetime
 from typing import Any
 
+from brokers.models import Message
 from config.errors import InvalidInput
 
 from .frames import Frame
@@ -103,30 +103,27 @@ def message_fields(frame: Frame) -> dict[str, Any]:
     return fields
 
 
-def message_headers(
-    message: dict[str, Any], *, destination: str, subscription: str, ack: str | None
-) -> list[tuple[str, str]]:
-    """The headers of the MESSAGE frame of a message as the get operation rendered it."""
-    properties = message.get("properties") or {}
+def message_headers(message: Message, *, destination: str, subscription: str, ack: str | None) -> list[tuple[str, str]]:
+    """The headers of the MESSAGE frame of a message as the get operation got it."""
+    properties = message.properties or {}
     if "topic" in properties and destination.startswith("/topic/"):
         destination = "/topic/" + str(properties["topic"])
-    headers = [("destination", destination), ("message-id", message["msg_id"]), ("subscription", subscription)]
+    headers = [("destination", destination), ("message-id", message.msg_id), ("subscription", subscription)]
     if ack is not None:
         headers.append(("ack", ack))
-    if message.get("format"):
-        headers.append(("content-type", message["format"]))
-    correlation = message.get("correl_id") or properties.get("correlation-id")
+    if message.format:
+        headers.append(("content-type", message.format))
+    correlation = message.correl_id or properties.get("correlation-id")
     if isinstance(correlation, str):
         headers.append(("correlation-id", correlation))
-    reply_to = "/queue/" + message["reply_to_queue"] if message.get("reply_to_queue") else properties.get("reply-to")
+    reply_to = "/queue/" + message.reply_to_queue if message.reply_to_queue else properties.get("reply-to")
     if isinstance(reply_to, str):
         headers.append(("reply-to", reply_to))
-    headers.append(("priority", str(message["priority"])))
-    headers.append(("persistent", "true" if message["persistence"] == "persistent" else "false"))
-    if message.get("expires_at"):
-        at = datetime.fromisoformat(message["expires_at"])
-        headers.append(("expires", str(int(at.timestamp() * 1000))))
-    if message.get("delivery_count", 0) > 1:
+    headers.append(("priority", str(message.priority)))
+    headers.append(("persistent", "true" if message.persistent else "false"))
+    if message.expires_at:
+        headers.append(("expires", str(int(message.expires_at.timestamp() * 1000))))
+    if message.delivery_count > 1:
         headers.append(("redelivered", "true"))
     for name, value in properties.items():
         if name in MESSAGE_HEADERS or (name in _COPY_PROPERTIES and destination.startswith("/topic/")):

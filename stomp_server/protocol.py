@@ -20,7 +20,6 @@ machine (docs/api.md, "STOMP"; docs/stomp.md).
 from __future__ import annotations
 
 import asyncio
-import base64
 import itertools
 import logging
 import queue
@@ -36,6 +35,7 @@ from django.db import close_old_connections, connections
 from django.utils import timezone
 
 from baton_client.errors import UnsettledDeliveries
+from brokers.models import Message
 from brokers.services.room import queue_put_wakeup_key
 from config.errors import BatonError, InvalidInput, MessageTooLarge, NotAuthenticated, NotFound
 from transactions.exceptions import TransactionBackedOut, TransactionNotActive, TransactionNotFound
@@ -851,19 +851,17 @@ class StompConnection:
             except BatonError:  # acknowledged meanwhile, or already lost
                 pass
 
-    def _send_message(self, sub: Subscription, message: dict[str, Any], txn: Txn | None = None) -> None:
+    def _send_message(self, sub: Subscription, message: Message, txn: Txn | None = None) -> None:
         ack_id = None
         if sub.ack != "auto":
             ack_id = f"{next(self.ack_ids)}"
-            pending = Pending(
-                ack_id=ack_id, msg_id=message["msg_id"], token=message.get("lock_token"), subscription=sub, txn=txn
-            )
+            pending = Pending(ack_id=ack_id, msg_id=message.msg_id, token=message.lock_token, subscription=sub, txn=txn)
             with self.lock:
                 sub.pending[pending.msg_id] = pending
                 self.acks[ack_id] = pending
                 if txn is not None:
                     txn.delivered[pending.msg_id] = pending
-        body = base64.b64decode(message["body_base64"])
+        body = bytes(message.body)
         headers = message_headers(
             message, destination=sub.destination, subscription=sub.id, ack=ack_id if self.version == "1.2" else None
         )

@@ -20,7 +20,7 @@ from ...services.message_filter import (
 )
 from ...services.message_input import HexId, MessageIn, message_render
 from ...services.messages import message_browse, message_get, message_put
-from ...services.messages.common import PutResult
+from ...services.messages.common import GetResult, PutResult
 from .. import schema as doc
 from ..dedup import duplicate_render
 from .base import Batch, Model, Operation, Wait, problems_refused
@@ -225,10 +225,12 @@ class MessageGet(Operation):
         )
 
     @classmethod
-    def perform(cls, user, data: Input) -> tuple[int, dict[str, Any]]:
+    def get(cls, user, data: Input) -> GetResult:
+        """The get, checked and done, not rendered (for a caller that writes the messages
+        its own way: STOMP's MESSAGE frames)."""
         may.require_get(user, broker=data.broker, queue=data.queue)
         may.require_connection_use(user, conn_id=data.connection)
-        result = message_get(
+        return message_get(
             broker=data.broker,
             queue=data.queue,
             transaction_id=data.transaction,
@@ -246,6 +248,10 @@ class MessageGet(Operation):
             access=data.access,
             user=user,  # ownership of units of work (docs/permissions.md)
         )
+
+    @classmethod
+    def perform(cls, user, data: Input) -> tuple[int, dict[str, Any]]:
+        result = cls.get(user, data)
         b, q = result.queue.broker.name, result.queue.name
         body: dict[str, Any] = {
             "messages": [message_render(m, broker=b, queue=q) for m in result.messages],
