@@ -71,10 +71,10 @@ def _flow(user, *, broker: str, queue: str, total: int, batch: int) -> float:
                     raise BenchmarkError(f"no message within {WAIT_S} s")
                 for message in got:
                     if batch == 1:
-                        engine.lock_completed(user, token=message["lock_token"], transaction=None)
+                        engine.lock_completed(user, token=message.lock_token, transaction=None)
                         done += 1
                         continue
-                    tokens.append(message["lock_token"])
+                    tokens.append(message.lock_token)
                     if len(tokens) == batch:
                         txn = engine.transaction_begun(user, broker=broker)
                         engine.locks_completed(user, tokens=tokens, transaction=txn)
