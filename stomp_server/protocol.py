@@ -220,31 +220,38 @@ class StompConnection:
             registry_started(LIVE)
 
     async def received(self, data: bytes) -> None:
+        if not self.received_nowait(data):
+            await self.room.wait()
+
+    def received_nowait(self, data: bytes) -> bool:
+        """Take the client's bytes; whether it may send more now (else once ``self.room``
+        is set: the connection's thread has fallen behind)."""
         self.last_received = time.monotonic()
         if self.stopped_reading or self.closed:
-            return
+            return True
+        items: list[Frame | BatonError] = []
         try:
             self.parser.push(data)
             while (frame := self.parser.pop()) is not None:
                 if frame.command in ("CONNECT", "STOMP") and self.ws_version is None and self.parser.version is None:
                     # later frames are read in the version agreed (decided here, before them)
                     self.parser.version = version_negotiated(frame) or "1.2"
-                self._queue(frame)
+                items.append(frame)
         except FrameTooLarge as exc:
-            self._queue(MessageTooLarge(str(exc), max_frame=settings.BATON_STOMP_MAX_FRAME))
+            items.append(MessageTooLarge(str(exc), max_frame=settings.BATON_STOMP_MAX_FRAME))
             self.stopped_reading = True
         except FrameError as exc:
-            self._queue(StompRefused(f"Not a STOMP frame: {exc}"))
+            items.append(StompRefused(f"Not a STOMP frame: {exc}"))
             self.stopped_reading = True
+        if items:
+            with self.lock:
+                self.pending_frames += len(items)
+            for item in items:
+                self.inbox.put(item)
         if self.pending_frames >= settings.BATON_STOMP_MAX_PENDING:
             self.room.clear()
-            if self.pending_frames >= settings.BATON_STOMP_MAX_PENDING:
-                await self.room.wait()
-
-    def _queue(self, item: Frame | BatonError) -> None:
-        with self.lock:
-            self.pending_frames += 1
-        self.inbox.put(item)
+            return self.pending_frames < settings.BATON_STOMP_MAX_PENDING
+        return True
 
     def lost(self) -> None:
         """The transport ended (the client left, or the server closed it)."""

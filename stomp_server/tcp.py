@@ -13,64 +13,100 @@ from .orphans import stomp_orphans_removed
 from .protocol import StompConnection
 
 log = logging.getLogger(__name__)
-READ_SIZE = 256 * 1024
 #: The connections of each server running in this process.
 _LIVE_SETS: list[set] = []
 
 
 class TcpTransport:
-    def __init__(self, writer: asyncio.StreamWriter) -> None:
-        self.writer = writer
+    def __init__(self, transport: asyncio.Transport, protocol: "StompProtocol") -> None:
+        self.transport = transport
+        self.protocol = protocol
 
     def write_nowait(self, data: bytes) -> bool:
         """Hand ``data`` to the socket; whether all of it went (else :meth:`drain` waits)."""
-        self.writer.write(data)
-        return self.writer.transport.get_write_buffer_size() == 0
+        self.transport.write(data)
+        return self.transport.get_write_buffer_size() == 0
 
     async def drain(self) -> None:
-        await self.writer.drain()
+        """Wait until the socket has taken what was handed to it (down to asyncio's low-water
+        mark), or the connection is gone."""
+        while self.protocol.writing_paused and not self.transport.is_closing():
+            await self.protocol.resumed()
 
     async def write(self, data: bytes) -> None:
-        self.writer.write(data)
-        await self.writer.drain()
+        if not self.write_nowait(data):
+            await self.drain()
 
     async def close(self) -> None:
-        self.writer.close()
+        self.transport.close()
 
     def abort(self) -> None:
         """Close at once, dropping what is unsent (a client that does not read)."""
-        self.writer.transport.abort()
+        self.transport.abort()
 
 
-async def _serve_one(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-    sock = writer.get_extra_info("socket")
-    if sock is not None:
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    peer = writer.get_extra_info("peername")
-    connection = StompConnection(
-        TcpTransport(writer), kind="tcp", peer=f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
-    )
-    connection.start()
-    for live in _LIVE_SETS:
-        live.add(connection)
-    try:
-        while data := await reader.read(READ_SIZE):
-            await connection.received(data)
-            if connection.closed:
-                break
-    except (ConnectionError, OSError):
-        pass
-    finally:
-        connection.lost()
+class StompProtocol(asyncio.Protocol):
+    """One TCP connection: bytes go straight from the socket to the connection's parser (no
+    stream reader between them); reading pauses while the connection's thread is behind."""
+
+    def __init__(self) -> None:
+        self.connection: StompConnection | None = None
+        self.writing_paused = False
+        self._resumed: asyncio.Future | None = None
+
+    def connection_made(self, transport: asyncio.Transport) -> None:
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        peer = transport.get_extra_info("peername")
+        self.transport = transport
+        self.connection = StompConnection(
+            TcpTransport(transport, self),
+            kind="tcp",
+            peer=f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer),
+        )
+        self.connection.start()
         for live in _LIVE_SETS:
-            live.discard(connection)
+            live.add(self.connection)
+
+    def data_received(self, data: bytes) -> None:
+        if not self.connection.received_nowait(data):
+            self.transport.pause_reading()
+            asyncio.get_running_loop().create_task(self._read_when_room())
+
+    async def _read_when_room(self) -> None:
+        await self.connection.room.wait()
+        if not self.transport.is_closing():
+            self.transport.resume_reading()
+
+    def eof_received(self) -> bool:
+        return False  # the client is done: close
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.resume_writing()
+        self.connection.lost()
+        for live in _LIVE_SETS:
+            live.discard(self.connection)
+
+    def pause_writing(self) -> None:
+        self.writing_paused = True
+
+    def resume_writing(self) -> None:
+        self.writing_paused = False
+        if self._resumed is not None and not self._resumed.done():
+            self._resumed.set_result(None)
+
+    def resumed(self) -> asyncio.Future:
+        if self._resumed is None or self._resumed.done():
+            self._resumed = asyncio.get_running_loop().create_future()
+        return self._resumed
 
 
 async def stomp_serve(*, host: str, port: int, started: asyncio.Future | None = None) -> None:
     """Serve STOMP on ``host``:``port`` until cancelled, having first removed the non-durable
     topic subscriptions that processes which are gone left behind."""
     await asyncio.to_thread(_orphans_removed)
-    server = await asyncio.start_server(_serve_one, host, port, limit=READ_SIZE)
+    server = await asyncio.get_running_loop().create_server(StompProtocol, host, port)
     bound = server.sockets[0].getsockname()[1]
     if started is not None:
         started.set_result(bound)

@@ -184,3 +184,20 @@ def test_a_destination_the_broker_would_define_is_named_as_rest_requires(stomp_p
     assert raw.next().command == "RECEIPT"
     raw.close()
     assert available("MADE") == [b"x"]
+
+
+def test_a_client_that_sends_faster_than_its_frames_are_applied_is_read_later_not_dropped(
+    stomp_port, stomp_broker, token, settings
+):
+    """More frames than a connection holds unapplied (BATON_STOMP_MAX_PENDING): the server
+    stops reading the socket until its thread catches up, then reads on; nothing is lost
+    or reordered."""
+    settings.BATON_STOMP_MAX_PENDING = 4
+    raw = Raw(stomp_port)
+    raw.connect(token)
+    sends = b"".join(b"SEND\ndestination:/queue/Q1\n\nm%d\0" % i for i in range(40))
+    raw.send(sends + b"SEND\ndestination:/queue/Q1\nreceipt:last\n\nm40\0")
+    assert raw.next().get("receipt-id") == "last"
+    assert available() == [b"m%d" % i for i in range(41)]
+    raw.send(b"DISCONNECT\nreceipt:bye\n\n\0")
+    assert raw.next().get("receipt-id") == "bye"
