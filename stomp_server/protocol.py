@@ -272,7 +272,7 @@ class StompConnection:
         return True
 
     def lost(self) -> None:
-        """The transport ended (the client left, or the server closed it)."""
+        """The transport ended (the client left, or the server closed it). On the loop."""
         if getattr(self, "_lost", False):
             return
         self._lost = True
@@ -283,6 +283,7 @@ class StompConnection:
         self.inbox.put(None)
         if self.heartbeats is not None:
             self.heartbeats.cancel()
+        self.room.set()  # whatever waits to read more stops waiting: there is no more
         self.outbox.put_nowait(_CLOSE)
 
     def _flush(self) -> None:
