@@ -16,13 +16,12 @@ import shutil
 import socket
 import subprocess
 import tempfile
-import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from .report import BenchmarkError, Result, body_text
+from .report import BenchmarkError, Result, body_text, raced
 
 SERVER = Path("/usr/lib/rabbitmq/bin/rabbitmq-server")
 EPMD = "epmd"
@@ -157,57 +156,33 @@ def _flow(url: str, *, queue: str, total: int, batch: int, producers: int, consu
     setup.close()
     properties = pika.BasicProperties(delivery_mode=2, content_type="text/plain")
     each_p, each_c = total // producers, total // consumers
-    start_line = threading.Barrier(producers + consumers + 1)
-    errors: list[BaseException] = []
 
-    def produce() -> None:
-        try:
-            conn = _connection(url)
-            ch = conn.channel()
-            ch.confirm_delivery()
-            start_line.wait()
-            for _ in range(each_p):
-                ch.basic_publish("", queue, body, properties, mandatory=False)
-            conn.close()
-        except BaseException as exc:  # noqa: BLE001 - reported below
-            errors.append(exc)
-            start_line.abort()
+    def produce(ready) -> None:
+        conn = _connection(url)
+        ch = conn.channel()
+        ch.confirm_delivery()
+        ready()
+        for _ in range(each_p):
+            ch.basic_publish("", queue, body, properties, mandatory=False)
+        conn.close()
 
-    def consume() -> None:
-        try:
-            conn = _connection(url)
-            ch = conn.channel()
-            ch.basic_qos(prefetch_count=max(batch, 1))
-            got = 0
-            start_line.wait()
-            for method, _props, _body in ch.consume(queue, auto_ack=False, inactivity_timeout=60):
-                if method is None:
-                    raise BenchmarkError(f"RabbitMQ consumer: nothing for 60 s after {got} messages.")
-                ch.basic_ack(method.delivery_tag)
-                got += 1
-                if got == each_c:
-                    break
-            ch.cancel()
-            conn.close()
-        except BaseException as exc:  # noqa: BLE001 - reported below
-            errors.append(exc)
-            start_line.abort()
+    def consume(ready) -> None:
+        conn = _connection(url)
+        ch = conn.channel()
+        ch.basic_qos(prefetch_count=max(batch, 1))
+        got = 0
+        ready()
+        for method, _props, _body in ch.consume(queue, auto_ack=False, inactivity_timeout=60):
+            if method is None:
+                raise BenchmarkError(f"RabbitMQ consumer: nothing for 60 s after {got} messages.")
+            ch.basic_ack(method.delivery_tag)
+            got += 1
+            if got == each_c:
+                break
+        ch.cancel()
+        conn.close()
 
-    threads = [threading.Thread(target=produce, daemon=True) for _ in range(producers)]
-    threads += [threading.Thread(target=consume, daemon=True) for _ in range(consumers)]
-    for thread in threads:
-        thread.start()
-    try:
-        start_line.wait()
-    except threading.BrokenBarrierError:
-        pass
-    start = time.perf_counter()
-    for thread in threads:
-        thread.join()
-    seconds = time.perf_counter() - start
-    if errors:
-        raise BenchmarkError(f"RabbitMQ peer: {errors[0]!r}")
-    return seconds
+    return raced([produce] * producers + [consume] * consumers, what="RabbitMQ peer")
 
 
 def run_rabbitmq(*, url: str, flows: list[tuple[int, int, int]], progress: bool = False) -> list[Result]:

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import re
+import threading
+import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 BODY_BYTES = 1024
@@ -198,3 +201,34 @@ def ratio_parse(text: str) -> list[dict]:
                 }
             )
     return rows
+
+
+def raced(workers: list[Callable[[Callable[[], None]], None]], *, what: str) -> float:
+    """Run each worker on a thread of its own; each calls the function it is given once it is
+    ready (connected, subscribed), and the clock starts when all are. Returns the seconds
+    from then until the last worker ends; the first failure is raised as BenchmarkError
+    (workers not yet past the start line then stop there)."""
+    start_line = threading.Barrier(len(workers) + 1)
+    errors: list[BaseException] = []
+
+    def run(work: Callable[[Callable[[], None]], None]) -> None:
+        try:
+            work(start_line.wait)
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+            start_line.abort()
+
+    threads = [threading.Thread(target=run, args=(work,), daemon=True) for work in workers]
+    for thread in threads:
+        thread.start()
+    try:
+        start_line.wait()
+    except threading.BrokenBarrierError:
+        pass
+    start = time.perf_counter()
+    for thread in threads:
+        thread.join()
+    seconds = time.perf_counter() - start
+    if errors:
+        raise BenchmarkError(f"{what}: {errors[0]!r}")
+    return seconds

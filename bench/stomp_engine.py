@@ -16,16 +16,13 @@ the STOMP server and waits on the engine's cost per operation (docs/performance.
 
 from __future__ import annotations
 
-import threading
-import time
-
 from django.contrib.auth import get_user_model
 from django.db import connections
 
 from stomp_server import engine
 from transactions.wakeups import wait_for
 
-from .report import BenchmarkError, body_text
+from .report import BenchmarkError, body_text, raced
 
 PREFETCH = 100
 WAIT_S = 30
@@ -35,12 +32,10 @@ def _flow(user, *, broker: str, queue: str, total: int, batch: int) -> float:
     body = body_text().encode()
     fields = {"persistence": "persistent"}
     key = engine.queue_key(broker=broker, queue=queue)[0]
-    errors: list[BaseException] = []
-    start_line = threading.Barrier(3)
 
-    def produce() -> None:
+    def produce(ready) -> None:
+        ready()
         try:
-            start_line.wait()
             for _ in range(0, total, batch):
                 if batch == 1:
                     engine.message_send(user, broker=broker, queue=queue, fields=fields, body=body, transaction=None)
@@ -50,15 +45,12 @@ def _flow(user, *, broker: str, queue: str, total: int, batch: int) -> float:
                     user, broker=broker, queue=queue, messages=[(fields, body)] * batch, transaction=txn
                 )
                 engine.transaction_committed(user, transaction=txn, wait=0)
-        except BaseException as exc:  # noqa: BLE001 - reported below
-            errors.append(exc)
-            start_line.abort()
         finally:
             connections.close_all()
 
-    def consume() -> None:
+    def consume(ready) -> None:
+        ready()
         try:
-            start_line.wait()
             tokens: list[str] = []
             done = 0
             while done < total:
@@ -81,26 +73,10 @@ def _flow(user, *, broker: str, queue: str, total: int, batch: int) -> float:
                         engine.transaction_committed(user, transaction=txn, wait=0)
                         done += batch
                         tokens = []
-        except BaseException as exc:  # noqa: BLE001 - reported below
-            errors.append(exc)
-            start_line.abort()
         finally:
             connections.close_all()
 
-    threads = [threading.Thread(target=produce, daemon=True), threading.Thread(target=consume, daemon=True)]
-    for thread in threads:
-        thread.start()
-    try:
-        start_line.wait()
-    except threading.BrokenBarrierError:
-        pass
-    start = time.perf_counter()
-    for thread in threads:
-        thread.join()
-    seconds = time.perf_counter() - start
-    if errors:
-        raise BenchmarkError(f"the engine alone: {errors[0]!r}")
-    return seconds
+    return raced([produce, consume], what="the engine alone")
 
 
 def engine_race(*, username: str, broker: str, queue: str, messages: int, scenarios) -> list[dict]:

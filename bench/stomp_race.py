@@ -31,7 +31,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 
-from .report import BenchmarkError, body_text
+from .report import BenchmarkError, body_text, raced
 from .scratch import HOST, Scratch, base_dir, free_port, process_stopped
 
 #: (scenario, messages per receipt): one per SEND with a receipt, 100 per transaction.
@@ -124,61 +124,38 @@ def _flow(target: Target, *, total: int, batch: int) -> float:
     body = body_text()
     producer, consumer = _Client(target), _Client(target)
     consumer.conn.subscribe(target.destination, id="bench", ack="client-individual", headers={"prefetch-count": "100"})
-    start_line = threading.Barrier(3)
-    errors: list[BaseException] = []
 
-    def produce() -> None:
-        try:
-            start_line.wait()
-            for n in range(0, total, batch):
-                if batch == 1:
-                    producer.conn.send(target.destination, body, headers={"persistent": "true", "receipt": f"s{n}"})
-                else:
-                    producer.conn.begin(f"p{n}")
-                    for _ in range(batch):
-                        producer.conn.send(
-                            target.destination, body, headers={"persistent": "true", "transaction": f"p{n}"}
-                        )
-                    producer.conn.commit(f"p{n}", receipt=f"s{n}")
-                producer.receipt(f"s{n}")
-        except BaseException as exc:  # noqa: BLE001 - reported below
-            errors.append(exc)
-            start_line.abort()
+    def produce(ready) -> None:
+        ready()
+        for n in range(0, total, batch):
+            if batch == 1:
+                producer.conn.send(target.destination, body, headers={"persistent": "true", "receipt": f"s{n}"})
+            else:
+                producer.conn.begin(f"p{n}")
+                for _ in range(batch):
+                    producer.conn.send(target.destination, body, headers={"persistent": "true", "transaction": f"p{n}"})
+                producer.conn.commit(f"p{n}", receipt=f"s{n}")
+            producer.receipt(f"s{n}")
 
-    def consume() -> None:
-        try:
-            start_line.wait()
-            for n in range(0, total, batch):
-                if batch == 1:
+    def consume(ready) -> None:
+        ready()
+        for n in range(0, total, batch):
+            if batch == 1:
+                frame = consumer.message()
+                consumer.conn.ack(frame.headers["ack"], receipt=f"a{n}")
+            else:
+                consumer.conn.begin(f"c{n}")
+                for _ in range(batch):
                     frame = consumer.message()
-                    consumer.conn.ack(frame.headers["ack"], receipt=f"a{n}")
-                else:
-                    consumer.conn.begin(f"c{n}")
-                    for _ in range(batch):
-                        frame = consumer.message()
-                        consumer.conn.ack(frame.headers["ack"], transaction=f"c{n}")
-                    consumer.conn.commit(f"c{n}", receipt=f"a{n}")
-                consumer.receipt(f"a{n}")
-        except BaseException as exc:  # noqa: BLE001 - reported below
-            errors.append(exc)
-            start_line.abort()
+                    consumer.conn.ack(frame.headers["ack"], transaction=f"c{n}")
+                consumer.conn.commit(f"c{n}", receipt=f"a{n}")
+            consumer.receipt(f"a{n}")
 
-    threads = [threading.Thread(target=produce, daemon=True), threading.Thread(target=consume, daemon=True)]
-    for thread in threads:
-        thread.start()
     try:
-        start_line.wait()
-    except threading.BrokenBarrierError:
-        pass
-    start = time.perf_counter()
-    for thread in threads:
-        thread.join()
-    seconds = time.perf_counter() - start
-    producer.close()
-    consumer.close()
-    if errors:
-        raise BenchmarkError(f"{target.peer} STOMP: {errors[0]!r}")
-    return seconds
+        return raced([produce, consume], what=f"{target.peer} STOMP")
+    finally:
+        producer.close()
+        consumer.close()
 
 
 def stomp_race(target: Target, *, messages: int, progress: bool = False) -> list[StompResult]:

@@ -17,10 +17,10 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 pytestmark = pytest.mark.once  # the command makes its own SQLite database whatever the suite's
 
 
-def test_the_stomp_race_and_the_engine_alone_report_every_scenario():
+def benchmark_stomp(*args: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "BATON_TEST_DATABASE")}
-    proc = subprocess.run(
-        [sys.executable, "manage.py", "benchmark_stomp", "--no-rabbitmq", "--messages", "100", "--json"],
+    return subprocess.run(
+        [sys.executable, "manage.py", "benchmark_stomp", *args],
         check=False,
         cwd=ROOT,
         env=env,
@@ -28,6 +28,10 @@ def test_the_stomp_race_and_the_engine_alone_report_every_scenario():
         text=True,
         timeout=300,
     )
+
+
+def test_the_stomp_race_and_the_engine_alone_report_every_scenario():
+    proc = benchmark_stomp("--no-rabbitmq", "--messages", "100", "--json")
     assert proc.returncode == 0, proc.stderr[-3000:]
     report = json.loads(proc.stdout)
     rows = {(r["peer"], r["scenario"]): r for r in report["results"]}
@@ -40,15 +44,6 @@ def test_the_stomp_race_and_the_engine_alone_report_every_scenario():
 
 
 def test_the_engine_phase_runs_only_as_the_benchmarks_own_child():
-    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "BATON_TEST_DATABASE")}
-    proc = subprocess.run(
-        [sys.executable, "manage.py", "benchmark_stomp", "--phase", "engine", "--result-file", os.devnull],
-        check=False,
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    proc = benchmark_stomp("--phase", "engine", "--result-file", os.devnull)
     assert proc.returncode != 0
     assert "internal" in proc.stderr
