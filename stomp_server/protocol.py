@@ -183,9 +183,10 @@ class Txn:
 
 
 class StompConnection:
-    """The protocol of one connection. The transport calls :meth:`start`, then
-    :meth:`received` for its bytes (awaiting it: that is the back-pressure) and :meth:`lost`
-    when it ends; the connection writes through ``transport.write_nowait(data)`` (whether
+    """The protocol of one connection. The transport calls :meth:`start`, then for its bytes
+    :meth:`received` (awaiting it: that is the back-pressure) or :meth:`received_nowait`
+    (when it answers False, the transport reads no more until ``room`` is set), and
+    :meth:`lost` when it ends; the connection writes through ``transport.write_nowait(data)`` (whether
     it all went at once; None when the transport cannot write without awaiting),
     ``transport.drain()`` and ``transport.write(data)`` (coroutines), joining frames sent
     together into one write where ``transport.joins_frames`` (a byte stream), and ends it with
