@@ -17,9 +17,6 @@ SUBPROTOCOLS = ("v12.stomp", "v11.stomp", "v10.stomp")
 
 
 class WebSocketTransport:
-    #: Each frame is a WebSocket message of its own.
-    joins_frames = False
-
     def __init__(self, consumer: StompConsumer) -> None:
         self.consumer = consumer
 
