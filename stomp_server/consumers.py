@@ -17,6 +17,9 @@ SUBPROTOCOLS = ("v12.stomp", "v11.stomp", "v10.stomp")
 
 
 class WebSocketTransport:
+    #: Each frame is a WebSocket message of its own.
+    joins_frames = False
+
     def __init__(self, consumer: StompConsumer) -> None:
         self.consumer = consumer
 

@@ -59,6 +59,23 @@ SUBSCRIPTION_WAIT_S = 10.0
 _CLOSE = object()
 
 
+def _joined(items: list[Any]) -> list[Any]:
+    """``items`` with each run of frames (bytes) joined into one."""
+    out: list[Any] = []
+    run: list[bytes] = []
+    for item in items:
+        if isinstance(item, bytes):
+            run.append(item)
+            continue
+        if run:
+            out.append(b"".join(run) if len(run) > 1 else run[0])
+            run = []
+        out.append(item)
+    if run:
+        out.append(b"".join(run) if len(run) > 1 else run[0])
+    return out
+
+
 @dataclass(frozen=True)
 class _Unflushed:
     """Bytes the transport took but has not sent yet: the writer waits for them."""
@@ -171,7 +188,8 @@ class StompConnection:
     (when it answers False, the transport reads no more until ``room`` is set), and
     :meth:`lost` when it ends; the connection writes through ``transport.write_nowait(data)`` (whether
     it all went at once; None when the transport cannot write without awaiting),
-    ``transport.drain()`` and ``transport.write(data)`` (coroutines), and ends it with
+    ``transport.drain()`` and ``transport.write(data)`` (coroutines), joining frames sent
+    together into one write where ``transport.joins_frames`` (a byte stream), and ends it with
     ``transport.close()`` (a coroutine, after what was sent) or ``transport.abort()`` (at
     once)."""
 
@@ -277,6 +295,8 @@ class StompConnection:
         with self.lock:
             items, self.outgoing = self.outgoing, []
             self.flush_due = False
+        if self.transport.joins_frames:  # a byte stream: the frames of one flush in one write
+            items = _joined(items)
         for item in items:
             if item is _CLOSE or self.closed or self.writing or not self.outbox.empty():
                 self.outbox.put_nowait(item)

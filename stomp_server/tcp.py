@@ -18,6 +18,9 @@ _LIVE_SETS: list[set] = []
 
 
 class TcpTransport:
+    #: A byte stream: frames sent together may go in one write.
+    joins_frames = True
+
     def __init__(self, transport: asyncio.Transport, protocol: "StompProtocol") -> None:
         self.transport = transport
         self.protocol = protocol
