@@ -215,6 +215,7 @@ class StompConnection:
         self.stopped_reading = False  # the bytes were not STOMP: nothing more is read
         self.inbox: queue.SimpleQueue = queue.SimpleQueue()
         self.pending_frames = 0
+        self.reading_paused = False  # ``room`` was cleared: the client's bytes wait
         self.last_received = self.last_sent = time.monotonic()
         self.heartbeat_send = self.heartbeat_receive = 0
         self.threads: list[threading.Thread] = []
@@ -262,15 +263,20 @@ class StompConnection:
         except FrameError as exc:
             items.append(StompRefused(f"Not a STOMP frame: {exc}"))
             self.stopped_reading = True
-        if items:
-            with self.lock:
-                self.pending_frames += len(items)
-            for item in items:
-                self.inbox.put(item)
-        if self.pending_frames >= settings.BATON_STOMP_MAX_PENDING:
+        if not items:
+            return not self.reading_paused
+        with self.lock:
+            self.pending_frames += len(items)
+            # the connection's thread sets ``room`` again once it has caught up (and only
+            # then wakes the loop for it: not once per frame)
+            if self.pending_frames >= settings.BATON_STOMP_MAX_PENDING:
+                self.reading_paused = True
+            paused = self.reading_paused
+        if paused:
             self.room.clear()
-            return self.pending_frames < settings.BATON_STOMP_MAX_PENDING
-        return True
+        for item in items:
+            self.inbox.put(item)
+        return not paused
 
     def lost(self) -> None:
         """The transport ended (the client left, or the server closed it). On the loop."""
@@ -468,8 +474,13 @@ class StompConnection:
                 finally:
                     with self.lock:
                         self.pending_frames -= len(applied)
-                        if self.pending_frames < settings.BATON_STOMP_MAX_PENDING // 2:
-                            self.loop.call_soon_threadsafe(self.room.set)
+                        resume = (
+                            self.reading_paused and self.pending_frames <= settings.BATON_STOMP_MAX_PENDING // 2
+                        )
+                        if resume:
+                            self.reading_paused = False
+                    if resume:  # after the loop's clear(): the loop runs this after that callback
+                        self.loop.call_soon_threadsafe(self.room.set)
         finally:
             try:
                 self._ended()
