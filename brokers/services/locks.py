@@ -37,10 +37,11 @@ class LockNotFound(NotFound):
     """No message is locked with that token."""
 
 
-def _locked_message(token: str, now, found=None) -> Message:
+def _locked_message(token: str, now, found=None) -> Message | queries.LockedMessage:
     """The message locked with ``token``, its row locked, its queue and broker attached;
-    ``found``: ``queries.message_by_lock_token``'s answer when the caller has read it (with
-    the lock). Refused when the lock is unknown or ran out."""
+    ``found``: the caller's read of it when it has made one (with the lock):
+    ``queries.locks_to_complete``'s answer, the message then a ``LockedMessage``. Refused
+    when the lock is unknown or ran out."""
     if found is None:
         found = queries.message_by_lock_token(token=token, lock=True)
     message = None
@@ -85,12 +86,12 @@ def lock_complete(*, token: str, transaction_id: str | None = None, user=None) -
     # under a unit of work nothing is final before its commit (which is durable): no sync here
     with transaction_timeouts_applied(), engine_step(durable=not transaction_id):
         txn = None
-        found = queries.message_by_lock_token(token=token, lock=not transaction_id)
+        found = next(iter(queries.locks_to_complete(tokens=[token], lock=not transaction_id)), None)
         if transaction_id:
             # the unit of work's row before the message row: the order every get keeps
             txn = unit_of_work_joined(transaction_id=transaction_id, broker=found[2] if found else "", user=user)
-            if found is not None and queries.postgres():
-                found = queries.message_by_lock_token(token=token, lock=True)  # now the message row
+            if found is not None and queries.postgres():  # now the message row
+                found = next(iter(queries.locks_to_complete(tokens=[token], lock=True)), None)
         message = _locked_message(token, now, found)
         if message.get_transaction_id is not None:
             raise Conflict(
@@ -130,14 +131,14 @@ def locks_complete(*, tokens: list[str], transaction_id: str, user=None) -> str:
     tokens = list(dict.fromkeys(tokens))
     now = timezone.now()
     with transaction_timeouts_applied(), engine_step(durable=False):
-        read = queries.messages_by_lock_tokens(tokens=tokens, lock=False)
+        read = queries.locks_to_complete(tokens=tokens, lock=False)
         txn = None
         for broker in sorted({broker for _, _, broker, _ in read}) or [
             ""
         ]:  # each broker's check, as one complete makes it
             txn = unit_of_work_joined(transaction_id=transaction_id, broker=broker, user=user, locked=txn)
         if read and queries.postgres():
-            read = queries.messages_by_lock_tokens(tokens=tokens, lock=True)  # now the message rows
+            read = queries.locks_to_complete(tokens=tokens, lock=True)  # now the message rows
         found = {}
         for message, version, broker, queue in read:
             definitions_checked(version)
