@@ -474,9 +474,7 @@ class StompConnection:
                 finally:
                     with self.lock:
                         self.pending_frames -= len(applied)
-                        resume = (
-                            self.reading_paused and self.pending_frames <= settings.BATON_STOMP_MAX_PENDING // 2
-                        )
+                        resume = self.reading_paused and self.pending_frames <= settings.BATON_STOMP_MAX_PENDING // 2
                         if resume:
                             self.reading_paused = False
                     if resume:  # after the loop's clear(): the loop runs this after that callback
