@@ -79,13 +79,15 @@ def _flow(user, *, broker: str, queue: str, total: int, batch: int) -> float:
     return raced([produce, consume], what="the engine alone")
 
 
-def engine_race(*, username: str, broker: str, queue: str, messages: int, scenarios) -> list[dict]:
-    """The race's scenarios through the engine alone: rows as ``StompResult.as_dict`` has them."""
+def engine_race(*, username: str, broker: str, queue: str, messages: int, scenarios, rounds: int = 1) -> list[dict]:
+    """The race's scenarios through the engine alone, ``rounds`` times: one row per round,
+    as ``StompResult`` takes them."""
     user = get_user_model().objects.get(username=username)
     _flow(user, broker=broker, queue=queue, total=20, batch=1)  # warm-up
     rows = []
-    for scenario, batch in scenarios:
-        total = max(batch, messages // batch * batch)
-        seconds = _flow(user, broker=broker, queue=queue, total=total, batch=batch)
-        rows.append({"scenario": scenario, "batch": batch, "messages": total, "seconds": seconds})
+    for _ in range(rounds):
+        for scenario, batch in scenarios:
+            total = max(batch, messages // batch * batch)
+            seconds = _flow(user, broker=broker, queue=queue, total=total, batch=batch)
+            rows.append({"scenario": scenario, "batch": batch, "messages": total, "seconds": seconds})
     return rows

@@ -29,7 +29,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 from .report import BenchmarkError, body_text, raced
 from .scratch import HOST, Scratch, base_dir, free_port, process_stopped
@@ -46,14 +46,34 @@ class StompResult:
     scenario: str
     batch: int
     messages: int
-    seconds: float
+    seconds: float  # of the median round
+    #: Each round's rate, in the order run (the row's rate is their median).
+    rounds: list[float] = field(default_factory=list)
 
     @property
     def rate(self) -> float:
         return self.messages / self.seconds if self.seconds > 0 else 0.0
 
     def as_dict(self) -> dict:
-        return {**asdict(self), "rate": round(self.rate, 1)}
+        return {**asdict(self), "rate": round(self.rate, 1), "rounds": [round(r, 1) for r in self.rounds]}
+
+
+def medians(results: list[StompResult]) -> list[StompResult]:
+    """One row per peer and scenario: the round of median rate (the lower middle of an even
+    count), with every round's rate beside it; in the order the rows first came."""
+    by: dict[tuple[str, str], list[StompResult]] = {}
+    for r in results:
+        by.setdefault((r.peer, r.scenario), []).append(r)
+    rows = []
+    for same in by.values():
+        ranked = sorted(same, key=lambda r: r.rate)
+        middle = ranked[(len(ranked) - 1) // 2]
+        rows.append(
+            StompResult(
+                middle.peer, middle.scenario, middle.batch, middle.messages, middle.seconds, [r.rate for r in same]
+            )
+        )
+    return rows
 
 
 @dataclass
@@ -158,14 +178,24 @@ def _flow(target: Target, *, total: int, batch: int) -> float:
         consumer.close()
 
 
-def stomp_race(target: Target, *, messages: int, progress: bool = False) -> list[StompResult]:
-    _flow(target, total=20, batch=1)  # warm-up
+def stomp_race(targets: list[Target], *, messages: int, rounds: int = 1, progress: bool = False) -> list[StompResult]:
+    """Each scenario ``rounds`` times on every target, the targets taking turns within each
+    round (so that a machine that slows down meanwhile slows them alike); one row per round."""
+    for target in targets:
+        _flow(target, total=20, batch=1)  # warm-up
     results = []
-    for scenario, batch in SCENARIOS:
-        total = max(batch, messages // batch * batch)
-        if progress:
-            print(f"  {target.peer} STOMP {scenario}: {total} messages", file=sys.stderr, flush=True)
-        results.append(StompResult(target.peer, scenario, batch, total, _flow(target, total=total, batch=batch)))
+    for n in range(rounds):
+        for scenario, batch in SCENARIOS:
+            total = max(batch, messages // batch * batch)
+            for target in targets:
+                if progress:
+                    print(
+                        f"  round {n + 1}/{rounds}: {target.peer} STOMP {scenario}: {total} messages",
+                        file=sys.stderr,
+                        flush=True,
+                    )
+                seconds = _flow(target, total=total, batch=batch)
+                results.append(StompResult(target.peer, scenario, batch, total, seconds, [total / seconds]))
     return results
 
 
@@ -251,9 +281,15 @@ def rabbitmq_stomp(*, keep: bool = False) -> Iterator[Target]:
 
 
 def table(results: list[StompResult]) -> str:
-    lines = [f"{'peer':<10} {'scenario':<16} {'batch':>5} {'messages':>8} {'seconds':>8} {'msgs/s':>9}"]
+    """The rows (medians, when there were rounds) and the ratios of their rates."""
+    lines = [
+        f"{'peer':<10} {'scenario':<16} {'batch':>5} {'messages':>8} {'seconds':>8} {'msgs/s':>9}  each round's msgs/s"
+    ]
     for r in results:
-        lines.append(f"{r.peer:<10} {r.scenario:<16} {r.batch:>5} {r.messages:>8} {r.seconds:>8.2f} {r.rate:>9.1f}")
+        each = ", ".join(f"{rate:.1f}" for rate in r.rounds)
+        lines.append(
+            f"{r.peer:<10} {r.scenario:<16} {r.batch:>5} {r.messages:>8} {r.seconds:>8.2f} {r.rate:>9.1f}  {each}"
+        )
     by = {(r.peer, r.scenario): r.rate for r in results}
     ratios = [
         (f"{peer} / {other}, {s}", by[(peer, s)] / by[(other, s)])
