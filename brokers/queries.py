@@ -543,9 +543,17 @@ def messages_by_lock_tokens(*, tokens: Sequence[str], lock: bool) -> list[tuple[
     statement; a token no message holds is left out. ``lock``: PostgreSQL ``FOR UPDATE`` of
     the message rows (only once the caller holds its unit of work's row, if any: lock
     order)."""
+    rows = _by_lock_tokens(", ".join(f"m.{c}" for c in MESSAGE_COLUMNS), tokens=tokens, lock=lock)
+    n = len(MESSAGE_COLUMNS)
+    return [(message_from_row(row[:n]), row[n], row[n + 1], row[n + 2]) for row in rows]
+
+
+def _by_lock_tokens(columns: str, *, tokens: Sequence[str], lock: bool) -> list[tuple]:
+    """The rows of the messages locked with these tokens: ``columns`` of the message, then
+    the definitions version, the broker's name and the queue's; ``FOR UPDATE`` of the
+    message rows on PostgreSQL when ``lock``."""
     if not tokens:
         return []
-    columns = ", ".join(f"m.{c}" for c in MESSAGE_COLUMNS)
     marks = ", ".join(["%s"] * len(tokens))
     suffix = " ORDER BY m.id FOR UPDATE OF m" if lock and postgres() else ""
     with cursor() as c:
@@ -555,9 +563,7 @@ def messages_by_lock_tokens(*, tokens: Sequence[str], lock: bool) -> list[tuple[
             f" WHERE m.lock_token IN ({marks}){suffix}",
             list(tokens),
         )
-        rows = c.fetchall()
-    n = len(MESSAGE_COLUMNS)
-    return [(message_from_row(row[:n]), row[n], row[n + 1], row[n + 2]) for row in rows]
+        return c.fetchall()
 
 
 @dataclass(slots=True)
@@ -579,19 +585,8 @@ def locks_to_complete(*, tokens: Sequence[str], lock: bool) -> list[tuple[Locked
     tokens as a ``LockedMessage``, with the definitions version and its broker's and
     queue's names, in one statement; a token no message holds is left out. ``lock``:
     PostgreSQL ``FOR UPDATE`` of the message rows, as there."""
-    if not tokens:
-        return []
-    marks = ", ".join(["%s"] * len(tokens))
-    suffix = " ORDER BY m.id FOR UPDATE OF m" if lock and postgres() else ""
-    with cursor() as c:
-        c.execute(
-            f"SELECT m.id, m.msg_id, m.lock_token, m.get_transaction_id, m.locked_until, m.put_time,"
-            f" (SELECT version FROM {VERSION} WHERE id = 1), b.name, q.name FROM {MESSAGE} m"
-            f" JOIN {QUEUE} q ON q.id = m.queue_id JOIN {BROKER} b ON b.id = q.broker_id"
-            f" WHERE m.lock_token IN ({marks}){suffix}",
-            list(tokens),
-        )
-        rows = c.fetchall()
+    columns = "m.id, m.msg_id, m.lock_token, m.get_transaction_id, m.locked_until, m.put_time"
+    rows = _by_lock_tokens(columns, tokens=tokens, lock=lock)
     return [
         (LockedMessage(pk, msg_id, token, get_txn, _datetime(until), _datetime(put)), version, broker, queue)
         for pk, msg_id, token, get_txn, until, put, version, broker, queue in rows
