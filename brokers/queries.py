@@ -594,6 +594,7 @@ def locks_to_complete(*, tokens: Sequence[str], lock: bool) -> list[tuple[Locked
 
 
 def _datetime(value):
+    """A datetime column's value as an aware datetime (SQLite may hand back its text)."""
     if isinstance(value, str):
         from django.utils.dateparse import parse_datetime
 
@@ -748,13 +749,8 @@ def message_from_row(row: Sequence) -> Message:
         if isinstance(value, str):
             values[i] = [] if value == "[]" else {} if value == "{}" else json.loads(value)
     for i in _DATETIME_AT:
-        value = values[i]
-        if value is not None:
-            if isinstance(value, str):
-                from django.utils.dateparse import parse_datetime
-
-                value = parse_datetime(value)
-            values[i] = aware(value)
+        if values[i] is not None:
+            values[i] = _datetime(values[i])
     for i in _BOOL_AT:
         values[i] = bool(values[i])
     body_at = _INDEX["body"]
