@@ -620,6 +620,12 @@ def message_delete(*, message_id: int) -> None:
     deferred(f"DELETE FROM {MESSAGE} WHERE id = %s", [message_id])
 
 
+def messages_delete(*, message_ids: Sequence[int]) -> None:
+    """Remove messages whose rows the caller holds (completed peek-locks)."""
+    marks = ", ".join(["%s"] * len(message_ids))
+    deferred(f"DELETE FROM {MESSAGE} WHERE id IN ({marks})", list(message_ids))
+
+
 def _sort_key(*, priority_first: bool, commit_ordered: bool):
     def key(m: Message):
         seq = (m.commit_seq is None, m.commit_seq or 0, m.id) if commit_ordered else (m.id,)

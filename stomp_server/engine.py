@@ -122,40 +122,51 @@ def _body(body: bytes) -> dict[str, str]:
 
 
 def message_send(
-    user, *, broker: str, queue: str, fields: dict[str, Any], body: bytes, transaction: str | None
-) -> None:
-    request = {"broker": broker, "queue": queue, **fields, **_body(body)}
-    if transaction:
-        request["transaction"] = transaction
-    data = MessagePut.parse(request)
-    try:
-        MessagePut.put(user, data)
-    except QueueNotFound:
-        if not broker_cached(name=broker).auto_define_queues:
-            raise
-        _queue_ensured(user, broker=broker, queue=queue, action="put")
-        MessagePut.put(user, data)
+    user,
+    *,
+    broker: str,
+    queue: str,
+    fields: dict[str, Any],
+    body: bytes,
+    transaction: str | None,
+    begin: bool = False,
+) -> str | None:
+    """One SEND: put under ``transaction``, or with ``begin`` under a unit of work the put
+    begins (in the same database transaction); the unit of work's id, or None."""
+    return _put(user, broker, queue, {**fields, **_body(body)}, transaction, begin)
 
 
 def messages_send(
-    user, *, broker: str, queue: str, messages: list[tuple[dict[str, Any], bytes]], transaction: str
-) -> None:
-    """Several SENDs of one transaction to one queue: one put of them all."""
-    data = MessagePut.parse(
-        {
-            "broker": broker,
-            "queue": queue,
-            "transaction": transaction,
-            "messages": [{**fields, **_body(body)} for fields, body in messages],
-        }
+    user,
+    *,
+    broker: str,
+    queue: str,
+    messages: list[tuple[dict[str, Any], bytes]],
+    transaction: str | None,
+    begin: bool = False,
+) -> str | None:
+    """Several SENDs of one transaction to one queue: one put of them all (under
+    ``transaction``, or with ``begin`` under a unit of work the put begins); the unit of
+    work's id."""
+    return _put(
+        user, broker, queue, {"messages": [{**fields, **_body(body)} for fields, body in messages]}, transaction, begin
     )
+
+
+def _put(user, broker: str, queue: str, request: dict[str, Any], transaction: str | None, begin: bool) -> str | None:
+    request = {"broker": broker, "queue": queue, **request}
+    if transaction:
+        request["transaction"] = transaction
+    elif begin:
+        request["syncpoint"] = "yes"
+    data = MessagePut.parse(request)
     try:
-        MessagePut.put(user, data)
+        return MessagePut.put(user, data).transaction_id
     except QueueNotFound:
         if not broker_cached(name=broker).auto_define_queues:
             raise
         _queue_ensured(user, broker=broker, queue=queue, action="put")
-        MessagePut.put(user, data)
+        return MessagePut.put(user, data).transaction_id
 
 
 def publication_send(
@@ -258,9 +269,10 @@ def lock_completed(user, *, token: str, transaction: str | None) -> None:
     LockComplete.run(user, request)
 
 
-def locks_completed(user, *, tokens: list[str], transaction: str) -> None:
-    """Peek-locks completed under one unit of work: one operation per BATON_MAX_BATCH of
-    them (one database transaction each), each all or none; one alone as a single complete."""
+def locks_completed(user, *, tokens: list[str], transaction: str | None) -> None:
+    """Peek-locks completed, under one unit of work or (None) at once and durably: one
+    operation per BATON_MAX_BATCH of them (one database transaction each), each all or
+    none; one alone as a single complete."""
     if len(tokens) == 1:
         lock_completed(user, token=tokens[0], transaction=transaction)
         return

@@ -166,10 +166,18 @@ class Subscription:
 
 @dataclass(eq=False)
 class Txn:
-    """A STOMP transaction: the unit of work it is, and the locks it acknowledged."""
+    """A STOMP transaction: the unit of work it is, and the locks it acknowledged.
+
+    Its unit of work is begun when first needed (docs/stomp.md, "Transactions"): by its
+    first SEND's put, in the same database transaction; by a pre-emptive get under it; or
+    by a COMMIT with acknowledgements to complete under it. Until then ``id`` is None and
+    its ACKs wait in ``deferred``: a transaction that only acknowledged commits them as one
+    durable completion."""
 
     name: str
-    id: str
+    id: str | None = None
+    #: Peek-locked deliveries it acknowledged, completed at its COMMIT (their locks renewed meanwhile).
+    deferred: list[Pending] = field(default_factory=list)
     completed: list[str] = field(default_factory=list)  # lock tokens completed under it
     abandoned: list[str] = field(default_factory=list)  # lock tokens NACKed under it
     #: Pre-emptive deliveries got under it, by msg_id; and those ACKed under it (COMMIT needs all).
@@ -209,6 +217,7 @@ class StompConnection:
         self.acks: dict[str, Pending] = {}
         self.ack_ids = itertools.count(1)
         self.lock = threading.Condition()
+        self.begin_lock = threading.Lock()  # a transaction's unit of work is begun once
         self.unsent = 0
         self.closed = False  # no more frames are read or sent
         self.failed = False  # an ERROR was sent: the frames after it are dropped
@@ -461,8 +470,6 @@ class StompConnection:
                     if self._batchable(item):
                         held = self._gathered(applied)
                         self._send_batch(applied)
-                    elif self._ack_batchable(item):
-                        held = self._acks_gathered(applied)
                     else:
                         self._apply(item)
                 except BatonError as exc:
@@ -522,69 +529,30 @@ class StompConnection:
             return
         _, name = self._destination(batch[0])
         txn = self._transaction(batch[0])
-        engine.messages_send(
-            self.user,
-            broker=self.broker,
-            queue=name,
-            transaction=txn.id,
-            messages=[(message_fields(frame), frame.body) for frame in batch],
+        messages = [(message_fields(frame), frame.body) for frame in batch]
+        self._put_under(
+            txn,
+            lambda transaction, begin: engine.messages_send(
+                self.user, broker=self.broker, queue=name, messages=messages, transaction=transaction, begin=begin
+            ),
         )
         self.receipt(batch[-1])
 
-    # --- ACKs in a transaction, pipelined: one completion of them all --------------------
+    def _put_under(self, txn: Txn, put) -> None:
+        """``put(transaction, begin)`` under ``txn``'s unit of work: begun by the put itself
+        (one database transaction) when not begun yet."""
+        with self.begin_lock:
+            if txn.id is None:
+                txn.id = put(None, True)
+                return
+        put(txn.id, False)
 
-    def _ack_batchable(self, frame: Any) -> bool:
-        return (
-            isinstance(frame, Frame)
-            and frame.command == "ACK"
-            and self.user is not None
-            and frame.get("transaction") is not None
-        )
-
-    def _ack_covered(self, frame: Frame, txn: Txn, seen: set[str]) -> list[Pending] | None:
-        """The peek-locked messages an ACK in ``txn`` covers, none of them in ``seen``; None
-        when the ACK is not one to join a batch (it is then applied on its own, which says
-        what is wrong with it, if anything)."""
-        if frame.get("transaction") != txn.name:
-            return None
-        try:
-            covered = self._acknowledged(frame)
-        except BatonError:
-            return None
-        if any(item.txn is not None or item.msg_id in seen for item in covered):
-            return None
-        return covered
-
-    def _acks_gathered(self, batch: list[Frame]) -> Any:
-        """Apply the ACK ``batch[0]`` with the ACKs already received right after it in the same
-        transaction (up to one with a receipt) as one completion under its unit of work: all
-        or none, as the COMMIT that follows is anyway. Returns the frame that ended the batch
-        (to apply next), or _NOTHING."""
-        txn = self._transaction(batch[0])
-        first = self._ack_covered(batch[0], txn, set())
-        if first is None:  # pre-emptive deliveries, or an ACK to refuse: on its own
-            self._ack(batch[0])
-            return _NOTHING
-        covered = list(first)
-        seen = {item.msg_id for item in covered}
-        held: Any = _NOTHING
-        while len(covered) < settings.BATON_MAX_BATCH and batch[-1].get("receipt") is None:
-            try:
-                following = self.inbox.get_nowait()
-            except queue.Empty:
-                break
-            more = self._ack_covered(following, txn, seen) if self._ack_batchable(following) else None
-            if more is None:
-                held = following
-                break
-            batch.append(following)
-            covered.extend(more)
-            seen.update(item.msg_id for item in more)
-        engine.locks_completed(self.user, tokens=[item.token for item in covered], transaction=txn.id)
-        txn.completed.extend(item.token for item in covered)
-        self._forget(covered)
-        self.receipt(batch[-1])
-        return held
+    def _begun(self, txn: Txn) -> str:
+        """``txn``'s unit of work, begun now if it was not yet."""
+        with self.begin_lock:
+            if txn.id is None:
+                txn.id = engine.transaction_begun(self.user, broker=self.broker)
+            return txn.id
 
     def _apply(self, frame: Frame) -> None:
         command = frame.command
@@ -662,14 +630,22 @@ class StompConnection:
         kind, name = self._destination(frame)
         txn = self._transaction(frame)
         fields = message_fields(frame)
-        if kind == "queue":
+        if kind == "queue" and txn is not None:
+            self._put_under(
+                txn,
+                lambda transaction, begin: engine.message_send(
+                    self.user,
+                    broker=self.broker,
+                    queue=name,
+                    fields=fields,
+                    body=frame.body,
+                    transaction=transaction,
+                    begin=begin,
+                ),
+            )
+        elif kind == "queue":
             engine.message_send(
-                self.user,
-                broker=self.broker,
-                queue=name,
-                fields=fields,
-                body=frame.body,
-                transaction=txn.id if txn else None,
+                self.user, broker=self.broker, queue=name, fields=fields, body=frame.body, transaction=None
             )
         else:
             engine.publication_send(
@@ -678,7 +654,7 @@ class StompConnection:
                 topic=name,
                 fields=fields,
                 body=frame.body,
-                transaction=txn.id if txn else None,
+                transaction=self._begun(txn) if txn else None,
             )
         self.receipt(frame)
 
@@ -760,12 +736,24 @@ class StompConnection:
             raise StompRefused(
                 f"No subscription with id {sub_id[:100]!r} on this connection.", subscription=sub_id[:100]
             )
+        self._deferred_joined(sub)
         self._stop(sub)
         del self.subscriptions[sub_id]
         self._give_back(list(sub.pending.values()))
         if sub.topic_name and (not sub.durable or frame.get("durable") == "true" or frame.get("persistent") == "true"):
             engine.topic_unsubscribed(broker=sub.broker, name=sub.topic_name)
         self.receipt(frame)
+
+    def _deferred_joined(self, sub: Subscription) -> None:
+        """Before a subscription ends: the ACKs of its messages that wait for their
+        transaction's COMMIT complete under its unit of work now (no thread renews their
+        locks after this)."""
+        for txn in list(self.transactions.values()):
+            tokens = [item.token for item in txn.deferred if item.subscription is sub]
+            if tokens:
+                engine.locks_completed(self.user, tokens=tokens, transaction=self._begun(txn))
+                txn.completed += tokens
+                txn.deferred = [item for item in txn.deferred if item.subscription is not sub]
 
     def _stop(self, sub: Subscription) -> None:
         with self.lock:
@@ -862,7 +850,7 @@ class StompConnection:
                     queue=sub.queue,
                     mode="destructive",
                     batch=room,
-                    transaction=txn.id,
+                    transaction=self._begun(txn),
                     preemptive=True,
                 )
             except (TransactionBackedOut, TransactionNotActive, TransactionNotFound):  # backed out upstream
@@ -881,7 +869,9 @@ class StompConnection:
         messages, as long as its connection lives)."""
         now = time.monotonic()
         with self.lock:
-            due = [p for p in sub.pending.values() if p.token is not None and now - p.locked_at > sub.lock_s / 3]
+            held = [*sub.pending.values()]
+            held += [p for t in self.transactions.values() for p in t.deferred if p.subscription is sub]
+            due = [p for p in held if p.token is not None and now - p.locked_at > sub.lock_s / 3]
         for item in due:
             try:
                 engine.lock_renewed(self.user, token=item.token)
@@ -976,12 +966,11 @@ class StompConnection:
         txn = self._transaction(frame)
         self._preemptive_checked(frame, covered, txn)
         if txn is not None:
-            for item in covered:  # a failure: ERROR, and the unit of work is rolled back at the end
+            for item in covered:
                 if item.txn is not None:  # got under it already: COMMIT consumes it
                     txn.acked.add(item.msg_id)
-                    continue
-                engine.lock_completed(self.user, token=item.token, transaction=txn.id)
-                txn.completed.append(item.token)
+                else:  # completed at the COMMIT
+                    txn.deferred.append(item)
         elif len(covered) == 1:
             engine.lock_completed(self.user, token=covered[0].token, transaction=None)
         else:  # all or none: one unit of work of its own
@@ -1031,7 +1020,7 @@ class StompConnection:
             raise StompRefused(
                 f"Transaction {name[:100]!r} is already open on this connection.", transaction=name[:100]
             )
-        txn = Txn(name=name, id=engine.transaction_begun(self.user, broker=self.broker))
+        txn = Txn(name=name)  # its unit of work is begun when first needed
         with self.lock:
             self.transactions[name] = txn
         # pre-emptive subscriptions now get under it, uncommitted messages already there too
@@ -1074,10 +1063,19 @@ class StompConnection:
         with self.lock:
             del self.transactions[txn.name]
         self._settled(txn)
+        deferred = [item.token for item in txn.deferred]
         try:
-            outcome = engine.transaction_committed(self.user, transaction=txn.id, wait=0)
+            if txn.id is None:  # no unit of work: its acknowledgements, at once and durably (or none)
+                if deferred:
+                    engine.locks_completed(self.user, tokens=deferred, transaction=None)
+                outcome = {"state": "committed"}
+            else:
+                if deferred:
+                    engine.locks_completed(self.user, tokens=deferred, transaction=txn.id)
+                    txn.completed += deferred
+                outcome = engine.transaction_committed(self.user, transaction=txn.id, wait=0)
         except BatonError:
-            self._give_back(txn.completed + txn.abandoned)
+            self._give_back(list(dict.fromkeys(txn.completed + deferred + txn.abandoned)))
             raise
         if outcome["state"] == "committed":
             self._give_back(txn.abandoned)
@@ -1110,11 +1108,12 @@ class StompConnection:
         with self.lock:
             del self.transactions[txn.name]
         try:
-            engine.transaction_rolled_back(self.user, transaction=txn.id)  # backed out already: no matter
+            if txn.id is not None:
+                engine.transaction_rolled_back(self.user, transaction=txn.id)  # backed out already: no matter
         finally:  # then its deliveries are back, in their places, before the subscription gets again
             self._settled(txn)
         # what it acknowledged is available again, not left locked (docs/stomp.md)
-        self._give_back(txn.completed + txn.abandoned)
+        self._give_back(txn.completed + [item.token for item in txn.deferred] + txn.abandoned)
         self.receipt(frame)
 
     def _disconnect(self, frame: Frame) -> None:
@@ -1137,10 +1136,11 @@ class StompConnection:
                 del self.transactions[txn.name]
             self._settled(txn)
             try:
-                engine.transaction_rolled_back(self.user, transaction=txn.id)
+                if txn.id is not None:
+                    engine.transaction_rolled_back(self.user, transaction=txn.id)
             except BatonError:
                 pass
-            self._give_back(txn.completed + txn.abandoned)
+            self._give_back(txn.completed + [item.token for item in txn.deferred] + txn.abandoned)
         for sub in subs:
             self._give_back(list(sub.pending.values()))
             if sub.topic_name and not sub.durable:

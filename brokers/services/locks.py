@@ -123,22 +123,25 @@ def lock_complete(*, token: str, transaction_id: str | None = None, user=None) -
     return outcome
 
 
-def locks_complete(*, tokens: list[str], transaction_id: str, user=None) -> str:
-    """Complete several locked messages under one unit of work, in one database transaction:
-    all of them or, on the first refusal (the same errors as :func:`lock_complete`, checked
-    in the order given), none. Each is removed when the unit of work commits; if it rolls
-    back they stay locked. A STOMP transaction's pipelined ACKs arrive this way."""
+def locks_complete(*, tokens: list[str], transaction_id: str | None, user=None) -> str:
+    """Complete several locked messages in one database transaction: all of them or, on the
+    first refusal (the same errors as :func:`lock_complete`, checked in the order given),
+    none. Under a unit of work each is removed when it commits (if it rolls back they stay
+    locked): "pending_commit". Without one they are removed now, durably: "completed" (a
+    STOMP transaction that only acknowledged, at its COMMIT). A STOMP transaction's
+    pipelined ACKs arrive this way."""
     tokens = list(dict.fromkeys(tokens))
     now = timezone.now()
-    with transaction_timeouts_applied(), engine_step(durable=False):
-        read = queries.locks_to_complete(tokens=tokens, lock=False)
+    # under a unit of work nothing is final before its commit (which is durable): no sync here
+    with transaction_timeouts_applied(), engine_step(durable=not transaction_id):
+        read = queries.locks_to_complete(tokens=tokens, lock=not transaction_id)
         txn = None
-        for broker in sorted({broker for _, _, broker, _ in read}) or [
-            ""
-        ]:  # each broker's check, as one complete makes it
-            txn = unit_of_work_joined(transaction_id=transaction_id, broker=broker, user=user, locked=txn)
-        if read and queries.postgres():
-            read = queries.locks_to_complete(tokens=tokens, lock=True)  # now the message rows
+        if transaction_id:
+            # each broker's check, as one complete makes it
+            for broker in sorted({broker for _, _, broker, _ in read}) or [""]:
+                txn = unit_of_work_joined(transaction_id=transaction_id, broker=broker, user=user, locked=txn)
+            if read and queries.postgres():
+                read = queries.locks_to_complete(tokens=tokens, lock=True)  # now the message rows
         found = {}
         for message, version, broker, queue in read:
             definitions_checked(version)
@@ -155,7 +158,15 @@ def locks_complete(*, tokens: list[str], transaction_id: str, user=None) -> str:
                     lock_token=token,
                 )
             messages.append(message)
-        queries.messages_get_transaction_set(message_ids=[m.pk for m in messages], transaction_id=txn.id)
+        if txn is not None:
+            queries.messages_get_transaction_set(message_ids=[m.pk for m in messages], transaction_id=txn.id)
+        else:
+            queries.messages_delete(message_ids=[m.pk for m in messages])
+            counts: dict[int, int] = {}
+            for m in messages:
+                counts[m.queue.pk] = counts.get(m.queue.pk, 0) + 1
+            queue_release(counts=counts)
+            queues_woken(list(counts))
         journal_record(
             events=[
                 journal_event(
@@ -164,14 +175,14 @@ def locks_complete(*, tokens: list[str], transaction_id: str, user=None) -> str:
                     queue=m.queue.name,
                     msg_id=m.msg_id,
                     at=now,
-                    transaction_id=txn.id,
+                    transaction_id=txn.id if txn else None,
                     put_time=m.put_time.isoformat(),
                     completed_lock=True,
                 )
                 for m in messages
             ]
         )
-    return "pending_commit"
+    return "pending_commit" if txn is not None else "completed"
 
 
 def lock_abandon(*, token: str) -> str:

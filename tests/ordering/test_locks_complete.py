@@ -1,6 +1,6 @@
-"""Several peek-locks completed under one unit of work at once (``locks_complete``, what
-STOMP's pipelined ACKs of one transaction become): all of them or none, with the same
-refusals as one complete; and STOMP ACKs sent together in a transaction."""
+"""Several peek-locks completed at once (``locks_complete``, what STOMP's ACKs of one
+transaction become): under one unit of work or, without one, at once; all of them or none,
+with the same refusals as one complete; and STOMP ACKs sent together in a transaction."""
 
 from __future__ import annotations
 
@@ -8,9 +8,10 @@ import pytest
 
 from brokers.models import Message
 from brokers.services.locks import LockLost, LockNotFound, lock_abandon, locks_complete
+from brokers.services.queues import queue_define
 from config.errors import Conflict
 
-from .conftest import begin, commit, get, get_bodies, put, rollback
+from .conftest import BROKER, begin, commit, get, get_bodies, put, rollback
 
 pytestmark = pytest.mark.postgres  # also run on PostgreSQL
 
@@ -41,8 +42,19 @@ def test_all_complete_at_the_commit_and_come_back_locked_at_a_rollback(pq):
     assert Message.objects.filter(queue__name=pq).count() == 0
 
 
+def test_without_a_unit_of_work_all_are_gone_at_once(broker):
+    q = queue_define(broker=BROKER, name="QFULL", max_depth=4).name
+    put(q, "M1", "M2", "M3", "M4")
+    tokens = _locks(q, 3)
+    assert locks_complete(tokens=tokens, transaction_id=None) == "completed"
+    assert Message.objects.filter(queue__name=q).count() == 1
+    put(q, "M5", "M6", "M7")  # the queue's depth counts M4 alone again: room for three
+    assert get_bodies(q, batch=4) == ["M4", "M5", "M6", "M7"]
+
+
 @pytest.mark.parametrize("spoil", ["unknown", "lapsed", "pending"])
-def test_one_refused_token_completes_none(pq, spoil):
+@pytest.mark.parametrize("under", [True, False], ids=["under_a_unit_of_work", "at_once"])
+def test_one_refused_token_completes_none(pq, spoil, under):
     put(pq, "M1", "M2", "M3")
     tokens = _locks(pq, 3)
     held = list(tokens)
@@ -57,7 +69,7 @@ def test_one_refused_token_completes_none(pq, spoil):
         expected = Conflict
     txn = begin()
     with pytest.raises(expected):
-        locks_complete(tokens=tokens, transaction_id=txn)
+        locks_complete(tokens=tokens, transaction_id=txn if under else None)
     for token in (tokens[0], tokens[2]):
         assert Message.objects.get(lock_token=token).get_transaction_id is None
         lock_abandon(token=token)

@@ -69,13 +69,13 @@ class LockComplete(Operation):
 
 
 class LocksComplete(Operation):
-    """Complete several peek-locked messages under one unit of work, all or none: each is
-    gone when the unit of work commits. Not in the REST or session API: STOMP's ACKs of one
-    transaction, received together, arrive this way (docs/stomp.md)."""
+    """Complete several peek-locked messages, all or none: under a unit of work each is gone
+    when it commits; without one, now (durably). Not in the REST or session API: STOMP's ACKs
+    of one transaction arrive this way (docs/stomp.md)."""
 
     class Input(Model):
         lock_tokens: Annotated[list[Token], Field(min_length=1), AfterValidator(_tokens_bounded)]
-        transaction: Annotated[str, Field(max_length=64)]
+        transaction: Annotated[str, Field(max_length=64)] | None = None
 
     class Output(Model):
         lock_tokens: list[str]
