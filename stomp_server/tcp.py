@@ -13,6 +13,11 @@ from .orphans import stomp_orphans_removed
 from .protocol import StompConnection
 
 log = logging.getLogger(__name__)
+#: Linux's TCP_QUICKACK (None elsewhere): acknowledge the client's segments at once, not
+#: after the delayed-ACK timer (up to 40 ms). A client that writes each frame on its own
+#: without TCP_NODELAY (stomp.py) has its next frames held by Nagle's algorithm until that
+#: acknowledgement comes: a transaction's SENDs stalled 36-40 ms (docs/stomp.md, "Benchmark").
+_QUICKACK = getattr(socket, "TCP_QUICKACK", None)
 #: The connections of each server running in this process.
 _LIVE_SETS: list[set] = []
 
@@ -59,8 +64,12 @@ class StompProtocol(asyncio.Protocol):
 
     def connection_made(self, transport: asyncio.Transport) -> None:
         sock = transport.get_extra_info("socket")
+        self.quickack = None
         if sock is not None:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if _QUICKACK is not None:
+                self.quickack = sock
+                sock.setsockopt(socket.IPPROTO_TCP, _QUICKACK, 1)
         peer = transport.get_extra_info("peername")
         self.transport = transport
         self.connection = StompConnection(
@@ -73,6 +82,8 @@ class StompProtocol(asyncio.Protocol):
             live.add(self.connection)
 
     def data_received(self, data: bytes) -> None:
+        if self.quickack is not None:  # Linux clears it as it pleases: again after each read
+            self.quickack.setsockopt(socket.IPPROTO_TCP, _QUICKACK, 1)
         if not self.connection.received_nowait(data):
             self.transport.pause_reading()
             asyncio.get_running_loop().create_task(self._read_when_room())
