@@ -120,3 +120,15 @@ def test_unsubscribe_completes_its_acknowledged_messages_under_the_unit_of_work(
     until(lambda: available() == [b"x"], what="x given back")
     bye(conn)
     assert seen.errors == []
+
+
+def test_a_connection_that_ends_gives_back_what_its_open_transaction_acknowledged(stomp_port, stomp_broker, token):
+    put("x")
+    conn, seen = connected(stomp_port, token)
+    conn.subscribe("/queue/Q1", id="s1", ack="client-individual")
+    [m] = seen.wait_messages(1)
+    conn.begin("t1")
+    conn.ack(m.headers["ack"], transaction="t1", receipt="a")
+    seen.wait(lambda: "a" in seen.receipts)
+    bye(conn)  # t1 never committed
+    assert available() == [b"x"] and seen.errors == []
