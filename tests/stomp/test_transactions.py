@@ -16,6 +16,16 @@ def _units_of_work() -> int:
     return Transaction.objects.count()
 
 
+def _one_delivered(port: int, token: str, body: str):
+    """A connection, its listener and the MESSAGE of ``body``, put and delivered to a
+    client-individual subscription on Q1."""
+    put(body)
+    conn, seen = connected(port, token)
+    conn.subscribe("/queue/Q1", id="s1", ack="client-individual")
+    [m] = seen.wait_messages(1)
+    return conn, seen, m
+
+
 def test_a_transaction_begins_its_unit_of_work_with_its_first_send(stomp_port, stomp_broker, token):
     conn, seen = connected(stomp_port, token)
     before = _units_of_work()
@@ -104,10 +114,7 @@ def test_the_locks_of_messages_acknowledged_in_an_open_transaction_are_renewed(s
 
 
 def test_unsubscribe_completes_its_acknowledged_messages_under_the_unit_of_work(stomp_port, stomp_broker, token):
-    put("x")
-    conn, seen = connected(stomp_port, token)
-    conn.subscribe("/queue/Q1", id="s1", ack="client-individual")
-    [m] = seen.wait_messages(1)
+    conn, seen, m = _one_delivered(stomp_port, token, "x")
     conn.begin("t1")
     conn.ack(m.headers["ack"], transaction="t1")
     conn.unsubscribe("s1", receipt="u")
@@ -123,10 +130,7 @@ def test_unsubscribe_completes_its_acknowledged_messages_under_the_unit_of_work(
 
 
 def test_a_connection_that_ends_gives_back_what_its_open_transaction_acknowledged(stomp_port, stomp_broker, token):
-    put("x")
-    conn, seen = connected(stomp_port, token)
-    conn.subscribe("/queue/Q1", id="s1", ack="client-individual")
-    [m] = seen.wait_messages(1)
+    conn, seen, m = _one_delivered(stomp_port, token, "x")
     conn.begin("t1")
     conn.ack(m.headers["ack"], transaction="t1", receipt="a")
     seen.wait(lambda: "a" in seen.receipts)
