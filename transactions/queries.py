@@ -25,6 +25,7 @@ from django.db.backends.sqlite3.base import FORMAT_QMARK_REGEX
 from django.db.models.base import ModelState
 
 from .models import OPEN_STATES, JournalEvent, Link, Transaction
+from .prepared import prepared_sql
 
 TRANSACTION = Transaction._meta.db_table
 LINK = Link._meta.db_table
@@ -90,10 +91,14 @@ class _EngineCursor:
             self.db._baton_pending = []
             sql = "; ".join([p_sql for p_sql, _ in pending] + [sql])
             params = [value for _, p_params in pending for value in p_params] + list(params)
-        if self.sqlite and not self.db.connection.in_transaction and hasattr(self.db, "writer_held"):
-            return self._autocommit_execute(sql, params)
+        if self.sqlite:
+            if not self.db.connection.in_transaction and hasattr(self.db, "writer_held"):
+                return self._autocommit_execute(sql, params)
+            sql = self._sql(sql)
+        else:  # planned once per connection (transactions/prepared.py)
+            sql, params = prepared_sql(self.db.connection, sql, params)
         with self.db.wrap_database_errors:
-            result = self.raw.execute(self._sql(sql), params)
+            result = self.raw.execute(sql, params)
             for _ in pending or ():
                 self.raw.nextset()  # the caller reads its own statement's result
         return result
@@ -174,11 +179,13 @@ def deferred_flush() -> None:
     pending = db.__dict__.get("_baton_pending")
     if pending:
         db._baton_pending = []
-        sql = "; ".join(p_sql for p_sql, _ in pending)
+        sql, params = prepared_sql(
+            db.connection, "; ".join(p_sql for p_sql, _ in pending), [v for _, p_params in pending for v in p_params]
+        )
         with db.wrap_database_errors:
             raw = db.connection.cursor()
             try:
-                raw.execute(sql, [value for _, p_params in pending for value in p_params])
+                raw.execute(sql, params)
             finally:
                 raw.close()
 

@@ -41,6 +41,7 @@ elif _db["ENGINE"].startswith("django.db.backends.postgresql"):
     # request (transactions/backends/postgresql).
     _db["ENGINE"] = "transactions.backends.postgresql"
     _commit = "off" if BATON_SKIP_COMMIT_SYNC else "on"
-    _db.setdefault("OPTIONS", {})["options"] = f"-c synchronous_commit={_commit}"
+    # the hot path's prepared statements keep one plan (transactions/prepared.py)
+    _db.setdefault("OPTIONS", {})["options"] = f"-c synchronous_commit={_commit} -c plan_cache_mode=force_generic_plan"
 
 DATABASES = {"default": _db}
