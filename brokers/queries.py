@@ -91,6 +91,16 @@ def definitions_version() -> int | None:
     return row[0] if row else None
 
 
+def definitions_guard(*, version: int) -> None:
+    """PostgreSQL: a statement among the step's others, sent without waiting for an answer,
+    that raises ``GUARD_SQLSTATE`` unless the definitions version is still ``version``: the
+    step is undone (``guard_refused``). Takes no lock."""
+    deferred(
+        f"SELECT baton_require((SELECT version FROM {VERSION} WHERE id = 1) = %s, 'the careful way')",
+        [version],
+    )
+
+
 def get_start(*, queue_id: int, transaction_id: str | None, now):
     """A get's first statement: the definitions version, the queue's exclusive-input lease
     (holder, until) and, for a get under a named unit of work, that unit of work's row,

@@ -18,7 +18,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Iterator
+from typing import Callable, Iterator
 
 from django.db import connection
 from django.utils import timezone
@@ -104,14 +104,21 @@ def _locked(transaction_id: str, row=NOT_READ) -> Transaction:
 
 
 def transaction_begin(
-    *, broker: str, timeout_ms: int, owner: str = "", transaction_id: str | None = None, user_id: int | None = None
+    *,
+    broker: str,
+    timeout_ms: int,
+    owner: str = "",
+    transaction_id: str | None = None,
+    user_id: int | None = None,
+    first: Callable[[], None] | None = None,
 ) -> Transaction:
     """Begin a unit of work on a broker. It is rolled back if still open after ``timeout_ms``.
     ``transaction_id``: an id chosen beforehand (a get that took messages under it in the
     same database transaction); a new one by default. ``user_id``: the user it belongs to
     (docs/permissions.md, "Ownership of units of work"); None for system code (channel
     agents, management commands), whose units of work only superusers and the broker's
-    admins may act on."""
+    admins may act on. ``first``: called first inside the database transaction that writes
+    the unit of work (a check of what the caller assumed: if it raises, nothing is written)."""
     now = timezone.now()
     txn = queries.transaction_new(
         transaction_id=transaction_id or transaction_id_new(),
@@ -122,9 +129,13 @@ def transaction_begin(
         user_id=user_id,
     )
     if connection.in_atomic_block:  # begun by an operation's first put or get, in its step
+        if first is not None:
+            first()
         _begin_written(txn, now=now, user_id=user_id)
         return txn
     with engine_step(durable=False):  # a new unit of work promises nothing yet
+        if first is not None:
+            first()
         _begin_written(txn, now=now, user_id=user_id)
     return txn
 

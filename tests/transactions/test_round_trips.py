@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from brokers.services.messages import message_get, message_put
 from brokers.services.queues import queue_alter
+from brokers.services.units_of_work import unit_of_work_begin
 from tests.conftest import bodies, msgs
 from brokers.exceptions import QueueFull
 from brokers.models import Message, Queue
@@ -73,6 +74,15 @@ def test_a_put_under_a_named_unit_of_work_takes_one_round_trip(queue):
     assert trips == 1
     _, trips = _round_trips(lambda: transaction_commit(transaction_id=txn.id))
     assert trips == 2
+
+
+def test_a_begin_takes_one_round_trip(queue):
+    """The broker's definition from the cache, the check that it is current sent with the
+    writes (brokers/services/units_of_work.py)."""
+    _warm()
+    unit_of_work_begin(broker="QM1", timeout_ms=None, user_id=None)
+    txn, trips = _round_trips(lambda: unit_of_work_begin(broker="QM1", timeout_ms=None, user_id=None))
+    assert (txn.state, trips) == ("active", 1)
 
 
 def test_an_immediate_put_takes_two_round_trips(queue):

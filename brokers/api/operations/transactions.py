@@ -6,13 +6,13 @@ from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field
 
-from transactions.manager import transaction_begin, transaction_check, transaction_commit, transaction_rollback
+from transactions.manager import transaction_check, transaction_commit, transaction_rollback
 from transactions.models import TransactionState
 from transactions.selectors import transaction_get, transaction_graph, transaction_neighbours
 
 from ... import permissions as may
-from ...definitions import broker_cached, definitions_checked
 from ...selectors import broker_get
+from ...services.units_of_work import unit_of_work_begin
 from .. import schema as doc
 from ..render import transaction_render
 from .base import Model, Operation, Wait
@@ -61,11 +61,8 @@ class TransactionBegin(Operation):
     @classmethod
     def perform(cls, user, data: Input) -> tuple[int, dict[str, Any]]:
         may.require_transaction_begin(user, broker=data.broker)
-        definitions_checked()  # one short read; the broker's definition then comes from the cache when current
-        owner = broker_cached(name=data.broker)
-        timeout_ms = data.timeout_ms if data.timeout_ms is not None else owner.transaction_timeout_ms
-        txn = transaction_begin(
-            broker=owner.name, timeout_ms=timeout_ms, user_id=getattr(user, "pk", None)
+        txn = unit_of_work_begin(
+            broker=data.broker, timeout_ms=data.timeout_ms, user_id=getattr(user, "pk", None)
         )  # its owner (docs/permissions.md)
         return 201, transaction_render(txn, upstream=[], downstream=[])  # new: no links yet
 
