@@ -18,6 +18,8 @@ type, or it is not a plain ``SELECT``/``INSERT``/``UPDATE``/``DELETE``/``WITH``)
 as text, as before. A ``PREPARE`` made inside an open database transaction is made under a
 savepoint, so that its failure leaves the transaction as it was. At most
 ``PREPARED_MAX`` texts are prepared per connection; later new texts are sent as text.
+``BATON_PG_PREPARED=0`` sends every text as text (a pooler that spreads one client's
+statements over several server connections would lose the prepared ones).
 Statements run while Django logs queries (``CaptureQueriesContext``) are not touched: the
 counts tests take stay the statements' own.
 """
@@ -29,6 +31,7 @@ import re
 import weakref
 
 import psycopg
+from django.conf import settings
 from psycopg.pq import TransactionStatus
 
 #: Texts prepared per connection, at most (the rest are sent as text).
@@ -46,6 +49,8 @@ def prepared_sql(raw, sql: str, params) -> tuple[str, list]:
     """``sql`` (statements joined by ``"; "``) and ``params`` as they are to be sent on the
     driver connection ``raw``: each statement prepared there replaced by its ``EXECUTE``."""
     params = list(params)
+    if not settings.BATON_PG_PREPARED:
+        return sql, params
     names = _names.get(raw)
     if names is None:
         names = _names[raw] = {}

@@ -24,6 +24,11 @@ BATON_SKIP_COMMIT_SYNC = env_bool("BATON_SKIP_COMMIT_SYNC", False)
 #: opened or last checked (Django's CONN_HEALTH_CHECKS would check it at every request).
 BATON_DB_HEALTH_CHECK_S = env_int("BATON_DB_HEALTH_CHECK_S", 10)
 
+#: PostgreSQL: the hot path's statements are prepared once per connection and run as
+#: EXECUTE (transactions/prepared.py). Off for a pooler that hands one client's statements
+#: to several server connections (PgBouncer in transaction mode).
+BATON_PG_PREPARED = env_bool("BATON_PG_PREPARED", True)
+
 _db = dj_database_url.parse(DATABASE_URL, conn_max_age=None, conn_health_checks=True)
 if _db["ENGINE"] == "django.db.backends.sqlite3":
     _sync = "NORMAL" if BATON_SKIP_COMMIT_SYNC else "FULL"
@@ -42,6 +47,7 @@ elif _db["ENGINE"].startswith("django.db.backends.postgresql"):
     _db["ENGINE"] = "transactions.backends.postgresql"
     _commit = "off" if BATON_SKIP_COMMIT_SYNC else "on"
     # the hot path's prepared statements keep one plan (transactions/prepared.py)
-    _db.setdefault("OPTIONS", {})["options"] = f"-c synchronous_commit={_commit} -c plan_cache_mode=force_generic_plan"
+    _plans = " -c plan_cache_mode=force_generic_plan" if BATON_PG_PREPARED else ""
+    _db.setdefault("OPTIONS", {})["options"] = f"-c synchronous_commit={_commit}{_plans}"
 
 DATABASES = {"default": _db}

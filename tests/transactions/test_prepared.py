@@ -77,3 +77,10 @@ def test_statements_joined_in_one_round_trip_are_prepared_one_by_one():
     assert first.startswith("EXECUTE baton_") and first.endswith("(%s)")
     assert second == "SELECT %s IS NULL"
     assert params == [1, "x"]
+
+
+def test_turned_off_every_text_is_sent_as_text(settings):
+    connection.ensure_connection()
+    settings.BATON_PG_PREPARED = False
+    text = "SELECT version FROM brokers_definitionsversion WHERE id = %s"
+    assert prepared_sql(connection.connection, text, [1]) == (text, [1])
