@@ -3,7 +3,7 @@ definitions cache, checked in the same database transaction that writes the unit
 
 from __future__ import annotations
 
-from django.db import DatabaseError
+from django.db import DatabaseError, connection
 
 from transactions.manager import transaction_begin
 from transactions.models import Transaction
@@ -28,7 +28,9 @@ def unit_of_work_begin(*, broker: str, timeout_ms: int | None, user_id: int | No
     PostgreSQL a guard sent with the writes (``queries.definitions_guard``), so the begin is
     one round trip. A changed definition undoes that transaction and the begin runs again
     the careful way (the version read first), which also says when the broker is gone."""
-    trusted = definitions_trusted()
+    # inside a caller's database transaction the begin writes in it (transaction_begin): a
+    # refused guard would leave it aborted, so there the version is read first
+    trusted = None if connection.in_atomic_block else definitions_trusted()
     if trusted is not None:
         try:
             owner = broker_cached(name=broker)

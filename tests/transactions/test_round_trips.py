@@ -12,7 +12,7 @@ from django.db import connection
 from django.utils import timezone
 
 from brokers.services.messages import message_get, message_put
-from brokers.services.queues import queue_alter
+from brokers.services.queues import queue_alter, queue_define
 from brokers.services.units_of_work import unit_of_work_begin
 from tests.conftest import bodies, msgs
 from brokers.exceptions import QueueFull
@@ -85,11 +85,20 @@ def test_a_begin_takes_one_round_trip(queue):
     assert (txn.state, trips) == ("active", 1)
 
 
-def test_an_immediate_put_takes_two_round_trips(queue):
-    """Its messages get commit sequences, which the first round trip hands out."""
+def test_an_immediate_put_takes_one_round_trip_and_two_on_a_commit_ordered_queue(queue):
+    """On a put-ordered queue (the default) its messages need no commit sequence: the put and
+    its COMMIT travel with a guard. On a commit-ordered queue they get commit sequences,
+    which the first round trip hands out."""
     _warm()
     _, trips = _round_trips(lambda: message_put(broker="QM1", queue="Q1", messages=msgs("a")))
+    assert trips == 1
+    queue_define(broker="QM1", name="QC", read_order="commit")
+    message_put(broker="QM1", queue="QC", messages=msgs("w"))  # the cache, and its statements prepared
+    _, trips = _round_trips(lambda: message_put(broker="QM1", queue="QC", messages=msgs("b")))
     assert trips == 2
+    assert bodies(message_get(broker="QM1", queue="Q1")) == ["a"]
+    assert bodies(message_get(broker="QM1", queue="QC", batch=2)) == ["w", "b"]
+    assert Message.objects.filter(queue__name="QC").count() == 0
 
 
 def test_a_put_its_guard_refuses_is_undone_and_answered_the_careful_way(queue, django_user_model):

@@ -23,7 +23,7 @@ from ... import queries
 from ...definitions import definitions_checked, definitions_trusted
 from ...exceptions import BatonError, MessageTooLarge, QueueFull
 from ...ids import ids_new
-from ...models import Message, MessageType, PendingReaction, Persistence
+from ...models import Message, MessageType, PendingReaction, Persistence, ReadOrder
 from ...queries import message_new, postgres
 from ..message_input import MessageInput, message_length
 from ..reactions import reaction_apply
@@ -173,11 +173,17 @@ def _put(
     conn = _connection(connection_id, owner)
     base = None
     # Every message under the unit of work, none asking for reports: the whole put and its
-    # COMMIT travel in one round trip, a guard among them (queries.put_guard).
-    guarded = trusted is not None and all(under_uow) and not any(m.report for m in messages)
+    # COMMIT travel in one round trip, a guard among them (queries.put_guard). So does a put
+    # of messages none of which waits, outside any unit of work, on a put-ordered queue: its
+    # messages need no commit sequence (a get reads such a queue in put order; a queue
+    # holding messages keeps its read order).
+    unsequenced = not transaction_id and not any(under_uow) and dest.read_order == ReadOrder.PUT
+    guarded = trusted is not None and (all(under_uow) or unsequenced) and not any(m.report for m in messages)
     if guarded:
         if transaction_id:  # joined as the guard finds it: its row checked and locked in the database
             txn = Transaction(id=transaction_id, broker=owner.name)
+        elif unsequenced:  # no unit of work
+            txn = None
         else:  # begun: its INSERT travels with the rest
             txn = _unit_of_work(broker=owner, transaction_id=None, wanted=True, connection=None, user=user)
         queries.put_guard(
@@ -189,7 +195,7 @@ def _put(
             count=len(messages),
             version=trusted,
         )
-        base = 0  # no commit sequence to hand out: every message waits for the unit of work
+        base = None  # no commit sequence to hand out: every message waits for the unit of work, or needs none
     elif trusted is not None:
         if not transaction_id:  # a unit of work it begins: its INSERT travels with the reservation
             txn = _unit_of_work(broker=owner, transaction_id=None, wanted=any(under_uow), connection=None, user=user)
@@ -237,15 +243,16 @@ def _put(
             base = queries.queue_reserve(
                 queue_id=dest.pk, count=len(queued), commit_count=len(immediate), max_depth_checked=True
             )
-        if base is None:
+        if base is None and not guarded:
             raise QueueFull(
                 f"Queue {dest.name!r} is full (max depth {dest.max_depth}).",
                 broker=owner.name,
                 queue=dest.name,
                 max_depth=dest.max_depth,
             )
-        for seq, row in enumerate(immediate, start=base):
-            row.commit_seq = seq
+        if not guarded:
+            for seq, row in enumerate(immediate, start=base):
+                row.commit_seq = seq
         # the journal first: on PostgreSQL it travels with the INSERT (queries.deferred)
         journal_record(
             events=[
