@@ -132,9 +132,9 @@ class Follower:
         counts: dict[str, Counter] = {}
         changed: dict[str, set[str]] = {}
         queues: dict[str, set[str]] = {}
-        for _, kind, broker, transaction_id, queue in events:
+        for _, kind, broker, transaction_id, queue, count in events:
             if kind in selectors.RATE_KINDS:
-                counts.setdefault(broker, Counter())[kind] += 1
+                counts.setdefault(broker, Counter())[kind] += count
             if transaction_id:
                 changed.setdefault(broker, set()).add(transaction_id)
                 if queue and kind in ("put", "get"):

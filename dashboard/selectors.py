@@ -8,7 +8,7 @@ import json
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.db.models import BinaryField, Count, F, Func, Q, Value
+from django.db.models import BinaryField, Count, F, Func, Q, Sum, Value
 from django.db.models.functions import Length, TruncMinute, TruncSecond
 from django.utils import timezone
 
@@ -422,12 +422,13 @@ def graph_delta(*, transaction_ids: set[str], queues: dict[str, set[str]] | None
 # --- the journal, for the follower and the charts ------------------------------------------
 
 
-def journal_after(*, position: int, limit: int = 5000) -> list[tuple[int, str, str, str, str]]:
-    """(id, kind, broker, transaction_id, queue) of the journal events after ``position``."""
+def journal_after(*, position: int, limit: int = 5000) -> list[tuple[int, str, str, str, str, int]]:
+    """(id, kind, broker, transaction_id, queue, count) of the journal events after
+    ``position``: ``count`` is how many messages a step's put, get or lock was about."""
     return list(
         JournalEvent.objects.filter(id__gt=position)
         .order_by("id")
-        .values_list("id", "kind", "broker", "transaction_id", "queue")[:limit]
+        .values_list("id", "kind", "broker", "transaction_id", "queue", "count")[:limit]
     )
 
 
@@ -459,7 +460,8 @@ def journal_rates(*, window_s: int, seen: Visibility) -> dict[str, Any]:
     rows = JournalEvent.objects.filter(id__gte=first if first is not None else 0, at__gte=since, kind__in=RATE_KINDS)
     if not seen.everything:
         rows = rows.filter(broker__in=sorted(seen.brokers | {b for b, _ in seen.queues}))
-    rows = rows.annotate(t=trunc("at")).values("t", "kind").annotate(n=Count("id")).order_by("t")
+    # a step's put or get of several messages is one row: its ``count`` says how many
+    rows = rows.annotate(t=trunc("at")).values("t", "kind").annotate(n=Sum("count")).order_by("t")
     series: dict[int, dict[str, int]] = {}
     for row in rows:
         series.setdefault(int(row["t"].timestamp()), dict.fromkeys(RATE_KINDS, 0))[row["kind"]] = row["n"]

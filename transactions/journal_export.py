@@ -1,7 +1,9 @@
 """Exporting the journal to the staging area, where the Spark jobs read it
 (``spark_jobs.journal_analytics``); they never touch the database.
 
-The file is JSON Lines, one event a line in id order::
+The file is JSON Lines, one event a line in id order, a step's put, get or lock of several
+messages (one journal row, ``transactions.journal.journal_messages``) as one line per
+message, each with the row's id::
 
     {"id": 7, "at": "2025-05-01T12:00:00.250000+00:00", "kind": "get", "broker": "QM1",
      "queue": "Q1", "transaction_id": "", "msg_id": "41...", "detail": {"put_time": "..."}}
@@ -41,6 +43,7 @@ from pathlib import Path
 
 from django.db import connection
 
+from .journal import journal_messages
 from .models import JournalEvent
 
 FIELDS = ("id", "at", "kind", "broker", "queue", "transaction_id", "msg_id", "detail")
@@ -50,10 +53,11 @@ CHUNK_SIZE = 2000
 def journal_export(
     *, path: str | os.PathLike, after_id: int = 0, limit: int | None = None, chunk_size: int = CHUNK_SIZE
 ) -> dict:
-    """Write the journal events with ``id > after_id`` (at most ``limit`` of them, oldest
-    first) to ``path`` as JSON Lines, replacing the file atomically. Returns ``{"path",
-    "events", "last_id"}``; ``last_id`` is the last id written, or ``after_id`` if none was
-    (pass it as the next export's ``after_id``)."""
+    """Write the journal events with ``id > after_id`` (at most ``limit`` journal rows,
+    oldest first) to ``path`` as JSON Lines, replacing the file atomically. Returns
+    ``{"path", "events", "last_id"}``: ``events`` the lines written (a row of several
+    messages is one line per message); ``last_id`` the last id written, or ``after_id`` if
+    none was (pass it as the next export's ``after_id``)."""
     if after_id < 0:
         raise ValueError("after_id must be 0 or more.")
     if limit is not None and limit < 0:
@@ -64,10 +68,12 @@ def journal_export(
     events, last_id = 0, after_id
     try:
         with open(temporary, "x", encoding="utf-8") as out:
-            for event in _events_after(after_id=after_id, limit=limit, chunk_size=chunk_size):
-                out.write(json.dumps(_exported(event), ensure_ascii=False, separators=(",", ":")))
-                out.write("\n")
-                events, last_id = events + 1, event["id"]
+            for row in _events_after(after_id=after_id, limit=limit, chunk_size=chunk_size):
+                for event in journal_messages(row):
+                    out.write(json.dumps(_exported(event), ensure_ascii=False, separators=(",", ":")))
+                    out.write("\n")
+                    events += 1
+                last_id = row["id"]
             out.flush()
             os.fsync(out.fileno())
         os.replace(temporary, target)
@@ -165,10 +171,12 @@ def _written(path: str | os.PathLike, events) -> dict:
     count, last_id = 0, 0
     try:
         with open(temporary, "x", encoding="utf-8") as out:
-            for event in events:
-                out.write(json.dumps(_exported(event), ensure_ascii=False, separators=(",", ":")))
-                out.write("\n")
-                count, last_id = count + 1, max(last_id, event["id"])
+            for row in events:
+                for event in journal_messages(row):
+                    out.write(json.dumps(_exported(event), ensure_ascii=False, separators=(",", ":")))
+                    out.write("\n")
+                    count += 1
+                last_id = max(last_id, row["id"])
             out.flush()
             os.fsync(out.fileno())
         os.replace(temporary, target)

@@ -151,7 +151,13 @@ class JournalEvent(models.Model):
 
     ``at`` has no index: every event would write an index entry for the one reader that
     looks by time (the dashboard's rates), which finds its first id by a binary search over
-    ids instead (``transactions.selectors.journal_first_id_since``): ids grow with ``at``."""
+    ids instead (``transactions.selectors.journal_first_id_since``): ids grow with ``at``.
+
+    One row per step, not per message: a put, get or lock of several messages in one
+    operation is one event whose ``count`` is their number, ``msg_id`` empty and
+    ``detail["messages"]`` one object per message (its ``msg_id`` and its own details).
+    Readers that want an event per message expand it (``transactions.journal.journal_messages``);
+    the analytics export does."""
 
     id = RowIdField(primary_key=True)
     at = models.DateTimeField()
@@ -161,6 +167,9 @@ class JournalEvent(models.Model):
     transaction_id = models.CharField(max_length=32, blank=True)
     msg_id = models.CharField(max_length=48, blank=True)
     detail = models.JSONField(default=dict, blank=True)
+    count = models.PositiveIntegerField(
+        default=1, help_text="How many events of its kind the row stands for: a step's put, get or lock's messages."
+    )
 
     class Meta:
         ordering = ["id"]

@@ -33,7 +33,7 @@ JOURNAL = JournalEvent._meta.db_table
 
 TRANSACTION_COLUMNS = tuple(f.attname for f in Transaction._meta.concrete_fields)
 _TXN_COLUMN_LIST = ", ".join(TRANSACTION_COLUMNS)
-_JOURNAL_COLUMNS = ("at", "kind", "broker", "queue", "transaction_id", "msg_id", "detail")
+_JOURNAL_COLUMNS = ("at", "kind", "broker", "queue", "transaction_id", "msg_id", "detail", "count")
 _DATETIMES = [i for i, name in enumerate(TRANSACTION_COLUMNS) if name.endswith("_at")]
 _MARKS_AT = TRANSACTION_COLUMNS.index("marks")
 _encoder = DjangoJSONEncoder()
@@ -428,7 +428,7 @@ def journal_insert(*, events: list) -> None:
         _journal_insert_arrays(events)
         return
     detail = json_param()
-    one = f"(%s, %s, %s, %s, %s, %s, {detail})"
+    one = f"(%s, %s, %s, %s, %s, %s, {detail}, %s)"
     head = f"INSERT INTO {JOURNAL} ({', '.join(_JOURNAL_COLUMNS)}) VALUES "
     last_at, last_value = None, None
     for start in range(0, len(events), _JOURNAL_CHUNK):
@@ -445,16 +445,17 @@ def journal_insert(*, events: list) -> None:
                 e.transaction_id,
                 e.msg_id,
                 _encoder.encode(e.detail) if e.detail else "{}",
+                e.count,
             )
         deferred(head + ", ".join([one] * len(chunk)), params)
 
 
-#: Rows per journal INSERT (7 parameters each: well inside SQLite's 32,766 and PostgreSQL's 65,535).
+#: Rows per journal INSERT (8 parameters each: well inside SQLite's 32,766 and PostgreSQL's 65,535).
 _JOURNAL_CHUNK = 1000
 
 _JOURNAL_ARRAYS = (
     f"INSERT INTO {JOURNAL} ({', '.join(_JOURNAL_COLUMNS)}) SELECT * FROM unnest("
-    "%s::timestamptz[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[], %s::jsonb[])"
+    "%s::timestamptz[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[], %s::jsonb[], %s::int[])"
 )
 
 
@@ -463,7 +464,7 @@ def _journal_insert_arrays(events: list) -> None:
     short text whatever their number (the driver parses a statement's placeholders on the
     client, and caches that only for short statements with few parameters: a VALUES list
     of 100 rows cost it about 8 ms a call)."""
-    columns: list[list] = [[], [], [], [], [], [], []]
+    columns: list[list] = [[], [], [], [], [], [], [], []]
     last_at, last_value = None, None
     for e in events:
         if e.at is not last_at:
@@ -478,6 +479,7 @@ def _journal_insert_arrays(events: list) -> None:
                 e.transaction_id,
                 e.msg_id,
                 _encoder.encode(e.detail) if e.detail else "{}",
+                e.count,
             ),
         ):
             column.append(value)

@@ -8,6 +8,7 @@ import pytest
 
 from brokers.services.message_input import MessageInput
 from brokers.services.messages import message_get, message_put
+from transactions.journal import journal_messages
 from transactions.models import JournalEvent
 
 AWKWARD_TEXT = "quote \" apostrophe ' backslash \\ braces {} [a,b] comma, NULL null \t tab é 漢字 🙂"
@@ -37,6 +38,10 @@ def test_a_put_stores_every_byte_and_character_as_given(queue, count):
         assert stored.format == m.format
         assert stored.properties == m.properties
         assert stored.priority == m.priority
-    # the journal has one put event per message, under the right queue
-    puts = JournalEvent.objects.filter(kind="put", queue="Q1", msg_id__in=[m.msg_id for m in put.messages])
-    assert puts.count() == count
+    # the journal records every message put, under the right queue: one event for the
+    # step, which stands for each message in order (transactions.journal.journal_messages)
+    rows = list(JournalEvent.objects.filter(kind="put", queue="Q1").values())
+    assert [r["count"] for r in rows] == [count]
+    events = [e for row in rows for e in journal_messages(row)]
+    assert [e["msg_id"] for e in events] == [m.msg_id for m in put.messages]
+    assert [e["detail"] for e in events] == [{"persistent": True, "bytes": len(m.body)} for m in sent]

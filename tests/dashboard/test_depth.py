@@ -40,3 +40,15 @@ def test_rates_answer_carries_the_depth_history(admin_client, two_brokers):
     depth_sample_take()
     rates = admin_client.get("/rates/?window=3600").json()
     assert [(p["available"], p["in_flight"]) for p in rates["depth"]] == [(0, 0)]
+
+
+def test_rates_count_each_message_of_a_step(admin_client, two_brokers):
+    """A put of three and a get of two are one journal row each: the rates count the
+    messages they stand for."""
+    from brokers.services.messages import message_get
+
+    message_put(broker="SEEN", queue="Q1", messages=[MessageInput(body=b"a")] * 3)
+    message_put(broker="SEEN", queue="Q1", messages=[MessageInput(body=b"b")])
+    assert len(message_get(broker="SEEN", queue="Q1", batch=2).messages) == 2
+    points = admin_client.get("/rates/?window=3600").json()["points"]
+    assert (sum(p["put"] for p in points), sum(p["get"] for p in points)) == (4, 2)

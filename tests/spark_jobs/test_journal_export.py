@@ -9,7 +9,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from transactions.journal import journal_event, journal_record
+from transactions.journal import journal_event, journal_record, journal_step_event
 from transactions.journal_export import journal_export
 
 T0 = datetime(2025, 5, 1, 12, 0, 0, 250_001, tzinfo=UTC)
@@ -92,3 +92,34 @@ def test_command_prints_the_summary(five_events, tmp_path, capsys):
 def test_command_refuses_a_negative_after_id(tmp_path):
     with pytest.raises(CommandError, match="negative"):
         call_command("journal_export", str(tmp_path / "j.jsonl"), "--after-id", "-1")
+
+
+def test_a_row_of_several_messages_exports_as_one_line_each(db, tmp_path):
+    """A step's put of three messages is one journal row; the export (and so every Spark
+    job) sees the three events it stands for, each with the row's id and time."""
+    journal_record(
+        events=[
+            journal_step_event(
+                "put",
+                broker="QM1",
+                queue="Q1",
+                transaction_id="t1",
+                at=T0,
+                messages=[{"msg_id": f"m{n}", "persistent": True, "bytes": n} for n in range(3)],
+            ),
+            journal_event("commit", broker="QM1", transaction_id="t1", at=T0),
+        ]
+    )
+    from transactions.models import JournalEvent
+
+    put, commit = JournalEvent.objects.order_by("id").values_list("id", flat=True)
+    path = tmp_path / "journal.jsonl"
+    assert journal_export(path=path, limit=1) == {"path": str(path), "events": 3, "last_id": put}  # rows, not lines
+    assert [(r["id"], r["msg_id"], r["detail"]) for r in lines(path)] == [
+        (put, f"m{n}", {"persistent": True, "bytes": n}) for n in range(3)
+    ]
+    assert {(r["kind"], r["transaction_id"], r["at"]) for r in lines(path)} == {
+        ("put", "t1", "2025-05-01T12:00:00.250001+00:00")
+    }
+    assert journal_export(path=path, after_id=put)["events"] == 1
+    assert [(r["id"], r["kind"]) for r in lines(path)] == [(commit, "commit")]

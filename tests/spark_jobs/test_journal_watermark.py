@@ -10,7 +10,7 @@ import pytest
 from django.db import connection
 
 from tests.conftest import database_url
-from transactions.journal import journal_event, journal_record
+from transactions.journal import journal_event, journal_record, journal_step_event
 from transactions.journal_export import journal_export_increment
 from transactions.models import JournalEvent
 
@@ -37,6 +37,21 @@ def test_increments_export_each_event_once(tmp_path):
     assert exported(tmp_path / "1.jsonl") == ["a", "b"]
     assert exported(tmp_path / "2.jsonl") == ["c"]
     assert third["events"] == 0 and exported(tmp_path / "3.jsonl") == []
+
+
+def test_an_increment_exports_each_message_of_a_step_once(tmp_path):
+    put("a")
+    journal_record(
+        events=[
+            journal_step_event(
+                "get", broker="QM1", queue="Q1", transaction_id=None, at=T0, messages=[{"msg_id": "b"}, {"msg_id": "c"}]
+            )
+        ]
+    )
+    first = journal_export_increment(path=tmp_path / "1.jsonl", watermark=None)
+    assert first["events"] == 3 and exported(tmp_path / "1.jsonl") == ["a", "b", "c"]
+    second = journal_export_increment(path=tmp_path / "2.jsonl", watermark=first["watermark"])
+    assert second["events"] == 0 and exported(tmp_path / "2.jsonl") == []
 
 
 def test_a_late_committing_writer_is_never_skipped(tmp_path):

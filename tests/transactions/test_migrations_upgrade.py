@@ -76,3 +76,28 @@ def test_an_earlier_database_keeps_its_units_of_work_and_loses_only_indexes(djan
 def _latest():
     executor = MigrationExecutor(connection)
     return executor.loader.graph.leaf_nodes()
+
+
+def test_the_journal_rows_of_an_earlier_database_each_stand_for_one_event():
+    """0006 adds the journal's ``count``: every row written before stands for one event,
+    and a row written after says how many messages of a step it stands for."""
+    try:
+        _migrate([("transactions", "0005_journal_at_unindexed")])
+        with connection.cursor() as c:
+            c.execute(
+                "INSERT INTO transactions_journalevent (at, kind, broker, queue, transaction_id, msg_id, detail)"
+                " VALUES (CURRENT_TIMESTAMP, 'put', 'QM1', 'Q1', 'u9', 'm1', '{\"bytes\": 3}')"
+            )
+        _migrate(_latest())
+        from transactions.models import JournalEvent
+
+        old = JournalEvent.objects.get(transaction_id="u9")
+        assert (old.kind, old.msg_id, old.detail, old.count) == ("put", "m1", {"bytes": 3}, 1)
+        new = JournalEvent.objects.create(at="2026-01-01T00:00:00Z", kind="get", broker="QM1", count=3)
+        assert JournalEvent.objects.get(pk=new.pk).count == 3
+        assert new.pk > old.pk
+    finally:
+        _migrate(_latest())
+        from transactions.models import JournalEvent
+
+        JournalEvent.objects.filter(broker="QM1", transaction_id__in=["u9", ""]).delete()

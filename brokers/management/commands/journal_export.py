@@ -26,7 +26,12 @@ class Command(BaseCommand):
         parser.add_argument(
             "--after-id", type=_count, default=0, help="Export the events with a larger id (default 0: all of them)."
         )
-        parser.add_argument("--limit", type=_count, default=None, help="Export at most this many events.")
+        parser.add_argument(
+            "--limit",
+            type=_count,
+            default=None,
+            help="Export at most this many journal rows (a row of several messages: a line each).",
+        )
 
     def handle(self, *args, path, after_id, limit, **options):
         try:

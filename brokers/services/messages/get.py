@@ -19,7 +19,7 @@ from django.utils import timezone
 from config.errors import BatonError
 from transactions.durability import engine_step
 from transactions.exceptions import TransactionNotFound
-from transactions.journal import journal_event, journal_record
+from transactions.journal import journal_record, journal_step_event
 from transactions.locks import link_graph_lock, link_graph_locking
 from transactions.manager import (
     transaction_commit,
@@ -245,17 +245,21 @@ def _taken(
             reports_send(originals=[m for m in rows if m.report], feedback=COD)
     journal_record(
         events=[
-            journal_event(
+            journal_step_event(
                 JournalKind.GET,
                 broker=owner.name,
                 queue=source.name,
-                msg_id=m.msg_id,
                 transaction_id=txn.id if txn else None,
                 at=now,
-                put_time=m.put_time.isoformat(),
-                preemptive=m.put_transaction_id is not None,
+                messages=[
+                    {
+                        "msg_id": m.msg_id,
+                        "put_time": m.put_time.isoformat(),
+                        "preemptive": m.put_transaction_id is not None,
+                    }
+                    for m in rows
+                ],
             )
-            for m in rows
         ]
     )
     return GetResult(rows, source, txn.id if txn else None)
@@ -402,15 +406,14 @@ def _get_once(
                 _locks_taken(rows, source=source, now=now)
             journal_record(
                 events=[
-                    journal_event(
+                    journal_step_event(
                         JournalKind.LOCK,
                         broker=owner.name,
                         queue=source.name,
-                        msg_id=m.msg_id,
+                        transaction_id=None,
                         at=now,
-                        delivery_count=m.delivery_count,
+                        messages=[{"msg_id": m.msg_id, "delivery_count": m.delivery_count} for m in rows],
                     )
-                    for m in rows
                 ]
             )
             return GetResult(rows, source, None)

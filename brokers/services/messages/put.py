@@ -14,7 +14,7 @@ from django.db import DatabaseError
 from django.utils import timezone
 
 from transactions.durability import engine_step
-from transactions.journal import journal_event, journal_record
+from transactions.journal import journal_record, journal_step_event
 from transactions.manager import transaction_mark, transaction_timeouts_applied
 from transactions.models import JournalKind, Transaction
 
@@ -254,21 +254,7 @@ def _put(
             for seq, row in enumerate(immediate, start=base):
                 row.commit_seq = seq
         # the journal first: on PostgreSQL it travels with the INSERT (queries.deferred)
-        journal_record(
-            events=[
-                journal_event(
-                    JournalKind.PUT,
-                    broker=owner.name,
-                    queue=dest.name,
-                    msg_id=row.msg_id,
-                    transaction_id=row.put_transaction_id,
-                    at=now,
-                    persistent=row.persistent,
-                    bytes=len(row.body),
-                )
-                for row in queued
-            ]
-        )
+        journal_record(events=_put_events(queued, broker=owner.name, queue=dest.name, at=now))
         queries.messages_insert(messages=queued)
         # every getter for immediate puts; only pre-emptive ones for uncommitted puts
         queues_woken([dest.pk], uncommitted_puts=not immediate)
@@ -355,3 +341,17 @@ def _reaction_put(*, row: Message, msg: MessageInput, queue, txn) -> None:
     else:
         reaction.save()
         transaction_mark(transaction=txn, mark=MARK_REACTIONS)
+
+
+def _put_events(rows: list[Message], *, broker: str, queue: str, at) -> list:
+    """The journal's put events: one per unit of work the messages went under (one for
+    most puts; a put with ``syncpoint="if_persistent"`` may put some under none)."""
+    by_unit: dict[str | None, list[dict]] = {}
+    for row in rows:
+        by_unit.setdefault(row.put_transaction_id, []).append(
+            {"msg_id": row.msg_id, "persistent": row.persistent, "bytes": len(row.body)}
+        )
+    return [
+        journal_step_event(JournalKind.PUT, broker=broker, queue=queue, transaction_id=unit, at=at, messages=messages)
+        for unit, messages in by_unit.items()
+    ]
