@@ -173,14 +173,36 @@ def message_length(msg: MessageInput) -> int:
     return length
 
 
-def message_render(m: Message, *, broker: str, queue: str) -> dict[str, Any]:
-    """A stored message as clients read it: every descriptor field, ``body_base64`` always
-    and ``body`` whenever the bytes are valid UTF-8."""
+#: What a reply carries of each message's body (a put's or get's ``bodies``): ``both``
+#: (the default) ``body_base64`` always and ``body`` (or null) whenever the bytes are valid
+#: UTF-8; ``one`` ``body`` when they are, else ``body_base64``; ``none`` neither.
+BODIES = ("both", "one", "none")
+
+
+def message_render(m: Message, *, broker: str, queue: str, bodies: str = "both") -> dict[str, Any]:
+    """A stored message as clients read it: every descriptor field, and its body as
+    ``bodies`` says (``BODIES``): by default ``body_base64`` always and ``body`` whenever
+    the bytes are valid UTF-8."""
+    rendered = _descriptor(m, broker=broker, queue=queue)
+    if bodies == "none":
+        return rendered
     body = bytes(m.body)
     try:
         text: str | None = body.decode("utf-8")
     except UnicodeDecodeError:
         text = None
+    if bodies == "one":
+        if text is not None:
+            rendered["body"] = text
+        else:
+            rendered["body_base64"] = base64.b64encode(body).decode("ascii")
+        return rendered
+    rendered["body"] = text
+    rendered["body_base64"] = base64.b64encode(body).decode("ascii")
+    return rendered
+
+
+def _descriptor(m: Message, *, broker: str, queue: str) -> dict[str, Any]:
     return {
         "msg_id": m.msg_id,
         "correl_id": m.correl_id,
@@ -208,6 +230,4 @@ def message_render(m: Message, *, broker: str, queue: str) -> dict[str, Any]:
         "locked_until": m.locked_until.isoformat() if m.locked_until else None,
         "queue": queue,
         "broker": broker,
-        "body": text,
-        "body_base64": base64.b64encode(body).decode("ascii"),
     }

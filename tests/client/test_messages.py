@@ -204,3 +204,23 @@ def test_queue_names_that_would_make_urls_ambiguous_are_refused(client, broker):
     assert client.define_queue(broker, "IN/orders")["name"] == "IN/orders"
     client.put(broker, "IN/orders", "x")
     assert client.display_queue(broker, "IN/orders")["depth"] == 1
+
+
+def test_a_put_answers_with_the_bodies_it_sent(client, broker):
+    """The client asks for put replies without bodies and gives each message the body it
+    sent, skipping those the server skipped as duplicates; gets ask for each body once."""
+    first = client.put(broker, "Q1", "kept", dedup_key="k-1")
+    batch = client.put(
+        broker,
+        "Q1",
+        messages=[{"body": "dup", "dedup_key": "k-1"}, b"\x00\xff", {"body": "t\u00e9xt", "dedup_key": "k-2"}],
+    )
+    assert [m.body for m in batch] == [b"\x00\xff", "t\u00e9xt".encode()]
+    assert [m.body_base64 for m in batch] == ["AP8=", "dMOpeHQ="]
+    with client.transaction(broker) as txn:
+        pending = txn.put("Q1", "under a unit of work")
+        assert pending.result().body == b"under a unit of work" and pending.transaction == txn.id
+    got = client.get(broker, "Q1", batch=10)
+    assert [m.msg_id for m in got] == [first.msg_id, batch[0].msg_id, batch[1].msg_id, pending.msg_id]
+    assert [m.body for m in got] == [b"kept", b"\x00\xff", "t\u00e9xt".encode(), b"under a unit of work"]
+    assert [m.body_base64 for m in got][:3] == ["a2VwdA==", "AP8=", "dMOpeHQ="]

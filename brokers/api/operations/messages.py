@@ -41,6 +41,16 @@ def _messages_bounded(value: list) -> list:
     return value
 
 
+#: What a reply carries of each message's body (brokers/services/message_input.py, BODIES).
+Bodies = Annotated[
+    Literal["both", "one", "none"],
+    Field(
+        description="What the reply carries of each message's body: both (the default) body_base64 always and "
+        "body when the bytes are valid UTF-8; one: body when they are, else body_base64; none: neither "
+        "(a producer that has the bodies it sent)."
+    ),
+]
+
 #: A batch put: 1 to BATON_MAX_BATCH messages, all or none.
 Messages = Annotated[list[MessageIn], Field(min_length=1), AfterValidator(_messages_bounded)]
 
@@ -74,8 +84,10 @@ class MessageOut(Model):
     locked_until: str | None
     queue: str
     broker: str
-    body: str | None = Field(description="The body when it is valid UTF-8.")
-    body_base64: str
+    body: str | None = Field(None, description="The body when it is valid UTF-8 (absent with bodies one or none).")
+    body_base64: str | None = Field(
+        None, description="The body as standard base64: always, unless the request's bodies said one or none."
+    )
 
 
 class MessagePut(Operation):
@@ -104,6 +116,7 @@ class MessagePut(Operation):
         syncpoint: Literal["yes", "no", "if_persistent"] | None = None
         connection: Text | None = Field(None, description="A connection id (conn_id).")
         put_application: Annotated[str, Field(max_length=100)] | None = None
+        bodies: Bodies = "both"
 
         @model_validator(mode="after")
         def _one_or_many(self):
@@ -171,7 +184,7 @@ class MessagePut(Operation):
         b, q = result.queue.broker.name, result.queue.name
         if data.messages is None and result.duplicates:  # its key was taken: nothing created
             return 200, duplicate_render(result.duplicates[0], transaction=result.transaction_id)
-        rendered = [message_render(m, broker=b, queue=q) for m in result.messages]
+        rendered = [message_render(m, broker=b, queue=q, bodies=data.bodies) for m in result.messages]
         if data.messages is not None:
             body: dict[str, Any] = {
                 "messages": rendered,
@@ -216,6 +229,7 @@ class MessageGet(Operation):
             False, description="Commit the unit of work named (or the connection's) first, then get outside it."
         )
         access: Literal["shared", "exclusive"] | None = None
+        bodies: Bodies = "both"
 
     class Output(Model):
         messages: list[MessageOut]
@@ -254,7 +268,7 @@ class MessageGet(Operation):
         result = cls.get(user, data)
         b, q = result.queue.broker.name, result.queue.name
         body: dict[str, Any] = {
-            "messages": [message_render(m, broker=b, queue=q) for m in result.messages],
+            "messages": [message_render(m, broker=b, queue=q, bodies=data.bodies) for m in result.messages],
             "transaction": result.transaction_id,
         }
         if not result.messages:

@@ -590,8 +590,11 @@ class PendingPut:
     message (``put.msg_id``) does the same. Until then, the error surfaces at the next
     call under the same unit of work that waits for its reply (see the module's text)."""
 
-    def __init__(self, client: "Client", future: Future, *, transaction: str, many: bool) -> None:
+    def __init__(
+        self, client: "Client", future: Future, *, transaction: str, many: bool, sent: Mapping[str, Any]
+    ) -> None:
         self._client, self._future, self._transaction, self._many = client, future, transaction, many
+        self._sent = sent
         self._value: Any = None
         self._error: BaseException | None = None
         self._read = False
@@ -608,7 +611,7 @@ class PendingPut:
         """The stored message (or list of messages); raises the put's error."""
         if not self._read:
             try:
-                data = self._client._session.result("put", self._future)
+                data = _put_bodies(self._client._session.result("put", self._future), self._sent, many=self._many)
                 txn = data.get("transaction") or self._transaction
                 if self._many:
                     self._value = [
@@ -639,6 +642,27 @@ class PendingPut:
 
 
 # --- the client ---------------------------------------------------------------------------
+
+
+def _put_bodies(data: Mapping[str, Any], sent: Mapping[str, Any], *, many: bool) -> dict[str, Any]:
+    """A put's reply (asked with ``bodies: none``) with each message's body as it was sent:
+    the messages put are the ones sent, in order, less those skipped as duplicates."""
+
+    def with_body(reply: Mapping[str, Any], message: Mapping[str, Any]) -> dict[str, Any]:
+        out = dict(reply)
+        if "body" not in out and "body_base64" not in out and "msg_id" in out:
+            for name in ("body", "body_base64"):
+                if name in message:
+                    out[name] = message[name]
+            if "body" not in out and "body_base64" not in out:
+                out["body"] = ""
+        return out
+
+    if not many:
+        return with_body(data, sent)
+    skipped = {d.get("index") for d in data.get("duplicates") or ()}
+    put = [m for i, m in enumerate(sent.get("messages", [])) if i not in skipped]
+    return {**data, "messages": [with_body(r, m) for r, m in zip(data.get("messages", []), put)]}
 
 
 def _body_fields(body: str | bytes | bytearray | memoryview | None) -> dict[str, Any]:
@@ -894,6 +918,7 @@ class Client:
             "put_application": put_application,
         }
         envelope = {k: v for k, v in envelope.items() if v is not None}
+        envelope["bodies"] = "none"  # the reply leaves out the bodies: they are the ones sent
         many = messages is not None
         if many:
             if body is not None:
@@ -904,7 +929,7 @@ class Client:
         txn = envelope.get("transaction")
         if self._session is not None and txn is not None:
             future = self._session.send("put", {"broker": broker, "queue": queue, **payload})
-            pending = PendingPut(self, future, transaction=txn, many=many)
+            pending = PendingPut(self, future, transaction=txn, many=many, sent=payload)
             with self._pending_lock:
                 self._pending.setdefault(txn, []).append(pending)
             return pending
@@ -915,6 +940,7 @@ class Client:
             self._queue_path(broker, queue) + "messages/",
             body=payload,
         )
+        data = _put_bodies(data, payload, many=many)
         if many:
             txn = data.get("transaction")
             return [Message.from_json(m, client=self, transaction=txn) for m in data.get("messages", [])]
@@ -949,7 +975,8 @@ class Client:
         ``preemptive`` (needs a unit of work) may take another unit of work's uncommitted put;
         ``commit_first`` commits the ``connection``'s unit of work first; ``access`` is
         ``"shared"`` or ``"exclusive"``."""
-        options: dict[str, Any] = {"wait": wait}
+        # each body once (text when it is UTF-8, else base64): Message.from_json makes the other
+        options: dict[str, Any] = {"wait": wait, "bodies": "one"}
         selectors = dict(match or {})
         selectors.update(
             {k: v for k, v in (("msg_id", msg_id), ("correl_id", correl_id), ("group_id", group_id)) if v is not None}

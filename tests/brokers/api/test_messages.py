@@ -168,6 +168,40 @@ def test_utf8_body_base64_is_shown_as_body_too(api, queue):
     assert got["body"] == text and base64.b64decode(got["body_base64"]) == text.encode("utf-8")
 
 
+def test_a_put_may_leave_the_bodies_out_of_its_reply(api, queue):
+    """``bodies: none``: the reply has every field but the body; what was stored is whole."""
+    raw = bytes(range(256))
+    stored = put(api, messages=[{"body": "text"}, {"body_base64": b64(raw)}], bodies="none")
+    for m in stored["messages"]:
+        assert OUTPUT_FIELDS - {"body", "body_base64"} <= set(m)
+        assert "body" not in m and "body_base64" not in m
+    one = put(api, body="single", bodies="none")
+    assert "body" not in one and "body_base64" not in one and one["transaction"] is None
+    got = get(api, batch=3)["messages"]
+    assert [m["msg_id"] for m in got] == [m["msg_id"] for m in stored["messages"]] + [one["msg_id"]]
+    assert [base64.b64decode(m["body_base64"]) for m in got] == [b"text", raw, b"single"]
+
+
+def test_a_get_may_ask_for_each_body_once(api, queue):
+    """``bodies: one``: ``body`` when the bytes are UTF-8, else ``body_base64``; ``none``:
+    neither."""
+    raw = bytes(range(256))
+    put(api, messages=[{"body": "na\u00efve"}, {"body_base64": b64(raw)}, {"body": "x"}])
+    text, binary = get(api, batch=2, bodies="one")["messages"]
+    assert text["body"] == "na\u00efve" and "body_base64" not in text
+    assert base64.b64decode(binary["body_base64"]) == raw and "body" not in binary
+    [last] = get(api, bodies="none")["messages"]
+    assert "body" not in last and "body_base64" not in last and last["queue"] == "Q1"
+
+
+@pytest.mark.parametrize("bodies", ["all", "", None, 1, ["one"]])
+def test_bodies_must_be_both_one_or_none(api, queue, bodies):
+    for path, payload in ((PUT, {"body": "a"}), (GET, {})):
+        body = assert_error(api.post(path, {**payload, "bodies": bodies}, format="json"), 400, "invalid")
+        assert "bodies" in body["errors"]
+    assert depth(api) == 0
+
+
 def test_text_body_is_stored_as_utf8(api, queue):
     text = "na\u00efve \u20ac"
     put(api, body=text)

@@ -70,3 +70,30 @@ def test_what_is_not_json_is_refused_alike(text):
         json_strict_loads(text)
     with pytest.raises(ValueError):
         json_request_loads(text)
+
+
+def test_a_batch_is_not_walked():
+    """A put of 100 messages has over a hundred brackets but nests three deep: no walk."""
+    text = json.dumps({"id": 1, "op": "put", "messages": [{"body": "x" * 1024, "properties": {"k": [1]}}] * 100})
+    assert json_request_loads(text) == (json.loads(text), True)
+
+
+def _nest(depth: int, leaf, siblings: int) -> object:
+    """``leaf`` at ``depth`` (the outermost value at 0) inside lists, each list with
+    ``siblings`` empty objects beside it, so the text has many brackets at any depth."""
+    value = leaf
+    for _ in range(depth):
+        value = [value] + [{} for _ in range(siblings)]
+    return value
+
+
+@given(
+    depth=st.integers(min_value=MAX_DEPTH - 3, max_value=MAX_DEPTH + 3),
+    leaf=st.sampled_from([0, "s", [], {}, [1], {"k": None}]),
+    siblings=st.integers(min_value=0, max_value=3),
+)
+def test_deep_batches_skip_the_walk_only_when_the_walk_would_pass(depth, leaf, siblings):
+    text = json.dumps(_nest(depth, leaf, siblings))
+    data, storable = json_request_loads(text)
+    assert data == json.loads(text)
+    assert storable == _walk_passes(data)
