@@ -101,19 +101,32 @@ def json_request_loads(text: str) -> tuple[Any, bool]:
     """:func:`json_strict_loads`, and whether the result is known to pass :func:`json_storable`
     without walking it. It is when the text has no ``\\u`` escape (the only way JSON text
     writes NUL or a lone surrogate into a string), no NUL or surrogate of its own, no number
-    too large for a float, and it nests at most ``MAX_DEPTH`` deep: certain when it has no
-    more brackets than that, else counted on what it decoded (a batch of 100 messages has
-    over a hundred, two or three deep), which looks at no string.
+    too large for a float, and it nests at most ``MAX_DEPTH`` deep, counted on what it
+    decoded by looking at its arrays and objects only (a batch of 100 messages has over a
+    hundred, two or three deep), at no string.
     Otherwise the caller runs :func:`json_storable`, which names what is wrong."""
-    if "\\u" in text or _NUL_OR_SURROGATE.search(text) is not None:
+    if _may_hold_unstorable(text):
         return json_strict_loads(text), False
     try:
         data = _STRICT_FINITE.decode(text)
     except _NotFinite:
         return json_strict_loads(text), False
-    if text.count("{") + text.count("[") > MAX_DEPTH and not _shallow(data):
+    if not _shallow(data):
         return data, False
     return data, True
+
+
+def _may_hold_unstorable(text: str) -> bool:
+    """Whether JSON text may write NUL or a lone surrogate into a string: it has a ``\\u``
+    escape, or such a character of its own. Each look is a scan in C: a text held as ASCII
+    (which Python knows without looking) has no surrogate, and one with no backslash has
+    no escape; the character class is searched only in text that is not ASCII (a
+    regular expression over 100 KiB took 0.7 ms)."""
+    if "\\" in text and "\\u" in text:
+        return True
+    if text.isascii():
+        return "\x00" in text
+    return _NUL_OR_SURROGATE.search(text) is not None
 
 
 def _shallow(data: Any) -> bool:
@@ -122,10 +135,13 @@ def _shallow(data: Any) -> bool:
     at that depth is empty."""
     level = [data] if isinstance(data, (dict, list)) else []
     for _ in range(MAX_DEPTH):
+        if not level:
+            return True
         inner: list[Any] = []
         for value in level:
-            items = value.values() if isinstance(value, dict) else value
-            inner.extend(v for v in items if isinstance(v, (dict, list)))
+            for item in value.values() if isinstance(value, dict) else value:
+                if isinstance(item, (dict, list)):
+                    inner.append(item)
         level = inner
     return not any(level)
 

@@ -72,10 +72,16 @@ def test_what_is_not_json_is_refused_alike(text):
         json_request_loads(text)
 
 
-def test_a_batch_is_not_walked():
-    """A put of 100 messages has over a hundred brackets but nests three deep: no walk."""
-    text = json.dumps({"id": 1, "op": "put", "messages": [{"body": "x" * 1024, "properties": {"k": [1]}}] * 100})
-    assert json_request_loads(text) == (json.loads(text), True)
+@pytest.mark.parametrize("body", ["x" * 1024, "na\u00efve \u2713 \U0001f600 " * 30, "back\\slash"])
+@pytest.mark.parametrize("ensure_ascii", [True, False])
+def test_a_batch_is_not_walked(body, ensure_ascii):
+    """A put of 100 messages has over a hundred brackets but nests three deep: no walk,
+    whether its text is ASCII or not, unless it escapes a character as ``\\u``."""
+    request = {"id": 1, "op": "put", "messages": [{"body": body, "properties": {"k": [1]}}] * 100}
+    text = json.dumps(request, ensure_ascii=ensure_ascii)
+    escaped = "\\u" in text
+    assert json_request_loads(text) == (request, not escaped)
+    assert escaped == (ensure_ascii and not body.isascii())
 
 
 def _nest(depth: int, leaf, siblings: int) -> object:
