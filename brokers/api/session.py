@@ -37,6 +37,7 @@ from concurrent.futures import ThreadPoolExecutor
 import types
 from typing import Any
 
+import orjson
 from channels.consumer import get_handler_name
 from channels.exceptions import StopConsumer
 from channels.generic.websocket import AsyncWebsocketConsumer
@@ -305,7 +306,7 @@ class SessionConsumer(AsyncWebsocketConsumer):
         once it has none (``flush``), or ``_HOLD_MAX`` of them or ``_HOLD_LENGTH``
         characters, so that a pipelined burst
         costs the loop one wake-up, not one per reply."""
-        text = json.dumps(body, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+        text = reply_text(body)
         with self.made_lock:
             self.made.append(text)
             self.made_length += len(text)
@@ -381,7 +382,7 @@ class SessionConsumer(AsyncWebsocketConsumer):
                 self.writer = None
 
     async def _send_now(self, body: dict[str, Any]) -> None:
-        self._queue_send(json.dumps(body, separators=(",", ":"), ensure_ascii=False))
+        self._queue_send(reply_text(body))
 
     def _give_up(self, why: str) -> None:
         if not self.closing:
@@ -429,6 +430,17 @@ def _authenticated(key: str):
         return token_user(key)
     finally:
         connections.close_all()
+
+
+def reply_text(body: dict[str, Any]) -> str:
+    """A reply as the text of one frame: compact JSON, non-ASCII characters as themselves.
+    Encoded by orjson (a reply of 100 messages of 1 KiB: 70 µs against 0.9 ms for the
+    standard library's encoder, docs/performance.md); anything it refuses (an integer
+    beyond 64 bits, a type it does not know) by the standard library as before."""
+    try:
+        return orjson.dumps(body, option=orjson.OPT_NON_STR_KEYS).decode()
+    except TypeError:
+        return json.dumps(body, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
 def _peek_id(text: str) -> Any:
