@@ -1,6 +1,7 @@
 from django.contrib import admin
 
 from .models import Broker, Channel, ClientSession, Connection, Grant, Message, Queue
+from .selectors import queue_reserved_depth
 
 
 @admin.register(Broker)
@@ -11,10 +12,15 @@ class BrokerAdmin(admin.ModelAdmin):
 
 @admin.register(Queue)
 class QueueAdmin(admin.ModelAdmin):
-    list_display = ["name", "broker", "kind", "usage", "max_depth", "reserved_depth", "put_enabled", "get_enabled"]
+    list_display = ["name", "broker", "kind", "usage", "max_depth", "room_taken", "put_enabled", "get_enabled"]
     list_filter = ["broker", "kind", "usage"]
     search_fields = ["name"]
     readonly_fields = ["reserved_depth", "next_commit_seq"]
+
+    @admin.display(description="room taken")
+    def room_taken(self, queue: Queue) -> int:
+        """Its messages, uncommitted puts included: ``reserved_depth`` less its releases."""
+        return queue_reserved_depth(queue=queue)
 
 
 @admin.register(Message)

@@ -162,7 +162,9 @@ class Queue(models.Model):
     target_queue = models.CharField(max_length=48, blank=True, help_text="For an alias: the queue it names.")
     # counters, changed only while the row is locked
     reserved_depth = models.PositiveIntegerField(
-        default=0, help_text="Messages on the queue, uncommitted puts included."
+        default=0,
+        help_text="Room taken by puts (uncommitted included) since it was last folded; less the queue's "
+        "releases, the messages on it.",
     )
     # exclusive input: a lease held by one connection, renewed by its gets
     exclusive_holder = models.CharField(max_length=48, blank=True)
@@ -282,6 +284,22 @@ class Message(models.Model):
 
     def __str__(self) -> str:
         return self.msg_id
+
+
+class QueueRelease(models.Model):
+    """Room given back on a queue (a get, a rollback, an expiry) and not yet folded into its
+    ``reserved_depth``: a few rows per queue (``stripe``), each thread adding to its own, so
+    that gets neither wait on puts nor on each other for the queue's row. A queue holds
+    ``reserved_depth`` less the sum of its releases. A put reads that sum in the statement
+    that takes its room on the queue's row (``brokers.queries.queue_reserve``); housekeeping
+    folds the sums into ``reserved_depth`` (``queue_releases_fold``). docs/concurrency.md."""
+
+    queue = models.ForeignKey(Queue, on_delete=models.CASCADE, related_name="+", db_index=False)
+    stripe = models.PositiveSmallIntegerField()
+    released = models.BigIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["queue", "stripe"], name="queue_release_stripe")]
 
 
 class DefinitionsVersion(models.Model):

@@ -14,6 +14,9 @@ order) → message rows. On SQLite every writer holds the database's write lock 
 
 from __future__ import annotations
 
+import itertools
+import threading
+
 import json
 from dataclasses import dataclass
 from datetime import datetime
@@ -35,13 +38,14 @@ from transactions.queries import (
     transaction_from_row,
 )
 
-from .models import Broker, DedupKey, DefinitionsVersion, Message, Queue
+from .models import Broker, DedupKey, DefinitionsVersion, Message, Queue, QueueRelease
 
 MESSAGE = Message._meta.db_table
 QUEUE = Queue._meta.db_table
 BROKER = Broker._meta.db_table
 VERSION = DefinitionsVersion._meta.db_table
 DEDUP = DedupKey._meta.db_table
+RELEASE = QueueRelease._meta.db_table
 
 #: Every column of a message row, in the order the statements below read them.
 MESSAGE_COLUMNS = tuple(f.attname for f in Message._meta.concrete_fields)
@@ -184,10 +188,10 @@ def put_start(*, transaction_id: str | None, queue_id: int, count: int, commit_c
     caller compares the version first)."""
     sql = (
         f"WITH r AS (UPDATE {QUEUE} SET reserved_depth = reserved_depth + %s, next_commit_seq = next_commit_seq + %s"
-        f" WHERE id = %s AND reserved_depth + %s <= max_depth RETURNING next_commit_seq)"
+        f" WHERE id = %s AND reserved_depth + %s - {_RELEASED} <= max_depth RETURNING next_commit_seq)"
         f" SELECT (SELECT version FROM {VERSION} WHERE id = 1), (SELECT next_commit_seq FROM r)"
     )
-    params: list = [count, commit_count, queue_id, count]
+    params: list = [count, commit_count, queue_id, count, queue_id]
     if transaction_id is not None:
         sql = f"SELECT {', '.join(TRANSACTION_COLUMNS)} FROM {TRANSACTION} WHERE id = %s FOR UPDATE; {sql}"
         params = [transaction_id, *params]
@@ -231,10 +235,10 @@ def put_guard(
         )
     else:
         head = "WITH "
-    params += [count, queue_id, count, version]
+    params += [count, queue_id, count, queue_id, version]
     deferred(
         f"{head}r AS (UPDATE {QUEUE} SET reserved_depth = reserved_depth + %s WHERE id = %s"
-        f" AND reserved_depth + %s <= max_depth{joined}"
+        f" AND reserved_depth + %s - {_RELEASED} <= max_depth{joined}"
         f" AND (SELECT version FROM {VERSION} WHERE id = 1) = %s RETURNING 1)"
         f" SELECT baton_require(EXISTS (SELECT 1 FROM r), 'the careful way')",
         params,
@@ -248,13 +252,36 @@ def guard_refused(exc: BaseException) -> bool:
 
 # --- queue counters -------------------------------------------------------------------------
 
+#: The room a queue's releases gave back, not yet folded into its ``reserved_depth``: read
+#: without a lock in the statement that takes room (a release not committed yet has not
+#: given its room back). Its parameter: the queue's id.
+_RELEASED = f"(SELECT COALESCE(SUM(released), 0) FROM {RELEASE} WHERE queue_id = %s)"
+
+#: Release rows per queue on PostgreSQL (one per thread, taken in turn); SQLite's writers
+#: are serialised already: one.
+RELEASE_STRIPES = 8
+_stripes = itertools.count()
+_local = threading.local()
+
+
+def _stripe() -> int:
+    """This thread's release row: the same for the thread's life."""
+    if not postgres():
+        return 0
+    try:
+        return _local.stripe
+    except AttributeError:
+        _local.stripe = next(_stripes) % RELEASE_STRIPES
+        return _local.stripe
+
 
 def queue_reserve(*, queue_id: int, count: int, commit_count: int, max_depth_checked: bool) -> int | None:
     """Reserve room for ``count`` messages and ``commit_count`` commit sequences; return the
     first of them, or None when the queue is full. Locks the queue's row (PostgreSQL) until
-    the database transaction ends: commit sequences are handed out in commit order."""
-    limit = " AND reserved_depth + %s <= max_depth" if max_depth_checked else ""
-    params: list = [count, commit_count, queue_id] + ([count] if max_depth_checked else [])
+    the database transaction ends: commit sequences are handed out in commit order, and two
+    puts never both take the last room. The releases are read, not locked (``_RELEASED``)."""
+    limit = f" AND reserved_depth + %s - {_RELEASED} <= max_depth" if max_depth_checked else ""
+    params: list = [count, commit_count, queue_id] + ([count, queue_id] if max_depth_checked else [])
     with cursor() as c:
         c.execute(
             f"UPDATE {QUEUE} SET reserved_depth = reserved_depth + %s, next_commit_seq = next_commit_seq + %s"
@@ -266,12 +293,51 @@ def queue_reserve(*, queue_id: int, count: int, commit_count: int, max_depth_che
 
 
 def queues_release(*, counts: dict[int, int]) -> None:
-    """Give back room on queues whose messages went. Locks those queues' rows, in id order."""
+    """Give back room on queues whose messages went: added to this thread's release row of
+    each queue (``QueueRelease``), not to the queue's row, so that a get waits neither on
+    puts nor on other gets. Locks those release rows, in queue id order."""
+    stripe = _stripe()
     for queue_id in sorted(counts):
         if counts[queue_id]:  # nothing reads it back: on PostgreSQL it travels with the next statement
             deferred(
-                f"UPDATE {QUEUE} SET reserved_depth = reserved_depth - %s WHERE id = %s", [counts[queue_id], queue_id]
+                f"INSERT INTO {RELEASE} (queue_id, stripe, released) VALUES (%s, %s, %s)"
+                f" ON CONFLICT (queue_id, stripe) DO UPDATE SET released = {RELEASE}.released + excluded.released",
+                [queue_id, stripe, counts[queue_id]],
             )
+
+
+def queue_releases_fold(*, queue_id: int) -> int:
+    """Fold a queue's releases into its ``reserved_depth`` (housekeeping): locks the queue's
+    row, then its release rows in stripe order (the order a multi-queue commit takes them
+    in), sets them to zero and lowers ``reserved_depth`` by their sum, which it returns. The
+    room the queue holds does not change."""
+    with cursor() as c:
+        lock = " FOR UPDATE" if postgres() else ""
+        c.execute(f"SELECT id FROM {QUEUE} WHERE id = %s{lock}", [queue_id])
+        if c.fetchone() is None:
+            return 0
+        c.execute(f"SELECT stripe, released FROM {RELEASE} WHERE queue_id = %s ORDER BY stripe{lock}", [queue_id])
+        total = sum(released for _, released in c.fetchall())
+        if total:
+            c.execute(f"UPDATE {RELEASE} SET released = 0 WHERE queue_id = %s", [queue_id])
+            c.execute(f"UPDATE {QUEUE} SET reserved_depth = reserved_depth - %s WHERE id = %s", [total, queue_id])
+    return total
+
+
+def queues_with_releases() -> list[int]:
+    """The queues whose releases are not all folded. No lock."""
+    with cursor() as c:
+        c.execute(f"SELECT DISTINCT queue_id FROM {RELEASE} WHERE released <> 0 ORDER BY queue_id")
+        return [row[0] for row in c.fetchall()]
+
+
+def queue_reserved(*, queue_id: int) -> int:
+    """The room a queue holds: its messages, uncommitted puts included (``reserved_depth``
+    less its releases). No lock."""
+    with cursor() as c:
+        c.execute(f"SELECT reserved_depth - {_RELEASED} FROM {QUEUE} WHERE id = %s", [queue_id, queue_id])
+        row = c.fetchone()
+    return 0 if row is None else row[0]
 
 
 def queues_lock(*, queue_ids: Iterable[int], even_one: bool = False) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.db.models import Count, Q, QuerySet
 
+from . import queries
 from .exceptions import BrokerNotFound, ConnectionNotFound, QueueNotFound
 from .models import Broker, ClientSession, Connection, Message, Queue
 
@@ -140,3 +141,9 @@ def messages_gotten(*, transaction_id: str, msg_ids: list[str] | None = None) ->
     return [
         {"msg_id": m, "backout_count": b, "backout_threshold": t, "locked": lock is not None} for m, b, t, lock in rows
     ]
+
+
+def queue_reserved_depth(*, queue: Queue) -> int:
+    """The room a queue holds: its messages, uncommitted puts included (``reserved_depth``
+    less the releases not yet folded into it, ``QueueRelease``)."""
+    return queries.queue_reserved(queue_id=queue.pk)

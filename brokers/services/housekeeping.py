@@ -55,9 +55,20 @@ def dedup_keys_sweep(*, limit: int = 5000) -> int:
         return queries.dedup_keys_forget(now=timezone.now(), limit=limit)
 
 
+def queue_releases_fold() -> int:
+    """Fold every queue's releases into its ``reserved_depth`` (``QueueRelease``), one queue
+    per database transaction; returns how much room was folded."""
+    folded = 0
+    for queue_id in queries.queues_with_releases():
+        with db.atomic():
+            folded += queries.queue_releases_fold(queue_id=queue_id)
+    return folded
+
+
 def housekeeping_run() -> dict[str, int]:
     """One pass: time out overdue units of work nobody met, release locks that ran out that
-    no get met, remove expired messages, forget duplicate-detection keys past their retention."""
+    no get met, remove expired messages, forget duplicate-detection keys past their
+    retention, fold the queues' releases into their counters."""
     timed_out = transactions_time_out()
     unlocked = locks_expire()
     expired = 0
@@ -66,7 +77,13 @@ def housekeeping_run() -> dict[str, int]:
     forgotten = 0
     while (n := dedup_keys_sweep()) > 0:
         forgotten += n
-    return {"timed_out": len(timed_out), "unlocked": unlocked, "expired": expired, "dedup_keys_forgotten": forgotten}
+    return {
+        "timed_out": len(timed_out),
+        "unlocked": unlocked,
+        "expired": expired,
+        "dedup_keys_forgotten": forgotten,
+        "releases_folded": queue_releases_fold(),
+    }
 
 
 def brokers_recover() -> dict[str, int]:

@@ -1,10 +1,11 @@
 """The message store: moving messages to backout and dead-letter queues, and the resource
 manager that carries units of work's effects on messages (queue counters and wake-ups: room.py).
 
-Locking: a queue's row is locked by the UPDATE that changes its counters
+Locking: a queue's row is locked by the UPDATE that takes room or commit sequences on it
 (``reserved_depth``, ``next_commit_seq``); commit sequences are assigned while it is held,
-so they follow commit order on PostgreSQL too. Functions here lock queue rows in queue id
-order, then message rows. Every function needs an open database transaction.
+so they follow commit order on PostgreSQL too. Room given back goes to the queue's release
+rows (``QueueRelease``), not its row. Functions here lock queue rows in queue id order, then
+release rows, then message rows. Every function needs an open database transaction.
 """
 
 from __future__ import annotations

@@ -110,9 +110,16 @@ def test_housekeeping_run_times_out_and_expires(queue):
     put = message_put(broker="QM1", queue="Q1", messages=msgs("x", expiry_ms=1)).messages[0]
     txn = transaction_begin(broker="QM1", timeout_ms=1)
     wait_past(max(put.expires_at, txn.deadline_at))
-    assert housekeeping_run() == {"timed_out": 1, "unlocked": 0, "expired": 1, "dedup_keys_forgotten": 0}
+    assert housekeeping_run() == {
+        "timed_out": 1,
+        "unlocked": 0,
+        "expired": 1,
+        "dedup_keys_forgotten": 0,
+        "releases_folded": 1,  # the expired message's room, given back to a release row
+    }
     assert Transaction.objects.get(pk=txn.id).reason == "timeout"
     assert Message.objects.count() == 0
+    assert Queue.objects.get(name="Q1").reserved_depth == 0  # folded: the queue's own counter again
 
 
 # --- restart recovery ------------------------------------------------------------------

@@ -4,7 +4,7 @@ import pytest
 
 from brokers.exceptions import QueueFull
 from brokers.models import Message, Queue
-from brokers.selectors import queue_depths
+from brokers.selectors import queue_depths, queue_reserved_depth
 from brokers.services.messages import message_browse, message_get, message_put
 from brokers.services.queues import queue_define
 from tests.conftest import bodies, msgs
@@ -148,7 +148,7 @@ def test_rollback_makes_puts_vanish_and_frees_depth(queue):
     assert Transaction.objects.get(pk=txn.id).reason == "client"
     assert Message.objects.filter(queue__name="Q1").count() == 0
     assert depth("Q1") == {"depth": 0, "uncommitted_puts": 0, "in_flight": 0, "locked": 0}
-    assert Queue.objects.get(name="Q1").reserved_depth == 0
+    assert queue_reserved_depth(queue=Queue.objects.get(name="Q1")) == 0
 
 
 def test_transactional_get_is_in_flight_until_commit_then_removed(queue):

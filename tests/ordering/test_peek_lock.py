@@ -12,7 +12,7 @@ from django.utils import timezone
 from brokers.api.operations.locks import LockDeadLetter
 from brokers.exceptions import InvalidInput, OptionsConflict
 from brokers.models import Message
-from brokers.selectors import queue_depths, queue_get
+from brokers.selectors import queue_depths, queue_get, queue_reserved_depth
 from brokers.services.locks import (
     LockLost,
     LockNotFound,
@@ -110,7 +110,7 @@ def test_complete_removes_the_message(pq):
     assert lock_complete(token=m.lock_token) == "completed"
     assert not Message.objects.filter(pk=m.pk).exists()
     assert _depth(pq) == {"depth": 1, "uncommitted_puts": 0, "in_flight": 0, "locked": 0}
-    assert queue_get(broker=BROKER, name=pq).reserved_depth == 1
+    assert queue_reserved_depth(queue=queue_get(broker=BROKER, name=pq)) == 1
     with pytest.raises(LockNotFound):
         lock_complete(token=m.lock_token)
 
@@ -134,7 +134,7 @@ def test_complete_under_unit_of_work_removes_only_when_it_commits(pq):
     assert locks_expire() == 0
     commit(txn)
     assert not Message.objects.filter(pk=m.pk).exists()
-    assert queue_get(broker=BROKER, name=pq).reserved_depth == 0
+    assert queue_reserved_depth(queue=queue_get(broker=BROKER, name=pq)) == 0
 
 
 def test_complete_under_unit_of_work_that_rolls_back_keeps_the_lock(pq):
@@ -197,7 +197,7 @@ def test_dead_letter_moves_the_message_with_the_reason(pq):
     moved = lock_dead_letter(token=m.lock_token, reason="cannot parse")
     assert moved.queue.name == DLQ
     assert Message.objects.filter(queue__name=pq).count() == 0
-    assert queue_get(broker=BROKER, name=pq).reserved_depth == 0
+    assert queue_reserved_depth(queue=queue_get(broker=BROKER, name=pq)) == 0
     dead = Message.objects.get(queue__name=DLQ)
     assert bytes(dead.body) == b"M1"
     assert (dead.dead_letter_reason, dead.dead_letter_queue) == ("cannot parse", pq)
@@ -294,7 +294,7 @@ def test_abandon_at_the_delivery_limit_dead_letters(limited):
     assert second.delivery_count == 2
     assert lock_abandon(token=second.lock_token) == "dead_lettered"
     assert Message.objects.filter(queue__name=limited).count() == 0
-    assert queue_get(broker=BROKER, name=limited).reserved_depth == 0
+    assert queue_reserved_depth(queue=queue_get(broker=BROKER, name=limited)) == 0
     dead = Message.objects.get(queue__name=DLQ)
     assert bytes(dead.body) == b"M1" and dead.dead_letter_queue == limited
     assert "delivery" in dead.dead_letter_reason

@@ -17,6 +17,7 @@ from brokers.services.units_of_work import unit_of_work_begin
 from tests.conftest import bodies, msgs
 from brokers.exceptions import QueueFull
 from brokers.models import Message, Queue
+from brokers.selectors import queue_reserved_depth
 from transactions.exceptions import TransactionNotActive, TransactionNotFound
 from transactions.manager import transaction_begin, transaction_commit
 
@@ -122,7 +123,7 @@ def test_a_put_its_guard_refuses_is_undone_and_answered_the_careful_way(queue, d
         message_put(broker="QM1", queue="Q1", messages=msgs("intruder"), transaction_id=theirs.id, user=stranger)
     message_put(broker="QM1", queue="Q1", messages=msgs("own"), transaction_id=theirs.id, user=owner)
     transaction_commit(transaction_id=theirs.id)
-    assert Queue.objects.get(broker__name="QM1", name="Q1").reserved_depth == 2  # "kept" and "own"
+    assert queue_reserved_depth(queue=Queue.objects.get(broker__name="QM1", name="Q1")) == 2  # "kept" and "own"
     assert sorted(Message.objects.filter(queue__name="Q1").values_list("body", flat=True)) == [b"kept", b"own"]
 
 
