@@ -18,7 +18,7 @@ from ...services.message_filter import (
     message_filter_of,
     property_problems,
 )
-from ...services.message_input import HexId, MessageIn, message_render
+from ...services.message_input import BODIES, HexId, MessageIn, message_render
 from ...services.messages import message_browse, message_get, message_put
 from ...services.messages.common import GetResult, PutResult
 from .. import schema as doc
@@ -43,7 +43,7 @@ def _messages_bounded(value: list) -> list:
 
 #: What a reply carries of each message's body (brokers/services/message_input.py, BODIES).
 Bodies = Annotated[
-    Literal["both", "one", "none"],
+    Literal[BODIES],  # type: ignore[valid-type]
     Field(
         description="What the reply carries of each message's body: both (the default) body_base64 always and "
         "body when the bytes are valid UTF-8; one: body when they are, else body_base64; none: neither "
