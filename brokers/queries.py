@@ -25,13 +25,17 @@ from typing import Iterable, Sequence
 from django.core.serializers.json import DjangoJSONEncoder
 
 from transactions.models import OPEN_STATES
-from transactions.queries import (
+from transactions.resources import AtOnce
+from transactions.queries import (  # noqa: F401  (GUARD_SQLSTATE, guard_refused: re-exported for the put's guard)
+    GUARD_SQLSTATE,
+    JOURNAL,
     TRANSACTION,
     TRANSACTION_COLUMNS,
     aware,
     cursor,
     deferred,
     dt_param,
+    guard_refused,
     model_instance,
     postgres,
     prefetched,
@@ -129,18 +133,27 @@ def get_start(*, queue_id: int, transaction_id: str | None, now):
         return _get_started(c.fetchone(), named=False)
 
 
+#: Whether a message of queue ``q`` has a peek-lock that ran out by ``%s`` (``get_start``).
+#: ``+m.queue_id``: not an index key, so SQLite reads the lock-expiry index (locks already
+#: run out, usually none) instead of every message of the queue through a get index
+#: (tests/brokers/test_get_cost.py).
+_LAPSED = (
+    f"EXISTS (SELECT 1 FROM {MESSAGE} m WHERE m.lock_token IS NOT NULL AND m.locked_until <= %s"
+    f" AND +m.queue_id = q.id AND m.get_transaction_id IS NULL)"
+)
+
+#: One open unit of work past its deadline at ``%s`` that got or put a message on queue ``q``
+#: (through the open-deadline index: only units of work already overdue are read).
+_OVERDUE = (
+    f"SELECT o.id FROM {TRANSACTION} o WHERE o.state IN ({_OPEN}) AND o.deadline_at <= %s"
+    f" AND (EXISTS (SELECT 1 FROM {MESSAGE} m WHERE m.get_transaction_id = o.id AND m.queue_id = q.id)"
+    f" OR EXISTS (SELECT 1 FROM {MESSAGE} m WHERE m.put_transaction_id = o.id AND m.queue_id = q.id)) LIMIT 1"
+)
+
+
 def _get_start_sql(*, queue_id: int, transaction_id: str | None, now) -> tuple[str, list]:
     t = dt_param(now)
-    # ``+m.queue_id``: not an index key, so SQLite reads the lock-expiry index (locks already
-    # run out, usually none) instead of every message of the queue through a get index
-    # (tests/brokers/test_get_cost.py)
-    settle = (
-        f"EXISTS (SELECT 1 FROM {MESSAGE} m WHERE m.lock_token IS NOT NULL AND m.locked_until <= %s"
-        f" AND +m.queue_id = q.id AND m.get_transaction_id IS NULL),"
-        f" (SELECT o.id FROM {TRANSACTION} o WHERE o.state IN ({_OPEN}) AND o.deadline_at <= %s"
-        f" AND (EXISTS (SELECT 1 FROM {MESSAGE} m WHERE m.get_transaction_id = o.id AND m.queue_id = q.id)"
-        f" OR EXISTS (SELECT 1 FROM {MESSAGE} m WHERE m.put_transaction_id = o.id AND m.queue_id = q.id)) LIMIT 1)"
-    )
+    settle = f"{_LAPSED}, ({_OVERDUE})"
     version = f"(SELECT version FROM {VERSION} WHERE id = 1)"
     if transaction_id is not None:
         lock = " FOR UPDATE OF t" if postgres() else ""
@@ -206,10 +219,6 @@ def put_start(*, transaction_id: str | None, queue_id: int, count: int, commit_c
     return row, version, None if last is None else last - commit_count
 
 
-#: The SQLSTATE of ``baton_require`` (brokers migration 0010): a guard said no.
-GUARD_SQLSTATE = "BT001"
-
-
 def put_guard(
     *, transaction_id: str | None, broker: str, user_id: int | None, now, queue_id: int, count: int, version: int
 ) -> None:
@@ -243,11 +252,6 @@ def put_guard(
         f" SELECT baton_require(EXISTS (SELECT 1 FROM r), 'the careful way')",
         params,
     )
-
-
-def guard_refused(exc: BaseException) -> bool:
-    """Whether a database error is ``baton_require``'s (``put_guard``)."""
-    return getattr(exc.__cause__, "sqlstate", None) == GUARD_SQLSTATE
 
 
 # --- queue counters -------------------------------------------------------------------------
@@ -523,18 +527,25 @@ def _take_sql(*, get_transaction_id: str | None, **choice) -> tuple[str, list]:
     # asked: there the choice is a materialised CTE, evaluated exactly once.
     chosen = f"WITH chosen AS MATERIALIZED ({choose}) " if postgres() else ""
     picked = "SELECT id FROM chosen" if postgres() else choose
+    sql = chosen + _take_modify(picked=picked, get_transaction_id=get_transaction_id)
     if get_transaction_id is not None:
-        sql = (
-            f"{chosen}UPDATE {MESSAGE} SET get_transaction_id = %s, delivery_count = delivery_count + 1"
+        return sql, [*params, get_transaction_id] if postgres() else [get_transaction_id, *params]
+    return sql, params
+
+
+def _take_modify(*, picked: str, get_transaction_id: str | None) -> str:
+    """The take's ``UPDATE`` (under a unit of work: one ``%s``, its id) or ``DELETE`` of the
+    ids ``picked`` selects, if each is still free."""
+    if get_transaction_id is not None:
+        return (
+            f"UPDATE {MESSAGE} SET get_transaction_id = %s, delivery_count = delivery_count + 1"
             f" WHERE id IN ({picked}) AND get_transaction_id IS NULL AND lock_token IS NULL"
             f" RETURNING {_COLUMN_LIST}"
         )
-        return sql, [*params, get_transaction_id] if postgres() else [get_transaction_id, *params]
-    sql = (
-        f"{chosen}DELETE FROM {MESSAGE} WHERE id IN ({picked}) AND get_transaction_id IS NULL"
+    return (
+        f"DELETE FROM {MESSAGE} WHERE id IN ({picked}) AND get_transaction_id IS NULL"
         f" AND lock_token IS NULL RETURNING {_COLUMN_LIST}"
     )
-    return sql, params
 
 
 def _taken_in_order(rows, *, priority_first: bool, commit_ordered: bool) -> list[Message]:
@@ -563,6 +574,136 @@ def get_start_and_take(*, queue_id: int, transaction_id: str | None, now, get_tr
     return started, _taken_in_order(
         rows, priority_first=choice["priority_first"], commit_ordered=choice["commit_ordered"]
     )
+
+
+#: ``put_time`` as Python's ``isoformat()`` writes it (UTC, microseconds only when not zero):
+#: the journal's detail of a get written by the database (``get_at_once``) is the same text.
+_PUT_TIME_ISO = (
+    "to_char({c} AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS')"
+    " || CASE WHEN to_char({c}, 'US') = '000000' THEN '' ELSE '.' || to_char({c}, 'US') END || '+00:00'"
+)
+
+
+@dataclass(frozen=True)
+class Begun:
+    """The unit of work a get begins if it takes anything (``get_at_once``)."""
+
+    transaction_id: str
+    deadline_at: datetime | None
+    user_id: int | None
+
+
+def get_at_once(
+    *,
+    queue_id: int,
+    queue_name: str,
+    broker: str,
+    transaction_id: str | None,
+    begun: Begun | None,
+    user_id: int | None,
+    version: int,
+    now,
+    notify: str | None,
+    rows: list,
+    **choice,
+) -> None:
+    """PostgreSQL: an unordered destructive get sent whole, deferred, so that it travels
+    with its ``COMMIT`` in one round trip, for a get that trusts the definitions cache and
+    has no connection. Two statements:
+
+    1. the guard: the named unit of work's row ``FOR UPDATE`` if the get may join it
+       (active, of ``broker``, not past its deadline, ``user_id``'s when given), and
+       ``baton_require`` that it was found, that the definitions version is ``version``,
+       that no consumer holds the queue's exclusive input, that no peek-lock on the queue has
+       run out and that no overdue unit of work holds its messages (what ``get_start``
+       reads for the careful way to settle first);
+    2. the take (``messages_take``'s choice and ``UPDATE``, or ``DELETE`` for a final get)
+       with, only if it took anything: the unit of work ``begun`` (its row and its begin
+       event), the room given back on this thread's release row (a final get), the journal's
+       get event (as ``journal_step_event`` writes it) and, with ``notify``, the queue's
+       wake-up key (a final get). Its rows (added to ``rows``) are the messages taken, in no
+       order; ``baton_require`` refuses a message that asks for reports (the careful way
+       sends them).
+
+    A refusal raises ``GUARD_SQLSTATE``: nothing after it runs (``guard_refused``). Locks:
+    the unit of work's row, then the messages taken (``SKIP LOCKED``), then the release row,
+    as the careful way takes them. ``choice``: ``messages_take``'s arguments for choosing."""
+    t = dt_param(now)
+    params: list = []
+    head, joined = "", ""
+    if transaction_id is not None:
+        owner = " AND user_id = %s" if user_id is not None else ""
+        head = (
+            f"WITH t AS (SELECT id FROM {TRANSACTION} WHERE id = %s AND state = 'active' AND broker = %s"
+            f" AND (deadline_at IS NULL OR deadline_at > %s){owner} FOR UPDATE) "
+        )
+        params += [transaction_id, broker, t] + ([user_id] if user_id is not None else [])
+        joined = " AND EXISTS (SELECT 1 FROM t)"
+    deferred(
+        f"{head}SELECT baton_require((SELECT version FROM {VERSION} WHERE id = 1) = %s{joined}"
+        f" AND EXISTS (SELECT 1 FROM {QUEUE} q WHERE q.id = %s"
+        f" AND (q.exclusive_holder = '' OR q.exclusive_until IS NULL OR q.exclusive_until <= %s)"
+        f" AND NOT {_LAPSED} AND NOT EXISTS ({_OVERDUE})), 'the careful way')",
+        [*params, version, queue_id, t, t, t],
+    )
+    taker = transaction_id or (begun.transaction_id if begun else None)
+    choose, take_params = _choose_sql(queue_id=queue_id, now=now, **choice)
+    modify = _take_modify(picked="SELECT id FROM chosen", get_transaction_id=taker)
+    take_params += [taker] if taker is not None else []
+    ctes, values = [], []
+    iso = _PUT_TIME_ISO.format(c="put_time")
+    order = _order_by(
+        priority_first=choice["priority_first"], commit_ordered=choice["commit_ordered"], with_uncommitted=False
+    )
+    events = (
+        "SELECT 2 AS o, %s::timestamptz AS at, 'get' AS kind, %s AS broker, %s AS queue, %s AS transaction_id,"
+        " CASE WHEN COUNT(*) = 1 THEN MIN(msg_id) ELSE '' END AS msg_id,"
+        f" CASE WHEN COUNT(*) = 1 THEN jsonb_build_object('put_time', MIN({iso}), 'preemptive', false)"
+        " ELSE jsonb_build_object('messages', jsonb_agg(jsonb_build_object("
+        f"'msg_id', msg_id, 'put_time', {iso}, 'preemptive', false) ORDER BY {order})) END AS detail,"
+        " COUNT(*) AS count FROM taken HAVING COUNT(*) > 0"
+    )
+    event_values: list = [t, broker, queue_name, transaction_id or (begun.transaction_id if begun else "")]
+    if begun is not None:
+        ctes.append(
+            f"u AS (INSERT INTO {TRANSACTION} (id, broker, state, reason, owner, marks, created_at, deadline_at,"
+            " user_id) SELECT %s, %s, 'active', '', '', '[]'::jsonb, %s::timestamptz, %s::timestamptz, %s::integer"
+            " WHERE EXISTS (SELECT 1 FROM taken))"
+        )
+        values += [begun.transaction_id, broker, t, dt_param(begun.deadline_at), begun.user_id]
+        events = (
+            "SELECT 1 AS o, %s::timestamptz AS at, 'begin' AS kind, %s AS broker, '' AS queue,"
+            " %s AS transaction_id, '' AS msg_id, '{}'::jsonb AS detail, 1 AS count"
+            f" WHERE EXISTS (SELECT 1 FROM taken) UNION ALL {events}"
+        )
+        event_values = [t, broker, begun.transaction_id, *event_values]
+    elif transaction_id is None:  # a final get gives its room back
+        ctes.append(
+            f"r AS (INSERT INTO {RELEASE} (queue_id, stripe, released) SELECT %s::integer, %s::integer, COUNT(*)"
+            f" FROM taken HAVING COUNT(*) > 0 ON CONFLICT (queue_id, stripe)"
+            f" DO UPDATE SET released = {RELEASE}.released + excluded.released)"
+        )
+        values += [queue_id, _stripe()]
+    ctes.append(
+        f"j AS (INSERT INTO {JOURNAL} (at, kind, broker, queue, transaction_id, msg_id, detail, count)"
+        f" SELECT at, kind, broker, queue, transaction_id, msg_id, detail, count FROM ({events}) e ORDER BY o)"
+    )
+    values += event_values
+    notified, notify_values = "", []
+    if notify and transaction_id is None and begun is None:
+        notified, notify_values = ", pg_notify(%s, %s)", [notify, f"queue:{queue_id}"]
+    deferred(
+        f"WITH chosen AS MATERIALIZED ({choose}), taken AS ({modify}), {', '.join(ctes)}"
+        f" SELECT baton_require(report = '[]'::jsonb, 'the careful way'){notified}, {_COLUMN_LIST} FROM taken",
+        [*take_params, *values, *notify_values],
+        rows=rows,
+    )
+
+
+def taken_at_once(rows: list, *, priority_first: bool, commit_ordered: bool) -> list[Message]:
+    """``get_at_once``'s answer: the messages taken, in delivery order."""
+    skip = len(rows[0]) - len(MESSAGE_COLUMNS) if rows else 0
+    return _taken_in_order([row[skip:] for row in rows], priority_first=priority_first, commit_ordered=commit_ordered)
 
 
 def messages_lock(
@@ -812,6 +953,47 @@ def messages_delete_gotten(*, transaction_ids: Sequence[str]) -> None:
     goes without ever having been available). Locks those rows."""
     marks = ", ".join(["%s"] * len(transaction_ids))
     deferred(f"DELETE FROM {MESSAGE} WHERE get_transaction_id IN ({marks})", list(transaction_ids))
+
+
+def messages_commit_at_once(*, transaction_id: str) -> AtOnce:
+    """PostgreSQL: this unit of work's commit of messages as SQL that needs no answer first
+    (``transactions.queries.commit_at_once``), for the common case: its messages on one queue
+    at most and none of its puts on a commit-ordered queue (required; else the careful way,
+    which locks queue rows in order and hands out commit sequences). The writes are those
+    of ``messages_commit_puts``, ``queues_release`` and ``messages_delete_gotten``, in that
+    order; the queue's wake-up key from the same look. Locks (when it runs): the message
+    rows it changes and this thread's release row of the queue, as those do."""
+    touched = (
+        f"SELECT queue_id FROM {MESSAGE} WHERE put_transaction_id = %s"
+        f" UNION SELECT queue_id FROM {MESSAGE} WHERE get_transaction_id = %s"
+    )
+    ids = [transaction_id, transaction_id]
+    return AtOnce(
+        require=(
+            (f"(SELECT COUNT(*) FROM ({touched}) q) <= 1", ids),
+            (
+                f"NOT EXISTS (SELECT 1 FROM {MESSAGE} m JOIN {QUEUE} q ON q.id = m.queue_id"
+                f" WHERE m.put_transaction_id = %s AND q.read_order = 'commit')",
+                [transaction_id],
+            ),
+        ),
+        keys=(f"ARRAY(SELECT 'queue:' || queue_id FROM ({touched}) q)", ids),
+        writes=(
+            (
+                f"UPDATE {MESSAGE} SET put_transaction_id = NULL WHERE put_transaction_id = %s"
+                f" AND (get_transaction_id IS NULL OR get_transaction_id <> %s)",
+                ids,
+            ),
+            (
+                f"INSERT INTO {RELEASE} (queue_id, stripe, released)"
+                f" SELECT queue_id, %s::integer, COUNT(*) FROM {MESSAGE} WHERE get_transaction_id = %s"
+                f" GROUP BY queue_id ORDER BY queue_id"
+                f" ON CONFLICT (queue_id, stripe) DO UPDATE SET released = {RELEASE}.released + excluded.released",
+                [_stripe(), transaction_id],
+            ),
+            (f"DELETE FROM {MESSAGE} WHERE get_transaction_id = %s", [transaction_id]),
+        ),
+    )
 
 
 # --- rows -----------------------------------------------------------------------------------

@@ -45,7 +45,7 @@ def engine_step(*, durable: bool) -> Iterator[None]:
     """One database transaction of the engine; ``durable`` says whether its commit must be
     on disk before the caller answers."""
     conn = queries.default_db()
-    if conn.in_atomic_block or conn.queries_logged or not conn.get_autocommit():
+    if not engine_step_outermost():
         with _atomic_step(conn, durable=durable):
             yield
         return
@@ -55,6 +55,14 @@ def engine_step(*, durable: bool) -> Iterator[None]:
         return
     with _postgres_step(conn, durable=durable):
         yield
+
+
+def engine_step_outermost() -> bool:
+    """Whether an engine step begun now drives its own database transaction (not nested
+    in a caller's, queries not logged): only then does a refused guard undo no one else's
+    work."""
+    conn = queries.default_db()
+    return not (conn.in_atomic_block or conn.queries_logged or not conn.get_autocommit())
 
 
 @contextmanager

@@ -20,17 +20,18 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Callable, Iterator
 
-from django.db import connection
+from django.db import DatabaseError, connection
 from django.utils import timezone
 
 from . import queries
-from .durability import engine_step
+from .durability import engine_step, engine_step_outermost
 from .exceptions import TransactionBackedOut, TransactionNotActive, TransactionNotFound
 from .journal import journal_event, journal_record
 from .locks import link_graph_lock, link_graph_locking
 from .models import OPEN_STATES, JournalKind, Link, Transaction, TransactionState, transaction_id_new
 from .resources import resource_managers
-from .wakeups import wait_for, wakeup_notify_on_commit
+from .wakeup_bus import wakeup_bus
+from .wakeups import wait_for, wakeup_notify_committed, wakeup_notify_on_commit
 
 
 #: The mark of a transaction that has (or had) links: only those need the link graph read
@@ -404,12 +405,44 @@ def _commit_apply(members: list[Transaction], *, requested_by: str, now) -> None
     wakeup_notify_on_commit(f"txn:{i}" for i in woken)
 
 
+def _commit_at_once(transaction_id: str) -> CommitOutcome | None:
+    """PostgreSQL: the commit of a unit of work without marks or links, whose resource
+    managers can say what it does without reading first, in one round trip, its ``COMMIT``
+    included (``queries.commit_at_once``: a guard among the statements checks what the
+    careful way would have read). None when it cannot be tried here or the guard said no:
+    the step was undone and the caller commits the careful way, which settles or says why
+    (held, committed already, rolled back, overdue, not found, several queues)."""
+    if not link_graph_locking() or not engine_step_outermost():
+        return None
+    parts = [m.resources_commit_at_once(transaction_id=transaction_id) for m in resource_managers()]
+    if any(part is None for part in parts):
+        return None
+    channel = wakeup_bus().channel_in_transaction
+    now = timezone.now()
+    rows: list = []
+    try:
+        with engine_step(durable=True):
+            queries.commit_at_once(transaction_id=transaction_id, now=now, parts=parts, notify=channel, rows=rows)
+    except DatabaseError as exc:
+        if queries.guard_refused(exc):
+            return None
+        raise
+    keys, txn = queries.commit_at_once_answer(rows)
+    wakeup_notify_committed(keys, published=channel is not None)
+    txn.state = TransactionState.COMMITTED
+    txn.resolved_at = now
+    return CommitOutcome(txn)
+
+
 def transaction_commit(*, transaction_id: str, wait: float = 0) -> CommitOutcome:
     """Commit a unit of work. If an upstream transaction has not committed yet, the commit is
     held (state ``commit_held``) and happens by itself, in the same database transaction as
     the last upstream's commit; this call waits up to ``wait`` seconds for that.
 
     Raises TransactionBackedOut if it was, or while waiting becomes, rolled back."""
+    outcome = _commit_at_once(transaction_id)
+    if outcome is not None:
+        return outcome
     while True:
         try:
             with transaction_timeouts_applied():

@@ -41,7 +41,8 @@ _PLACEHOLDER = re.compile(r"%%|%s")
 _KINDS = ("select", "insert", "update", "delete", "with")
 _UNSEEN = object()
 
-#: Per driver connection: statement text -> the name it is prepared under, or None.
+#: Per driver connection: statement text -> the name it is prepared under (or None) and its
+#: number of placeholders, counted once.
 _names: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
@@ -58,11 +59,13 @@ def prepared_sql(raw, sql: str, params) -> tuple[str, list]:
     out: list[str] = []
     at = 0
     for part in parts:
-        count = _placeholders(part)
-        name = names.get(part, _UNSEEN)
-        if name is _UNSEEN:
+        known = names.get(part, _UNSEEN)
+        if known is _UNSEEN:
+            count = _placeholders(part)
             name = _prepare(raw, part, count) if len(names) < PREPARED_MAX else None
-            names[part] = name
+            names[part] = (name, count)
+        else:
+            name, count = known
         if name is None:
             out.append(part)
         elif count:

@@ -89,8 +89,8 @@ class _EngineCursor:
         pending = None if self.sqlite else self.db.__dict__.get("_baton_pending")
         if pending:  # PostgreSQL: send the deferred statements in the same round trip
             self.db._baton_pending = []
-            sql = "; ".join([p_sql for p_sql, _ in pending] + [sql])
-            params = [value for _, p_params in pending for value in p_params] + list(params)
+            sql = "; ".join([entry[0] for entry in pending] + [sql])
+            params = [value for entry in pending for value in entry[1]] + list(params)
         if self.sqlite:
             if not self.db.connection.in_transaction and hasattr(self.db, "writer_held"):
                 return self._autocommit_execute(sql, params)
@@ -99,7 +99,8 @@ class _EngineCursor:
             sql, params = prepared_sql(self.db.connection, sql, params)
         with self.db.wrap_database_errors:
             result = self.raw.execute(sql, params)
-            for _ in pending or ():
+            for entry in pending or ():
+                _rows_kept(self.raw, entry)
                 self.raw.nextset()  # the caller reads its own statement's result
         return result
 
@@ -148,19 +149,31 @@ def cursor():
     return _EngineCursor(db)
 
 
-def deferred(sql: str, params=()) -> None:
+def deferred(sql: str, params=(), *, rows: list | None = None) -> None:
     """A write whose result nothing reads before the database transaction commits (the
     journal, ``SET LOCAL``). On PostgreSQL, inside an engine step, it is sent together with
     the step's next statement, or at the step's end (``transactions.durability``), saving a
-    network round trip; otherwise it runs now. No ``%`` but placeholders in ``sql``."""
+    network round trip; otherwise it runs now. No ``%`` but placeholders in ``sql``.
+
+    ``rows``: a list the statement's rows are added to when it has run (a step that sends
+    everything with its ``COMMIT`` and reads the answer after: ``commit_at_once``)."""
     db = default_db()
     db._baton_prefetched = None
     pending = db.__dict__.get("_baton_pending")
     if pending is not None and db.vendor == "postgresql" and not db.queries_logged:
-        pending.append((sql, list(params)))
+        pending.append((sql, list(params)) if rows is None else (sql, list(params), rows))
         return
     with cursor() as c:
         c.execute(sql, params)
+        if rows is not None:
+            rows.extend(c.fetchall())
+
+
+def _rows_kept(raw, entry: tuple) -> None:
+    """The rows of a deferred statement that asked for them (``deferred``'s ``rows``), from
+    the driver cursor positioned on that statement's result."""
+    if len(entry) > 2:
+        entry[2].extend(raw.fetchall())
 
 
 def deferred_begin() -> None:
@@ -180,12 +193,16 @@ def deferred_flush() -> None:
     if pending:
         db._baton_pending = []
         sql, params = prepared_sql(
-            db.connection, "; ".join(p_sql for p_sql, _ in pending), [v for _, p_params in pending for v in p_params]
+            db.connection, "; ".join(entry[0] for entry in pending), [v for entry in pending for v in entry[1]]
         )
         with db.wrap_database_errors:
             raw = db.connection.cursor()
             try:
                 raw.execute(sql, params)
+                if any(len(entry) > 2 for entry in pending):
+                    for entry in pending:
+                        _rows_kept(raw, entry)
+                        raw.nextset()
             finally:
                 raw.close()
 
@@ -338,6 +355,83 @@ def transaction_marks_set(*, transaction_id: str, marks: list[str]) -> None:
     param = json_param()
     with cursor() as c:
         c.execute(f"UPDATE {TRANSACTION} SET marks = {param} WHERE id = %s", [json.dumps(marks), transaction_id])
+
+
+#: The SQLSTATE of ``baton_require`` (transactions migration 0007, brokers migration 0010):
+#: a guard sent among a step's statements said no.
+GUARD_SQLSTATE = "BT001"
+
+
+def guard_refused(exc: BaseException) -> bool:
+    """Whether a database error is ``baton_require``'s: the step was undone by its guard."""
+    return getattr(exc.__cause__, "sqlstate", None) == GUARD_SQLSTATE
+
+
+def commit_at_once(*, transaction_id: str, now, parts: Sequence, notify: str | None, rows: list) -> None:
+    """PostgreSQL: a whole commit, deferred, so that it travels with its ``COMMIT`` in one
+    round trip, for a unit of work that needs nothing read first. In order:
+
+    1. the link-graph lock, shared (as every commit takes it: transactions/locks.py);
+    2. the guard: the unit of work's row ``FOR UPDATE`` if it is active, has no marks and is
+       not past its deadline; ``baton_require`` that it was found, has no link either way
+       and that every resource manager's conditions (``parts``: ``AtOnce``) hold; its answer
+       (added to ``rows``): the wake-up keys (the managers', and ``txn:<id>``), then the
+       row's columns. With ``notify`` (the wake-up channel) it also ``NOTIFY``s the keys,
+       delivered at commit;
+    3. the managers' writes;
+    4. the row's final state and the journal's commit event (its broker from the row).
+
+    A refused guard raises ``GUARD_SQLSTATE`` and nothing after it runs (``guard_refused``).
+    Locks: the graph lock, the unit of work's row, then what the managers' writes lock."""
+    from .locks import LINK_GRAPH_LOCK_KEY
+
+    require = " AND ".join(f"({sql})" for part in parts for sql, _ in part.require) or "true"
+    require_params = [v for part in parts for _, params in part.require for v in params]
+    keys = [part.keys for part in parts if part.keys is not None]
+    keys_sql = " || ".join([f"({sql})" for sql, _ in keys] + ["ARRAY['txn:' || %s::text]"])
+    keys_params = [v for _, params in keys for v in params] + [transaction_id]
+    notified = ""
+    notify_params: list = []
+    if notify:
+        payload = "array_to_string(k.keys, ' ')"
+        notified = f", pg_notify(%s, CASE WHEN length({payload}) <= 7000 THEN {payload} ELSE '*' END)"
+        notify_params = [notify]
+    deferred("SELECT pg_advisory_xact_lock_shared(%s)", [LINK_GRAPH_LOCK_KEY])
+    deferred(
+        f"WITH t AS (SELECT {_TXN_COLUMN_LIST} FROM {TRANSACTION} WHERE id = %s AND state = 'active'"
+        f" AND marks = '[]'::jsonb AND (deadline_at IS NULL OR deadline_at > %s) FOR UPDATE),"
+        f" k AS (SELECT {keys_sql} AS keys)"
+        f" SELECT baton_require(EXISTS (SELECT 1 FROM t)"
+        f" AND NOT EXISTS (SELECT 1 FROM {LINK} WHERE upstream_id = %s OR downstream_id = %s)"
+        f" AND {require}, 'the careful way'), k.keys{notified}, t.* FROM k LEFT JOIN t ON true",
+        [
+            transaction_id,
+            dt_param(now),
+            *keys_params,
+            transaction_id,
+            transaction_id,
+            *require_params,
+            *notify_params,
+        ],
+        rows=rows,
+    )
+    for part in parts:
+        for sql, params in part.writes:
+            deferred(sql, params)
+    transactions_resolve(transaction_ids=[transaction_id], state="committed", resolved_at=now)
+    deferred(
+        f"INSERT INTO {JOURNAL} ({', '.join(_JOURNAL_COLUMNS)}) SELECT %s::timestamptz, 'commit', broker, '', id, '',"
+        f" '{{}}'::jsonb, 1 FROM {TRANSACTION} WHERE id = %s",
+        [dt_param(now), transaction_id],
+    )
+
+
+def commit_at_once_answer(rows: list) -> tuple[list[str], Transaction]:
+    """``commit_at_once``'s answer: the wake-up keys and the unit of work's row as read
+    (before its final state)."""
+    row = rows[0]
+    first = 3 if len(row) > 2 + len(TRANSACTION_COLUMNS) else 2
+    return list(row[1]), transaction_from_row(row[first:])
 
 
 # --- links ----------------------------------------------------------------------------------

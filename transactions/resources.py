@@ -7,7 +7,21 @@ transactions' states, so effects and states change together or not at all.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Protocol
+
+
+@dataclass(frozen=True)
+class AtOnce:
+    """What a resource manager adds to a commit sent whole in one round trip, before it has
+    read anything (PostgreSQL: ``transactions.manager``'s ``_commit_at_once``), each piece
+    SQL with its ``%s`` parameters: conditions that must all hold (else the commit is undone
+    and runs the careful way), the wake-up keys its effects concern (a ``text[]``
+    expression), and its writes, in the order they run."""
+
+    require: tuple[tuple[str, list], ...] = ()
+    keys: tuple[str, list] | None = None
+    writes: tuple[tuple[str, list], ...] = ()
 
 
 class ResourceManager(Protocol):
@@ -24,6 +38,15 @@ class ResourceManager(Protocol):
         locks the unit of work's row and hands its rows back when the manager runs the same
         statement before any other (``transactions.queries.prefetched``). It must take no
         lock and read only what that row lock keeps still."""
+
+    def resources_commit_at_once(self, *, transaction_id: str) -> AtOnce | None:
+        """What this manager's ``resources_commit`` of this unit of work alone does, as SQL
+        that needs no answer first (``AtOnce``); None when it cannot say without reading.
+        Asked only of a unit of work the commit's guard finds without marks and links, so a
+        manager that acts only on its marks has nothing to add (``AtOnce()``).
+
+        Caller holds (when the SQL runs): the link-graph lock, shared, and the unit of
+        work's row."""
 
     def resources_rollback(self, *, transaction_id: str, reason: str, marks: set[str]) -> None:
         """Undo the effects of this transaction.

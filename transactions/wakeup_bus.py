@@ -68,6 +68,9 @@ class WakeupBus:
     """No cross-process wake-ups: waiters poll (``BATON_WAKEUPS=poll``)."""
 
     name = "poll"
+    #: The ``NOTIFY`` channel a committing transaction may notify itself (PostgreSQL's bus),
+    #: for a step whose keys are known only to the database until it has committed.
+    channel_in_transaction: str | None = None
 
     def __init__(self) -> None:
         self.listening = False

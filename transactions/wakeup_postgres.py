@@ -17,6 +17,7 @@ _NOT_FOR_PSYCOPG = ("context", "cursor_factory", "prepare_threshold", "server_si
 
 class PostgresBus(ListenerBus):
     name = "postgres"
+    channel_in_transaction = queries.WAKEUP_CHANNEL
 
     def __init__(self, *, params: dict) -> None:
         super().__init__()

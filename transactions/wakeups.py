@@ -77,6 +77,18 @@ def wakeup_notify_on_commit(keys: Iterable[str]) -> None:
     transaction.on_commit(pending)
 
 
+def wakeup_notify_committed(keys: list[str], *, published: bool) -> None:
+    """After a database transaction that concerned these keys has committed: wake this
+    process's waiters and tell the other processes, unless the transaction did that itself
+    (``published``: a ``NOTIFY`` inside it, on the bus's ``channel_in_transaction``)."""
+    from .wakeup_bus import wakeup_bus
+
+    keys = list(dict.fromkeys(keys))
+    wakeup_notify(keys)
+    if not published:
+        wakeup_bus().publish_after_commit(keys)
+
+
 class _Committed:
     """The on-commit hook of one database transaction's wake-ups."""
 

@@ -16,6 +16,7 @@ from django.utils import timezone
 from transactions.journal import journal_event, journal_record
 from transactions.manager import transaction_mark
 from transactions.models import JournalKind
+from transactions.resources import AtOnce
 from transactions.wakeups import wakeup_notify_on_commit
 
 from .. import queries
@@ -168,6 +169,10 @@ class MessageStore:
     def resources_commit_read(self, *, transaction_id: str) -> tuple[str, list]:
         """What the unit of work did to messages: read first by ``resources_commit``."""
         return queries.transaction_messages_read(transaction_ids=[transaction_id])
+
+    def resources_commit_at_once(self, *, transaction_id: str) -> AtOnce:
+        """Its messages' commit without a read first, on one queue (``queries.messages_commit_at_once``)."""
+        return queries.messages_commit_at_once(transaction_id=transaction_id)
 
     def resources_rollback(self, *, transaction_id: str, reason: str, marks: set[str]) -> None:
         """Puts vanish; gets return with backout count + 1, and a message whose backout

@@ -5,6 +5,7 @@ carries no ``pubsub`` mark, and costs this manager no statement at commit or rol
 from __future__ import annotations
 
 from brokers.models import Broker
+from transactions.resources import AtOnce
 
 from ..models import PendingEffect
 from ..tree import tree_for
@@ -37,6 +38,9 @@ class PublicationStore:
 
     def resources_commit_read(self, *, transaction_id: str) -> None:
         return None  # nothing to read ahead: a unit of work without this manager's mark costs it nothing
+
+    def resources_commit_at_once(self, *, transaction_id: str) -> AtOnce:
+        return AtOnce()  # asked only for a unit of work without marks: nothing of this manager's
 
     def resources_rollback(self, *, transaction_id: str, reason: str, marks: set[str]) -> None:
         """A rolled-back publication has no effect: its copies vanish with the unit of

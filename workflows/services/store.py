@@ -23,6 +23,7 @@ from collections import defaultdict
 from django.utils import timezone
 
 from brokers.selectors import messages_gotten
+from transactions.resources import AtOnce
 
 from ..models import HistoryEvent, Instance, InstanceState, InstanceStep, StepRequest, StepState
 from .history import history_add
@@ -117,6 +118,9 @@ class WorkflowStore:
 
     def resources_commit_read(self, *, transaction_id: str) -> None:
         return None  # nothing to read ahead: a unit of work without this manager's mark costs it nothing
+
+    def resources_commit_at_once(self, *, transaction_id: str) -> AtOnce:
+        return AtOnce()  # asked only for a unit of work without marks: nothing of this manager's
 
     def resources_rollback(self, *, transaction_id: str, reason: str, marks: set[str]) -> None:
         advance = self._past_threshold(transaction_id)

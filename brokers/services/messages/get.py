@@ -13,11 +13,12 @@ import uuid
 from datetime import timedelta
 
 from django.conf import settings
+from django.db import DatabaseError
 from django.db.models import Q
 from django.utils import timezone
 
 from config.errors import BatonError
-from transactions.durability import engine_step
+from transactions.durability import engine_step, engine_step_outermost
 from transactions.exceptions import TransactionNotFound
 from transactions.journal import journal_record, journal_step_event
 from transactions.locks import link_graph_lock, link_graph_locking
@@ -29,7 +30,8 @@ from transactions.manager import (
     transaction_timeouts_applied,
 )
 from transactions.models import JournalKind, Transaction, transaction_id_new
-from transactions.wakeups import wait_for
+from transactions.wakeup_bus import wakeup_bus
+from transactions.wakeups import wait_for, wakeup_notify_committed
 
 from ... import queries
 from ...definitions import definitions_checked, definitions_trusted
@@ -47,8 +49,16 @@ from ..store import (
     connection_pending_note,
     queues_woken,
 )
-from ..room import queue_wait_keys
-from .common import GetResult, _connection, _get_source, _syncpoint_checked, _unit_of_work, unit_of_work_joined
+from ..room import queue_wait_keys, queue_wakeup_key
+from .common import (
+    GetResult,
+    _connection,
+    _get_source,
+    _syncpoint_checked,
+    _unit_of_work,
+    _user_id,
+    unit_of_work_joined,
+)
 
 
 def _candidates(
@@ -295,7 +305,21 @@ def _get_once(
     trusted = None
     if mode == "destructive" and not preemptive and not ordered and not connection_id and link_graph_locking():
         trusted = definitions_trusted()
-    if trusted is not None:  # PostgreSQL: look and take in one round trip, then check the look
+    if trusted is not None and engine_step_outermost():  # PostgreSQL: the whole get in one round trip
+        result = _get_at_once(
+            broker=broker,
+            queue=queue,
+            transaction_id=transaction_id,
+            wanted=wanted,
+            batch=batch,
+            match=match,
+            access=access,
+            user=user,
+            trusted=trusted,
+        )
+        if result is not None:
+            return result
+    elif trusted is not None:  # PostgreSQL, inside a caller's transaction: look and take, then check the look
         try:
             with transaction_timeouts_applied(), engine_step(durable=durable):
                 return _get_trusting(
@@ -495,6 +519,78 @@ def _get_trusting(
     return _taken(
         rows, source=source, owner=owner, txn=txn, new_id=new_id, wanted=wanted, conn=None, now=now, user=user
     )
+
+
+def _get_at_once(
+    *,
+    broker: str,
+    queue: str,
+    transaction_id: str | None,
+    wanted: bool,
+    batch: int,
+    match: dict,
+    access: str | None,
+    user,
+    trusted: int,
+) -> GetResult | None:
+    """An unordered destructive get, not pre-emptive and without a connection, on
+    PostgreSQL, in a database transaction of its own: its queue from the definitions cache,
+    and everything the get does sent with its ``COMMIT`` in one round trip, a guard first
+    that checks what the careful way would have read (``queries.get_at_once``). None when
+    it cannot be tried or the guard said no: the step was undone, and the caller gets the
+    careful way, which settles or says why."""
+    try:
+        source = _get_source(broker=broker, queue=queue, checked=True)
+    except BatonError:
+        return None  # perhaps only the cached definition says so
+    if is_ordered(source, False) or (access or source.default_access) == Access.EXCLUSIVE:
+        return None
+    owner = source.broker
+    now = timezone.now()
+    final = not transaction_id and not wanted
+    begun = None
+    if not transaction_id and wanted:  # begun only if it takes anything
+        timeout = owner.transaction_timeout_ms
+        begun = queries.Begun(
+            transaction_id=transaction_id_new(),
+            deadline_at=now + timedelta(milliseconds=timeout) if timeout > 0 else None,
+            user_id=_user_id(user),
+        )
+    channel = wakeup_bus().channel_in_transaction if final else None
+    priority_first = source.delivery_sequence == DeliverySequence.PRIORITY
+    commit_ordered = source.read_order == ReadOrder.COMMIT
+    rows: list = []
+    try:
+        with engine_step(durable=final):  # only a final get must be on disk when it answers
+            queries.get_at_once(
+                queue_id=source.pk,
+                queue_name=source.name,
+                broker=owner.name,
+                transaction_id=transaction_id,
+                begun=begun,
+                user_id=None if user is None or getattr(user, "is_superuser", False) else user.pk,
+                version=trusted,
+                now=now,
+                notify=channel,
+                rows=rows,
+                limit=batch,
+                priority_first=priority_first,
+                commit_ordered=commit_ordered,
+                uncommitted_of_others=None,
+                match=match,
+            )
+    except DatabaseError as exc:
+        if queries.guard_refused(exc):
+            return None
+        raise
+    taken = queries.taken_at_once(rows, priority_first=priority_first, commit_ordered=commit_ordered)
+    if not taken:
+        return GetResult([], source, transaction_id, "no_match" if any(match.values()) else "empty")
+    if final:
+        for m in taken:
+            m.queue = source
+        wakeup_notify_committed([queue_wakeup_key(source.pk)], published=channel is not None)
+    return GetResult(taken, source, transaction_id or (begun.transaction_id if begun else None))
 
 
 def _named_queue(*, broker: str, queue: str) -> Queue:

@@ -1,0 +1,158 @@
+"""PostgreSQL: a commit sent whole in one round trip (``transactions.manager``'s
+``_commit_at_once``), its guard, and every case the guard sends the careful way, which must
+answer as it always did. The round trips are counted from libpq's trace, as in
+test_round_trips.py."""
+
+from __future__ import annotations
+
+import psycopg
+import pytest
+from django.db import connection
+
+from brokers.models import Message, Queue, QueueRelease
+from brokers.selectors import queue_reserved_depth
+from brokers.services.messages import message_get, message_put
+from brokers.services.queues import queue_define
+from tests.conftest import bodies, msgs
+from tests.transactions.test_round_trips import _round_trips, _warm
+from transactions.exceptions import TransactionBackedOut, TransactionNotFound
+from transactions.manager import transaction_begin, transaction_commit, transaction_rollback
+from transactions.models import JournalEvent, Transaction
+from transactions.queries import WAKEUP_CHANNEL
+
+pytestmark = [
+    pytest.mark.django_db(transaction=True),  # the steps drive their own transactions, as in the servers
+    pytest.mark.skipif(connection.vendor != "postgresql", reason="the one-round-trip commit is PostgreSQL's"),
+]
+
+
+def _put_uncommitted(*bodies_: str, queue: str = "Q1", **fields) -> str:
+    return message_put(broker="QM1", queue=queue, messages=msgs(*bodies_, **fields), syncpoint="yes").transaction_id
+
+
+def test_a_commit_of_puts_makes_them_available_and_records_it_in_one_round_trip(queue):
+    _warm()
+    txn = _put_uncommitted("a", "b")
+    outcome, trips = _round_trips(lambda: transaction_commit(transaction_id=txn))
+    assert (outcome.state, trips) == ("committed", 1)
+    assert outcome.transaction.id == txn and outcome.transaction.resolved_at is not None
+    row = Transaction.objects.get(pk=txn)
+    assert (row.state, row.resolved_at is not None, row.reason, row.cause_id) == ("committed", True, "", None)
+    assert not Message.objects.filter(put_transaction_id=txn).exists()
+    event = JournalEvent.objects.filter(transaction_id=txn, kind="commit").get()
+    assert (event.broker, event.queue, event.msg_id, event.detail, event.count) == ("QM1", "", "", {}, 1)
+    assert bodies(message_get(broker="QM1", queue="Q1", batch=5)) == ["a", "b"]
+
+
+def test_a_commit_of_gets_removes_them_and_gives_their_room_back(broker):
+    queue_define(broker="QM1", name="Q1", max_depth=2)
+    _warm()
+    message_put(broker="QM1", queue="Q1", messages=msgs("a", "b"))
+    got = message_get(broker="QM1", queue="Q1", batch=2, syncpoint="yes")
+    q = Queue.objects.get(name="Q1")
+    assert queue_reserved_depth(queue=q) == 2
+    outcome, trips = _round_trips(lambda: transaction_commit(transaction_id=got.transaction_id))
+    assert (outcome.state, trips) == ("committed", 1)
+    assert not Message.objects.filter(queue=q).exists()
+    assert queue_reserved_depth(queue=q) == 0
+    assert sum(QueueRelease.objects.filter(queue=q).values_list("released", flat=True)) >= 2
+    message_put(broker="QM1", queue="Q1", messages=msgs("c", "d"))  # the room is back: the queue is not full
+
+
+def test_a_unit_of_work_that_did_nothing_commits_in_one_round_trip(queue):
+    _warm()
+    txn = transaction_begin(broker="QM1", timeout_ms=60_000)
+    outcome, trips = _round_trips(lambda: transaction_commit(transaction_id=txn.id))
+    assert (outcome.state, trips) == ("committed", 1)
+
+
+def test_the_commit_notifies_the_queue_and_the_unit_of_work_inside_its_transaction(queue):
+    """Other processes' waiters hear of the commit through PostgreSQL's NOTIFY, sent by the
+    commit's own statement (the keys are known only to the database until it commits)."""
+    _warm()
+    txn = _put_uncommitted("a")
+    q = Queue.objects.get(name="Q1")
+    params = connection.get_connection_params()
+    params.pop("context", None), params.pop("cursor_factory", None), params.pop("prepare_threshold", None)
+    with psycopg.connect(**params, autocommit=True) as listener:
+        listener.execute(f"LISTEN {WAKEUP_CHANNEL}")
+        transaction_commit(transaction_id=txn)
+        heard = [n.payload for n in listener.notifies(timeout=5, stop_after=1)]
+    assert heard and set(heard[0].split()) >= {f"queue:{q.pk}", f"txn:{txn}"}
+
+
+def test_a_rolled_back_unit_of_work_is_refused_the_careful_way(queue):
+    _warm()
+    txn = _put_uncommitted("a")
+    transaction_rollback(transaction_id=txn)
+    with pytest.raises(TransactionBackedOut):
+        transaction_commit(transaction_id=txn)
+    assert bodies(message_get(broker="QM1", queue="Q1")) == []
+
+
+def test_a_committed_unit_of_work_answers_committed_again(queue):
+    _warm()
+    txn = _put_uncommitted("a")
+    transaction_commit(transaction_id=txn)
+    assert transaction_commit(transaction_id=txn).state == "committed"
+    assert JournalEvent.objects.filter(transaction_id=txn, kind="commit").count() == 1
+
+
+def test_an_unknown_unit_of_work_is_not_found(queue):
+    _warm()
+    with pytest.raises(TransactionNotFound):
+        transaction_commit(transaction_id="f" * 48)
+
+
+def test_an_overdue_unit_of_work_is_rolled_back_not_committed(queue, clock):
+    _warm()
+    txn = transaction_begin(broker="QM1", timeout_ms=1_000)
+    message_put(broker="QM1", queue="Q1", messages=msgs("a"), transaction_id=txn.id)
+    clock.advance(seconds=2)
+    with pytest.raises(TransactionBackedOut):
+        transaction_commit(transaction_id=txn.id)
+    assert Transaction.objects.get(pk=txn.id).state == "rolled_back"
+    assert bodies(message_get(broker="QM1", queue="Q1")) == []
+
+
+def test_a_linked_unit_of_work_is_held_the_careful_way(queue):
+    _warm()
+    producer = _put_uncommitted("a")
+    consumer = message_get(broker="QM1", queue="Q1", syncpoint="yes", preemptive=True)
+    assert bodies(consumer) == ["a"]
+    held = transaction_commit(transaction_id=consumer.transaction_id)
+    assert (held.state, held.waiting_on) == ("commit_held", [producer])
+    assert transaction_commit(transaction_id=producer).state == "committed"
+    assert Transaction.objects.get(pk=consumer.transaction_id).state == "committed"
+    assert not Message.objects.exists()
+
+
+def test_a_marked_unit_of_work_commits_the_careful_way(queue):
+    _warm()
+    txn = _put_uncommitted("a", dedup_key="k1")  # duplicate detection marks the unit of work
+    outcome, trips = _round_trips(lambda: transaction_commit(transaction_id=txn))
+    assert outcome.state == "committed" and trips > 1
+    assert bodies(message_get(broker="QM1", queue="Q1")) == ["a"]
+
+
+def test_a_unit_of_work_on_two_queues_commits_the_careful_way(queue):
+    queue_define(broker="QM1", name="Q2")
+    _warm()
+    txn = transaction_begin(broker="QM1", timeout_ms=60_000)
+    message_put(broker="QM1", queue="Q1", messages=msgs("a"), transaction_id=txn.id)
+    message_put(broker="QM1", queue="Q2", messages=msgs("b"), transaction_id=txn.id)
+    outcome, trips = _round_trips(lambda: transaction_commit(transaction_id=txn.id))
+    assert outcome.state == "committed" and trips > 1
+    assert bodies(message_get(broker="QM1", queue="Q1")) == ["a"]
+    assert bodies(message_get(broker="QM1", queue="Q2")) == ["b"]
+
+
+def test_puts_on_a_commit_ordered_queue_get_commit_sequences_the_careful_way(broker):
+    queue_define(broker="QM1", name="Q1", read_order="commit")
+    _warm()
+    first, second = _put_uncommitted("first"), _put_uncommitted("second")
+    _, trips = _round_trips(lambda: transaction_commit(transaction_id=second))
+    assert trips > 1
+    transaction_commit(transaction_id=first)
+    assert bodies(message_get(broker="QM1", queue="Q1", batch=5)) == ["second", "first"]
+    assert not Message.objects.filter(commit_seq__isnull=True).exists()
