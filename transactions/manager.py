@@ -15,6 +15,7 @@ Locking (see docs/concurrency.md):
 
 from __future__ import annotations
 
+import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -197,6 +198,15 @@ def transaction_timeouts_applied() -> Iterator[None]:
         raise _backed_out(txn) from exc
 
 
+#: Units of work this process has marked (``transaction_mark``), newest last, at most
+#: ``_MARKED_HERE_MAX``: a commit's guard would refuse them (``_commit_at_once``), so their
+#: commits go the careful way without sending it. A hint only: a mark made by another
+#: process, or one forgotten here, is found by the guard.
+_marked_here: dict[str, None] = {}
+_MARKED_HERE_MAX = 10_000
+_marked_here_lock = threading.Lock()
+
+
 def transaction_mark(*, transaction: Transaction, mark: str) -> None:
     """Note that the unit of work has effects of a kind its resource managers must look
     for when it resolves (so that they need not look in every commit).
@@ -205,6 +215,10 @@ def transaction_mark(*, transaction: Transaction, mark: str) -> None:
     if mark not in transaction.marks:
         transaction.marks = [*transaction.marks, mark]
         queries.transaction_marks_set(transaction_id=transaction.pk, marks=transaction.marks)
+        with _marked_here_lock:
+            _marked_here[transaction.pk] = None
+            if len(_marked_here) > _MARKED_HERE_MAX:
+                del _marked_here[next(iter(_marked_here))]
 
 
 def transaction_links_add(*, downstream: Transaction, upstream_refs: list[tuple[str, str]]) -> None:
@@ -412,7 +426,7 @@ def _commit_at_once(transaction_id: str) -> CommitOutcome | None:
     careful way would have read). None when it cannot be tried here or the guard said no:
     the step was undone and the caller commits the careful way, which settles or says why
     (held, committed already, rolled back, overdue, not found, several queues)."""
-    if not link_graph_locking() or not engine_step_outermost():
+    if not link_graph_locking() or not engine_step_outermost() or transaction_id in _marked_here:
         return None
     parts = [m.resources_commit_at_once(transaction_id=transaction_id) for m in resource_managers()]
     if any(part is None for part in parts):

@@ -16,6 +16,7 @@ from brokers.services.queues import queue_define
 from tests.conftest import bodies, msgs
 from tests.transactions.test_round_trips import _round_trips, _warm
 from transactions.exceptions import TransactionBackedOut, TransactionNotFound
+from transactions import manager
 from transactions.manager import transaction_begin, transaction_commit, transaction_rollback
 from transactions.models import JournalEvent, Transaction
 from transactions.queries import WAKEUP_CHANNEL
@@ -127,12 +128,17 @@ def test_a_linked_unit_of_work_is_held_the_careful_way(queue):
     assert not Message.objects.exists()
 
 
-def test_a_marked_unit_of_work_commits_the_careful_way(queue):
+def test_a_marked_unit_of_work_commits_the_careful_way_without_trying_when_marked_here(queue):
     _warm()
-    txn = _put_uncommitted("a", dedup_key="k1")  # duplicate detection marks the unit of work
-    outcome, trips = _round_trips(lambda: transaction_commit(transaction_id=txn))
-    assert outcome.state == "committed" and trips > 1
-    assert bodies(message_get(broker="QM1", queue="Q1")) == ["a"]
+    transaction_commit(transaction_id=_put_uncommitted("w", dedup_key="k0"))  # its statements prepared
+    assert bodies(message_get(broker="QM1", queue="Q1")) == ["w"]
+    here, there = _put_uncommitted("a", dedup_key="k1"), _put_uncommitted("b", dedup_key="k2")  # both marked
+    manager._marked_here.pop(there)  # as if another process had marked it: only the guard finds the mark
+    outcome, careful = _round_trips(lambda: transaction_commit(transaction_id=here))
+    assert outcome.state == "committed" and careful > 1
+    outcome, tried = _round_trips(lambda: transaction_commit(transaction_id=there))
+    assert (outcome.state, tried) == ("committed", careful + 2)  # refused, its ROLLBACK, then the careful way
+    assert bodies(message_get(broker="QM1", queue="Q1", batch=5)) == ["a", "b"]
 
 
 def test_a_unit_of_work_on_two_queues_commits_the_careful_way(queue):
