@@ -305,36 +305,28 @@ def _get_once(
     trusted = None
     if mode == "destructive" and not preemptive and not ordered and not connection_id and link_graph_locking():
         trusted = definitions_trusted()
-    if trusted is not None and engine_step_outermost():  # PostgreSQL: the whole get in one round trip
-        result = _get_at_once(
-            broker=broker,
-            queue=queue,
-            transaction_id=transaction_id,
-            wanted=wanted,
-            batch=batch,
-            match=match,
-            access=access,
-            user=user,
-            trusted=trusted,
-        )
-        if result is not None:
-            return result
-    elif trusted is not None:  # PostgreSQL, inside a caller's transaction: look and take, then check the look
-        try:
-            with transaction_timeouts_applied(), engine_step(durable=durable):
-                return _get_trusting(
-                    broker=broker,
-                    queue=queue,
-                    transaction_id=transaction_id,
-                    wanted=wanted,
-                    batch=batch,
-                    match=match,
-                    access=access,
-                    user=user,
-                    trusted=trusted,
-                )
-        except _Again:
-            pass  # undone: the careful way
+    if trusted is not None:
+        trusting = {
+            "broker": broker,
+            "queue": queue,
+            "transaction_id": transaction_id,
+            "wanted": wanted,
+            "batch": batch,
+            "match": match,
+            "access": access,
+            "user": user,
+            "trusted": trusted,
+        }
+        if engine_step_outermost():  # PostgreSQL: the whole get in one round trip
+            result = _get_at_once(**trusting)
+            if result is not None:
+                return result
+        else:  # PostgreSQL, inside a caller's transaction: look and take, then check the look
+            try:
+                with transaction_timeouts_applied(), engine_step(durable=durable):
+                    return _get_trusting(**trusting)
+            except _Again:
+                pass  # undone: the careful way
     with transaction_timeouts_applied(), engine_step(durable=durable):
         now = timezone.now()  # taken once this database transaction has begun (SQLite: holds the write lock)
         if graph_lock:
