@@ -963,21 +963,26 @@ def messages_commit_at_once(*, transaction_id: str) -> AtOnce:
     of ``messages_commit_puts``, ``queues_release`` and ``messages_delete_gotten``, in that
     order; the queue's wake-up key from the same look. Locks (when it runs): the message
     rows it changes and this thread's release row of the queue, as those do."""
-    touched = (
-        f"SELECT queue_id FROM {MESSAGE} WHERE put_transaction_id = %s"
-        f" UNION SELECT queue_id FROM {MESSAGE} WHERE get_transaction_id = %s"
-    )
     ids = [transaction_id, transaction_id]
     return AtOnce(
-        require=(
-            (f"(SELECT COUNT(*) FROM ({touched}) q) <= 1", ids),
+        ctes=(  # each message of the unit of work read once: its queue, and whether it put there
             (
-                f"NOT EXISTS (SELECT 1 FROM {MESSAGE} m JOIN {QUEUE} q ON q.id = m.queue_id"
-                f" WHERE m.put_transaction_id = %s AND q.read_order = 'commit')",
-                [transaction_id],
+                f"baton_touched AS (SELECT queue_id, bool_or(put) AS put FROM"
+                f" (SELECT queue_id, true AS put FROM {MESSAGE} WHERE put_transaction_id = %s"
+                f" UNION ALL SELECT queue_id, false FROM {MESSAGE} WHERE get_transaction_id = %s) x"
+                f" GROUP BY queue_id)",
+                ids,
             ),
         ),
-        keys=(f"ARRAY(SELECT 'queue:' || queue_id FROM ({touched}) q)", ids),
+        require=(
+            ("(SELECT COUNT(*) FROM baton_touched) <= 1", []),
+            (
+                f"NOT EXISTS (SELECT 1 FROM baton_touched b JOIN {QUEUE} q ON q.id = b.queue_id"
+                f" WHERE b.put AND q.read_order = 'commit')",
+                [],
+            ),
+        ),
+        keys=("ARRAY(SELECT 'queue:' || queue_id FROM baton_touched)", []),
         writes=(
             (
                 f"UPDATE {MESSAGE} SET put_transaction_id = NULL WHERE put_transaction_id = %s"

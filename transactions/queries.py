@@ -373,11 +373,11 @@ def commit_at_once(*, transaction_id: str, now, parts: Sequence, notify: str | N
 
     1. the link-graph lock, shared (as every commit takes it: transactions/locks.py);
     2. the guard: the unit of work's row ``FOR UPDATE`` if it is active, has no marks and is
-       not past its deadline; ``baton_require`` that it was found, has no link either way
-       and that every resource manager's conditions (``parts``: ``AtOnce``) hold; its answer
-       (added to ``rows``): the wake-up keys (the managers', and ``txn:<id>``), then the
-       row's columns. With ``notify`` (the wake-up channel) it also ``NOTIFY``s the keys,
-       delivered at commit;
+       not past its deadline, then the managers' common table expressions; ``baton_require``
+       that the row was found, has no link either way and that every resource manager's
+       conditions (``parts``: ``AtOnce``) hold; its answer (added to ``rows``): the wake-up
+       keys (the managers', and ``txn:<id>``), then the row's columns. With ``notify`` (the
+       wake-up channel) it also ``NOTIFY``s the keys, delivered at commit;
     3. the managers' writes;
     4. the row's final state and the journal's commit event (its broker from the row).
 
@@ -385,6 +385,8 @@ def commit_at_once(*, transaction_id: str, now, parts: Sequence, notify: str | N
     Locks: the graph lock, the unit of work's row, then what the managers' writes lock."""
     from .locks import LINK_GRAPH_LOCK_KEY
 
+    ctes = "".join(f" {sql}," for part in parts for sql, _ in part.ctes)
+    ctes_params = [v for part in parts for _, params in part.ctes for v in params]
     require = " AND ".join(f"({sql})" for part in parts for sql, _ in part.require) or "true"
     require_params = [v for part in parts for _, params in part.require for v in params]
     keys = [part.keys for part in parts if part.keys is not None]
@@ -399,7 +401,7 @@ def commit_at_once(*, transaction_id: str, now, parts: Sequence, notify: str | N
     deferred("SELECT pg_advisory_xact_lock_shared(%s)", [LINK_GRAPH_LOCK_KEY])
     deferred(
         f"WITH t AS (SELECT {_TXN_COLUMN_LIST} FROM {TRANSACTION} WHERE id = %s AND state = 'active'"
-        f" AND marks = '[]'::jsonb AND (deadline_at IS NULL OR deadline_at > %s) FOR UPDATE),"
+        f" AND marks = '[]'::jsonb AND (deadline_at IS NULL OR deadline_at > %s) FOR UPDATE),{ctes}"
         f" k AS (SELECT {keys_sql} AS keys)"
         f" SELECT baton_require(EXISTS (SELECT 1 FROM t)"
         f" AND NOT EXISTS (SELECT 1 FROM {LINK} WHERE upstream_id = %s OR downstream_id = %s)"
@@ -407,6 +409,7 @@ def commit_at_once(*, transaction_id: str, now, parts: Sequence, notify: str | N
         [
             transaction_id,
             dt_param(now),
+            *ctes_params,
             *keys_params,
             transaction_id,
             transaction_id,

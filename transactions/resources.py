@@ -15,10 +15,12 @@ from typing import Protocol
 class AtOnce:
     """What a resource manager adds to a commit sent whole in one round trip, before it has
     read anything (PostgreSQL: ``transactions.manager``'s ``_commit_at_once``), each piece
-    SQL with its ``%s`` parameters: conditions that must all hold (else the commit is undone
-    and runs the careful way), the wake-up keys its effects concern (a ``text[]``
+    SQL with its ``%s`` parameters: common table expressions the guard reads them from
+    (``name AS (...)``, a look taken once), conditions that must all hold (else the commit is
+    undone and runs the careful way), the wake-up keys its effects concern (a ``text[]``
     expression), and its writes, in the order they run."""
 
+    ctes: tuple[tuple[str, list], ...] = ()
     require: tuple[tuple[str, list], ...] = ()
     keys: tuple[str, list] | None = None
     writes: tuple[tuple[str, list], ...] = ()
