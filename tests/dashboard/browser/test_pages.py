@@ -110,10 +110,13 @@ def test_stale_badge_when_the_socket_drops_then_it_reconnects(admin_page, site, 
     page.goto(f"{site.url}/")
     badge = page.locator("#live-status")
     expect(badge).to_have_attribute("data-live", "true")
-    sockets[0].close()
+    # The socket the page follows now is the newest one: on a loaded machine an earlier one may
+    # already have closed (and the page reconnected) before the badge said "live".
+    opened = len(sockets)
+    sockets[-1].close()
     expect(badge).to_contain_text("stale")
     expect(badge).to_have_attribute("data-live", "true")  # reconnected
-    assert len(sockets) >= 2
+    assert len(sockets) > opened
     cell = page.locator(f'section[data-broker="{fresh_broker}"] tr[data-queue="Q1"] [data-field="available"]')
     assert api.post(f"/api/brokers/{fresh_broker}/queues/Q1/messages/", json={"body": "x"}).status_code == 201
     expect(cell).to_have_text("1")  # and is live again
