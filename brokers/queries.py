@@ -1001,6 +1001,55 @@ def messages_commit_at_once(*, transaction_id: str) -> AtOnce:
     )
 
 
+def gets_below_backout_threshold(*, transaction_id: str) -> tuple[str, list]:
+    """A condition (SQL, parameters): no message this unit of work got is on a queue with a
+    backout threshold, so its rollback moves none and backs none out too often. No lock."""
+    return (
+        f"NOT EXISTS (SELECT 1 FROM {MESSAGE} m JOIN {QUEUE} q ON q.id = m.queue_id"
+        f" WHERE m.get_transaction_id = %s AND q.backout_threshold > 0)",
+        [transaction_id],
+    )
+
+
+def messages_rollback_at_once(*, transaction_id: str, now) -> AtOnce:
+    """PostgreSQL: this unit of work's rollback of messages as SQL that needs no answer first
+    (``transactions.queries.rollback_at_once``), for the common case: none of the queues its
+    gets came from has a backout threshold (required; else the careful way, which moves
+    messages). The writes are those of ``_rollback_plain`` in the message store, in its
+    order: room given back on this thread's release rows (queue id order) for its puts, the
+    puts deleted, the gets returned (``messages_restore``: backout count + 1 but for a
+    peek-locked message completed under it) with the journal's backout event of each, in id
+    order; the wake-up keys of the queues its gets return to. Locks (when it runs): this
+    thread's release rows, then the message rows it changes. No queue row: nothing that
+    holds a queue row waits for a release row or for this unit of work's messages."""
+    ids = [transaction_id]
+    return AtOnce(
+        require=(gets_below_backout_threshold(transaction_id=transaction_id),),
+        keys=(f"ARRAY(SELECT DISTINCT 'queue:' || queue_id FROM {MESSAGE} WHERE get_transaction_id = %s)", ids),
+        writes=(
+            (
+                f"INSERT INTO {RELEASE} (queue_id, stripe, released)"
+                f" SELECT queue_id, %s::integer, COUNT(*) FROM {MESSAGE} WHERE put_transaction_id = %s"
+                f" GROUP BY queue_id ORDER BY queue_id"
+                f" ON CONFLICT (queue_id, stripe) DO UPDATE SET released = {RELEASE}.released + excluded.released",
+                [_stripe(), transaction_id],
+            ),
+            (f"DELETE FROM {MESSAGE} WHERE put_transaction_id = %s", ids),
+            (
+                f"WITH r AS (UPDATE {MESSAGE} SET get_transaction_id = NULL,"
+                f" backout_count = backout_count + CASE WHEN lock_token IS NULL THEN 1 ELSE 0 END"
+                f" WHERE get_transaction_id = %s RETURNING id, queue_id, msg_id, backout_count, lock_token)"
+                f" INSERT INTO {JOURNAL} (at, kind, broker, queue, transaction_id, msg_id, detail, count)"
+                f" SELECT %s::timestamptz, 'backout', b.name, q.name, %s, r.msg_id,"
+                f" jsonb_build_object('backout_count', r.backout_count), 1"
+                f" FROM r JOIN {QUEUE} q ON q.id = r.queue_id JOIN {BROKER} b ON b.id = q.broker_id"
+                f" WHERE r.lock_token IS NULL ORDER BY r.id",
+                [transaction_id, dt_param(now), transaction_id],
+            ),
+        ),
+    )
+
+
 # --- rows -----------------------------------------------------------------------------------
 
 _INDEX = {name: i for i, name in enumerate(MESSAGE_COLUMNS)}

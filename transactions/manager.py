@@ -441,7 +441,7 @@ def _commit_at_once(transaction_id: str) -> CommitOutcome | None:
         if queries.guard_refused(exc):
             return None
         raise
-    keys, txn = queries.commit_at_once_answer(rows)
+    keys, txn = queries.at_once_answer(rows)
     wakeup_notify_committed(keys, published=channel is not None)
     txn.state = TransactionState.COMMITTED
     txn.resolved_at = now
@@ -501,10 +501,43 @@ def transaction_rollback(*, transaction_id: str, reason: str = "client", require
 
     Rolling back a transaction that is already rolled back answers with its state again
     (idempotent); a committed one raises TransactionNotActive."""
+    outcome = _rollback_at_once(transaction_id, reason)
+    if outcome is not None:
+        return outcome
     # Not synced: a rollback lost at power failure is done again by restart recovery.
     return _under_graph_lock(
         transaction_id, lambda row: _rollback_locked(transaction_id, reason, require_open, row), durable=False
     )
+
+
+def _rollback_at_once(transaction_id: str, reason: str) -> RollbackOutcome | None:
+    """PostgreSQL: the rollback of an active unit of work without marks or links (so no
+    cascade), whose resource managers can say what it does without reading first, in one
+    round trip, its ``COMMIT`` included (``queries.rollback_at_once``), not synced as the
+    careful way is not. None when it cannot be tried here or the guard said no: the step was
+    undone and the caller rolls back the careful way, which settles or says why (rolled back
+    already, committed, linked, marked, not found)."""
+    if not link_graph_locking() or not engine_step_outermost() or transaction_id in _marked_here:
+        return None
+    now = timezone.now()
+    parts = [m.resources_rollback_at_once(transaction_id=transaction_id, now=now) for m in resource_managers()]
+    if any(part is None for part in parts):
+        return None
+    channel = wakeup_bus().channel_in_transaction
+    rows: list = []
+    try:
+        with engine_step(durable=False):
+            queries.rollback_at_once(
+                transaction_id=transaction_id, reason=reason, now=now, parts=parts, notify=channel, rows=rows
+            )
+    except DatabaseError as exc:
+        if queries.guard_refused(exc):
+            return None
+        raise
+    keys, txn = queries.at_once_answer(rows)
+    wakeup_notify_committed(keys, published=channel is not None)
+    txn.state, txn.reason, txn.cause_id, txn.resolved_at = TransactionState.ROLLED_BACK, reason, None, now
+    return RollbackOutcome(txn)
 
 
 def _rollback_locked(transaction_id: str, reason: str, require_open: bool, row=NOT_READ) -> RollbackOutcome:

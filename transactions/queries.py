@@ -372,17 +372,60 @@ def commit_at_once(*, transaction_id: str, now, parts: Sequence, notify: str | N
     round trip, for a unit of work that needs nothing read first. In order:
 
     1. the link-graph lock, shared (as every commit takes it: transactions/locks.py);
-    2. the guard: the unit of work's row ``FOR UPDATE`` if it is active, has no marks and is
-       not past its deadline, then the managers' common table expressions; ``baton_require``
-       that the row was found, has no link either way and that every resource manager's
-       conditions (``parts``: ``AtOnce``) hold; its answer (added to ``rows``): the wake-up
-       keys (the managers', and ``txn:<id>``), then the row's columns. With ``notify`` (the
-       wake-up channel) it also ``NOTIFY``s the keys, delivered at commit;
+    2. the guard (``_at_once_guard``), which also wants the unit of work not past its
+       deadline (the careful way rolls an overdue one back);
     3. the managers' writes;
     4. the row's final state and the journal's commit event (its broker from the row).
 
     A refused guard raises ``GUARD_SQLSTATE`` and nothing after it runs (``guard_refused``).
     Locks: the graph lock, the unit of work's row, then what the managers' writes lock."""
+    _at_once_guard(
+        transaction_id=transaction_id,
+        parts=parts,
+        notify=notify,
+        rows=rows,
+        condition=("(deadline_at IS NULL OR deadline_at > %s)", [dt_param(now)]),
+    )
+    for part in parts:
+        for sql, params in part.writes:
+            deferred(sql, params)
+    transactions_resolve(transaction_ids=[transaction_id], state="committed", resolved_at=now)
+    deferred(
+        f"INSERT INTO {JOURNAL} ({', '.join(_JOURNAL_COLUMNS)}) SELECT %s::timestamptz, 'commit', broker, '', id, '',"
+        f" '{{}}'::jsonb, 1 FROM {TRANSACTION} WHERE id = %s",
+        [dt_param(now), transaction_id],
+    )
+
+
+def rollback_at_once(*, transaction_id: str, reason: str, now, parts: Sequence, notify: str | None, rows: list) -> None:
+    """PostgreSQL: a whole rollback, deferred, so that it travels with its ``COMMIT`` in one
+    round trip, for a unit of work that needs nothing read first (no marks, no links: no
+    cascade). As ``commit_at_once``: the graph lock shared, the guard (``_at_once_guard``;
+    an overdue unit of work is rolled back all the same), the managers' writes, then the
+    row's final state with ``reason`` and the journal's rollback event. Locks: the graph
+    lock, the unit of work's row, then what the managers' writes lock."""
+    _at_once_guard(transaction_id=transaction_id, parts=parts, notify=notify, rows=rows)
+    for part in parts:
+        for sql, params in part.writes:
+            deferred(sql, params)
+    transactions_resolve(transaction_ids=[transaction_id], state="rolled_back", resolved_at=now, reason=reason)
+    deferred(
+        f"INSERT INTO {JOURNAL} ({', '.join(_JOURNAL_COLUMNS)}) SELECT %s::timestamptz, 'rollback', broker, '', id,"
+        f" '', jsonb_build_object('reason', %s::text), 1 FROM {TRANSACTION} WHERE id = %s",
+        [dt_param(now), reason, transaction_id],
+    )
+
+
+def _at_once_guard(
+    *, transaction_id: str, parts: Sequence, notify: str | None, rows: list, condition: tuple[str, list] = ("true", [])
+) -> None:
+    """The link-graph lock, shared, then the guard of a commit or rollback sent whole: the
+    unit of work's row ``FOR UPDATE`` if it is active, has no marks and meets ``condition``,
+    then the managers' common table expressions; ``baton_require`` that the row was found,
+    has no link either way and that every resource manager's conditions (``parts``:
+    ``AtOnce``) hold; its answer (added to ``rows``): the wake-up keys (the managers', and
+    ``txn:<id>``), then the row's columns. With ``notify`` (the wake-up channel) it also
+    ``NOTIFY``s the keys, delivered at commit."""
     from .locks import LINK_GRAPH_LOCK_KEY
 
     ctes = "".join(f" {sql}," for part in parts for sql, _ in part.ctes)
@@ -401,14 +444,14 @@ def commit_at_once(*, transaction_id: str, now, parts: Sequence, notify: str | N
     deferred("SELECT pg_advisory_xact_lock_shared(%s)", [LINK_GRAPH_LOCK_KEY])
     deferred(
         f"WITH t AS (SELECT {_TXN_COLUMN_LIST} FROM {TRANSACTION} WHERE id = %s AND state = 'active'"
-        f" AND marks = '[]'::jsonb AND (deadline_at IS NULL OR deadline_at > %s) FOR UPDATE),{ctes}"
+        f" AND marks = '[]'::jsonb AND {condition[0]} FOR UPDATE),{ctes}"
         f" k AS (SELECT {keys_sql} AS keys)"
         f" SELECT baton_require(EXISTS (SELECT 1 FROM t)"
         f" AND NOT EXISTS (SELECT 1 FROM {LINK} WHERE upstream_id = %s OR downstream_id = %s)"
         f" AND {require}, 'the careful way'), k.keys{notified}, t.* FROM k LEFT JOIN t ON true",
         [
             transaction_id,
-            dt_param(now),
+            *condition[1],
             *ctes_params,
             *keys_params,
             transaction_id,
@@ -418,19 +461,10 @@ def commit_at_once(*, transaction_id: str, now, parts: Sequence, notify: str | N
         ],
         rows=rows,
     )
-    for part in parts:
-        for sql, params in part.writes:
-            deferred(sql, params)
-    transactions_resolve(transaction_ids=[transaction_id], state="committed", resolved_at=now)
-    deferred(
-        f"INSERT INTO {JOURNAL} ({', '.join(_JOURNAL_COLUMNS)}) SELECT %s::timestamptz, 'commit', broker, '', id, '',"
-        f" '{{}}'::jsonb, 1 FROM {TRANSACTION} WHERE id = %s",
-        [dt_param(now), transaction_id],
-    )
 
 
-def commit_at_once_answer(rows: list) -> tuple[list[str], Transaction]:
-    """``commit_at_once``'s answer: the wake-up keys and the unit of work's row as read
+def at_once_answer(rows: list) -> tuple[list[str], Transaction]:
+    """``commit_at_once``'s and ``rollback_at_once``'s answer: the wake-up keys and the unit of work's row as read
     (before its final state)."""
     row = rows[0]
     first = 3 if len(row) > 2 + len(TRANSACTION_COLUMNS) else 2

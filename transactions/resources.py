@@ -13,8 +13,9 @@ from typing import Protocol
 
 @dataclass(frozen=True)
 class AtOnce:
-    """What a resource manager adds to a commit sent whole in one round trip, before it has
-    read anything (PostgreSQL: ``transactions.manager``'s ``_commit_at_once``), each piece
+    """What a resource manager adds to a commit or rollback sent whole in one round trip,
+    before it has read anything (PostgreSQL: ``transactions.manager``'s ``_commit_at_once``
+    and ``_rollback_at_once``), each piece
     SQL with its ``%s`` parameters: common table expressions the guard reads them from
     (``name AS (...)``, a look taken once), conditions that must all hold (else the commit is
     undone and runs the careful way), the wake-up keys its effects concern (a ``text[]``
@@ -46,6 +47,15 @@ class ResourceManager(Protocol):
         that needs no answer first (``AtOnce``); None when it cannot say without reading.
         Asked only of a unit of work the commit's guard finds without marks and links, so a
         manager that acts only on its marks has nothing to add (``AtOnce()``).
+
+        Caller holds (when the SQL runs): the link-graph lock, shared, and the unit of
+        work's row."""
+
+    def resources_rollback_at_once(self, *, transaction_id: str, now) -> AtOnce | None:
+        """What this manager's ``resources_rollback`` of this unit of work does, as SQL that
+        needs no answer first (``AtOnce``), ``now`` the rollback's time; None when it cannot
+        say without reading. Asked, as ``resources_commit_at_once`` is, only of a unit of
+        work without marks and links.
 
         Caller holds (when the SQL runs): the link-graph lock, shared, and the unit of
         work's row."""

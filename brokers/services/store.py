@@ -174,6 +174,11 @@ class MessageStore:
         """Its messages' commit without a read first, on one queue (``queries.messages_commit_at_once``)."""
         return queries.messages_commit_at_once(transaction_id=transaction_id)
 
+    def resources_rollback_at_once(self, *, transaction_id: str, now) -> AtOnce:
+        """Its messages' rollback without a read first, when no backout threshold can move one
+        (``queries.messages_rollback_at_once``)."""
+        return queries.messages_rollback_at_once(transaction_id=transaction_id, now=now)
+
     def resources_rollback(self, *, transaction_id: str, reason: str, marks: set[str]) -> None:
         """Puts vanish; gets return with backout count + 1, and a message whose backout
         count reaches its queue's backout threshold moves to the backout queue (or the

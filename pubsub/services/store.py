@@ -42,6 +42,9 @@ class PublicationStore:
     def resources_commit_at_once(self, *, transaction_id: str) -> AtOnce:
         return AtOnce()  # asked only for a unit of work without marks: nothing of this manager's
 
+    def resources_rollback_at_once(self, *, transaction_id: str, now) -> AtOnce:
+        return AtOnce()  # asked only for a unit of work without marks: nothing of this manager's
+
     def resources_rollback(self, *, transaction_id: str, reason: str, marks: set[str]) -> None:
         """A rolled-back publication has no effect: its copies vanish with the unit of
         work's puts (brokers' message store), its pending effects here."""

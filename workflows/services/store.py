@@ -22,7 +22,7 @@ from collections import defaultdict
 
 from django.utils import timezone
 
-from brokers.selectors import messages_gotten
+from brokers.selectors import gets_below_backout_threshold, messages_gotten
 from transactions.resources import AtOnce
 
 from ..models import HistoryEvent, Instance, InstanceState, InstanceStep, StepRequest, StepState
@@ -121,6 +121,12 @@ class WorkflowStore:
 
     def resources_commit_at_once(self, *, transaction_id: str) -> AtOnce:
         return AtOnce()  # asked only for a unit of work without marks: nothing of this manager's
+
+    def resources_rollback_at_once(self, *, transaction_id: str, now) -> AtOnce:
+        """Without marks this manager acts on a rollback only for requests taken past their
+        queue's backout threshold (``_past_threshold``): none can be when no queue the unit
+        of work got from has one."""
+        return AtOnce(require=(gets_below_backout_threshold(transaction_id=transaction_id),))
 
     def resources_rollback(self, *, transaction_id: str, reason: str, marks: set[str]) -> None:
         advance = self._past_threshold(transaction_id)

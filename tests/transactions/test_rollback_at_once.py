@@ -1,0 +1,245 @@
+"""PostgreSQL: a rollback sent whole in one round trip (``transactions.manager``'s
+``_rollback_at_once``), its guard, and every case the guard sends the careful way, which must
+answer as it always did. What the one round trip writes is compared with what the careful
+way writes for the same unit of work. Round trips are counted from libpq's trace, as in
+test_round_trips.py."""
+
+from __future__ import annotations
+
+import psycopg
+import pytest
+from django.db import connection
+
+from brokers.models import Message, Queue
+from brokers.selectors import queue_reserved_depth
+from brokers.services.locks import lock_complete
+from brokers.services.messages import message_get, message_put
+from brokers.services.queues import queue_define
+from tests.conftest import bodies, msgs
+from tests.transactions.test_round_trips import _round_trips, _warm
+from transactions import manager
+from transactions.exceptions import TransactionNotActive, TransactionNotFound
+from transactions.manager import transaction_begin, transaction_commit, transaction_rollback
+from transactions.models import JournalEvent, Transaction
+from transactions.queries import WAKEUP_CHANNEL
+
+pytestmark = [
+    pytest.mark.django_db(transaction=True),  # the steps drive their own transactions, as in the servers
+    pytest.mark.skipif(connection.vendor != "postgresql", reason="the one-round-trip rollback is PostgreSQL's"),
+]
+
+
+def _warm_rollbacks() -> None:
+    """The rollback's statements prepared on this connection, as in a server after its first
+    operations (and ``_warm``'s); leaves the queue empty."""
+    _warm()
+    transaction_rollback(transaction_id=_put_uncommitted("w"))
+    message_put(broker="QM1", queue="Q1", messages=msgs("w"))
+    got = message_get(broker="QM1", queue="Q1", syncpoint="yes")
+    transaction_rollback(transaction_id=got.transaction_id)
+    transaction_commit(transaction_id=message_get(broker="QM1", queue="Q1", syncpoint="yes").transaction_id)
+
+
+def _put_uncommitted(*bodies_: str, queue: str = "Q1") -> str:
+    return message_put(broker="QM1", queue=queue, messages=msgs(*bodies_), syncpoint="yes").transaction_id
+
+
+def _journal(transaction_id: str) -> list[tuple]:
+    return list(
+        JournalEvent.objects.filter(transaction_id=transaction_id)
+        .order_by("id")
+        .values_list("kind", "broker", "queue", "msg_id", "detail", "count")
+    )
+
+
+def test_a_rollback_of_puts_removes_them_gives_their_room_back_and_records_it_in_one_round_trip(broker):
+    queue_define(broker="QM1", name="Q1", max_depth=2)
+    _warm_rollbacks()
+    txn = _put_uncommitted("a", "b")
+    q = Queue.objects.get(name="Q1")
+    assert queue_reserved_depth(queue=q) == 2
+    outcome, trips = _round_trips(lambda: transaction_rollback(transaction_id=txn))
+    assert (outcome.transaction.state, outcome.cascaded, outcome.rolled_back_now, trips) == (
+        "rolled_back",
+        [],
+        True,
+        1,
+    )
+    assert (outcome.transaction.reason, outcome.transaction.resolved_at is not None) == ("client", True)
+    row = Transaction.objects.get(pk=txn)
+    assert (row.state, row.reason, row.cause_id, row.resolved_at == outcome.transaction.resolved_at) == (
+        "rolled_back",
+        "client",
+        None,
+        True,
+    )
+    assert not Message.objects.filter(queue=q).exists()
+    assert queue_reserved_depth(queue=q) == 0
+    assert _journal(txn)[-1] == ("rollback", "QM1", "", "", {"reason": "client"}, 1)
+    message_put(broker="QM1", queue="Q1", messages=msgs("c", "d"))  # the room is back: the queue is not full
+
+
+def test_a_rollback_of_gets_returns_them_backed_out_once_in_one_round_trip(queue):
+    _warm_rollbacks()
+    message_put(broker="QM1", queue="Q1", messages=msgs("a", "b", "c"))
+    got = message_get(broker="QM1", queue="Q1", batch=2, syncpoint="yes")
+    outcome, trips = _round_trips(lambda: transaction_rollback(transaction_id=got.transaction_id, reason="nope"))
+    assert (outcome.transaction.state, trips) == ("rolled_back", 1)
+    again = message_get(broker="QM1", queue="Q1", batch=5)
+    assert [(m.body, m.backout_count) for m in again.messages] == [(b"a", 1), (b"b", 1), (b"c", 0)]
+    ids = [m.msg_id for m in got.messages]
+    assert _journal(got.transaction_id)[-3:] == [
+        ("backout", "QM1", "Q1", ids[0], {"backout_count": 1}, 1),
+        ("backout", "QM1", "Q1", ids[1], {"backout_count": 1}, 1),
+        ("rollback", "QM1", "", "", {"reason": "nope"}, 1),
+    ]
+
+
+def _scenario(first: str, second: str) -> list[str]:
+    """Units of work of every shape the one round trip takes, on queues ``first`` and
+    ``second``: puts on both, gets from both with a put, a peek-locked message completed
+    under one (it keeps its lock) with a get, one that did nothing. Returns their ids."""
+    message_put(broker="QM1", queue=first, messages=msgs("g1", "g2", "g3"))
+    message_put(broker="QM1", queue=second, messages=msgs("h1", "l1"))
+    units = [transaction_begin(broker="QM1", timeout_ms=60_000).id for _ in range(4)]
+    message_put(broker="QM1", queue=first, messages=msgs("p1", "p2"), transaction_id=units[0])
+    message_put(broker="QM1", queue=second, messages=msgs("p3"), transaction_id=units[0])
+    message_get(broker="QM1", queue=first, batch=2, transaction_id=units[1])
+    message_get(broker="QM1", queue=second, transaction_id=units[1])
+    message_put(broker="QM1", queue=first, messages=msgs("p4"), transaction_id=units[1])
+    locked = message_get(broker="QM1", queue=second, mode="peek_lock")
+    lock_complete(token=locked.messages[0].lock_token, transaction_id=units[2])
+    message_get(broker="QM1", queue=first, transaction_id=units[2])
+    return units
+
+
+def _rolled_back(first: str, second: str, *, careful: bool) -> tuple[list[int], tuple]:
+    """The scenario's units of work rolled back (the careful way when ``careful``: the
+    process's hint ``_marked_here`` skips the one round trip); their round trips, and what
+    they left, with queue names and message ids replaced by what the two runs share."""
+    units = _scenario(first, second)
+    bodies_by_id = dict(Message.objects.values_list("msg_id", "body"))  # every message is still there
+    same = {first: "first", second: "second", "": ""}
+    trips = []
+    for unit in units:
+        if careful:
+            manager._marked_here[unit] = None
+        trips.append(_round_trips(lambda unit=unit: transaction_rollback(transaction_id=unit))[1])
+    messages = sorted(
+        (same[name], bytes(body), backouts, deliveries, token is not None, got is None)
+        for name, body, backouts, deliveries, token, got in Message.objects.filter(
+            queue__name__in=[first, second]
+        ).values_list("queue__name", "body", "backout_count", "delivery_count", "lock_token", "get_transaction_id")
+    )
+    rows = [Transaction.objects.values_list("state", "reason", "cause_id").get(pk=unit) for unit in units]
+    journal = [
+        [
+            (kind, broker, same[queue], bodies_by_id.get(msg_id, msg_id), detail, count)
+            for kind, broker, queue, msg_id, detail, count in _journal(unit)
+            if kind in ("backout", "rollback")
+        ]
+        for unit in units
+    ]
+    room = {same[q.name]: queue_reserved_depth(queue=q) for q in Queue.objects.filter(name__in=[first, second])}
+    return trips, (messages, rows, journal, room)
+
+
+def test_what_the_one_round_trip_writes_is_what_the_careful_way_writes(queue):
+    for name in ("Q2", "C1", "C2"):
+        queue_define(broker="QM1", name=name)
+    _warm_rollbacks()
+    at_once_trips, at_once = _rolled_back("Q1", "Q2", careful=False)
+    careful_trips, careful = _rolled_back("C1", "C2", careful=True)
+    assert at_once_trips == [1, 1, 1, 1] and all(trips > 1 for trips in careful_trips)
+    assert at_once == careful
+    messages, rows, journal, room = at_once
+    assert messages == [
+        ("first", b"g1", 1, 1, False, True),
+        ("first", b"g2", 1, 1, False, True),
+        ("first", b"g3", 1, 1, False, True),
+        ("second", b"h1", 1, 1, False, True),
+        ("second", b"l1", 0, 1, True, True),  # completed under the unit of work: its lock again
+    ]
+    assert rows == [("rolled_back", "client", None)] * 4
+    rolled = ("rollback", "QM1", "", "", {"reason": "client"}, 1)
+    assert journal == [
+        [rolled],
+        [
+            ("backout", "QM1", "first", b"g1", {"backout_count": 1}, 1),
+            ("backout", "QM1", "first", b"g2", {"backout_count": 1}, 1),
+            ("backout", "QM1", "second", b"h1", {"backout_count": 1}, 1),
+            rolled,
+        ],
+        [("backout", "QM1", "first", b"g3", {"backout_count": 1}, 1), rolled],
+        [rolled],
+    ]
+    assert room == {"first": 3, "second": 2}
+
+
+def test_the_rollback_notifies_the_queues_its_gets_return_to_and_the_unit_of_work(queue):
+    """Getters waiting in other processes hear of the returned messages through PostgreSQL's
+    NOTIFY, sent by the rollback's own statement."""
+    _warm_rollbacks()
+    message_put(broker="QM1", queue="Q1", messages=msgs("a"))
+    got = message_get(broker="QM1", queue="Q1", syncpoint="yes")
+    q = Queue.objects.get(name="Q1")
+    params = connection.get_connection_params()
+    params.pop("context", None), params.pop("cursor_factory", None), params.pop("prepare_threshold", None)
+    with psycopg.connect(**params, autocommit=True) as listener:
+        listener.execute(f"LISTEN {WAKEUP_CHANNEL}")
+        transaction_rollback(transaction_id=got.transaction_id)
+        heard = [n.payload for n in listener.notifies(timeout=5, stop_after=1)]
+    assert heard and set(heard[0].split()) == {f"queue:{q.pk}", f"txn:{got.transaction_id}"}
+
+
+def test_a_rolled_back_unit_of_work_answers_again_without_a_second_rollback(queue):
+    _warm_rollbacks()
+    txn = _put_uncommitted("a")
+    transaction_rollback(transaction_id=txn)
+    again = transaction_rollback(transaction_id=txn)
+    assert (again.transaction.state, again.rolled_back_now) == ("rolled_back", False)
+    assert [e[0] for e in _journal(txn)].count("rollback") == 1
+
+
+def test_a_committed_unit_of_work_is_refused_and_an_unknown_one_not_found(queue):
+    _warm_rollbacks()
+    txn = _put_uncommitted("a")
+    transaction_commit(transaction_id=txn)
+    with pytest.raises(TransactionNotActive):
+        transaction_rollback(transaction_id=txn)
+    assert bodies(message_get(broker="QM1", queue="Q1")) == ["a"]
+    with pytest.raises(TransactionNotFound):
+        transaction_rollback(transaction_id="f" * 48)
+
+
+def test_an_overdue_unit_of_work_is_rolled_back_for_the_reason_given(queue, clock):
+    _warm_rollbacks()
+    txn = transaction_begin(broker="QM1", timeout_ms=1_000)
+    message_put(broker="QM1", queue="Q1", messages=msgs("a"), transaction_id=txn.id)
+    clock.advance(seconds=2)
+    outcome, trips = _round_trips(lambda: transaction_rollback(transaction_id=txn.id))
+    assert (outcome.transaction.state, outcome.transaction.reason, trips) == ("rolled_back", "client", 1)
+    assert not Message.objects.exists()
+
+
+def test_a_linked_producer_cascades_to_its_consumer_the_careful_way(queue):
+    _warm_rollbacks()
+    producer = _put_uncommitted("a")
+    consumer = message_get(broker="QM1", queue="Q1", syncpoint="yes", preemptive=True)
+    assert bodies(consumer) == ["a"]
+    outcome, trips = _round_trips(lambda: transaction_rollback(transaction_id=producer))
+    assert (outcome.cascaded, trips > 1) == ([consumer.transaction_id], True)
+    assert Transaction.objects.get(pk=consumer.transaction_id).reason == f"cascade from {producer}"
+    assert not Message.objects.exists()
+
+
+def test_gets_from_a_queue_with_a_backout_threshold_are_moved_the_careful_way(broker):
+    queue_define(broker="QM1", name="BACKOUT")
+    queue_define(broker="QM1", name="Q1", backout_threshold=1, backout_queue="BACKOUT")
+    _warm()
+    message_put(broker="QM1", queue="Q1", messages=msgs("a"))
+    got = message_get(broker="QM1", queue="Q1", syncpoint="yes")
+    outcome, trips = _round_trips(lambda: transaction_rollback(transaction_id=got.transaction_id))
+    assert (outcome.transaction.state, trips > 1) == ("rolled_back", True)  # refused, then the careful way
+    assert bodies(message_get(broker="QM1", queue="Q1")) == []
+    assert bodies(message_get(broker="QM1", queue="BACKOUT")) == ["a"]
