@@ -620,12 +620,3 @@ def _journal_insert_arrays(events: list) -> None:
 # --- wake-ups (PostgreSQL) -----------------------------------------------------------------------
 
 WAKEUP_CHANNEL = "baton_wakeups"
-
-
-def wakeup_notify(*, payload: str) -> None:
-    """``NOTIFY`` the wake-up channel inside the caller's database transaction: listeners
-    hear it when (and only if) it commits. Sent with the step's next statement (deferred).
-    Locks: none until commit; then PostgreSQL's notification queue lock, held briefly by
-    each committing transaction that notified (so such commits are serialised for the
-    moment it takes to append to the queue)."""
-    deferred("SELECT pg_notify(%s, %s)", [WAKEUP_CHANNEL, payload])

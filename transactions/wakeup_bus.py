@@ -68,8 +68,11 @@ class WakeupBus:
     """No cross-process wake-ups: waiters poll (``BATON_WAKEUPS=poll``)."""
 
     name = "poll"
-    #: The ``NOTIFY`` channel a committing transaction may notify itself (PostgreSQL's bus),
-    #: for a step whose keys are known only to the database until it has committed.
+    #: A ``NOTIFY`` channel a committing transaction may notify itself, for a step whose keys
+    #: are known only to the database until it has committed. No bus asks for it: on
+    #: PostgreSQL a notifying commit holds the server's notification lock through its WAL
+    #: flush (transactions/wakeup_postgres.py), so the keys come back in the step's answer
+    #: and are published after the commit.
     channel_in_transaction: str | None = None
 
     def __init__(self) -> None:
@@ -80,9 +83,6 @@ class WakeupBus:
         self._stopping = threading.Event()
 
     # --- sending ------------------------------------------------------------------------------
-    def publish_in_transaction(self, keys: list[str]) -> None:
-        """Inside the committing database transaction (delivered at its commit)."""
-
     def publish_after_commit(self, keys: list[str]) -> None:
         """After the commit, from the committing thread."""
 

@@ -1,31 +1,117 @@
-"""Wake-ups over PostgreSQL ``LISTEN/NOTIFY``: a committing transaction sends ``NOTIFY``
-inside itself (``queries.wakeup_notify``), so the notification is delivered exactly when
-it commits and never if it rolls back; each process keeps one connection that
-``LISTEN``s and hands what it hears to its waiters."""
+"""Wake-ups over PostgreSQL ``LISTEN/NOTIFY``: after a transaction that concerned some keys
+has committed, the committing thread hands them to this process's publisher, a thread with
+a connection of its own that ``NOTIFY``s them (what has gathered meanwhile in one
+notification, ``synchronous_commit`` off: a wake-up promises nothing that must be on disk);
+each process keeps one connection that ``LISTEN``s and hands what it hears to its waiters.
+
+Not inside the committing transaction: PostgreSQL serialises every transaction that has
+notified, cluster-wide, from its commit until after its commit record is flushed (a
+heavyweight lock on "database 0" taken in ``PreCommit_Notify``, so that notifications
+queue in commit order). A notifying commit therefore waits for the WAL flushes of all the
+notifying commits before it, one at a time: no group commit, and commits per second bounded
+by one over the time of a flush (docs/performance.md, "PostgreSQL: the notification lock").
+The publisher's own transactions hold that lock only for as long as they take, since they
+do not wait for a flush.
+
+A publication the publisher cannot send is lost (logged), as with Redis: the commit stands;
+a listener that lost its connection meanwhile wakes every waiter when it reconnects."""
 
 from __future__ import annotations
 
 import contextlib
+import logging
+import queue
+import threading
 
 import psycopg
 
 from . import queries
-from .wakeup_bus import IDLE_CHECK_S, STOP_CHECK_S, ListenerBus, payload_deliver, payload_encode
+from .wakeup_bus import IDLE_CHECK_S, MAX_PAYLOAD, STOP_CHECK_S, ListenerBus, payload_deliver
+
+log = logging.getLogger(__name__)
 
 _NOT_FOR_PSYCOPG = ("context", "cursor_factory", "prepare_threshold", "server_side_binding", "pool", "assume_role")
 
 
+def payloads_split(keys: list[str]) -> list[str]:
+    """The keys (each once, in order) as few notifications' payloads of at most
+    ``MAX_PAYLOAD`` characters each."""
+    payloads, current, size = [], [], 0
+    for key in dict.fromkeys(keys):
+        if current and size + 1 + len(key) > MAX_PAYLOAD:
+            payloads.append(" ".join(current))
+            current, size = [], 0
+        size += len(key) + (1 if current else 0)
+        current.append(key)
+    if current:
+        payloads.append(" ".join(current))
+    return payloads
+
+
 class PostgresBus(ListenerBus):
     name = "postgres"
-    channel_in_transaction = queries.WAKEUP_CHANNEL
 
     def __init__(self, *, params: dict) -> None:
         super().__init__()
         self.params = {k: v for k, v in params.items() if k not in _NOT_FOR_PSYCOPG}
         self.conn: psycopg.Connection | None = None
+        self._outbox: queue.SimpleQueue[list[str] | None] = queue.SimpleQueue()  # None: stop
+        self._publisher: threading.Thread | None = None
+        self._publisher_lock = threading.Lock()
 
-    def publish_in_transaction(self, keys: list[str]) -> None:
-        queries.wakeup_notify(payload=payload_encode(keys))
+    def publish_after_commit(self, keys: list[str]) -> None:
+        if self._publisher is None:
+            with self._publisher_lock:
+                if self._publisher is None:
+                    self._publisher = threading.Thread(
+                        target=self._publish_forever, name="baton-wakeups-postgres-publisher", daemon=True
+                    )
+                    self._publisher.start()
+        self._outbox.put(keys)
+
+    def stop(self, *, timeout: float = 5.0) -> None:
+        """Stop listening, and the publisher once it has sent what it holds (its connection
+        closed: a test session drops the database next)."""
+        super().stop(timeout=timeout)
+        publisher = self._publisher
+        if publisher is not None:
+            self._outbox.put(None)
+            publisher.join(timeout)
+
+    def _publish_forever(self) -> None:
+        conn: psycopg.Connection | None = None
+        stopping = False
+        while not stopping:
+            keys = self._outbox.get()
+            stopping = keys is None
+            keys = list(keys or [])
+            with contextlib.suppress(queue.Empty):
+                while True:  # what else has gathered goes in the same notification
+                    more = self._outbox.get_nowait()
+                    stopping = stopping or more is None
+                    keys.extend(more or [])
+            if keys:
+                conn = self._publish(conn, keys)
+        if conn is not None:
+            with contextlib.suppress(Exception):
+                conn.close()
+
+    def _publish(self, conn: psycopg.Connection | None, keys: list[str]) -> psycopg.Connection | None:
+        """Notify the keys; the connection to use next time (None after a failure)."""
+        try:
+            if conn is None or conn.closed:
+                conn = psycopg.connect(**self.params, autocommit=True, connect_timeout=10)
+                conn.execute("SET synchronous_commit TO off")
+            conn.execute(
+                "SELECT pg_notify(%s, p) FROM unnest(%s::text[]) p", [queries.WAKEUP_CHANNEL, payloads_split(keys)]
+            )
+            return conn
+        except psycopg.Error as exc:
+            log.warning("wake-ups (postgres): publish failed: %s", exc)
+            if conn is not None:
+                with contextlib.suppress(Exception):
+                    conn.close()
+            return None
 
     def connect(self) -> None:
         self.conn = psycopg.connect(**self.params, autocommit=True, connect_timeout=10)

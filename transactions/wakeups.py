@@ -66,7 +66,6 @@ def wakeup_notify_on_commit(keys: Iterable[str]) -> None:
     from .wakeup_bus import wakeup_bus
 
     bus = wakeup_bus()
-    bus.publish_in_transaction(keys)  # PostgreSQL: NOTIFY, delivered exactly at commit
     conn = transaction.get_connection()
     pending = conn.__dict__.get("_baton_wakeups")
     if pending is not None and conn.in_atomic_block and any(hook is pending for _, hook, _ in conn.run_on_commit):

@@ -67,9 +67,11 @@ def test_a_unit_of_work_that_did_nothing_commits_in_one_round_trip(queue):
     assert (outcome.state, trips) == ("committed", 1)
 
 
-def test_the_commit_notifies_the_queue_and_the_unit_of_work_inside_its_transaction(queue):
-    """Other processes' waiters hear of the commit through PostgreSQL's NOTIFY, sent by the
-    commit's own statement (the keys are known only to the database until it commits)."""
+def test_the_commit_notifies_the_queue_and_the_unit_of_work_after_it_commits(queue):
+    """Other processes' waiters hear of the commit through PostgreSQL's NOTIFY, sent after
+    it by this process's publisher, from a connection of its own: the keys come back in the
+    commit's answer (they are known only to the database until it commits), and a NOTIFY
+    inside the commit would hold PostgreSQL's notification lock through its WAL flush."""
     _warm()
     txn = _put_uncommitted("a")
     q = Queue.objects.get(name="Q1")
@@ -78,8 +80,9 @@ def test_the_commit_notifies_the_queue_and_the_unit_of_work_inside_its_transacti
     with psycopg.connect(**params, autocommit=True) as listener:
         listener.execute(f"LISTEN {WAKEUP_CHANNEL}")
         transaction_commit(transaction_id=txn)
-        heard = [n.payload for n in listener.notifies(timeout=5, stop_after=1)]
-    assert heard and set(heard[0].split()) >= {f"queue:{q.pk}", f"txn:{txn}"}
+        heard = list(listener.notifies(timeout=5, stop_after=1))
+    assert heard and set(heard[0].payload.split()) >= {f"queue:{q.pk}", f"txn:{txn}"}
+    assert heard[0].pid != connection.connection.info.backend_pid
 
 
 def test_a_rolled_back_unit_of_work_is_refused_the_careful_way(queue):

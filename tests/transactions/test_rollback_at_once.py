@@ -178,7 +178,7 @@ def test_what_the_one_round_trip_writes_is_what_the_careful_way_writes(queue):
 
 def test_the_rollback_notifies_the_queues_its_gets_return_to_and_the_unit_of_work(queue):
     """Getters waiting in other processes hear of the returned messages through PostgreSQL's
-    NOTIFY, sent by the rollback's own statement."""
+    NOTIFY, sent after the rollback by this process's publisher."""
     _warm_rollbacks()
     message_put(broker="QM1", queue="Q1", messages=msgs("a"))
     got = message_get(broker="QM1", queue="Q1", syncpoint="yes")
@@ -189,7 +189,7 @@ def test_the_rollback_notifies_the_queues_its_gets_return_to_and_the_unit_of_wor
         listener.execute(f"LISTEN {WAKEUP_CHANNEL}")
         transaction_rollback(transaction_id=got.transaction_id)
         heard = [n.payload for n in listener.notifies(timeout=5, stop_after=1)]
-    assert heard and set(heard[0].split()) == {f"queue:{q.pk}", f"txn:{got.transaction_id}"}
+    assert heard and set(heard[0].split()) >= {f"queue:{q.pk}", f"txn:{got.transaction_id}"}
 
 
 def test_a_rolled_back_unit_of_work_answers_again_without_a_second_rollback(queue):

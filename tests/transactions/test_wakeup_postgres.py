@@ -1,0 +1,64 @@
+"""PostgreSQL's wake-up bus publishes after the commit, from a connection of its own
+(transactions/wakeup_postgres.py): never inside a committing transaction, where a NOTIFY
+would hold the server's notification lock through the commit's WAL flush."""
+
+from __future__ import annotations
+
+import psycopg
+import pytest
+from django.db import connection
+
+from brokers.services.messages import message_put
+from tests.conftest import msgs
+from transactions.wakeup_bus import MAX_PAYLOAD, payload_deliver
+from transactions.wakeup_postgres import payloads_split
+from transactions.queries import WAKEUP_CHANNEL
+
+pytestmark = [pytest.mark.django_db(transaction=True)]
+
+
+def test_keys_split_into_payloads_no_longer_than_a_notification_takes_each_once():
+    keys = [f"queue:{n}" for n in range(3000)] + ["txn:" + "f" * 32, "queue:7"]
+    payloads = payloads_split(keys)
+    assert len(payloads) > 1 and all(len(p) <= MAX_PAYLOAD for p in payloads)
+    assert [k for p in payloads for k in p.split()] == list(dict.fromkeys(keys))
+    assert payloads_split([]) == []
+
+
+def test_every_payload_wakes_by_keys_not_all(monkeypatch):
+    woken = []
+    monkeypatch.setattr("transactions.wakeup_bus.wakeup_notify", woken.extend)
+    for payload in payloads_split([f"queue:{n}" for n in range(2000)]):
+        payload_deliver(payload)
+    assert woken == [f"queue:{n}" for n in range(2000)]
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="LISTEN/NOTIFY is PostgreSQL's")
+def test_an_immediate_put_is_heard_from_the_publisher_not_from_the_committing_backend(queue):
+    from brokers.models import Queue
+
+    message_put(broker="QM1", queue="Q1", messages=msgs("w"))  # the publisher started
+    params = connection.get_connection_params()
+    params.pop("context", None), params.pop("cursor_factory", None), params.pop("prepare_threshold", None)
+    with psycopg.connect(**params, autocommit=True) as listener:
+        listener.execute(f"LISTEN {WAKEUP_CHANNEL}")
+        message_put(broker="QM1", queue="Q1", messages=msgs("a"))
+        heard = list(listener.notifies(timeout=5, stop_after=1))
+    assert heard and f"queue:{Queue.objects.get(name='Q1').pk}" in heard[0].payload.split()
+    assert heard[0].pid != connection.connection.info.backend_pid
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="LISTEN/NOTIFY is PostgreSQL's")
+def test_a_stopped_bus_sends_what_it_holds_and_closes_its_publisher():
+    from transactions.wakeup_postgres import PostgresBus
+
+    bus = PostgresBus(params=connection.get_connection_params())
+    params = connection.get_connection_params()
+    params.pop("context", None), params.pop("cursor_factory", None), params.pop("prepare_threshold", None)
+    with psycopg.connect(**params, autocommit=True) as listener:
+        listener.execute(f"LISTEN {WAKEUP_CHANNEL}")
+        bus.publish_after_commit(["queue:1", "txn:x"])
+        bus.stop()
+        heard = list(listener.notifies(timeout=5, stop_after=1))
+    assert heard and heard[0].payload == "queue:1 txn:x"
+    assert not bus._publisher.is_alive()
