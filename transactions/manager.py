@@ -431,21 +431,36 @@ def _commit_at_once(transaction_id: str) -> CommitOutcome | None:
     parts = [m.resources_commit_at_once(transaction_id=transaction_id) for m in resource_managers()]
     if any(part is None for part in parts):
         return None
-    channel = wakeup_bus().channel_in_transaction
     now = timezone.now()
+    txn = _at_once(
+        lambda notify, rows: queries.commit_at_once(
+            transaction_id=transaction_id, now=now, parts=parts, notify=notify, rows=rows
+        ),
+        durable=True,
+    )
+    if txn is None:
+        return None
+    txn.state = TransactionState.COMMITTED
+    txn.resolved_at = now
+    return CommitOutcome(txn)
+
+
+def _at_once(send, *, durable: bool) -> Transaction | None:
+    """Run a commit or rollback sent whole (``send(notify, rows)`` defers its statements) as
+    one engine step; then wake the waiters on the keys its guard answered. The unit of
+    work's row as the guard read it, or None when the guard said no (the step undone)."""
+    channel = wakeup_bus().channel_in_transaction
     rows: list = []
     try:
-        with engine_step(durable=True):
-            queries.commit_at_once(transaction_id=transaction_id, now=now, parts=parts, notify=channel, rows=rows)
+        with engine_step(durable=durable):
+            send(channel, rows)
     except DatabaseError as exc:
         if queries.guard_refused(exc):
             return None
         raise
     keys, txn = queries.at_once_answer(rows)
     wakeup_notify_committed(keys, published=channel is not None)
-    txn.state = TransactionState.COMMITTED
-    txn.resolved_at = now
-    return CommitOutcome(txn)
+    return txn
 
 
 def transaction_commit(*, transaction_id: str, wait: float = 0) -> CommitOutcome:
@@ -523,19 +538,14 @@ def _rollback_at_once(transaction_id: str, reason: str) -> RollbackOutcome | Non
     parts = [m.resources_rollback_at_once(transaction_id=transaction_id, now=now) for m in resource_managers()]
     if any(part is None for part in parts):
         return None
-    channel = wakeup_bus().channel_in_transaction
-    rows: list = []
-    try:
-        with engine_step(durable=False):
-            queries.rollback_at_once(
-                transaction_id=transaction_id, reason=reason, now=now, parts=parts, notify=channel, rows=rows
-            )
-    except DatabaseError as exc:
-        if queries.guard_refused(exc):
-            return None
-        raise
-    keys, txn = queries.at_once_answer(rows)
-    wakeup_notify_committed(keys, published=channel is not None)
+    txn = _at_once(
+        lambda notify, rows: queries.rollback_at_once(
+            transaction_id=transaction_id, reason=reason, now=now, parts=parts, notify=notify, rows=rows
+        ),
+        durable=False,
+    )
+    if txn is None:
+        return None
     txn.state, txn.reason, txn.cause_id, txn.resolved_at = TransactionState.ROLLED_BACK, reason, None, now
     return RollbackOutcome(txn)
 
