@@ -11,3 +11,19 @@ def assert_error(response, status: int, code: str) -> dict:
     assert body["code"] == code, body
     assert isinstance(body.get("message"), str) and body["message"], body
     return body
+
+
+def wakeup_listener():
+    """PostgreSQL: a connection of its own that ``LISTEN``s on the wake-up channel, as another
+    process's listener would (a context manager; ``listener.notifies(...)`` to hear)."""
+    import psycopg
+    from django.db import connection
+
+    from transactions.queries import WAKEUP_CHANNEL
+
+    params = connection.get_connection_params()
+    for key in ("context", "cursor_factory", "prepare_threshold"):
+        params.pop(key, None)
+    listener = psycopg.connect(**params, autocommit=True)
+    listener.execute(f"LISTEN {WAKEUP_CHANNEL}")
+    return listener

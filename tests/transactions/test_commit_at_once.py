@@ -5,7 +5,6 @@ test_round_trips.py."""
 
 from __future__ import annotations
 
-import psycopg
 import pytest
 from django.db import connection
 
@@ -13,13 +12,13 @@ from brokers.models import Message, Queue, QueueRelease
 from brokers.selectors import queue_reserved_depth
 from brokers.services.messages import message_get, message_put
 from brokers.services.queues import queue_define
+from tests.helpers import wakeup_listener
 from tests.conftest import bodies, msgs
 from tests.transactions.test_round_trips import _round_trips, _warm
 from transactions.exceptions import TransactionBackedOut, TransactionNotFound
 from transactions import manager
 from transactions.manager import transaction_begin, transaction_commit, transaction_rollback
 from transactions.models import JournalEvent, Transaction
-from transactions.queries import WAKEUP_CHANNEL
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),  # the steps drive their own transactions, as in the servers
@@ -75,10 +74,7 @@ def test_the_commit_notifies_the_queue_and_the_unit_of_work_after_it_commits(que
     _warm()
     txn = _put_uncommitted("a")
     q = Queue.objects.get(name="Q1")
-    params = connection.get_connection_params()
-    params.pop("context", None), params.pop("cursor_factory", None), params.pop("prepare_threshold", None)
-    with psycopg.connect(**params, autocommit=True) as listener:
-        listener.execute(f"LISTEN {WAKEUP_CHANNEL}")
+    with wakeup_listener() as listener:
         transaction_commit(transaction_id=txn)
         heard = list(listener.notifies(timeout=5, stop_after=1))
     assert heard and set(heard[0].payload.split()) >= {f"queue:{q.pk}", f"txn:{txn}"}

@@ -6,7 +6,6 @@ test_round_trips.py."""
 
 from __future__ import annotations
 
-import psycopg
 import pytest
 from django.db import connection
 
@@ -15,13 +14,13 @@ from brokers.selectors import queue_reserved_depth
 from brokers.services.locks import lock_complete
 from brokers.services.messages import message_get, message_put
 from brokers.services.queues import queue_define
+from tests.helpers import wakeup_listener
 from tests.conftest import bodies, msgs
 from tests.transactions.test_round_trips import _round_trips, _warm
 from transactions import manager
 from transactions.exceptions import TransactionNotActive, TransactionNotFound
 from transactions.manager import transaction_begin, transaction_commit, transaction_rollback
 from transactions.models import JournalEvent, Transaction
-from transactions.queries import WAKEUP_CHANNEL
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),  # the steps drive their own transactions, as in the servers
@@ -183,10 +182,7 @@ def test_the_rollback_notifies_the_queues_its_gets_return_to_and_the_unit_of_wor
     message_put(broker="QM1", queue="Q1", messages=msgs("a"))
     got = message_get(broker="QM1", queue="Q1", syncpoint="yes")
     q = Queue.objects.get(name="Q1")
-    params = connection.get_connection_params()
-    params.pop("context", None), params.pop("cursor_factory", None), params.pop("prepare_threshold", None)
-    with psycopg.connect(**params, autocommit=True) as listener:
-        listener.execute(f"LISTEN {WAKEUP_CHANNEL}")
+    with wakeup_listener() as listener:
         transaction_rollback(transaction_id=got.transaction_id)
         heard = [n.payload for n in listener.notifies(timeout=5, stop_after=1)]
     assert heard and set(heard[0].split()) >= {f"queue:{q.pk}", f"txn:{got.transaction_id}"}

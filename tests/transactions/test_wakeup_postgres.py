@@ -4,15 +4,14 @@ would hold the server's notification lock through the commit's WAL flush."""
 
 from __future__ import annotations
 
-import psycopg
 import pytest
 from django.db import connection
 
 from brokers.services.messages import message_put
+from tests.helpers import wakeup_listener
 from tests.conftest import msgs
 from transactions.wakeup_bus import MAX_PAYLOAD, payload_deliver
 from transactions.wakeup_postgres import payloads_split
-from transactions.queries import WAKEUP_CHANNEL
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
@@ -38,10 +37,7 @@ def test_an_immediate_put_is_heard_from_the_publisher_not_from_the_committing_ba
     from brokers.models import Queue
 
     message_put(broker="QM1", queue="Q1", messages=msgs("w"))  # the publisher started
-    params = connection.get_connection_params()
-    params.pop("context", None), params.pop("cursor_factory", None), params.pop("prepare_threshold", None)
-    with psycopg.connect(**params, autocommit=True) as listener:
-        listener.execute(f"LISTEN {WAKEUP_CHANNEL}")
+    with wakeup_listener() as listener:
         message_put(broker="QM1", queue="Q1", messages=msgs("a"))
         heard = list(listener.notifies(timeout=5, stop_after=1))
     assert heard and f"queue:{Queue.objects.get(name='Q1').pk}" in heard[0].payload.split()
@@ -53,10 +49,7 @@ def test_a_stopped_bus_sends_what_it_holds_and_closes_its_publisher():
     from transactions.wakeup_postgres import PostgresBus
 
     bus = PostgresBus(params=connection.get_connection_params())
-    params = connection.get_connection_params()
-    params.pop("context", None), params.pop("cursor_factory", None), params.pop("prepare_threshold", None)
-    with psycopg.connect(**params, autocommit=True) as listener:
-        listener.execute(f"LISTEN {WAKEUP_CHANNEL}")
+    with wakeup_listener() as listener:
         bus.publish_after_commit(["queue:1", "txn:x"])
         bus.stop()
         heard = list(listener.notifies(timeout=5, stop_after=1))
