@@ -226,17 +226,20 @@ def transaction_links_add(*, downstream: Transaction, upstream_refs: list[tuple[
     pairs: a message id and the transaction that put it, still uncommitted).
 
     Caller holds: an open database transaction, the exclusive link-graph lock (PostgreSQL),
-    the downstream's row and the resources' rows."""
+    the downstream's row and the resources' rows. Takes: the upstreams' rows not yet marked
+    as linked (``queries.transactions_mark``)."""
     if not upstream_refs:
         return
     now = timezone.now()
     transaction_mark(transaction=downstream, mark=MARK_LINKED)
-    for upstream in Transaction.objects.select_for_update().filter(pk__in=sorted({u for u, _ in upstream_refs})):
-        transaction_mark(transaction=upstream, mark=MARK_LINKED)  # row locked: no lost update of its marks
-    Link.objects.bulk_create(
-        [Link(upstream_id=u, downstream=downstream, resource_ref=ref, created_at=now) for u, ref in upstream_refs],
-        ignore_conflicts=True,
-    )
+    upstream_ids = sorted({u for u, _ in upstream_refs})
+    queries.transactions_mark(transaction_ids=upstream_ids, mark=MARK_LINKED)  # in SQL: no lost update of marks
+    with _marked_here_lock:
+        for upstream_id in upstream_ids:
+            _marked_here[upstream_id] = None
+        while len(_marked_here) > _MARKED_HERE_MAX:
+            del _marked_here[next(iter(_marked_here))]
+    queries.links_insert(downstream_id=downstream.id, upstream_refs=upstream_refs, created_at=now)
     journal_record(
         events=[
             journal_event(

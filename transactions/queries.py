@@ -547,6 +547,47 @@ def ready_checks(*, transaction_ids: Sequence[str]) -> dict[str, str]:
         }
 
 
+def transactions_mark(*, transaction_ids: Sequence[str], mark: str) -> None:
+    """Add ``mark`` to the marks of the units of work that lack it, in one statement.
+    Locks (PostgreSQL): the rows it changes, ``FOR UPDATE`` in the order of their ids; a row
+    that has the mark already is neither locked nor written. SQLite: the write lock."""
+    ids = sorted(set(transaction_ids))
+    if not ids:
+        return
+    if postgres():
+        deferred(
+            f"UPDATE {TRANSACTION} SET marks = marks || jsonb_build_array(%s::text) WHERE id IN"
+            f" (SELECT id FROM {TRANSACTION} WHERE id = ANY(%s::text[])"
+            " AND NOT marks @> jsonb_build_array(%s::text) ORDER BY id FOR UPDATE)",
+            [mark, ids, mark],
+        )
+        return
+    deferred(
+        f"UPDATE {TRANSACTION} SET marks = json_insert(marks, '$[#]', %s)"
+        f" WHERE id IN ({', '.join(['%s'] * len(ids))})"
+        " AND NOT EXISTS (SELECT 1 FROM json_each(marks) WHERE value = %s)",
+        [mark, *ids, mark],
+    )
+
+
+def links_insert(*, downstream_id: str, upstream_refs: Sequence[tuple[str, str]], created_at) -> None:
+    """Links from upstream units of work to a downstream one, one per ``(upstream_id,
+    resource_ref)``; a link already recorded is left as it is (``link_unique``). New rows:
+    no lock beyond the unique index's entries."""
+    if not upstream_refs:
+        return
+    at = dt_param(created_at)
+    params: list = []
+    for upstream_id, ref in upstream_refs:
+        params += (upstream_id, downstream_id, ref, at)
+    deferred(
+        f"INSERT INTO {LINK} (upstream_id, downstream_id, resource_ref, created_at) VALUES "
+        + ", ".join(["(%s, %s, %s, %s)"] * len(upstream_refs))
+        + " ON CONFLICT DO NOTHING",
+        params,
+    )
+
+
 # --- journal --------------------------------------------------------------------------------
 
 

@@ -51,6 +51,21 @@ def test_preemptive_get_takes_uncommitted_put_and_links(queue):
     assert JournalEvent.objects.filter(kind="link", transaction_id=consumer).count() == 1
 
 
+def test_preemptive_gets_mark_both_sides_once_and_link_once_per_message(queue):
+    producer = begin()
+    message_put(broker="QM1", queue="Q1", messages=msgs("m1", "m2", "m3"), transaction_id=producer)
+    other = put_uncommitted("m4")
+    consumer = begin()
+    assert bodies(pget(consumer)) == ["m1"]
+    assert bodies(pget(consumer, batch=3)) == ["m2", "m3", "m4"]
+    for txn in (producer, other, consumer):
+        assert Transaction.objects.get(pk=txn).marks == ["linked"]
+    links = sorted(Link.objects.filter(downstream_id=consumer).values_list("upstream_id", "resource_ref"))
+    assert [upstream for upstream, _ in links] == sorted([producer] * 3 + [other])
+    assert len({ref for _, ref in links}) == 4
+    assert JournalEvent.objects.filter(kind="link", transaction_id=consumer).count() == 4
+
+
 def test_preemptive_get_never_returns_own_put(queue):
     txn = put_uncommitted("mine")
     assert pget(txn).messages == []
