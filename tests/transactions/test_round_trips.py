@@ -173,3 +173,26 @@ def test_a_get_whose_look_finds_a_lapsed_lock_undoes_its_take_and_settles_it_fir
     while timezone.now() <= deadline:  # a lock of 1 ms: run out by the clock, not by a sleep's length
         pass
     assert bodies(message_get(broker="QM1", queue="Q1", syncpoint="yes")) == ["first"]
+
+
+def test_a_pre_emptive_get_of_an_uncommitted_put_takes_seven_round_trips_after_its_first(queue):
+    """The careful way (the exclusive link-graph lock): its links and both sides' marks travel
+    with its other statements (``transactions.queries.transactions_mark``, ``links_insert``)."""
+    _warm()
+
+    def linked_pair():
+        producer = transaction_begin(broker="QM1", timeout_ms=60_000)
+        message_put(broker="QM1", queue="Q1", messages=msgs("a", "b"), transaction_id=producer.id)
+        consumer = transaction_begin(broker="QM1", timeout_ms=60_000)
+        return producer.id, consumer.id
+
+    def pre_emptive_get(consumer: str):
+        return message_get(broker="QM1", queue="Q1", transaction_id=consumer, preemptive=True)
+
+    for producer, consumer in [linked_pair()]:  # the statements prepared on this connection
+        pre_emptive_get(consumer), pre_emptive_get(consumer)
+        transaction_commit(transaction_id=producer), transaction_commit(transaction_id=consumer)
+    producer, consumer = linked_pair()
+    got, first = _round_trips(lambda: pre_emptive_get(consumer))  # marks both sides
+    again, second = _round_trips(lambda: pre_emptive_get(consumer))  # both marked already
+    assert (bodies(got), bodies(again), first, second) == (["a"], ["b"], 8, 7)
