@@ -128,6 +128,26 @@ def test_waiting_get_returns_empty_when_nothing_comes(qm):
     assert result.messages == [] and result.reason == "empty"
 
 
+def test_a_waiting_get_with_nothing_coming_looks_before_it_waits_and_when_the_wait_ends(qm, monkeypatch):
+    """No look before the wait begins listening that the wait's own first look repeats
+    (there were three looks)."""
+    from transactions.wakeup_bus import wakeup_bus
+
+    wakeup_bus().listen()
+    if not wakeup_bus().listening:
+        pytest.skip("a bus that polls looks again at every poll")
+    looks: list = []
+    original = messages_module._get_once
+
+    def counted(**kwargs):
+        looks.append(kwargs["queue"])
+        return original(**kwargs)
+
+    monkeypatch.setattr(messages_module, "_get_once", counted)
+    result = message_get(broker="QM1", queue="Q1", wait=0.2)
+    assert (result.messages, result.reason, looks) == ([], "empty", ["Q1", "Q1"])
+
+
 def test_competing_waiting_getters_each_get_one(qm):
     """Two getters wait; two messages arrive; each getter gets exactly one, none twice."""
     errors: list = []

@@ -687,19 +687,25 @@ def message_get(
             except _MetOverdue as exc:  # as housekeeping would: its gets return, its puts vanish
                 transaction_rollback(transaction_id=exc.transaction_id, reason="timeout", require_open=False)
 
-    first = once()
-    if first.messages or wait <= 0:
-        return first
-    last = [first]
+    if wait <= 0:
+        return once()
+    try:  # the queue to listen on, from the definitions cache; the wait's first attempt looks
+        source_id = _get_source(broker=broker, queue=queue).pk
+    except BatonError:  # the get says why (or finds the cache stale), as it would without a wait
+        first = once()
+        if first.messages:
+            return first
+        source_id = first.queue.pk
+    last: list[GetResult] = []
 
     def attempt() -> GetResult | None:
-        last[0] = once()
+        last[:] = [once()]
         return last[0] if last[0].messages else None
 
     def due() -> float | None:  # a lock or a holder's deadline running out wakes no one: look again then
         now = timezone.now()
-        at = queue_next_release(queue_id=first.queue.pk, now=now)
+        at = queue_next_release(queue_id=source_id, now=now)
         return None if at is None else (at - now).total_seconds()
 
-    keys = queue_wait_keys(first.queue.pk, preemptive=preemptive)
+    keys = queue_wait_keys(source_id, preemptive=preemptive)
     return wait_for(attempt, keys=keys, wait_s=wait, due=due) or last[0]
