@@ -548,6 +548,27 @@ def _take_modify(*, picked: str, get_transaction_id: str | None) -> str:
     )
 
 
+def queue_next_release(*, queue_id: int, now):
+    """When, after ``now``, a message of the queue next becomes available with no commit to
+    announce it (a waiting get looks again then): the earliest end of a peek-lock on one of
+    its messages, or of the deadline of an open unit of work holding one. None if neither.
+    One read, no lock; the peek-locks through the lock-expiry index (``+queue_id``, as the
+    get's own look for lapsed locks)."""
+    states = ", ".join(["%s"] * len(OPEN_STATES))
+    at = dt_param(now)
+    with cursor() as c:
+        c.execute(
+            f"SELECT MIN(ends.at) FROM (SELECT MIN(locked_until) AS at FROM {MESSAGE}"
+            f" WHERE lock_token IS NOT NULL AND locked_until > %s AND +queue_id = %s AND get_transaction_id IS NULL"
+            f" UNION ALL SELECT MIN(deadline_at) AS at FROM {TRANSACTION} WHERE id IN (SELECT get_transaction_id"
+            f" FROM {MESSAGE} WHERE queue_id = %s AND get_transaction_id IS NOT NULL)"
+            f" AND state IN ({states}) AND deadline_at > %s) ends",
+            [at, queue_id, queue_id, *OPEN_STATES, at],
+        )
+        row = c.fetchone()
+    return None if row is None or row[0] is None else _datetime(row[0])
+
+
 def _taken_in_order(rows, *, priority_first: bool, commit_ordered: bool) -> list[Message]:
     messages = [message_from_row(row) for row in rows]
     messages.sort(key=_sort_key(priority_first=priority_first, commit_ordered=commit_ordered))  # RETURNING: no order

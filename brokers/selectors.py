@@ -71,25 +71,9 @@ def queue_next_release(*, queue_id: int, now):
     """When, after ``now``, a message of the queue next becomes available with no commit to
     announce it: the earliest end of a peek-lock on it, or of the deadline of an open unit
     of work holding one of its messages (a waiting get looks again then). None if neither.
-    No lock."""
-    from django.db.models import Min
-
-    from transactions.models import OPEN_STATES, Transaction
-
-    lock_end = Message.objects.filter(
-        queue_id=queue_id,
-        lock_token__isnull=False,
-        get_transaction__isnull=True,
-        locked_until__gt=now,
-    ).aggregate(at=Min("locked_until"))["at"]
-    holders = Message.objects.filter(queue_id=queue_id, get_transaction__isnull=False).values("get_transaction_id")
-    deadline = Transaction.objects.filter(
-        state__in=OPEN_STATES,
-        deadline_at__gt=now,
-        pk__in=holders,
-    ).aggregate(at=Min("deadline_at"))["at"]
-    ends = [at for at in (lock_end, deadline) if at is not None]
-    return min(ends) if ends else None
+    No lock. One statement (``queries.queue_next_release``): a waiting get asks after every
+    look that found nothing."""
+    return queries.queue_next_release(queue_id=queue_id, now=now)
 
 
 def messages_where(*, broker: str, queues: list[str], msg_ids: list[str]) -> dict[str, dict]:
