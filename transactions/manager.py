@@ -215,10 +215,15 @@ def transaction_mark(*, transaction: Transaction, mark: str) -> None:
     if mark not in transaction.marks:
         transaction.marks = [*transaction.marks, mark]
         queries.transaction_marks_set(transaction_id=transaction.pk, marks=transaction.marks)
-        with _marked_here_lock:
-            _marked_here[transaction.pk] = None
-            if len(_marked_here) > _MARKED_HERE_MAX:
-                del _marked_here[next(iter(_marked_here))]
+        _marked_here_note([transaction.pk])
+
+
+def _marked_here_note(transaction_ids: list[str]) -> None:
+    with _marked_here_lock:
+        for transaction_id in transaction_ids:
+            _marked_here[transaction_id] = None
+        while len(_marked_here) > _MARKED_HERE_MAX:
+            del _marked_here[next(iter(_marked_here))]
 
 
 def transaction_links_add(*, downstream: Transaction, upstream_refs: list[tuple[str, str]]) -> None:
@@ -234,11 +239,7 @@ def transaction_links_add(*, downstream: Transaction, upstream_refs: list[tuple[
     transaction_mark(transaction=downstream, mark=MARK_LINKED)
     upstream_ids = sorted({u for u, _ in upstream_refs})
     queries.transactions_mark(transaction_ids=upstream_ids, mark=MARK_LINKED)  # in SQL: no lost update of marks
-    with _marked_here_lock:
-        for upstream_id in upstream_ids:
-            _marked_here[upstream_id] = None
-        while len(_marked_here) > _MARKED_HERE_MAX:
-            del _marked_here[next(iter(_marked_here))]
+    _marked_here_note(upstream_ids)
     queries.links_insert(downstream_id=downstream.id, upstream_refs=upstream_refs, created_at=now)
     journal_record(
         events=[
