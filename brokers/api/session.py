@@ -35,7 +35,7 @@ import queue
 import threading
 from concurrent.futures import ThreadPoolExecutor
 import types
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 from channels.consumer import get_handler_name
@@ -83,6 +83,20 @@ class Throttled(errors.Throttled):
     """Too many requests in flight on this session; wait for replies before sending more."""
 
 
+class _Request(NamedTuple):
+    """A request read and validated, waiting to be applied."""
+
+    re: Any
+    operation: Any  # None: auth
+    user: Any
+    data: Any  # the operation's input; auth: the request's fields
+    key: Any  # ``Operation.together``
+
+
+#: The session ended (its inbox's last item) while its thread gathered a group.
+_END = object()
+
+
 class _Applier(threading.Thread):
     """The session's own thread: applies its requests in the order sent."""
 
@@ -98,22 +112,53 @@ class _Applier(threading.Thread):
 
     def run(self) -> None:
         inbox, consumer = self.inbox, self.consumer
+        ahead: Any = None  # a request read while gathering a group, applied next
         try:
-            while (frame := inbox.get()) is not None:
-                self.hold = not inbox.empty()
+            while True:
+                if ahead is not None:
+                    item, ahead = ahead, None
+                else:
+                    frame = inbox.get()
+                    if frame is None:
+                        break
+                    item = self.read(frame)
+                group = [item]
+                if isinstance(item, _Request) and item.key is not None:
+                    ahead = self.gather(group)
+                self.hold = ahead is not None or not inbox.empty()
                 try:
-                    self.apply(frame)
+                    self.apply(group)
                 finally:
                     with self.lock:
-                        self.pending -= 1
-                if self.hold and inbox.empty():
+                        self.pending -= len(group)
+                if ahead is _END:
+                    break
+                if ahead is None and inbox.empty():  # what was held back goes now
                     consumer.flush()
         finally:
             connections.close_all()
 
-    # --- one request ----------------------------------------------------------------------
+    def gather(self, group: list[_Request]) -> Any:
+        """Add to ``group`` the requests already waiting that go together with its first
+        (``Operation.together``), up to ``BATON_MAX_BATCH``; return the first that does not
+        (read, to be applied next), ``_END`` if the session ended, or None."""
+        first, inbox = group[0], self.inbox
+        while len(group) < settings.BATON_MAX_BATCH and not inbox.empty():
+            frame = inbox.get_nowait()
+            if frame is None:
+                return _END
+            item = self.read(frame)
+            if not isinstance(item, _Request) or item.key != first.key or item.operation is not first.operation:
+                return item
+            group.append(item)
+        return None
 
-    def apply(self, text: str) -> None:
+    # --- requests -------------------------------------------------------------------------
+
+    def read(self, text: str) -> _Request | dict[str, Any]:
+        """A request read, validated and checked as far as can be before it is applied (the
+        user it runs as is the session's now: an ``auth`` is applied in order, and ends a
+        group); or the error reply to it."""
         re = None
         try:
             try:
@@ -140,8 +185,7 @@ class _Applier(threading.Thread):
                 )
             op = request.pop("op", None)
             if op == "auth":
-                self.authenticate(re, request)
-                return
+                return _Request(re, None, None, request, None)
             operation = SESSION_OPERATIONS.get(op) if isinstance(op, str) else None
             if operation is None:
                 known = ", ".join(sorted(["auth", *SESSION_OPERATIONS]))
@@ -156,11 +200,58 @@ class _Applier(threading.Thread):
                 json_storable(request)  # text no database stores, numbers that are not finite
             operation.permitted_first(user, request)
             data = operation.parse(request)
+            return _Request(re, operation, user, data, operation.together(data))
+        except BatonError as exc:
+            return _error(re, exc)
+        except Exception:  # a bug: answer it as REST would, keep the session
+            log.exception("session request failed")
+            close_old_connections()
+            return _server_error(re)
+
+    def apply(self, group: list[Any]) -> None:
+        """Apply a request alone, or a group that goes together as one step; if that step
+        fails, each of its requests alone, so that each answer is what it would have been."""
+        if len(group) > 1:
+            first = group[0]
+            try:
+                answers = first.operation.perform_together(first.user, [r.data for r in group])
+            except BatonError:
+                pass  # nothing changed: one at a time below
+            except Exception:
+                log.exception("session request failed")
+                close_old_connections()
+                for request in group:
+                    self.consumer.reply(_server_error(request.re), hold=True)
+                return
+            else:
+                for request, (status, body) in zip(group, answers):
+                    self.respond(request, status, body)
+                return
+        for item in group:
+            if isinstance(item, _Request):
+                self.perform(item)
+            else:
+                self.consumer.reply(item, hold=self.hold)
+
+    def respond(self, request: _Request, status: int, body: dict[str, Any]) -> None:
+        try:
+            answer = {"re": request.re, "status": status, **request.operation.checked(status, body)}
+        except Exception:
+            log.exception("session request failed")
+            answer = _server_error(request.re)
+        self.consumer.reply(answer, hold=True)
+
+    def perform(self, request: _Request) -> None:
+        re, operation, user, data = request.re, request.operation, request.user, request.data
+        try:
+            if operation is None:
+                self.authenticate(re, data)
+                return
             wait = getattr(data, "wait", 0) or 0
-            if op in _WOULD_WAIT and wait > 0:
+            if operation.session in _WOULD_WAIT and wait > 0:
                 data.wait = 0
                 status, body = operation.perform(user, data)
-                if _WOULD_WAIT[op](status, body):
+                if _WOULD_WAIT[operation.session](status, body):
                     data.wait = wait
                     self.wait(re, operation, user, data)
                     return

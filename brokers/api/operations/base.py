@@ -144,6 +144,20 @@ class Operation:
         raise NotImplementedError
 
     @classmethod
+    def together(cls, data: Model) -> Any:
+        """A session applies consecutive requests for which this gives the same key (not
+        None) as one step, with ``perform_together`` (``brokers/api/session.py``). None: this
+        request goes alone (every operation's default)."""
+        return None
+
+    @classmethod
+    def perform_together(cls, user, inputs: list[Model]) -> list[tuple[int, dict[str, Any]]]:
+        """Requests of the same ``together`` key, applied as one step: a reply each, in
+        order. It raises, having changed nothing, when the step fails; the session then
+        applies each request alone, so each answer is what it would have been alone."""
+        raise NotImplementedError
+
+    @classmethod
     def outputs(cls) -> dict[int, type[Model]]:
         return cls.Output if isinstance(cls.Output, dict) else {cls.success: cls.Output}
 

@@ -155,9 +155,31 @@ class MessagePut(Operation):
     Output = {201: Put, 200: Duplicate}
 
     @classmethod
-    def put(cls, user, data: Input) -> PutResult:
+    def together(cls, data: Input) -> tuple | None:
+        """Single-message puts under the same named unit of work, to the same queue, with no
+        duplicate key and no ``refers_to``, go together: their messages are put as one batch
+        (one step, one journal row), each still answered as a put of one (docs/api.md,
+        "Sessions: the fast path")."""
+        if data.transaction is None or data.messages is not None or data.dedup_key or data.refers_to is not None:
+            return None
+        return (data.broker, data.queue, data.transaction, data.syncpoint, data.connection, data.put_application)
+
+    @classmethod
+    def perform_together(cls, user, inputs: list[Input]) -> list[tuple[int, dict[str, Any]]]:
+        result = cls.put(user, inputs[0], more=inputs[1:])
+        if len(result.messages) != len(inputs):  # not for puts that go together (no duplicate keys)
+            raise AssertionError("a put together stored other than one message per request")
+        b, q, txn = result.queue.broker.name, result.queue.name, result.transaction_id
+        return [
+            (201, {**message_render(m, broker=b, queue=q, bodies=d.bodies), "transaction": txn})
+            for m, d in zip(result.messages, inputs)
+        ]
+
+    @classmethod
+    def put(cls, user, data: Input, *, more: list[Input] = ()) -> PutResult:
         """The put, checked and done, not rendered (for a caller that answers without the
-        messages: STOMP's SEND)."""
+        messages: STOMP's SEND). ``more``: puts that go together with it (``together``),
+        their messages after its own."""
         may.require_put(user, broker=data.broker, queue=data.queue)
         may.require_connection_use(user, conn_id=data.connection)
         username = getattr(user, "username", "")
@@ -166,7 +188,7 @@ class MessagePut(Operation):
         if data.messages is not None:
             messages = [m.to_input() for m in data.messages]
         else:
-            messages = [MessageIn.to_input(data)]
+            messages = [MessageIn.to_input(d) for d in (data, *more)]
         return message_put(
             broker=data.broker,
             queue=data.queue,
