@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from typing import TypeVar
 
 from django.db import transaction
@@ -125,6 +126,61 @@ def _unwatch(keys: list[str]) -> None:
                 del _watchers[key], _versions[key]
 
 
+class Begun:
+    """A wait that has looked once and found nothing, to go on in another thread
+    (``wait_begun``, ``wait_resumed``): the keys it watches (still watched), their versions
+    before that look, and when it ends. Until a resumed wait takes it over, whoever holds it
+    gives it up with ``wait_dropped``."""
+
+    __slots__ = ("keys", "seen", "deadline")
+
+    def __init__(self) -> None:
+        self.keys: list[str] | None = None  # None: no wait began (it found something, or raised)
+        self.seen: tuple = ()
+        self.deadline = 0.0
+
+
+_local = threading.local()
+
+
+@contextmanager
+def wait_begun() -> Iterator[Begun]:
+    """Within: a ``wait_for`` makes its first attempt and, if that finds nothing, returns it
+    at once instead of sleeping, keeping its keys watched; the yielded ``Begun`` records
+    where it stopped. So a session's thread looks once and hands the rest of the wait to a
+    waiter thread (``wait_resumed``), which does not look again unless something was
+    committed since: one look fewer for each get that waits."""
+    begun = Begun()
+    _local.begin = begun
+    try:
+        yield begun
+    except BaseException:
+        wait_dropped(begun)
+        raise
+    finally:
+        _local.begin = None
+
+
+@contextmanager
+def wait_resumed(begun: Begun) -> Iterator[None]:
+    """Within: the ``wait_for`` on ``begun``'s keys goes on from where it stopped (its first
+    attempt only if a key's version moved since). A wait that does not take it over (it
+    failed before waiting) gives up its keys on the way out."""
+    _local.resume = begun
+    try:
+        yield
+    finally:
+        _local.resume = None
+        wait_dropped(begun)
+
+
+def wait_dropped(begun: Begun) -> None:
+    """Stop watching a begun wait's keys (it will not go on)."""
+    keys, begun.keys = begun.keys, None
+    if keys is not None:
+        _unwatch(keys)
+
+
 def wait_for(
     attempt: Callable[[], T], *, keys: list[str], wait_s: float, due: Callable[[], float | None] | None = None
 ) -> T:
@@ -132,8 +188,12 @@ def wait_for(
     return its last result. ``attempt`` runs outside any database transaction. ``due``
     (called after an attempt that found nothing): in how many seconds an attempt may succeed
     with no commit to wake it (a peek-lock or a unit of work's deadline running out), or
-    None; the wait is cut short then."""
-    deadline = time.monotonic() + max(wait_s, 0.0)
+    None; the wait is cut short then. Within ``wait_begun``, ``wait_resumed``: see them."""
+    begin, _local.begin = getattr(_local, "begin", None), None  # for this wait only, not for one inside it
+    resume, _local.resume = getattr(_local, "resume", None), None
+    if resume is not None and resume.keys != keys:
+        resume = None  # another wait's (not expected): this one starts afresh
+    deadline = resume.deadline if resume is not None else time.monotonic() + max(wait_s, 0.0)
     bus = None
     if wait_s > 0:
         from .wakeup_bus import wakeup_bus
@@ -141,14 +201,26 @@ def wait_for(
         bus = wakeup_bus()
         bus.listen()  # listening before the first attempt, so no commit after it goes unheard
     poll = POLL_FIRST_S
-    _watch(keys)  # before the first attempt's versions are read, until the wait ends
+    watching = True  # this wait's to stop watching its keys when it ends
+    if resume is not None:  # its keys are watched already: this wait takes them over
+        resume.keys = None
+    else:
+        _watch(keys)  # before the first attempt's versions are read, until the wait ends
     try:
         while True:
             with _condition:
                 seen = _seen(keys)
-            result = attempt()
+            if resume is not None and seen == resume.seen and bus is not None and bus.listening:
+                result = None  # nothing committed since the look that began the wait: no need to look
+            else:
+                result = attempt()
+            resume = None
             remaining = deadline - time.monotonic()
             if result or remaining <= 0:
+                return result
+            if begin is not None:  # the rest of the wait goes on elsewhere (wait_resumed)
+                begin.keys, begin.seen, begin.deadline = keys, seen, deadline
+                watching = False  # the keys stay watched: the Begun holds them
                 return result
             listening = bus is not None and bus.listening
             timeout = remaining if listening else min(poll, remaining)
@@ -159,4 +231,5 @@ def wait_for(
             if not listening:
                 poll = min(poll * 2, POLL_MAX_S)
     finally:
-        _unwatch(keys)
+        if watching:
+            _unwatch(keys)

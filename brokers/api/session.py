@@ -46,11 +46,12 @@ from django.db import close_old_connections, connections
 
 from config import errors
 from config.errors import BatonError, InvalidInput, MessageTooLarge
+from transactions.wakeups import Begun, wait_begun, wait_dropped, wait_resumed
 
 from .authentication import token_user
 from .operations import SESSION_OPERATIONS
 from .parsers import json_request_loads, json_storable, json_strict_loads
-from .waits import WOULD_WAIT as _WOULD_WAIT, wait_slot_give, wait_slot_take
+from .waits import LOOKS_ONCE as _LOOKS_ONCE, WOULD_WAIT as _WOULD_WAIT, wait_slot_give, wait_slot_take
 
 log = logging.getLogger(__name__)
 
@@ -248,7 +249,14 @@ class _Applier(threading.Thread):
                 self.authenticate(re, data)
                 return
             wait = getattr(data, "wait", 0) or 0
-            if operation.session in _WOULD_WAIT and wait > 0:
+            if operation.session in _LOOKS_ONCE and wait > 0:  # looks here; waits, if it must, in a waiter
+                with wait_begun() as begun:
+                    status, body = operation.perform(user, data)
+                if _WOULD_WAIT[operation.session](status, body):
+                    self.wait(re, operation, user, data, begun)
+                    return
+                wait_dropped(begun)
+            elif operation.session in _WOULD_WAIT and wait > 0:
                 data.wait = 0
                 status, body = operation.perform(user, data)
                 if _WOULD_WAIT[operation.session](status, body):
@@ -273,18 +281,26 @@ class _Applier(threading.Thread):
         self.consumer.user = user
         self.consumer.reply({"re": re, "status": 200, "user": user.get_username()}, hold=self.hold)
 
-    def wait(self, re: Any, operation, user, data) -> None:
-        with self.lock:
-            if self.waiting >= settings.BATON_SESSION_MAX_WAITS:
-                raise Throttled(
-                    f"At most {settings.BATON_SESSION_MAX_WAITS} waiting requests per session.", retry_after=1
-                )
-            slot = wait_slot_take(user)  # the user's, across sessions and REST (brokers/api/waits.py)
-            self.waiting += 1
+    def wait(self, re: Any, operation, user, data, begun: Begun | None = None) -> None:
+        """Hand a request that must wait to a waiter thread; ``begun``: the wait its first
+        look began (``transactions.wakeups.wait_begun``), which the waiter goes on with."""
+        begun = begun or Begun()
+        try:
+            with self.lock:
+                if self.waiting >= settings.BATON_SESSION_MAX_WAITS:
+                    raise Throttled(
+                        f"At most {settings.BATON_SESSION_MAX_WAITS} waiting requests per session.", retry_after=1
+                    )
+                slot = wait_slot_take(user)  # the user's, across sessions and REST (brokers/api/waits.py)
+                self.waiting += 1
+        except BaseException:
+            wait_dropped(begun)
+            raise
 
         def waited() -> None:
             try:
-                status, body = operation.perform(user, data)
+                with wait_resumed(begun):
+                    status, body = operation.perform(user, data)
                 answer = {"re": re, "status": status, **operation.checked(status, body)}
             except BatonError as exc:
                 answer = _error(re, exc)

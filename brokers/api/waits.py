@@ -16,6 +16,7 @@ from typing import Any, Callable
 from django.conf import settings
 
 from config.errors import Throttled
+from transactions.wakeups import wait_begun, wait_dropped, wait_resumed
 
 #: Session operation name -> whether its immediate try's answer means it must wait.
 WOULD_WAIT: dict[str, Callable[[int, dict[str, Any]], bool]] = {
@@ -23,6 +24,10 @@ WOULD_WAIT: dict[str, Callable[[int, dict[str, Any]], bool]] = {
     "commit": lambda status, body: status == 202,
     "check": lambda status, body: status == 200 and body.get("result") == "pending",
 }
+#: Operations whose wait is ``transactions.wakeups.wait_for`` on their first look's keys: the
+#: look made at once begins the wait (``wait_begun``), and the wait goes on from it without
+#: looking again unless something was committed since (``wait_resumed``).
+LOOKS_ONCE = frozenset({"get"})
 #: Seconds a throttled client is asked to wait before trying again.
 RETRY_AFTER_S = 1
 
@@ -79,6 +84,14 @@ def performed(operation, user, data) -> tuple[int, dict[str, Any]]:
     wait = getattr(data, "wait", 0) or 0
     if operation.session not in WOULD_WAIT or wait <= 0:
         return operation.perform(user, data)
+    if operation.session in LOOKS_ONCE:
+        with wait_begun() as begun:
+            status, body = operation.perform(user, data)
+        if not WOULD_WAIT[operation.session](status, body):
+            wait_dropped(begun)
+            return status, body
+        with wait_resumed(begun), wait_slot(user):
+            return operation.perform(user, data)
     data.wait = 0
     status, body = operation.perform(user, data)
     if not WOULD_WAIT[operation.session](status, body):

@@ -1,0 +1,101 @@
+"""A get that waits, over a session or REST, looks once at once and, if it must wait, goes on
+waiting from that look (transactions/wakeups.py, ``wait_begun`` and ``wait_resumed``): it
+does not look again unless something was committed since. So a wait that ends empty looks
+twice (at once, and when the wait is over), not three times; a message committed between
+the first look and the wait is found at once; no key stays watched afterwards."""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import pytest
+from django.contrib.auth import get_user_model
+
+from brokers.api.session import _Applier
+from brokers.api.waits import performed
+from brokers.api.operations import MessageGet
+from brokers.services.brokers import broker_define
+from brokers.services.message_input import MessageInput
+from brokers.services.messages import get as messages_module
+from brokers.services.messages import message_put
+from brokers.services.queues import queue_define
+from transactions import wakeups
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+class _Consumer:
+    def __init__(self, user) -> None:
+        self.user = user
+        self.replies: list[dict] = []
+        self.replied = threading.Event()
+
+    def reply(self, body: dict, *, hold: bool = False) -> None:
+        self.replies.append(body)
+        self.replied.set()
+
+    def flush(self) -> None:
+        pass
+
+
+@pytest.fixture
+def qm(transactional_db):
+    broker_define(name="QM1", transaction_timeout_ms=60_000)
+    queue_define(broker="QM1", name="Q1")
+    return get_user_model().objects.create_superuser("tester")
+
+
+@pytest.fixture
+def looks(monkeypatch):
+    """Each look a get makes at its queue (``_get_once``), and what it found; ``then`` runs
+    after a look (once)."""
+    made: list[int] = []
+    then: list = []
+    original = messages_module._get_once
+
+    def counted(**kwargs):
+        result = original(**kwargs)
+        made.append(len(result.messages))
+        if then:
+            then.pop()()
+        return result
+
+    monkeypatch.setattr(messages_module, "_get_once", counted)
+    counted.made, counted.then = made, then
+    return counted
+
+
+def _session_get(user, wait: float) -> dict:
+    consumer = _Consumer(user)
+    applier = _Applier(consumer)
+    applier.inbox.put(json.dumps({"id": 1, "op": "get", "broker": "QM1", "queue": "Q1", "wait": wait}))
+    applier.pending = 1
+    applier.inbox.put(None)
+    applier.start()
+    applier.join(timeout=60)
+    assert consumer.replied.wait(timeout=60)  # a waiter thread answers, its wait over
+    [reply] = consumer.replies
+    return reply
+
+
+def _rest_get(user, wait: float) -> dict:
+    status, body = performed(MessageGet, user, MessageGet.parse({"broker": "QM1", "queue": "Q1", "wait": wait}))
+    return {"status": status, **body}
+
+
+@pytest.mark.parametrize("get", [_session_get, _rest_get], ids=["session", "rest"])
+def test_a_wait_that_ends_empty_looks_twice(qm, looks, get):
+    reply = get(qm, 0.3)
+    assert (reply["status"], reply["messages"]) == (200, [])
+    assert looks.made == [0, 0]
+    assert wakeups._watchers == {}
+
+
+@pytest.mark.parametrize("get", [_session_get, _rest_get], ids=["session", "rest"])
+def test_a_message_committed_after_the_first_look_is_found_at_once(qm, looks, get):
+    looks.then.append(lambda: message_put(broker="QM1", queue="Q1", messages=[MessageInput(body=b"late")]))
+    reply = get(qm, 30)
+    assert reply["status"] == 200 and [m["body"] for m in reply["messages"]] == ["late"]
+    assert looks.made == [0, 1]
+    assert wakeups._watchers == {}
