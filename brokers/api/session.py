@@ -361,12 +361,16 @@ class SessionConsumer(AsyncWebsocketConsumer):
 
     async def connect(self) -> None:
         self.start_replies()
+        # read once per session, not per frame (each read of a setting goes through Django's lazy object)
+        self.max_length, self.max_pending = settings.BATON_MAX_REQUEST_LENGTH, settings.BATON_SESSION_MAX_PENDING
         key = _header_token(self.scope)
         if key is not None:
             self.user = await asyncio.to_thread(_authenticated, key)  # once per session
         self.applier = _Applier(self)
         self.applier.start()
-        await self.accept()
+        #: The client takes several replies in one frame, as a JSON array (docs/api.md).
+        self.batched = BATCHED in self.scope.get("subprotocols", ())
+        await self.accept(subprotocol=BATCHED if self.batched else None)
 
     async def disconnect(self, code: int) -> None:
         self.closing = True
@@ -382,13 +386,13 @@ class SessionConsumer(AsyncWebsocketConsumer):
                 _error(None, InvalidInput("Send requests as JSON text frames.", errors={"body": ["A binary frame."]}))
             )
             return
-        if len(text_data) > settings.BATON_MAX_REQUEST_LENGTH:
+        if len(text_data) > self.max_length:
             await self._send_now(
                 _error(
                     None,
                     MessageTooLarge(
-                        f"A request frame may hold at most {settings.BATON_MAX_REQUEST_LENGTH} characters.",
-                        max_request_length=settings.BATON_MAX_REQUEST_LENGTH,
+                        f"A request frame may hold at most {self.max_length} characters.",
+                        max_request_length=self.max_length,
                         length=len(text_data),
                     ),
                 )
@@ -396,7 +400,7 @@ class SessionConsumer(AsyncWebsocketConsumer):
             return
         applier = self.applier
         with applier.lock:
-            full = applier.pending >= settings.BATON_SESSION_MAX_PENDING
+            full = applier.pending >= self.max_pending
             if not full:
                 applier.pending += 1
         if full:
@@ -435,8 +439,17 @@ class SessionConsumer(AsyncWebsocketConsumer):
             made, self.made = self.made, []
             self.made_length = 0
             self.asked = False
-        for text in made:
-            self._queue_send(text)
+        if not self.batched or len(made) == 1:
+            for text in made:
+                self._queue_send(text)
+            return
+        start, length = 0, 0  # frames of up to _BATCH_LENGTH characters: one write to the socket each
+        for end, text in enumerate(made, start=1):
+            length += len(text)
+            if length >= _BATCH_LENGTH or end == len(made):
+                part = made[start:end]
+                self._queue_send(part[0] if len(part) == 1 else f"[{','.join(part)}]")
+                start, length = end, 0
 
     def _queue_send(self, text: str) -> None:
         """Send ``text`` now if nothing is queued before it, else queue it behind. A send
@@ -497,6 +510,12 @@ class SessionConsumer(AsyncWebsocketConsumer):
             log.warning("closing a session: %s", why)
             self.loop.create_task(self.close(code=1008))
 
+
+#: The WebSocket subprotocol of a client that takes replies batched: what the session's
+#: threads made while the event loop was busy goes in one frame, a JSON array of replies.
+BATCHED = "baton.batch"
+#: The most characters of replies batched in one frame (a longer reply goes alone).
+_BATCH_LENGTH = 1024 * 1024
 
 #: Most replies, and characters of replies, the session's thread holds back while it has
 #: more requests in hand.

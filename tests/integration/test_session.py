@@ -17,10 +17,14 @@ _ids = itertools.count(1)
 
 
 class Session:
-    def __init__(self, platform, *, token: str | None = None, auth_header: bool = True) -> None:
+    def __init__(self, platform, *, token: str | None = None, auth_header: bool = True, subprotocols=None) -> None:
         headers = {"Authorization": f"Token {token or platform.token}"} if auth_header else {}
         self._connection = connect(
-            f"{platform.ws_url}/api/session/", additional_headers=headers, max_size=None, open_timeout=30
+            f"{platform.ws_url}/api/session/",
+            additional_headers=headers,
+            max_size=None,
+            open_timeout=30,
+            subprotocols=subprotocols,
         )
         self.ws = self._connection.__enter__()
 
@@ -153,6 +157,28 @@ def test_pipelined_puts_in_a_unit_of_work_apply_in_order(session, live_broker):
     assert session.call(op="commit", transaction=txn)["state"] == "committed"
     got = session.call(op="get", broker=live_broker, queue="Q1", batch=100)
     assert [m["body"] for m in got["messages"]] == [str(i) for i in range(50)]
+
+
+def test_a_client_that_takes_replies_batched_gets_every_reply_once_in_order(platform, live_broker):
+    """The ``baton.batch`` subprotocol: a frame is one reply or an array of them; pipelined
+    puts are answered, each once, in the order sent; a session that did not ask it gets one
+    reply a frame (the other tests)."""
+    batched = Session(platform, subprotocols=["baton.batch"])
+    try:
+        assert batched.ws.subprotocol == "baton.batch"
+        txn = batched.call(op="begin", broker=live_broker)["id"]
+        sent = [
+            batched.send(op="put", broker=live_broker, queue="Q1", body=str(i), transaction=txn) for i in range(200)
+        ]
+        replies: list[dict] = []
+        while len(replies) < len(sent):
+            frame = json.loads(batched.ws.recv(timeout=30))
+            assert isinstance(frame, dict) or (isinstance(frame, list) and len(frame) > 1), frame
+            replies.extend(frame if isinstance(frame, list) else [frame])
+        assert [r["re"] for r in replies] == sent and all(r["status"] == 201 for r in replies)
+        assert batched.call(op="commit", transaction=txn)["state"] == "committed"
+    finally:
+        batched.close()
 
 
 def test_a_held_commit_waits_without_blocking_the_session(session, live_broker):

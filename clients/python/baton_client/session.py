@@ -29,6 +29,9 @@ from .errors import NetworkError, RequestTimeout, error_from_body
 __all__ = ["Session", "session_url", "reply_body"]
 
 PATH = "/api/session/"
+#: The subprotocol asked for: the server may send several replies in one frame, as a JSON
+#: array (a server that does not know it sends one reply a frame).
+BATCHED = "baton.batch"
 #: The largest reply frame read (a batch of big messages); the server applies its own limit to requests.
 MAX_FRAME_BYTES = 256 * 1024 * 1024
 
@@ -92,6 +95,7 @@ class Session:
                     additional_headers=self._headers,
                     user_agent_header=self._user_agent,
                     compression=None,
+                    subprotocols=[BATCHED],  # several replies may come in one frame, as a JSON array
                     proxy=None,
                     open_timeout=self.open_timeout,
                     max_size=MAX_FRAME_BYTES,
@@ -112,12 +116,16 @@ class Session:
             while True:
                 frame = ws.recv()
                 try:
-                    reply = json.loads(frame)
-                    future = self._awaited.pop(reply["re"], None)
-                except (ValueError, TypeError, KeyError):
-                    continue  # not a reply to a request of ours (the server answers bad frames with re: null)
-                if future is not None and not future.done():
-                    future.set_result(reply)
+                    replies = json.loads(frame)
+                except ValueError:
+                    continue
+                for reply in replies if isinstance(replies, list) else (replies,):
+                    try:
+                        future = self._awaited.pop(reply["re"], None)
+                    except (TypeError, KeyError):
+                        continue  # not a reply to a request of ours (the server answers bad frames with re: null)
+                    if future is not None and not future.done():
+                        future.set_result(reply)
         except ConnectionClosed:
             pass
         except Exception:  # noqa: BLE001 - whatever broke the connection, the awaited replies fail below
