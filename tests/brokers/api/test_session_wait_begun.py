@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import json
 import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.db import connections
 
+from brokers.api import session as session_module
 from brokers.api.session import _Applier
 from brokers.api.waits import performed
 from brokers.api.operations import MessageGet
@@ -44,6 +47,17 @@ def qm(transactional_db):
     broker_define(name="QM1", transaction_timeout_ms=60_000)
     queue_define(broker="QM1", name="Q1")
     return get_user_model().objects.create_superuser("tester")
+
+
+@pytest.fixture(autouse=True)
+def waiter(monkeypatch):
+    """The sessions' waiter pool, one thread, whose database connection is closed afterwards
+    (the pool's threads keep theirs, as in the server)."""
+    pool = ThreadPoolExecutor(1, thread_name_prefix="session-wait")
+    monkeypatch.setattr(session_module, "_WAITERS", pool)
+    yield
+    pool.submit(connections.close_all).result(timeout=60)
+    pool.shutdown()
 
 
 @pytest.fixture
