@@ -51,6 +51,7 @@ class _SessionRun(_Run):
             open_uows: list = []
             try:
                 client.list_brokers()  # the HTTP connection, before the clock starts
+                client.open()  # and the session's
                 work(self, client, open_uows)
             except _Stopped:
                 pass

@@ -372,6 +372,12 @@ class SessionConsumer(AsyncWebsocketConsumer):
         self.batched = BATCHED in self.scope.get("subprotocols", ())
         await self.accept(subprotocol=BATCHED if self.batched else None)
 
+    async def websocket_disconnect(self, message: dict[str, Any]) -> None:
+        """Channels' disconnect without its tidying of database connections (a hop into the
+        shared sync thread): this event loop has none; the session's thread closes its own."""
+        await self.disconnect(message.get("code", 1000))
+        raise StopConsumer()
+
     async def disconnect(self, code: int) -> None:
         self.closing = True
         self.applier.inbox.put(None)

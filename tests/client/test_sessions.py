@@ -132,3 +132,18 @@ def test_a_dropped_session_fails_its_waiting_call_and_the_next_call_opens_a_new_
     thread.join(30)
     assert isinstance(box.get("error"), NetworkError) and box["error"].status is None
     assert client.get(broker, "Q1").text == "before"
+
+
+def test_open_opens_the_session_before_the_first_operation(platform, broker):
+    """``Client.open``: the session is open (and takes replies batched) before any operation
+    uses it; over REST it does nothing."""
+    with Client(platform.url, platform.token, timeout=30) as client:
+        assert client._session._ws is None
+        assert client.open() is client
+        ws = client._session._ws
+        assert ws is not None and ws.subprotocol == "baton.batch"
+        with client.transaction(broker) as tx:
+            tx.put("Q1", "first")
+        assert client._session._ws is ws  # the same session served it
+    with Client(platform.url, platform.token, timeout=30, transport="rest") as rest:
+        assert rest.open() is rest and rest._session is None

@@ -147,6 +147,11 @@ class Session:
         except Exception:  # noqa: BLE001 - already gone
             pass
 
+    def open(self) -> None:
+        """Open the session now, rather than with the first request."""
+        with self._lock:
+            self._open()
+
     def close(self) -> None:
         """Close the session (replies still awaited fail with NetworkError)."""
         with self._lock:
