@@ -9,12 +9,9 @@ known; it runs against real transactions (``transactional_db``)."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 from django.contrib.auth import get_user_model
 
-from brokers.api.session import _Applier
 from brokers.services.access import api_token_issue
 from brokers.services.brokers import broker_define
 from brokers.services.messages import message_get
@@ -22,21 +19,9 @@ from brokers.services.queues import queue_define
 from transactions.manager import transaction_begin, transaction_commit
 from transactions.models import JournalEvent
 
+from tests.brokers.api.session_thread import session_thread_run
+
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-class _Consumer:
-    """What the session's thread needs of its consumer: the user and somewhere to reply."""
-
-    def __init__(self, user) -> None:
-        self.user = user
-        self.replies: list[dict] = []
-
-    def reply(self, body: dict, *, hold: bool = False) -> None:
-        self.replies.append(body)
-
-    def flush(self) -> None:
-        pass
 
 
 @pytest.fixture
@@ -48,20 +33,9 @@ def uow(transactional_db):
     return transaction_begin(broker="QM1", timeout_ms=60_000).id
 
 
-def _applied(frames: list[dict]) -> list[dict]:
+def _applied(frames: list) -> list[dict]:
     """The replies of a session's thread given ``frames`` all at once."""
-    user = get_user_model().objects.create_superuser("tester")
-    consumer = _Consumer(user)
-    applier = _Applier(consumer)
-    for frame in frames:
-        applier.inbox.put(frame if isinstance(frame, str) else json.dumps(frame))
-    applier.pending = len(frames)
-    applier.inbox.put(None)
-    applier.start()
-    applier.join(timeout=60)
-    assert not applier.is_alive()
-    assert applier.pending == 0
-    return consumer.replies
+    return session_thread_run(get_user_model().objects.create_superuser("tester"), frames).replies
 
 
 def _put(n: int, queue: str, txn: str | None, **more) -> dict:
@@ -141,11 +115,6 @@ def test_an_auth_is_applied_in_order(uow):
     """A put before the session authenticates is refused, the one after it is put: the user
     a request runs as is the session's when the request's turn comes."""
     key = api_token_issue(username="other", create_user=True, superuser=True)
-    consumer = _Consumer(None)
-    applier = _Applier(consumer)
-    for frame in (_put(0, "Q1", None), {"id": 1, "op": "auth", "token": key}, _put(2, "Q1", None), None):
-        applier.inbox.put(None if frame is None else json.dumps(frame))
-    applier.pending = 3
-    applier.start()
-    applier.join(timeout=60)
-    assert [(r["re"], r["status"]) for r in consumer.replies] == [(0, 401), (1, 200), (2, 201)]
+    frames = [_put(0, "Q1", None), {"id": 1, "op": "auth", "token": key}, _put(2, "Q1", None)]
+    replies = session_thread_run(None, frames).replies
+    assert [(r["re"], r["status"]) for r in replies] == [(0, 401), (1, 200), (2, 201)]

@@ -6,8 +6,6 @@ the first look and the wait is found at once; no key stays watched afterwards.""
 
 from __future__ import annotations
 
-import json
-import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -15,7 +13,6 @@ from django.contrib.auth import get_user_model
 from django.db import connections
 
 from brokers.api import session as session_module
-from brokers.api.session import _Applier
 from brokers.api.waits import performed
 from brokers.api.operations import MessageGet
 from brokers.services.brokers import broker_define
@@ -25,21 +22,9 @@ from brokers.services.messages import message_put
 from brokers.services.queues import queue_define
 from transactions import wakeups
 
+from tests.brokers.api.session_thread import session_thread_run
+
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-class _Consumer:
-    def __init__(self, user) -> None:
-        self.user = user
-        self.replies: list[dict] = []
-        self.replied = threading.Event()
-
-    def reply(self, body: dict, *, hold: bool = False) -> None:
-        self.replies.append(body)
-        self.replied.set()
-
-    def flush(self) -> None:
-        pass
 
 
 @pytest.fixture
@@ -81,13 +66,7 @@ def looks(monkeypatch):
 
 
 def _session_get(user, wait: float) -> dict:
-    consumer = _Consumer(user)
-    applier = _Applier(consumer)
-    applier.inbox.put(json.dumps({"id": 1, "op": "get", "broker": "QM1", "queue": "Q1", "wait": wait}))
-    applier.pending = 1
-    applier.inbox.put(None)
-    applier.start()
-    applier.join(timeout=60)
+    consumer = session_thread_run(user, [{"id": 1, "op": "get", "broker": "QM1", "queue": "Q1", "wait": wait}])
     assert consumer.replied.wait(timeout=60)  # a waiter thread answers, its wait over
     [reply] = consumer.replies
     return reply
