@@ -1,6 +1,7 @@
 """A TCP proxy in front of a real platform that reads the WebSocket sessions passing
 through it: which requests travel in sessions (and which over plain HTTP), and, on demand,
-a session that drops after the platform answered a put — the reply never reaches the client.
+a session that drops after the platform answered a put — the reply never reaches the client
+(nor do the replies batched in the same frame with it).
 
 Frames are forwarded unchanged; the proxy only reads them (RFC 6455 framing: client frames
 masked, the server's not; the session sends no compressed frames).
@@ -118,12 +119,14 @@ class SessionProxy:
         try:
             for raw, text in _frames(source):
                 if text is not None:
-                    reply = json.loads(text)
+                    decoded = json.loads(text)  # a reply, or several batched in an array (baton.batch)
+                    answered = [r.get("re") for r in (decoded if isinstance(decoded, list) else [decoded])]
                     with self._lock:
-                        drop = reply.get("re") in puts and self.drops_left > 0
+                        put = next((re for re in answered if re in puts), None)
+                        drop = put is not None and self.drops_left > 0
                         if drop:
                             self.drops_left -= 1
-                            self.seen.dropped.append((number, reply.get("re")))
+                            self.seen.dropped.append((number, put))
                     if drop:
                         break  # the platform answered; the client never hears it
                 client.sendall(raw)
