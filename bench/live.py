@@ -234,6 +234,8 @@ class LivePlatform:
                 "-m",
                 "uvicorn",
                 "config.asgi:application",
+                "--ws",
+                "websockets-sansio",  # as platform/up
                 "--host",
                 HOST,
                 "--port",

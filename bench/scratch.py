@@ -56,6 +56,8 @@ def server_command(port: int) -> list[str]:
         "-m",
         "uvicorn",
         "config.asgi:application",
+        "--ws",
+        "websockets-sansio",  # as platform/up (docs/performance.md, "The serving floor")
         "--host",
         HOST,
         "--port",

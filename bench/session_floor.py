@@ -159,7 +159,7 @@ def run(*, units: int, rounds: int) -> dict:
             port = _free_port()
             floor_proc = subprocess.Popen(
                 [sys.executable, "-m", "uvicorn", "bench.session_floor:app", "--host", HOST, "--port", str(port)]
-                + ["--lifespan", "off", "--log-level", "warning", "--no-access-log"],
+                + ["--ws", "websockets-sansio", "--lifespan", "off", "--log-level", "warning", "--no-access-log"],
                 cwd=ROOT,
                 env={**os.environ, REPLIES_ENV: str(replies_file)},
             )

@@ -336,6 +336,8 @@ class Platform:
             "-m",
             "uvicorn",
             "config.asgi:application",
+            "--ws",
+            "websockets-sansio",  # as platform/up
             "--host",
             "127.0.0.1",
             "--port",

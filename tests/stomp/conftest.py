@@ -197,7 +197,13 @@ def web_port(transactional_db):
         port = s.getsockname()[1]
     server = uvicorn.Server(
         uvicorn.Config(
-            application, host="127.0.0.1", port=port, lifespan="off", log_level="warning", ws_max_size=64 * 1024 * 1024
+            application,
+            host="127.0.0.1",
+            port=port,
+            lifespan="off",
+            log_level="warning",
+            ws="websockets-sansio",  # as platform/up
+            ws_max_size=64 * 1024 * 1024,
         )
     )
     server.install_signal_handlers = lambda: None

@@ -111,6 +111,8 @@ class LiveServer:
                 "-m",
                 "uvicorn",
                 "config.asgi:application",
+                "--ws",
+                "websockets-sansio",  # as platform/up
                 "--host",
                 "127.0.0.1",
                 "--port",
