@@ -27,7 +27,7 @@ from django.utils import timezone
 from . import queries
 from .durability import engine_step, engine_step_outermost
 from .exceptions import TransactionBackedOut, TransactionNotActive, TransactionNotFound
-from .journal import journal_event, journal_record
+from .journal import journal_event, journal_record, journal_step_event
 from .locks import link_graph_lock, link_graph_locking
 from .models import OPEN_STATES, JournalKind, Link, Transaction, TransactionState, transaction_id_new
 from .resources import resource_managers
@@ -241,12 +241,16 @@ def transaction_links_add(*, downstream: Transaction, upstream_refs: list[tuple[
     queries.transactions_mark(transaction_ids=upstream_ids, mark=MARK_LINKED)  # in SQL: no lost update of marks
     _marked_here_note(upstream_ids)
     queries.links_insert(downstream_id=downstream.id, upstream_refs=upstream_refs, created_at=now)
-    journal_record(
+    journal_record(  # one row for the step's links (transactions.journal.journal_step_event)
         events=[
-            journal_event(
-                JournalKind.LINK, broker=downstream.broker, transaction_id=downstream.id, msg_id=ref, upstream=u, at=now
+            journal_step_event(
+                JournalKind.LINK,
+                broker=downstream.broker,
+                queue="",
+                transaction_id=downstream.id,
+                at=now,
+                messages=[{"msg_id": ref, "upstream": u} for u, ref in upstream_refs],
             )
-            for u, ref in upstream_refs
         ]
     )
 
