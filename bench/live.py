@@ -26,6 +26,8 @@ from pathlib import Path
 
 import httpx
 
+from .scratch import WS_PROTOCOL
+
 ROOT = Path(__file__).resolve().parents[1]
 HOST = "127.0.0.1"
 #: The processes a live platform runs, in start order (one web server and one worker).
@@ -235,7 +237,7 @@ class LivePlatform:
                 "uvicorn",
                 "config.asgi:application",
                 "--ws",
-                "websockets-sansio",  # as platform/up
+                WS_PROTOCOL,
                 "--host",
                 HOST,
                 "--port",

@@ -47,6 +47,12 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+#: Uvicorn's WebSocket protocol, as platform/up and the image choose it: the sans-I/O one
+#: (docs/performance.md, "The serving floor"). Every web server the benchmarks and the
+#: tests start uses it.
+WS_PROTOCOL = "websockets-sansio"
+
+
 def server_command(port: int) -> list[str]:
     """The server's command line: platform/up's, on a loopback port, with as many web server
     processes as ``BATON_WEB_PROCESSES`` says (1 by default), as platform/up starts."""
@@ -57,7 +63,7 @@ def server_command(port: int) -> list[str]:
         "uvicorn",
         "config.asgi:application",
         "--ws",
-        "websockets-sansio",  # as platform/up (docs/performance.md, "The serving floor")
+        WS_PROTOCOL,
         "--host",
         HOST,
         "--port",

@@ -34,6 +34,8 @@ from pathlib import Path
 import httpx
 from websockets.sync.client import connect
 
+from .scratch import WS_PROTOCOL
+
 from .live import HOST, LivePlatform
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -159,7 +161,7 @@ def run(*, units: int, rounds: int) -> dict:
             port = _free_port()
             floor_proc = subprocess.Popen(
                 [sys.executable, "-m", "uvicorn", "bench.session_floor:app", "--host", HOST, "--port", str(port)]
-                + ["--ws", "websockets-sansio", "--lifespan", "off", "--log-level", "warning", "--no-access-log"],
+                + ["--ws", WS_PROTOCOL, "--lifespan", "off", "--log-level", "warning", "--no-access-log"],
                 cwd=ROOT,
                 env={**os.environ, REPLIES_ENV: str(replies_file)},
             )

@@ -23,6 +23,7 @@ from typing import Callable, Iterator, TypeVar
 import httpx
 
 from bench.live import MANAGE_EACH
+from bench.scratch import WS_PROTOCOL
 
 ROOT = Path(__file__).resolve().parents[2]
 PYTHON = sys.executable
@@ -337,7 +338,7 @@ class Platform:
             "uvicorn",
             "config.asgi:application",
             "--ws",
-            "websockets-sansio",  # as platform/up
+            WS_PROTOCOL,
             "--host",
             "127.0.0.1",
             "--port",

@@ -65,7 +65,7 @@ def test_preemptive_gets_mark_both_sides_once_and_link_once_per_message(queue):
     assert [upstream for upstream, _ in links] == sorted([producer] * 3 + [other])
     assert len({ref for _, ref in links}) == 4
     # one link event per message, a step's several in one row (transactions.journal.journal_step_event)
-    rows = JournalEvent.objects.filter(kind="link", transaction_id=consumer).order_by("id").values()
+    rows = list(JournalEvent.objects.filter(kind="link", transaction_id=consumer).order_by("id").values())
     events = [event for row in rows for event in journal_messages(row)]
     assert sorted((event["detail"]["upstream"], event["msg_id"]) for event in events) == links
     assert [row["count"] for row in rows] == [1, 3]

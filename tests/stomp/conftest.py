@@ -9,6 +9,7 @@ import threading
 import pytest
 import stomp
 
+from bench.scratch import WS_PROTOCOL
 from brokers.services.access import api_token_issue
 from brokers.services.brokers import broker_define
 from brokers.services.queues import queue_define
@@ -202,7 +203,7 @@ def web_port(transactional_db):
             port=port,
             lifespan="off",
             log_level="warning",
-            ws="websockets-sansio",  # as platform/up
+            ws=WS_PROTOCOL,
             ws_max_size=64 * 1024 * 1024,
         )
     )

@@ -27,6 +27,7 @@ schemathesis = pytest.importorskip("schemathesis")
 from schemathesis.checks import not_a_server_error  # noqa: E402  (after importorskip)
 from schemathesis.specs.openapi.checks import negative_data_rejection, response_schema_conformance  # noqa: E402
 
+from bench.scratch import WS_PROTOCOL  # noqa: E402
 from tests.integration.servers import PYTHON, ROOT, Server, base_env, free_port, manage, poll_until  # noqa: E402
 
 pytestmark = pytest.mark.integration
@@ -112,7 +113,7 @@ class LiveServer:
                 "uvicorn",
                 "config.asgi:application",
                 "--ws",
-                "websockets-sansio",  # as platform/up
+                WS_PROTOCOL,
                 "--host",
                 "127.0.0.1",
                 "--port",
