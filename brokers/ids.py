@@ -7,24 +7,34 @@ its connection id as a correlation id knowing it can never equal a system-made i
 
 from __future__ import annotations
 
-import itertools
 import os
 import threading
 import time
 
 _lock = threading.Lock()
-_state: dict = {"pid": None, "node": b"", "counter": itertools.count()}
+_state: dict = {"pid": None, "node": "", "next": 0}
+_STAMP_MASK = (1 << 64) - 1  # 8 bytes of nanoseconds (they last until 2554)
 
 
 def id_new() -> str:
     """A fresh 24-byte id as 48 lowercase hex characters."""
-    with _lock:
-        if _state["pid"] != os.getpid():  # a forked worker must not repeat its parent's ids
-            _state.update(pid=os.getpid(), node=os.urandom(8), counter=itertools.count())
-        count = next(_state["counter"])
-        node = _state["node"]
-    return (time.time_ns().to_bytes(8, "big") + node + count.to_bytes(8, "big")).hex()
+    node, count = _counters_taken(1)
+    return "%016x%s%016x" % (time.time_ns() & _STAMP_MASK, node, count)
 
 
 def ids_new(n: int) -> list[str]:
-    return [id_new() for _ in range(n)]
+    """``n`` fresh ids: one clock reading and one turn of the lock for all of them (they
+    differ in their counters, in order)."""
+    node, first = _counters_taken(n)
+    stamp = "%016x%s" % (time.time_ns() & _STAMP_MASK, node)
+    return [stamp + "%016x" % count for count in range(first, first + n)]
+
+
+def _counters_taken(n: int) -> tuple[str, int]:
+    """This process's node (as hex) and the first of ``n`` counters taken for it."""
+    with _lock:
+        if _state["pid"] != os.getpid():  # a forked worker must not repeat its parent's ids
+            _state.update(pid=os.getpid(), node=os.urandom(8).hex(), next=0)
+        first = _state["next"]
+        _state["next"] = first + n
+        return _state["node"], first

@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Iterable, Sequence
 
-from django.core.serializers.json import DjangoJSONEncoder
 
 from transactions.models import OPEN_STATES
 from transactions.resources import AtOnce
@@ -36,6 +35,7 @@ from transactions.queries import (  # noqa: F401  (GUARD_SQLSTATE, guard_refused
     deferred,
     dt_param,
     guard_refused,
+    json_text,
     model_instance,
     postgres,
     prefetched,
@@ -179,15 +179,17 @@ def transaction_row_and_definitions_version(*, transaction_id: str):
     """A put's first statement: the unit of work's row, locked ``FOR UPDATE`` (PostgreSQL)
     until the database transaction ends, with the definitions version. None if there is
     no such unit of work."""
-    lock = " FOR UPDATE" if postgres() else ""
     with cursor() as c:
-        c.execute(
-            f"SELECT {', '.join(TRANSACTION_COLUMNS)}, (SELECT version FROM {VERSION} WHERE id = 1)"
-            f" FROM {TRANSACTION} WHERE id = %s{lock}",
-            [transaction_id],
-        )
+        c.execute(_ROW_AND_VERSION_LOCKED if postgres() else _ROW_AND_VERSION, [transaction_id])
         row = c.fetchone()
     return None if row is None else (transaction_from_row(row[:-1]), row[-1])
+
+
+_ROW_AND_VERSION = (
+    f"SELECT {', '.join(TRANSACTION_COLUMNS)}, (SELECT version FROM {VERSION} WHERE id = 1)"
+    f" FROM {TRANSACTION} WHERE id = %s"
+)
+_ROW_AND_VERSION_LOCKED = _ROW_AND_VERSION + " FOR UPDATE"
 
 
 def put_start(*, transaction_id: str | None, queue_id: int, count: int, commit_count: int):
@@ -284,16 +286,20 @@ def queue_reserve(*, queue_id: int, count: int, commit_count: int, max_depth_che
     first of them, or None when the queue is full. Locks the queue's row (PostgreSQL) until
     the database transaction ends: commit sequences are handed out in commit order, and two
     puts never both take the last room. The releases are read, not locked (``_RELEASED``)."""
-    limit = f" AND reserved_depth + %s - {_RELEASED} <= max_depth" if max_depth_checked else ""
-    params: list = [count, commit_count, queue_id] + ([count, queue_id] if max_depth_checked else [])
     with cursor() as c:
-        c.execute(
-            f"UPDATE {QUEUE} SET reserved_depth = reserved_depth + %s, next_commit_seq = next_commit_seq + %s"
-            f" WHERE id = %s{limit} RETURNING next_commit_seq",
-            params,
-        )
+        if max_depth_checked:
+            c.execute(_RESERVE_CHECKED, [count, commit_count, queue_id, count, queue_id])
+        else:
+            c.execute(_RESERVE, [count, commit_count, queue_id])
         row = c.fetchone()
     return None if row is None else row[0] - commit_count
+
+
+_RESERVE_SET = f"UPDATE {QUEUE} SET reserved_depth = reserved_depth + %s, next_commit_seq = next_commit_seq + %s"
+_RESERVE = f"{_RESERVE_SET} WHERE id = %s RETURNING next_commit_seq"
+_RESERVE_CHECKED = (
+    f"{_RESERVE_SET} WHERE id = %s AND reserved_depth + %s - {_RELEASED} <= max_depth RETURNING next_commit_seq"
+)
 
 
 def queues_release(*, counts: dict[int, int]) -> None:
@@ -381,11 +387,13 @@ _put_values: dict[int, str] = {}
 
 
 def _put_values_sql(rows: int) -> str:
-    """SQLite: the put's INSERT of ``rows`` rows (one VALUES tuple each), made once per size."""
+    """SQLite: the put's INSERT of ``rows`` rows (one VALUES tuple each), returning their row
+    ids, made once per size."""
     sql = _put_values.get(rows)
     if sql is None:
         one = "(" + ", ".join("%s" for _ in PUT_COLUMNS) + ")"
-        sql = f"INSERT INTO {MESSAGE} ({', '.join(PUT_COLUMNS)}) VALUES {', '.join([one] * rows)}"
+        values = ", ".join([one] * rows)
+        sql = f"INSERT INTO {MESSAGE} ({', '.join(PUT_COLUMNS)}) VALUES {values} RETURNING id, msg_id"
         if len(_put_values) < 1024:
             _put_values[rows] = sql
     return sql
@@ -421,7 +429,7 @@ def messages_insert(*, messages: Sequence[Message]) -> None:
             params.extend(message_put_values(m, adapt))
         sql = _put_values_sql(len(messages))
     with cursor() as c:
-        c.execute(sql + " RETURNING id, msg_id", params)
+        c.execute(sql, params)
         ids = {msg_id: pk for pk, msg_id in c.fetchall()}
     for m in messages:
         m.id = ids[m.msg_id]
@@ -1195,7 +1203,6 @@ _DEFAULTS.update(
     dead_letter_queue="",
     feedback="",
 )
-_encoder = DjangoJSONEncoder()
 
 
 def _instance(values: dict, queue=None) -> Message:
@@ -1257,15 +1264,15 @@ def message_put_values(m: Message, adapt=dt_param) -> tuple:
         m.format,
         m.reply_to_queue,
         m.reply_to_broker,
-        _encoder.encode(m.report) if m.report else "[]",
-        _encoder.encode(m.properties) if m.properties else "{}",
+        json_text(m.report) if m.report else "[]",
+        json_text(m.properties) if m.properties else "{}",
         adapt(m.put_time),
         m.put_application,
         m.backout_count,
         m.delivery_count,
         m.dead_letter_reason,
         m.dead_letter_queue,
-        None if m.transmission_header is None else _encoder.encode(m.transmission_header),
+        None if m.transmission_header is None else json_text(m.transmission_header),
         m.body,
         m.commit_seq,
         m.put_transaction_id,

@@ -29,7 +29,7 @@ transaction (durable unless it said otherwise).
 
 from __future__ import annotations
 
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Iterator
 
 from django.conf import settings
@@ -40,21 +40,15 @@ from .sqlite_writer import connection_writer
 from .wal_sync import wal_synced
 
 
-@contextmanager
-def engine_step(*, durable: bool) -> Iterator[None]:
-    """One database transaction of the engine; ``durable`` says whether its commit must be
-    on disk before the caller answers."""
+def engine_step(*, durable: bool) -> AbstractContextManager[None]:
+    """One database transaction of the engine (``with engine_step(...)``); ``durable`` says
+    whether its commit must be on disk before the caller answers."""
     conn = queries.default_db()
     if not engine_step_outermost():
-        with _atomic_step(conn, durable=durable):
-            yield
-        return
+        return _atomic_step(conn, durable=durable)
     if conn.vendor == "sqlite":
-        with _sqlite_step(conn, durable=durable):
-            yield
-        return
-    with _postgres_step(conn, durable=durable):
-        yield
+        return _sqlite_step(conn, durable=durable)
+    return _postgres_step(conn, durable=durable)
 
 
 def engine_step_outermost() -> bool:
@@ -62,7 +56,9 @@ def engine_step_outermost() -> bool:
     in a caller's, queries not logged): only then does a refused guard undo no one else's
     work."""
     conn = queries.default_db()
-    return not (conn.in_atomic_block or conn.queries_logged or not conn.get_autocommit())
+    if conn.connection is None:
+        conn.ensure_connection()  # its autocommit is the database's once connected
+    return not (conn.in_atomic_block or queries.queries_logged(conn) or not conn.autocommit)
 
 
 @contextmanager
@@ -126,10 +122,10 @@ def _rolled_back(conn, raw_rollback) -> None:
 @contextmanager
 def _sqlite_step(conn, *, durable: bool) -> Iterator[None]:
     conn.close_if_health_check_failed()
-    conn.ensure_connection()
+    if conn.connection is None:
+        conn.ensure_connection()
     raw = conn.connection
-    skip = settings.BATON_SKIP_COMMIT_SYNC
-    relaxed = not skip  # FULL stays the connection's level outside steps
+    relaxed = not queries.hot_setting("BATON_SKIP_COMMIT_SYNC")  # FULL stays the connection's level outside steps
     if relaxed:
         raw.execute("PRAGMA synchronous=NORMAL")
     # threads and processes queue here for SQLite's write lock (transactions/sqlite_writer.py)
@@ -137,16 +133,20 @@ def _sqlite_step(conn, *, durable: bool) -> Iterator[None]:
     try:
         writer.acquire(timeout_s=timeout_s)
         try:
-            with conn.wrap_database_errors:
+            try:
                 raw.execute("BEGIN IMMEDIATE")
+            except Exception:
+                queries.raised_as_django(conn)
             _opened(conn)
             try:
                 yield
                 if conn.needs_rollback:  # an inner atomic block failed and was caught: undo all
                     _rolled_back(conn, raw.rollback)
                     return
-                with conn.wrap_database_errors:
+                try:
                     raw.commit()
+                except Exception:
+                    queries.raised_as_django(conn)
             except BaseException:
                 _rolled_back(conn, raw.rollback)
                 raise
@@ -164,7 +164,8 @@ def _sqlite_step(conn, *, durable: bool) -> Iterator[None]:
 @contextmanager
 def _postgres_step(conn, *, durable: bool) -> Iterator[None]:
     conn.close_if_health_check_failed()
-    conn.ensure_connection()
+    if conn.connection is None:
+        conn.ensure_connection()
     raw = conn.connection
     queries.deferred_begin()
     queries.deferred("BEGIN")  # sent with the first statement

@@ -19,10 +19,14 @@ import threading
 from datetime import timezone as dt_timezone
 from typing import Sequence
 
+import orjson
+from django.conf import settings
 from django.core.serializers.json import DjangoJSONEncoder
+from django.core.signals import setting_changed
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.backends.sqlite3.base import FORMAT_QMARK_REGEX
 from django.db.models.base import ModelState
+from django.dispatch import receiver
 
 from .models import OPEN_STATES, JournalEvent, Link, Transaction
 from .prepared import prepared_sql
@@ -37,9 +41,44 @@ _JOURNAL_COLUMNS = ("at", "kind", "broker", "queue", "transaction_id", "msg_id",
 _DATETIMES = [i for i, name in enumerate(TRANSACTION_COLUMNS) if name.endswith("_at")]
 _MARKS_AT = TRANSACTION_COLUMNS.index("marks")
 _encoder = DjangoJSONEncoder()
+_ORJSON_OPTIONS = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_NON_STR_KEYS
+
+
+def json_text(value) -> str:
+    """A value as the JSON text a column stores (a journal event's detail, a message's
+    properties): by orjson, with what it does not know itself (datetimes included, so they
+    are written as Django writes them) through Django's encoder; what orjson refuses (an
+    integer beyond 64 bits, a lone surrogate) by Django's encoder alone."""
+    try:
+        return orjson.dumps(value, default=_encoder.default, option=_ORJSON_OPTIONS).decode()
+    except TypeError:
+        return _encoder.encode(value)
 
 
 # --- plumbing shared with brokers.queries -------------------------------------------------------
+
+#: Settings the hot path reads, read once: each read through Django's ``settings`` object
+#: costs a few calls. Forgotten whenever settings change (``override_settings``).
+_hot_settings: dict[str, object] = {}
+
+
+def hot_setting(name: str):
+    try:
+        return _hot_settings[name]
+    except KeyError:
+        value = _hot_settings[name] = getattr(settings, name)
+        return value
+
+
+@receiver(setting_changed)
+def _hot_settings_forgotten(**kwargs) -> None:
+    _hot_settings.clear()
+
+
+def queries_logged(db) -> bool:
+    """Django's ``db.queries_logged`` (``CaptureQueriesContext``, DEBUG), read cheaply."""
+    return db.force_debug_cursor or hot_setting("DEBUG")
+
 
 _thread = threading.local()
 
@@ -57,6 +96,14 @@ def default_db():
 
 
 _qmark: dict[str, str] = {}
+
+
+def raised_as_django(db) -> None:
+    """Raise the exception being handled as Django's ``wrap_database_errors`` would (a
+    driver's error as Django's, the connection told an error occurred): only on the way out
+    of a failed statement, so that a statement that succeeds does not pay for the wrapper."""
+    with db.wrap_database_errors:
+        raise
 
 
 class _EngineCursor:
@@ -97,11 +144,13 @@ class _EngineCursor:
             sql = self._sql(sql)
         else:  # planned once per connection (transactions/prepared.py)
             sql, params = prepared_sql(self.db.connection, sql, params)
-        with self.db.wrap_database_errors:
+        try:
             result = self.raw.execute(sql, params)
             for entry in pending or ():
                 _rows_kept(self.raw, entry)
                 self.raw.nextset()  # the caller reads its own statement's result
+        except Exception:
+            raised_as_django(self.db)
         return result
 
     def _autocommit_execute(self, sql: str, params):
@@ -144,7 +193,7 @@ def cursor():
     """A cursor on the default database for one hot-path function (``with cursor() as c``)."""
     db = default_db()
     db._baton_prefetched = None  # any other statement first: what was read ahead may be stale
-    if db.queries_logged:
+    if queries_logged(db):
         return db.cursor()
     return _EngineCursor(db)
 
@@ -160,7 +209,7 @@ def deferred(sql: str, params=(), *, rows: list | None = None) -> None:
     db = default_db()
     db._baton_prefetched = None
     pending = db.__dict__.get("_baton_pending")
-    if pending is not None and db.vendor == "postgresql" and not db.queries_logged:
+    if pending is not None and db.vendor == "postgresql" and not queries_logged(db):
         pending.append((sql, list(params)) if rows is None else (sql, list(params), rows))
         return
     with cursor() as c:
@@ -244,7 +293,9 @@ def dt_param(value):
     the aware value on PostgreSQL."""
     if value is None or postgres():
         return value
-    if value.tzinfo is not None:
+    if value.tzinfo is dt_timezone.utc:  # timezone.now()'s
+        value = value.replace(tzinfo=None)
+    elif value.tzinfo is not None:
         value = value.astimezone(dt_timezone.utc).replace(tzinfo=None)
     return value.isoformat(" ")
 
@@ -303,8 +354,9 @@ def transaction_from_row(row: Sequence) -> Transaction:
     values = list(row)
     for i in _DATETIMES:
         values[i] = aware(values[i])
-    if isinstance(values[_MARKS_AT], str):
-        values[_MARKS_AT] = json.loads(values[_MARKS_AT])
+    marks = values[_MARKS_AT]
+    if isinstance(marks, str):  # SQLite: the text; most units of work have no marks
+        values[_MARKS_AT] = [] if marks == "[]" else json.loads(marks)
     return _transaction_instance(values)
 
 
@@ -599,9 +651,6 @@ def journal_insert(*, events: list) -> None:
     if postgres():
         _journal_insert_arrays(events)
         return
-    detail = json_param()
-    one = f"(%s, %s, %s, %s, %s, %s, {detail}, %s)"
-    head = f"INSERT INTO {JOURNAL} ({', '.join(_JOURNAL_COLUMNS)}) VALUES "
     last_at, last_value = None, None
     for start in range(0, len(events), _JOURNAL_CHUNK):
         chunk = events[start : start + _JOURNAL_CHUNK]
@@ -616,10 +665,24 @@ def journal_insert(*, events: list) -> None:
                 e.queue,
                 e.transaction_id,
                 e.msg_id,
-                _encoder.encode(e.detail) if e.detail else "{}",
+                json_text(e.detail) if e.detail else "{}",
                 e.count,
             )
-        deferred(head + ", ".join([one] * len(chunk)), params)
+        deferred(_journal_values_sql(len(chunk)), params)
+
+
+_journal_values: dict[int, str] = {}
+
+
+def _journal_values_sql(rows: int) -> str:
+    """SQLite: the journal's INSERT of ``rows`` rows, made once per size."""
+    sql = _journal_values.get(rows)
+    if sql is None:
+        values = ", ".join(["(%s, %s, %s, %s, %s, %s, %s, %s)"] * rows)
+        sql = f"INSERT INTO {JOURNAL} ({', '.join(_JOURNAL_COLUMNS)}) VALUES {values}"
+        if len(_journal_values) < 1024:
+            _journal_values[rows] = sql
+    return sql
 
 
 #: Rows per journal INSERT (8 parameters each: well inside SQLite's 32,766 and PostgreSQL's 65,535).
@@ -650,7 +713,7 @@ def _journal_insert_arrays(events: list) -> None:
                 e.queue,
                 e.transaction_id,
                 e.msg_id,
-                _encoder.encode(e.detail) if e.detail else "{}",
+                json_text(e.detail) if e.detail else "{}",
                 e.count,
             ),
         ):

@@ -20,8 +20,7 @@ import os
 import threading
 import time
 
-from django.conf import settings
-from .queries import default_db
+from .queries import default_db, hot_setting
 
 from .wakeups import wakeup_notify, wakeup_notify_all
 
@@ -164,8 +163,8 @@ os.register_at_fork(after_in_child=_buses.clear)
 def wakeup_bus() -> WakeupBus:
     """This process's bus for the default database (one per database and setting)."""
     db = default_db()
-    choice = settings.BATON_WAKEUPS
-    redis_url = settings.BATON_WAKEUP_REDIS_URL
+    choice = hot_setting("BATON_WAKEUPS")
+    redis_url = hot_setting("BATON_WAKEUP_REDIS_URL")
     key = (choice, redis_url, db.vendor, db.settings_dict["NAME"])
     bus = _buses.get(key)
     if bus is None:

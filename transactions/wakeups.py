@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import TypeVar
 
-from django.db import transaction
+from .queries import default_db
 
 T = TypeVar("T")
 
@@ -67,14 +67,14 @@ def wakeup_notify_on_commit(keys: Iterable[str]) -> None:
     from .wakeup_bus import wakeup_bus
 
     bus = wakeup_bus()
-    conn = transaction.get_connection()
+    conn = default_db()  # Django's connection, without ``transaction.get_connection()``'s look-up
     pending = conn.__dict__.get("_baton_wakeups")
     if pending is not None and conn.in_atomic_block and any(hook is pending for _, hook, _ in conn.run_on_commit):
         pending.keys.extend(keys)  # this transaction's hook is registered: it takes these too
         return
     pending = _Committed(conn, bus, keys)
     conn._baton_wakeups = pending
-    transaction.on_commit(pending)
+    conn.on_commit(pending)  # as ``transaction.on_commit``: run now outside a transaction
 
 
 def wakeup_notify_committed(keys: list[str], *, published: bool) -> None:
