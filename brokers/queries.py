@@ -153,20 +153,21 @@ _OVERDUE = (
 
 def _get_start_sql(*, queue_id: int, transaction_id: str | None, now) -> tuple[str, list]:
     t = dt_param(now)
-    settle = f"{_LAPSED}, ({_OVERDUE})"
-    version = f"(SELECT version FROM {VERSION} WHERE id = 1)"
     if transaction_id is not None:
-        lock = " FOR UPDATE OF t" if postgres() else ""
-        return (
-            f"SELECT {version}, q.exclusive_holder, q.exclusive_until, {settle},"
-            f" {', '.join('t.' + name for name in TRANSACTION_COLUMNS)}"
-            f" FROM {QUEUE} q, {TRANSACTION} t WHERE q.id = %s AND t.id = %s{lock}",
-            [t, t, queue_id, transaction_id],
-        )
-    return (
-        f"SELECT {version}, q.exclusive_holder, q.exclusive_until, {settle} FROM {QUEUE} q WHERE q.id = %s",
-        [t, t, queue_id],
-    )
+        return _GET_START_NAMED_LOCKED if postgres() else _GET_START_NAMED, [t, t, queue_id, transaction_id]
+    return _GET_START, [t, t, queue_id]
+
+
+_GET_START_HEAD = (
+    f"SELECT (SELECT version FROM {VERSION} WHERE id = 1), q.exclusive_holder, q.exclusive_until,"
+    f" {_LAPSED}, ({_OVERDUE})"
+)
+_GET_START = f"{_GET_START_HEAD} FROM {QUEUE} q WHERE q.id = %s"
+_GET_START_NAMED = (
+    f"{_GET_START_HEAD}, {', '.join('t.' + name for name in TRANSACTION_COLUMNS)}"
+    f" FROM {QUEUE} q, {TRANSACTION} t WHERE q.id = %s AND t.id = %s"
+)
+_GET_START_NAMED_LOCKED = _GET_START_NAMED + " FOR UPDATE OF t"
 
 
 def _get_started(row, *, named: bool):

@@ -15,11 +15,13 @@ from __future__ import annotations
 
 from django.db import connection
 
+from .queries import postgres
+
 LINK_GRAPH_LOCK_KEY = 0x62_61_74_6F_6E  # "baton"
 
 
 def link_graph_locking() -> bool:
-    return connection.vendor == "postgresql"
+    return postgres()
 
 
 def link_graph_lock(*, exclusive: bool) -> None:

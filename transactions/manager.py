@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Callable, Iterator
 
-from django.db import DatabaseError, connection
+from django.db import DatabaseError
 from django.utils import timezone
 
 from . import queries
@@ -130,7 +130,7 @@ def transaction_begin(
         deadline_at=now + timedelta(milliseconds=timeout_ms) if timeout_ms > 0 else None,
         user_id=user_id,
     )
-    if connection.in_atomic_block:  # begun by an operation's first put or get, in its step
+    if queries.default_db().in_atomic_block:  # begun by an operation's first put or get, in its step
         if first is not None:
             first()
         _begin_written(txn, now=now, user_id=user_id)
