@@ -83,6 +83,17 @@ redis_ready() {  # Debian's redis-server, for the scaled-out tests (they start a
   fi
 }
 
+valgrind_ready() {  # Debian's Valgrind, for bench.instructions (its test counts a few calls)
+  if ! command -v valgrind >/dev/null 2>&1; then
+    if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+      echo "==> installing Valgrind (Debian packages)"
+      apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq valgrind >/dev/null
+    else
+      echo "warning: no valgrind; the instruction-count benchmark's test will be skipped" >&2
+    fi
+  fi
+}
+
 postgres_stop() {
   if [ -n "${PG_DIR:-}" ]; then "${PG_STOP[@]}" >/dev/null 2>&1 || true; rm -rf "$PG_DIR"; fi
 }

@@ -64,15 +64,14 @@ def wakeup_notify_on_commit(keys: Iterable[str]) -> None:
     keys = list(keys)
     if not keys:
         return
-    from .wakeup_bus import wakeup_bus
-
-    bus = wakeup_bus()
     conn = default_db()  # Django's connection, without ``transaction.get_connection()``'s look-up
     pending = conn.__dict__.get("_baton_wakeups")
     if pending is not None and conn.in_atomic_block and any(hook is pending for _, hook, _ in conn.run_on_commit):
         pending.keys.extend(keys)  # this transaction's hook is registered: it takes these too
         return
-    pending = _Committed(conn, bus, keys)
+    from .wakeup_bus import wakeup_bus
+
+    pending = _Committed(conn, wakeup_bus(), keys)
     conn._baton_wakeups = pending
     conn.on_commit(pending)  # as ``transaction.on_commit``: run now outside a transaction
 

@@ -18,6 +18,7 @@ from typing import Annotated
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from config.errors import InvalidInput
+from transactions.queries import hot_setting
 
 from ...services.invalid_input import invalid
 
@@ -169,7 +170,7 @@ class Operation:
         """``body`` as rendered, checked against the output definition where
         ``BATON_API_CHECK_REPLIES`` is on (the test suite): a field the definition does not
         name, or one of the wrong type, fails loudly instead of drifting from the docs."""
-        if settings.BATON_API_CHECK_REPLIES:
+        if hot_setting("BATON_API_CHECK_REPLIES"):
             model = cls.outputs().get(status)
             if model is not None:
                 model.model_validate(body)
