@@ -15,13 +15,18 @@ from __future__ import annotations
 
 from django.db import connection
 
-from .queries import postgres
-
 LINK_GRAPH_LOCK_KEY = 0x62_61_74_6F_6E  # "baton"
 
 
+#: Whether the default database is PostgreSQL: it never changes in a process, and the hot
+#: path asks at every commit (through Django's ``connection`` proxy, a look-up each).
+_on_postgres: list[bool] = []
+
+
 def link_graph_locking() -> bool:
-    return postgres()
+    if not _on_postgres:
+        _on_postgres.append(connection.vendor == "postgresql")
+    return _on_postgres[0]
 
 
 def link_graph_lock(*, exclusive: bool) -> None:

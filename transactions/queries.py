@@ -58,11 +58,14 @@ def json_text(value) -> str:
 # --- plumbing shared with brokers.queries -------------------------------------------------------
 
 #: Settings the hot path reads, read once: each read through Django's ``settings`` object
-#: costs a few calls. Forgotten whenever settings change (``override_settings``).
+#: costs a few calls. Forgotten whenever settings change through ``override_settings`` (and
+#: pytest-django's ``settings``), which send ``setting_changed``; a setting assigned
+#: directly (``settings.X = ...``) is not seen.
 _hot_settings: dict[str, object] = {}
 
 
 def hot_setting(name: str):
+    """The value of setting ``name``, as ``getattr(settings, name)``, read once."""
     try:
         return _hot_settings[name]
     except KeyError:
