@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Iterable, Sequence
 
-
 from transactions.models import OPEN_STATES
 from transactions.resources import AtOnce
 from transactions.queries import (  # noqa: F401  (GUARD_SQLSTATE, guard_refused: re-exported for the put's guard)

@@ -15,18 +15,13 @@ from __future__ import annotations
 
 from django.db import connection
 
-LINK_GRAPH_LOCK_KEY = 0x62_61_74_6F_6E  # "baton"
+from .queries import LINK_GRAPH_LOCK_KEY, postgres
 
-
-#: Whether the default database is PostgreSQL: it never changes in a process, and the hot
-#: path asks at every commit (through Django's ``connection`` proxy, a look-up each).
-_on_postgres: list[bool] = []
+__all__ = ["LINK_GRAPH_LOCK_KEY", "link_graph_lock", "link_graph_locking"]
 
 
 def link_graph_locking() -> bool:
-    if not _on_postgres:
-        _on_postgres.append(connection.vendor == "postgresql")
-    return _on_postgres[0]
+    return postgres()
 
 
 def link_graph_lock(*, exclusive: bool) -> None:

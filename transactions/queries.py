@@ -31,6 +31,9 @@ from django.dispatch import receiver
 from .models import OPEN_STATES, JournalEvent, Link, Transaction
 from .prepared import prepared_sql
 
+#: The key of the link-graph lock (PostgreSQL's advisory lock; transactions/locks.py).
+LINK_GRAPH_LOCK_KEY = 0x62_61_74_6F_6E  # "baton"
+
 TRANSACTION = Transaction._meta.db_table
 LINK = Link._meta.db_table
 JOURNAL = JournalEvent._meta.db_table
@@ -481,8 +484,6 @@ def _at_once_guard(
     ``AtOnce``) hold; its answer (added to ``rows``): the wake-up keys (the managers', and
     ``txn:<id>``), then the row's columns. With ``notify`` (the wake-up channel) it also
     ``NOTIFY``s the keys, delivered at commit."""
-    from .locks import LINK_GRAPH_LOCK_KEY
-
     ctes = "".join(f" {sql}," for part in parts for sql, _ in part.ctes)
     ctes_params = [v for part in parts for _, params in part.ctes for v in params]
     require = " AND ".join(f"({sql})" for part in parts for sql, _ in part.require) or "true"
@@ -540,8 +541,6 @@ def graph_lock_shared_and_links(
     ``read``: a statement that takes no lock, ``(sql, params)``, sent after them in the same
     round trip; its rows are kept for ``prefetched`` (the commit's look at what its unit of
     work did to messages: the row lock just taken keeps those rows still)."""
-    from .locks import LINK_GRAPH_LOCK_KEY
-
     sql = (
         f"SELECT pg_advisory_xact_lock_shared(%s), EXISTS (SELECT 1 FROM {LINK}"
         f" WHERE upstream_id = %s OR downstream_id = %s);"
