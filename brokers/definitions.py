@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import threading
 
-from django.db import connection
+from transactions.queries import default_db
 
 from . import queries
 from .exceptions import BrokerNotFound, QueueNotFound
@@ -28,7 +28,7 @@ _cache: dict = {"key": None, "queues": {}, "brokers": {}}
 
 
 def _current(version: int | None) -> dict:
-    key = None if version is None else (connection.settings_dict["NAME"], version)
+    key = None if version is None else (default_db().settings_dict["NAME"], version)
     with _lock:
         if key is None or _cache["key"] != key:
             _cache.update(key=key, queues={}, brokers={})
@@ -44,7 +44,7 @@ def definitions_checked(version: int | None = None) -> bool:
     if version is None:  # no version row (a flushed database): trust nothing cached
         _current(None)
         return False
-    if _cache["key"] == (connection.settings_dict["NAME"], version):
+    if _cache["key"] == (default_db().settings_dict["NAME"], version):
         return True
     _current(version)
     return False
@@ -57,7 +57,7 @@ def definitions_trusted() -> int | None:
     anything it did is kept, and before an error it raises on the strength of the cache
     (``definitions_checked``)."""
     key = _cache["key"]
-    if key is None or key[0] != connection.settings_dict["NAME"]:
+    if key is None or key[0] != default_db().settings_dict["NAME"]:
         return None
     return key[1]
 

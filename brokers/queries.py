@@ -283,23 +283,35 @@ def _stripe() -> int:
 
 def queue_reserve(*, queue_id: int, count: int, commit_count: int, max_depth_checked: bool) -> int | None:
     """Reserve room for ``count`` messages and ``commit_count`` commit sequences; return the
-    first of them, or None when the queue is full. Locks the queue's row (PostgreSQL) until
-    the database transaction ends: commit sequences are handed out in commit order, and two
-    puts never both take the last room. The releases are read, not locked (``_RELEASED``)."""
+    first of them (with none, a number to ignore), or None when the queue is full. Locks the
+    queue's row (PostgreSQL) until the database transaction ends: commit sequences are handed
+    out in commit order, and two puts never both take the last room. The releases are read,
+    not locked (``_RELEASED``)."""
     with cursor() as c:
+        if not postgres():  # SQLite: no RETURNING (dearer than a second statement); the write lock is held
+            if max_depth_checked:
+                c.execute(_RESERVE_CHECKED, [count, commit_count, queue_id, count, queue_id])
+            else:
+                c.execute(_RESERVE, [count, commit_count, queue_id])
+            if c.rowcount != 1:
+                return None
+            if not commit_count:
+                return 0  # no commit sequence handed out
+            c.execute(f"SELECT next_commit_seq FROM {QUEUE} WHERE id = %s", [queue_id])
+            return c.fetchone()[0] - commit_count
         if max_depth_checked:
-            c.execute(_RESERVE_CHECKED, [count, commit_count, queue_id, count, queue_id])
+            c.execute(_RESERVE_CHECKED_RETURNING, [count, commit_count, queue_id, count, queue_id])
         else:
-            c.execute(_RESERVE, [count, commit_count, queue_id])
+            c.execute(_RESERVE_RETURNING, [count, commit_count, queue_id])
         row = c.fetchone()
     return None if row is None else row[0] - commit_count
 
 
 _RESERVE_SET = f"UPDATE {QUEUE} SET reserved_depth = reserved_depth + %s, next_commit_seq = next_commit_seq + %s"
-_RESERVE = f"{_RESERVE_SET} WHERE id = %s RETURNING next_commit_seq"
-_RESERVE_CHECKED = (
-    f"{_RESERVE_SET} WHERE id = %s AND reserved_depth + %s - {_RELEASED} <= max_depth RETURNING next_commit_seq"
-)
+_RESERVE = f"{_RESERVE_SET} WHERE id = %s"
+_RESERVE_CHECKED = f"{_RESERVE_SET} WHERE id = %s AND reserved_depth + %s - {_RELEASED} <= max_depth"
+_RESERVE_RETURNING = f"{_RESERVE} RETURNING next_commit_seq"
+_RESERVE_CHECKED_RETURNING = f"{_RESERVE_CHECKED} RETURNING next_commit_seq"
 
 
 def queues_release(*, counts: dict[int, int]) -> None:
@@ -387,13 +399,15 @@ _put_values: dict[int, str] = {}
 
 
 def _put_values_sql(rows: int) -> str:
-    """SQLite: the put's INSERT of ``rows`` rows (one VALUES tuple each), returning their row
-    ids, made once per size."""
+    """SQLite: the put's INSERT of ``rows`` rows (one VALUES tuple each), made once per size;
+    several rows return their row ids, one row's is the cursor's ``lastrowid`` (SQLite's
+    ``RETURNING`` costs about 25,000 instructions a statement: ``bench.instructions``)."""
     sql = _put_values.get(rows)
     if sql is None:
         one = "(" + ", ".join("%s" for _ in PUT_COLUMNS) + ")"
         values = ", ".join([one] * rows)
-        sql = f"INSERT INTO {MESSAGE} ({', '.join(PUT_COLUMNS)}) VALUES {values} RETURNING id, msg_id"
+        returning = " RETURNING id, msg_id" if rows > 1 else ""
+        sql = f"INSERT INTO {MESSAGE} ({', '.join(PUT_COLUMNS)}) VALUES {values}{returning}"
         if len(_put_values) < 1024:
             _put_values[rows] = sql
     return sql
@@ -430,6 +444,9 @@ def messages_insert(*, messages: Sequence[Message]) -> None:
         sql = _put_values_sql(len(messages))
     with cursor() as c:
         c.execute(sql, params)
+        if len(messages) == 1:
+            messages[0].id = c.lastrowid
+            return
         ids = {msg_id: pk for pk, msg_id in c.fetchall()}
     for m in messages:
         m.id = ids[m.msg_id]
@@ -478,17 +495,18 @@ def _choose_sql(
     commit_ordered: bool,
     uncommitted_of_others: str | None,
     match: dict,
+    columns: str = "id",
 ) -> tuple[str, list]:
-    """The ids an unordered get chooses, in delivery order (``messages_take``,
-    ``messages_lock``); PostgreSQL: ``FOR UPDATE SKIP LOCKED``. Returns the statement and its
-    parameters."""
+    """The ids (or other ``columns``) an unordered get chooses, in delivery order
+    (``messages_take``, ``messages_lock``); PostgreSQL: ``FOR UPDATE SKIP LOCKED``. Returns the
+    statement and its parameters."""
     where, extra = _candidates_where(
         uncommitted_of_others=uncommitted_of_others, commit_ordered=commit_ordered, match=match
     )
     order = _order_by(
         priority_first=priority_first, commit_ordered=commit_ordered, with_uncommitted=bool(uncommitted_of_others)
     )
-    choose = f"SELECT id FROM {MESSAGE} WHERE {where} ORDER BY {order} LIMIT %s" + (
+    choose = f"SELECT {columns} FROM {MESSAGE} WHERE {where} ORDER BY {order} LIMIT %s" + (
         " FOR UPDATE SKIP LOCKED" if postgres() else ""
     )
     return choose, [queue_id, dt_param(now), *extra, limit]
@@ -512,6 +530,17 @@ def messages_take(
     PostgreSQL: the chosen rows are locked with ``FOR UPDATE SKIP LOCKED``, so competing
     consumers take different messages; the outer statement re-checks that each is still
     free. SQLite: the write lock is held already."""
+    if not postgres():
+        return _sqlite_take(
+            queue_id=queue_id,
+            now=now,
+            limit=limit,
+            get_transaction_id=get_transaction_id,
+            priority_first=priority_first,
+            commit_ordered=commit_ordered,
+            uncommitted_of_others=uncommitted_of_others,
+            match=match,
+        )
     sql, params = _take_sql(
         queue_id=queue_id,
         now=now,
@@ -526,6 +555,48 @@ def messages_take(
         c.execute(sql, params)
         rows = c.fetchall()
     return _taken_in_order(rows, priority_first=priority_first, commit_ordered=commit_ordered)
+
+
+def _sqlite_take(*, get_transaction_id: str | None, priority_first: bool, commit_ordered: bool, **choice):
+    """SQLite's take: the chosen rows read whole, then marked gotten or deleted by id (the
+    write lock is held between the two). ``RETURNING`` costs SQLite more than the second
+    statement (about 75,000 instructions a get of one message: ``bench.instructions``)."""
+    choose, params = _choose_sql(
+        priority_first=priority_first, commit_ordered=commit_ordered, columns=_COLUMN_LIST, **choice
+    )
+    with cursor() as c:
+        c.execute(choose, params)
+        rows = c.fetchall()
+        if not rows:
+            return []
+        ids = [row[_ID_AT] for row in rows]
+        ids += ids[-1:] * (_id_slots(len(ids)) - len(ids))  # a few statement shapes, each prepared once
+        if get_transaction_id is None:
+            c.execute(_TAKE_DELETE.format(ids=", ".join(["%s"] * len(ids))), ids)
+        else:
+            c.execute(_TAKE_UPDATE.format(ids=", ".join(["%s"] * len(ids))), [get_transaction_id, *ids])
+            rows = [_gotten(row, get_transaction_id) for row in rows]
+    return _taken_in_order(rows, priority_first=priority_first, commit_ordered=commit_ordered)
+
+
+def _id_slots(count: int) -> int:
+    """The number of ids in a take's ``IN`` list: ``count`` rounded up to a power of two."""
+    return 1 << (count - 1).bit_length()
+
+
+def _gotten(row: tuple, get_transaction_id: str) -> list:
+    """A row as ``_TAKE_UPDATE`` leaves it."""
+    values = list(row)
+    values[_GET_TXN_AT] = get_transaction_id
+    values[_DELIVERY_COUNT_AT] += 1
+    return values
+
+
+_TAKE_UPDATE = (
+    f"UPDATE {MESSAGE} SET get_transaction_id = %s, delivery_count = delivery_count + 1"
+    " WHERE id IN ({ids}) AND get_transaction_id IS NULL AND lock_token IS NULL"
+)
+_TAKE_DELETE = f"DELETE FROM {MESSAGE} WHERE id IN ({{ids}}) AND get_transaction_id IS NULL AND lock_token IS NULL"
 
 
 def _take_sql(*, get_transaction_id: str | None, **choice) -> tuple[str, list]:
@@ -1085,6 +1156,7 @@ _INDEX = {name: i for i, name in enumerate(MESSAGE_COLUMNS)}
 _JSON_AT = [i for name, i in _INDEX.items() if name in _JSON_COLUMNS]
 _DATETIME_AT = [i for name, i in _INDEX.items() if name in _DATETIME_COLUMNS]
 _BOOL_AT = [_INDEX["persistent"]]
+_ID_AT, _GET_TXN_AT, _DELIVERY_COUNT_AT = _INDEX["id"], _INDEX["get_transaction_id"], _INDEX["delivery_count"]
 
 
 def message_from_row(row: Sequence) -> Message:

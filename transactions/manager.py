@@ -16,10 +16,9 @@ Locking (see docs/concurrency.md):
 from __future__ import annotations
 
 import threading
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Callable, Iterator
+from typing import Callable
 
 from django.db import DatabaseError
 from django.utils import timezone
@@ -181,15 +180,21 @@ def transaction_for_operation(*, transaction_id: str, broker: str, locked: Trans
     return txn
 
 
-@contextmanager
-def transaction_timeouts_applied() -> Iterator[None]:
+class transaction_timeouts_applied:  # named as the function it was: ``with transaction_timeouts_applied():``
     """Around a database transaction that may meet an overdue unit of work: once that
     database transaction has been undone, roll the unit of work back for its timeout and
     tell the caller it was backed out (an upstream's rollback cascades to the unit of work
-    that met it, which is then the one named)."""
-    try:
-        yield
-    except TransactionOverdue as exc:
+    that met it, which is then the one named). A class, not a generator: entered by every
+    put and get, where ``@contextmanager`` costs a generator and a ``StopIteration``."""
+
+    __slots__ = ()
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        if exc_type is None or not issubclass(exc_type, TransactionOverdue):
+            return False
         txn = transaction_rollback(transaction_id=exc.transaction_id, reason="timeout", require_open=False).transaction
         if exc.met_by is not None:
             txn = queries.transaction_row(transaction_id=exc.met_by, lock=False) or txn

@@ -188,6 +188,10 @@ class _EngineCursor:
     def rowcount(self) -> int:
         return self.raw.rowcount
 
+    @property
+    def lastrowid(self):
+        return self.raw.lastrowid
+
     def __enter__(self):
         return self
 
