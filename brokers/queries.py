@@ -558,8 +558,9 @@ def messages_take(
 
 def _sqlite_take(*, get_transaction_id: str | None, priority_first: bool, commit_ordered: bool, **choice):
     """SQLite's take: the chosen rows read whole, then marked gotten or deleted by id (the
-    write lock is held between the two). ``RETURNING`` costs SQLite more than the second
-    statement (about 75,000 instructions a get of one message: ``bench.instructions``)."""
+    write lock is held between the two). ``RETURNING`` cost SQLite more than the second
+    statement: about 75,000 instructions a get of one message (docs/performance.md, "SQLite's
+    ``RETURNING``")."""
     choose, params = _choose_sql(
         priority_first=priority_first, commit_ordered=commit_ordered, columns=_COLUMN_LIST, **choice
     )
@@ -569,18 +570,25 @@ def _sqlite_take(*, get_transaction_id: str | None, priority_first: bool, commit
         if not rows:
             return []
         ids = [row[_ID_AT] for row in rows]
-        ids += ids[-1:] * (_id_slots(len(ids)) - len(ids))  # a few statement shapes, each prepared once
+        slots = 1 << (len(ids) - 1).bit_length()  # a power of two: a few statements, each prepared once
+        ids += ids[-1:] * (slots - len(ids))
         if get_transaction_id is None:
-            c.execute(_TAKE_DELETE.format(ids=", ".join(["%s"] * len(ids))), ids)
+            c.execute(_take_by_id(_TAKE_DELETE, slots), ids)
         else:
-            c.execute(_TAKE_UPDATE.format(ids=", ".join(["%s"] * len(ids))), [get_transaction_id, *ids])
+            c.execute(_take_by_id(_TAKE_UPDATE, slots), [get_transaction_id, *ids])
             rows = [_gotten(row, get_transaction_id) for row in rows]
     return _taken_in_order(rows, priority_first=priority_first, commit_ordered=commit_ordered)
 
 
-def _id_slots(count: int) -> int:
-    """The number of ids in a take's ``IN`` list: ``count`` rounded up to a power of two."""
-    return 1 << (count - 1).bit_length()
+_takes_by_id: dict[tuple[str, int], str] = {}
+
+
+def _take_by_id(template: str, slots: int) -> str:
+    """``_TAKE_UPDATE`` or ``_TAKE_DELETE`` with ``slots`` ids, made once per size."""
+    sql = _takes_by_id.get((template, slots))
+    if sql is None:
+        sql = _takes_by_id[(template, slots)] = template.format(ids=", ".join(["%s"] * slots))
+    return sql
 
 
 def _gotten(row: tuple, get_transaction_id: str) -> list:
