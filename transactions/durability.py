@@ -9,9 +9,13 @@ the next durable commit's sync puts everything written before it on disk too, an
 power failure could lose meanwhile is only work that restart recovery rolls back anyway.
 
 SQLite decides at ``COMMIT`` by the connection's ``synchronous`` level, which can only be
-changed outside a transaction: an engine step lowers it to ``NORMAL`` before ``BEGIN`` and
-restores it after ``COMMIT`` (two ``PRAGMA`` calls of a microsecond each), so every other
-write, ORM code included, stays durable. A durable step then syncs the WAL itself after
+changed outside a transaction: an engine step lowers it to ``NORMAL`` before ``BEGIN``
+and leaves it there for the thread's next step; ``FULL`` comes back before the first
+statement of anything else (transactions/backends/sqlite3: ``durable_restored``), so every
+other write, ORM code included, stays durable. Each switch is a statement, and each
+statement lets go of the interpreter's lock and takes it again: in a chain of pipelined
+puts, two per step were as much of a session thread's time as the step's ``COMMIT``
+(docs/performance.md). A durable step then syncs the WAL itself after
 the write lock is released (``transactions.wal_sync``: group commit, one sync for every
 commit finished before it) and answers only after that sync. PostgreSQL takes ``SET LOCAL
 synchronous_commit`` inside the transaction and groups concurrent commits by itself.
@@ -69,13 +73,17 @@ def _atomic_step(conn, *, durable: bool) -> Iterator[None]:
         relax = outermost and not durable and not settings.BATON_SKIP_COMMIT_SYNC
         if relax:
             conn.ensure_connection()
-            conn.connection.execute("PRAGMA synchronous=NORMAL")
+            if not conn.baton_relaxed:
+                conn.connection.execute("PRAGMA synchronous=NORMAL")
+                conn.baton_relaxed = True
+            conn.baton_in_step = True  # the atomic block's BEGIN keeps it
         try:
             with db.atomic():
                 yield
         finally:
-            if relax and conn.connection is not None:
-                conn.connection.execute("PRAGMA synchronous=FULL")
+            if relax:
+                conn.baton_in_step = False
+                conn.durable_restored()  # this rare path puts it back at once
         return
     with db.atomic():
         queries.deferred_begin()
@@ -125,9 +133,11 @@ def _sqlite_step(conn, *, durable: bool) -> Iterator[None]:
     if conn.connection is None:
         conn.ensure_connection()
     raw = conn.connection
-    relaxed = not queries.hot_setting("BATON_SKIP_COMMIT_SYNC")  # FULL stays the connection's level outside steps
-    if relaxed:
+    relaxed = not queries.hot_setting("BATON_SKIP_COMMIT_SYNC")
+    if relaxed and not conn.baton_relaxed:  # left so after the step: FULL comes back before anything else runs
         raw.execute("PRAGMA synchronous=NORMAL")
+        conn.baton_relaxed = True
+    conn.baton_in_step = True
     # threads and processes queue here for SQLite's write lock (transactions/sqlite_writer.py)
     writer, timeout_s = connection_writer(conn)
     try:
@@ -154,8 +164,7 @@ def _sqlite_step(conn, *, durable: bool) -> Iterator[None]:
         finally:
             writer.release()
     finally:
-        if relaxed and conn.connection is not None:
-            conn.connection.execute("PRAGMA synchronous=FULL")
+        conn.baton_in_step = False
     if durable and relaxed:
         wal_synced(conn.settings_dict["NAME"])
     conn.run_and_clear_commit_hooks()

@@ -164,6 +164,8 @@ class _EngineCursor:
         statement, as every other write does (transactions/backends/sqlite3)."""
         from .backends.sqlite3.base import _writes
 
+        if self.db.baton_relaxed:  # after an engine step: FULL again first (transactions/backends/sqlite3)
+            self.db.durable_restored()
         with self.db.wrap_database_errors:
             if not _writes(sql):
                 return self.raw.execute(self._sql(sql), params)

@@ -110,3 +110,51 @@ def test_a_unit_of_work_ends_durable(queue):
     message_put(broker="QM1", queue="Q1", messages=msgs("a"), transaction_id=txn.id)
     assert level() == DURABLE[connection.vendor]  # what any other write would commit with
     assert transaction_commit(transaction_id=txn.id).state == "committed"
+
+
+def _switches(statements: list[str]) -> list[str]:
+    return [s for s in statements if s.startswith("PRAGMA synchronous=")]
+
+
+@pytest.fixture
+def traced():
+    """The statements the connection runs, as SQLite sees them (SQLite only)."""
+    if connection.vendor != "sqlite":
+        pytest.skip("the synchronous level is SQLite's")
+    connection.ensure_connection()
+    statements: list[str] = []
+    connection.connection.set_trace_callback(statements.append)
+    yield statements
+    if connection.connection is not None:
+        connection.connection.set_trace_callback(None)
+
+
+def test_steps_one_after_another_lower_the_level_once(traced):
+    for _ in range(3):
+        with engine_step(durable=False):
+            with engine_cursor() as c:
+                c.execute("CREATE TABLE IF NOT EXISTS durability_probe (x integer)")
+                c.execute("INSERT INTO durability_probe VALUES (1)")
+    assert _switches(traced) == ["PRAGMA synchronous=NORMAL"]
+    assert level() == "full"  # the next statement that is not a step's: FULL first
+    assert _switches(traced) == ["PRAGMA synchronous=NORMAL", "PRAGMA synchronous=FULL"]
+
+
+def test_any_other_write_after_a_step_commits_at_full(traced, queue):
+    from django.db import transaction as db
+
+    from brokers.models import Queue
+
+    with engine_step(durable=False):
+        with engine_cursor() as c:
+            c.execute("SELECT 1")
+    with db.atomic():  # the ORM's own transaction: FULL before its BEGIN
+        Queue.objects.filter(pk=queue.pk).update(description="durable")
+    update = next(i for i, s in enumerate(traced) if "'durable'" in s)
+    assert traced[update - 2 : update] == ["PRAGMA synchronous=FULL", "BEGIN IMMEDIATE"]
+    with engine_step(durable=False):
+        pass
+    Queue.objects.filter(pk=queue.pk).update(description="also durable")  # autocommit: FULL before it
+    update = next(i for i, s in enumerate(traced) if "also durable" in s)  # (a trigger traces it again)
+    assert traced[update - 1] == "PRAGMA synchronous=FULL"
+    assert _switches(traced) == ["PRAGMA synchronous=NORMAL", "PRAGMA synchronous=FULL"] * 2

@@ -2,7 +2,14 @@
 (:mod:`transactions.sqlite_writer`): a write transaction before ``BEGIN IMMEDIATE``,
 released at its ``COMMIT``, ``ROLLBACK`` or the connection's close; a writing statement
 outside any transaction (autocommit: SQLite makes it a transaction of its own) for the
-statement."""
+statement.
+
+The connection's ``synchronous`` level: ``FULL`` (the settings' ``init_command``) for every
+statement outside the engine's steps. A step runs at ``NORMAL`` (transactions/durability.py)
+and leaves the connection there, so that consecutive steps do not switch it twice each;
+``FULL`` is put back before the first statement that is not a step's (``durable_restored``:
+the cursor below, the engine's cursor outside a transaction), always outside a transaction,
+where SQLite allows the switch."""
 
 from __future__ import annotations
 
@@ -28,15 +35,21 @@ class _Cursor(base.SQLiteCursorWrapper):
     db = None  # the DatabaseWrapper, set by create_cursor
 
     def execute(self, query, params=None):
+        db = self.db
+        if db.baton_relaxed and not db.baton_in_step:
+            db.durable_restored()
         if self.connection.in_transaction or not _writes(query):
             return super().execute(query, params)
-        with self.db.writer_held():
+        with db.writer_held():
             return super().execute(query, params)
 
     def executemany(self, query, param_list):
+        db = self.db
+        if db.baton_relaxed and not db.baton_in_step:
+            db.durable_restored()
         if self.connection.in_transaction or not _writes(query):
             return super().executemany(query, param_list)
-        with self.db.writer_held():
+        with db.writer_held():
             return super().executemany(query, param_list)
 
 
@@ -54,6 +67,26 @@ class _Held:
 
 
 class DatabaseWrapper(base.DatabaseWrapper):
+    #: The connection runs at ``synchronous=NORMAL``, as an engine step left it.
+    baton_relaxed = False
+    #: An engine step is under way: its statements run at the level the step chose.
+    baton_in_step = False
+
+    def get_new_connection(self, conn_params):
+        connection = super().get_new_connection(conn_params)
+        self.baton_relaxed = False  # the init_command's FULL
+        return connection
+
+    def durable_restored(self) -> None:
+        """``synchronous=FULL`` again after the engine's steps, before a statement of
+        anything else. Never inside a transaction: only a step leaves the connection
+        relaxed, and every other transaction's first statement comes here first."""
+        if self.baton_relaxed and not self.baton_in_step and self.connection is not None:
+            if self.connection.in_transaction:  # the invariant above broken: fail loudly, not silently relaxed
+                raise RuntimeError("synchronous=NORMAL left on inside a transaction that is not an engine step")
+            self.connection.execute("PRAGMA synchronous=FULL")
+            self.baton_relaxed = False
+
     def create_cursor(self, name=None):
         cursor = self.connection.cursor(factory=_Cursor)
         cursor.db = self
