@@ -62,7 +62,7 @@ def test_context_manager_rolls_back_on_exception(client, broker):
 
 def test_held_commit_is_released_by_the_producers_commit(client, other_client, broker):
     producer = client.transaction(broker)
-    message = producer.put("Q1", "pre-empted")
+    message = producer.put("Q1", "pre-empted").result()  # pipelined: applied before the other client's get
     with other_client.transaction(broker) as consumer:
         got = consumer.get("Q1", preemptive=True)
         assert got.msg_id == message.msg_id
@@ -89,7 +89,7 @@ def test_held_commit_is_released_by_the_producers_commit(client, other_client, b
 
 def test_commit_wait_in_the_context_manager_is_released_by_the_producer(client, other_client, broker):
     producer = client.transaction(broker)
-    producer.put("Q1", "pre-empted")
+    producer.put("Q1", "pre-empted").result()
     consumer = other_client.transaction(broker, commit_wait=30)
 
     def consume():
@@ -113,7 +113,7 @@ def test_commit_wait_in_the_context_manager_is_released_by_the_producer(client, 
 
 def test_wait_committed_times_out_while_held(client, other_client, broker):
     producer = client.transaction(broker)
-    producer.put("Q1", "x")
+    producer.put("Q1", "x").result()
     consumer = other_client.transaction(broker)
     consumer.get("Q1", preemptive=True)
     result = consumer.commit()
@@ -127,7 +127,7 @@ def test_wait_committed_times_out_while_held(client, other_client, broker):
 
 def test_producer_rollback_cascades_to_the_consumer(client, other_client, broker):
     producer = client.transaction(broker)
-    producer.put("Q1", "doomed")
+    producer.put("Q1", "doomed").result()
     consumer = other_client.transaction(broker)
     consumer.get("Q1", preemptive=True)
     assert consumer.commit().state == "commit_held"
@@ -151,7 +151,7 @@ def test_producer_rollback_cascades_to_the_consumer(client, other_client, broker
 
 def test_context_manager_exit_raises_when_backed_out_by_a_cascade(client, other_client, broker):
     producer = client.transaction(broker)
-    producer.put("Q1", "doomed")
+    producer.put("Q1", "doomed").result()
     with pytest.raises(TransactionBackedOut) as info:
         with other_client.transaction(broker) as consumer:
             consumer.get("Q1", preemptive=True)
@@ -162,7 +162,7 @@ def test_context_manager_exit_raises_when_backed_out_by_a_cascade(client, other_
 
 def test_consumer_rollback_leaves_the_producer_alone(client, other_client, broker):
     producer = client.transaction(broker)
-    put = producer.put("Q1", "stays with the producer")
+    put = producer.put("Q1", "stays with the producer").result()
     consumer = other_client.transaction(broker)
     consumer.get("Q1", preemptive=True)
     assert consumer.rollback() == []
