@@ -529,27 +529,18 @@ def messages_take(
     PostgreSQL: the chosen rows are locked with ``FOR UPDATE SKIP LOCKED``, so competing
     consumers take different messages; the outer statement re-checks that each is still
     free. SQLite: the write lock is held already."""
+    choice = {
+        "queue_id": queue_id,
+        "now": now,
+        "limit": limit,
+        "priority_first": priority_first,
+        "commit_ordered": commit_ordered,
+        "uncommitted_of_others": uncommitted_of_others,
+        "match": match,
+    }
     if not postgres():
-        return _sqlite_take(
-            queue_id=queue_id,
-            now=now,
-            limit=limit,
-            get_transaction_id=get_transaction_id,
-            priority_first=priority_first,
-            commit_ordered=commit_ordered,
-            uncommitted_of_others=uncommitted_of_others,
-            match=match,
-        )
-    sql, params = _take_sql(
-        queue_id=queue_id,
-        now=now,
-        limit=limit,
-        get_transaction_id=get_transaction_id,
-        priority_first=priority_first,
-        commit_ordered=commit_ordered,
-        uncommitted_of_others=uncommitted_of_others,
-        match=match,
-    )
+        return _sqlite_take(get_transaction_id=get_transaction_id, **choice)
+    sql, params = _take_sql(get_transaction_id=get_transaction_id, **choice)
     with cursor() as c:
         c.execute(sql, params)
         rows = c.fetchall()
