@@ -55,3 +55,22 @@ def test_a_stopped_bus_sends_what_it_holds_and_closes_its_publisher():
         heard = list(listener.notifies(timeout=5, stop_after=1))
     assert heard and heard[0].payload == "queue:1 txn:x"
     assert not bus._publisher.is_alive()
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="LISTEN/NOTIFY is PostgreSQL's")
+def test_a_payload_reaches_the_listener_as_it_was_whatever_characters_it_holds():
+    from transactions.wakeup_postgres import PostgresBus
+
+    keys = ['queue:"quoted"', "back\\slash", "{braces},comma", "naïve", "NULL"]
+    bus = PostgresBus(params=connection.get_connection_params())
+    with wakeup_listener() as listener:
+        bus.publish_after_commit(keys)
+        bus.stop()
+        heard = list(listener.notifies(timeout=5, stop_after=1))
+    assert heard and heard[0].payload.split(" ") == [
+        'queue:"quoted"',
+        "back\\slash",
+        "{braces},comma",
+        "naïve",
+        "NULL",
+    ]
