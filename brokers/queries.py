@@ -36,6 +36,7 @@ from transactions.queries import (  # noqa: F401  (GUARD_SQLSTATE, guard_refused
     guard_refused,
     json_text,
     model_instance,
+    pg_array,
     postgres,
     prefetched,
     transaction_from_row,
@@ -435,7 +436,7 @@ def messages_insert(*, messages: Sequence[Message]) -> None:
                 column.append(value)
         # nothing reads the rows back in this step (a put answers with message ids, not row
         # ids): the INSERT travels with the step's next statement or its COMMIT
-        deferred(_put_arrays_sql(), columns)
+        deferred(_put_arrays_sql(), [pg_array(column) for column in columns])
         return
     else:
         for m in messages:
