@@ -134,28 +134,28 @@ class MessageIn(BaseModel):
         return self
 
     def to_input(self) -> MessageInput:
-        if self.body_base64 is not None:
-            body = base64.b64decode(self.body_base64)
+        v = self.__dict__  # the validated fields (about 1 µs a message less than attribute reads)
+        if v["body_base64"] is not None:
+            body = base64.b64decode(v["body_base64"])
         else:
-            body = (self.body or "").encode("utf-8", "surrogatepass")
+            body = (v["body"] or "").encode("utf-8", "surrogatepass")
+        correl_id, group_id, report, refers_to = v["correl_id"], v["group_id"], v["report"], v["refers_to"]
         return MessageInput(
-            body=body,
-            correl_id=self.correl_id.lower() if self.correl_id else None,
-            group_id=self.group_id.lower() if self.group_id else None,
-            msg_type=self.msg_type or MessageType.DATAGRAM,
-            priority=self.priority,
-            persistence=self.persistence or "queue_default",
-            expiry_ms=self.expiry_ms,
-            format=self.format or "",
-            reply_to_queue=self.reply_to_queue or "",
-            reply_to_broker=self.reply_to_broker or "",
-            report=sorted(set(self.report or [])),
-            properties=self.properties or {},
-            refers_to={"msg_id": self.refers_to.msg_id.lower(), "action": self.refers_to.action}
-            if self.refers_to
-            else None,
-            dedup_key=self.dedup_key,
-            dedup_retention_ms=self.dedup_retention_ms,
+            body,
+            correl_id.lower() if correl_id else None,
+            group_id.lower() if group_id else None,
+            v["msg_type"] or MessageType.DATAGRAM,
+            v["priority"],
+            v["persistence"] or "queue_default",
+            v["expiry_ms"],
+            v["format"] or "",
+            v["reply_to_queue"] or "",
+            v["reply_to_broker"] or "",
+            sorted(set(report)) if report else [],
+            v["properties"] or {},
+            {"msg_id": refers_to.msg_id.lower(), "action": refers_to.action} if refers_to else None,
+            v["dedup_key"],
+            v["dedup_retention_ms"],
         )
 
 
@@ -179,11 +179,21 @@ def message_length(msg: MessageInput) -> int:
 BODIES = ("both", "one", "none")
 
 
-def message_render(m: Message, *, broker: str, queue: str, bodies: str = "both") -> dict[str, Any]:
+def messages_render(messages, *, broker: str, queue: str, bodies: str = "both") -> list[dict[str, Any]]:
+    """``message_render`` of each message of one put or get, each time written once: a
+    put's messages share their put time (an aware datetime's ``isoformat`` is about a
+    third of a message's rendering)."""
+    times: dict = {}
+    return [message_render(m, broker=broker, queue=queue, bodies=bodies, times=times) for m in messages]
+
+
+def message_render(
+    m: Message, *, broker: str, queue: str, bodies: str = "both", times: dict | None = None
+) -> dict[str, Any]:
     """A stored message as clients read it: every descriptor field, and its body as
     ``bodies`` says (``BODIES``): by default ``body_base64`` always and ``body`` whenever
-    the bytes are valid UTF-8."""
-    rendered = _descriptor(m, broker=broker, queue=queue)
+    the bytes are valid UTF-8. ``times``: datetimes already written (``messages_render``)."""
+    rendered = _descriptor(m, broker=broker, queue=queue, times={} if times is None else times)
     if bodies == "none":
         return rendered
     body = bytes(m.body)
@@ -202,7 +212,18 @@ def message_render(m: Message, *, broker: str, queue: str, bodies: str = "both")
     return rendered
 
 
-def _descriptor(m: Message, *, broker: str, queue: str) -> dict[str, Any]:
+def _iso(value, times: dict) -> str | None:
+    """``value.isoformat()``, written once per instant and zone in ``times``."""
+    if value is None:
+        return None
+    key = (value, value.tzinfo)  # equal instants in other zones are written differently
+    text = times.get(key)
+    if text is None:
+        text = times[key] = value.isoformat()
+    return text
+
+
+def _descriptor(m: Message, *, broker: str, queue: str, times: dict) -> dict[str, Any]:
     return {
         "msg_id": m.msg_id,
         "correl_id": m.correl_id,
@@ -210,7 +231,7 @@ def _descriptor(m: Message, *, broker: str, queue: str) -> dict[str, Any]:
         "msg_type": m.msg_type,
         "priority": m.priority,
         "persistence": "persistent" if m.persistent else "non_persistent",
-        "expires_at": m.expires_at.isoformat() if m.expires_at else None,
+        "expires_at": _iso(m.expires_at, times),
         "expiry_ms": max(0, int((m.expires_at - timezone.now()).total_seconds() * 1000)) if m.expires_at else None,
         "format": m.format or None,
         "reply_to_queue": m.reply_to_queue or None,
@@ -218,7 +239,7 @@ def _descriptor(m: Message, *, broker: str, queue: str) -> dict[str, Any]:
         "report": m.report or None,
         "properties": m.properties or None,
         "refers_to": None,
-        "put_time": m.put_time.isoformat(),
+        "put_time": _iso(m.put_time, times),
         "put_application": m.put_application or None,
         "backout_count": m.backout_count,
         "delivery_count": m.delivery_count,
@@ -227,7 +248,7 @@ def _descriptor(m: Message, *, broker: str, queue: str) -> dict[str, Any]:
         "transmission_header": m.transmission_header,
         "feedback": m.feedback or None,
         "lock_token": m.lock_token,
-        "locked_until": m.locked_until.isoformat() if m.locked_until else None,
+        "locked_until": _iso(m.locked_until, times),
         "queue": queue,
         "broker": broker,
     }

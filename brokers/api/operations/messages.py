@@ -18,7 +18,7 @@ from ...services.message_filter import (
     message_filter_of,
     property_problems,
 )
-from ...services.message_input import BODIES, HexId, MessageIn, message_render
+from ...services.message_input import BODIES, HexId, MessageIn, message_render, messages_render
 from ...services.messages import message_browse, message_get, message_put
 from ...services.messages.common import GetResult, PutResult
 from .. import schema as doc
@@ -170,8 +170,9 @@ class MessagePut(Operation):
         if len(result.messages) != len(inputs):  # not for puts that go together (no duplicate keys)
             raise AssertionError("a put together stored other than one message per request")
         b, q, txn = result.queue.broker.name, result.queue.name, result.transaction_id
+        times: dict = {}  # the messages share their put time: written once (messages_render)
         return [
-            (201, {**message_render(m, broker=b, queue=q, bodies=d.bodies), "transaction": txn})
+            (201, {**message_render(m, broker=b, queue=q, bodies=d.bodies, times=times), "transaction": txn})
             for m, d in zip(result.messages, inputs)
         ]
 
@@ -206,7 +207,7 @@ class MessagePut(Operation):
         b, q = result.queue.broker.name, result.queue.name
         if data.messages is None and result.duplicates:  # its key was taken: nothing created
             return 200, duplicate_render(result.duplicates[0], transaction=result.transaction_id)
-        rendered = [message_render(m, broker=b, queue=q, bodies=data.bodies) for m in result.messages]
+        rendered = messages_render(result.messages, broker=b, queue=q, bodies=data.bodies)
         if data.messages is not None:
             body: dict[str, Any] = {
                 "messages": rendered,
@@ -290,7 +291,7 @@ class MessageGet(Operation):
         result = cls.get(user, data)
         b, q = result.queue.broker.name, result.queue.name
         body: dict[str, Any] = {
-            "messages": [message_render(m, broker=b, queue=q, bodies=data.bodies) for m in result.messages],
+            "messages": messages_render(result.messages, broker=b, queue=q, bodies=data.bodies),
             "transaction": result.transaction_id,
         }
         if not result.messages:
@@ -361,7 +362,7 @@ class MessageBrowse(Operation):
         )
         b, q = result.queue.broker.name, result.queue.name
         return 200, {
-            "messages": [message_render(m, broker=b, queue=q) for m in result.messages],
+            "messages": messages_render(result.messages, broker=b, queue=q),
             "cursor": result.cursor,
         }
 
