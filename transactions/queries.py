@@ -338,9 +338,9 @@ def dt_param(value):
     the aware value on PostgreSQL."""
     if value is None or postgres():
         return value
-    if value.tzinfo is dt_timezone.utc:  # timezone.now()'s
-        value = value.replace(tzinfo=None)
-    elif value.tzinfo is not None:
+    if value.tzinfo is dt_timezone.utc:  # timezone.now()'s: its text less "+00:00" (replace() cost 2 µs)
+        return value.isoformat(" ")[:-6]
+    if value.tzinfo is not None:
         value = value.astimezone(dt_timezone.utc).replace(tzinfo=None)
     return value.isoformat(" ")
 
