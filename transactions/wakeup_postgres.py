@@ -38,12 +38,6 @@ _NOTIFY = b"SELECT pg_notify($1, p) FROM unnest($2::text[]) p"
 _CHANNEL = queries.WAKEUP_CHANNEL.encode()
 
 
-def text_array(items: list[str]) -> bytes:
-    """``items`` as the text form of a PostgreSQL ``text[]`` (each element quoted)."""
-    quoted = ('"' + item.replace("\\", "\\\\").replace('"', '\\"') + '"' for item in items)
-    return ("{" + ",".join(quoted) + "}").encode()
-
-
 def payloads_split(keys: list[str]) -> list[str]:
     """The keys (each once, in order) as few notifications' payloads of at most
     ``MAX_PAYLOAD`` characters each."""
@@ -115,7 +109,7 @@ class PostgresBus(ListenerBus):
                 conn.execute("SET synchronous_commit TO off")
             # through libpq itself: psycopg's cursor took 83 µs of this thread's CPU per call
             # against 19 (docs/performance.md, "PostgreSQL: whose CPU a unit of work takes")
-            result = conn.pgconn.exec_params(_NOTIFY, [_CHANNEL, text_array(payloads_split(keys))], None)
+            result = conn.pgconn.exec_params(_NOTIFY, [_CHANNEL, queries.pg_array(payloads_split(keys)).encode()], None)
             if result.status != pq.ExecStatus.TUPLES_OK:
                 raise psycopg.OperationalError(result.error_message.decode("utf-8", "replace").strip())
             return conn
