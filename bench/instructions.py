@@ -8,10 +8,13 @@ Timings on a shared machine move with its load and with the speed it happens to 
 instructions do not. Each scenario runs twice in a fresh interpreter under ``valgrind
 --tool=cachegrind --cache-sim=no`` on a copy of one prepared SQLite database, once with
 the smaller number of calls and once with the larger, and the difference divided by the
-difference in calls is what one call costs, start-up and warm-up cancelled out. What the
-kernel does for a call (writing the WAL, a durable commit's sync) is not counted: this
-compares the engine's own work between two versions of the code, as ``bench.writes``
-compares what they write. In this process, through the services, no web server:
+difference in calls is what one call costs, start-up and warm-up cancelled out. The
+counted interpreters hash strings with one fixed seed: with a random one, the same run's
+count moves by up to 1.5 million instructions from one process to the next (set and dict
+orders at start-up), more than three puts cost; with the seed fixed, by under a thousand. What the kernel does
+for a call (writing the WAL, a durable commit's sync) is not counted: this compares the
+engine's own work between two versions of the code, as ``bench.writes`` compares what
+they write. In this process, through the services, no web server:
 
 * ``put``: a put of one 1 KiB persistent message under an open unit of work
   (``message_put``), as each stage of a chained pipeline puts;
@@ -198,6 +201,7 @@ def _counted(template: Path, scenario: str, calls: int, scratch: Path) -> int:
             capture_output=True,
             text=True,
             cwd=Path(__file__).resolve().parents[1],
+            env=os.environ | {"PYTHONHASHSEED": "0"},
         )
     finally:
         shutil.rmtree(copy, ignore_errors=True)
