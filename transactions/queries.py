@@ -80,6 +80,28 @@ def _pg_element(value) -> str:
     raise TypeError(f"no array element form for {kind.__name__}")
 
 
+def pg_scalar(value) -> str | None:
+    """PostgreSQL: one value as its text form, for a ``%s::type`` parameter, as ``pg_array``
+    writes an element (a choice as its value, bytes as bytea's hex form, an aware datetime
+    in ISO form), unquoted: the driver quotes the string. None stays None (NULL)."""
+    kind = type(value)
+    if kind is str or value is None:
+        return value
+    if kind is bool:
+        return "t" if value else "f"
+    if kind is int:
+        return str(value)
+    if kind is bytes or kind is bytearray or kind is memoryview:
+        return "\\x" + bytes(value).hex()
+    if isinstance(value, datetime) and value.tzinfo is not None:
+        return value.isoformat()
+    if isinstance(value, str):  # a choice (TextChoices): its value
+        return str.__str__(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(int(value))
+    raise TypeError(f"no text form for {kind.__name__}")
+
+
 def json_text(value) -> str:
     """A value as the JSON text a column stores (a journal event's detail, a message's
     properties): by orjson, with what it does not know itself (datetimes included, so they

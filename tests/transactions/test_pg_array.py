@@ -1,6 +1,7 @@
 """``transactions.queries.pg_array``: the text form of an array the hot path sends for a
-``%s::type[]`` parameter on PostgreSQL instead of the driver's own list adaptation. What the
-server reads back must be the values given, whatever characters they hold."""
+``%s::type[]`` parameter on PostgreSQL instead of the driver's own list adaptation, and
+``pg_scalar``, the same for one value and a ``%s::type`` parameter (a put's shared columns).
+What the server reads back must be the values given, whatever characters they hold."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 from django.db import connection
 
 from transactions.models import JournalKind
-from transactions.queries import pg_array
+from transactions.queries import pg_array, pg_scalar
 
 pytestmark = [
     pytest.mark.django_db,
@@ -19,38 +20,50 @@ pytestmark = [
 ]
 
 
-def _read(sql_type: str, values: list):
-    with connection.cursor() as c:
-        c.execute(f"SELECT %s::{sql_type}[]", [pg_array(values)])
-        return c.fetchone()[0]
+@pytest.fixture(params=["array", "scalar"])
+def _read(request):
+    """The values read back through one array, or one scalar each."""
+
+    def read(sql_type: str, values: list):
+        with connection.cursor() as c:
+            if request.param == "array":
+                c.execute(f"SELECT %s::{sql_type}[]", [pg_array(values)])
+                return c.fetchone()[0]
+            got = []
+            for value in values:
+                c.execute(f"SELECT %s::{sql_type}", [pg_scalar(value)])
+                got.append(c.fetchone()[0])
+            return got
+
+    return read
 
 
-def test_text_reads_back_as_given():
+def test_text_reads_back_as_given(_read):
     values = ['"quoted"', "back\\slash", "{braces},comma", "naïve ünïcode", "NULL", "", " spaced ", None, "'single'"]
     assert _read("text", values) == values
 
 
-def test_a_choice_is_written_as_its_value():
+def test_a_choice_is_written_as_its_value(_read):
     assert _read("text", [JournalKind.BEGIN]) == ["begin"]
 
 
-def test_numbers_and_flags_read_back_as_given():
+def test_numbers_and_flags_read_back_as_given(_read):
     assert _read("bigint", [0, -1, 2**62, None]) == [0, -1, 2**62, None]
     assert _read("boolean", [True, False, None]) == [True, False, None]
 
 
-def test_bytes_read_back_as_given():
+def test_bytes_read_back_as_given(_read):
     values = [b"", b"\x00\xff\\\"'", bytes(range(256)) * 4, None]
     assert [None if v is None else bytes(v) for v in _read("bytea", values)] == values
 
 
-def test_aware_times_read_back_as_the_same_instant():
+def test_aware_times_read_back_as_the_same_instant(_read):
     now = datetime(2026, 11, 27, 18, 30, 1, 123456, tzinfo=timezone.utc)
     other = now.astimezone(timezone(timedelta(hours=-5)))
     assert _read("timestamptz", [now, other, None]) == [now, now, None]
 
 
-def test_json_text_reads_back_as_the_same_document():
+def test_json_text_reads_back_as_the_same_document(_read):
     read = _read("jsonb", ['{"a": "x\\"y", "b": [1, 2]}', "[]", None])  # Django reads jsonb as its text
     assert [None if v is None else json.loads(v) if isinstance(v, str) else v for v in read] == [
         {"a": 'x"y', "b": [1, 2]},
@@ -64,3 +77,7 @@ def test_what_it_has_no_form_for_is_refused():
         pg_array([1.5])
     with pytest.raises(TypeError):
         pg_array([datetime(2026, 1, 1)])  # naive: no instant
+    with pytest.raises(TypeError):
+        pg_scalar(1.5)
+    with pytest.raises(TypeError):
+        pg_scalar(datetime(2026, 1, 1))
