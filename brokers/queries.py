@@ -1314,45 +1314,59 @@ def _instance(values: dict, queue=None) -> Message:
     return model_instance(Message, values, {"queue": queue} if queue is not None else None)
 
 
-def message_new(
+def messages_new(
     *,
     queue,
-    msg_id: str,
-    msg,
-    priority: int,
-    persistent: bool,
-    expires_at,
+    inputs: Sequence,
+    msg_ids: Sequence[str],
+    priorities: Sequence[int],
+    persistent: Sequence[bool],
+    expires: Sequence,
     put_time,
     put_application: str,
     transmission_header,
-    put_transaction_id: str | None,
-) -> Message:
-    """A message about to be put (``messages_insert`` writes it), from a validated input."""
-    values = {
+    put_transaction_ids: Sequence[str | None],
+) -> list[Message]:
+    """The messages of one put (``messages_insert`` writes them), from validated inputs and,
+    per message, its id, priority, persistence, expiry and unit of work. What the put's
+    messages share is written once, into the values each one starts from."""
+    shared = {
         **_DEFAULTS,
         "queue_id": queue.id,
-        "msg_id": msg_id,
-        "correl_id": msg.correl_id,
-        "group_id": msg.group_id,
-        "msg_type": msg.msg_type,
-        "priority": priority,
-        "persistent": persistent,
-        "expires_at": expires_at,
-        "format": msg.format,
-        "reply_to_queue": msg.reply_to_queue,
-        "reply_to_broker": msg.reply_to_broker,
-        "report": msg.report,
-        "properties": msg.properties,
         "put_time": put_time,
         "put_application": put_application,
         "backout_count": 0,
         "delivery_count": 0,
         "transmission_header": transmission_header,
-        "body": msg.body,
-        "put_transaction_id": put_transaction_id,
         "get_transaction_id": None,
     }
-    return _instance(values, queue)
+    cache = {"queue": queue}
+    return [
+        model_instance(
+            Message,
+            {
+                **shared,
+                "msg_id": msg_id,
+                "correl_id": msg.correl_id,
+                "group_id": msg.group_id,
+                "msg_type": msg.msg_type,
+                "priority": priority,
+                "persistent": pers,
+                "expires_at": expires_at,
+                "format": msg.format,
+                "reply_to_queue": msg.reply_to_queue,
+                "reply_to_broker": msg.reply_to_broker,
+                "report": msg.report,
+                "properties": msg.properties,
+                "body": msg.body,
+                "put_transaction_id": unit,
+            },
+            cache,
+        )
+        for msg, msg_id, priority, pers, expires_at, unit in zip(
+            inputs, msg_ids, priorities, persistent, expires, put_transaction_ids
+        )
+    ]
 
 
 def message_put_values(m: Message, adapt=dt_param) -> tuple:

@@ -415,13 +415,14 @@ def transaction_new(
 def model_instance(model, values: dict, fields_cache: dict | None = None):
     """A model instance from column values (attribute names), as ``from_db`` builds it but
     without the ORM's per-field work; for models without ``post_init`` receivers (Message,
-    Transaction), which matters at 100 instances a call."""
+    Transaction), which matters at 100 instances a call. ``values`` becomes the instance's
+    own ``__dict__`` (not copied): pass a dict made for it."""
     obj = model.__new__(model)
-    obj.__dict__.update(values)
+    obj.__dict__ = values
     state = ModelState()
     state.adding, state.db = False, DEFAULT_DB_ALIAS
     if fields_cache:
-        state.fields_cache.update(fields_cache)
+        state.fields_cache = {**fields_cache}
     obj._state = state
     return obj
 

@@ -24,7 +24,7 @@ from ...definitions import definitions_checked, definitions_trusted
 from ...exceptions import BatonError, MessageTooLarge, QueueFull
 from ...ids import ids_new
 from ...models import Message, MessageType, PendingReaction, Persistence, ReadOrder
-from ...queries import message_new, postgres
+from ...queries import messages_new, postgres
 from ..message_input import MessageInput, message_length
 from ..reactions import reaction_apply
 from ..reports import COA, reports_send
@@ -216,21 +216,19 @@ def _put(
             locked=locked,
             user=user,
         )
-    rows = [
-        message_new(
-            queue=dest,
-            msg_id=msg_id,
-            msg=msg,
-            priority=msg.priority if msg.priority is not None else named.default_priority,
-            persistent=pers,
-            expires_at=now + timedelta(milliseconds=msg.expiry_ms) if msg.expiry_ms else None,
-            put_time=now,
-            put_application=put_application,
-            transmission_header=target.header,
-            put_transaction_id=txn.id if uow else None,
-        )
-        for msg, msg_id, pers, uow in zip(messages, ids_new(len(messages)), persistent, under_uow)
-    ]
+    default_priority, unit = named.default_priority, txn.id if txn is not None else None
+    rows = messages_new(
+        queue=dest,
+        inputs=messages,
+        msg_ids=ids_new(len(messages)),
+        priorities=[default_priority if msg.priority is None else msg.priority for msg in messages],
+        persistent=persistent,
+        expires=[now + timedelta(milliseconds=msg.expiry_ms) if msg.expiry_ms else None for msg in messages],
+        put_time=now,
+        put_application=put_application,
+        transmission_header=target.header,
+        put_transaction_ids=[unit if uow else None for uow in under_uow],
+    )
     duplicates: list[Duplicate] = []
     if any(msg.dedup_key for msg in messages):
         rows, messages, duplicates = _duplicates_skipped(queue=dest, rows=rows, messages=messages, now=now)
