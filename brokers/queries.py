@@ -86,6 +86,11 @@ PUT_COLUMNS = (
 _OPEN = ", ".join(f"'{state}'" for state in OPEN_STATES)
 _JSON_COLUMNS = {"report", "properties", "transmission_header"}
 _DATETIME_COLUMNS = {"expires_at", "put_time", "locked_until"}
+#: SQLite: every column of a message as a get reads it, its times as ``+column``, an
+#: expression, which the driver hands back as the stored text instead of passing it through
+#: Django's converter (a Python call, a decode and ``parse_datetime`` a value); ``_datetime``
+#: makes it an aware datetime in one call.
+_SQLITE_READ_LIST = ", ".join(f"+{c}" if c in _DATETIME_COLUMNS else c for c in MESSAGE_COLUMNS)
 
 
 # --- definitions ----------------------------------------------------------------------------
@@ -588,7 +593,7 @@ def _sqlite_take(*, get_transaction_id: str | None, priority_first: bool, commit
     statement: about 75,000 instructions a get of one message (docs/performance.md, "SQLite's
     ``RETURNING``")."""
     choose, params = _choose_sql(
-        priority_first=priority_first, commit_ordered=commit_ordered, columns=_COLUMN_LIST, **choice
+        priority_first=priority_first, commit_ordered=commit_ordered, columns=_SQLITE_READ_LIST, **choice
     )
     with cursor() as c:
         c.execute(choose, params)
@@ -944,8 +949,12 @@ def locks_to_complete(*, tokens: Sequence[str], lock: bool) -> list[tuple[Locked
 
 
 def _datetime(value):
-    """A datetime column's value as an aware datetime (SQLite may hand back its text)."""
+    """A datetime column's value as an aware datetime (SQLite may hand back its text: naive
+    UTC, as Django and ``dt_param`` write it)."""
     if isinstance(value, str):
+        if len(value) == 19 or (len(value) == 26 and value[19] == "." and value[20:].isdigit()):
+            # YYYY-MM-DD HH:MM:SS[.ffffff] in one call: 0.2 µs against 1.7 through parse_datetime and aware
+            return datetime.fromisoformat(value + "+00:00")
         from django.utils.dateparse import parse_datetime
 
         value = parse_datetime(value)
