@@ -1195,29 +1195,31 @@ def messages_rollback_at_once(*, transaction_id: str, now) -> AtOnce:
 # --- rows -----------------------------------------------------------------------------------
 
 _INDEX = {name: i for i, name in enumerate(MESSAGE_COLUMNS)}
-_JSON_AT = [i for name, i in _INDEX.items() if name in _JSON_COLUMNS]
-_DATETIME_AT = [i for name, i in _INDEX.items() if name in _DATETIME_COLUMNS]
-_BOOL_AT = [_INDEX["persistent"]]
 _ID_AT, _GET_TXN_AT, _DELIVERY_COUNT_AT = _INDEX["id"], _INDEX["get_transaction_id"], _INDEX["delivery_count"]
 
 
 def message_from_row(row: Sequence) -> Message:
     """A message model instance from a row in ``MESSAGE_COLUMNS`` order, without the ORM's
-    per-field converters (only the JSON, datetime, boolean and bytes columns need one)."""
-    values = list(row)
-    for i in _JSON_AT:
-        value = values[i]
-        if isinstance(value, str):
-            values[i] = [] if value == "[]" else {} if value == "{}" else json.loads(value)
-    for i in _DATETIME_AT:
-        if values[i] is not None:
-            values[i] = _datetime(values[i])
-    for i in _BOOL_AT:
-        values[i] = bool(values[i])
-    body_at = _INDEX["body"]
-    if isinstance(values[body_at], memoryview):
-        values[body_at] = values[body_at].tobytes()
-    return _instance(dict(zip(MESSAGE_COLUMNS, values)))
+    per-field converters (only the JSON, datetime, boolean and bytes columns need one): the
+    row's dict made first, its few such columns then set by name."""
+    v = dict(zip(MESSAGE_COLUMNS, row))
+    for name in _JSON_NAMES:
+        value = v[name]
+        if value.__class__ is str:
+            v[name] = [] if value == "[]" else {} if value == "{}" else json.loads(value)
+    for name in _DATETIME_NAMES:
+        value = v[name]
+        if value is not None:
+            v[name] = _datetime(value)
+    v["persistent"] = bool(v["persistent"])
+    body = v["body"]
+    if body.__class__ is memoryview:
+        v["body"] = body.tobytes()
+    return model_instance(Message, v)
+
+
+_JSON_NAMES = tuple(name for name in MESSAGE_COLUMNS if name in _JSON_COLUMNS)
+_DATETIME_NAMES = tuple(name for name in MESSAGE_COLUMNS if name in _DATETIME_COLUMNS)
 
 
 def transaction_counts(*, transaction_id: str) -> tuple[dict[int, int], dict[int, int]]:

@@ -212,7 +212,7 @@ def message_render(
     return rendered
 
 
-def _iso(value, times: dict) -> str | None:
+def iso_once(value, times: dict) -> str | None:
     """``value.isoformat()``, written once per instant and zone in ``times``."""
     if value is None:
         return None
@@ -233,7 +233,7 @@ def _descriptor(m: Message, *, broker: str, queue: str, times: dict) -> dict[str
         "msg_type": v["msg_type"],
         "priority": v["priority"],
         "persistence": "persistent" if v["persistent"] else "non_persistent",
-        "expires_at": None if expires_at is None else _iso(expires_at, times),
+        "expires_at": None if expires_at is None else iso_once(expires_at, times),
         "expiry_ms": max(0, int((expires_at - timezone.now()).total_seconds() * 1000)) if expires_at else None,
         "format": v["format"] or None,
         "reply_to_queue": v["reply_to_queue"] or None,
@@ -241,7 +241,7 @@ def _descriptor(m: Message, *, broker: str, queue: str, times: dict) -> dict[str
         "report": v["report"] or None,
         "properties": v["properties"] or None,
         "refers_to": None,
-        "put_time": _iso(v["put_time"], times),
+        "put_time": iso_once(v["put_time"], times),
         "put_application": v["put_application"] or None,
         "backout_count": v["backout_count"],
         "delivery_count": v["delivery_count"],
@@ -250,7 +250,7 @@ def _descriptor(m: Message, *, broker: str, queue: str, times: dict) -> dict[str
         "transmission_header": v["transmission_header"],
         "feedback": v["feedback"] or None,
         "lock_token": v["lock_token"],
-        "locked_until": None if locked_until is None else _iso(locked_until, times),
+        "locked_until": None if locked_until is None else iso_once(locked_until, times),
         "queue": queue,
         "broker": broker,
     }

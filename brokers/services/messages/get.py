@@ -40,6 +40,7 @@ from ...exceptions import ConnectionNotFound, InvalidInput, OptionsConflict, Que
 from ...definitions import queue_cached
 from ...models import Access, Connection, DeliverySequence, Message, Queue, QueueKind, ReadOrder
 from ...selectors import connection_get, queue_next_release
+from ..message_input import iso_once
 from .. import locks  # (a module: locks imports this package's common helpers)
 from ..ordering import REASON_IN_FLIGHT, delivery_ordered, is_ordered, not_expired, ordered_getters_lock, ordered_pick
 from ..reports import COD, reports_send
@@ -238,7 +239,7 @@ def _taken(
     if txn is not None:
         transaction_links_add(
             downstream=txn,
-            upstream_refs=[(m.put_transaction_id, m.msg_id) for m in rows if m.put_transaction_id is not None],
+            upstream_refs=[(u, m.msg_id) for m in rows if (u := _put_unit(m)) is not None],
         )
         if conn is not None:
             connection_pending_note(connection=conn, transaction=txn, got=rows[-1].msg_id)
@@ -253,6 +254,7 @@ def _taken(
             m.queue = source
         if any(m.report for m in rows):
             reports_send(originals=[m for m in rows if m.report], feedback=COD)
+    times: dict = {}  # messages of one put share their put time: written once
     journal_record(
         events=[
             journal_step_event(
@@ -264,8 +266,8 @@ def _taken(
                 messages=[
                     {
                         "msg_id": m.msg_id,
-                        "put_time": m.put_time.isoformat(),
-                        "preemptive": m.put_transaction_id is not None,
+                        "put_time": iso_once(m.put_time, times),
+                        "preemptive": _put_unit(m) is not None,
                     }
                     for m in rows
                 ],
@@ -709,3 +711,9 @@ def message_get(
 
     keys = queue_wait_keys(source_id, preemptive=preemptive)
     return wait_for(attempt, keys=keys, wait_s=wait, due=due) or last[0]
+
+
+def _put_unit(m: Message) -> str | None:
+    """The unit of work that put ``m``, None once committed, read from the instance's
+    ``__dict__``: as an attribute, a foreign key's id is a descriptor call."""
+    return m.__dict__["put_transaction_id"]
