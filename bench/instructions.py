@@ -11,10 +11,10 @@ the smaller number of calls and once with the larger, and the difference divided
 difference in calls is what one call costs, start-up and warm-up cancelled out. The
 counted interpreters hash strings with one fixed seed: with a random one, the same run's
 count moves by up to 1.5 million instructions from one process to the next (set and dict
-orders at start-up), more than three puts cost; with the seed fixed, by under a thousand. What the kernel does
-for a call (writing the WAL, a durable commit's sync) is not counted: this compares the
-engine's own work between two versions of the code, as ``bench.writes`` compares what
-they write. In this process, through the services, no web server:
+orders at start-up), more than three puts cost; with the seed fixed, by under a thousand.
+What the kernel does for a call (writing the WAL, a durable commit's sync) is not counted:
+this compares the engine's own work between two versions of the code, as ``bench.writes``
+compares what they write. In this process, through the services, no web server:
 
 * ``put``: a put of one 1 KiB persistent message under an open unit of work
   (``message_put``), as each stage of a chained pipeline puts;

@@ -1321,10 +1321,6 @@ _DEFAULTS.update(
 )
 
 
-def _instance(values: dict, queue=None) -> Message:
-    return model_instance(Message, values, {"queue": queue} if queue is not None else None)
-
-
 def messages_new(
     *,
     queue,
