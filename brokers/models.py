@@ -1,9 +1,13 @@
 """Brokers, queues, messages and connections.
 
-A message's put side and get side are two separate facts: ``put_transaction`` is set while
-its put is uncommitted, ``get_transaction`` while it is gotten under a unit of work not yet
-committed. A message with both set was pre-emptively gotten. ``available`` means neither
-is set (and no lock): the message can be gotten by anyone.
+A message's put side and get side are two separate facts: ``put_transaction`` names the
+unit of work that put it (None for a put outside one), and the put is uncommitted while
+that unit of work is open: a commit flips its unit of work's row and leaves its messages as
+they are (``put_committed_q``, ``put_open_q``; on a commit-ordered queue the commit still
+writes each message's commit sequence, and clears the name with it). ``get_transaction``
+is set while it is gotten under a unit of work not yet committed. A message whose put is
+open and which has a ``get_transaction`` was pre-emptively gotten. ``available`` means a
+committed put, no ``get_transaction`` and no lock: the message can be gotten by anyone.
 """
 
 from __future__ import annotations
@@ -12,6 +16,8 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 from django.db.models import Q
+
+from transactions.models import OPEN_STATES, Transaction
 
 NAME_PATTERN = r"^[A-Za-z0-9._/%]{1,48}$"
 name_validator = RegexValidator(
@@ -230,7 +236,7 @@ class Message(models.Model):
         on_delete=models.SET_NULL,
         related_name="+",
         db_index=False,
-        help_text="Set while the put is uncommitted.",
+        help_text="The unit of work that put it; the put is uncommitted while that unit of work is open.",
     )
     get_transaction = models.ForeignKey(
         "transactions.Transaction",
@@ -284,6 +290,35 @@ class Message(models.Model):
 
     def __str__(self) -> str:
         return self.msg_id
+
+
+def put_committed_q() -> Q:
+    """Messages whose put is committed: put outside a unit of work, or by a committed one
+    (a look-up of the unit of work's row, no join: it may go with ``select_for_update``)."""
+    return Q(put_transaction__isnull=True) | Q(
+        models.Exists(Transaction.objects.filter(pk=models.OuterRef("put_transaction_id"), state="committed"))
+    )
+
+
+def put_open_flag() -> models.Exists:
+    """Whether a message's put is uncommitted (its unit of work open): a condition, or an
+    annotation of a message query."""
+    return models.Exists(Transaction.objects.filter(pk=models.OuterRef("put_transaction_id"), state__in=OPEN_STATES))
+
+
+def put_open_q() -> Q:
+    """Messages whose put is uncommitted."""
+    return Q(put_open_flag())
+
+
+def put_units_open_only(messages: list[Message]) -> list[Message]:
+    """Messages read with ``put_open`` annotated (``put_open_flag``), their
+    ``put_transaction_id`` left only where the put is uncommitted, as the engine's own reads
+    give it (brokers/queries.py, ``_put_open``)."""
+    for message in messages:
+        if not message.put_open:
+            message.put_transaction_id = None
+    return messages
 
 
 class QueueRelease(models.Model):

@@ -86,11 +86,41 @@ PUT_COLUMNS = (
 _OPEN = ", ".join(f"'{state}'" for state in OPEN_STATES)
 _JSON_COLUMNS = {"report", "properties", "transmission_header"}
 _DATETIME_COLUMNS = {"expires_at", "put_time", "locked_until"}
+
+
+def put_committed_sql(column: str = "put_transaction_id") -> str:
+    """SQL: the put of the message whose ``column`` names its unit of work is committed: put
+    outside a unit of work, or by one now committed (a commit flips its unit of work's row
+    and leaves its messages as they are, brokers/models.py). A primary-key look-up of the
+    unit of work for a message that names one; no lock."""
+    return f"({column} IS NULL OR (SELECT pt.state FROM {TRANSACTION} pt WHERE pt.id = {column}) = 'committed')"
+
+
+def _put_open(column: str) -> str:
+    """A read's ``put_transaction_id``: the unit of work that put the message while it is
+    open, NULL once committed (what the rest of the engine reads the field as)."""
+    return f"CASE WHEN {put_committed_sql(column)} THEN NULL ELSE {column} END AS put_transaction_id"
+
+
+def _read_list(*, prefix: str = "", sqlite_times: bool = False) -> str:
+    return ", ".join(
+        _put_open(f"{prefix}{c}")
+        if c == "put_transaction_id"
+        else f"+{prefix}{c}"
+        if sqlite_times and c in _DATETIME_COLUMNS
+        else f"{prefix}{c}"
+        for c in MESSAGE_COLUMNS
+    )
+
+
+#: Every column of a message as a statement returns it (``RETURNING``), its put's unit of
+#: work only while open.
+_RETURNING_LIST = _read_list()
 #: SQLite: every column of a message as a get reads it, its times as ``+column``, an
 #: expression, which the driver hands back as the stored text instead of passing it through
 #: Django's converter (a Python call, a decode and ``parse_datetime`` a value); ``_datetime``
 #: makes it an aware datetime in one call.
-_SQLITE_READ_LIST = ", ".join(f"+{c}" if c in _DATETIME_COLUMNS else c for c in MESSAGE_COLUMNS)
+_SQLITE_READ_LIST = _read_list(sqlite_times=True)
 
 
 # --- definitions ----------------------------------------------------------------------------
@@ -508,7 +538,7 @@ def _candidates_where(*, uncommitted_of_others: str | None, commit_ordered: bool
     elif commit_ordered:
         where.append("commit_seq IS NOT NULL")
     else:
-        where.append("put_transaction_id IS NULL")
+        where.append(put_committed_sql())
     for name in ("msg_id", "correl_id", "group_id"):
         if match.get(name):
             where.append(f"{name} = %s")
@@ -657,11 +687,11 @@ def _take_modify(*, picked: str, get_transaction_id: str | None) -> str:
         return (
             f"UPDATE {MESSAGE} SET get_transaction_id = %s, delivery_count = delivery_count + 1"
             f" WHERE id IN ({picked}) AND get_transaction_id IS NULL AND lock_token IS NULL"
-            f" RETURNING {_COLUMN_LIST}"
+            f" RETURNING {_RETURNING_LIST}"
         )
     return (
         f"DELETE FROM {MESSAGE} WHERE id IN ({picked}) AND get_transaction_id IS NULL"
-        f" AND lock_token IS NULL RETURNING {_COLUMN_LIST}"
+        f" AND lock_token IS NULL RETURNING {_RETURNING_LIST}"
     )
 
 
@@ -874,14 +904,14 @@ def messages_lock(
             f"WITH chosen AS MATERIALIZED ({choose}) UPDATE {MESSAGE} SET lock_token = {token},"
             f" locked_until = %s, delivery_count = delivery_count + 1"
             f" WHERE id IN (SELECT id FROM chosen) AND get_transaction_id IS NULL AND lock_token IS NULL"
-            f" RETURNING {_COLUMN_LIST}"
+            f" RETURNING {_RETURNING_LIST}"
         )
         params = [*params, dt_param(locked_until)]
     else:
         sql = (
             f"UPDATE {MESSAGE} SET lock_token = lower(hex(randomblob(16))), locked_until = %s,"
             f" delivery_count = delivery_count + 1 WHERE id IN ({choose})"
-            f" AND get_transaction_id IS NULL AND lock_token IS NULL RETURNING {_COLUMN_LIST}"
+            f" AND get_transaction_id IS NULL AND lock_token IS NULL RETURNING {_RETURNING_LIST}"
         )
         params = [dt_param(locked_until), *params]
     with cursor() as c:
@@ -898,9 +928,12 @@ def messages_by_lock_tokens(*, tokens: Sequence[str], lock: bool) -> list[tuple[
     statement; a token no message holds is left out. ``lock``: PostgreSQL ``FOR UPDATE`` of
     the message rows (only once the caller holds its unit of work's row, if any: lock
     order)."""
-    rows = _by_lock_tokens(", ".join(f"m.{c}" for c in MESSAGE_COLUMNS), tokens=tokens, lock=lock)
+    rows = _by_lock_tokens(_BY_LOCK_TOKENS_LIST, tokens=tokens, lock=lock)
     n = len(MESSAGE_COLUMNS)
     return [(message_from_row(row[:n]), row[n], row[n + 1], row[n + 2]) for row in rows]
+
+
+_BY_LOCK_TOKENS_LIST = _read_list(prefix="m.")
 
 
 def _by_lock_tokens(columns: str, *, tokens: Sequence[str], lock: bool) -> list[tuple]:
@@ -1026,7 +1059,7 @@ def messages_sendable_lengths(*, queue_id: int, preemptive: bool, priority_first
     messages it may get, in delivery order (priority first if the queue says so, then put
     order) — not gotten, not locked, and committed unless the channel is pre-emptive. A
     read: takes no lock (the get that follows takes the messages)."""
-    committed = "" if preemptive else " AND put_transaction_id IS NULL"
+    committed = "" if preemptive else f" AND {put_committed_sql()}"
     order = "priority DESC, id" if priority_first else "id"
     with cursor() as c:
         c.execute(
@@ -1074,19 +1107,19 @@ def transaction_messages(*, transaction_ids: Sequence[str]) -> tuple[dict[int, t
     return puts, gets
 
 
-def messages_commit_puts(*, transaction_ids: Sequence[str], queue_id: int, first_id: int, base_seq: int | None) -> None:
-    """Make a queue's committed puts available, on a commit-ordered queue with commit
-    sequences in put order (``id - first_id + base_seq``; ``base_seq`` None: a put-ordered
-    queue, whose messages need none, so the commit-order indexes get no entry). Locks those
+def messages_commit_puts(*, transaction_ids: Sequence[str], queue_id: int, first_id: int, base_seq: int) -> None:
+    """Give a commit-ordered queue's committed puts their commit sequences in put order
+    (``id - first_id + base_seq``), which the commit-order indexes read, and clear their
+    unit of work with them. A put-ordered queue's messages are not written at all: their
+    unit of work's committed state makes them available (``put_committed_sql``). Locks those
     message rows."""
     marks = ", ".join(["%s"] * len(transaction_ids))
     ids = list(transaction_ids)
-    sequence, values = (", commit_seq = id - %s + %s", [first_id, base_seq]) if base_seq is not None else ("", [])
     deferred(  # nothing reads it back: on PostgreSQL it travels with the next statement
-        f"UPDATE {MESSAGE} SET put_transaction_id = NULL{sequence}"
+        f"UPDATE {MESSAGE} SET put_transaction_id = NULL, commit_seq = id - %s + %s"
         f" WHERE queue_id = %s AND put_transaction_id IN ({marks})"
         f" AND (get_transaction_id IS NULL OR get_transaction_id NOT IN ({marks}))",
-        [*values, queue_id, *ids, *ids],
+        [first_id, base_seq, queue_id, *ids, *ids],
     )
 
 
@@ -1126,11 +1159,6 @@ def messages_commit_at_once(*, transaction_id: str) -> AtOnce:
         ),
         keys=("ARRAY(SELECT 'queue:' || queue_id FROM baton_touched)", []),
         writes=(
-            (
-                f"UPDATE {MESSAGE} SET put_transaction_id = NULL WHERE put_transaction_id = %s"
-                f" AND (get_transaction_id IS NULL OR get_transaction_id <> %s)",
-                ids,
-            ),
             (
                 f"INSERT INTO {RELEASE} (queue_id, stripe, released)"
                 f" SELECT queue_id, %s::integer, COUNT(*) FROM {MESSAGE} WHERE get_transaction_id = %s"

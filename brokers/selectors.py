@@ -6,7 +6,7 @@ from django.db.models import Count, Q, QuerySet
 
 from . import queries
 from .exceptions import BrokerNotFound, ConnectionNotFound, QueueNotFound
-from .models import Broker, ClientSession, Connection, Message, Queue
+from .models import Broker, ClientSession, Connection, Message, Queue, put_committed_q, put_open_flag, put_open_q
 
 
 def broker_get(*, name: str) -> Broker:
@@ -39,8 +39,8 @@ def queue_depths(*, queue_ids: list[int]) -> dict[int, dict[str, int]]:
         Message.objects.filter(queue_id__in=queue_ids)
         .values("queue_id")
         .annotate(
-            depth=Count("id", filter=Q(put_transaction__isnull=True)),
-            uncommitted_puts=Count("id", filter=Q(put_transaction__isnull=False)),
+            depth=Count("id", filter=put_committed_q()),
+            uncommitted_puts=Count("id", filter=put_open_q()),
             in_flight=Count("id", filter=Q(get_transaction__isnull=False)),
             locked=Count("id", filter=Q(lock_token__isnull=False, get_transaction__isnull=True)),
         )
@@ -85,29 +85,34 @@ def messages_where(*, broker: str, queues: list[str], msg_ids: list[str]) -> dic
     absent."""
     if not msg_ids:
         return {}
-    rows = Message.objects.filter(
-        queue__broker__name=broker, queue__name__in=sorted(set(queues)), msg_id__in=list(msg_ids)
-    ).values_list(
-        "msg_id",
-        "queue__name",
-        "get_transaction_id",
-        "put_transaction_id",
-        "backout_count",
-        "queue__backout_threshold",
-        "lock_token",
-        "dead_letter_queue",
+    rows = (
+        Message.objects.filter(
+            queue__broker__name=broker, queue__name__in=sorted(set(queues)), msg_id__in=list(msg_ids)
+        )
+        .annotate(put_open=put_open_flag())
+        .values_list(
+            "msg_id",
+            "queue__name",
+            "get_transaction_id",
+            "put_transaction_id",
+            "put_open",
+            "backout_count",
+            "queue__backout_threshold",
+            "lock_token",
+            "dead_letter_queue",
+        )
     )
     return {
         m: {
             "queue": q,
             "get_transaction": g,
-            "put_transaction": p,
+            "put_transaction": p if open_ else None,
             "backout_count": b,
             "backout_threshold": t,
             "locked": lock is not None,
             "dead_letter_from": d or None,
         }
-        for m, q, g, p, b, t, lock, d in rows
+        for m, q, g, p, open_, b, t, lock, d in rows
     }
 
 

@@ -12,7 +12,7 @@ from django.db.models import BinaryField, Count, F, Func, Q, Sum, Value
 from django.db.models.functions import Length, TruncMinute, TruncSecond
 from django.utils import timezone
 
-from brokers.models import Broker, Channel, Message, Queue
+from brokers.models import Broker, Channel, Message, Queue, put_committed_q, put_open_flag, put_open_q
 from brokers.selectors import broker_get, broker_list, queue_get
 from brokers.services.message_filter import MessageFilter, message_filter_apply
 from transactions.models import JournalEvent, Link, Transaction
@@ -46,11 +46,9 @@ def queue_counts(*, queue_ids: list[int]) -> dict[int, dict[str, int]]:
         Message.objects.filter(queue_id__in=queue_ids)
         .values("queue_id")
         .annotate(
-            depth=Count("id", filter=Q(put_transaction__isnull=True)),
-            available=Count(
-                "id", filter=Q(put_transaction__isnull=True, get_transaction__isnull=True, lock_token__isnull=True)
-            ),
-            uncommitted_puts=Count("id", filter=Q(put_transaction__isnull=False)),
+            depth=Count("id", filter=put_committed_q()),
+            available=Count("id", filter=put_committed_q() & Q(get_transaction__isnull=True, lock_token__isnull=True)),
+            uncommitted_puts=Count("id", filter=put_open_q()),
             in_flight=Count("id", filter=Q(get_transaction__isnull=False)),
             locked=Count("id", filter=Q(lock_token__isnull=False, get_transaction__isnull=True)),
         )
@@ -215,9 +213,9 @@ def queue_names_seen(*, broker: str, seen: Visibility) -> list[str]:
 def message_state(m: Message, now) -> str:
     if m.expires_at is not None and m.expires_at <= now:
         return "expired"
-    if m.put_transaction_id and m.get_transaction_id:
+    if m.put_open and m.get_transaction_id:
         return "uncommitted_put, in_flight"
-    if m.put_transaction_id:
+    if m.put_open:
         return "uncommitted_put"
     if m.get_transaction_id:
         return "in_flight"
@@ -256,6 +254,7 @@ def message_page(
         Message.objects.filter(queue=q)
         .defer("body")
         .annotate(
+            put_open=put_open_flag(),
             size=Length("body"),
             head=Func(F("body"), Value(1), Value(PREVIEW_BYTES), function="substr", output_field=BinaryField()),
         )
@@ -287,7 +286,7 @@ def message_detail(*, broker: str, queue: str, msg_id: str) -> dict[str, Any]:
     q = queue_get(broker=broker, name=queue)
     if not isinstance(msg_id, str) or len(msg_id) != 48:
         raise InvalidInput("A message id is 48 hexadecimal characters.")
-    m = Message.objects.filter(queue=q, msg_id=msg_id.lower()).first()
+    m = Message.objects.filter(queue=q, msg_id=msg_id.lower()).annotate(put_open=put_open_flag()).first()
     if m is None:
         raise NotFound(f"No message {msg_id} on queue {queue!r}.", broker=broker, queue=queue)
     body = bytes(m.body)
@@ -321,7 +320,7 @@ def purge_count(*, broker: str, queue: str) -> int:
     """Messages a purge would remove: the committed ones that are available now."""
     q = queue_get(broker=broker, name=queue)
     return Message.objects.filter(
-        queue=q, put_transaction__isnull=True, get_transaction__isnull=True, lock_token__isnull=True
+        put_committed_q(), queue=q, get_transaction__isnull=True, lock_token__isnull=True
     ).count()
 
 

@@ -12,7 +12,7 @@ from transactions.manager import transaction_rollback, transactions_time_out
 from transactions.models import OPEN_STATES, JournalKind, Transaction
 
 from .. import queries
-from ..models import Message
+from ..models import Message, put_committed_q
 from .locks import locks_expire
 from .reports import EXPIRY, reports_send
 from .store import queue_release
@@ -26,7 +26,7 @@ def messages_expire(*, limit: int = 1000) -> int:
     with db.atomic():
         rows = list(
             Message.objects.filter(
-                expires_at__lte=now, put_transaction__isnull=True, get_transaction__isnull=True, lock_token__isnull=True
+                put_committed_q(), expires_at__lte=now, get_transaction__isnull=True, lock_token__isnull=True
             )
             .select_related("queue__broker")
             .defer("body")

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from django.db import connection
 from django.db.models import F, Q, QuerySet
 
-from ..models import DeliverySequence, EnforceOrder, Message, Queue, ReadOrder
+from ..models import DeliverySequence, EnforceOrder, Message, Queue, ReadOrder, put_open_flag, put_units_open_only
 
 #: Why an ordered get returned nothing although the queue is not empty.
 REASON_IN_FLIGHT = "next_in_order_in_flight"
@@ -74,11 +74,12 @@ def ordered_pick(queue: Queue, *, now, batch: int, own_transaction: str | None, 
 
     Caller holds ``ordered_getters_lock``, so ordered gets on a queue never interleave."""
     key = order_key(queue)
-    qs = Message.objects.filter(queue=queue).filter(not_expired(now))
+    qs = Message.objects.filter(queue=queue).filter(not_expired(now)).annotate(put_open=put_open_flag())
     if key == "commit_seq":
         qs = qs.filter(commit_seq__isnull=False)
     pick = OrderedPick()
     for message in qs.order_by(key).iterator(chunk_size=max(batch * 2, 20)):
+        put_units_open_only([message])
         if own_transaction and message.get_transaction_id == own_transaction:
             continue
         # a lock counts until housekeeping releases it, as for unordered gets

@@ -6,7 +6,7 @@ from django.db import IntegrityError, transaction as db
 
 from .. import permissions as may
 from ..exceptions import AlreadyExists, InvalidInput, NotEmpty
-from ..models import Message, Queue, QueueKind, QueueUsage
+from ..models import Message, Queue, QueueKind, QueueUsage, put_open_q
 from ..selectors import broker_get, queue_get
 
 QUEUE_FIELDS = {
@@ -132,10 +132,7 @@ def queue_delete(*, broker: str, name: str, purge: bool = False) -> None:
         if queue.name == queue.broker.dead_letter_queue:
             raise NotEmpty(f"Queue {name!r} is broker {broker!r}'s dead-letter queue.", queue=name)
         messages = Message.objects.filter(queue=queue)
-        if (
-            messages.filter(put_transaction__isnull=False).exists()
-            or messages.filter(get_transaction__isnull=False).exists()
-        ):
+        if messages.filter(put_open_q()).exists() or messages.filter(get_transaction__isnull=False).exists():
             raise NotEmpty(f"Queue {name!r} has messages under open units of work.", queue=name)
         if not purge and messages.exists():
             raise NotEmpty(f"Queue {name!r} holds messages; delete with purge to discard them.", queue=name)

@@ -13,7 +13,7 @@ from django.utils import timezone
 from transactions.journal import journal_event, journal_record
 from transactions.models import JournalKind
 
-from ..models import Message, PendingReaction, Queue, ReactiveAction
+from ..models import Message, PendingReaction, Queue, ReactiveAction, put_committed_q
 from .reports import EXCEPTION, report_send
 from .room import queue_release, queues_woken
 
@@ -25,9 +25,9 @@ def reaction_apply(*, queue: Queue, reaction: PendingReaction) -> bool:
     target = (
         Message.objects.select_for_update()
         .filter(
+            put_committed_q(),
             queue=queue,
             msg_id=reaction.target_msg_id,
-            put_transaction__isnull=True,
             get_transaction__isnull=True,
             lock_token__isnull=True,
         )

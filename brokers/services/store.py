@@ -20,7 +20,7 @@ from transactions.resources import AtOnce
 from transactions.wakeups import wakeup_notify_on_commit
 
 from .. import queries
-from ..models import ClientSession, Connection, Message, Queue, QueueKind
+from ..models import ClientSession, Connection, Message, Queue, QueueKind, put_open_flag
 from .reactions import reactions_commit, reactions_rollback
 from .reports import COA, COD, EXCEPTION, report_send, reports_send
 from .room import queue_release, queue_reserve, queue_wakeup_key, queues_lock, queues_woken  # noqa: F401  (re-exported)
@@ -137,14 +137,13 @@ class MessageStore:
         queries.queues_lock(queue_ids=[*puts, *gets])
         for queue_id in sorted(puts):
             first, last, commit_ordered = puts[queue_id]
-            base = None  # a put-ordered queue: no commit sequence, and its row is not written
-            if commit_ordered:
+            if commit_ordered:  # a put-ordered queue: neither its row nor its messages are written
                 base = queries.queue_reserve(
                     queue_id=queue_id, count=0, commit_count=last - first + 1, max_depth_checked=False
                 )
-            queries.messages_commit_puts(
-                transaction_ids=transaction_ids, queue_id=queue_id, first_id=first, base_seq=base
-            )
+                queries.messages_commit_puts(
+                    transaction_ids=transaction_ids, queue_id=queue_id, first_id=first, base_seq=base
+                )
         if gets:  # the queue rows first (lock order), then the messages
             queries.queues_release(counts=gets)
             queries.messages_delete_gotten(transaction_ids=transaction_ids)
@@ -161,7 +160,11 @@ class MessageStore:
                 pending_got_msg_id="",
             )
         wakeup_notify_on_commit(queue_wakeup_key(q) for q in sorted({*puts, *gets}))
-        reports_send(originals=reported_puts + [m for m in reported_gets if m.put_transaction_id], feedback=COA)
+        # a message got inside the group whose put commits with it: its put's report too
+        group = set(transaction_ids)
+        reports_send(
+            originals=reported_puts + [m for m in reported_gets if m.put_transaction_id in group], feedback=COA
+        )
         reports_send(originals=reported_gets, feedback=COD)
         if MARK_REACTIONS in marks:
             reactions_commit(transaction_ids=transaction_ids)
@@ -222,7 +225,10 @@ class MessageStore:
         if relocked_queues:
             relocked.update(get_transaction=None)
         restored = list(
-            Message.objects.filter(get_transaction_id=transaction_id).select_related("queue__broker").order_by("id")
+            Message.objects.filter(get_transaction_id=transaction_id)
+            .select_related("queue__broker")
+            .annotate(put_open=put_open_flag())
+            .order_by("id")
         )
         if not restored:
             return
@@ -248,7 +254,7 @@ class MessageStore:
                 )
             )
             over = queue.backout_threshold and message.backout_count >= queue.backout_threshold
-            if over and message.put_transaction_id is None:
+            if over and not message.put_open:
                 target = dead_letter_target(queue=queue, prefer_backout=True)
                 if target is not None:
                     message_move(

@@ -27,7 +27,7 @@ from django.utils import timezone
 
 from brokers import permissions as may
 from brokers.exceptions import PutInhibited, QueueFull
-from brokers.models import Message, Queue, QueueKind
+from brokers.models import Message, Queue, QueueKind, put_open_flag
 from brokers.selectors import queue_get
 from brokers.services.store import queue_release, queue_reserve, queues_lock, queues_woken
 from config.celery import task_send
@@ -194,17 +194,16 @@ def _target_of(job: MoveJob, m: Message, queues: dict[str, Queue]) -> Queue | No
 
 def _move_one(job: MoveJob, *, source: Queue, msg_id: str, queues: dict[str, Queue], now) -> None:
     """Move one message, or skip it saying why; raise _Stop when the target cannot take it."""
-    m = Message.objects.select_for_update().filter(queue=source, msg_id=msg_id).first()
+    m = (
+        Message.objects.select_for_update()
+        .filter(queue=source, msg_id=msg_id)
+        .annotate(put_open=put_open_flag())
+        .first()
+    )
     if m is None:
         return _skip(job, msg_id, "gone", f"No longer on {source.name} (gotten, expired or moved by someone else).")
     held = (
-        "uncommitted_put"
-        if m.put_transaction_id
-        else "in_flight"
-        if m.get_transaction_id
-        else "locked"
-        if m.lock_token
-        else None
+        "uncommitted_put" if m.put_open else "in_flight" if m.get_transaction_id else "locked" if m.lock_token else None
     )
     if held:
         return _skip(job, msg_id, held, f"It is {held.replace('_', ' ')}; only available messages move.")

@@ -15,7 +15,7 @@ from collections import Counter
 from hypothesis import settings, strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule, run_state_machine_as_test
 
-from brokers.models import Message
+from brokers.models import Message, put_committed_q, put_open_q
 from brokers.services.queues import queue_define
 
 from .conftest import bye, connected
@@ -125,12 +125,8 @@ class StompTransactions(RuleBasedStateMachine):
     def the_queue_is_what_the_model_says(self) -> None:
         self._applied()
         rows = Message.objects.filter(queue__name=self.queue, queue__broker__name="QM1")
-        committed = Counter(
-            bytes(b).decode() for b in rows.filter(put_transaction__isnull=True).values_list("body", flat=True)
-        )
-        uncommitted = sorted(
-            bytes(b).decode() for b in rows.filter(put_transaction__isnull=False).values_list("body", flat=True)
-        )
+        committed = Counter(bytes(b).decode() for b in rows.filter(put_committed_q()).values_list("body", flat=True))
+        uncommitted = sorted(bytes(b).decode() for b in rows.filter(put_open_q()).values_list("body", flat=True))
         assert committed == self.committed
         assert uncommitted == sorted(self.sends)
         assert self.seen.errors == []

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from django.db import connection
 
-from brokers.models import Message, Queue, QueueRelease
+from brokers.models import Message, Queue, QueueRelease, put_open_q
 from brokers.selectors import queue_reserved_depth
 from brokers.services.messages import message_get, message_put
 from brokers.services.queues import queue_define
@@ -38,7 +38,7 @@ def test_a_commit_of_puts_makes_them_available_and_records_it_in_one_round_trip(
     assert outcome.transaction.id == txn and outcome.transaction.resolved_at is not None
     row = Transaction.objects.get(pk=txn)
     assert (row.state, row.resolved_at is not None, row.reason, row.cause_id) == ("committed", True, "", None)
-    assert not Message.objects.filter(put_transaction_id=txn).exists()
+    assert not Message.objects.filter(put_open_q(), put_transaction_id=txn).exists()
     event = JournalEvent.objects.filter(transaction_id=txn, kind="commit").get()
     assert (event.broker, event.queue, event.msg_id, event.detail, event.count) == ("QM1", "", "", {}, 1)
     assert bodies(message_get(broker="QM1", queue="Q1", batch=5)) == ["a", "b"]

@@ -12,7 +12,7 @@ from brokers.channels.definitions import channel_get
 from brokers.channels.receiver import receiver_batch_commit, receiver_batch_receive, receiver_batch_status
 from brokers.channels.sender import _batch_new, channel_batch_cycle
 from brokers.channels.transports import transport_for
-from brokers.models import ChannelBatch, ChannelReceipt, Message, Queue
+from brokers.models import ChannelBatch, ChannelReceipt, Message, Queue, put_committed_q
 from brokers.services.brokers import broker_define
 from brokers.services.messages import message_get, message_put
 from brokers.services.queues import queue_define
@@ -54,7 +54,7 @@ def test_the_receiver_commits_a_later_batch_before_an_earlier_pending_one():
         "committed",
         "unknown",
     ]
-    assert Message.objects.filter(queue__name="IN", put_transaction__isnull=True).count() == 3
+    assert Message.objects.filter(put_committed_q(), queue__name="IN").count() == 3
 
 
 def test_a_ready_batch_settles_while_the_one_ahead_waits_on_a_long_unit_of_work():

@@ -6,12 +6,11 @@ import base64
 import binascii
 import json
 
-from django.db.models import Q
 from django.utils import timezone
 
 from ... import permissions as may
 from ...exceptions import InvalidInput
-from ...models import Message, QueueKind
+from ...models import Message, QueueKind, put_committed_q, put_open_flag, put_open_q
 from ...selectors import queue_get
 from ..message_filter import MessageFilter, message_filter_apply
 from ..ordering import not_expired, order_key
@@ -77,10 +76,11 @@ def message_browse(
                 Message.objects.filter(
                     queue=source,
                     id__gt=after,
-                    put_transaction__isnull=True,
                     get_transaction__isnull=True,
                     lock_token__isnull=True,
-                ).filter(not_expired(now)),
+                )
+                .filter(put_committed_q())
+                .filter(not_expired(now)),
                 found,
             ).order_by("id")[:limit]
         )
@@ -89,11 +89,11 @@ def message_browse(
     after = _cursor_decode(cursor, key)
     qs = Message.objects.filter(queue=source, **{f"{key}__gt": after})
     # an uncommitted put stops a put-ordered browse whether it matches or not
-    qs = message_filter_apply(qs, found, also=Q(put_transaction__isnull=False)).order_by(key)
+    qs = message_filter_apply(qs, found, also=put_open_q()).annotate(put_open=put_open_flag()).order_by(key)
     rows = []
     position = after
     for message in qs[:limit]:
-        if message.put_transaction_id is not None:  # put order: wait here until it resolves
+        if message.put_open:  # put order: wait here until it resolves
             break
         position = getattr(message, key)
         if message.expires_at is None or message.expires_at > now:

@@ -38,7 +38,19 @@ from ...definitions import definitions_checked, definitions_trusted
 from ... import permissions as may
 from ...exceptions import ConnectionNotFound, InvalidInput, OptionsConflict, QueueInUse, QueueNotFound
 from ...definitions import queue_cached
-from ...models import Access, Connection, DeliverySequence, Message, Queue, QueueKind, ReadOrder
+from ...models import (
+    Access,
+    Connection,
+    DeliverySequence,
+    Message,
+    Queue,
+    QueueKind,
+    ReadOrder,
+    put_committed_q,
+    put_open_flag,
+    put_open_q,
+    put_units_open_only,
+)
 from ...selectors import connection_get, queue_next_release
 from ..message_input import iso_once
 from .. import locks  # (a module: locks imports this package's common helpers)
@@ -82,7 +94,8 @@ def _candidates(
     elif queue.read_order == ReadOrder.COMMIT:
         qs = qs.filter(commit_seq__isnull=False)
     else:
-        qs = qs.filter(put_transaction__isnull=True)
+        qs = qs.filter(put_committed_q())
+    qs = qs.annotate(put_open=put_open_flag())  # read through put_units_open_only
     if msg_id:
         qs = qs.filter(msg_id=msg_id)
     if correl_id:
@@ -104,7 +117,7 @@ def _preemptive_needs_graph_lock(
     own = transaction_id
     if own is None and connection_id:
         own = Connection.objects.filter(pk=connection_id).values_list("current_transaction_id", flat=True).first()
-    uncommitted = Message.objects.filter(queue=source, put_transaction__isnull=False, get_transaction__isnull=True)
+    uncommitted = Message.objects.filter(put_open_q(), queue=source, get_transaction__isnull=True)
     if own:
         uncommitted = uncommitted.exclude(put_transaction=own)
     return uncommitted.exists()
@@ -409,10 +422,12 @@ def _get_once(
                 match=match,
             )
         else:
-            rows = list(
-                _candidates(
-                    source, now=now, uncommitted_of_others=own if see_uncommitted else None, **match
-                ).select_for_update(skip_locked=True)[:batch]
+            rows = put_units_open_only(
+                list(
+                    _candidates(
+                        source, now=now, uncommitted_of_others=own if see_uncommitted else None, **match
+                    ).select_for_update(skip_locked=True)[:batch]
+                )
             )
         if not rows:
             reason = reason or ("no_match" if any(match.values()) else "empty")
