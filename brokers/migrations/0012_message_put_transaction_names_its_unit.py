@@ -5,16 +5,23 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('brokers', '0011_queue_releases'),
-        ('transactions', '0007_baton_require'),
+        ("brokers", "0011_queue_releases"),
+        ("transactions", "0007_baton_require"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='message',
-            name='put_transaction',
-            field=models.ForeignKey(blank=True, db_index=False, help_text='The unit of work that put it; the put is uncommitted while that unit of work is open.', null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='transactions.transaction'),
+            model_name="message",
+            name="put_transaction",
+            field=models.ForeignKey(
+                blank=True,
+                db_index=False,
+                help_text="The unit of work that put it; the put is uncommitted while that unit of work is open.",
+                null=True,
+                on_delete=django.db.models.deletion.SET_NULL,
+                related_name="+",
+                to="transactions.transaction",
+            ),
         ),
     ]
