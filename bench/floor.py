@@ -34,7 +34,12 @@ working size (a fresh, growing WAL syncs slower), alternately ``--rounds`` times
   as ``manage.py benchmark``'s in-process put+commit and get+commit do them (``message_put``
   or ``message_get`` with syncpoint yes, then ``transaction_commit``), on a scratch SQLite
   database of its own in the same directory, migrated first, at the platform's default
-  durability.
+  durability. After the rounds, one pass more with each of the engine's calls into SQLite
+  (the driver's ``execute``, ``fetch*``, ``commit``) and ``os.fdatasync`` timed
+  (``sys.setprofile``): ``in SQLite`` is the part of a unit of work spent there, its
+  statements' and commits' own work and the WAL's sync, and ``floor/in SQLite`` the ratio
+  to the floor the engine would reach if its own Python took no time at all: what its schema
+  and statements allow.
 * ``flow``: the queue flow's floor, one producer and one consumer thread, each with its
   own connection, each call durable as an immediate put and a final get are: the producer
   raises the depth counter, INSERTs the message(s) and a journal row and commits (synced);
@@ -308,6 +313,37 @@ def flow_rate(path: Path, *, batch: int, calls: int) -> float:
     return batch * calls / seconds
 
 
+def _in_sqlite_per_unit(step, batch: int, units: int) -> float:
+    """Seconds per unit of work spent inside SQLite's calls (the driver's ``execute``,
+    ``fetch*`` and ``commit``, each statement's and commit's own work) and ``os.fdatasync``
+    (the WAL's sync): the engine's calls timed one by one (``sys.setprofile`` sees C calls)
+    while ``step`` runs ``units`` times. What is left of the unit's time is the engine's own
+    Python."""
+    inside = [0.0]
+    started = [0.0]
+    sync = os.fdatasync
+
+    def driver_call(fn) -> bool:
+        owner = getattr(fn, "__objclass__", None) or type(getattr(fn, "__self__", None))
+        return fn is sync or (isinstance(owner, type) and issubclass(owner, (sqlite3.Connection, sqlite3.Cursor)))
+
+    def profile(frame, event, arg) -> None:
+        if event == "c_call":
+            if driver_call(arg):
+                started[0] = time.perf_counter()
+        elif event in ("c_return", "c_exception") and started[0]:
+            inside[0] += time.perf_counter() - started[0]
+            started[0] = 0.0
+
+    sys.setprofile(profile)
+    try:
+        for _ in range(units):
+            step(batch)
+    finally:
+        sys.setprofile(None)
+    return inside[0] / units
+
+
 def _seconds_per_unit(step, batch: int, units: int) -> float:
     start = time.perf_counter()
     for _ in range(units):
@@ -345,6 +381,11 @@ def run(*, directory: Path, units: int, rounds: int, baton: bool = False) -> tup
                 path = Path(tempfile.mkstemp(prefix="baton-floor-flow-", suffix=".sqlite3", dir=directory)[1])
                 path.unlink()
                 flows.setdefault(batch, []).append(flow_rate(path, batch=batch, calls=count * 5))
+        if engine:  # one pass more, each of the engine's SQLite calls timed (module docstring)
+            for batch in BATCHES:
+                count = units if batch == 1 else max(1, units // 10)
+                times["in sqlite", "put+commit", batch] = [_in_sqlite_per_unit(engine.put_commit, batch, count)]
+                times["in sqlite", "get+commit", batch] = [_in_sqlite_per_unit(engine.get_commit, batch, count)]
     finally:
         floor.close()
         if engine:
@@ -369,10 +410,14 @@ def run(*, directory: Path, units: int, rounds: int, baton: bool = False) -> tup
             }
             if engine:
                 engine_s = statistics.median(times["baton", operation, batch])
+                in_sqlite = times["in sqlite", operation, batch][0]
                 result.update(
                     baton_ms=engine_s * 1000,
                     baton_ratio=plain / engine_s,
                     beyond_floor_us_per_message=(engine_s - least) / batch * 1e6,
+                    baton_in_sqlite_ms=in_sqlite * 1000,
+                    floor_over_baton=least / engine_s,
+                    floor_over_baton_in_sqlite=least / in_sqlite,
                 )
             results.append(result)
     flow = [
@@ -387,7 +432,12 @@ def table(results: list[dict], flow: list[dict]) -> str:
     lines = [
         f"{'operation':<10}  {'batch':>5}  {'plain ms':>8}  {'floor ms':>8}  {'floor/plain':>11}  "
         f"{'budget at 0.5x ms':>17}  {'per message us':>14}"
-        + (f"  {'Baton ms':>8}  {'Baton/plain':>11}  {'beyond floor us/msg':>19}" if baton else "")
+        + (
+            f"  {'Baton ms':>8}  {'Baton/plain':>11}  {'beyond floor us/msg':>19}  {'in SQLite ms':>12}"
+            f"  {'floor/Baton':>11}  {'floor/in SQLite':>15}"
+            if baton
+            else ""
+        )
     ]
     for r in results:
         lines.append(
@@ -395,6 +445,8 @@ def table(results: list[dict], flow: list[dict]) -> str:
             f"{r['floor_ratio']:>10.2f}x  {r['budget_ms_per_unit']:>17.3f}  {r['budget_us_per_message']:>14.1f}"
             + (
                 f"  {r['baton_ms']:>8.3f}  {r['baton_ratio']:>10.2f}x  {r['beyond_floor_us_per_message']:>19.1f}"
+                f"  {r['baton_in_sqlite_ms']:>12.3f}  {r['floor_over_baton']:>10.2f}x"
+                f"  {r['floor_over_baton_in_sqlite']:>14.2f}x"
                 if baton
                 else ""
             )

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.floor import Floor
+from bench.floor import Floor, _in_sqlite_per_unit
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 
@@ -73,6 +73,9 @@ def test_the_floor_prints_a_table_and_json_with_the_engine_beside_it(tmp_path, s
     for r in results:
         assert r["scenario"] == "floor" and r["plain_ms"] > 0 and r["floor_ms"] > 0 and r["baton_ms"] > 0
         assert r["budget_us_per_message"] == pytest.approx(r["budget_ms_per_unit"] * 1000 / r["batch"])
+        assert r["baton_in_sqlite_ms"] > 0
+        assert r["floor_over_baton"] == pytest.approx(r["floor_ms"] / r["baton_ms"])
+        assert r["floor_over_baton_in_sqlite"] == pytest.approx(r["floor_ms"] / r["baton_in_sqlite_ms"])
     assert [(f["scenario"], f["batch"]) for f in flow] == [("flow floor", 1), ("flow floor", 100)]
     assert all(f["msgs_per_s"] > 0 for f in flow)
     assert list(tmp_path.iterdir()) == []  # scratch files and the engine's directory are gone
@@ -83,3 +86,23 @@ def test_bad_arguments_are_refused_clearly(tmp_path):
     assert proc.returncode == 2 and "--units and --rounds must be at least 1" in proc.stderr
     proc = run("--directory", str(tmp_path / "missing"))
     assert proc.returncode == 2 and "no such directory" in proc.stderr
+
+
+def test_the_time_in_sqlite_counts_the_drivers_calls_and_nothing_else(tmp_path):
+    conn = sqlite3.connect(tmp_path / "t.sqlite3")
+    conn.execute("CREATE TABLE t (x)")
+    calls = []
+
+    def python_only(batch: int) -> None:
+        calls.append(sum(range(1000 * batch)))
+
+    def with_statements(batch: int) -> None:
+        for _ in range(batch):
+            conn.execute("INSERT INTO t VALUES (randomblob(1000))")
+        conn.commit()
+
+    assert _in_sqlite_per_unit(python_only, 5, 3) == 0.0
+    assert len(calls) == 3
+    assert _in_sqlite_per_unit(with_statements, 5, 3) > 0.0
+    assert conn.execute("SELECT COUNT(*) FROM t").fetchone() == (15,)
+    conn.close()
