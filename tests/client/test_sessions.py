@@ -147,3 +147,30 @@ def test_open_opens_the_session_before_the_first_operation(platform, broker):
         assert client._session._ws is ws  # the same session served it
     with Client(platform.url, platform.token, timeout=30, transport="rest") as rest:
         assert rest.open() is rest and rest._session is None
+
+
+def test_a_connection_that_drops_late_fails_only_the_requests_it_carried():
+    """The reader of a broken connection may get to its end after the next call opened a
+    new one (a send that found the old one broken let it): only what went on the old one
+    fails."""
+    from concurrent.futures import Future
+
+    from baton_client.session import Session
+
+    class Connection:
+        closed = False
+
+        def close(self) -> None:
+            self.closed = True
+
+    session = Session("http://127.0.0.1:9", "token")
+    old, new = Connection(), Connection()
+    on_old, on_new = Future(), Future()
+    session._ws = new
+    session._awaited = {1: on_old, 2: on_new}
+    session._sent_on = {1: old, 2: new}
+    session._dropped(old)
+    assert isinstance(on_old.exception(timeout=0), NetworkError)
+    assert not on_new.done()
+    assert session._ws is new and session._awaited == {2: on_new} and session._sent_on == {2: new}
+    assert old.closed and not new.closed

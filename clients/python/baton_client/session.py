@@ -78,6 +78,7 @@ class Session:
         self._lock = threading.Lock()  # the connection, sends and the table of awaited replies
         self._ws: ClientConnection | None = None
         self._awaited: dict[int, Future] = {}
+        self._sent_on: dict[int, ClientConnection] = {}  # the connection each awaited request went on
         self._closed = False
 
     def __repr__(self) -> str:
@@ -122,6 +123,7 @@ class Session:
                 for reply in replies if isinstance(replies, list) else (replies,):
                     try:
                         future = self._awaited.pop(reply["re"], None)
+                        self._sent_on.pop(reply["re"], None)
                     except (TypeError, KeyError):
                         continue  # not a reply to a request of ours (the server answers bad frames with re: null)
                     if future is not None and not future.done():
@@ -137,10 +139,16 @@ class Session:
         with self._lock:
             if self._ws is ws:
                 self._ws = None
-            awaited, self._awaited = self._awaited, {}
+            # only what went on this connection: a new one may already carry other requests
+            # (a send that found it broken let the next call open another before its reader
+            # got here)
+            ids = [frame_id for frame_id, on in list(self._sent_on.items()) if on is ws]  # other readers pop
+            awaited = {frame_id: self._awaited.pop(frame_id, None) for frame_id in ids}
+            for frame_id in ids:
+                self._sent_on.pop(frame_id, None)
         error = NetworkError(f"{self.url}: the session closed before the reply came.")
         for future in awaited.values():
-            if not future.done():
+            if future is not None and not future.done():
                 future.set_exception(error)
         try:
             ws.close()
@@ -170,10 +178,12 @@ class Session:
             ws = self._open()
             frame_id = next(self._ids)
             self._awaited[frame_id] = future
+            self._sent_on[frame_id] = ws
             try:
                 ws.send(json.dumps({"id": frame_id, "op": op, **fields}, separators=(",", ":")))
             except (ConnectionClosed, OSError) as exc:
                 self._awaited.pop(frame_id, None)
+                self._sent_on.pop(frame_id, None)
                 if self._ws is ws:
                     self._ws = None
                 future.set_exception(NetworkError(f"{self.url}: {op}: the session broke ({exc})."))
