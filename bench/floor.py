@@ -149,8 +149,8 @@ class Floor:
         c.execute(_JOURNAL + "(?, 'commit', ?)", (unit, now))
         return c
 
-    def put_commit(self, batch: int) -> None:
-        unit, now = secrets.token_hex(12), time.time()
+    def put(self, unit: str, batch: int, now: float) -> None:
+        """The put that begins ``unit``: its own database transaction, not synced."""
         c = self._operation(unit)
         if (
             c.execute(
@@ -163,7 +163,15 @@ class Floor:
         c.execute(self.inserts[batch], [value for _ in range(batch) for value in (unit, self.body)])
         c.execute(_JOURNAL + "(?, 'begin', ?), (?, 'put', ?)", (unit, now, unit, now))
         c.execute("COMMIT")
+
+    def commit(self, unit: str, now: float) -> None:
+        """The commit of a unit of work of puts: synced."""
         self._commit(unit, now).execute("COMMIT")
+
+    def put_commit(self, batch: int) -> None:
+        unit, now = secrets.token_hex(12), time.time()
+        self.put(unit, batch, now)
+        self.commit(unit, now)
 
     def get_commit(self, batch: int) -> None:
         unit, now = secrets.token_hex(12), time.time()

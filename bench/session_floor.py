@@ -8,12 +8,16 @@ Starts Baton's web server as ``platform/up`` starts it (``bench.live``, SQLite i
 directory, ``synchronous=FULL``) and, beside it, Uvicorn serving a bare ASGI application
 (``app`` below) that answers each request frame with the reply Baton gave to the same
 operation (recorded first, so both send the same bytes), after decoding the request and
-encoding the reply as JSON. One client, the same code for both: units of work of one 1 KiB
+encoding the reply as JSON; and a third, ``storage_app``, that does the same and also
+writes what the unit of work must on SQLite (``bench.floor``'s fewest statements: the put's
+rows in a database transaction of its own, the commit synced), on the event loop's thread.
+One client, the same code for all three: units of work of one 1 KiB
 persistent message — ``begin``, ``put`` (pipelined, as the Python client sends it),
-``commit`` — over a WebSocket. Rounds alternate between the two servers; per round it
+``commit`` — over a WebSocket. Rounds alternate between the servers; per round it
 reads each server's CPU time (user + system, from /proc) and prints the medians per
 operation. The floor is what any Python server on this stack pays before it does any work:
-it bounds what trimming Baton's own code can reach. Needs no Django in this process;
+it bounds what trimming Baton's own code can reach. The third is what any Python server on
+this stack pays to serve the operation and keep its promise on SQLite. Needs no Django in this process;
 asserts nothing.
 """
 
@@ -22,7 +26,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import secrets
 import socket
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -34,13 +40,15 @@ from pathlib import Path
 import httpx
 from websockets.sync.client import connect
 
-from .scratch import WS_PROTOCOL
-
+from .floor import Floor
 from .live import HOST, LivePlatform
+from .scratch import WS_PROTOCOL
 
 ROOT = Path(__file__).resolve().parents[1]
 BROKER, QUEUE = "FLOOR", "Q"
 REPLIES_ENV = "BATON_FLOOR_REPLIES"
+#: ``storage_app``'s SQLite file (``bench.floor``'s schema, made at the first connection).
+DATABASE_ENV = "BATON_FLOOR_DATABASE"
 
 
 # --- the bare server ----------------------------------------------------------------------
@@ -67,6 +75,41 @@ async def app(scope, receive, send) -> None:
             return
         request = json.loads(event["text"])
         reply = {"re": request["id"], **replies.get(request["op"], {"status": 200})}
+        await send({"type": "websocket.send", "text": json.dumps(reply, separators=(",", ":"))})
+
+
+_FLOOR: Floor | None = None
+
+
+async def storage_app(scope, receive, send) -> None:
+    """``app`` that also writes what a unit of work must (``bench.floor``'s fewest
+    statements, on the event loop's own thread, no hop): ``begin`` names a unit of work and
+    writes nothing (its row goes in with the first put), ``put`` is the floor's put (its own
+    database transaction, not synced), ``commit`` the floor's commit (synced)."""
+    global _FLOOR
+    if scope["type"] != "websocket":
+        return
+    replies = _replies()
+    if _FLOOR is None:
+        _FLOOR = Floor(Path(os.environ[DATABASE_ENV]))
+    floor = _FLOOR
+    event = await receive()
+    if event["type"] != "websocket.connect":
+        return
+    await send({"type": "websocket.accept"})
+    while True:
+        event = await receive()
+        if event["type"] != "websocket.receive":
+            return
+        request = json.loads(event["text"])
+        op = request["op"]
+        reply = {"re": request["id"], **replies.get(op, {"status": 200})}
+        if op == "begin":
+            reply["id"] = secrets.token_hex(12)
+        elif op == "put":
+            floor.put(request["transaction"], 1, time.time())
+        elif op == "commit":
+            floor.commit(request["transaction"], time.time())
         await send({"type": "websocket.send", "text": json.dumps(reply, separators=(",", ":"))})
 
 
@@ -141,46 +184,57 @@ def _wait_listening(port: int, proc: subprocess.Popen, timeout_s: float = 60) ->
     raise RuntimeError(f"the floor server did not listen on {port} within {timeout_s:g}s")
 
 
+#: The servers measured, in the order each round runs them: Baton's session, the bare
+#: server, and the bare server writing what a unit of work must.
+SIDES = ("baton", "floor", "floor+storage")
+
+
+def _bare_server(app: str, port: int, env: dict[str, str]) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "uvicorn", f"bench.session_floor:{app}", "--host", HOST, "--port", str(port)]
+        + ["--ws", WS_PROTOCOL, "--lifespan", "off", "--log-level", "warning", "--no-access-log"],
+        cwd=ROOT,
+        env={**os.environ, **env},
+    )
+
+
 def run(*, units: int, rounds: int) -> dict:
     with tempfile.TemporaryDirectory(prefix="baton-session-floor-") as scratch:
         var = Path(scratch)
         platform = LivePlatform(var_dir=var, database_url=f"sqlite:///{var / 'baton.sqlite3'}")
         token = platform.prepare()
-        with platform:
+        with platform, ExitStack() as servers:
             platform.start("web")
-            baton_pid = platform.processes["web"].pid
+            pids = {"baton": platform.processes["web"].pid}
             with httpx.Client(base_url=platform.url, headers={"Authorization": f"Token {token}"}, timeout=60) as http:
                 http.post("/api/brokers/", json={"name": BROKER}).raise_for_status()
                 http.post(f"/api/brokers/{BROKER}/queues/", json={"name": QUEUE}).raise_for_status()
-            baton = _Session(platform.url.replace("http://", "ws://") + "/api/session/", token)
-            recorded = baton.unit()
+            sessions = {"baton": _Session(platform.url.replace("http://", "ws://") + "/api/session/", token)}
+            servers.callback(sessions["baton"].close)
+            recorded = sessions["baton"].unit()
             replies_file = var / "replies.json"
             replies_file.write_text(
                 json.dumps({op: {k: v for k, v in r.items() if k != "re"} for op, r in recorded.items()})
             )
-            port = _free_port()
-            floor_proc = subprocess.Popen(
-                [sys.executable, "-m", "uvicorn", "bench.session_floor:app", "--host", HOST, "--port", str(port)]
-                + ["--ws", WS_PROTOCOL, "--lifespan", "off", "--log-level", "warning", "--no-access-log"],
-                cwd=ROOT,
-                env={**os.environ, REPLIES_ENV: str(replies_file)},
-            )
-            try:
-                _wait_listening(port, floor_proc)
-                floor = _Session(f"ws://{HOST}:{port}/api/session/", token)
-                for session, pid in ((baton, baton_pid), (floor, floor_proc.pid)):
-                    _round(session, pid, max(10, units // 10))  # warm up: imports, connections, caches
-                per_round: dict[str, list[float]] = {"floor": [], "baton": []}
-                load_before = os.getloadavg()
-                for _ in range(rounds):
-                    per_round["floor"].append(_round(floor, floor_proc.pid, units))
-                    per_round["baton"].append(_round(baton, baton_pid, units))
-                load_after = os.getloadavg()
-                floor.close()
-                baton.close()
-            finally:
-                floor_proc.terminate()
-                floor_proc.wait(timeout=30)
+            env = {REPLIES_ENV: str(replies_file), DATABASE_ENV: str(var / "floor.sqlite3")}
+            for side, app in (("floor", "app"), ("floor+storage", "storage_app")):
+                port = _free_port()
+                proc = _bare_server(app, port, env)
+                servers.callback(proc.wait, timeout=30)
+                servers.callback(proc.terminate)
+                _wait_listening(port, proc)
+                pids[side] = proc.pid
+                sessions[side] = _Session(f"ws://{HOST}:{port}/api/session/", token)
+                servers.callback(sessions[side].close)
+            for side in SIDES:  # warm up: imports, connections, caches, the WAL's first pages
+                _round(sessions[side], pids[side], max(10, units // 10))
+            per_round: dict[str, list[float]] = {side: [] for side in SIDES}
+            load_before = os.getloadavg()
+            for _ in range(rounds):
+                for side in SIDES:
+                    per_round[side].append(_round(sessions[side], pids[side], units))
+            load_after = os.getloadavg()
+        stored = _stored(var / "floor.sqlite3")
     medians = {name: statistics.median(values) for name, values in per_round.items()}
     return {
         "units": units,
@@ -189,7 +243,23 @@ def run(*, units: int, rounds: int) -> dict:
         "load_after": [round(x, 2) for x in load_after],
         "server_cpu_ms_per_operation": {name: round(value * 1000, 3) for name, value in medians.items()},
         "rounds_ms": {name: [round(v * 1000, 3) for v in values] for name, values in per_round.items()},
+        "floor_storage_wrote": stored,
     }
+
+
+def _stored(path: Path) -> dict[str, int]:
+    """What the storage floor's server left in its database: its units of work committed
+    and its messages, one each per unit of work it served."""
+    conn = sqlite3.connect(path)
+    try:
+        return {
+            "committed_units_of_work": conn.execute(
+                "SELECT count(*) FROM unit_of_work WHERE state = 'committed'"
+            ).fetchone()[0],
+            "messages": conn.execute("SELECT count(*) FROM message").fetchone()[0],
+        }
+    finally:
+        conn.close()
 
 
 def main() -> None:
@@ -205,9 +275,10 @@ def main() -> None:
     cpu = result["server_cpu_ms_per_operation"]
     print(f"load {result['load_before']} -> {result['load_after']}; {args.units} units of work x {args.rounds} rounds")
     print("server CPU per session operation (begin, put, commit of one 1 KiB persistent message), median of rounds:")
-    print(f"  bare Uvicorn + JSON (the floor)  {cpu['floor']:.3f} ms")
-    print(f"  Baton's session                  {cpu['baton']:.3f} ms")
-    print(f"  Baton beyond the floor           {cpu['baton'] - cpu['floor']:.3f} ms")
+    print(f"  bare Uvicorn + JSON (the floor)                  {cpu['floor']:.3f} ms")
+    print(f"  the floor writing a unit of work's fewest rows    {cpu['floor+storage']:.3f} ms")
+    print(f"  Baton's session                                   {cpu['baton']:.3f} ms")
+    print(f"  Baton beyond the floor with its rows              {cpu['baton'] - cpu['floor+storage']:.3f} ms")
 
 
 if __name__ == "__main__":
