@@ -17,7 +17,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator, RegexVa
 from django.db import models
 from django.db.models import Q
 
-from transactions.models import OPEN_STATES, Transaction
+from transactions.models import OPEN_STATES, RowIdField, Transaction
 
 NAME_PATTERN = r"^[A-Za-z0-9._/%]{1,48}$"
 name_validator = RegexValidator(
@@ -329,6 +329,9 @@ class QueueRelease(models.Model):
     that takes its room on the queue's row (``brokers.queries.queue_reserve``); housekeeping
     folds the sums into ``reserved_depth`` (``queue_releases_fold``). docs/concurrency.md."""
 
+    #: nothing refers to it (``RowIdField``): the upsert of a get's commit writes no
+    #: ``sqlite_sequence`` page
+    id = RowIdField(primary_key=True)
     queue = models.ForeignKey(Queue, on_delete=models.CASCADE, related_name="+", db_index=False)
     stripe = models.PositiveSmallIntegerField()
     released = models.BigIntegerField(default=0)

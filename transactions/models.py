@@ -29,6 +29,20 @@ class TransactionState(models.TextChoices):
 OPEN_STATES = (TransactionState.ACTIVE, TransactionState.COMMIT_HELD)
 
 
+class RowIdField(models.BigAutoField):
+    """A big auto primary key that is, on SQLite, the table's rowid without ``AUTOINCREMENT``:
+    a new row's id is one more than the largest present, with no write to
+    ``sqlite_sequence`` (one more page in every database transaction that inserts). For an
+    append-only table whose newest row is never deleted, ids stay strictly increasing and are
+    never reused, as with ``AUTOINCREMENT``; for a table whose ids nothing refers to (links,
+    queue releases), a reused id is harmless. Elsewhere the same as ``BigAutoField``."""
+
+    def db_type_suffix(self, connection):
+        if connection.vendor == "sqlite":
+            return None
+        return super().db_type_suffix(connection)
+
+
 class Transaction(models.Model):
     id = models.CharField(primary_key=True, max_length=32, default=transaction_id_new, editable=False)
     broker = models.CharField(max_length=48, db_index=True, help_text="Name of the broker the unit of work runs on.")
@@ -84,9 +98,13 @@ class Transaction(models.Model):
 
 
 class Link(models.Model):
-    """Upstream (producer of an uncommitted message) → downstream (its pre-emptive getter)."""
+    """Upstream (producer of an uncommitted message) → downstream (its pre-emptive getter).
+    Nothing refers to a link's id (``RowIdField``: no ``sqlite_sequence`` write at each
+    pre-emptive get). ``link_unique`` leads with the upstream: it serves the look-ups by
+    upstream, so ``upstream`` has no index of its own (one b-tree fewer per link)."""
 
-    upstream = models.ForeignKey(Transaction, on_delete=models.CASCADE, related_name="downstream_links")
+    id = RowIdField(primary_key=True)
+    upstream = models.ForeignKey(Transaction, on_delete=models.CASCADE, related_name="downstream_links", db_index=False)
     downstream = models.ForeignKey(Transaction, on_delete=models.CASCADE, related_name="upstream_links")
     resource_ref = models.CharField(max_length=120, help_text="What made the link (a message id, a channel batch).")
     created_at = models.DateTimeField(auto_now_add=True)
@@ -130,19 +148,6 @@ class JournalKind(models.TextChoices):
     DISCARD = "discard"
     #: A reactive message acted (or could not act) on an earlier message.
     REACT = "react"
-
-
-class RowIdField(models.BigAutoField):
-    """A big auto primary key that is, on SQLite, the table's rowid without ``AUTOINCREMENT``:
-    a new row's id is one more than the largest present, with no write to
-    ``sqlite_sequence`` (one more page in every database transaction that inserts). For an
-    append-only table whose newest row is never deleted, ids stay strictly increasing and are
-    never reused, as with ``AUTOINCREMENT``. Elsewhere the same as ``BigAutoField``."""
-
-    def db_type_suffix(self, connection):
-        if connection.vendor == "sqlite":
-            return None
-        return super().db_type_suffix(connection)
 
 
 class JournalEvent(models.Model):

@@ -101,3 +101,58 @@ def test_the_journal_rows_of_an_earlier_database_each_stand_for_one_event():
         from transactions.models import JournalEvent
 
         JournalEvent.objects.filter(broker="QM1", transaction_id__in=["u9", ""]).delete()
+
+
+def test_links_and_queue_releases_of_an_earlier_database_survive_their_rowid_and_lean_index():
+    """transactions 0008 and brokers 0013: links and queue release rows are kept whole, the
+    link's own upstream index is gone (``link_unique`` serves it), look-ups by upstream and
+    by downstream still find the link, a queue's room still counts its releases, and new
+    rows get ids; on SQLite neither table has ``AUTOINCREMENT`` any more."""
+    from brokers import queries as broker_queries
+    from brokers.services.brokers import broker_define
+    from brokers.services.queues import queue_define
+
+    broker_define(name="UPG")
+    queue = queue_define(broker="UPG", name="Q1")
+    try:
+        _migrate([("transactions", "0007_baton_require"), ("brokers", "0012_message_put_transaction_names_its_unit")])
+        assert "transactions_link_upstream_id_f251b587" in _indexes("transactions_link")
+        with connection.cursor() as c:
+            for id in ("up1", "down1"):
+                c.execute(
+                    "INSERT INTO transactions_transaction (id, broker, state, reason, owner, marks, created_at)"
+                    " VALUES (%s, 'UPG', 'active', '', '', '[]', CURRENT_TIMESTAMP)",
+                    [id],
+                )
+            c.execute(
+                "INSERT INTO transactions_link (upstream_id, downstream_id, resource_ref, created_at)"
+                " VALUES ('up1', 'down1', 'm1', CURRENT_TIMESTAMP)"
+            )
+            c.execute("INSERT INTO brokers_queuerelease (queue_id, stripe, released) VALUES (%s, 0, 3)", [queue.pk])
+            c.execute("UPDATE brokers_queue SET reserved_depth = 5 WHERE id = %s", [queue.pk])
+        _migrate(_latest())
+        assert "transactions_link_upstream_id_f251b587" not in _indexes("transactions_link")
+        assert "link_unique" in _indexes("transactions_link")
+        from transactions.models import Link
+        from transactions.selectors import transaction_neighbours
+
+        assert transaction_neighbours(transaction_id="down1") == (["up1"], [])
+        assert transaction_neighbours(transaction_id="up1") == ([], ["down1"])
+        old = Link.objects.get(upstream_id="up1")
+        assert (old.downstream_id, old.resource_ref) == ("down1", "m1")
+        new = Link.objects.create(upstream_id="up1", downstream_id="down1", resource_ref="m2")
+        assert new.pk > old.pk
+        assert broker_queries.queue_reserved(queue_id=queue.pk) == 2
+        if connection.vendor == "sqlite":
+            with connection.cursor() as c:
+                c.execute(
+                    "SELECT name, sql FROM sqlite_master WHERE name IN ('transactions_link', 'brokers_queuerelease')"
+                )
+                tables = dict(c.fetchall())
+            assert set(tables) == {"transactions_link", "brokers_queuerelease"}
+            assert not [name for name, sql in tables.items() if "AUTOINCREMENT" in sql.upper()]
+    finally:
+        _migrate(_latest())
+        from transactions.models import Transaction
+
+        Transaction.objects.filter(id__in=["up1", "down1"]).delete()
