@@ -156,3 +156,66 @@ def test_links_and_queue_releases_of_an_earlier_database_survive_their_rowid_and
         from transactions.models import Transaction
 
         Transaction.objects.filter(id__in=["up1", "down1"]).delete()
+
+
+def _create_sql(table: str) -> str:
+    with connection.cursor() as c:
+        c.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = %s", [table])
+        return c.fetchone()[0]
+
+
+@pytest.mark.skipif(connection.vendor != "sqlite", reason="WITHOUT ROWID is SQLite's")
+def test_the_units_of_work_table_is_without_rowid_after_every_migration():
+    """transactions 0009; Django rebuilds a SQLite table as a rowid table whenever a migration
+    alters a column of it: a later migration that does so must rebuild it without rowid
+    again (``0009_transaction_without_rowid.rebuilt``)."""
+    assert _create_sql("transactions_transaction").upper().endswith("WITHOUT ROWID")
+
+
+@pytest.mark.skipif(connection.vendor != "sqlite", reason="WITHOUT ROWID is SQLite's")
+def test_units_of_work_of_an_earlier_database_keep_their_rows_indexes_and_references_without_rowid():
+    """transactions 0009 on a database at 0008: the units of work, their cause, their indexes
+    and the messages and links that name them are as they were; undone, it is a rowid table
+    again with the same rows."""
+    from brokers.models import Message
+    from brokers.services.brokers import broker_define
+    from brokers.services.message_input import MessageInput
+    from brokers.services.messages.put import message_put
+    from brokers.services.queues import queue_define
+    from transactions.manager import transaction_begin
+
+    broker_define(name="UPR")
+    queue_define(broker="UPR", name="Q1")
+    try:
+        _migrate([("transactions", "0008_link_rowid_lean")])
+        assert not _create_sql("transactions_transaction").upper().endswith("WITHOUT ROWID")
+        with connection.cursor() as c:
+            for id, cause in (("w1", None), ("w2", "w1")):
+                c.execute(
+                    "INSERT INTO transactions_transaction (id, broker, state, reason, owner, marks, created_at,"
+                    " cause_id) VALUES (%s, 'UPR', 'active', '', '', '[]', CURRENT_TIMESTAMP, %s)",
+                    [id, cause],
+                )
+        indexes_before = _indexes()
+        _migrate(_latest())
+        assert _create_sql("transactions_transaction").upper().endswith("WITHOUT ROWID")
+        assert _indexes() == indexes_before
+        from transactions.models import Transaction
+
+        assert dict(Transaction.objects.filter(broker="UPR").values_list("id", "cause_id")) == {
+            "w1": None,
+            "w2": "w1",
+        }
+        message_put(broker="UPR", queue="Q1", transaction_id="w2", messages=[MessageInput(body=b"m")])
+        assert Message.objects.get(queue__name="Q1", queue__broker__name="UPR").put_transaction_id == "w2"
+        begun = transaction_begin(broker="UPR", timeout_ms=60_000)
+        assert Transaction.objects.get(pk=begun.id).state == "active"
+        _migrate([("transactions", "0008_link_rowid_lean")])
+        assert not _create_sql("transactions_transaction").upper().endswith("WITHOUT ROWID")
+        assert set(Transaction.objects.filter(broker="UPR").values_list("id", flat=True)) == {"w1", "w2", begun.id}
+    finally:
+        _migrate(_latest())
+        from transactions.models import Transaction
+
+        Message.objects.filter(queue__broker__name="UPR").delete()
+        Transaction.objects.filter(broker="UPR").delete()
