@@ -209,9 +209,15 @@ def wait_for(
         while True:
             with _condition:
                 seen = _seen(keys)
-            if resume is not None and seen == resume.seen and bus is not None and bus.listening:
-                result = None  # nothing committed since the look that began the wait: no need to look
-            else:
+            if (
+                resume is not None
+                and seen == resume.seen
+                and bus is not None
+                and bus.listening
+                and deadline > time.monotonic()
+            ):  # nothing committed since the look that began the wait, and time to wait: no need to look
+                result = None
+            else:  # (a wait resumed after its time ran out, the hand-over slower than the wait, looks last)
                 result = attempt()
             resume = None
             remaining = deadline - time.monotonic()

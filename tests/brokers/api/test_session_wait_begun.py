@@ -6,6 +6,7 @@ the first look and the wait is found at once; no key stays watched afterwards.""
 
 from __future__ import annotations
 
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -18,7 +19,7 @@ from brokers.api.operations import MessageGet
 from brokers.services.brokers import broker_define
 from brokers.services.message_input import MessageInput
 from brokers.services.messages import get as messages_module
-from brokers.services.messages import message_put
+from brokers.services.messages import message_get, message_put
 from brokers.services.queues import queue_define
 from transactions import wakeups
 
@@ -91,4 +92,19 @@ def test_a_message_committed_after_the_first_look_is_found_at_once(qm, looks, ge
     reply = get(qm, 30)
     assert reply["status"] == 200 and [m["body"] for m in reply["messages"]] == ["late"]
     assert looks.made == [0, 1]
+    assert wakeups._watchers == {}
+
+
+def test_a_wait_resumed_after_its_time_ran_out_looks_once_more_and_ends_empty(qm, looks):
+    """The hand-over to a waiter thread can take longer than a short wait (a loaded machine):
+    the resumed wait then makes its last look at once and answers empty, as a wait that runs
+    out does (it answered 500 with an IndexError when it found its time gone before any look)."""
+    with wakeups.wait_begun() as begun:
+        first = message_get(broker="QM1", queue="Q1", wait=0.01)
+    assert first.messages == [] and begun.keys is not None
+    begun.deadline = time.monotonic() - 1  # the wait's time ran out during the hand-over
+    with wakeups.wait_resumed(begun):
+        last = message_get(broker="QM1", queue="Q1", wait=0.01)
+    assert last.messages == []
+    assert looks.made == [0, 0]
     assert wakeups._watchers == {}
