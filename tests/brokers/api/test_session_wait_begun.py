@@ -100,11 +100,11 @@ def test_a_wait_resumed_after_its_time_ran_out_looks_once_more_and_ends_empty(qm
     the resumed wait then makes its last look at once and answers empty, as a wait that runs
     out does (it answered 500 with an IndexError when it found its time gone before any look)."""
     with wakeups.wait_begun() as begun:
-        first = message_get(broker="QM1", queue="Q1", wait=0.01)
+        first = message_get(broker="QM1", queue="Q1", wait=30)  # within wait_begun: one look, then back
     assert first.messages == [] and begun.keys is not None
     begun.deadline = time.monotonic() - 1  # the wait's time ran out during the hand-over
     with wakeups.wait_resumed(begun):
-        last = message_get(broker="QM1", queue="Q1", wait=0.01)
+        last = message_get(broker="QM1", queue="Q1", wait=30)  # goes on from the begun wait's deadline
     assert last.messages == []
     assert looks.made == [0, 0]
     assert wakeups._watchers == {}
