@@ -59,9 +59,10 @@ def _replies() -> dict[str, dict]:
     return json.loads(Path(path).read_text()) if path else {}
 
 
-async def app(scope, receive, send) -> None:
+async def _served(scope, receive, send, apply=None) -> None:
     """A WebSocket that answers each ``{"id", "op", ...}`` frame with the recorded reply to
-    ``op`` under the frame's id: JSON decoded and encoded, nothing else."""
+    ``op`` under the frame's id, JSON decoded and encoded; ``apply(request, reply)`` first,
+    if given, does the operation's work on the event loop's own thread."""
     if scope["type"] != "websocket":
         return
     replies = _replies()
@@ -75,42 +76,40 @@ async def app(scope, receive, send) -> None:
             return
         request = json.loads(event["text"])
         reply = {"re": request["id"], **replies.get(request["op"], {"status": 200})}
+        if apply is not None:
+            apply(request, reply)
         await send({"type": "websocket.send", "text": json.dumps(reply, separators=(",", ":"))})
+
+
+async def app(scope, receive, send) -> None:
+    """The bare server: JSON decoded and encoded, nothing else."""
+    await _served(scope, receive, send)
 
 
 _FLOOR: Floor | None = None
 
 
-async def storage_app(scope, receive, send) -> None:
-    """``app`` that also writes what a unit of work must (``bench.floor``'s fewest
-    statements, on the event loop's own thread, no hop): ``begin`` names a unit of work and
-    writes nothing (its row goes in with the first put), ``put`` is the floor's put (its own
-    database transaction, not synced), ``commit`` the floor's commit (synced)."""
+def _written(request: dict, reply: dict) -> None:
+    """What a unit of work must write (``bench.floor``'s fewest statements): ``begin`` names a
+    unit of work and writes nothing (its row goes in with the first put), ``put`` is the
+    floor's put (its own database transaction, not synced), ``commit`` the floor's commit
+    (synced)."""
     global _FLOOR
-    if scope["type"] != "websocket":
-        return
-    replies = _replies()
     if _FLOOR is None:
         _FLOOR = Floor(Path(os.environ[DATABASE_ENV]))
-    floor = _FLOOR
-    event = await receive()
-    if event["type"] != "websocket.connect":
-        return
-    await send({"type": "websocket.accept"})
-    while True:
-        event = await receive()
-        if event["type"] != "websocket.receive":
-            return
-        request = json.loads(event["text"])
-        op = request["op"]
-        reply = {"re": request["id"], **replies.get(op, {"status": 200})}
-        if op == "begin":
-            reply["id"] = secrets.token_hex(12)
-        elif op == "put":
-            floor.put(request["transaction"], 1, time.time())
-        elif op == "commit":
-            floor.commit(request["transaction"], time.time())
-        await send({"type": "websocket.send", "text": json.dumps(reply, separators=(",", ":"))})
+    op = request["op"]
+    if op == "begin":
+        reply["id"] = secrets.token_hex(12)
+    elif op == "put":
+        _FLOOR.put(request["transaction"], 1, time.time())
+    elif op == "commit":
+        _FLOOR.commit(request["transaction"], time.time())
+
+
+async def storage_app(scope, receive, send) -> None:
+    """The bare server writing what each operation must (``_written``), on the event loop's
+    own thread, with no hop."""
+    await _served(scope, receive, send, _written)
 
 
 # --- measuring ----------------------------------------------------------------------------
