@@ -1,7 +1,7 @@
 """Fixtures for the client tests: one real platform (Uvicorn, Celery worker and beat, after
-migrate and api_token, in a temporary directory) per session, started with the integration
-suite's helper, and a :class:`brokers.client.Client` talking to it over each transport: a
-session (the default) and REST; every test that uses ``client`` runs on both."""
+migrate and api_token, in a temporary directory) for the package's tests, started with the
+integration suite's helper, and a :class:`brokers.client.Client` talking to it over each
+transport: a session (the default) and REST; every test that uses ``client`` runs on both."""
 
 from __future__ import annotations
 
@@ -15,8 +15,10 @@ from tests.integration.servers import RUNNING, platform_started
 _names = itertools.count(1)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def platform(tmp_path_factory):
+    """Stopped when tests/client is done (package scope: an idle platform's worker and beat
+    cost about a third of a core, which the rest of the suite would pay for)."""
     with platform_started(tmp_path_factory.mktemp("baton-client-var")) as running:
         yield running
 

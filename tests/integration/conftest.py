@@ -1,5 +1,5 @@
 """Fixtures for the integration tests: one set of real servers (Uvicorn, Celery worker, Celery
-beat) per session, against a fresh temporary directory. When a test fails, what the servers
+beat) for the package's tests, against a fresh temporary directory. When a test fails, what the servers
 wrote to stderr is attached to its report."""
 
 from __future__ import annotations
@@ -13,8 +13,11 @@ from .servers import RUNNING, platform_started
 _names = itertools.count(1)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def platform(tmp_path_factory):
+    """The live platform of tests/integration, stopped when the package's last test is done
+    (package scope: an idle platform's worker and beat still run housekeeping several times
+    a second, about a third of a core, which the rest of the suite would pay for)."""
     with platform_started(tmp_path_factory.mktemp("baton-var")) as running:
         yield running
 

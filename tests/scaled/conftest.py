@@ -59,9 +59,11 @@ def scaled_env(database_url: str, redis_server, use: str) -> dict[str, str]:
     }
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def scaled(redis_server, tmp_path_factory):
-    """Two web processes, two workers and beat on PostgreSQL and Redis."""
+    """Two web processes, two workers and beat on PostgreSQL and Redis, stopped when
+    tests/scaled is done (package scope: idle, they would still run housekeeping for the
+    rest of the suite)."""
     postgres_or_skip()
     with scratch_database("baton_scaled") as url:
         env = {**scaled_env(url, redis_server, "platform"), "BATON_CHANNEL_LEASE_S": "5"}

@@ -31,10 +31,12 @@ def spark():
     session.stop()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def spark_platform(tmp_path_factory):
     """A real platform (Uvicorn, Celery worker and beat) whose workers run Spark jobs: on
-    SQLite, or on a fresh database of the PostgreSQL server when the tests run on one."""
+    SQLite, or on a fresh database of the PostgreSQL server when the tests run on one.
+    Stopped when tests/spark_jobs is done (package scope: an idle platform's worker and beat
+    still run housekeeping, which the rest of the suite would pay for)."""
     if not (shutil.which("java") or os.environ.get("JAVA_HOME")):
         pytest.skip("no Java runtime (Spark needs Java 17+; ./platform/test installs one)")
     from django.db import connection

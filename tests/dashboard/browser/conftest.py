@@ -40,8 +40,10 @@ def pytest_collection_modifyitems(config, items):
                 item.add_marker(pytest.mark.skip(reason=reason))
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def site(tmp_path_factory):
+    """Stopped when the browser tests are done (package scope: an idle platform's worker and
+    beat cost about a third of a core, which the rest of the suite would pay for)."""
     with platform_started(tmp_path_factory.mktemp("baton-dash")) as running:
         yield running
 
