@@ -8,7 +8,7 @@ import itertools
 
 import pytest
 
-from .servers import manage
+from .servers import manage_each
 from .test_session import Session
 
 pytestmark = [pytest.mark.integration, pytest.mark.once]  # once: its servers use SQLite in either pass
@@ -16,15 +16,27 @@ pytestmark = [pytest.mark.integration, pytest.mark.once]  # once: its servers us
 _users = itertools.count(1)
 
 
-def user_session(platform, broker: str) -> Session:
-    name = f"sess{next(_users)}"
-    token = manage(platform.env, "api_token", name, "--create-user").strip().splitlines()[-1]
-    manage(platform.env, "grant", name, "--broker", broker, "--actions", "put,get,browse")
-    return Session(platform, token=token)
+def user_sessions(platform, broker: str, count: int) -> list[Session]:
+    """Sessions of ``count`` new users, each with a token by ``manage.py api_token`` and put,
+    get and browse granted by ``manage.py grant`` (the commands in one process: one start of
+    Python and Django instead of two a user)."""
+    names = [f"sess{next(_users)}" for _ in range(count)]
+    outputs = manage_each(
+        platform.env,
+        *[
+            command
+            for name in names
+            for command in (
+                ["api_token", name, "--create-user"],
+                ["grant", name, "--broker", broker, "--actions", "put,get,browse"],
+            )
+        ],
+    )
+    return [Session(platform, token=output.strip().splitlines()[-1]) for output in outputs[::2]]
 
 
 def test_another_users_session_cannot_act_on_a_unit_of_work(platform, http, live_broker):
-    alice, bob = user_session(platform, live_broker), user_session(platform, live_broker)
+    alice, bob = user_sessions(platform, live_broker, 2)
     try:
         begun = alice.call(op="begin", broker=live_broker)
         assert begun["status"] == 201, begun
