@@ -30,7 +30,10 @@ from schemathesis.specs.openapi.checks import negative_data_rejection, response_
 from bench.scratch import WS_PROTOCOL  # noqa: E402
 from tests.integration.servers import PYTHON, ROOT, Server, base_env, free_port, manage, poll_until  # noqa: E402
 
-pytestmark = pytest.mark.integration
+# once: its Uvicorn runs on a SQLite database of its own whatever the pass (base_env), so the
+# PostgreSQL pass would repeat the SQLite pass's run exactly (BATON_FUZZ_DATABASE_URL fuzzes
+# against PostgreSQL on purpose)
+pytestmark = [pytest.mark.integration, pytest.mark.once]
 
 #: More examples or another seed for a longer hunt: BATON_FUZZ_EXAMPLES=200 BATON_FUZZ_SEED=7; and
 #: BATON_FUZZ_DATABASE_URL=postgres://... to fuzz against PostgreSQL instead of SQLite.
