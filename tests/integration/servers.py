@@ -151,6 +151,11 @@ def base_env(var_dir: Path) -> dict[str, str]:
             "DATABASE_URL": f"sqlite:///{var_dir / 'baton.sqlite3'}",
             "CELERY_BROKER_URL": "filesystem://",
             "BATON_HOUSEKEEPING_INTERVAL_S": "0.2",
+            # no scheduled analytics (every 600 s by default): no test waits ten minutes
+            # for one, and a platform living that long (tests/integration's, with the crash
+            # tests inside its package) would start a Spark job (a JVM) for nothing;
+            # analytics on request still run (tests/spark_jobs/live.py does the same)
+            "BATON_ANALYTICS_INTERVAL_S": "0",
             "PYTHONUNBUFFERED": "1",
             "PATH": f"{Path(PYTHON).parent}{os.pathsep}{env.get('PATH', '')}",
         }
