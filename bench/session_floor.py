@@ -2,7 +2,7 @@
 frame, beside what Baton's session costs, with the same client in the same run
 (docs/performance.md, "The serving floor").
 
-    python -m bench.session_floor [--units 300] [--rounds 3] [--json]
+    python -m bench.session_floor [--units 300] [--rounds 3] [--gap-ms 0 [1 5 ...]] [--json]
 
 Starts Baton's web server as ``platform/up`` starts it (``bench.live``, SQLite in a scratch
 directory, ``synchronous=FULL``) and, beside it, Uvicorn serving a bare ASGI application
@@ -15,9 +15,13 @@ One client, the same code for all three: units of work of one 1 KiB
 persistent message — ``begin``, ``put`` (pipelined, as the Python client sends it),
 ``commit`` — over a WebSocket. Rounds alternate between the servers; per round it
 reads each server's CPU time (user + system, from /proc) and prints the medians per
-operation. The floor is what any Python server on this stack pays before it does any work:
-it bounds what trimming Baton's own code can reach. The third is what any Python server on
-this stack pays to serve the operation and keep its promise on SQLite. Needs no Django in this process;
+operation. The floor is what any Python server on this stack pays before it does any
+work: it bounds what trimming Baton's own code can reach. The third is what any Python
+server on this stack pays to serve the operation and keep its promise on SQLite.
+
+``--gap-ms`` makes the client pause before each request it sends, as a pipeline stage that
+works between its calls does (several values: the rounds of each in turn), so that each
+server meets each request after an idle spell. Needs no Django in this process;
 asserts nothing.
 """
 
@@ -127,7 +131,10 @@ def _free_port() -> int:
 
 
 class _Session:
-    """A WebSocket carrying units of work of one message, as the Python client sends them."""
+    """A WebSocket carrying units of work of one message, as the Python client sends them;
+    ``gap_s``: the pause before each request."""
+
+    gap_s = 0.0
 
     def __init__(self, url: str, token: str) -> None:
         self._stack = ExitStack()
@@ -139,6 +146,8 @@ class _Session:
         self.body = "x" * 1024
 
     def _send(self, op: str, **fields) -> int:
+        if self.gap_s > 0:
+            time.sleep(self.gap_s)  # the client's own work between its calls, not a synchronisation
         self.next_id += 1
         self.ws.send(json.dumps({"id": self.next_id, "op": op, **fields}, separators=(",", ":")))
         return self.next_id
@@ -197,7 +206,7 @@ def _bare_server(app: str, port: int, env: dict[str, str]) -> subprocess.Popen:
     )
 
 
-def run(*, units: int, rounds: int) -> dict:
+def run(*, units: int, rounds: int, gaps_ms: tuple[float, ...] = (0.0,)) -> dict:
     with tempfile.TemporaryDirectory(prefix="baton-session-floor-") as scratch:
         var = Path(scratch)
         platform = LivePlatform(var_dir=var, database_url=f"sqlite:///{var / 'baton.sqlite3'}")
@@ -227,21 +236,33 @@ def run(*, units: int, rounds: int) -> dict:
                 servers.callback(sessions[side].close)
             for side in SIDES:  # warm up: imports, connections, caches, the WAL's first pages
                 _round(sessions[side], pids[side], max(10, units // 10))
-            per_round: dict[str, list[float]] = {side: [] for side in SIDES}
+            by_gap = []
             load_before = os.getloadavg()
-            for _ in range(rounds):
-                for side in SIDES:
-                    per_round[side].append(_round(sessions[side], pids[side], units))
+            for gap_ms in gaps_ms:
+                _Session.gap_s = gap_ms / 1000
+                per_round: dict[str, list[float]] = {side: [] for side in SIDES}
+                for _ in range(rounds):
+                    for side in SIDES:
+                        per_round[side].append(_round(sessions[side], pids[side], units))
+                medians = {name: statistics.median(values) for name, values in per_round.items()}
+                by_gap.append(
+                    {
+                        "gap_ms": gap_ms,
+                        "server_cpu_ms_per_operation": {name: round(v * 1000, 3) for name, v in medians.items()},
+                        "rounds_ms": {name: [round(v * 1000, 3) for v in values] for name, values in per_round.items()},
+                    }
+                )
             load_after = os.getloadavg()
         stored = _stored(var / "floor.sqlite3")
-    medians = {name: statistics.median(values) for name, values in per_round.items()}
     return {
         "units": units,
         "rounds": rounds,
         "load_before": [round(x, 2) for x in load_before],
         "load_after": [round(x, 2) for x in load_after],
-        "server_cpu_ms_per_operation": {name: round(value * 1000, 3) for name, value in medians.items()},
-        "rounds_ms": {name: [round(v * 1000, 3) for v in values] for name, values in per_round.items()},
+        # the first gap's figures (0 ms unless asked otherwise), then every gap's
+        "server_cpu_ms_per_operation": by_gap[0]["server_cpu_ms_per_operation"],
+        "rounds_ms": by_gap[0]["rounds_ms"],
+        "by_gap": by_gap,
         "floor_storage_wrote": stored,
     }
 
@@ -265,19 +286,32 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--units", type=int, default=300, help="units of work per round (300)")
     parser.add_argument("--rounds", type=int, default=3, help="alternating rounds; medians are printed (3)")
+    parser.add_argument(
+        "--gap-ms",
+        type=float,
+        nargs="+",
+        default=[0.0],
+        metavar="MS",
+        help="the client's pause before each request, in ms (0: back to back); several values are measured in turn",
+    )
     parser.add_argument("--json", action="store_true", help="one JSON object")
     args = parser.parse_args()
-    result = run(units=args.units, rounds=args.rounds)
+    if any(gap < 0 for gap in args.gap_ms):
+        parser.error("--gap-ms: a pause is 0 ms or more.")
+    result = run(units=args.units, rounds=args.rounds, gaps_ms=tuple(args.gap_ms))
     if args.json:
         print(json.dumps(result))
         return
-    cpu = result["server_cpu_ms_per_operation"]
     print(f"load {result['load_before']} -> {result['load_after']}; {args.units} units of work x {args.rounds} rounds")
     print("server CPU per session operation (begin, put, commit of one 1 KiB persistent message), median of rounds:")
-    print(f"  bare Uvicorn + JSON (the floor)                  {cpu['floor']:.3f} ms")
-    print(f"  the floor writing a unit of work's fewest rows    {cpu['floor+storage']:.3f} ms")
-    print(f"  Baton's session                                   {cpu['baton']:.3f} ms")
-    print(f"  Baton beyond the floor with its rows              {cpu['baton'] - cpu['floor+storage']:.3f} ms")
+    for figures in result["by_gap"]:
+        cpu = figures["server_cpu_ms_per_operation"]
+        if len(result["by_gap"]) > 1 or figures["gap_ms"]:
+            print(f" the client pausing {figures['gap_ms']:g} ms before each request:")
+        print(f"  bare Uvicorn + JSON (the floor)                  {cpu['floor']:.3f} ms")
+        print(f"  the floor writing a unit of work's fewest rows    {cpu['floor+storage']:.3f} ms")
+        print(f"  Baton's session                                   {cpu['baton']:.3f} ms")
+        print(f"  Baton beyond the floor with its rows              {cpu['baton'] - cpu['floor+storage']:.3f} ms")
 
 
 if __name__ == "__main__":

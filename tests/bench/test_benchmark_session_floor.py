@@ -20,7 +20,7 @@ pytestmark = pytest.mark.once  # the command makes its own SQLite platform whate
 def test_every_server_answers_every_operation_and_the_figures_come_out_as_json():
     proc = subprocess.run(
         [sys.executable, "-W", "error::DeprecationWarning", "-m", "bench.session_floor"]
-        + ["--units", "5", "--rounds", "1", "--json"],
+        + ["--units", "5", "--rounds", "1", "--gap-ms", "0", "1", "--json"],
         check=False,
         cwd=ROOT,
         capture_output=True,
@@ -32,6 +32,25 @@ def test_every_server_answers_every_operation_and_the_figures_come_out_as_json()
     assert (result["units"], result["rounds"]) == (5, 1)
     assert set(result["server_cpu_ms_per_operation"]) == {"floor", "floor+storage", "baton"}
     assert all(len(values) == 1 and values[0] >= 0 for values in result["rounds_ms"].values())
+    # each pause measured in turn, every server in each; the first is the top level's
+    assert [figures["gap_ms"] for figures in result["by_gap"]] == [0, 1]
+    assert result["by_gap"][0]["server_cpu_ms_per_operation"] == result["server_cpu_ms_per_operation"]
+    for figures in result["by_gap"]:
+        assert set(figures["server_cpu_ms_per_operation"]) == {"floor", "floor+storage", "baton"}
+        assert all(len(values) == 1 and values[0] >= 0 for values in figures["rounds_ms"].values())
     # the storage floor committed every unit of work it served, one message each: 10 to warm
-    # up, then the round's 5
-    assert result["floor_storage_wrote"] == {"committed_units_of_work": 15, "messages": 15}
+    # up, then each pause's round of 5
+    assert result["floor_storage_wrote"] == {"committed_units_of_work": 20, "messages": 20}
+
+
+def test_a_negative_pause_is_refused_with_a_clear_error():
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench.session_floor", "--gap-ms", "-1"],
+        check=False,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2
+    assert "--gap-ms: a pause is 0 ms or more." in proc.stderr
