@@ -247,8 +247,10 @@ def test_peers_are_a_plain_postgresql_queue_and_rabbitmq_when_installed():
     lines = json_lines(proc.stdout)
     facts, results = lines[0], lines[1:]
     assert facts["peer_postgres_settings"]["fsync"] == "on"
+    assert "bench/flow_floor.py" in facts["flow_floor"]  # on SQLite, the flows' floor goes first
     expected = [
-        ("plain PostgreSQL queue insert+delete", c, b, m)
+        (path, c, b, m)
+        for path in ("session floor (bare Uvicorn + SQLite) put+get", "plain PostgreSQL queue insert+delete")
         for c, b, m in ((2, 1, 4), (2, 100, 100), (8, 1, 4), (8, 100, 400))
     ]
     if rabbitmq_available() is None:

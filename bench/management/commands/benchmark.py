@@ -59,7 +59,9 @@ class Command(BaseCommand):
         "The session scenarios (--only session) run the units of work over sessions beside REST, and the "
         "queue scenarios: producers and consumers at once, 1+1 and 4+4, one message or 100 per call, each "
         "call acknowledged (durable) before the next, in process, over REST and over sessions. --peers adds "
-        "a plain PostgreSQL table queue and RabbitMQ with publisher confirms doing the same flows."
+        "a plain PostgreSQL table queue and RabbitMQ with publisher confirms doing the same flows, and on "
+        "SQLite the flows' floor: a bare Uvicorn server doing only what the flows' puts and gets must "
+        "(bench/flow_floor.py)."
     )
 
     def add_arguments(self, parser):
@@ -242,7 +244,9 @@ class Command(BaseCommand):
                     scratch, options, token=token, broker=broker, facts=facts, session=only in (None, "session")
                 )
             if only == "peers" or options["peers"]:
-                results += self._peers(options, kind=kind, database_url=scratch.database_url, facts=facts)
+                results += self._peers(
+                    options, kind=kind, database_url=scratch.database_url, facts=facts, directory=scratch.dir
+                )
         finally:
             if baton and not scratch.own_database and throwaway is None:
                 try:
@@ -318,15 +322,26 @@ class Command(BaseCommand):
             except (BenchmarkError, BatonError) as exc:  # BatonError: what the Python client raised
                 raise BenchmarkError(f"{exc!r}\nserver log:\n{scratch.log_tail('server.log')}") from exc
 
-    def _peers(self, options, *, kind: str | None, database_url: str, facts: dict) -> list[Result]:
-        """The plain PostgreSQL queue (on the benchmark's PostgreSQL, or on a throwaway server
-        started for it) and RabbitMQ, on the queue scenarios."""
+    def _peers(self, options, *, kind: str | None, database_url: str, facts: dict, directory: Path) -> list[Result]:
+        """On SQLite, the flow's floor (a bare server doing only what the flow's calls must,
+        ``bench.flow_floor``, its file in ``directory``); the plain PostgreSQL queue (on the
+        benchmark's PostgreSQL, or on a throwaway server started for it) and RabbitMQ, on the
+        queue scenarios."""
         from bench.flows import run_plain_postgres_queue
         from bench.plain import postgres_server_settings
         from bench.rabbitmq import rabbitmq_available, rabbitmq_server, run_rabbitmq
 
         progress, messages = options["verbosity"] >= 1, options["messages"]
         results: list[Result] = []
+        if kind != "postgres":
+            from bench.flow_floor import FACTS, run_flow_floor
+
+            self._progress(options, "benchmark: the flow's floor (a bare Uvicorn server on SQLite)")
+            facts["flow_floor"] = FACTS
+            try:
+                results += run_flow_floor(directory=directory, messages=messages, progress=progress)
+            except RuntimeError as exc:
+                raise BenchmarkError(f"the flow's floor: {exc}") from exc
         with ExitStack() as stack:
             if kind != "postgres":
                 from bench.pgserver import postgres_server
@@ -455,6 +470,7 @@ class Command(BaseCommand):
             "peer_postgres": facts.get("peer_postgres"),
             "peer_postgres_settings": facts.get("peer_postgres_settings"),
             "rabbitmq": facts.get("rabbitmq"),
+            "flow_floor": facts.get("flow_floor"),
             "warnings": facts["warnings"],
             "error": failure,
         }
@@ -484,6 +500,8 @@ class Command(BaseCommand):
             )
         if facts.get("rabbitmq"):
             lines.append(f"RabbitMQ:  {facts['rabbitmq']}")
+        if facts.get("flow_floor"):
+            lines.append(f"floor:     {facts['flow_floor']}")
         lines += [
             "",
             table(results) if results else "(no scenario completed)",
@@ -493,7 +511,8 @@ class Command(BaseCommand):
             "same over one session per client (the put pipelined before the commit); put+get: the queue "
             "scenarios, clients/2 producers and clients/2 consumers at once, immediate durable puts and final "
             "gets, each call acknowledged before the next; plain: one connection in this process, INSERT of "
-            "1 KiB blobs, a sync at every commit; the PostgreSQL queue and RabbitMQ: the queue scenarios' flow.",
+            "1 KiB blobs, a sync at every commit; the PostgreSQL queue and RabbitMQ: the queue scenarios' flow; "
+            "the session floor: the same flow through a bare server doing only its puts' and gets' writes.",
         ]
         return "\n".join(lines)
 
