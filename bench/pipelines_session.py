@@ -91,8 +91,10 @@ def run_chain_session(
     work_ms: float,
     preemptive: bool,
     tag: str = "CHAINS",
+    server_cpu: Callable[[], float] | None = None,
 ) -> PipelineResult:
-    """The chain, each stage an application with a session of its own."""
+    """The chain, each stage an application with a session of its own; ``server_cpu``: the
+    server's CPU seconds so far, read as the run starts and once its threads are done."""
     label = f"chain over sessions, pre-emptive {'on' if preemptive else 'off'}"
     broker = f"{prefix}.{tag}.{'ON' if preemptive else 'OFF'}"
     with Client(base_url, token, timeout=REQUEST_TIMEOUT_S, transport="rest") as admin:
@@ -146,7 +148,9 @@ def run_chain_session(
 
     threads = [run.add("stage 0", producer)] + [run.add(f"stage {i}", stage(i)) for i in range(1, stages + 1)]
     run.start(threads)
+    cpu_at_start = server_cpu() if server_cpu is not None else None
     run.join(threads)
+    cpu_used = server_cpu() - cpu_at_start if server_cpu is not None and cpu_at_start is not None else None
     run.raise_error()
     start = run.times["start"]
     return PipelineResult(
@@ -159,6 +163,7 @@ def run_chain_session(
         notes={
             "committed_at_s": {f"stage {i}": round(run.times[f"stage {i}"] - start, 4) for i in range(stages + 1)},
             "commits_held": sorted(i for i, h in held.items() if h),
+            **({"server_cpu_s": round(cpu_used, 3)} if cpu_used is not None else {}),
         },
     )
 
@@ -173,8 +178,10 @@ def run_session_pipelines(
     work_ms: float,
     progress: bool = False,
     results: list[PipelineResult],
+    server_cpu: Callable[[], float] | None = None,
 ) -> None:
-    """Warm up (tiny chains), then the chain over sessions with pre-emptive gets off, then on."""
+    """Warm up (tiny chains), then the chain over sessions with pre-emptive gets off, then on;
+    ``server_cpu``: see :func:`run_chain_session`."""
     import sys
 
     def say(text: str) -> None:
@@ -204,6 +211,7 @@ def run_session_pipelines(
                 messages=messages,
                 work_ms=work_ms,
                 preemptive=preemptive,
+                server_cpu=server_cpu,
             )
         except BatonError as exc:
             raise BenchmarkError(f"chain over sessions: {exc!r}") from exc

@@ -76,6 +76,22 @@ def server_command(port: int) -> list[str]:
     ] + (["--workers", str(processes)] if processes > 1 else [])
 
 
+def process_tree_cpu_seconds(pid: int) -> float:
+    """CPU seconds (user + system, from /proc) so far of process ``pid`` and every process
+    under it (a server's worker processes), those gone meanwhile left out."""
+    tick, total, todo = os.sysconf("SC_CLK_TCK"), 0.0, [pid]
+    while todo:
+        current = todo.pop()
+        try:
+            fields = Path(f"/proc/{current}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / tick
+            for task in os.listdir(f"/proc/{current}/task"):
+                todo += [int(child) for child in Path(f"/proc/{current}/task/{task}/children").read_text().split()]
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+    return total
+
+
 def _die_with_parent() -> None:
     """In a child, before exec: on Linux, have the kernel send SIGTERM when we die, even by
     SIGKILL, so that no server outlives the benchmark."""

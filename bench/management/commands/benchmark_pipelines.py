@@ -39,7 +39,15 @@ from bench.pipelines import (
     table,
 )
 from bench.report import BenchmarkError
-from bench.scratch import SCRATCH_FLAG, Scratch, base_dir, process_stopped, sigterm_as_interrupt, url_masked
+from bench.scratch import (
+    SCRATCH_FLAG,
+    Scratch,
+    base_dir,
+    process_stopped,
+    process_tree_cpu_seconds,
+    sigterm_as_interrupt,
+    url_masked,
+)
 from bench.management.commands.benchmark import BENCH_USER, Command as BenchmarkCommand, _python
 
 DEFAULT_STAGES = 4
@@ -309,6 +317,7 @@ class Command(BenchmarkCommand):
                         work_ms=options["work_ms"],
                         progress=options["verbosity"] >= 1,
                         results=results,
+                        server_cpu=lambda: process_tree_cpu_seconds(proc.pid),
                     )
                 run_request_reply_pipelines(
                     base_url=base_url,
@@ -464,6 +473,9 @@ def _notes(result: PipelineResult) -> str:
         parts.append("commits held at first: " + ", ".join(f"stage {h}" if isinstance(h, int) else h for h in held))
     if notes.get("channel_batches"):
         parts.append("channel batches: " + ", ".join(f"{k} {v}" for k, v in notes["channel_batches"].items()))
+    if "server_cpu_s" in notes:
+        busy = notes["server_cpu_s"] / result.seconds * 100 if result.seconds > 0 else 0
+        parts.append(f"the server's CPU {notes['server_cpu_s']:.3f} s ({busy:.0f} % of the run)")
     if not parts:
         return ""
     return f"  {result.scenario}, {'on' if result.preemptive else 'off'}: " + "; ".join(parts)
