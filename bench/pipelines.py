@@ -548,19 +548,21 @@ def run_pipelines(
     batch_interval_ms: int = CHANNEL_BATCH_INTERVAL_MS,
     window: int = CHANNEL_WINDOW,
     long_uow_ms: float = 0,
+    warm_up: bool = True,
 ) -> list[PipelineResult]:
-    """Warm up (imports, first connections, the code paths, at tiny sizes), then each
-    scenario asked for with pre-emptive gets off, then on. Each result is appended to
-    ``results`` (if given) as soon as its run ends, so a caller keeps them if a later run
-    fails."""
+    """Warm up (imports, first connections, the code paths, at tiny sizes; not with
+    ``warm_up=False``), then each scenario asked for with pre-emptive gets off, then on.
+    Each result is appended to ``results`` (if given) as soon as its run ends, so a caller
+    keeps them if a later run fails."""
 
     def say(text: str) -> None:
         if progress:
             print(f"  {text}", file=sys.stderr, flush=True)
 
     scenarios = [s for s in IN_PROCESS if only in (None, s)]
-    say("warming up")
-    for preemptive in (False, True):
+    if warm_up:
+        say("warming up")
+    for preemptive in (False, True) if warm_up else ():
         if "chain" in scenarios:
             run_chain(prefix=prefix, stages=1, messages=3, work_ms=0, preemptive=preemptive, tag="WARM")
         if "request-reply" in scenarios:

@@ -269,9 +269,10 @@ def run_request_reply_pipelines(
     results: list[PipelineResult],
     batch_interval_ms: int = CHANNEL_BATCH_INTERVAL_MS,
     window: int = CHANNEL_WINDOW,
+    warm_up: bool = True,
 ) -> None:
-    """For each scenario asked for: warm up (a tiny run each way), then pre-emptive gets off,
-    then on."""
+    """For each scenario asked for: warm up (a tiny run each way; not with
+    ``warm_up=False``), then pre-emptive gets off, then on."""
     import sys
 
     def say(text: str) -> None:
@@ -279,8 +280,9 @@ def run_request_reply_pipelines(
             print(f"  {text}", file=sys.stderr, flush=True)
 
     for scenario in scenarios:
-        say(f"{scenario}: warming up")
-        for preemptive in (False, True):
+        if warm_up:
+            say(f"{scenario}: warming up")
+        for preemptive in (False, True) if warm_up else ():
             run_request_reply_client(
                 base_url=base_url,
                 token=token,

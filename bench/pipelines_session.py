@@ -179,8 +179,10 @@ def run_session_pipelines(
     progress: bool = False,
     results: list[PipelineResult],
     server_cpu: Callable[[], float] | None = None,
+    warm_up: bool = True,
 ) -> None:
-    """Warm up (tiny chains), then the chain over sessions with pre-emptive gets off, then on;
+    """Warm up (tiny chains; not with ``warm_up=False``), then the chain over sessions with
+    pre-emptive gets off, then on;
     ``server_cpu``: see :func:`run_chain_session`."""
     import sys
 
@@ -188,8 +190,9 @@ def run_session_pipelines(
         if progress:
             print(f"  {text}", file=sys.stderr, flush=True)
 
-    say("chain over sessions: warming up")
-    for preemptive in (False, True):
+    if warm_up:
+        say("chain over sessions: warming up")
+    for preemptive in (False, True) if warm_up else ():
         run_chain_session(
             base_url=base_url,
             token=token,

@@ -64,7 +64,9 @@ def phase_run(scratch: Scratch, name: str, **options) -> dict:
     result_file = scratch.dir / f"pipelines-{name}.json"
     args = [sys.executable, str(base_dir() / "manage.py"), COMMAND, "--phase", name, "--result-file", str(result_file)]
     for key, value in options.items():
-        if value is not None:
+        if value is True:  # a flag
+            args.append(f"--{key.replace('_', '-')}")
+        elif value is not None and value is not False:
             args += [f"--{key.replace('_', '-')}", str(value)]
     log_name = f"pipelines-{name}.log"
     with open(scratch.dir / log_name, "wb") as log:
@@ -146,6 +148,13 @@ class Command(BenchmarkCommand):
             "channel A.TO.B at the start and commits only after L ms, holding the channel's "
             "oldest batch while the requests' batches behind it are ready (default 0: none).",
         )
+        parser.add_argument(
+            "--no-warm-up",
+            action="store_true",
+            help="Skip the warm-up runs (a tiny run of each scenario each way before it is measured): "
+            "the measured runs then include first-use costs (imports, first connections). For checking "
+            "that the command works (its tests), not for figures.",
+        )
         parser.add_argument("--keep", action="store_true", help="Keep the scratch directory (database, logs).")
         # The command re-runs itself as a child on the scratch database for these.
         parser.add_argument("--phase", choices=PHASES, help=argparse.SUPPRESS)
@@ -182,6 +191,7 @@ class Command(BenchmarkCommand):
                     batch_interval_ms=options["batch_interval_ms"],
                     window=options["window"],
                     long_uow_ms=options["long_uow_ms"],
+                    warm_up=not options["no_warm_up"],
                 )
             except BenchmarkError as exc:  # the runs that finished are still worth printing
                 result["error"] = str(exc)
@@ -229,6 +239,7 @@ class Command(BenchmarkCommand):
         command += ["--window", str(window)] if window != CHANNEL_WINDOW else []
         command += ["--long-uow-ms", f"{long_uow_ms:g}"] if long_uow_ms else []
         command += ["--database-url", url_masked(database_url)] if database_url else []
+        command += ["--no-warm-up"] if options["no_warm_up"] else []
         prefix = f"BP{secrets.token_hex(3).upper()}"
 
         results: list[PipelineResult] = []
@@ -256,6 +267,7 @@ class Command(BenchmarkCommand):
                                 batch_interval_ms=options["batch_interval_ms"],
                                 window=window,
                                 long_uow_ms=long_uow_ms or None,
+                                no_warm_up=options["no_warm_up"],
                             )
                             results = [PipelineResult(**r) for r in out["results"]]
                             if out.get("error"):
@@ -318,6 +330,7 @@ class Command(BenchmarkCommand):
                         progress=options["verbosity"] >= 1,
                         results=results,
                         server_cpu=lambda: process_tree_cpu_seconds(proc.pid),
+                        warm_up=not options["no_warm_up"],
                     )
                 run_request_reply_pipelines(
                     base_url=base_url,
@@ -331,6 +344,7 @@ class Command(BenchmarkCommand):
                     results=results,
                     batch_interval_ms=options["batch_interval_ms"],
                     window=options["window"],
+                    warm_up=not options["no_warm_up"],
                 )
             except BenchmarkError as exc:
                 raise BenchmarkError(f"{exc}\nserver log:\n{scratch.log_tail('server.log')}") from exc
