@@ -22,6 +22,7 @@ Needs no Django in this process beyond the command.
 
 from __future__ import annotations
 
+import json
 import queue as queues
 import subprocess
 import sys
@@ -199,9 +200,10 @@ def stomp_race(targets: list[Target], *, messages: int, rounds: int = 1, progres
     return results
 
 
-def _manage(scratch: Scratch, *args: str) -> str:
+def _manage(scratch: Scratch, *args: str, python: bool = False) -> str:
+    """``manage.py ARGS`` on the scratch database (``python``: ``python ARGS``); its stdout."""
     done = subprocess.run(
-        [sys.executable, str(base_dir() / "manage.py"), *args],
+        [sys.executable, *([] if python else [str(base_dir() / "manage.py")]), *args],
         cwd=base_dir(),
         env=scratch.env,
         capture_output=True,
@@ -209,22 +211,31 @@ def _manage(scratch: Scratch, *args: str) -> str:
         timeout=300,
     )
     if done.returncode != 0:
-        raise BenchmarkError(f"manage.py {' '.join(args)} failed: {done.stderr[-2000:]}")
+        what = "python -c MANAGE_EACH " + args[-1] if python else "manage.py " + " ".join(args)
+        raise BenchmarkError(f"{what} failed: {done.stderr[-2000:]}")
     return done.stdout
+
+
+def _manage_each(scratch: Scratch, *commands: list[str]) -> list[str]:
+    """``manage.py`` for each of ``commands`` in turn, in one process; what each printed."""
+    from .live import MANAGE_EACH
+
+    return json.loads(_manage(scratch, "-c", MANAGE_EACH, json.dumps(list(commands)), python=True))
 
 
 @contextmanager
 def baton_stomp(scratch: Scratch) -> Iterator[Target]:
     """Baton's STOMP server (``manage.py stomp_serve``, as platform/up starts it) on the
     scratch database, with a broker, a queue and a user of its own."""
-    _manage(scratch, "migrate", "--noinput", "-v0")
-    token = [
-        line
-        for line in _manage(scratch, "api_token", USER, "--create-user", "--superuser").splitlines()
-        if line.strip()
-    ][-1].strip()
-    _manage(scratch, "define_broker", BROKER, "-v0")
-    _manage(scratch, "define_queue", BROKER, QUEUE, "-v0")
+    # in one process, one start of Python and Django instead of four (bench/live.py: MANAGE_EACH)
+    _, issued, _, _ = _manage_each(
+        scratch,
+        ["migrate", "--noinput", "-v0"],
+        ["api_token", USER, "--create-user", "--superuser"],
+        ["define_broker", BROKER, "-v0"],
+        ["define_queue", BROKER, QUEUE, "-v0"],
+    )
+    token = [line for line in issued.splitlines() if line.strip()][-1].strip()
     port = free_port()
     with open(scratch.dir / "stomp.log", "wb") as log:
         proc = subprocess.Popen(
