@@ -39,7 +39,7 @@ import functools
 import threading
 import time
 from concurrent.futures import Future
-from dataclasses import dataclass, field, fields
+from dataclasses import MISSING, dataclass, field, fields
 from datetime import datetime
 from typing import Any, Iterable, Iterator, Mapping
 from urllib.parse import quote
@@ -167,6 +167,21 @@ def _id(value: Any) -> str | None:
     return getattr(value, "id", None) or getattr(value, "conn_id", None) or str(value)
 
 
+_FIELDS: dict[type, tuple[frozenset[str], dict[str, Any]]] = {}
+
+
+def _message_fields(cls: type) -> tuple[frozenset[str], dict[str, Any]]:
+    """A message class's fields taken from the server's JSON as they are, and every field's
+    default (``extra`` and the client are given at each construction)."""
+    found = _FIELDS.get(cls)
+    if found is None:
+        every = fields(cls)
+        known = frozenset(f.name for f in every) - {"extra", "_client", "body", "transaction"}
+        defaults = {f.name: f.default for f in every if f.default is not MISSING}
+        found = _FIELDS[cls] = (known, defaults)
+    return found
+
+
 @dataclass(eq=False, repr=False)
 class Message:
     """A message as the server returned it. ``body`` is the bytes (decoded from
@@ -213,10 +228,17 @@ class Message:
     def from_json(
         cls, data: Mapping[str, Any], *, client: "Client | None" = None, transaction: str | None = None
     ) -> "Message":
-        known = {f.name for f in fields(cls)} - {"extra", "_client", "body", "transaction"}
-        values: dict[str, Any] = {k: v for k, v in data.items() if k in known}
+        known, defaults = _message_fields(cls)
+        values: dict[str, Any] = {}
+        extra: dict[str, Any] = {}
+        for name, value in data.items():
+            if name in known:
+                values[name] = value
+            elif name != "body" and name != "transaction":
+                extra[name] = value
         for name in cls._TIMES:
-            values[name] = _time(data.get(name))
+            value = data.get(name)
+            values[name] = _time(value) if value else None
         b64 = data.get("body_base64")
         if isinstance(b64, str):
             body = base64.b64decode(b64)
@@ -225,8 +247,18 @@ class Message:
             values["body_base64"] = base64.b64encode(body).decode("ascii")
         else:
             body = b""
-        extra = {k: v for k, v in data.items() if k not in known and k not in ("body", "transaction")}
-        return cls(body=body, transaction=data.get("transaction", transaction), extra=extra, _client=client, **values)
+        txn = data.get("transaction", transaction)
+        if "msg_id" not in values:  # not a message: the constructor says what is missing
+            return cls(body=body, transaction=txn, extra=extra, _client=client, **values)
+        # what the dataclass's __init__ would do, without its call per field (a get of 100
+        # messages builds 100 of them)
+        message = cls.__new__(cls)
+        state = message.__dict__
+        state.update(defaults)
+        state.update(values)
+        state["body"], state["transaction"] = body, txn
+        state["extra"], state["_client"] = extra, client
+        return message
 
     def __repr__(self) -> str:
         body = self.body if len(self.body) <= 40 else self.body[:40] + b"..."
