@@ -86,6 +86,13 @@ def test_benchmark_pipelines_prints_every_scenario_both_ways():
     assert all(r["off"] > 0 and r["on"] > 0 and r["ratio"] > 0 for r in parsed["ratios"])
     # the per-run notes: when each unit of work committed, and the channels' batches
     assert re.search(r"chain, on: stage 0 committed [\d.]+; stage 1 committed [\d.]+; stage 2 committed", out)
+    # over sessions, the server's CPU over each run and its share of the run
+    for side in ("off", "on"):
+        assert re.search(
+            rf"chain-session, {side}: stage 0 committed .*; the server's CPU [\d.]+ s \(\d+ % of the run\)$",
+            out,
+            re.MULTILINE,
+        ), side
     assert re.search(
         r"request-reply, off: App1 committed [\d.]+;.*App1' committed [\d.]+; channel batches: "
         r"A\.TO\.B \d+, B\.TO\.A \d+",
