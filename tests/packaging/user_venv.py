@@ -8,6 +8,7 @@ second build of a run (the PostgreSQL pass) fast."""
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import subprocess
@@ -76,7 +77,15 @@ def _run(args: list[str], **kwargs) -> None:
 
 def user_venv_build(base: Path) -> UserVenv:
     """Build it under ``base``; or, when an earlier session built it there (``.ready``),
-    use that one."""
+    use that one. Sessions running at once (platform/test's two passes) take turns: the
+    second waits for the first's build, then uses it."""
+    base.mkdir(parents=True, exist_ok=True)
+    with open(base / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        return _built(base)
+
+
+def _built(base: Path) -> UserVenv:
     source, wheels, root = base / "source", base / "wheels", base / "venv"
     if (base / ".ready").exists():
         return UserVenv(
