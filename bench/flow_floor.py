@@ -27,21 +27,17 @@ import asyncio
 import json
 import os
 import secrets
-import socket
 import sqlite3
-import subprocess
-import sys
 import time
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Iterator
 
+from .bare_server import bare_server_started, bare_server_stopped, frames_answered
 from .flows import GET_WAIT_S, flows
 from .live import HOST
 from .report import Result, body_text
-from .scratch import WS_PROTOCOL
 
-ROOT = Path(__file__).resolve().parents[1]
 #: The server's SQLite file.
 DATABASE_ENV = "BATON_FLOW_FLOOR_DATABASE"
 LABEL = "session floor (bare Uvicorn + SQLite)"
@@ -137,86 +133,44 @@ _STORE: _Store | None = None
 async def app(scope, receive, send) -> None:
     """``/api/session/``'s ``put`` and ``get``, and nothing else."""
     global _STORE
-    if scope["type"] != "websocket":
-        return
-    if _STORE is None:
+    if scope["type"] == "websocket" and _STORE is None:
         _STORE = _Store(os.environ[DATABASE_ENV])
+    await frames_answered(scope, receive, send, _answer)
+
+
+async def _answer(request: dict) -> dict:
     store = _STORE
-    event = await receive()
-    if event["type"] != "websocket.connect":
-        return
-    await send({"type": "websocket.accept"})
-    while True:
-        event = await receive()
-        if event["type"] != "websocket.receive":
-            return
-        request = json.loads(event["text"])
-        op, queue = request.get("op"), request.get("queue", "")
-        if op == "put":
-            many = "messages" in request
-            bodies = [m.get("body", "") for m in request["messages"]] if many else [request.get("body", "")]
-            ids = await store.put(queue, bodies)
-            if many:
-                reply = {"re": request["id"], "status": 201, "messages": [{"msg_id": i} for i in ids]}
-            else:
-                reply = {"re": request["id"], "status": 201, "msg_id": ids[0]}
-        elif op == "get":
-            rows = await store.get(queue, int(request.get("batch", 1)), float(request.get("wait", 0)))
-            reply = {
-                "re": request["id"],
-                "status": 200,
-                "messages": [{"msg_id": msg_id, "body": body} for _, msg_id, body in rows],
-            }
-        else:
-            reply = {"re": request.get("id"), "status": 400, "code": "invalid_input", "message": f"No {op!r} here."}
-        await send({"type": "websocket.send", "text": json.dumps(reply, separators=(",", ":"))})
+    op, queue = request.get("op"), request.get("queue", "")
+    if op == "put":
+        many = "messages" in request
+        bodies = [m.get("body", "") for m in request["messages"]] if many else [request.get("body", "")]
+        ids = await store.put(queue, bodies)
+        if many:
+            return {"re": request["id"], "status": 201, "messages": [{"msg_id": i} for i in ids]}
+        return {"re": request["id"], "status": 201, "msg_id": ids[0]}
+    if op == "get":
+        rows = await store.get(queue, int(request.get("batch", 1)), float(request.get("wait", 0)))
+        messages = [{"msg_id": msg_id, "body": body} for _, msg_id, body in rows]
+        return {"re": request["id"], "status": 200, "messages": messages}
+    return {"re": request.get("id"), "status": 400, "code": "invalid_input", "message": f"No {op!r} here."}
 
 
 # --- running it -----------------------------------------------------------------------------
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind((HOST, 0))
-        return s.getsockname()[1]
 
 
 @contextmanager
 def flow_floor_server(directory: Path) -> Iterator[str]:
     """The floor's server on a loopback port, its SQLite file in ``directory``; yields its
     session URL."""
-    port = _free_port()
-    log = (directory / "flow-floor.log").open("wb")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "uvicorn", "bench.flow_floor:app", "--host", HOST, "--port", str(port)]
-        + ["--ws", WS_PROTOCOL, "--lifespan", "off", "--log-level", "warning", "--no-access-log"],
-        cwd=ROOT,
-        env={**os.environ, DATABASE_ENV: str(directory / "flow-floor.sqlite3")},
-        stdin=subprocess.DEVNULL,
-        stdout=log,
-        stderr=subprocess.STDOUT,
+    proc, port = bare_server_started(
+        "bench.flow_floor:app",
+        {DATABASE_ENV: str(directory / "flow-floor.sqlite3")},
+        log=directory / "flow-floor.log",
     )
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"the flow floor's server exited with {proc.returncode}")
-            try:
-                socket.create_connection((HOST, port), timeout=1).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise RuntimeError("the flow floor's server did not listen within 60 s") from None
-                time.sleep(0.05)  # polling a port that is not open yet, bounded by the deadline
         yield f"ws://{HOST}:{port}/api/session/"
     finally:
-        proc.terminate()
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
+        bare_server_stopped(proc)
 
 
 class _Side:

@@ -31,11 +31,8 @@ import argparse
 import json
 import os
 import secrets
-import socket
 import sqlite3
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from contextlib import ExitStack
@@ -44,11 +41,10 @@ from pathlib import Path
 import httpx
 from websockets.sync.client import connect
 
+from .bare_server import bare_server_started, bare_server_stopped, frames_answered
 from .floor import Floor
 from .live import HOST, LivePlatform
-from .scratch import WS_PROTOCOL
 
-ROOT = Path(__file__).resolve().parents[1]
 BROKER, QUEUE = "FLOOR", "Q"
 REPLIES_ENV = "BATON_FLOOR_REPLIES"
 #: ``storage_app``'s SQLite file (``bench.floor``'s schema, made at the first connection).
@@ -67,22 +63,15 @@ async def _served(scope, receive, send, apply=None) -> None:
     """A WebSocket that answers each ``{"id", "op", ...}`` frame with the recorded reply to
     ``op`` under the frame's id, JSON decoded and encoded; ``apply(request, reply)`` first,
     if given, does the operation's work on the event loop's own thread."""
-    if scope["type"] != "websocket":
-        return
     replies = _replies()
-    event = await receive()
-    if event["type"] != "websocket.connect":
-        return
-    await send({"type": "websocket.accept"})
-    while True:
-        event = await receive()
-        if event["type"] != "websocket.receive":
-            return
-        request = json.loads(event["text"])
+
+    async def answer(request: dict) -> dict:
         reply = {"re": request["id"], **replies.get(request["op"], {"status": 200})}
         if apply is not None:
             apply(request, reply)
-        await send({"type": "websocket.send", "text": json.dumps(reply, separators=(",", ":"))})
+        return reply
+
+    await frames_answered(scope, receive, send, answer)
 
 
 async def app(scope, receive, send) -> None:
@@ -122,12 +111,6 @@ async def storage_app(scope, receive, send) -> None:
 def _cpu_seconds(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind((HOST, 0))
-        return s.getsockname()[1]
 
 
 class _Session:
@@ -179,31 +162,9 @@ def _round(session: _Session, pid: int, units: int) -> float:
     return (_cpu_seconds(pid) - cpu) / (units * 3)
 
 
-def _wait_listening(port: int, proc: subprocess.Popen, timeout_s: float = 60) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"the floor server exited with {proc.returncode}")
-        try:
-            socket.create_connection((HOST, port), timeout=1).close()
-            return
-        except OSError:
-            time.sleep(0.05)  # polling a port that is not open yet, bounded by the deadline
-    raise RuntimeError(f"the floor server did not listen on {port} within {timeout_s:g}s")
-
-
 #: The servers measured, in the order each round runs them: Baton's session, the bare
 #: server, and the bare server writing what a unit of work must.
 SIDES = ("baton", "floor", "floor+storage")
-
-
-def _bare_server(app: str, port: int, env: dict[str, str]) -> subprocess.Popen:
-    return subprocess.Popen(
-        [sys.executable, "-m", "uvicorn", f"bench.session_floor:{app}", "--host", HOST, "--port", str(port)]
-        + ["--ws", WS_PROTOCOL, "--lifespan", "off", "--log-level", "warning", "--no-access-log"],
-        cwd=ROOT,
-        env={**os.environ, **env},
-    )
 
 
 def run(*, units: int, rounds: int, gaps_ms: tuple[float, ...] = (0.0,)) -> dict:
@@ -226,11 +187,8 @@ def run(*, units: int, rounds: int, gaps_ms: tuple[float, ...] = (0.0,)) -> dict
             )
             env = {REPLIES_ENV: str(replies_file), DATABASE_ENV: str(var / "floor.sqlite3")}
             for side, app in (("floor", "app"), ("floor+storage", "storage_app")):
-                port = _free_port()
-                proc = _bare_server(app, port, env)
-                servers.callback(proc.wait, timeout=30)
-                servers.callback(proc.terminate)
-                _wait_listening(port, proc)
+                proc, port = bare_server_started(f"bench.session_floor:{app}", env)
+                servers.callback(bare_server_stopped, proc)
                 pids[side] = proc.pid
                 sessions[side] = _Session(f"ws://{HOST}:{port}/api/session/", token)
                 servers.callback(sessions[side].close)
