@@ -19,9 +19,14 @@ memtrace_start(process="web")  # off unless BATON_TRACEMALLOC names a directory
 
 get_asgi_application()  # sets Django up before the imports below touch models
 
+from django.conf import settings  # noqa: E402
+
+from config.cpu_pin import web_cpu_pinned  # noqa: E402
+
+web_cpu_pinned(settings.BATON_WEB_CPU)  # before the server starts its threads
+
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
-from django.conf import settings  # noqa: E402
 from django.urls import re_path  # noqa: E402
 
 from brokers.api.routing import websocket_urlpatterns as session_urlpatterns  # noqa: E402

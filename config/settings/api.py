@@ -77,6 +77,9 @@ SPECTACULAR_SETTINGS = {
 BATON_API_PAGE_SIZE = env_int("BATON_API_PAGE_SIZE", 100)
 #: Threads that serve HTTP requests (each may wait in a long-polling get or commit).
 BATON_HTTP_THREADS = env_int("BATON_HTTP_THREADS", 64)
+#: The CPU each web process runs on (config/cpu_pin.py): ``auto`` (one no other web
+#: process holds, while there are any), ``none``, or a CPU's number.
+BATON_WEB_CPU = env_str("BATON_WEB_CPU", "auto")
 
 #: Largest HTTP request body, in bytes. Room for a batch put of several maximum-length
 #: messages sent as base64 (4/3 of their length) and then some; a longer body is refused

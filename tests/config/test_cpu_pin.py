@@ -1,0 +1,86 @@
+"""config/cpu_pin.py: each web process claims a CPU no other holds and keeps its threads
+there; more processes than CPUs run unpinned; a claim ends with its process."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from config.cpu_pin import web_cpu_pinned
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+#: A web process in miniature: pins itself as the setting says, starts a thread, says where
+#: both run, and holds its claim until its stdin closes.
+PROCESS = textwrap.dedent(
+    """
+    import json, os, sys, threading
+    from config.cpu_pin import web_cpu_pinned
+    cpu = web_cpu_pinned(sys.argv[1])
+    seen = {}
+    worker = threading.Thread(target=lambda: seen.setdefault("thread", sorted(os.sched_getaffinity(0))))
+    worker.start(); worker.join()
+    print(json.dumps([cpu, sorted(os.sched_getaffinity(0)), seen["thread"]]), flush=True)
+    sys.stdin.read()
+    """
+)
+
+ALLOWED = sorted(os.sched_getaffinity(0))
+
+
+class Process:
+    def __init__(self, tmp_path, setting: str = "auto") -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", PROCESS, setting],
+            cwd=ROOT,
+            env={**os.environ, "TMPDIR": str(tmp_path)},
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        line = self.proc.stdout.readline()
+        assert line, self.proc.stderr.read()
+        self.cpu, self.main_cpus, self.thread_cpus = json.loads(line)
+
+    def end(self) -> None:
+        self.proc.stdin.close()
+        assert self.proc.wait(30) == 0
+
+
+@pytest.mark.skipif(len(ALLOWED) < 2, reason="one CPU: auto never pins")
+def test_each_process_claims_a_cpu_of_its_own_until_none_is_left(tmp_path):
+    processes = [Process(tmp_path) for _ in ALLOWED]
+    try:
+        assert sorted(p.cpu for p in processes) == ALLOWED
+        for p in processes:  # the process and the threads it starts later
+            assert p.main_cpus == p.thread_cpus == [p.cpu]
+        extra = Process(tmp_path)
+        assert extra.cpu is None and extra.main_cpus == ALLOWED
+        extra.end()
+        freed = processes.pop(0)
+        freed.end()  # its claim goes with it
+        again = Process(tmp_path)
+        assert again.cpu == freed.cpu and again.main_cpus == [freed.cpu]
+        processes.append(again)
+    finally:
+        for p in processes:
+            p.end()
+
+
+def test_none_never_pins_and_a_number_pins_there(tmp_path):
+    unpinned = Process(tmp_path, "none")
+    assert unpinned.cpu is None and unpinned.main_cpus == ALLOWED
+    unpinned.end()
+    chosen = ALLOWED[-1]
+    pinned = Process(tmp_path, str(chosen))
+    assert pinned.cpu == chosen and pinned.main_cpus == pinned.thread_cpus == [chosen]
+    pinned.end()
+
+
+def test_a_cpu_the_process_may_not_use_is_refused():
+    with pytest.raises(ValueError, match=r"BATON_WEB_CPU=4096: this process may run on CPUs"):
+        web_cpu_pinned("4096")
