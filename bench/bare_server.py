@@ -43,14 +43,15 @@ def free_port() -> int:
 
 
 def bare_server_started(app: str, env: dict[str, str], *, log: Path | None = None) -> tuple[subprocess.Popen, int]:
-    """Uvicorn serving ``app`` (``module:attribute``) on a free loopback port, with ``env``
+    """Uvicorn serving ``app`` (``module:attribute``) on a free loopback port, pinned to a CPU
+    as Baton's web server is (``bench.bare_uvicorn``), with ``env``
     added to this environment; returns once it listens (the process and its port). Its
     output goes to ``log``, else to this process's."""
     port = free_port()
     out = log.open("wb") if log is not None else None
     try:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "uvicorn", app, "--host", HOST, "--port", str(port)]
+            [sys.executable, "-m", "bench.bare_uvicorn", app, "--host", HOST, "--port", str(port)]
             + ["--ws", WS_PROTOCOL, "--lifespan", "off", "--log-level", "warning", "--no-access-log"],
             cwd=ROOT,
             env={**os.environ, **env},
