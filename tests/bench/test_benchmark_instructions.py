@@ -30,10 +30,11 @@ def run(*args: str) -> subprocess.CompletedProcess:
 
 @pytest.mark.skipif(shutil.which("valgrind") is None, reason="needs Valgrind (platform/test installs it)")
 def test_it_prints_the_instructions_of_one_call_as_json():
-    done = run("--scenarios", "put,get-unit", "--calls", "2,5", "--json")
+    # one scenario: each counted interpreter takes 35-50 s under Valgrind here
+    done = run("--scenarios", "put", "--calls", "2,5", "--json")
     assert done.returncode == 0, done.stderr
     lines = [json.loads(line) for line in done.stdout.splitlines()]
-    assert [line["scenario"] for line in lines] == ["put", "get-unit"]
+    assert [line["scenario"] for line in lines] == ["put"]
     for line in lines:
         assert line["calls"] == [2, 5]
         fewer, more = line["instructions"]
