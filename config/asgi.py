@@ -21,9 +21,10 @@ get_asgi_application()  # sets Django up before the imports below touch models
 
 from django.conf import settings  # noqa: E402
 
-from config.cpu_pin import web_cpu_pinned  # noqa: E402
+from config.cpu_pin import uvicorn_serving, web_cpu_pinned  # noqa: E402
 
-web_cpu_pinned(settings.BATON_WEB_CPU)  # before the server starts its threads
+if uvicorn_serving():  # before the server starts its threads
+    web_cpu_pinned(settings.BATON_WEB_CPU)
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402

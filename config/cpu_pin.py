@@ -13,13 +13,17 @@ every CPU is claimed (more web processes than CPUs, the test suite's many server
 machine has one, the process runs where the kernel puts it, as before.
 
 ``BATON_WEB_CPU``: ``auto`` (the default: claim as above), ``none`` (never pin), or a CPU's
-number (pin there, claimed or not).
+number (pin there, claimed or not). Only Uvicorn's command pins (``uvicorn ...``, ``python -m
+uvicorn ...`` and the workers it starts: ``uvicorn_serving``), as ``platform/up`` and the
+benchmarks start the web server; a process that imports the application for itself (a test
+serving it from a thread, a shell) stays where it is.
 """
 
 from __future__ import annotations
 
 import fcntl
 import os
+import sys
 import tempfile
 from pathlib import Path
 
@@ -28,6 +32,13 @@ from pathlib import Path
 CLAIMS = Path(tempfile.gettempdir()) / "baton-cpu"
 
 _claim_fd: int | None = None
+
+
+def uvicorn_serving() -> bool:
+    """Whether this process is Uvicorn's command: ``uvicorn ...`` (the console script),
+    ``python -m uvicorn ...``, or a worker it spawned (which inherits its ``sys.argv``)."""
+    parts = Path(sys.argv[0]).parts if sys.argv and sys.argv[0] else ()
+    return parts[-1:] == ("uvicorn",) or parts[-2:] == ("uvicorn", "__main__.py")
 
 
 def web_cpu_pinned(setting: str) -> int | None:

@@ -3,13 +3,16 @@ there; more processes than CPUs run unpinned; a claim ends with its process."""
 
 import json
 import os
+import socket
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
 from config.cpu_pin import web_cpu_pinned
+from tests.integration.servers import poll_until
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -84,3 +87,55 @@ def test_none_never_pins_and_a_number_pins_there(tmp_path):
 def test_a_cpu_the_process_may_not_use_is_refused():
     with pytest.raises(ValueError, match=r"BATON_WEB_CPU=4096: this process may run on CPUs"):
         web_cpu_pinned("4096")
+
+
+def _environ(tmp_path) -> dict[str, str]:
+    return {
+        **os.environ,
+        "TMPDIR": str(tmp_path),
+        "BATON_WEB_CPU": "auto",
+        "BATON_VAR_DIR": str(tmp_path / "var"),
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'baton.sqlite3'}",
+    }
+
+
+@pytest.mark.skipif(len(ALLOWED) < 2, reason="one CPU: auto never pins")
+def test_uvicorns_command_pins_the_web_server_and_a_process_importing_the_application_stays(tmp_path):
+    imported = subprocess.run(
+        [sys.executable, "-c", "import os, config.asgi; print(sorted(os.sched_getaffinity(0)))"],
+        cwd=ROOT,
+        env=_environ(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert imported.returncode == 0, imported.stderr
+    assert json.loads(imported.stdout.strip().splitlines()[-1]) == ALLOWED
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = subprocess.Popen(
+        [sys.executable, "-m", "uvicorn", "config.asgi:application", "--host", "127.0.0.1", "--port", str(port)]
+        + ["--lifespan", "off", "--log-level", "warning"],
+        cwd=ROOT,
+        env=_environ(tmp_path),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        poll_until(
+            lambda: server.poll() is not None or socket.create_connection(("127.0.0.1", port), timeout=1).close() or 1,
+            timeout=120,
+            what="the web server to listen",
+        )
+        assert server.poll() is None, server.stderr.read()
+        cpus = {
+            task.name: (task / "status").read_text().split("Cpus_allowed_list:")[1].split()[0]
+            for task in Path(f"/proc/{server.pid}/task").iterdir()
+        }
+        assert set(cpus.values()) == {str(ALLOWED[0])}, cpus  # the first free CPU, every thread
+    finally:
+        server.terminate()
+        server.wait(30)
