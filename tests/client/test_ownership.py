@@ -9,7 +9,7 @@ import itertools
 import pytest
 
 from brokers.client import Client, NotFound, Transaction
-from tests.integration.servers import manage_each
+from tests.integration.servers import users_granted
 
 pytestmark = pytest.mark.once  # once: its servers use SQLite in either pass
 
@@ -19,21 +19,7 @@ _users = itertools.count(1)
 @pytest.fixture
 def two_users(platform, broker):
     """Clients for two users, each with put, get and browse on ``broker``."""
-    names = [f"owner{next(_users)}" for _ in range(2)]
-    # each user's token and grant by manage.py api_token and grant, the four commands in one
-    # process (one start of Python and Django instead of four)
-    outputs = manage_each(
-        platform.env,
-        *[
-            command
-            for name in names
-            for command in (
-                ["api_token", name, "--create-user"],
-                ["grant", name, "--broker", broker, "--actions", "put,get,browse"],
-            )
-        ],
-    )
-    tokens = [output.strip().splitlines()[-1] for output in outputs[::2]]
+    tokens = users_granted(platform.env, [f"owner{next(_users)}" for _ in range(2)], broker=broker)
     clients = [Client(platform.url, token, timeout=30) for token in tokens]
     yield clients
     for c in clients:

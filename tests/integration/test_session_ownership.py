@@ -8,7 +8,7 @@ import itertools
 
 import pytest
 
-from .servers import manage_each
+from .servers import users_granted
 from .test_session import Session
 
 pytestmark = [pytest.mark.integration, pytest.mark.once]  # once: its servers use SQLite in either pass
@@ -21,18 +21,7 @@ def user_sessions(platform, broker: str, count: int) -> list[Session]:
     get and browse granted by ``manage.py grant`` (the commands in one process: one start of
     Python and Django instead of two a user)."""
     names = [f"sess{next(_users)}" for _ in range(count)]
-    outputs = manage_each(
-        platform.env,
-        *[
-            command
-            for name in names
-            for command in (
-                ["api_token", name, "--create-user"],
-                ["grant", name, "--broker", broker, "--actions", "put,get,browse"],
-            )
-        ],
-    )
-    return [Session(platform, token=output.strip().splitlines()[-1]) for output in outputs[::2]]
+    return [Session(platform, token=token) for token in users_granted(platform.env, names, broker=broker)]
 
 
 def test_another_users_session_cannot_act_on_a_unit_of_work(platform, http, live_broker):
