@@ -4,9 +4,9 @@ A Python process runs its Python code one thread at a time (the GIL), yet the we
 hands every session request from the event loop's thread to the session's thread and its
 reply back, tens of hand-overs per millisecond under load. When those threads sit on
 different CPUs, each hand-over wakes the other CPU, and both run with caches the other just
-left: on a 2-CPU machine the chained pipeline's server took 0.68–0.80 s of CPU for its run
-with pre-emptive gets, and 0.54–0.62 s with its threads kept on one CPU (docs/performance.md,
-"One CPU per web process"). So at start each web process claims a CPU no other Baton web
+left: on a 2-CPU machine the chained pipeline's server took 0.52–0.61 s of CPU for its run
+with pre-emptive gets at 1 ms of work, and 0.44–0.59 s with its threads kept on one CPU
+(docs/performance.md, "One CPU per web process"). So at start each web process claims a CPU no other Baton web
 process on this machine holds (an ``flock`` on ``<tmp>/baton-cpu/<n>.lock``, kept for the
 process's life, released by the kernel when it ends) and keeps all its threads there. When
 every CPU is claimed (more web processes than CPUs, the test suite's many servers) or the
@@ -51,7 +51,10 @@ def web_cpu_pinned(setting: str) -> int | None:
     if setting == "auto":
         cpu = _cpu_claimed(allowed) if len(allowed) > 1 else None
     else:
-        cpu = int(setting)
+        try:
+            cpu = int(setting)
+        except ValueError:
+            raise ValueError(f"BATON_WEB_CPU={setting}: auto, none, or a CPU's number.") from None
         if cpu not in allowed:
             raise ValueError(f"BATON_WEB_CPU={setting}: this process may run on CPUs {allowed} only.")
     if cpu is None:

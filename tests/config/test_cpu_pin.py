@@ -87,6 +87,8 @@ def test_none_never_pins_and_a_number_pins_there(tmp_path):
 def test_a_cpu_the_process_may_not_use_is_refused():
     with pytest.raises(ValueError, match=r"BATON_WEB_CPU=4096: this process may run on CPUs"):
         web_cpu_pinned("4096")
+    with pytest.raises(ValueError, match=r"BATON_WEB_CPU=fast: auto, none, or a CPU's number"):
+        web_cpu_pinned("fast")
 
 
 def _environ(tmp_path) -> dict[str, str]:
@@ -125,11 +127,14 @@ def test_uvicorns_command_pins_the_web_server_and_a_process_importing_the_applic
         text=True,
     )
     try:
-        poll_until(
-            lambda: server.poll() is not None or socket.create_connection(("127.0.0.1", port), timeout=1).close() or 1,
-            timeout=120,
-            what="the web server to listen",
-        )
+
+        def listening_or_gone() -> bool:
+            if server.poll() is not None:
+                return True
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()  # OSError until it listens
+            return True
+
+        poll_until(listening_or_gone, timeout=120, what="the web server to listen")
         assert server.poll() is None, server.stderr.read()
         cpus = {
             task.name: (task / "status").read_text().split("Cpus_allowed_list:")[1].split()[0]
