@@ -59,9 +59,10 @@ class Command(BaseCommand):
         "The session scenarios (--only session) run the units of work over sessions beside REST, and the "
         "queue scenarios: producers and consumers at once, 1+1 and 4+4, one message or 100 per call, each "
         "call acknowledged (durable) before the next, in process, over REST and over sessions. --peers adds "
-        "a plain PostgreSQL table queue and RabbitMQ with publisher confirms doing the same flows, and on "
-        "SQLite the flows' floor: a bare Uvicorn server doing only what the flows' puts and gets must "
-        "(bench/flow_floor.py)."
+        "a plain PostgreSQL table queue and RabbitMQ with publisher confirms doing the same flows, and the "
+        "flows' floor: a bare Uvicorn server doing only what the flows' puts and gets must, on SQLite "
+        "(bench/flow_floor.py) or, with --postgres or a PostgreSQL --database-url, with the plain queue's "
+        "statements on PostgreSQL (bench/flow_floor_pg.py)."
     )
 
     def add_arguments(self, parser):
@@ -323,8 +324,9 @@ class Command(BaseCommand):
                 raise BenchmarkError(f"{exc!r}\nserver log:\n{scratch.log_tail('server.log')}") from exc
 
     def _peers(self, options, *, kind: str | None, database_url: str, facts: dict, directory: Path) -> list[Result]:
-        """On SQLite, the flow's floor (a bare server doing only what the flow's calls must,
-        ``bench.flow_floor``, its file in ``directory``); the plain PostgreSQL queue (on the
+        """The flow's floor (a bare server doing only what the flow's calls must: on SQLite
+        ``bench.flow_floor``, its file in ``directory``; on PostgreSQL ``bench.flow_floor_pg``,
+        on the benchmark's database); the plain PostgreSQL queue (on the
         benchmark's PostgreSQL, or on a throwaway server started for it) and RabbitMQ, on the
         queue scenarios."""
         from bench.flows import run_plain_postgres_queue
@@ -340,6 +342,17 @@ class Command(BaseCommand):
             facts["flow_floor"] = FACTS
             try:
                 results += run_flow_floor(directory=directory, messages=messages, progress=progress)
+            except RuntimeError as exc:
+                raise BenchmarkError(f"the flow's floor: {exc}") from exc
+        else:
+            from bench.flow_floor_pg import FACTS, run_flow_floor_pg
+
+            self._progress(options, "benchmark: the flow's floor (a bare Uvicorn server on PostgreSQL)")
+            facts["flow_floor"] = FACTS
+            try:
+                results += run_flow_floor_pg(
+                    database_url=database_url, directory=directory, messages=messages, progress=progress
+                )
             except RuntimeError as exc:
                 raise BenchmarkError(f"the flow's floor: {exc}") from exc
         with ExitStack() as stack:

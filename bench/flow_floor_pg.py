@@ -1,0 +1,208 @@
+"""The floor under the queue flow through sessions on PostgreSQL: a bare server that does only
+what the flow's calls must, in front of the plain PostgreSQL queue's own statements, measured
+in the same run as Baton and the plain queue (``manage.py benchmark --postgres --peers``;
+docs/performance.md, "PostgreSQL: the flow's floor").
+
+Uvicorn (the same WebSocket protocol as Baton's server, pinned to a CPU as Baton's is) serves
+``app`` below: each request frame is JSON decoded and its reply JSON encoded, as Baton's
+session does; each WebSocket has a PostgreSQL connection of its own (psycopg's asynchronous
+one, on the event loop's thread: no thread hop), at the plain queue's durability
+(``synchronous_commit=on``); a ``put`` is the plain queue's ``INSERT`` and ``COMMIT``, a
+``get`` its ``DELETE … FOR UPDATE SKIP LOCKED … RETURNING`` and ``COMMIT``, or, when the queue
+is empty, a wait for a put in this server (an asyncio event, no polling) up to the call's
+``wait``. No validation, no permission, no unit of work, no journal, no message descriptor,
+no wake-up for other processes — each message is a row id, a message id and its body. The
+clients are :mod:`.flow_floor`'s (``websockets``' synchronous client, the frames Baton's
+client sends). So the figure bounds from above what any server on this stack (Python,
+Uvicorn, psycopg, the same PostgreSQL at the same durability, on the same cores) could move
+through the same flow: a ratio to the plain queue this floor does not reach, Baton cannot
+reach either.
+
+Needs no Django; asserts nothing (``tests/bench/test_flow_floor_pg.py`` checks what it moves).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+from .bare_server import bare_server_started, bare_server_stopped
+from .flow_floor import _Side
+from .flows import GET_WAIT_S, flows
+from .live import HOST
+from .report import Result, body_text
+
+#: The server's PostgreSQL (a libpq connection string).
+CONNINFO_ENV = "BATON_FLOW_FLOOR_PG"
+LABEL = "session floor (bare Uvicorn + PostgreSQL)"
+#: What the benchmark's facts say of it.
+FACTS = (
+    "a bare Uvicorn server (bench/flow_floor_pg.py): put and get only, the plain PostgreSQL queue's "
+    "statements (synchronous_commit=on), a psycopg connection per WebSocket on the event loop's thread"
+)
+
+# --- the server -----------------------------------------------------------------------------
+
+#: A queue's table is named after it (the runner creates it; queue names here are identifiers).
+_INSERT = "INSERT INTO {table} (msg_id, body) SELECT * FROM unnest(%s::text[], %s::text[])"
+_DELETE = (
+    "DELETE FROM {table} WHERE id IN (SELECT id FROM {table} ORDER BY id FOR UPDATE SKIP LOCKED LIMIT %s) "
+    "RETURNING id, msg_id, body"
+)
+#: Gets waiting for a put, by queue (one event loop: no lock).
+_ARRIVED: dict[str, asyncio.Event] = {}
+
+
+async def app(scope, receive, send) -> None:
+    """``/api/session/``'s ``put`` and ``get``, and nothing else; a connection per WebSocket."""
+    if scope["type"] != "websocket":
+        return
+    import json
+
+    import psycopg
+
+    event = await receive()
+    if event["type"] != "websocket.connect":
+        return
+    conn = await psycopg.AsyncConnection.connect(os.environ[CONNINFO_ENV])
+    try:
+        await conn.execute("SET synchronous_commit = on")
+        await conn.commit()
+        await send({"type": "websocket.accept"})
+        while True:
+            event = await receive()
+            if event["type"] != "websocket.receive":
+                return
+            reply = await _answer(conn, json.loads(event["text"]))
+            await send({"type": "websocket.send", "text": json.dumps(reply, separators=(",", ":"))})
+    finally:
+        await conn.close()
+
+
+async def _put(conn, queue: str, bodies: list[str]) -> list[str]:
+    ids = [secrets.token_hex(24) for _ in bodies]
+    await conn.execute(_INSERT.format(table=queue), (ids, bodies), prepare=True)
+    await conn.commit()
+    event = _ARRIVED.pop(queue, None)
+    if event is not None:
+        event.set()
+    return ids
+
+
+async def _get(conn, queue: str, batch: int, wait_s: float) -> list[tuple[int, str, str]]:
+    deadline = time.monotonic() + wait_s
+    while True:
+        cursor = await conn.execute(_DELETE.format(table=queue), (batch,), prepare=True)
+        rows = await cursor.fetchall()
+        await conn.commit()
+        remaining = deadline - time.monotonic()
+        if rows or remaining <= 0:
+            return sorted(rows)
+        event = _ARRIVED.setdefault(queue, asyncio.Event())
+        try:
+            await asyncio.wait_for(event.wait(), remaining)
+        except TimeoutError:
+            pass
+
+
+async def _answer(conn, request: dict) -> dict:
+    op, queue = request.get("op"), request.get("queue", "")
+    if not queue.isidentifier():
+        return {"re": request.get("id"), "status": 400, "code": "invalid_input", "message": "No such queue."}
+    if op == "put":
+        many = "messages" in request
+        bodies = [m.get("body", "") for m in request["messages"]] if many else [request.get("body", "")]
+        ids = await _put(conn, queue, bodies)
+        if many:
+            return {"re": request["id"], "status": 201, "messages": [{"msg_id": i} for i in ids]}
+        return {"re": request["id"], "status": 201, "msg_id": ids[0]}
+    if op == "get":
+        rows = await _get(conn, queue, int(request.get("batch", 1)), float(request.get("wait", 0)))
+        return {"re": request["id"], "status": 200, "messages": [{"msg_id": m, "body": b} for _, m, b in rows]}
+    return {"re": request.get("id"), "status": 400, "code": "invalid_input", "message": f"No {op!r} here."}
+
+
+# --- running it -----------------------------------------------------------------------------
+
+
+@contextmanager
+def flow_floor_pg_server(*, conninfo: str, directory: Path) -> Iterator[str]:
+    """The floor's server on a loopback port, in front of the PostgreSQL at ``conninfo``, its
+    log in ``directory``; yields its session URL."""
+    proc, port = bare_server_started(
+        "bench.flow_floor_pg:app", {CONNINFO_ENV: conninfo}, log=directory / "flow-floor-pg.log"
+    )
+    try:
+        yield f"ws://{HOST}:{port}/api/session/"
+    finally:
+        bare_server_stopped(proc)
+
+
+def run_flow_floor_pg(*, database_url: str, directory: Path, messages: int, progress: bool = False) -> list[Result]:
+    """The flows of :func:`bench.flows.flows` (1+1 and 4+4, one message and 100 per call)
+    through the floor's server on the PostgreSQL at ``database_url``, a scratch table per
+    flow's queue (dropped at the end)."""
+    import psycopg
+
+    from .plain import postgres_conninfo
+
+    conninfo, body, tag = postgres_conninfo(database_url), body_text(), secrets.token_hex(4)
+    tables: list[str] = []
+
+    def open_sides(clients: int, batch: int):
+        queue = f"baton_flow_floor_{tag}_{clients}_{batch}"
+        with psycopg.connect(conninfo, autocommit=True, connect_timeout=30) as admin:
+            admin.execute(f"CREATE TABLE {queue} (id bigserial PRIMARY KEY, msg_id text NOT NULL, body text NOT NULL)")
+        tables.append(queue)
+
+        def producer():
+            side = _Side(url)
+            one = {"broker": "FLOOR", "queue": queue, "body": body, "persistence": "persistent"}
+            many = {
+                "broker": "FLOOR",
+                "queue": queue,
+                "messages": [{"body": body, "persistence": "persistent"}] * batch,
+            }
+
+            def put(n: int) -> None:
+                side.call("put", bodies="none", **(one if n == 1 else many))
+
+            return put, side.close
+
+        def consumer():
+            side = _Side(url)
+
+            def get(n: int) -> int:
+                fields = {"broker": "FLOOR", "queue": queue, "wait": GET_WAIT_S, "bodies": "one", "batch": n}
+                return len(side.call("get", **fields)["messages"])
+
+            return get, side.close
+
+        return producer, consumer
+
+    try:
+        with flow_floor_pg_server(conninfo=conninfo, directory=directory) as url:
+            return flows(label=LABEL, operation="put+get", messages=messages, progress=progress, open_sides=open_sides)
+    finally:
+        with psycopg.connect(conninfo, autocommit=True, connect_timeout=30) as admin:
+            for table in tables:
+                admin.execute(f"DROP TABLE IF EXISTS {table}")
+
+
+def left_behind(*, database_url: str) -> dict[str, int]:
+    """The floor's tables still in the database and their rows (none after a run)."""
+    import psycopg
+
+    from .plain import postgres_conninfo
+
+    with psycopg.connect(postgres_conninfo(database_url), autocommit=True, connect_timeout=30) as conn:
+        names = [
+            name
+            for (name,) in conn.execute("SELECT tablename FROM pg_tables WHERE tablename LIKE 'baton_flow_floor_%%'")
+        ]
+        return {name: conn.execute(f"SELECT count(*) FROM {name}").fetchone()[0] for name in names}

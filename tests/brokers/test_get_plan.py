@@ -1,0 +1,76 @@
+"""PostgreSQL: a get's statement, planned while its queue was empty, still reads a deep queue
+through the index it was written for.
+
+The hot path's statements are prepared once per connection with a generic plan
+(transactions/prepared.py), made at their first run from the statistics of that moment. A
+plan made on an empty table once chose to read every free message of the queue (a bitmap
+scan, then a sort) and to join the chosen ids against every free message of every queue:
+a get of 100 from a queue 10,000 deep read 30,000 buffers (200 ms), so a backlog drained in
+time that grew with its square. Counted in the buffers the statement reads (``EXPLAIN
+(ANALYZE, BUFFERS)`` of the prepared statement, in a database transaction rolled back), not
+in time.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.db import connection, transaction
+from django.utils import timezone
+
+from brokers.models import Queue
+from brokers.queries import _take_sql
+from brokers.services.messages import message_put
+from tests.conftest import msgs
+from transactions.prepared import prepared_sql
+
+pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
+
+
+def _take(queue_id: int) -> tuple[str, list]:
+    """The destructive get's statement (no unit of work) for up to 10 messages, in delivery
+    order by priority."""
+    return _take_sql(
+        get_transaction_id=None,
+        queue_id=queue_id,
+        now=timezone.now(),
+        limit=10,
+        priority_first=True,
+        commit_ordered=False,
+        uncommitted_of_others=None,
+        match={},
+    )
+
+
+def _buffers_read(queue_id: int) -> tuple[int, int]:
+    """The buffers the take reads through its prepared plan, and the messages it took (then
+    given back: the database transaction is rolled back)."""
+    sql, params = _take(queue_id)
+    with transaction.atomic():
+        connection.ensure_connection()
+        executed, values = prepared_sql(connection.connection, sql, params)
+        assert executed.startswith("EXECUTE "), executed  # the prepared statement, its plan cached
+        with connection.cursor() as c:
+            c.execute(f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {executed}", values)
+            (plan,) = c.fetchone()
+        transaction.set_rollback(True)
+    plan = plan if isinstance(plan, list) else json.loads(plan)
+    top = plan[0]["Plan"]
+    return top["Shared Hit Blocks"] + top.get("Shared Read Blocks", 0), top["Actual Rows"]
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL's plans")
+def test_a_take_planned_on_an_empty_queue_reads_no_more_of_a_deep_queue(queue):
+    queue_id = Queue.objects.get(broker__name="QM1", name="Q1").pk
+    message_put(broker="QM1", queue="Q1", messages=msgs(*(f"s{n}" for n in range(10))))
+    shallow, taken = _buffers_read(queue_id)  # prepared and planned here, ten messages deep
+    assert taken == 10
+
+    for start in range(0, 3000, 500):
+        message_put(broker="QM1", queue="Q1", messages=msgs(*(f"m{n}" for n in range(start, start + 500))))
+    deep, taken = _buffers_read(queue_id)  # the same plan, 3,010 messages deep
+
+    assert taken == 10
+    # reading each free message of the queue would take thousands of buffers more
+    assert deep <= shallow * 1.5 + 20, (shallow, deep)
