@@ -44,6 +44,18 @@ from .sqlite_writer import connection_writer
 from .wal_sync import wal_synced
 
 
+#: PostgreSQL: within an engine step the planner leaves out sequential and bitmap scans, so
+#: that the generic plan a hot-path statement gets at its first run (transactions/prepared.py),
+#: or when its table is next analysed, reads through the index the statement was written for
+#: whatever the statistics said then (an empty table's made a get read a deep queue whole:
+#: docs/performance.md, "PostgreSQL: a plan made for an empty table"). Costs, not bans: a
+#: statement no index serves still scans. Only inside the step: the ORM's statements
+#: elsewhere keep the server's defaults.
+PLANNED_FOR_INDEXES = ("SET LOCAL enable_seqscan TO off", "SET LOCAL enable_bitmapscan TO off")
+#: The defaults back, at the end of a step nested in a caller's database transaction.
+PLANNED_AS_BEFORE = ("SET LOCAL enable_seqscan TO DEFAULT", "SET LOCAL enable_bitmapscan TO DEFAULT")
+
+
 def engine_step(*, durable: bool) -> AbstractContextManager[None]:
     """One database transaction of the engine (``with engine_step(...)``); ``durable`` says
     whether its commit must be on disk before the caller answers."""
@@ -85,10 +97,16 @@ def _atomic_step(conn, *, durable: bool) -> Iterator[None]:
                 conn.baton_in_step = False
                 conn.durable_restored()  # this rare path puts it back at once
         return
+    # planned as in an outermost step; put back for the caller's own statements after it
+    # (a failed step's savepoint undoes them itself). Not while queries are logged: the
+    # counts tests take stay the step's own statements.
+    planned = conn.vendor == "postgresql" and not queries.queries_logged(conn)
     with db.atomic():
         queries.deferred_begin()
         if outermost and not durable and conn.vendor == "postgresql":
             queries.deferred("SET LOCAL synchronous_commit TO OFF")  # sent with the first statement
+        for sql in PLANNED_FOR_INDEXES if planned else ():
+            queries.deferred(sql)
         conn.execute_wrappers.append(_deferred_first)
         try:
             yield
@@ -97,6 +115,8 @@ def _atomic_step(conn, *, durable: bool) -> Iterator[None]:
             raise
         finally:
             conn.execute_wrappers.remove(_deferred_first)
+        for sql in PLANNED_AS_BEFORE if planned else ():
+            queries.deferred(sql)
         queries.deferred_end(keep=True)
 
 
@@ -180,6 +200,8 @@ def _postgres_step(conn, *, durable: bool) -> Iterator[None]:
     queries.deferred("BEGIN")  # sent with the first statement
     if not durable:
         queries.deferred("SET LOCAL synchronous_commit TO OFF")
+    for sql in PLANNED_FOR_INDEXES:
+        queries.deferred(sql)
     _opened(conn)
     conn.execute_wrappers.append(_deferred_first)  # ORM statements in the step send BEGIN first
 

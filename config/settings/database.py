@@ -48,10 +48,6 @@ elif _db["ENGINE"].startswith("django.db.backends.postgresql"):
     _commit = "off" if BATON_SKIP_COMMIT_SYNC else "on"
     # the hot path's prepared statements keep one plan (transactions/prepared.py)
     _plans = " -c plan_cache_mode=force_generic_plan" if BATON_PG_PREPARED else ""
-    # and each plan reads its messages through the index its statement was written for,
-    # whatever the statistics said when it was made (docs/performance.md, "PostgreSQL: a plan
-    # made for an empty table")
-    _scans = " -c enable_seqscan=off -c enable_bitmapscan=off"
-    _db.setdefault("OPTIONS", {})["options"] = f"-c synchronous_commit={_commit}{_plans}{_scans}"
+    _db.setdefault("OPTIONS", {})["options"] = f"-c synchronous_commit={_commit}{_plans}"
 
 DATABASES = {"default": _db}

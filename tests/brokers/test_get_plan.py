@@ -2,7 +2,9 @@
 through the index it was written for.
 
 The hot path's statements are prepared once per connection with a generic plan
-(transactions/prepared.py), made at their first run from the statistics of that moment. A
+(transactions/prepared.py), made at their first run from the statistics of that moment,
+inside an engine step, which plans without sequential or bitmap scans
+(transactions/durability.py, ``PLANNED_FOR_INDEXES``). A
 plan made on an empty table once chose to read every free message of the queue (a bitmap
 scan, then a sort) and to join the chosen ids against every free message of every queue:
 a get of 100 from a queue 10,000 deep read 30,000 buffers (200 ms), so a backlog drained in
@@ -23,6 +25,7 @@ from brokers.models import Queue
 from brokers.queries import _take_sql
 from brokers.services.messages import message_put
 from tests.conftest import msgs
+from transactions.durability import PLANNED_FOR_INDEXES
 from transactions.prepared import prepared_sql
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
@@ -52,6 +55,8 @@ def _buffers_read(queue_id: int) -> tuple[int, int]:
         executed, values = prepared_sql(connection.connection, sql, params)
         assert executed.startswith("EXECUTE "), executed  # the prepared statement, its plan cached
         with connection.cursor() as c:
+            for setting in PLANNED_FOR_INDEXES:  # as an engine step plans
+                c.execute(setting)
             c.execute(f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {executed}", values)
             (plan,) = c.fetchone()
         transaction.set_rollback(True)
