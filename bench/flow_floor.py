@@ -197,6 +197,32 @@ class _Side:
         self._stack.close()
 
 
+def floor_sides(url: str, *, queue: str, body: str, batch: int):
+    """The producer and consumer factories of one flow through a floor's server at ``url``
+    (:func:`bench.flows.flow_run`'s ``producer`` and ``consumer``)."""
+
+    def producer():
+        side = _Side(url)
+        one = {"broker": "FLOOR", "queue": queue, "body": body, "persistence": "persistent"}
+        many = {"broker": "FLOOR", "queue": queue, "messages": [{"body": body, "persistence": "persistent"}] * batch}
+
+        def put(n: int) -> None:
+            side.call("put", bodies="none", **(one if n == 1 else many))
+
+        return put, side.close
+
+    def consumer():
+        side = _Side(url)
+
+        def get(n: int) -> int:
+            fields = {"broker": "FLOOR", "queue": queue, "wait": GET_WAIT_S, "bodies": "one", "batch": n}
+            return len(side.call("get", **fields)["messages"])
+
+        return get, side.close
+
+    return producer, consumer
+
+
 def run_flow_floor(*, directory: Path, messages: int, progress: bool = False) -> list[Result]:
     """The flows of :func:`bench.flows.flows` (1+1 and 4+4, one message and 100 per call)
     through the floor's server, started in ``directory`` and stopped at the end."""
@@ -206,29 +232,6 @@ def run_flow_floor(*, directory: Path, messages: int, progress: bool = False) ->
         def open_sides(clients: int, batch: int):
             queue = f"flow_floor_{clients}_{batch}"
 
-            def producer():
-                side = _Side(url)
-                one = {"broker": "FLOOR", "queue": queue, "body": body, "persistence": "persistent"}
-                many = {
-                    "broker": "FLOOR",
-                    "queue": queue,
-                    "messages": [{"body": body, "persistence": "persistent"}] * batch,
-                }
-
-                def put(n: int) -> None:
-                    side.call("put", bodies="none", **(one if n == 1 else many))
-
-                return put, side.close
-
-            def consumer():
-                side = _Side(url)
-
-                def get(n: int) -> int:
-                    fields = {"broker": "FLOOR", "queue": queue, "wait": GET_WAIT_S, "bodies": "one", "batch": n}
-                    return len(side.call("get", **fields)["messages"])
-
-                return get, side.close
-
-            return producer, consumer
+            return floor_sides(url, queue=queue, body=body, batch=batch)
 
         return flows(label=LABEL, operation="put+get", messages=messages, progress=progress, open_sides=open_sides)

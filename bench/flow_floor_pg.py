@@ -32,8 +32,8 @@ from pathlib import Path
 from typing import Iterator
 
 from .bare_server import bare_server_started, bare_server_stopped
-from .flow_floor import _Side
-from .flows import GET_WAIT_S, flows
+from .flow_floor import floor_sides
+from .flows import flows
 from .live import HOST
 from .report import Result, body_text
 
@@ -160,30 +160,7 @@ def run_flow_floor_pg(*, database_url: str, directory: Path, messages: int, prog
             admin.execute(f"CREATE TABLE {queue} (id bigserial PRIMARY KEY, msg_id text NOT NULL, body text NOT NULL)")
         tables.append(queue)
 
-        def producer():
-            side = _Side(url)
-            one = {"broker": "FLOOR", "queue": queue, "body": body, "persistence": "persistent"}
-            many = {
-                "broker": "FLOOR",
-                "queue": queue,
-                "messages": [{"body": body, "persistence": "persistent"}] * batch,
-            }
-
-            def put(n: int) -> None:
-                side.call("put", bodies="none", **(one if n == 1 else many))
-
-            return put, side.close
-
-        def consumer():
-            side = _Side(url)
-
-            def get(n: int) -> int:
-                fields = {"broker": "FLOOR", "queue": queue, "wait": GET_WAIT_S, "bodies": "one", "batch": n}
-                return len(side.call("get", **fields)["messages"])
-
-            return get, side.close
-
-        return producer, consumer
+        return floor_sides(url, queue=queue, body=body, batch=batch)
 
     try:
         with flow_floor_pg_server(conninfo=conninfo, directory=directory) as url:
