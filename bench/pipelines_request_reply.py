@@ -35,8 +35,10 @@ from .report import BenchmarkError
 
 #: Scenario name -> the client's transport.
 SCENARIOS = {"request-reply-session": "session", "request-reply-rest": "rest"}
-#: How long the channels' agents may take to start (a Django process each).
-AGENTS_START_S = 60.0
+#: How long the channels' agents may take to start (a Django process each): a bound for a
+#: start that never comes, not a figure; under the test suite's two passes at once a
+#: Django process has taken over a minute to start.
+AGENTS_START_S = 180.0
 
 #: Starts the agents of these channels for the length of a ``with`` block.
 Agents = Callable[[list[str]], AbstractContextManager]
