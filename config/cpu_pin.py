@@ -32,6 +32,17 @@ from pathlib import Path
 CLAIMS = Path(tempfile.gettempdir()) / "baton-cpu"
 
 _claim_fd: int | None = None
+#: The CPUs this process was given before it pinned itself (None: never pinned).
+_given: set[int] | None = None
+
+
+def cpus_given() -> set[int]:
+    """The CPUs this process may run on, as it was started: before ``web_cpu_pinned`` kept
+    its threads on one. A thread that should not share the web process's CPU (the SQLite
+    checkpointer, transactions/wal_checkpoint.py) puts itself back on these."""
+    if _given is not None:
+        return set(_given)
+    return set(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else set()
 
 
 def uvicorn_serving() -> bool:
@@ -59,6 +70,9 @@ def web_cpu_pinned(setting: str) -> int | None:
             raise ValueError(f"BATON_WEB_CPU={setting}: this process may run on CPUs {allowed} only.")
     if cpu is None:
         return None
+    global _given
+    if _given is None:
+        _given = set(allowed)
     _threads_pinned(cpu)
     return cpu
 

@@ -101,9 +101,16 @@ _END = object()
 class _Applier(threading.Thread):
     """The session's own thread: applies its requests in the order sent."""
 
-    def __init__(self, consumer: SessionConsumer) -> None:
+    def __init__(self, consumer: SessionConsumer, *, header_token: str | None = None) -> None:
         super().__init__(name="session", daemon=True)
         self.consumer = consumer
+        #: The upgrade's token, read by this thread before the session is accepted:
+        #: ``authenticated`` gets its user (None: not a user's token).
+        self.header_token = header_token
+        self.authenticated: asyncio.Future | None = None
+        if header_token is not None:
+            self.loop = asyncio.get_running_loop()
+            self.authenticated = self.loop.create_future()
         self.inbox: queue.SimpleQueue = queue.SimpleQueue()
         self.pending = 0  # requests received, not yet applied (read by the event loop)
         self.waiting = 0  # requests handed to the waiter pool, not yet answered
@@ -115,6 +122,8 @@ class _Applier(threading.Thread):
         inbox, consumer = self.inbox, self.consumer
         ahead: Any = None  # a request read while gathering a group, applied next
         try:
+            if self.authenticated is not None and not self.header_authenticated():
+                return
             while True:
                 if ahead is not None:
                     item, ahead = ahead, None
@@ -138,6 +147,20 @@ class _Applier(threading.Thread):
                     consumer.flush()
         finally:
             connections.close_all()
+
+    def header_authenticated(self) -> bool:
+        """Read the upgrade's token here, so that the database connection it opens is the
+        one this thread serves the session's requests with (opened once, before the session
+        is accepted, not at its first request: about 3 ms on SQLite, which reads the schema);
+        False when the read failed (the session is not accepted, this thread ends)."""
+        future = self.authenticated
+        try:
+            user = token_user(self.header_token)
+        except BaseException as exc:
+            self.loop.call_soon_threadsafe(_settled, future, None, exc)
+            return False
+        self.loop.call_soon_threadsafe(_settled, future, user, None)
+        return True
 
     def gather(self, group: list[_Request]) -> Any:
         """Add to ``group`` the requests already waiting that go together with its first
@@ -364,10 +387,14 @@ class SessionConsumer(AsyncWebsocketConsumer):
         # read once per session, not per frame (each read of a setting goes through Django's lazy object)
         self.max_length, self.max_pending = settings.BATON_MAX_REQUEST_LENGTH, settings.BATON_SESSION_MAX_PENDING
         key = _header_token(self.scope)
-        if key is not None:
-            self.user = await asyncio.to_thread(_authenticated, key)  # once per session
-        self.applier = _Applier(self)
+        self.applier = _Applier(self, header_token=key)
         self.applier.start()
+        if key is not None:
+            try:
+                self.user = await self.applier.authenticated  # once per session, by its thread
+            except asyncio.CancelledError:
+                self.applier.inbox.put(None)  # never accepted: its thread ends
+                raise
         #: The client takes several replies in one frame, as a JSON array (docs/api.md).
         self.batched = BATCHED in self.scope.get("subprotocols", ())
         await self.accept(subprotocol=BATCHED if self.batched else None)
@@ -557,11 +584,14 @@ def _header_token(scope: dict[str, Any]) -> str | None:
     return None
 
 
-def _authenticated(key: str):
-    try:
-        return token_user(key)
-    finally:
-        connections.close_all()
+def _settled(future: asyncio.Future, result: Any, exc: BaseException | None) -> None:
+    """Give ``future`` its outcome, unless it was given up (the session went first)."""
+    if future.done():
+        return
+    if exc is not None:
+        future.set_exception(exc)
+    else:
+        future.set_result(result)
 
 
 def reply_text(body: dict[str, Any]) -> str:

@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import re
 
+from django.conf import settings
 from django.db.backends.sqlite3 import base
 
 from ...sqlite_writer import connection_writer
+from ...wal_checkpoint import BACKSTOP, checkpointer_started
 
 #: A statement that may write: SQLite takes its write lock for it. Reads (``SELECT``,
 #: ``PRAGMA``, ``EXPLAIN``) are never queued: in WAL mode they do not wait for writers.
@@ -75,6 +77,10 @@ class DatabaseWrapper(base.DatabaseWrapper):
     def get_new_connection(self, conn_params):
         connection = super().get_new_connection(conn_params)
         self.baton_relaxed = False  # the init_command's FULL
+        pages = settings.BATON_SQLITE_CHECKPOINT_PAGES
+        if checkpointer_started(str(self.settings_dict["NAME"]), pages=pages):
+            # the process's checkpointer copies the log; SQLite's own only as a backstop
+            connection.execute(f"PRAGMA wal_autocheckpoint={int(pages) * BACKSTOP}")
         return connection
 
     def durable_restored(self) -> None:
