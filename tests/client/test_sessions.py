@@ -1,6 +1,6 @@
 """What the session transport adds: pipelined puts under a unit of work (their errors
-surface at the next call that waits), many threads on one session, and a new session after
-a drop."""
+surface at the next call that waits; a get does not wait for them), many threads on one
+session, and a new session after a drop."""
 
 from __future__ import annotations
 
@@ -72,15 +72,45 @@ def test_the_context_manager_rolls_back_when_a_pipelined_put_failed(session_clie
     assert client.display_queue(broker, "Q1")["depth"] == 0
 
 
-def test_a_get_under_the_unit_of_work_reads_the_put_replies_first(session_client, broker):
+def test_a_get_raises_the_error_of_a_put_already_answered_and_takes_nothing(session_client, broker):
     client = session_client
     client.define_queue(broker, "NOPUT", put_enabled=False)
+    client.put(broker, "Q1", "waiting")
     tx = client.transaction(broker)
-    tx.put("NOPUT", "refused")
-    with pytest.raises(PutInhibited):
+    failed = tx.put("NOPUT", "refused")
+    poll_until(failed.done, timeout=30, what="the refused put's reply")
+    with pytest.raises(PutInhibited) as info:
         tx.get("Q1")
-    assert tx.get("Q1") is None  # the error was raised once
-    assert tx.rollback() == [] and tx.state == "rolled_back"
+    assert info.value.details["pipelined_put"] is True
+    assert client.display_queue(broker, "Q1")["depth"] == 1  # the get was not sent
+    assert tx.get("Q1").text == "waiting"  # the error was raised once
+    assert tx.rollback() == [] and client.display_queue(broker, "Q1")["depth"] == 1
+
+
+def test_a_get_does_not_wait_for_unanswered_puts_and_their_error_still_stops_the_commit(session_client, broker):
+    """The get goes out at once unless the put's reply has come; either way nothing is lost:
+    the messages it took come back with the rollback, and no commit goes out after the put
+    failed."""
+    client = session_client
+    client.define_queue(broker, "NOPUT", put_enabled=False)
+    for n in range(20):
+        client.put(broker, "Q1", f"waiting {n}")
+    raised_by_get = 0
+    for _ in range(20):
+        tx = client.transaction(broker)
+        tx.put("NOPUT", "refused")
+        try:
+            got = tx.get("Q1")
+        except PutInhibited:
+            raised_by_get += 1
+        else:
+            assert got is not None and got.text.startswith("waiting")
+            with pytest.raises(PutInhibited):
+                tx.commit()
+        assert tx.refresh().state == "active"
+        tx.rollback()
+        assert client.display_queue(broker, "Q1")["depth"] == 20
+    assert raised_by_get < 20  # most gets went out before the put's reply came back
 
 
 def test_threads_share_one_session(session_client, broker):

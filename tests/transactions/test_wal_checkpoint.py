@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
+import time
 
 import pytest
 from django.conf import settings
@@ -49,6 +50,20 @@ def wal_frames(path) -> int:
     return (size - 32) // (4096 + 24)
 
 
+def frames_copied(path: str, *, under: int, after: int) -> bool:
+    """Whether, within ``WAIT_S``, a checkpoint after the ``after``-th leaves fewer than
+    ``under`` frames to copy (a checkpoint counted may be another database's of this
+    process, or may have run before the last commit: each one is followed by a look)."""
+    deadline = time.monotonic() + WAIT_S
+    seen = after
+    while True:
+        if not wal_checkpoint_awaited(seen, timeout_s=max(0.0, deadline - time.monotonic())):
+            return False
+        seen = wal_checkpoints()
+        if frames_pending(path) < under:
+            return True
+
+
 def test_frames_pending_reads_the_wal_index_header(tmp_path):
     path = tmp_path / "scratch.sqlite3"
     assert frames_pending(str(path)) is None  # no log open
@@ -72,8 +87,7 @@ def test_the_thread_copies_the_log_once_enough_waits_and_ends_with_the_file(tmp_
         assert 10 <= frames_pending(str(path)) < 100
         assert wal_checkpoints() == before
         inserted(db, 100)
-        assert wal_checkpoint_awaited(before, timeout_s=WAIT_S)
-        assert frames_pending(str(path)) < 100
+        assert frames_copied(str(path), under=100, after=before)
         assert db.execute("SELECT count(*) FROM t").fetchone() == (110,)
         # the next write starts the log over: everything in it was copied
         inserted(db, 1)
@@ -106,8 +120,7 @@ def test_the_engine_leaves_checkpoints_to_the_thread(queue):
         before = wal_checkpoints()
         assert checkpointer_started(path, pages=20)  # a lower threshold, for the test
         message_put(broker="QM1", queue="Q1", messages=msgs(*[f"m{n:02}" * 600 for n in range(40)]), syncpoint="no")
-        assert wal_checkpoint_awaited(before, timeout_s=WAIT_S)
-        assert frames_pending(path) < 20
+        assert frames_copied(path, under=20, after=before)
     finally:
         checkpointer_started(path, pages=settings.BATON_SQLITE_CHECKPOINT_PAGES)
 

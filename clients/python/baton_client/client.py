@@ -9,10 +9,13 @@ everything over REST: both give the same results and raise the same errors.
 Pipelining: over a session, a put under a unit of work (``transaction=`` or
 ``Transaction.put``) does not wait for its reply; it returns a :class:`PendingPut` at once.
 Its reply is read when you use the result (``put.msg_id``, ``put.result()``), or at the
-next call under the same unit of work that waits for its reply (get, check, commit,
-complete): if the put failed, *that* call raises the put's error instead, and a commit is
-then not sent (the unit of work stays active for you to roll back; the context manager
-rolls it back). A rollback does not wait for them. Everything else waits for its reply.
+next call under the same unit of work that waits for its reply (check, commit, complete):
+if the put failed, *that* call raises the put's error instead, and a commit is then not
+sent (the unit of work stays active for you to roll back; the context manager rolls it
+back). A get commits nothing, so it does not wait for them: it raises the error of a put
+whose reply has already come, and otherwise goes out at once (the session applies the
+puts before it), leaving their errors to the next call. A rollback does not wait for them.
+Everything else waits for its reply.
 
 It needs only the standard library, httpx and websockets (no Django)::
 
@@ -831,15 +834,23 @@ class Client:
             failed = self._failed_units.get(transaction)
             if failed is not None:  # a pipelined put of it failed: it must never commit without it
                 raise failed
-            self._settle(transaction)
+            # A get commits nothing: it goes out without waiting for the puts still unanswered
+            # (the session applies them first); their errors surface at the next call.
+            self._settle(transaction, answered_only=op == "get" and self._session is not None)
         if self._session is not None:
             return self._session.call(op, fields, wait=wait)
         return self._request(method, path, json=body, params=params, wait=wait)
 
-    def _settle(self, transaction: str, *, raise_errors: bool = True) -> None:
-        """Read the replies of the unit of work's pipelined puts; raise the first error."""
+    def _settle(self, transaction: str, *, raise_errors: bool = True, answered_only: bool = False) -> None:
+        """Read the replies of the unit of work's pipelined puts; raise the first error.
+        ``answered_only``: only those whose reply has come; the rest stay pending."""
         with self._pending_lock:
             pending = self._pending.pop(transaction, [])
+            if answered_only:
+                waiting = [put for put in pending if not put.done()]
+                if waiting:
+                    self._pending[transaction] = waiting
+                    pending = [put for put in pending if put.done()]
         first: BaseException | None = None
         for put in pending:
             try:
