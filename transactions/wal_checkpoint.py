@@ -27,7 +27,12 @@ committed page.
 The engine's connections keep SQLite's own automatic checkpoint as a backstop at
 ``BACKSTOP`` times the threshold: a log the thread cannot keep up with (it stopped, or a
 long reader keeps it from finishing) is checkpointed inline as before, only later.
-``BATON_SQLITE_CHECKPOINT_PAGES=0`` turns the thread off and leaves SQLite's default.
+``BATON_SQLITE_CHECKPOINT_PAGES=0``, the default, turns the thread off and leaves SQLite's
+own checkpoints: under steady writes a passive checkpoint beside them never finds the log
+wholly copied (frames arrive while it copies), so the log never starts over and grows to
+the backstop (41–42 MB in a loop of puts, against 4 MB), and the web server's CPU per
+session operation came out higher with the thread than without (docs/performance.md,
+"SQLite's checkpoints off the steps").
 
 Several processes each run a thread; SQLite lets one checkpoint run at a time and answers
 the others busy, which they take as "not now". The thread reopens its connection when the

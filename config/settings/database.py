@@ -31,8 +31,10 @@ BATON_PG_PREPARED = env_bool("BATON_PG_PREPARED", True)
 
 #: SQLite: a thread per process copies the write-ahead log into the database file once this
 #: many pages wait (transactions/wal_checkpoint.py), instead of the commit that crosses
-#: SQLite's own threshold doing it under the writer lock. 0: SQLite's own checkpoints.
-BATON_SQLITE_CHECKPOINT_PAGES = env_int("BATON_SQLITE_CHECKPOINT_PAGES", 1000)
+#: SQLite's own threshold doing it under the writer lock. 0 (the default): SQLite's own
+#: checkpoints; under steady writes the thread's passive checkpoints never let the log
+#: start over (docs/performance.md, "SQLite's checkpoints off the steps").
+BATON_SQLITE_CHECKPOINT_PAGES = env_int("BATON_SQLITE_CHECKPOINT_PAGES", 0)
 
 _db = dj_database_url.parse(DATABASE_URL, conn_max_age=None, conn_health_checks=True)
 if _db["ENGINE"] == "django.db.backends.sqlite3":

@@ -10,7 +10,6 @@ import threading
 import time
 
 import pytest
-from django.conf import settings
 from django.db import connection
 
 from brokers.services.messages import message_put
@@ -108,21 +107,27 @@ def test_no_thread_for_a_database_in_memory_or_when_turned_off(tmp_path):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_the_engine_leaves_checkpoints_to_the_thread(queue):
+def test_sqlite_checkpoints_by_default_and_the_thread_when_set(queue, settings):
     if connection.vendor != "sqlite":
         pytest.skip("SQLite's log")
     path = str(connection.settings_dict["NAME"])
+    pages = settings.BATON_SQLITE_CHECKPOINT_PAGES
     with engine_cursor() as c:
         c.execute("PRAGMA wal_autocheckpoint")
-        assert c.fetchone()[0] == settings.BATON_SQLITE_CHECKPOINT_PAGES * BACKSTOP
-    assert any(t.name == "sqlite-checkpoint" and t.path == os.path.abspath(path) for t in threading.enumerate())
+        assert c.fetchone()[0] == (pages * BACKSTOP if pages else 1000)  # 1000: SQLite's own
+    settings.BATON_SQLITE_CHECKPOINT_PAGES = 20  # a low threshold, for the test
+    connection.close()  # the next statement opens a connection with the setting
     try:
+        with engine_cursor() as c:
+            c.execute("PRAGMA wal_autocheckpoint")
+            assert c.fetchone()[0] == 20 * BACKSTOP  # SQLite's own only as a backstop
+        assert any(getattr(t, "path", None) == os.path.abspath(path) for t in threading.enumerate())
         before = wal_checkpoints()
-        assert checkpointer_started(path, pages=20)  # a lower threshold, for the test
         message_put(broker="QM1", queue="Q1", messages=msgs(*[f"m{n:02}" * 600 for n in range(40)]), syncpoint="no")
         assert frames_copied(path, under=20, after=before)
     finally:
-        checkpointer_started(path, pages=settings.BATON_SQLITE_CHECKPOINT_PAGES)
+        connection.close()  # later tests open theirs with the setting as it was
+        assert checkpointer_stopped(path)
 
 
 def test_a_stopped_thread_is_started_again_by_the_next_connection(tmp_path):
