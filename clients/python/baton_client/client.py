@@ -847,10 +847,13 @@ class Client:
         with self._pending_lock:
             pending = self._pending.pop(transaction, [])
             if answered_only:
-                waiting = [put for put in pending if not put.done()]
+                answered: list[PendingPut] = []
+                waiting: list[PendingPut] = []
+                for put in pending:
+                    (answered if put.done() else waiting).append(put)
                 if waiting:
                     self._pending[transaction] = waiting
-                    pending = [put for put in pending if put.done()]
+                pending = answered
         first: BaseException | None = None
         for put in pending:
             try:
