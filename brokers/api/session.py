@@ -98,6 +98,16 @@ class _Request(NamedTuple):
 _END = object()
 
 
+class _Frames(NamedTuple):
+    """An array frame (``baton.batch``): several requests, read by the session's thread."""
+
+    text: str
+
+
+def _not_a_request(why: str) -> InvalidInput:
+    return InvalidInput('A request is one JSON object: {"id", "op", ...fields}.', errors={"body": [why]})
+
+
 class _Applier(threading.Thread):
     """The session's own thread: applies its requests in the order sent."""
 
@@ -112,6 +122,9 @@ class _Applier(threading.Thread):
             self.loop = asyncio.get_running_loop()
             self.authenticated = self.loop.create_future()
         self.inbox: queue.SimpleQueue = queue.SimpleQueue()
+        #: The rest of an array frame's requests (decoded, with whether they are storable),
+        #: read one at a time as they come to be applied.
+        self.ready: collections.deque[tuple[Any, bool]] = collections.deque()
         self.pending = 0  # requests received, not yet applied (read by the event loop)
         self.waiting = 0  # requests handed to the waiter pool, not yet answered
         self.lock = threading.Lock()
@@ -119,7 +132,7 @@ class _Applier(threading.Thread):
         self.hold = False
 
     def run(self) -> None:
-        inbox, consumer = self.inbox, self.consumer
+        consumer = self.consumer
         ahead: Any = None  # a request read while gathering a group, applied next
         try:
             if self.authenticated is not None and not self.header_authenticated():
@@ -128,14 +141,13 @@ class _Applier(threading.Thread):
                 if ahead is not None:
                     item, ahead = ahead, None
                 else:
-                    frame = inbox.get()
-                    if frame is None:
+                    item = self.take()
+                    if item is _END:
                         break
-                    item = self.read(frame)
                 group = [item]
                 if isinstance(item, _Request) and item.key is not None:
                     ahead = self.gather(group)
-                self.hold = ahead is not None or not inbox.empty()
+                self.hold = ahead is not None or self.more()
                 try:
                     self.apply(group)
                 finally:
@@ -143,10 +155,27 @@ class _Applier(threading.Thread):
                         self.pending -= len(group)
                 if ahead is _END:
                     break
-                if ahead is None and inbox.empty():  # what was held back goes now
+                if ahead is None and not self.more():  # what was held back goes now
                     consumer.flush()
         finally:
             connections.close_all()
+
+    def more(self) -> bool:
+        """Whether more requests are in hand (in an array frame read, or in the inbox)."""
+        return bool(self.ready) or not self.inbox.empty()
+
+    def take(self, *, block: bool = True) -> Any:
+        """The next request, read (or the error reply to it); ``_END`` when the session ended.
+        The requests of an array frame are read one at a time, as they come to be applied,
+        so that each is read as the user the session then has (after an ``auth`` before it)."""
+        if self.ready:
+            return self.read_request(*self.ready.popleft())
+        frame = self.inbox.get() if block else self.inbox.get_nowait()
+        if frame is None:
+            return _END
+        if type(frame) is _Frames:
+            return self.read_many(frame.text)
+        return self.read(frame)
 
     def header_authenticated(self) -> bool:
         """Read the upgrade's token here, so that the database connection it opens is the
@@ -166,12 +195,11 @@ class _Applier(threading.Thread):
         """Add to ``group`` the requests already waiting that go together with its first
         (``Operation.together``), up to ``BATON_MAX_BATCH``; return the first that does not
         (read, to be applied next), ``_END`` if the session ended, or None."""
-        first, inbox = group[0], self.inbox
-        while len(group) < settings.BATON_MAX_BATCH and not inbox.empty():
-            frame = inbox.get_nowait()
-            if frame is None:
+        first = group[0]
+        while len(group) < settings.BATON_MAX_BATCH and self.more():
+            item = self.take(block=False)
+            if item is _END:
                 return _END
-            item = self.read(frame)
             if not isinstance(item, _Request) or item.key != first.key or item.operation is not first.operation:
                 return item
             group.append(item)
@@ -183,18 +211,46 @@ class _Applier(threading.Thread):
         """A request read, validated and checked as far as can be before it is applied (the
         user it runs as is the session's now: an ``auth`` is applied in order, and ends a
         group); or the error reply to it."""
+        try:
+            request, storable = json_request_loads(text)
+        except (ValueError, RecursionError):  # not JSON, or nested beyond the decoder's depth
+            return _error(None, _not_a_request("Not JSON."))
+        except Exception:  # a bug: answer it as REST would, keep the session
+            log.exception("session request failed")
+            return _server_error(None)
+        return self.read_request(request, storable)
+
+    def read_many(self, text: str) -> _Request | dict[str, Any]:
+        """The first request of an array frame (``baton.batch``), read; the rest wait in
+        ``ready``, each counted as pending from now. An array that is not JSON, is empty or
+        holds more requests than a session may have pending is answered once, unread."""
+        try:
+            requests, storable = json_request_loads(text)
+        except (ValueError, RecursionError):
+            return _error(None, _not_a_request("Not JSON."))
+        except Exception:  # a bug: answer it as REST would, keep the session
+            log.exception("session request failed")
+            return _server_error(None)
+        if not requests or len(requests) > settings.BATON_SESSION_MAX_PENDING:
+            return _error(
+                None,
+                InvalidInput(
+                    f"An array frame holds 1 to {settings.BATON_SESSION_MAX_PENDING} requests.",
+                    errors={"body": [f"{len(requests)} requests."]},
+                ),
+            )
+        with self.lock:
+            self.pending += len(requests) - 1
+        self.ready.extend((request, storable) for request in requests[1:])
+        return self.read_request(requests[0], storable)
+
+    def read_request(self, request: Any, storable: bool) -> _Request | dict[str, Any]:
+        """A decoded request read (see :meth:`read`); ``storable``: known to pass
+        :func:`json_storable` without walking it."""
         re = None
         try:
-            try:
-                request, storable = json_request_loads(text)
-            except (ValueError, RecursionError):  # not JSON, or nested beyond the decoder's depth
-                raise InvalidInput(
-                    'A request is one JSON object: {"id", "op", ...fields}.', errors={"body": ["Not JSON."]}
-                ) from None
             if not isinstance(request, dict):
-                raise InvalidInput(
-                    'A request is one JSON object: {"id", "op", ...fields}.', errors={"body": ["Must be an object."]}
-                )
+                raise _not_a_request("Must be an object.")
             re = request.pop("id", None)
             if (
                 isinstance(re, bool)
@@ -439,7 +495,8 @@ class SessionConsumer(AsyncWebsocketConsumer):
         if full:
             await self._send_now(_error(_peek_id(text_data), Throttled()))
             return
-        applier.inbox.put(text_data)
+        # an array of requests, from a client of baton.batch: read by the session's thread
+        applier.inbox.put(_Frames(text_data) if self.batched and text_data[:1] == "[" else text_data)
 
     # --- replies (from any thread) --------------------------------------------------------
 

@@ -5,6 +5,7 @@ session, and a new session after a drop."""
 from __future__ import annotations
 
 import itertools
+import json
 import socket
 import threading
 
@@ -204,3 +205,98 @@ def test_a_connection_that_drops_late_fails_only_the_requests_it_carried():
     assert not on_new.done()
     assert session._ws is new and session._awaited == {2: on_new} and session._sent_on == {2: new}
     assert old.closed and not new.closed
+
+
+# --- puts held back while one is unanswered (baton_client.session, ``defer``) ---------------
+
+
+class _Wire:
+    """A connection that keeps the frames sent (decoded)."""
+
+    subprotocol = "baton.batch"
+
+    def __init__(self) -> None:
+        self.frames: list = []
+
+    def send(self, text: str) -> None:
+        self.frames.append(json.loads(text))
+
+    def close(self) -> None:
+        pass
+
+
+def _session_on(wire: _Wire):
+    from baton_client.session import Session
+
+    session = Session("http://127.0.0.1:9", "token")
+    session._ws = wire
+    return session
+
+
+def _sent(wire: _Wire) -> list:
+    """Each frame's request id, or the list of them for an array frame."""
+    return [[r["id"] for r in f] if isinstance(f, list) else f["id"] for f in wire.frames]
+
+
+def test_deferrable_requests_sent_while_one_is_unanswered_go_together_when_it_is():
+    wire = _Wire()
+    session = _session_on(wire)
+    first = session.send("put", {"n": 0}, defer=True)
+    held = [session.send("put", {"n": n}, defer=True) for n in (1, 2)]
+    assert _sent(wire) == [1] and not any(f.done() for f in held)
+    session._replied(wire, json.dumps({"re": 1, "status": 201}))
+    assert first.result(0)["status"] == 201
+    assert _sent(wire) == [1, [2, 3]] and [r["n"] for r in wire.frames[1]] == [1, 2]
+    session._replied(wire, json.dumps([{"re": 2, "status": 201}, {"re": 3, "status": 201}]))
+    assert all(f.result(0)["status"] == 201 for f in held)
+    session.send("put", {"n": 3}, defer=True)
+    assert _sent(wire) == [1, [2, 3], 4]  # nothing unanswered: it goes at once
+
+
+def test_a_request_not_deferrable_takes_the_held_ones_before_it_in_its_frame():
+    """Order is kept: what was held goes first, in the same frame; the request that is not
+    deferrable does not hold back later puts while it waits (a get with a long wait)."""
+    wire = _Wire()
+    session = _session_on(wire)
+    session.send("put", {}, defer=True)
+    session.send("put", {}, defer=True)
+    session.send("get", {"wait": 30})
+    assert _sent(wire) == [1, [2, 3]]
+    session._replied(wire, json.dumps([{"re": 1, "status": 201}, {"re": 2, "status": 201}]))
+    session.send("put", {}, defer=True)
+    assert _sent(wire) == [1, [2, 3], 4]  # the get (3) is still unanswered
+
+
+def test_waiting_for_a_held_reply_sends_it_first():
+    wire = _Wire()
+    session = _session_on(wire)
+    session.send("put", {}, defer=True)
+    held = session.send("put", {"n": 1}, defer=True)
+    box: dict = {}
+    waiter = threading.Thread(target=lambda: box.setdefault("body", session.result("put", held)))
+    waiter.start()
+    poll_until(lambda: len(wire.frames) == 2, timeout=10, what="the held put to be sent")
+    assert _sent(wire) == [1, 2]  # alone: a frame of its own
+    session._replied(wire, json.dumps({"re": 2, "status": 201, "msg_id": "m"}))
+    waiter.join(10)
+    assert box["body"] == {"msg_id": "m"}
+
+
+def test_a_server_without_arrays_gets_the_held_requests_one_a_frame():
+    wire = _Wire()
+    wire.subprotocol = None
+    session = _session_on(wire)
+    for _ in range(3):
+        session.send("put", {}, defer=True)
+    session._replied(wire, json.dumps({"re": 1, "status": 201}))
+    assert _sent(wire) == [1, 2, 3]
+
+
+def test_a_drop_fails_the_held_requests_which_are_never_sent():
+    wire = _Wire()
+    session = _session_on(wire)
+    sent = session.send("put", {}, defer=True)
+    held = session.send("put", {}, defer=True)
+    session._dropped(wire)
+    assert isinstance(sent.exception(0), NetworkError) and isinstance(held.exception(0), NetworkError)
+    assert session._held == [] and session._deferred_out == set() and _sent(wire) == [1]

@@ -181,6 +181,36 @@ def test_a_client_that_takes_replies_batched_gets_every_reply_once_in_order(plat
         batched.close()
 
 
+def test_a_client_of_baton_batch_may_send_requests_in_an_array_frame(platform, live_broker):
+    """Under ``baton.batch`` a frame may hold an array of requests: the same as sending them
+    one after the other, each answered on its own (a session that did not ask gets 400 for
+    an array: ``test_bad_frames_are_answered_and_the_session_stays_open``)."""
+    batched = Session(platform, subprotocols=["baton.batch"])
+    try:
+        txn = batched.call(op="begin", broker=live_broker)["id"]
+        puts = [
+            {"id": f"p{i}", "op": "put", "broker": live_broker, "queue": "Q1", "body": f"a{i}", "transaction": txn}
+            for i in range(3)
+        ]
+        batched.ws.send(json.dumps([*puts, {"id": "c", "op": "commit", "transaction": txn}, {"id": "bad"}]))
+        replies: list[dict] = []
+        while len(replies) < 5:
+            frame = json.loads(batched.ws.recv(timeout=30))
+            replies.extend(frame if isinstance(frame, list) else [frame])
+        assert [(r["re"], r["status"]) for r in replies] == [
+            ("p0", 201),
+            ("p1", 201),
+            ("p2", 201),
+            ("c", 200),
+            ("bad", 400),
+        ]
+        assert replies[3]["state"] == "committed"
+        got = batched.call(op="get", broker=live_broker, queue="Q1", batch=10)
+        assert [m["body"] for m in got["messages"]] == ["a0", "a1", "a2"]
+    finally:
+        batched.close()
+
+
 def test_a_held_commit_waits_without_blocking_the_session(session, live_broker):
     producer = session.call(op="begin", broker=live_broker)["id"]
     session.call(op="put", broker=live_broker, queue="Q1", body="p", transaction=producer)

@@ -15,7 +15,12 @@ sent (the unit of work stays active for you to roll back; the context manager ro
 back). A get commits nothing, so it does not wait for them: it raises the error of a put
 whose reply has already come, and otherwise goes out at once (the session applies the
 puts before it), leaving their errors to the next call. A rollback does not wait for them.
-Everything else waits for its reply.
+Everything else waits for its reply. A put under a unit of work made while an earlier such
+put of the session is still unanswered is held back in the client and goes, with the others
+held meanwhile, in one frame when that reply comes (or at once before any other request, or
+when its result is asked for): while the server is busy, puts that come one by one reach it
+together and are applied as one step, each still answered on its own (Nagle's rule; the
+``baton.batch`` subprotocol's request arrays).
 
 It needs only the standard library, httpx and websockets (no Django)::
 
@@ -996,7 +1001,7 @@ class Client:
             payload = {**_message_json(body if body is not None else "", descriptor), **envelope}
         txn = envelope.get("transaction")
         if self._session is not None and txn is not None:
-            future = self._session.send("put", {"broker": broker, "queue": queue, **payload})
+            future = self._session.send("put", {"broker": broker, "queue": queue, **payload}, defer=True)
             pending = PendingPut(self, future, transaction=txn, many=many, sent=payload)
             with self._pending_lock:
                 self._pending.setdefault(txn, []).append(pending)

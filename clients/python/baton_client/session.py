@@ -80,6 +80,10 @@ class Session:
         self._awaited: dict[int, Future] = {}
         self._sent_on: dict[int, ClientConnection] = {}  # the connection each awaited request went on
         self._closed = False
+        #: Deferrable requests sent and not answered yet (their ids), and those held back
+        #: meanwhile: ``(id, frame text, future)``. See :meth:`send`.
+        self._deferred_out: set[int] = set()
+        self._held: list[tuple[int, str, Future, bool]] = []  # ..., and whether it is deferrable
 
     def __repr__(self) -> str:
         return f"Session({self.url!r}, open={self._ws is not None})"
@@ -115,25 +119,38 @@ class Session:
         """The reader thread: every reply to its future, until the connection ends."""
         try:
             while True:
-                frame = ws.recv()
-                try:
-                    replies = json.loads(frame)
-                except ValueError:
-                    continue
-                for reply in replies if isinstance(replies, list) else (replies,):
-                    try:
-                        future = self._awaited.pop(reply["re"], None)
-                        self._sent_on.pop(reply["re"], None)
-                    except (TypeError, KeyError):
-                        continue  # not a reply to a request of ours (the server answers bad frames with re: null)
-                    if future is not None and not future.done():
-                        future.set_result(reply)
+                self._replied(ws, ws.recv())
         except ConnectionClosed:
             pass
         except Exception:  # noqa: BLE001 - whatever broke the connection, the awaited replies fail below
             pass
         finally:
             self._dropped(ws)
+
+    def _replied(self, ws: ClientConnection, frame: str | bytes) -> None:
+        """A frame read: each reply in it to its future; once the deferrable requests sent
+        are all answered, those held back behind them go."""
+        try:
+            replies = json.loads(frame)
+        except ValueError:
+            return
+        answered: list[int] = []  # deferrable requests answered
+        for reply in replies if isinstance(replies, list) else (replies,):
+            try:
+                frame_id = reply["re"]
+                future = self._awaited.pop(frame_id, None)
+                self._sent_on.pop(frame_id, None)
+            except (TypeError, KeyError):
+                continue  # not a reply to a request of ours (the server answers bad frames with re: null)
+            if frame_id in self._deferred_out:
+                answered.append(frame_id)
+            if future is not None and not future.done():
+                future.set_result(reply)
+        if answered:
+            with self._lock:
+                self._deferred_out.difference_update(answered)
+                if not self._deferred_out and self._held and self._ws is ws:
+                    self._send_held(ws)
 
     def _dropped(self, ws: ClientConnection) -> None:
         with self._lock:
@@ -146,6 +163,10 @@ class Session:
             awaited = {frame_id: self._awaited.pop(frame_id, None) for frame_id in ids}
             for frame_id in ids:
                 self._sent_on.pop(frame_id, None)
+                self._deferred_out.discard(frame_id)
+            if self._held:  # held back behind requests that went on it: never sent
+                gone = set(ids)
+                self._held = [held for held in self._held if held[0] not in gone]
         error = NetworkError(f"{self.url}: the session closed before the reply came.")
         for future in awaited.values():
             if future is not None and not future.done():
@@ -170,28 +191,72 @@ class Session:
             self._dropped(ws)
 
     # -- requests -----------------------------------------------------------------------
-    def send(self, op: str, fields: Mapping[str, Any]) -> Future:
-        """Send one request without waiting; the future's result is the raw reply."""
+    def send(self, op: str, fields: Mapping[str, Any], *, defer: bool = False) -> Future:
+        """Send one request without waiting; the future's result is the raw reply.
+
+        ``defer``: the request may be held back while an earlier deferrable request of this
+        session is unanswered, and then sent with the others held meanwhile in one frame
+        (a JSON array, to a server that takes ``baton.batch``) when the last of those
+        replies comes, before any request that is not deferrable, or when its reply is
+        waited for (:meth:`result`). A pipelined put under a unit of work is one: nothing
+        waits for it, and puts that come while the server is busy go as one step (Nagle's
+        rule, for requests)."""
         future: Future = Future()
-        frame_id = None
         with self._lock:
             ws = self._open()
             frame_id = next(self._ids)
+            text = json.dumps({"id": frame_id, "op": op, **fields}, separators=(",", ":"))
             self._awaited[frame_id] = future
             self._sent_on[frame_id] = ws
-            try:
-                ws.send(json.dumps({"id": frame_id, "op": op, **fields}, separators=(",", ":")))
-            except (ConnectionClosed, OSError) as exc:
+            if defer:
+                if self._deferred_out:
+                    self._held.append((frame_id, text, future, True))
+                    return future
+                self._deferred_out.add(frame_id)
+            if self._held:  # those held back go first, in the same frame
+                self._held.append((frame_id, text, future, defer))
+                self._send_held(ws)
+            else:
+                self._send_frame(ws, text, [(frame_id, op, future)])
+        return future
+
+    def _send_held(self, ws: ClientConnection) -> None:
+        """Send the requests held back (under the lock), in one frame when the server takes
+        arrays; each deferrable one is then awaited as sent."""
+        held, self._held = self._held, []
+        self._deferred_out.update(frame_id for frame_id, _, _, deferrable in held if deferrable)
+        if len(held) == 1 or ws.subprotocol != BATCHED:
+            for frame_id, text, future, _ in held:
+                self._send_frame(ws, text, [(frame_id, "request", future)])
+            return
+        text = f"[{','.join(text for _, text, _, _ in held)}]"
+        self._send_frame(ws, text, [(frame_id, "request", future) for frame_id, _, future, _ in held])
+
+    def _send_frame(self, ws: ClientConnection, text: str, requests: list[tuple[int, str, Future]]) -> None:
+        """Send one frame (under the lock); if the connection broke, fail its requests."""
+        try:
+            ws.send(text)
+        except (ConnectionClosed, OSError) as exc:
+            if self._ws is ws:
+                self._ws = None
+            for frame_id, op, future in requests:
                 self._awaited.pop(frame_id, None)
                 self._sent_on.pop(frame_id, None)
-                if self._ws is ws:
-                    self._ws = None
-                future.set_exception(NetworkError(f"{self.url}: {op}: the session broke ({exc})."))
-        return future
+                self._deferred_out.discard(frame_id)
+                if not future.done():
+                    future.set_exception(NetworkError(f"{self.url}: {op}: the session broke ({exc})."))
+
+    def flush(self) -> None:
+        """Send the requests held back now (see :meth:`send`)."""
+        with self._lock:
+            if self._held and self._ws is not None:
+                self._send_held(self._ws)
 
     def result(self, op: str, future: Future, *, wait: float = 0) -> dict[str, Any]:
         """Wait for a sent request's reply: its body, or the error it reports raised."""
         timeout = self.timeout + (wait or 0)
+        if self._held and not future.done():
+            self.flush()  # it may be one held back
         try:
             reply = future.result(timeout)
         except FutureTimeout:

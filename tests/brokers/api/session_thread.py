@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import threading
 
-from brokers.api.session import _Applier
+from brokers.api.session import _Applier, _Frames
 
 
 class Consumer:
@@ -28,12 +28,12 @@ class Consumer:
 
 def session_thread_run(user, frames: list) -> Consumer:
     """Run a session's thread, authenticated as ``user`` (None: not yet), on ``frames``
-    (objects, or text sent as it is) until it has applied them all; its consumer, with the
+    (objects, text sent as it is, or ``_Frames``: an array frame of ``baton.batch``) until it has applied them all; its consumer, with the
     replies (a request handed to a waiter thread answers later: ``Consumer.replied``)."""
     consumer = Consumer(user)
     applier = _Applier(consumer)
     for frame in frames:
-        applier.inbox.put(frame if isinstance(frame, str) else json.dumps(frame))
+        applier.inbox.put(frame if isinstance(frame, (str, _Frames)) else json.dumps(frame))
     applier.pending = len(frames)
     applier.inbox.put(None)
     applier.start()

@@ -9,6 +9,8 @@ known; it runs against real transactions (``transactional_db``)."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from django.contrib.auth import get_user_model
 
@@ -19,6 +21,7 @@ from brokers.services.queues import queue_define
 from transactions.manager import transaction_begin, transaction_commit
 from transactions.models import JournalEvent
 
+from brokers.api.session import _Frames
 from tests.brokers.api.session_thread import session_thread_run
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -116,5 +119,65 @@ def test_an_auth_is_applied_in_order(uow):
     a request runs as is the session's when the request's turn comes."""
     key = api_token_issue(username="other", create_user=True, superuser=True)
     frames = [_put(0, "Q1", None), {"id": 1, "op": "auth", "token": key}, _put(2, "Q1", None)]
+    replies = session_thread_run(None, frames).replies
+    assert [(r["re"], r["status"]) for r in replies] == [(0, 401), (1, 200), (2, 201)]
+
+
+def _array(*requests: dict) -> _Frames:
+    return _Frames(json.dumps(list(requests)))
+
+
+def test_an_array_frame_is_its_requests_sent_one_after_the_other(uow):
+    """``baton.batch``: an array frame's puts go together as those of separate frames do,
+    with the frames after it; each is answered on its own, in order."""
+    replies = _applied(
+        [_array(*(_put(n, "Q1", uow) for n in range(3))), _put(3, "Q1", uow), _array(_put(4, "Q1", uow))]
+    )
+    assert [(r["re"], r["status"], r["body"]) for r in replies] == [(n, 201, f"m{n}") for n in range(5)]
+    assert _put_rows("Q1") == [5]
+    assert _bodies_committed(uow, "Q1") == [f"m{n}".encode() for n in range(5)]
+
+
+def test_an_array_frame_answers_each_bad_request_alone(uow):
+    """A request of an array that is not an object, or has no id, or fails, is answered on
+    its own; the others are applied; a step that fails goes one request at a time."""
+    frames = [
+        _array(_put(0, "SMALL", uow), 7, {"op": "put"}, *(_put(n, "SMALL", uow) for n in range(1, 5))),
+        _Frames("[]"),
+        _Frames("[1,"),
+        _put(9, "Q1", uow),
+    ]
+    replies = _applied(frames)
+    assert [(r["re"], r["status"], r.get("code")) for r in replies] == [
+        (0, 201, None),
+        (None, 400, "invalid"),
+        (None, 400, "invalid"),
+        (1, 201, None),
+        (2, 201, None),
+        (3, 409, "queue_full"),
+        (4, 409, "queue_full"),
+        (None, 400, "invalid"),
+        (None, 400, "invalid"),
+        (9, 201, None),
+    ]
+    assert replies[1]["errors"] == {"body": ["Must be an object."]}
+    assert replies[2]["errors"] == {"id": ["Required: a number or a string."]}
+    assert replies[7]["errors"] == {"body": ["0 requests."]}
+    assert _bodies_committed(uow, "SMALL") == [b"m0", b"m1", b"m2"]
+
+
+def test_an_array_frame_too_long_is_refused_whole(uow, settings):
+    settings.BATON_SESSION_MAX_PENDING = 3
+    replies = _applied(
+        [_array(*(_put(n, "Q1", uow) for n in range(4))), _array(*(_put(n, "Q1", uow) for n in range(4, 7)))]
+    )
+    assert [(r["re"], r["status"]) for r in replies] == [(None, 400), (4, 201), (5, 201), (6, 201)]
+    assert replies[0]["errors"] == {"body": ["4 requests."]}
+    assert _bodies_committed(uow, "Q1") == [b"m4", b"m5", b"m6"]
+
+
+def test_an_auth_in_an_array_frame_holds_for_the_requests_after_it(uow):
+    key = api_token_issue(username="other", create_user=True, superuser=True)
+    frames = [_array(_put(0, "Q1", None), {"id": 1, "op": "auth", "token": key}, _put(2, "Q1", None))]
     replies = session_thread_run(None, frames).replies
     assert [(r["re"], r["status"]) for r in replies] == [(0, 401), (1, 200), (2, 201)]
