@@ -99,7 +99,7 @@ _END = object()
 
 
 class _Frames(NamedTuple):
-    """An array frame (``baton.batch``): several requests, read by the session's thread."""
+    """An array frame (``baton.batch.v2``): several requests, read by the session's thread."""
 
     text: str
 
@@ -221,7 +221,7 @@ class _Applier(threading.Thread):
         return self.read_request(request, storable)
 
     def read_many(self, text: str) -> _Request | dict[str, Any]:
-        """The first request of an array frame (``baton.batch``), read; the rest wait in
+        """The first request of an array frame (``baton.batch.v2``), read; the rest wait in
         ``ready``, each counted as pending from now. An array that is not JSON, is empty or
         holds more requests than a session may have pending is answered once, unread."""
         try:
@@ -452,8 +452,11 @@ class SessionConsumer(AsyncWebsocketConsumer):
                 self.applier.inbox.put(None)  # never accepted: its thread ends
                 raise
         #: The client takes several replies in one frame, as a JSON array (docs/api.md).
-        self.batched = BATCHED in self.scope.get("subprotocols", ())
-        await self.accept(subprotocol=BATCHED if self.batched else None)
+        #: ``baton.batch.v2`` also lets it send several requests in one frame, as a JSON array.
+        offered = self.scope.get("subprotocols", ())
+        chosen = next((p for p in offered if p in (BATCHED_V2, BATCHED)), None)
+        self.batched, self.arrays = chosen is not None, chosen == BATCHED_V2
+        await self.accept(subprotocol=chosen)
 
     async def websocket_disconnect(self, message: dict[str, Any]) -> None:
         """Channels' disconnect without its tidying of database connections (a hop into the
@@ -495,8 +498,8 @@ class SessionConsumer(AsyncWebsocketConsumer):
         if full:
             await self._send_now(_error(_peek_id(text_data), Throttled()))
             return
-        # an array of requests, from a client of baton.batch: read by the session's thread
-        applier.inbox.put(_Frames(text_data) if self.batched and text_data[:1] == "[" else text_data)
+        # an array of requests, from a client of baton.batch.v2: read by the session's thread
+        applier.inbox.put(_Frames(text_data) if self.arrays and text_data[:1] == "[" else text_data)
 
     # --- replies (from any thread) --------------------------------------------------------
 
@@ -604,6 +607,9 @@ class SessionConsumer(AsyncWebsocketConsumer):
 #: The WebSocket subprotocol of a client that takes replies batched: what the session's
 #: threads made while the event loop was busy goes in one frame, a JSON array of replies.
 BATCHED = "baton.batch"
+#: ``baton.batch``, and the client may send several requests in one frame, a JSON array of
+#: them (docs/api.md, "Requests batched").
+BATCHED_V2 = "baton.batch.v2"
 #: The most characters of replies batched in one frame (a longer reply goes alone).
 _BATCH_LENGTH = 1024 * 1024
 

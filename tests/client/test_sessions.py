@@ -172,7 +172,7 @@ def test_open_opens_the_session_before_the_first_operation(platform, broker):
         assert client._session._ws is None
         assert client.open() is client
         ws = client._session._ws
-        assert ws is not None and ws.subprotocol == "baton.batch"
+        assert ws is not None and ws.subprotocol == "baton.batch.v2"
         with client.transaction(broker) as tx:
             tx.put("Q1", "first")
         assert client._session._ws is ws  # the same session served it
@@ -213,7 +213,7 @@ def test_a_connection_that_drops_late_fails_only_the_requests_it_carried():
 class _Wire:
     """A connection that keeps the frames sent (decoded)."""
 
-    subprotocol = "baton.batch"
+    subprotocol = "baton.batch.v2"
 
     def __init__(self) -> None:
         self.frames: list = []
@@ -282,9 +282,10 @@ def test_waiting_for_a_held_reply_sends_it_first():
     assert box["body"] == {"msg_id": "m"}
 
 
-def test_a_server_without_arrays_gets_the_held_requests_one_a_frame():
+@pytest.mark.parametrize("subprotocol", ["baton.batch", None])
+def test_a_server_without_arrays_gets_the_held_requests_one_a_frame(subprotocol):
     wire = _Wire()
-    wire.subprotocol = None
+    wire.subprotocol = subprotocol
     session = _session_on(wire)
     for _ in range(3):
         session.send("put", {}, defer=True)

@@ -182,11 +182,19 @@ def test_a_client_that_takes_replies_batched_gets_every_reply_once_in_order(plat
 
 
 def test_a_client_of_baton_batch_may_send_requests_in_an_array_frame(platform, live_broker):
-    """Under ``baton.batch`` a frame may hold an array of requests: the same as sending them
-    one after the other, each answered on its own (a session that did not ask gets 400 for
-    an array: ``test_bad_frames_are_answered_and_the_session_stays_open``)."""
-    batched = Session(platform, subprotocols=["baton.batch"])
+    """Under ``baton.batch.v2`` a frame may hold an array of requests: the same as sending
+    them one after the other, each answered on its own; under ``baton.batch`` (a client of
+    before) or none, an array is one bad frame, answered 400 and not applied."""
+    older = Session(platform, subprotocols=["baton.batch"])
     try:
+        assert older.ws.subprotocol == "baton.batch"
+        older.ws.send(json.dumps([{"id": 1, "op": "begin", "broker": live_broker}]))
+        assert older.recv()["errors"] == {"body": ["Must be an object."]}
+    finally:
+        older.close()
+    batched = Session(platform, subprotocols=["baton.batch.v2", "baton.batch"])
+    try:
+        assert batched.ws.subprotocol == "baton.batch.v2"
         txn = batched.call(op="begin", broker=live_broker)["id"]
         puts = [
             {"id": f"p{i}", "op": "put", "broker": live_broker, "queue": "Q1", "body": f"a{i}", "transaction": txn}

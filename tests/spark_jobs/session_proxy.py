@@ -102,12 +102,13 @@ class SessionProxy:
         try:
             for raw, text in _frames(source):
                 if text is not None:
-                    request = json.loads(text)
-                    op = request.get("op", "")
-                    with self._lock:
-                        self.seen.requests.append((number, op, len(request.get("messages") or [])))
-                        if op == "put":
-                            puts.add(request.get("id"))
+                    decoded = json.loads(text)  # a request, or several in an array (baton.batch.v2)
+                    for request in decoded if isinstance(decoded, list) else [decoded]:
+                        op = request.get("op", "")
+                        with self._lock:
+                            self.seen.requests.append((number, op, len(request.get("messages") or [])))
+                            if op == "put":
+                                puts.add(request.get("id"))
                 upstream.sendall(raw)
         except OSError:
             pass

@@ -20,7 +20,7 @@ put of the session is still unanswered is held back in the client and goes, with
 held meanwhile, in one frame when that reply comes (or at once before any other request, or
 when its result is asked for): while the server is busy, puts that come one by one reach it
 together and are applied as one step, each still answered on its own (Nagle's rule; the
-``baton.batch`` subprotocol's request arrays).
+``baton.batch.v2`` subprotocol's request arrays).
 
 It needs only the standard library, httpx and websockets (no Django)::
 

@@ -32,6 +32,9 @@ PATH = "/api/session/"
 #: The subprotocol asked for: the server may send several replies in one frame, as a JSON
 #: array (a server that does not know it sends one reply a frame).
 BATCHED = "baton.batch"
+#: ``baton.batch``, and requests may go several in one frame, as a JSON array (asked first;
+#: a server that does not know it chooses ``baton.batch``, and gets one request a frame).
+BATCHED_V2 = "baton.batch.v2"
 #: The largest reply frame read (a batch of big messages); the server applies its own limit to requests.
 MAX_FRAME_BYTES = 256 * 1024 * 1024
 
@@ -100,7 +103,7 @@ class Session:
                     additional_headers=self._headers,
                     user_agent_header=self._user_agent,
                     compression=None,
-                    subprotocols=[BATCHED],  # several replies may come in one frame, as a JSON array
+                    subprotocols=[BATCHED_V2, BATCHED],  # several replies (and requests) in one frame, as a JSON array
                     proxy=None,
                     open_timeout=self.open_timeout,
                     max_size=MAX_FRAME_BYTES,
@@ -196,7 +199,7 @@ class Session:
 
         ``defer``: the request may be held back while an earlier deferrable request of this
         session is unanswered, and then sent with the others held meanwhile in one frame
-        (a JSON array, to a server that takes ``baton.batch``) when the last of those
+        (a JSON array, to a server that chose ``baton.batch.v2``) when the last of those
         replies comes, before any request that is not deferrable, or when its reply is
         waited for (:meth:`result`). A pipelined put under a unit of work is one: nothing
         waits for it, and puts that come while the server is busy go as one step (Nagle's
@@ -225,7 +228,7 @@ class Session:
         arrays; each deferrable one is then awaited as sent."""
         held, self._held = self._held, []
         self._deferred_out.update(frame_id for frame_id, _, _, deferrable in held if deferrable)
-        if len(held) == 1 or ws.subprotocol != BATCHED:
+        if len(held) == 1 or ws.subprotocol != BATCHED_V2:
             for frame_id, text, future, _ in held:
                 self._send_frame(ws, text, [(frame_id, "request", future)])
             return

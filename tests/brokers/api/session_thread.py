@@ -28,8 +28,9 @@ class Consumer:
 
 def session_thread_run(user, frames: list) -> Consumer:
     """Run a session's thread, authenticated as ``user`` (None: not yet), on ``frames``
-    (objects, text sent as it is, or ``_Frames``: an array frame of ``baton.batch``) until it has applied them all; its consumer, with the
-    replies (a request handed to a waiter thread answers later: ``Consumer.replied``)."""
+    (objects, text sent as it is, or ``_Frames``: an array frame of ``baton.batch.v2``) until
+    it has applied them all; its consumer, with the replies (a request handed to a waiter
+    thread answers later: ``Consumer.replied``)."""
     consumer = Consumer(user)
     applier = _Applier(consumer)
     for frame in frames:
