@@ -108,6 +108,18 @@ def _not_a_request(why: str) -> InvalidInput:
     return InvalidInput('A request is one JSON object: {"id", "op", ...fields}.', errors={"body": [why]})
 
 
+def _decoded(text: str) -> tuple[Any, bool] | dict[str, Any]:
+    """A frame's JSON and whether it is known storable (``json_request_loads``), or the
+    error reply to a frame that is not JSON."""
+    try:
+        return json_request_loads(text)
+    except (ValueError, RecursionError):  # not JSON, or nested beyond the decoder's depth
+        return _error(None, _not_a_request("Not JSON."))
+    except Exception:  # a bug: answer it as REST would, keep the session
+        log.exception("session request failed")
+        return _server_error(None)
+
+
 class _Applier(threading.Thread):
     """The session's own thread: applies its requests in the order sent."""
 
@@ -211,26 +223,17 @@ class _Applier(threading.Thread):
         """A request read, validated and checked as far as can be before it is applied (the
         user it runs as is the session's now: an ``auth`` is applied in order, and ends a
         group); or the error reply to it."""
-        try:
-            request, storable = json_request_loads(text)
-        except (ValueError, RecursionError):  # not JSON, or nested beyond the decoder's depth
-            return _error(None, _not_a_request("Not JSON."))
-        except Exception:  # a bug: answer it as REST would, keep the session
-            log.exception("session request failed")
-            return _server_error(None)
-        return self.read_request(request, storable)
+        decoded = _decoded(text)
+        return decoded if type(decoded) is dict else self.read_request(*decoded)
 
     def read_many(self, text: str) -> _Request | dict[str, Any]:
         """The first request of an array frame (``baton.batch.v2``), read; the rest wait in
         ``ready``, each counted as pending from now. An array that is not JSON, is empty or
         holds more requests than a session may have pending is answered once, unread."""
-        try:
-            requests, storable = json_request_loads(text)
-        except (ValueError, RecursionError):
-            return _error(None, _not_a_request("Not JSON."))
-        except Exception:  # a bug: answer it as REST would, keep the session
-            log.exception("session request failed")
-            return _server_error(None)
+        decoded = _decoded(text)
+        if type(decoded) is dict:
+            return decoded
+        requests, storable = decoded
         if not requests or len(requests) > settings.BATON_SESSION_MAX_PENDING:
             return _error(
                 None,

@@ -84,9 +84,9 @@ class Session:
         self._sent_on: dict[int, ClientConnection] = {}  # the connection each awaited request went on
         self._closed = False
         #: Deferrable requests sent and not answered yet (their ids), and those held back
-        #: meanwhile: ``(id, frame text, future)``. See :meth:`send`.
+        #: meanwhile: ``(id, frame text, future, deferrable)``. See :meth:`send`.
         self._deferred_out: set[int] = set()
-        self._held: list[tuple[int, str, Future, bool]] = []  # ..., and whether it is deferrable
+        self._held: list[tuple[int, str, Future, bool]] = []
 
     def __repr__(self) -> str:
         return f"Session({self.url!r}, open={self._ws is not None})"
