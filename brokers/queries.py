@@ -169,13 +169,17 @@ def get_start(*, queue_id: int, transaction_id: str | None, now):
         return _get_started(c.fetchone(), named=False)
 
 
-#: Whether a message of queue ``q`` has a peek-lock that ran out by ``%s`` (``get_start``).
-#: ``+m.queue_id``: not an index key, so SQLite reads the lock-expiry index (locks already
-#: run out, usually none) instead of every message of the queue through a get index
-#: (tests/brokers/test_get_cost.py).
+#: Whether a message of queue ``q`` has a peek-lock that ran out by ``%s`` (``get_start``,
+#: and the guard of a get that trusts the definitions cache). Read through the lock-expiry
+#: index (locks already run out, usually none), never through a get index, which would read
+#: every free message of the queue: ``+m.queue_id`` is not an index key (SQLite), and
+#: "not gotten" is written so that it does not imply the get indexes' predicate
+#: (``get_transaction_id IS NULL``), which would let PostgreSQL's plan, made while the table
+#: was small, scan ``msg_get_fifo`` whole (tests/brokers/test_get_cost.py,
+#: tests/brokers/test_get_plan.py). A unit of work's id is never empty.
 _LAPSED = (
     f"EXISTS (SELECT 1 FROM {MESSAGE} m WHERE m.lock_token IS NOT NULL AND m.locked_until <= %s"
-    f" AND +m.queue_id = q.id AND m.get_transaction_id IS NULL)"
+    f" AND +m.queue_id = q.id AND COALESCE(m.get_transaction_id, '') = '')"
 )
 
 #: One open unit of work past its deadline at ``%s`` that got or put a message on queue ``q``
@@ -781,6 +785,30 @@ class Begun:
     user_id: int | None
 
 
+def get_guard_sql(
+    *, queue_id: int, broker: str, transaction_id: str | None, user_id: int | None, version: int, now
+) -> tuple[str, list]:
+    """The guard of ``get_at_once`` (its first statement; locks: the named unit of work's row)."""
+    t = dt_param(now)
+    params: list = []
+    head, joined = "", ""
+    if transaction_id is not None:
+        owner = " AND user_id = %s" if user_id is not None else ""
+        head = (
+            f"WITH t AS (SELECT id FROM {TRANSACTION} WHERE id = %s AND state = 'active' AND broker = %s"
+            f" AND (deadline_at IS NULL OR deadline_at > %s){owner} FOR UPDATE) "
+        )
+        params += [transaction_id, broker, t] + ([user_id] if user_id is not None else [])
+        joined = " AND EXISTS (SELECT 1 FROM t)"
+    return (
+        f"{head}SELECT baton_require((SELECT version FROM {VERSION} WHERE id = 1) = %s{joined}"
+        f" AND EXISTS (SELECT 1 FROM {QUEUE} q WHERE q.id = %s"
+        f" AND (q.exclusive_holder = '' OR q.exclusive_until IS NULL OR q.exclusive_until <= %s)"
+        f" AND NOT {_LAPSED} AND NOT EXISTS ({_OVERDUE})), 'the careful way')",
+        [*params, version, queue_id, t, t, t],
+    )
+
+
 def get_at_once(
     *,
     queue_id: int,
@@ -817,22 +845,10 @@ def get_at_once(
     the unit of work's row, then the messages taken (``SKIP LOCKED``), then the release row,
     as the careful way takes them. ``choice``: ``messages_take``'s arguments for choosing."""
     t = dt_param(now)
-    params: list = []
-    head, joined = "", ""
-    if transaction_id is not None:
-        owner = " AND user_id = %s" if user_id is not None else ""
-        head = (
-            f"WITH t AS (SELECT id FROM {TRANSACTION} WHERE id = %s AND state = 'active' AND broker = %s"
-            f" AND (deadline_at IS NULL OR deadline_at > %s){owner} FOR UPDATE) "
-        )
-        params += [transaction_id, broker, t] + ([user_id] if user_id is not None else [])
-        joined = " AND EXISTS (SELECT 1 FROM t)"
     deferred(
-        f"{head}SELECT baton_require((SELECT version FROM {VERSION} WHERE id = 1) = %s{joined}"
-        f" AND EXISTS (SELECT 1 FROM {QUEUE} q WHERE q.id = %s"
-        f" AND (q.exclusive_holder = '' OR q.exclusive_until IS NULL OR q.exclusive_until <= %s)"
-        f" AND NOT {_LAPSED} AND NOT EXISTS ({_OVERDUE})), 'the careful way')",
-        [*params, version, queue_id, t, t, t],
+        *get_guard_sql(
+            queue_id=queue_id, broker=broker, transaction_id=transaction_id, user_id=user_id, version=version, now=now
+        )
     )
     taker = transaction_id or (begun.transaction_id if begun else None)
     choose, take_params = _choose_sql(queue_id=queue_id, now=now, columns=_CHOSEN_COLUMNS, **choice)

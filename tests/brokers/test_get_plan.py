@@ -22,7 +22,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from brokers.models import Queue
-from brokers.queries import _take_sql
+from brokers.queries import _get_start_sql, _take_sql, get_guard_sql
 from brokers.services.messages import message_put
 from tests.conftest import msgs
 from transactions.durability import PLANNED_FOR_INDEXES
@@ -46,10 +46,25 @@ def _take(queue_id: int) -> tuple[str, list]:
     )
 
 
-def _buffers_read(queue_id: int) -> tuple[int, int]:
-    """The buffers the take reads through its prepared plan, and the messages it took (then
-    given back: the database transaction is rolled back)."""
-    sql, params = _take(queue_id)
+def _get_start(queue_id: int) -> tuple[str, list]:
+    """The careful get's first statement (no unit of work named)."""
+    return _get_start_sql(queue_id=queue_id, transaction_id=None, now=timezone.now())
+
+
+def _guard(queue_id: int) -> tuple[str, list]:
+    """The guard of a get sent whole (no unit of work named), at the current definitions."""
+    with connection.cursor() as c:
+        c.execute("SELECT version FROM brokers_definitionsversion WHERE id = 1")
+        (version,) = c.fetchone()
+    return get_guard_sql(
+        queue_id=queue_id, broker="QM1", transaction_id=None, user_id=None, version=version, now=timezone.now()
+    )
+
+
+def _buffers_read(queue_id: int, statement=_take) -> tuple[int, int]:
+    """The buffers ``statement`` reads through its prepared plan, and the rows it returned (the
+    take's messages, then given back: the database transaction is rolled back)."""
+    sql, params = statement(queue_id)
     with transaction.atomic():
         connection.ensure_connection()
         executed, values = prepared_sql(connection.connection, sql, params)
@@ -79,3 +94,24 @@ def test_a_take_planned_on_an_empty_queue_reads_no_more_of_a_deep_queue(queue):
     assert taken == 10
     # reading each free message of the queue would take thousands of buffers more
     assert deep <= shallow * 1.5 + 20, (shallow, deep)
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL's plans")
+@pytest.mark.parametrize("statement", [_get_start, _guard], ids=["get_start", "guard"])
+def test_a_get_s_look_for_lapsed_locks_reads_the_lock_expiry_index_not_the_queue(queue, statement):
+    """What a get looks at before it chooses (a peek-lock run out, an overdue unit of work):
+    planned ten messages deep, the same plan reads no more 3,010 deep. Written so that it
+    implied the get indexes' predicate, it read all of ``msg_get_fifo``: 500 buffers a get
+    with 500 messages waiting (docs/performance.md, "PostgreSQL: a get's look for lapsed
+    locks")."""
+    queue_id = Queue.objects.get(broker__name="QM1", name="Q1").pk
+    message_put(broker="QM1", queue="Q1", messages=msgs(*(f"s{n}" for n in range(10))))
+    shallow, rows = _buffers_read(queue_id, statement)
+    assert rows == 1
+
+    for start in range(0, 3000, 500):
+        message_put(broker="QM1", queue="Q1", messages=msgs(*(f"m{n}" for n in range(start, start + 500))))
+    deep, rows = _buffers_read(queue_id, statement)
+
+    assert rows == 1
+    assert deep <= shallow + 20, (shallow, deep)
