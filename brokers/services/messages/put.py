@@ -8,6 +8,7 @@ Locking: the unit of work's row (if any), then the destination queue's row (its 
 from __future__ import annotations
 
 from datetime import timedelta
+from functools import partial
 
 from django.conf import settings
 from django.db import DatabaseError
@@ -186,7 +187,8 @@ def _put(
             txn = None
         else:  # begun: its INSERT travels with the rest
             txn = _unit_of_work(broker=owner, transaction_id=None, wanted=True, connection=None, user=user)
-        queries.put_guard(
+        guard = partial(
+            queries.put_guard,
             transaction_id=transaction_id or None,
             broker=owner.name,
             user_id=None if user is None or getattr(user, "is_superuser", False) else user.pk,
@@ -195,6 +197,15 @@ def _put(
             count=len(messages),
             version=trusted,
         )
+        # A put whose every other statement is deferred too sends its guard last, just before
+        # the COMMIT: the queue's row (and the unit of work's) stays locked from there to the
+        # end of the commit only, not while its messages and the journal are written, so puts
+        # of one queue wait less for each other (docs/performance.md, "PostgreSQL: a put's
+        # guard last"). Anything that reads or locks first (duplicate keys, reactions, a
+        # connection's notes) keeps the guard first: its locks come after the guard's.
+        late_guard = conn is None and not any(m.dedup_key or m.refers_to is not None for m in messages)
+        if not late_guard:
+            guard()
         base = None  # no commit sequence to hand out: every message waits for the unit of work, or needs none
     elif trusted is not None:
         if not transaction_id:  # a unit of work it begins: its INSERT travels with the reservation
@@ -254,6 +265,8 @@ def _put(
         # the journal first: on PostgreSQL it travels with the INSERT (queries.deferred)
         journal_record(events=_put_events(queued, broker=owner.name, queue=dest.name, at=now))
         queries.messages_insert(messages=queued)
+        if guarded and late_guard:
+            guard()
         # every getter for immediate puts; only pre-emptive ones for uncommitted puts
         queues_woken([dest.pk], uncommitted_puts=not immediate)
         if any(r.report for r in queued):
