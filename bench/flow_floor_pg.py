@@ -18,6 +18,17 @@ Uvicorn, psycopg, the same PostgreSQL at the same durability, on the same cores)
 through the same flow: a ratio to the plain queue this floor does not reach, Baton cannot
 reach either.
 
+With ``writes="engine"`` (``run_flow_floor_pg``; the benchmark runs both) each call also
+makes the writes the engine's promises need on top of the message's, and no others, each
+call still one statement and its ``COMMIT`` (one round trip): a put reserves room for its
+messages on the queue's counter row against the queue's limit (two puts never both take
+the last room: the row stays locked from that statement to the end of the commit, as the
+engine's does) and writes one journal row for the call (its message ids as an array); a
+get gives the room back on a counter row of its connection's own (no wait on puts or other
+gets, as the engine's release rows) and writes one journal row. No unit of work, no
+validation, no descriptor: what this floor does not reach, no server on this stack that
+keeps a queue's limit and a journal reaches either.
+
 Needs no Django; asserts nothing (``tests/bench/test_flow_floor_pg.py`` checks what it moves).
 """
 
@@ -39,8 +50,17 @@ from .report import Result, body_text
 
 #: The server's PostgreSQL (a libpq connection string).
 CONNINFO_ENV = "BATON_FLOW_FLOOR_PG"
+#: "engine": each call also makes the engine's own writes (the room, the journal).
+WRITES_ENV = "BATON_FLOW_FLOOR_PG_WRITES"
 LABEL = "session floor (bare Uvicorn + PostgreSQL)"
-#: What the benchmark's facts say of it.
+#: The same floor with the writes the engine's promises add (``writes="engine"``).
+ENGINE_LABEL = "session floor + the engine's writes (bare Uvicorn + PostgreSQL)"
+#: What the benchmark's facts say of it (and of it with the engine's writes).
+ENGINE_FACTS = (
+    "the same bare server (bench/flow_floor_pg.py, writes=engine) with the engine's writes besides: a put "
+    "reserves room on the queue's counter row against its limit and writes a journal row, a get gives the "
+    "room back on its connection's own row and writes a journal row; one statement and its COMMIT a call"
+)
 FACTS = (
     "a bare Uvicorn server (bench/flow_floor_pg.py): put and get only, the plain PostgreSQL queue's "
     "statements (synchronous_commit=on), a psycopg connection per WebSocket on the event loop's thread"
@@ -54,8 +74,31 @@ _DELETE = (
     "DELETE FROM {table} WHERE id IN (SELECT id FROM {table} ORDER BY id FOR UPDATE SKIP LOCKED LIMIT %s) "
     "RETURNING id, msg_id, body"
 )
+#: ``writes="engine"``: the put's messages, its journal row and its room in one statement (the
+#: room last: the counter row is locked from there to the end of the commit); no row when the
+#: queue is full. The queue's tables: ``{table}`` (messages), ``{table}_room`` (one row: room
+#: reserved, the limit), ``{table}_released`` (room given back, a row per connection),
+#: ``{table}_journal`` (a row per call).
+_INSERT_ENGINE = (
+    "WITH m AS (INSERT INTO {table} (msg_id, body) SELECT * FROM unnest(%s::text[], %s::text[]) RETURNING msg_id),"
+    " j AS (INSERT INTO {table}_journal (kind, msg_ids, count) SELECT 'put', array_agg(msg_id), count(*) FROM m)"
+    " UPDATE {table}_room SET reserved = reserved + %s WHERE id = 1"
+    " AND reserved + %s - (SELECT COALESCE(SUM(released), 0) FROM {table}_released) <= max_depth RETURNING 1"
+)
+#: ``writes="engine"``: the get's messages, the room they give back (on the connection's own
+#: row) and its journal row (none when it took nothing) in one statement.
+_DELETE_ENGINE = (
+    "WITH d AS (" + _DELETE + "),"
+    " r AS (INSERT INTO {table}_released (stripe, released) SELECT %s, count(*) FROM d HAVING count(*) > 0"
+    " ON CONFLICT (stripe) DO UPDATE SET released = {table}_released.released + excluded.released),"
+    " j AS (INSERT INTO {table}_journal (kind, msg_ids, count) SELECT 'get', array_agg(msg_id), count(*) FROM d"
+    " HAVING count(*) > 0)"
+    " SELECT id, msg_id, body FROM d"
+)
 #: Gets waiting for a put, by queue (one event loop: no lock).
 _ARRIVED: dict[str, asyncio.Event] = {}
+#: ``writes="engine"``: each connection's row of given-back room, by its ``id()``.
+_STRIPES: dict[int, int] = {}
 
 
 async def app(scope, receive, send) -> None:
@@ -81,12 +124,25 @@ async def app(scope, receive, send) -> None:
             reply = await _answer(conn, json.loads(event["text"]))
             await send({"type": "websocket.send", "text": json.dumps(reply, separators=(",", ":"))})
     finally:
+        _STRIPES.pop(id(conn), None)
         await conn.close()
 
 
-async def _put(conn, queue: str, bodies: list[str]) -> list[str]:
+def _engine_writes() -> bool:
+    return os.environ.get(WRITES_ENV) == "engine"
+
+
+async def _put(conn, queue: str, bodies: list[str]) -> list[str] | None:
+    """The put's message ids; None when the queue is full (``writes="engine"``)."""
     ids = [secrets.token_hex(24) for _ in bodies]
-    await conn.execute(_INSERT.format(table=queue), (ids, bodies), prepare=True)
+    if _engine_writes():
+        n = len(bodies)
+        cursor = await conn.execute(_INSERT_ENGINE.format(table=queue), (ids, bodies, n, n), prepare=True)
+        if await cursor.fetchone() is None:
+            await conn.rollback()
+            return None
+    else:
+        await conn.execute(_INSERT.format(table=queue), (ids, bodies), prepare=True)
     await conn.commit()
     event = _ARRIVED.pop(queue, None)
     if event is not None:
@@ -97,7 +153,11 @@ async def _put(conn, queue: str, bodies: list[str]) -> list[str]:
 async def _get(conn, queue: str, batch: int, wait_s: float) -> list[tuple[int, str, str]]:
     deadline = time.monotonic() + wait_s
     while True:
-        cursor = await conn.execute(_DELETE.format(table=queue), (batch,), prepare=True)
+        if _engine_writes():
+            stripe = _STRIPES.setdefault(id(conn), len(_STRIPES))
+            cursor = await conn.execute(_DELETE_ENGINE.format(table=queue), (batch, stripe), prepare=True)
+        else:
+            cursor = await conn.execute(_DELETE.format(table=queue), (batch,), prepare=True)
         rows = await cursor.fetchall()
         await conn.commit()
         remaining = deadline - time.monotonic()
@@ -118,6 +178,8 @@ async def _answer(conn, request: dict) -> dict:
         many = "messages" in request
         bodies = [m.get("body", "") for m in request["messages"]] if many else [request.get("body", "")]
         ids = await _put(conn, queue, bodies)
+        if ids is None:
+            return {"re": request["id"], "status": 409, "code": "queue_full", "message": "The queue is full."}
         if many:
             return {"re": request["id"], "status": 201, "messages": [{"msg_id": i} for i in ids]}
         return {"re": request["id"], "status": 201, "msg_id": ids[0]}
@@ -131,11 +193,14 @@ async def _answer(conn, request: dict) -> dict:
 
 
 @contextmanager
-def flow_floor_pg_server(*, conninfo: str, directory: Path) -> Iterator[str]:
+def flow_floor_pg_server(*, conninfo: str, directory: Path, writes: str = "queue") -> Iterator[str]:
     """The floor's server on a loopback port, in front of the PostgreSQL at ``conninfo``, its
-    log in ``directory``; yields its session URL."""
+    log in ``directory``; ``writes`` "queue" (the plain queue's statements) or "engine"
+    (those and the engine's own writes); yields its session URL."""
     proc, port = bare_server_started(
-        "bench.flow_floor_pg:app", {CONNINFO_ENV: conninfo}, log=directory / "flow-floor-pg.log"
+        "bench.flow_floor_pg:app",
+        {CONNINFO_ENV: conninfo, WRITES_ENV: writes},
+        log=directory / f"flow-floor-pg-{writes}.log",
     )
     try:
         yield f"ws://{HOST}:{port}/api/session/"
@@ -143,10 +208,16 @@ def flow_floor_pg_server(*, conninfo: str, directory: Path) -> Iterator[str]:
         bare_server_stopped(proc)
 
 
-def run_flow_floor_pg(*, database_url: str, directory: Path, messages: int, progress: bool = False) -> list[Result]:
+#: The limit of each queue's room (``writes="engine"``): a flow never reaches it.
+MAX_DEPTH = 10_000_000
+
+
+def run_flow_floor_pg(
+    *, database_url: str, directory: Path, messages: int, progress: bool = False, writes: str = "queue"
+) -> list[Result]:
     """The flows of :func:`bench.flows.flows` (1+1 and 4+4, one message and 100 per call)
-    through the floor's server on the PostgreSQL at ``database_url``, a scratch table per
-    flow's queue (dropped at the end)."""
+    through the floor's server on the PostgreSQL at ``database_url``, scratch tables per
+    flow's queue (dropped at the end); ``writes``: "queue" or "engine" (the module's text)."""
     import psycopg
 
     from .plain import postgres_conninfo
@@ -158,13 +229,26 @@ def run_flow_floor_pg(*, database_url: str, directory: Path, messages: int, prog
         queue = f"baton_flow_floor_{tag}_{clients}_{batch}"
         with psycopg.connect(conninfo, autocommit=True, connect_timeout=30) as admin:
             admin.execute(f"CREATE TABLE {queue} (id bigserial PRIMARY KEY, msg_id text NOT NULL, body text NOT NULL)")
-        tables.append(queue)
+            tables.append(queue)
+            if writes == "engine":
+                admin.execute(
+                    f"CREATE TABLE {queue}_room (id int PRIMARY KEY, reserved bigint NOT NULL,"
+                    " max_depth bigint NOT NULL)"
+                )
+                admin.execute(f"INSERT INTO {queue}_room VALUES (1, 0, %s)", (MAX_DEPTH,))
+                admin.execute(f"CREATE TABLE {queue}_released (stripe int PRIMARY KEY, released bigint NOT NULL)")
+                admin.execute(
+                    f"CREATE TABLE {queue}_journal (id bigserial PRIMARY KEY, at timestamptz NOT NULL DEFAULT now(),"
+                    " kind text NOT NULL, msg_ids text[] NOT NULL, count int NOT NULL)"
+                )
+                tables.extend([f"{queue}_room", f"{queue}_released", f"{queue}_journal"])
 
         return floor_sides(url, queue=queue, body=body, batch=batch)
 
+    label = ENGINE_LABEL if writes == "engine" else LABEL
     try:
-        with flow_floor_pg_server(conninfo=conninfo, directory=directory) as url:
-            return flows(label=LABEL, operation="put+get", messages=messages, progress=progress, open_sides=open_sides)
+        with flow_floor_pg_server(conninfo=conninfo, directory=directory, writes=writes) as url:
+            return flows(label=label, operation="put+get", messages=messages, progress=progress, open_sides=open_sides)
     finally:
         with psycopg.connect(conninfo, autocommit=True, connect_timeout=30) as admin:
             for table in tables:
