@@ -4,6 +4,7 @@ server (the client builds one per message of every put and get reply)."""
 from __future__ import annotations
 
 import base64
+from dataclasses import asdict
 from datetime import datetime, timezone
 
 import pytest
@@ -71,3 +72,18 @@ def test_messages_share_no_state_and_compare_as_objects():
 def test_json_without_a_message_id_is_refused_as_the_constructor_refuses_it():
     with pytest.raises(TypeError, match="msg_id"):
         Message.from_json({"body": "x"})
+
+
+def test_body_base64_of_a_text_body_is_made_when_read_and_what_is_set_comes_first():
+    m = Message.from_json(SERVER_JSON)
+    assert "body_base64" not in vars(m)  # not made with the message
+    assert m.body_base64 == base64.b64encode("héllo".encode()).decode("ascii")
+    assert vars(m)["body_base64"] == m.body_base64  # made once, then kept
+    assert asdict(Message.from_json(SERVER_JSON))["body_base64"] == m.body_base64
+    sent = Message.from_json({"msg_id": "M", "body_base64": "AP8="})
+    assert (sent.body, sent.body_base64) == (b"\x00\xff", "AP8=")  # the server's own
+    assert Message.from_json({"msg_id": "M"}).body_base64 == ""  # no body
+    built = Message(msg_id="M", body=b"x")
+    assert built.body_base64 == "" and Message.body_base64 == ""  # the constructor's default, as before
+    built.body_base64 = "eA=="
+    assert built.body_base64 == "eA=="
