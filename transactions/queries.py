@@ -52,8 +52,9 @@ def pg_array(values) -> str:
     The driver's own adaptation of a list walks it in Python element by element (a put of
     one message sends 24 one-element arrays, one per column: about a tenth of a session
     thread's CPU per operation, docs/performance.md); this writes each element once, and
-    the driver then quotes one string. Elements: None, str, int, bool, bytes (as bytea's
-    hex form), aware datetimes; anything else is a TypeError."""
+    the driver then quotes one string. Elements: None, str, int, bool, bytes (in bytea's
+    escape form when ASCII without a NUL, else its hex form), aware datetimes; anything else
+    is a TypeError."""
     return "{" + ",".join([_pg_element(v) for v in values]) + "}"
 
 
@@ -70,7 +71,12 @@ def _pg_element(value) -> str:
     if kind is int:
         return str(value)
     if kind is bytes or kind is bytearray or kind is memoryview:
-        return f'"\\\\x{bytes(value).hex()}"'  # bytea's hex input, its backslash escaped
+        text = _bytea_escaped(bytes(value))
+        if text is None:
+            return f'"\\\\x{bytes(value).hex()}"'  # bytea's hex input, its backslash escaped
+        if '"' in text or "\\" in text:
+            text = text.replace("\\", "\\\\").replace('"', '\\"')
+        return f'"{text}"'
     if isinstance(value, datetime) and value.tzinfo is not None:
         return f'"{value.isoformat()}"'
     if isinstance(value, str):  # a choice (TextChoices): its value
@@ -80,10 +86,23 @@ def _pg_element(value) -> str:
     raise TypeError(f"no array element form for {kind.__name__}")
 
 
+def _bytea_escaped(value: bytes) -> str | None:
+    """``bytea``'s escape input for bytes that are ASCII without a NUL (a text body, most
+    often): the bytes themselves, each backslash doubled. Half the length of the hex form,
+    which the server's lexer, ``array_in`` and ``byteain`` each read whole: a put of 100 1 KiB
+    bodies spent about a quarter of its backend's CPU there (docs/performance.md,
+    "PostgreSQL: bodies in bytea's escape form"). ASCII reads the same in every server
+    encoding; anything else (a NUL, any other byte) gets the hex form (None)."""
+    if not value.isascii() or b"\x00" in value:
+        return None
+    text = value.decode("ascii")
+    return text.replace("\\", "\\\\") if "\\" in text else text
+
+
 def pg_scalar(value) -> str | None:
     """PostgreSQL: one value as its text form, for a ``%s::type`` parameter, as ``pg_array``
-    writes an element (a choice as its value, bytes as bytea's hex form, an aware datetime
-    in ISO form), unquoted: the driver quotes the string. None stays None (NULL)."""
+    writes an element (a choice as its value, bytes in bytea's escape or hex form, an aware
+    datetime in ISO form), unquoted: the driver quotes the string. None stays None (NULL)."""
     kind = type(value)
     if kind is str or value is None:
         return value
@@ -92,7 +111,8 @@ def pg_scalar(value) -> str | None:
     if kind is int:
         return str(value)
     if kind is bytes or kind is bytearray or kind is memoryview:
-        return "\\x" + bytes(value).hex()
+        text = _bytea_escaped(bytes(value))
+        return "\\x" + bytes(value).hex() if text is None else text
     if isinstance(value, datetime) and value.tzinfo is not None:
         return value.isoformat()
     if isinstance(value, str):  # a choice (TextChoices): its value

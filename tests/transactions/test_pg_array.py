@@ -57,6 +57,26 @@ def test_bytes_read_back_as_given(_read):
     assert [None if v is None else bytes(v) for v in _read("bytea", values)] == values
 
 
+def test_ascii_bytes_read_back_as_given_whatever_their_backslashes_and_quotes(_read):
+    """ASCII without a NUL goes in bytea's escape form (the bytes themselves, backslashes
+    doubled); a value that looks like the hex form or an octal escape stays itself."""
+    values = [
+        b"plain text body",
+        b"\\x41\\x42",  # the hex form's prefix, as text
+        b"\\101 octal, \\\\ two, \\ one",
+        b"\"quoted\", {braces}, comma, 'single'",
+        b"\x01\x1f\x7f\ttab\nnewline\r",
+        b"\\",
+        b"ends with a backslash \\",
+        b"NULL",
+        b" ",
+    ]
+    assert [bytes(v) for v in _read("bytea", values)] == values
+    # sent as the bytes themselves (half the hex form's length)
+    assert pg_array([b"abc"]) == '{"abc"}' and pg_scalar(b"a\\b") == "a\\\\b"
+    assert pg_scalar(b"caf\xc3\xa9") == "\\x636166c3a9"  # not ASCII: the hex form
+
+
 def test_aware_times_read_back_as_the_same_instant(_read):
     now = datetime(2026, 11, 27, 18, 30, 1, 123456, tzinfo=timezone.utc)
     other = now.astimezone(timezone(timedelta(hours=-5)))
