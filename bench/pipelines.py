@@ -10,7 +10,7 @@ Two scenarios, each run once with pre-emptive gets off and once with them on:
   pre-emptive gets a stage sees nothing until its upstream has committed, so the stages
   run one after another (about (k+1)×N×w); with them the stages overlap, each stage's
   commit being held until its upstream commits.
-* **request-reply** (the patent's FIG. 4A/4B) — broker A's remote queue REQ leads to
+* **request-reply** (two brokers and a channel each way) — broker A's remote queue REQ leads to
   broker B's REQ.IN over channel A.TO.B; B's remote queue REPLY leads to A's REPLY.IN over
   channel B.TO.A (in-process transport, batch size 100, pre-emptive like the
   applications). App1 on A puts N requests in one unit of work; App2 on B gets them as
