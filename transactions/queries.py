@@ -71,9 +71,10 @@ def _pg_element(value) -> str:
     if kind is int:
         return str(value)
     if kind is bytes or kind is bytearray or kind is memoryview:
-        text = _bytea_escaped(bytes(value))
+        raw = bytes(value)
+        text = _bytea_escaped(raw)
         if text is None:
-            return f'"\\\\x{bytes(value).hex()}"'  # bytea's hex input, its backslash escaped
+            return f'"\\\\x{raw.hex()}"'  # bytea's hex input, its backslash escaped
         if '"' in text or "\\" in text:
             text = text.replace("\\", "\\\\").replace('"', '\\"')
         return f'"{text}"'
@@ -111,8 +112,9 @@ def pg_scalar(value) -> str | None:
     if kind is int:
         return str(value)
     if kind is bytes or kind is bytearray or kind is memoryview:
-        text = _bytea_escaped(bytes(value))
-        return "\\x" + bytes(value).hex() if text is None else text
+        raw = bytes(value)
+        text = _bytea_escaped(raw)
+        return "\\x" + raw.hex() if text is None else text
     if isinstance(value, datetime) and value.tzinfo is not None:
         return value.isoformat()
     if isinstance(value, str):  # a choice (TextChoices): its value

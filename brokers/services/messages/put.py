@@ -200,9 +200,10 @@ def _put(
         # A put whose every other statement is deferred too sends its guard last, just before
         # the COMMIT: the queue's row (and the unit of work's) stays locked from there to the
         # end of the commit only, not while its messages and the journal are written, so puts
-        # of one queue wait less for each other (docs/performance.md, "PostgreSQL: a put's
-        # guard last"). Anything that reads or locks first (duplicate keys, reactions, a
-        # connection's notes) keeps the guard first: its locks come after the guard's.
+        # of one queue wait less for each other (docs/performance.md, "PostgreSQL: the
+        # flow's floor with the engine's writes"). Anything that reads or locks first
+        # (duplicate keys, reactions, a connection's notes) keeps the guard first: its locks
+        # come after the guard's.
         late_guard = conn is None and not any(m.dedup_key or m.refers_to is not None for m in messages)
         if not late_guard:
             guard()
