@@ -57,3 +57,7 @@ application = ProtocolTypeRouter(
         ),
     }
 )
+
+from config.collector import collector_tuned  # noqa: E402
+
+collector_tuned(settings.BATON_GC_THRESHOLD)  # what is loaded now stays for the process's life

@@ -14,9 +14,13 @@ app.autodiscover_tasks()
 
 @worker_init.connect
 def _memtrace_worker(**kwargs):
+    from django.conf import settings
+
+    from config.collector import collector_tuned
     from config.memtrace import memtrace_start
 
     memtrace_start(process="worker")  # off unless BATON_TRACEMALLOC names a directory
+    collector_tuned(settings.BATON_GC_THRESHOLD)  # before the pool starts: its processes inherit it
 
 
 @beat_init.connect

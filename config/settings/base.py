@@ -35,6 +35,17 @@ def _secret_key() -> str:
 
 
 SECRET_KEY = _secret_key()
+
+#: The garbage collector's thresholds in the web server and the Celery worker (config/collector.py):
+#: three whole numbers as ``gc.set_threshold`` takes them, or empty for Python's (700,10,10).
+BATON_GC_THRESHOLD = env_str("BATON_GC_THRESHOLD", "20000,50,100")
+if BATON_GC_THRESHOLD.strip():
+    from config.collector import threshold_parsed
+
+    try:
+        threshold_parsed(BATON_GC_THRESHOLD)
+    except ValueError as exc:
+        raise ImproperlyConfigured(str(exc)) from None
 DEBUG = env_bool("BATON_DEBUG", False)
 ALLOWED_HOSTS = env_list("BATON_ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]", "testserver"])
 CSRF_TRUSTED_ORIGINS = env_list("BATON_CSRF_TRUSTED_ORIGINS", [])
