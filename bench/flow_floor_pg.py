@@ -29,12 +29,18 @@ gets, as the engine's release rows) and writes one journal row. No unit of work,
 validation, no descriptor: what this floor does not reach, no server on this stack that
 keeps a queue's limit and a journal reaches either.
 
+With ``writes="contract"`` the engine's writes are made for messages as the contract has
+them (``bench/floor_contract.py``): every field of a message stored, its body as bytes,
+gets in the default delivery sequence (priority, then put order) skipping expired messages,
+and each message answered with its descriptor, as docs/api.md says a put and a get answer.
+
 Needs no Django; asserts nothing (``tests/bench/test_flow_floor_pg.py`` checks what it moves).
 """
 
 from __future__ import annotations
 
 import asyncio
+import datetime
 import os
 import secrets
 import time
@@ -42,6 +48,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
+from . import floor_contract as contract
 from .bare_server import bare_server_started, bare_server_stopped
 from .flow_floor import floor_sides
 from .flows import flows
@@ -55,11 +62,18 @@ WRITES_ENV = "BATON_FLOW_FLOOR_PG_WRITES"
 LABEL = "session floor (bare Uvicorn + PostgreSQL)"
 #: The same floor with the writes the engine's promises add (``writes="engine"``).
 ENGINE_LABEL = "session floor + the engine's writes (bare Uvicorn + PostgreSQL)"
+#: The same floor with the engine's writes for the contract's messages (``writes="contract"``).
+CONTRACT_LABEL = "session floor + the engine's writes + the contract's message (bare Uvicorn + PostgreSQL)"
 #: What the benchmark's facts say of it (and of it with the engine's writes).
 ENGINE_FACTS = (
     "the same bare server (bench/flow_floor_pg.py, writes=engine) with the engine's writes besides: a put "
     "reserves room on the queue's counter row against its limit and writes a journal row, a get gives the "
     "room back on its connection's own row and writes a journal row; one statement and its COMMIT a call"
+)
+CONTRACT_FACTS = (
+    "the same bare server (bench/flow_floor_pg.py, writes=contract) with the engine's writes for messages as "
+    "the contract has them (bench/floor_contract.py): every field stored, bodies as bytes, gets by priority "
+    "then put order skipping expired messages, each message answered with its descriptor"
 )
 FACTS = (
     "a bare Uvicorn server (bench/flow_floor_pg.py): put and get only, the plain PostgreSQL queue's "
@@ -95,6 +109,8 @@ _DELETE_ENGINE = (
     " HAVING count(*) > 0)"
     " SELECT id, msg_id, body FROM d"
 )
+#: The broker a floor's messages are answered as on (the flows name it).
+_BROKER = "FLOOR"
 #: Gets waiting for a put, by queue (one event loop: no lock).
 _ARRIVED: dict[str, asyncio.Event] = {}
 #: ``writes="engine"``: each connection's row of given-back room, by its ``id()``.
@@ -107,6 +123,7 @@ async def app(scope, receive, send) -> None:
         return
     import json
 
+    import orjson
     import psycopg
 
     event = await receive()
@@ -122,7 +139,11 @@ async def app(scope, receive, send) -> None:
             if event["type"] != "websocket.receive":
                 return
             reply = await _answer(conn, json.loads(event["text"]))
-            await send({"type": "websocket.send", "text": json.dumps(reply, separators=(",", ":"))})
+            if _contract():  # the descriptors encoded as Baton's session encodes its replies
+                text = orjson.dumps(reply).decode()
+            else:
+                text = json.dumps(reply, separators=(",", ":"))
+            await send({"type": "websocket.send", "text": text})
     finally:
         _STRIPES.pop(id(conn), None)
         await conn.close()
@@ -130,6 +151,26 @@ async def app(scope, receive, send) -> None:
 
 def _engine_writes() -> bool:
     return os.environ.get(WRITES_ENV) == "engine"
+
+
+def _contract() -> bool:
+    return os.environ.get(WRITES_ENV) == "contract"
+
+
+async def _put_contract(conn, queue: str, messages: list[dict]) -> list[dict] | None:
+    """``writes="contract"``: the put's messages as stored; None when the queue is full."""
+    shared, bodies = contract.put_fields(messages, now=datetime.datetime.now(datetime.timezone.utc))
+    ids = [secrets.token_hex(24) for _ in bodies]
+    n = len(bodies)
+    cursor = await conn.execute(contract.INSERT.format(table=queue), (*shared, ids, bodies, n, n), prepare=True)
+    if await cursor.fetchone() is None:
+        await conn.rollback()
+        return None
+    await conn.commit()
+    event = _ARRIVED.pop(queue, None)
+    if event is not None:
+        event.set()
+    return contract.put_descriptors(ids, shared, queue=queue, broker=_BROKER)
 
 
 async def _put(conn, queue: str, bodies: list[str]) -> list[str] | None:
@@ -153,7 +194,12 @@ async def _put(conn, queue: str, bodies: list[str]) -> list[str] | None:
 async def _get(conn, queue: str, batch: int, wait_s: float) -> list[tuple[int, str, str]]:
     deadline = time.monotonic() + wait_s
     while True:
-        if _engine_writes():
+        if _contract():
+            stripe = _STRIPES.setdefault(id(conn), len(_STRIPES))
+            cursor = await conn.execute(
+                contract.DELETE.format(table=queue), (batch, stripe), prepare=True, binary=True
+            )
+        elif _engine_writes():
             stripe = _STRIPES.setdefault(id(conn), len(_STRIPES))
             cursor = await conn.execute(_DELETE_ENGINE.format(table=queue), (batch, stripe), prepare=True)
         else:
@@ -162,7 +208,7 @@ async def _get(conn, queue: str, batch: int, wait_s: float) -> list[tuple[int, s
         await conn.commit()
         remaining = deadline - time.monotonic()
         if rows or remaining <= 0:
-            return sorted(rows)
+            return rows if _contract() else sorted(rows)
         event = _ARRIVED.setdefault(queue, asyncio.Event())
         try:
             await asyncio.wait_for(event.wait(), remaining)
@@ -174,6 +220,18 @@ async def _answer(conn, request: dict) -> dict:
     op, queue = request.get("op"), request.get("queue", "")
     if not queue.isidentifier():
         return {"re": request.get("id"), "status": 400, "code": "invalid_input", "message": "No such queue."}
+    if op == "put" and _contract():
+        many = "messages" in request
+        try:
+            stored = await _put_contract(conn, queue, request["messages"] if many else [request])
+        except contract.Refused as exc:
+            return {"re": request["id"], "status": 400, "code": "invalid_input", "message": str(exc)}
+        if stored is None:
+            return {"re": request["id"], "status": 409, "code": "queue_full", "message": "The queue is full."}
+        return {"re": request["id"], "status": 201, **({"messages": stored} if many else stored[0])}
+    if op == "get" and _contract():
+        rows = await _get(conn, queue, int(request.get("batch", 1)), float(request.get("wait", 0)))
+        return {"re": request["id"], "status": 200, "messages": contract.get_descriptors(rows, queue=queue, broker=_BROKER)}
     if op == "put":
         many = "messages" in request
         bodies = [m.get("body", "") for m in request["messages"]] if many else [request.get("body", "")]
@@ -228,9 +286,15 @@ def run_flow_floor_pg(
     def open_sides(clients: int, batch: int):
         queue = f"baton_flow_floor_{tag}_{clients}_{batch}"
         with psycopg.connect(conninfo, autocommit=True, connect_timeout=30) as admin:
-            admin.execute(f"CREATE TABLE {queue} (id bigserial PRIMARY KEY, msg_id text NOT NULL, body text NOT NULL)")
+            if writes == "contract":
+                admin.execute(contract.TABLE.format(table=queue))
+                admin.execute(contract.INDEX.format(table=queue))
+            else:
+                admin.execute(
+                    f"CREATE TABLE {queue} (id bigserial PRIMARY KEY, msg_id text NOT NULL, body text NOT NULL)"
+                )
             tables.append(queue)
-            if writes == "engine":
+            if writes in ("engine", "contract"):
                 admin.execute(
                     f"CREATE TABLE {queue}_room (id int PRIMARY KEY, reserved bigint NOT NULL,"
                     " max_depth bigint NOT NULL)"
@@ -245,7 +309,7 @@ def run_flow_floor_pg(
 
         return floor_sides(url, queue=queue, body=body, batch=batch)
 
-    label = ENGINE_LABEL if writes == "engine" else LABEL
+    label = {"engine": ENGINE_LABEL, "contract": CONTRACT_LABEL}.get(writes, LABEL)
     try:
         with flow_floor_pg_server(conninfo=conninfo, directory=directory, writes=writes) as url:
             return flows(label=label, operation="put+get", messages=messages, progress=progress, open_sides=open_sides)

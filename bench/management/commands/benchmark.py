@@ -345,13 +345,14 @@ class Command(BaseCommand):
             except RuntimeError as exc:
                 raise BenchmarkError(f"the flow's floor: {exc}") from exc
         else:
-            from bench.flow_floor_pg import ENGINE_FACTS, FACTS, run_flow_floor_pg
+            from bench.flow_floor_pg import CONTRACT_FACTS, ENGINE_FACTS, FACTS, run_flow_floor_pg
 
             self._progress(options, "benchmark: the flow's floor (a bare Uvicorn server on PostgreSQL)")
             facts["flow_floor"] = FACTS
             facts["flow_floor_engine"] = ENGINE_FACTS
+            facts["flow_floor_contract"] = CONTRACT_FACTS
             try:
-                for writes in ("queue", "engine"):
+                for writes in ("queue", "engine", "contract"):
                     results += run_flow_floor_pg(
                         database_url=database_url,
                         directory=directory,

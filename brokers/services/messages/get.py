@@ -263,8 +263,7 @@ def _taken(
         queues_woken([source.pk])  # an ordered getter may be waiting for this one to go
         if conn is not None:
             client_sessions_note(broker_id=owner.pk, got={conn.conn_id: rows[-1].msg_id})
-        for m in rows:
-            m.queue = source
+        _queue_cached(rows, source)
         if any(m.report for m in rows):
             reports_send(originals=[m for m in rows if m.report], feedback=COD)
     times: dict = {}  # messages of one put share their put time: written once
@@ -596,10 +595,17 @@ def _get_at_once(
     if not taken:
         return GetResult([], source, transaction_id, "no_match" if any(match.values()) else "empty")
     if final:
-        for m in taken:
-            m.queue = source
+        _queue_cached(taken, source)
         wakeup_notify_committed([queue_wakeup_key(source.pk)], published=channel is not None)
     return GetResult(taken, source, transaction_id or (begun.transaction_id if begun else None))
+
+
+def _queue_cached(messages: list[Message], queue: Queue) -> None:
+    """Each message's ``queue`` (the one its row names) given as ``queue``, set in its cache
+    without the foreign key's descriptor (which checks the instance and the database: a
+    call per message at 100 a get)."""
+    for m in messages:
+        m._state.fields_cache["queue"] = queue
 
 
 def _named_queue(*, broker: str, queue: str) -> Queue:
