@@ -196,9 +196,7 @@ async def _get(conn, queue: str, batch: int, wait_s: float) -> list[tuple[int, s
     while True:
         if _contract():
             stripe = _STRIPES.setdefault(id(conn), len(_STRIPES))
-            cursor = await conn.execute(
-                contract.DELETE.format(table=queue), (batch, stripe), prepare=True, binary=True
-            )
+            cursor = await conn.execute(contract.DELETE.format(table=queue), (batch, stripe), prepare=True, binary=True)
         elif _engine_writes():
             stripe = _STRIPES.setdefault(id(conn), len(_STRIPES))
             cursor = await conn.execute(_DELETE_ENGINE.format(table=queue), (batch, stripe), prepare=True)
@@ -231,7 +229,11 @@ async def _answer(conn, request: dict) -> dict:
         return {"re": request["id"], "status": 201, **({"messages": stored} if many else stored[0])}
     if op == "get" and _contract():
         rows = await _get(conn, queue, int(request.get("batch", 1)), float(request.get("wait", 0)))
-        return {"re": request["id"], "status": 200, "messages": contract.get_descriptors(rows, queue=queue, broker=_BROKER)}
+        return {
+            "re": request["id"],
+            "status": 200,
+            "messages": contract.get_descriptors(rows, queue=queue, broker=_BROKER),
+        }
     if op == "put":
         many = "messages" in request
         bodies = [m.get("body", "") for m in request["messages"]] if many else [request.get("body", "")]

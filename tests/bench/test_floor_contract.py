@@ -32,7 +32,11 @@ def test_put_fields_share_what_messages_share_and_take_bodies_as_bytes():
 
 @pytest.mark.parametrize(
     "messages",
-    [[{"body": "a", "priority": 1}, {"body": "b", "priority": 2}], [{"body": "a", "priority": 10}], [{"msg_type": "x"}]],
+    [
+        [{"body": "a", "priority": 1}, {"body": "b", "priority": 2}],
+        [{"body": "a", "priority": 10}],
+        [{"msg_type": "x"}],
+    ],
 )
 def test_put_fields_refuse_what_this_floor_does_not_serve(messages):
     with pytest.raises(contract.Refused):
@@ -48,7 +52,9 @@ def test_the_floor_answers_descriptors_in_the_delivery_sequence(tmp_path):
     with psycopg.connect(conninfo, autocommit=True) as admin:
         admin.execute(contract.TABLE.format(table=table))
         admin.execute(contract.INDEX.format(table=table))
-        admin.execute(f"CREATE TABLE {table}_room (id int PRIMARY KEY, reserved bigint NOT NULL, max_depth bigint NOT NULL)")
+        admin.execute(
+            f"CREATE TABLE {table}_room (id int PRIMARY KEY, reserved bigint NOT NULL, max_depth bigint NOT NULL)"
+        )
         admin.execute(f"INSERT INTO {table}_room VALUES (1, 0, 3)")
         admin.execute(f"CREATE TABLE {table}_released (stripe int PRIMARY KEY, released bigint NOT NULL)")
         admin.execute(

@@ -14,7 +14,9 @@ pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
 
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="the floor of the PostgreSQL form")
-@pytest.mark.parametrize(("writes", "label"), [("queue", LABEL), ("engine", ENGINE_LABEL), ("contract", CONTRACT_LABEL)])
+@pytest.mark.parametrize(
+    ("writes", "label"), [("queue", LABEL), ("engine", ENGINE_LABEL), ("contract", CONTRACT_LABEL)]
+)
 def test_every_flow_moves_its_messages_through_the_floor_and_leaves_nothing(tmp_path, writes, label):
     url = database_url()
     results = run_flow_floor_pg(database_url=url, directory=tmp_path, messages=4, writes=writes)

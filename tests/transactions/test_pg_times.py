@@ -27,9 +27,7 @@ TEXTS = [
 
 def test_the_connection_reads_times_with_psycopgs_loader():
     connection.ensure_connection()
-    loader = connection.connection.adapters.get_loader(
-        connection.connection.adapters.types["timestamptz"].oid, 0
-    )
+    loader = connection.connection.adapters.get_loader(connection.connection.adapters.types["timestamptz"].oid, 0)
     assert loader is UtcTimestamptzLoader
 
 
