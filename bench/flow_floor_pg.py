@@ -113,7 +113,7 @@ _DELETE_ENGINE = (
 _BROKER = "FLOOR"
 #: Gets waiting for a put, by queue (one event loop: no lock).
 _ARRIVED: dict[str, asyncio.Event] = {}
-#: ``writes="engine"``: each connection's row of given-back room, by its ``id()``.
+#: Each connection's row of given-back room, by its ``id()`` (``writes="engine"`` and ``"contract"``).
 _STRIPES: dict[int, int] = {}
 
 
@@ -167,9 +167,7 @@ async def _put_contract(conn, queue: str, messages: list[dict]) -> list[dict] | 
         await conn.rollback()
         return None
     await conn.commit()
-    event = _ARRIVED.pop(queue, None)
-    if event is not None:
-        event.set()
+    _arrived(queue)
     return contract.put_descriptors(ids, shared, queue=queue, broker=_BROKER)
 
 
@@ -185,20 +183,24 @@ async def _put(conn, queue: str, bodies: list[str]) -> list[str] | None:
     else:
         await conn.execute(_INSERT.format(table=queue), (ids, bodies), prepare=True)
     await conn.commit()
+    _arrived(queue)
+    return ids
+
+
+def _arrived(queue: str) -> None:
+    """Wake the gets waiting for a put to ``queue``."""
     event = _ARRIVED.pop(queue, None)
     if event is not None:
         event.set()
-    return ids
 
 
 async def _get(conn, queue: str, batch: int, wait_s: float) -> list[tuple[int, str, str]]:
     deadline = time.monotonic() + wait_s
     while True:
+        stripe = _STRIPES.setdefault(id(conn), len(_STRIPES))
         if _contract():
-            stripe = _STRIPES.setdefault(id(conn), len(_STRIPES))
             cursor = await conn.execute(contract.DELETE.format(table=queue), (batch, stripe), prepare=True, binary=True)
         elif _engine_writes():
-            stripe = _STRIPES.setdefault(id(conn), len(_STRIPES))
             cursor = await conn.execute(_DELETE_ENGINE.format(table=queue), (batch, stripe), prepare=True)
         else:
             cursor = await conn.execute(_DELETE.format(table=queue), (batch,), prepare=True)

@@ -13,7 +13,7 @@ app.autodiscover_tasks()
 
 
 @worker_init.connect
-def _memtrace_worker(**kwargs):
+def _worker_started(**kwargs):
     from django.conf import settings
 
     from config.collector import collector_tuned
