@@ -13,16 +13,14 @@ committed put, no ``get_transaction`` and no lock: the message can be gotten by 
 from __future__ import annotations
 
 from django.core.exceptions import ValidationError
-from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
 
 from transactions.models import OPEN_STATES, RowIdField, Transaction
 
-NAME_PATTERN = r"^[A-Za-z0-9._/%]{1,48}$"
-name_validator = RegexValidator(
-    NAME_PATTERN, "Use 1 to 48 characters of A-Z a-z 0-9 . _ / %%."
-)  # %% : Django formats it
+from .names import NAME_PATTERN, name_validator  # noqa: F401  (the rule, written once: names.py)
+
 
 DEFAULT_DEAD_LETTER_QUEUE = "SYSTEM.DEAD.LETTER.QUEUE"
 

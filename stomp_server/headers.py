@@ -16,12 +16,13 @@ import time
 from typing import Any
 
 from brokers.models import Message
+from brokers.names import NAME
 from config.errors import InvalidInput
 
 from .frames import Frame
 
 HEX48 = re.compile(r"^[0-9a-fA-F]{48}$")
-QUEUE_NAME = re.compile(r"^[A-Za-z0-9._/%]{1,48}$")
+QUEUE_NAME = NAME
 #: Headers of the frame itself, never properties.
 FRAME_HEADERS = frozenset({"destination", "transaction", "receipt", "content-length"})
 #: Headers a MESSAGE sets itself: a property of one of these names is not repeated.

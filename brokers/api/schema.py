@@ -7,10 +7,12 @@ from __future__ import annotations
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..names import PATH_SEGMENT_PATTERN
+
 HEX48 = r"^[0-9a-fA-F]{48}$"
 HEX32 = r"^[0-9a-fA-F]{32}$"
 #: A name in a path: as NAME_PATTERN, without '/' (which names may hold, sent as %2F).
-PATH_NAME = r"^[A-Za-z0-9._%]{1,48}$"
+PATH_NAME = PATH_SEGMENT_PATTERN
 
 
 # --- errors ---------------------------------------------------------------------------------

@@ -4,12 +4,13 @@ most specific routes come first."""
 
 from django.urls import register_converter
 
+from ..names import NAME_IN_PATH
 from . import operations as ops
 from .operations.rest import rest_urls
 
 
 class NameConverter:
-    regex = r"[A-Za-z0-9._/%]{1,48}"
+    regex = NAME_IN_PATH
 
     def to_python(self, value: str) -> str:
         return value

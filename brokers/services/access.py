@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import re
-
 from django.contrib.auth import get_user_model
 from django.db import transaction as db
 from rest_framework.authtoken.models import Token
 
 from ..exceptions import InvalidInput, NotFound
-from ..models import NAME_PATTERN, Grant
+from ..models import Grant
+from ..names import NAME, NAME_MESSAGE, NAME_RULE
 from ..selectors import broker_get
-
-NAME = re.compile(NAME_PATTERN)
 
 
 def api_token_issue(*, username: str, create_user: bool = False, superuser: bool = False) -> str:
@@ -58,13 +55,11 @@ def _object_checked(broker: str, queue: str | None) -> tuple[str, str]:
     queue = queue or ""
     errors = {}
     if not isinstance(broker, str) or not NAME.match(broker):
-        errors["broker"] = ["Use 1 to 48 characters of A-Z a-z 0-9 . _ / %."]
+        errors["broker"] = [NAME_MESSAGE]
     if queue and not NAME.match(queue):
-        errors["queue"] = ["Use 1 to 48 characters of A-Z a-z 0-9 . _ / %."]
+        errors["queue"] = [NAME_MESSAGE]
     if errors:
-        raise InvalidInput(
-            f"Not a valid {' or '.join(errors)} name: use 1 to 48 characters of A-Z a-z 0-9 . _ / %.", errors=errors
-        )
+        raise InvalidInput(f"Not a valid {' or '.join(errors)} name: use {NAME_RULE}.", errors=errors)
     return broker, queue
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pydantic import ValidationError
 
 from ..exceptions import InvalidInput
+from ..names import NAME_MESSAGE, NAME_PATTERN
 
 #: At most this many message properties, each named by 1 to PROPERTY_KEY_LENGTH characters
 #: (message_input.MessageInput enforces them; they count towards the message length too).
@@ -24,8 +25,8 @@ FIELD_TEXTS = {
     "persistence": "Must be persistent, non_persistent or queue_default.",
     "expiry_ms": "Must be a positive whole number of milliseconds (at most ten years).",
     "format": "Must be a string of at most 100 characters.",
-    "reply_to_queue": "Use 1 to 48 characters of A-Z a-z 0-9 . _ / %.",
-    "reply_to_broker": "Use 1 to 48 characters of A-Z a-z 0-9 . _ / %.",
+    "reply_to_queue": NAME_MESSAGE,
+    "reply_to_broker": NAME_MESSAGE,
     "report": "Must be a list drawn from coa, cod, expiry, exception.",
     "properties": f"Must be an object of at most {MAX_PROPERTIES} properties, each named by 1 to "
     f"{PROPERTY_KEY_LENGTH} characters.",
@@ -82,6 +83,8 @@ def _bound_text(item: dict) -> str | None:
         return f"Ensure this value has at least {least} {'characters' if kind == 'string_too_short' else 'items'}."
     if kind == "string_pattern_mismatch" and ctx.get("pattern") == HEX_ID_PATTERN:
         return "Must be 48 hexadecimal characters (24 bytes)."
+    if kind == "string_pattern_mismatch" and ctx.get("pattern") == NAME_PATTERN:
+        return NAME_MESSAGE
     return None
 
 

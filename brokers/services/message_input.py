@@ -15,7 +15,8 @@ from typing import Annotated, Any, Literal
 from django.utils import timezone
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
-from ..models import NAME_PATTERN, Message, MessageType
+from ..models import Message, MessageType
+from ..names import NAME_PATTERN, NAME_RULE
 from .invalid_input import FIELD_TEXTS, HEX_ID_PATTERN, MAX_PROPERTIES, PROPERTY_KEY_LENGTH
 
 HEX_ID = re.compile(HEX_ID_PATTERN)
@@ -55,7 +56,7 @@ HexId = Annotated[
 Name = Annotated[
     str,
     StringConstraints(pattern=NAME_PATTERN, max_length=48),
-    Field(description="1 to 48 characters of A-Z a-z 0-9 . _ / %."),
+    Field(description=NAME_RULE + "."),
 ]
 
 

@@ -8,7 +8,6 @@ topic string is free, the topic object allows durable subscriptions)."""
 
 from __future__ import annotations
 
-import re
 from typing import Annotated, Any
 
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter
@@ -17,7 +16,8 @@ from pydantic import ConfigDict, Field, model_validator
 from brokers.api.operations import Model, Operation
 from brokers.api.operations.base import given, problems_refused
 from brokers.api.schema import PATH_NAME
-from brokers.models import NAME_PATTERN
+from brokers.names import NAME as NAME_RE
+from brokers.names import NAME_MESSAGE
 
 from .. import permissions as may
 from ..models import TOPIC_MAX
@@ -41,11 +41,11 @@ NAME = OpenApiParameter(
 
 ObjectName = Annotated[str, Field(min_length=1, max_length=48)]
 TopicText = Annotated[str, Field(min_length=1, max_length=TOPIC_MAX)]
-_NAME = re.compile(NAME_PATTERN)
+_NAME = NAME_RE
 
 
 def _name_problems(value: str) -> list[str]:
-    return [] if _NAME.match(value) else ["Use 1 to 48 characters of A-Z a-z 0-9 . _ / %."]
+    return [] if _NAME.match(value) else [NAME_MESSAGE]
 
 
 def _switch_problems(value: str | None) -> list[str]:

@@ -15,7 +15,6 @@ from pydantic import AfterValidator, ConfigDict, Field, model_validator
 
 from ... import permissions as may
 from ...models import (
-    NAME_PATTERN,
     Access,
     DeliverySequence,
     EnforceOrder,
@@ -28,13 +27,12 @@ from ...models import (
 from ...selectors import broker_get, broker_list, queue_depths, queue_get, queue_list
 from ...services.brokers import broker_alter, broker_define, broker_delete
 from ...services.queues import queue_alter, queue_define, queue_delete
+from ...names import NAME_PATTERN, NAME_RULE
 from .. import schema as doc
 from ..render import broker_render, queue_render
 from .base import Model, Operation, given
 
-Name = Annotated[
-    str, Field(pattern=NAME_PATTERN, max_length=48, description="1 to 48 characters of A-Z a-z 0-9 . _ / %.")
-]
+Name = Annotated[str, Field(pattern=NAME_PATTERN, max_length=48, description=NAME_RULE + ".")]
 
 
 def _not_route(value: str) -> str:

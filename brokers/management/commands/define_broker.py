@@ -11,7 +11,7 @@ class Command(BaseCommand):
     help = "Define a broker (a queue manager) together with its dead-letter queue."
 
     def add_arguments(self, parser):
-        parser.add_argument("name", help="the broker's name: 1-48 characters of A-Z a-z 0-9 . _ / %%")
+        parser.add_argument("name", help="the broker's name: 1-48 characters of A-Z a-z 0-9 . _ / %% -")
         attribute_options_add(parser, Broker, BROKER_FIELDS, with_defaults=True)
 
     def handle(self, *args, name, **options):

@@ -22,7 +22,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("broker", help="the broker the queue belongs to")
-        parser.add_argument("name", help="the queue's name: 1-48 characters of A-Z a-z 0-9 . _ / %%")
+        parser.add_argument("name", help="the queue's name: 1-48 characters of A-Z a-z 0-9 . _ / %% -")
         attribute_options_add(parser, Queue, QUEUE_FIELDS, with_defaults=True, defaults_note=BROKER_DEFAULTS)
 
     def handle(self, *args, broker, name, **options):

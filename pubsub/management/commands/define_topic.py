@@ -15,7 +15,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("broker", help="the broker")
-        parser.add_argument("name", help="the topic object's name: 1-48 characters of A-Z a-z 0-9 . _ / %%")
+        parser.add_argument("name", help="the topic object's name: 1-48 characters of A-Z a-z 0-9 . _ / %% -")
         parser.add_argument("topic_string", help="the topic string it administers (no wildcards)")
         attribute_options_add(parser, Topic, TOPIC_FIELDS, with_defaults=True)
 
