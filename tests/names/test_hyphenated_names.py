@@ -72,7 +72,8 @@ def test_pubsub_topics_and_subscriptions_take_hyphens(api):
         )
     )
     assert sub["name"] == "eur-watch"
-    published = created(api.post("/api/brokers/BRK1/publish/", {"topic": "prices/fx/eur", "body": "1.08"}, format="json"))
+    publication = {"topic": "prices/fx/eur", "body": "1.08"}
+    published = created(api.post("/api/brokers/BRK1/publish/", publication, format="json"))
     assert published["matched"] == 1
     assert [bytes(m.body) for m in message_browse(broker="BRK1", queue="PRICES-EUR").messages] == [b"1.08"]
     assert api.get("/api/brokers/BRK1/subscriptions/eur-watch/").status_code == 200
