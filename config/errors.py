@@ -23,6 +23,7 @@ from baton_client.errors import (  # noqa: F401 - re-exported: the server's name
     AlreadyExists,
     BatonError,
     Conflict,
+    DefinitionsConflict,
     InvalidInput,
     MessageTooLarge,
     MethodNotAllowed,

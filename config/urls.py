@@ -17,6 +17,7 @@ urlpatterns = [
     # the session is a WebSocket (config/asgi.py); a plain GET is told so, its page beside it
     path("api/session/", session_upgrade_required, name="session"),
     path("api/session/docs/", session_docs, name="session-docs"),
+    path("api/", include("topology.urls")),
     path("api/", include("brokers.channels.api.urls")),
     path("api/", include("pubsub.api.urls")),
     path("api/", include("workflows.api.urls")),

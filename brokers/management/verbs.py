@@ -34,6 +34,10 @@ VERBS: dict[tuple[str, str], tuple[str, str]] = {
     ("recover", "brokers"): ("brokers_recover", "restart recovery of units of work and messages"),
     ("recover", "pubsub"): ("pubsub_recover", "restart recovery of publish/subscribe"),
     ("define", "demo"): ("demo_topology", "define the demo topology"),
+    # definitions as code (topology/)
+    ("definitions", "export"): ("definitions_export", "write the definitions document"),
+    ("definitions", "plan"): ("definitions_plan", "show what a definitions document would change"),
+    ("definitions", "apply"): ("definitions_apply", "apply a definitions document, all or nothing"),
 }
 
 

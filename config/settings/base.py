@@ -66,6 +66,7 @@ INSTALLED_APPS = [
     "brokers",
     "pubsub",
     "workflows",
+    "topology",  # definitions as code: export, plan, apply
     "dashboard",
     "ingest",
     "analytics",

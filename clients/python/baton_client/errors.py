@@ -186,6 +186,13 @@ class NotEmpty(Conflict):
     code = "not_empty"
 
 
+class DefinitionsConflict(Conflict):
+    """Some changes of a definitions document cannot be made, so none was (``refused`` lists
+    each with its reason)."""
+
+    code = "definitions_conflict"
+
+
 class WorkflowConflict(Conflict):
     """The workflow instance or step is not in a state that allows this."""
 
