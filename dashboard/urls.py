@@ -6,7 +6,7 @@ from django.urls import path
 
 import brokers.api.urls  # noqa: F401  (registers the ``name`` converter)
 
-from . import spark_views, views, workflow_views
+from . import definitions_views, spark_views, views, workflow_views
 
 Q = "brokers/<name:broker>/queues/<name:queue>"
 
@@ -51,4 +51,6 @@ urlpatterns = [
     path("channels/", views.channels_page, name="dashboard-channels"),
     path("analytics/run/", spark_views.analytics_run_view, name="dashboard-analytics-run"),
     path("analytics/", spark_views.analytics_page, name="dashboard-analytics"),
+    path("definitions/export/", definitions_views.definitions_download, name="dashboard-definitions-download"),
+    path("definitions/", definitions_views.definitions_page, name="dashboard-definitions"),
 ]

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
 from brokers.api.operations.base import Model
 from brokers.api.operations.definitions import BrokerChanges, Name, ObjectName, QueueChanges, Strict
@@ -126,8 +126,10 @@ KIND = {k.name: k for k in KINDS}
 
 
 class Document(Model):
-    """Everything an administrator defines (API.md, "Definitions as code")."""
+    """Everything an administrator defines (API.md, "Definitions as code"). JSON's own types:
+    ``0`` is no boolean (strict)."""
 
+    model_config = ConfigDict(extra="forbid", strict=True)
     format: Literal[FORMAT] = Field(description=f"Always {FORMAT!r}.")  # type: ignore[valid-type]
     broker: Name | None = Field(
         None, description="The one broker the document covers (an export with broker=): prune leaves the others."
