@@ -1,7 +1,7 @@
 """The console's definitions pages (superusers): download the definitions document, and
 import one: its plan shown as a diff (dashboard/frontend/src/definitions.js asks
 ``POST /api/definitions/plan/``), then applied (``POST /api/definitions/apply/``). The
-export is ``topology``'s own (API.md, "Definitions as code")."""
+export is ``topology``'s own (docs/definitions.md)."""
 
 from __future__ import annotations
 

@@ -126,7 +126,7 @@ KIND = {k.name: k for k in KINDS}
 
 
 class Document(Model):
-    """Everything an administrator defines (API.md, "Definitions as code"). JSON's own types:
+    """Everything an administrator defines (docs/definitions.md). JSON's own types:
     ``0`` is no boolean (strict)."""
 
     model_config = ConfigDict(extra="forbid", strict=True)

@@ -1,4 +1,4 @@
-"""Plan and apply a definitions document (API.md, "Definitions as code").
+"""Plan and apply a definitions document (docs/definitions.md).
 
 A plan compares the document with the platform: an object it names and the platform lacks is
 created; one whose attributes differ (an attribute left out means its default) is altered;

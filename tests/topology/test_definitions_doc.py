@@ -1,4 +1,4 @@
-"""Definitions as code over REST (API.md, "Definitions as code"): export, plan, apply, prune,
+"""Definitions as code over REST (docs/definitions.md): export, plan, apply, prune,
 force, and bad documents, with every kind of object."""
 
 from __future__ import annotations
