@@ -54,6 +54,8 @@ class Change:
     shown: dict[str, Any] = field(default_factory=dict)
     #: the object's place in the document (``queues[3]``), when it is there
     where: str | None = None
+    #: within its kind, the order of making (local queues before remote and alias queues)
+    phase: int = 0
 
     def render(self) -> dict[str, Any]:
         return {
@@ -104,9 +106,10 @@ def _token(env: dict | None, where: str) -> str:
     return value
 
 
-def _queue_phase(values: dict[str, Any]) -> int:
-    """Local queues (transmission queues among them) before the remote and alias queues that name them."""
-    return 0 if values.get("kind", QueueKind.LOCAL) == QueueKind.LOCAL else 1
+def _phase(kind: Kind, values: dict[str, Any]) -> int:
+    """Local queues (transmission queues among them) before the remote and alias queues that
+    name them (``values``: the queue as it is, or will be)."""
+    return int(kind.name == "queue" and values.get("kind", QueueKind.LOCAL) != QueueKind.LOCAL)
 
 
 def _changes(document: Document, *, prune: bool) -> tuple[list[Change], list[dict[str, str]]]:
@@ -158,7 +161,7 @@ def _changes(document: Document, *, prune: bool) -> tuple[list[Change], list[dic
                 if where is None:
                     continue  # an implied dead-letter queue its broker's service defines
                 values = {**names, **given}
-                creates[position].append(Change("create", kind, broker, name, values, given, where))
+                creates[position].append(Change("create", kind, broker, name, values, given, where, _phase(kind, full)))
                 continue
             now = have[kind.name][key]
             differ = {a: full.get(a) for a in kind.attributes if full.get(a) != now.get(a)}
@@ -169,7 +172,7 @@ def _changes(document: Document, *, prune: bool) -> tuple[list[Change], list[dic
                     differ["target_token"] = full.get("target_token")
             if not differ:
                 continue
-            change = Change("alter", kind, broker, name, {**names, **differ}, differ, where)
+            change = Change("alter", kind, broker, name, {**names, **differ}, differ, where, _phase(kind, full))
             fixed = FIXED.get(kind.name, set())
             if fixed is None or fixed & set(differ):
                 what = ", ".join(sorted(differ if fixed is None else fixed & set(differ)))
@@ -189,12 +192,12 @@ def _changes(document: Document, *, prune: bool) -> tuple[list[Change], list[dic
                 broker, name = key
                 if kind.name == "queue" and dead_letter.get(broker) == name:
                     continue  # kept with its broker, or deleted with it
-                deletes[position].append(Change("delete", kind, broker, name, {**now}, {}))
+                deletes[position].append(Change("delete", kind, broker, name, {**now}, {}, None, _phase(kind, now)))
     ordered: list[Change] = []
     for position in reversed(range(len(KINDS))):  # remote and alias queues before local ones
-        ordered += sorted(deletes[position], key=lambda c: -_queue_phase(c.values))
+        ordered += sorted(deletes[position], key=lambda c: -c.phase)
     for position in range(len(KINDS)):  # local queues before remote and alias ones
-        ordered += sorted(creates[position], key=lambda c: _queue_phase(c.values))
+        ordered += sorted(creates[position], key=lambda c: c.phase)
     return ordered, refused
 
 

@@ -318,3 +318,27 @@ def test_a_document_cannot_delete_the_user_applying_it(platform, api):
     document["users"] = [u for u in document["users"] if u["username"] != "tester"]
     refused = apply(api, document, status=409, prune=True)["refused"]
     assert [(r["kind"], r["name"]) for r in refused] == [("user", "tester")]
+
+
+def test_every_attribute_the_define_operations_take_is_exported(platform, api):
+    """The document's models are the define operations' inputs: an attribute added there is
+    exported (all=true) with no change to the definitions code."""
+    from brokers.api.operations.definitions import QueueDefine
+    from brokers.channels.api.operations import ChannelDefine
+
+    document = json.loads(export(api, all="true"))
+    queue = next(q for q in document["queues"] if q["name"] == "REMOTE.ORDERS")
+    assert set(queue) == set(QueueDefine.Input.model_fields)
+    channel = next(c for c in document["channels"] if c["name"] == "QMA.TO.FAR")
+    assert set(channel) == set(ChannelDefine.Input.model_fields)
+
+
+def test_a_running_channel_is_not_altered(platform, api):
+    from brokers.channels.definitions import channel_start
+
+    channel_start(name="QMA.TO.QMB", dispatch=False)
+    document = json.loads(export(api))
+    document["channels"][1]["batch_size"] = 5
+    refused = apply(api, document, status=409)["refused"]
+    assert [(r["kind"], r["name"], r["code"]) for r in refused] == [("channel", "QMA.TO.QMB", "conflict")]
+    assert "Stop channel" in refused[0]["message"]
