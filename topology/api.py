@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import ConfigDict, Field, ValidationError
+from pydantic import ConfigDict, Field, ValidationError, field_validator
 
 from brokers.api.operations.base import Model, Operation
 from brokers.api.operations.definitions import Name
@@ -100,8 +100,13 @@ class DefinitionsExport(Operation):
     errors = (400, 404)
 
     class Input(Model):
-        broker: Name | None = Field(None, description="Only this broker's objects.")
+        broker: Name | None = Field(None, description="Only this broker's objects (empty: every broker).")
         all: bool = Field(False, description="Every attribute, not only those that differ from their defaults.")
+
+        @field_validator("broker", mode="before")
+        @classmethod
+        def _empty_is_every_broker(cls, value: Any) -> Any:
+            return None if value == "" else value
 
     Output = Document
 
