@@ -10,13 +10,15 @@ from pydantic import ConfigDict, Field, ValidationError, field_validator
 from brokers.api.operations.base import Model, Operation
 from brokers.api.operations.definitions import Name
 from brokers.services.invalid_input import TYPE_TEXTS
+from brokers.names import NAME_MESSAGE, NAME_PATTERN
 from config.errors import InvalidInput, PermissionDenied
 
-from .document import Document, document_schema
+from .document import GRANT_QUEUE_PATTERN, KINDS, Document, document_schema
 from .selectors import definitions_export
 from .services import definitions_apply, definitions_plan
 
 TAG = "definitions"
+KIND_OF_LIST = {k.plural: k for k in KINDS}
 
 
 def require_definitions(user) -> None:
@@ -24,13 +26,37 @@ def require_definitions(user) -> None:
         raise PermissionDenied("You may not do that: only a superuser may export or apply definitions.")
 
 
-def document_invalid(error: ValidationError) -> InvalidInput:
+def _object(data: Any, loc: list) -> str:
+    """`` (queue QM1/Q1)``: the object an error's location falls in, by its names as given."""
+    if len(loc) < 2 or not isinstance(loc[1], int) or loc[0] not in KIND_OF_LIST or not isinstance(data, dict):
+        return ""
+    items = data.get(loc[0])
+    item = items[loc[1]] if isinstance(items, list) and loc[1] < len(items) else None
+    if not isinstance(item, dict):
+        return ""
+    kind = KIND_OF_LIST[loc[0]]
+    names = [str(item[f]) for f in kind.identity if isinstance(item.get(f), (str, int)) and item.get(f) != ""]
+    return f" ({kind.name} {'/'.join(names)})" if names else ""
+
+
+def _text(item: dict) -> str:
+    kind = item["type"]
+    if kind == "literal_error":
+        return f"Must be {item['ctx']['expected']}."
+    if kind == "string_pattern_mismatch":
+        pattern = item["ctx"]["pattern"]
+        return NAME_MESSAGE if pattern in (NAME_PATTERN, GRANT_QUEUE_PATTERN) else f"Must match {pattern}."
+    return TYPE_TEXTS.get(kind) or item["msg"].rstrip(".") + "."
+
+
+def document_invalid(error: ValidationError, data: Any = None) -> InvalidInput:
     """A document's validation errors as 400 ``invalid``, each named by the object and field
-    (``queues[3].max_depth``), the object's own name in the message."""
+    (``queues[3].max_depth``); the message names the first one's object too."""
     errors: dict[str, list[str]] = {}
+    first = ""
     for item in error.errors(include_url=False):
         loc = [p for p in item["loc"] if p not in ("str", "int", "bool", "none", "EnvRef")]
-        parts = []
+        parts: list[str] = []
         for part in loc:
             if isinstance(part, int) and parts:
                 parts[-1] += f"[{part}]"
@@ -41,13 +67,11 @@ def document_invalid(error: ValidationError) -> InvalidInput:
             text = str((item.get("ctx") or {}).get("error") or item["msg"])
             if not loc and ": " in text:
                 name, _, text = text.partition(": ")
-        elif item["type"] == "literal_error":
-            text = f"Must be {item['ctx']['expected']}."
         else:
-            text = TYPE_TEXTS.get(item["type"]) or item["msg"].rstrip(".") + "."
+            text = _text(item)
         errors.setdefault(name, []).append(text)
-    first = next(iter(errors.items()))
-    return InvalidInput(f"The document is not valid: {first[0]}: {first[1][0]}", errors=errors)
+        first = first or f"{name}{_object(data, loc)}: {text}"
+    return InvalidInput(f"The document is not valid: {first}", errors=errors)
 
 
 class DocumentOperation(Operation):
@@ -64,7 +88,7 @@ class DocumentOperation(Operation):
         try:
             return cls.Input.model_validate(data)
         except ValidationError as error:
-            raise document_invalid(error) from None
+            raise document_invalid(error, data) from None
 
 
 class ChangeOut(Model):

@@ -27,6 +27,8 @@ FORMAT = "baton-definitions/1"
 EnvName = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,127}$", description="An environment variable.")]
 #: A user's name, as Django's user model takes it.
 Username = Annotated[str, Field(min_length=1, max_length=150, pattern=r"^[\w.@+-]+$")]
+#: A grant's queue: a name, or empty for the whole broker.
+GRANT_QUEUE_PATTERN = rf"^([{NAME_CHARACTERS}]{{1,48}})?$"
 
 
 class EnvRef(Strict):
@@ -77,9 +79,7 @@ class UserDef(Strict):
 class GrantDef(Strict):
     user: Username
     broker: Name
-    queue: Annotated[
-        str, Field(pattern=rf"^([{NAME_CHARACTERS}]{{1,48}})?$", description="Empty: the whole broker.")
-    ] = ""
+    queue: Annotated[str, Field(pattern=GRANT_QUEUE_PATTERN, description="Empty: the whole broker.")] = ""
     actions: Annotated[
         list[Literal[tuple(Grant.ACTIONS)]],  # type: ignore[valid-type]
         Field(min_length=1, description="What the user may do there."),
