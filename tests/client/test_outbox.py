@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -327,3 +328,38 @@ def test_the_baton_command_keeps_and_a_later_call_forwards(platform, admin, fres
     flushed = baton(platform, "--url", platform.url, "outbox", "flush", "--outbox", path)
     assert flushed.returncode == 0 and flushed.stdout.strip() == "0", flushed.stdout + flushed.stderr
     assert drained(admin, fresh, "Q1") == ["c1", "c3"] and drained(admin, fresh, "Q2") == ["c2"]
+
+
+def test_the_example_produces_while_the_platform_restarts(platform, admin, tmp_path):
+    example = [sys.executable, str(ROOT / "examples" / "outbox_producer.py"), "--url", platform.url]
+    common = ["--token", platform.token, "--outbox", str(tmp_path / "orders.outbox")]
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "clients" / "python")}
+    subprocess.run([*example, *common, "setup"], env=env, check=True, timeout=60)
+    producer = subprocess.Popen(
+        [*example, *common, "produce", "--count", "200", "--rate", "40"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        poll_until(lambda: admin.display_queue("SHOP", "ORDERS")["depth"] >= 20, timeout=60, what="the first orders")
+        platform.web_kill()
+        try:
+            poll_until(  # its progress lines, one a second: "order N: S sent, K kept, ..."
+                lambda: re.search(r"\b[1-9][0-9]* kept", producer.stdout.readline()),
+                timeout=60,
+                what="the producer to keep orders while the platform is down",
+            )
+        finally:
+            platform.web_restart()
+        out, err = producer.communicate(timeout=120)
+    finally:
+        if producer.poll() is None:
+            producer.kill()
+    assert producer.returncode == 0, err
+    assert "0 still waiting, 0 refused" in out, out
+    checked = subprocess.run(
+        [*example, *common, "check", "--count", "200"], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert checked.returncode == 0 and "all 200 orders arrived once, in order" in checked.stdout, checked.stdout
