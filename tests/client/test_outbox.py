@@ -165,6 +165,18 @@ def test_refusals_land_in_failed_and_the_queue_goes_on(platform, client, broker,
         assert up.outbox.failed_clear() == 2 and up.outbox.failed == []
 
 
+def test_a_message_kept_past_its_keys_retention_is_not_forwarded(platform, admin, fresh, tmp_path):
+    path = tmp_path / "old.sqlite"
+    with Client(dead_url(), platform.token, outbox=path, outbox_key_retention=0.001) as down:
+        down.put(fresh, "Q1", "too old")
+    with Client(platform.url, platform.token, outbox=path) as up:
+        assert up.outbox.flush(timeout=30) == 0
+        [failed] = up.outbox.failed
+        assert failed.code == "dedup_window_passed" and "second copy" in failed.error
+        assert failed.message["dedup_retention_ms"] == 1
+    assert admin.display_queue(fresh, "Q1")["depth"] == 0
+
+
 def test_a_forward_whose_answer_was_lost_is_not_a_second_copy(platform, admin, fresh, tmp_path):
     """The state a forwarder killed between sending and recording leaves: the messages on
     the platform and still in the file. Forwarded again, they are skipped as duplicates."""

@@ -35,6 +35,10 @@ It needs only the standard library, httpx and websockets (no Django)::
         if tx.state == "commit_held":                        # an upstream is still open
             tx.wait_committed(timeout=60)
 
+``Client(..., outbox="PATH")`` keeps a persistent put outside a unit of work that cannot
+reach the platform in a durable local outbox and forwards it later, exactly once and in
+order per queue (:mod:`.outbox`).
+
 Every error the server reports is raised as the class of the shared hierarchy
 (:mod:`.errors`, the one the server raises) chosen by its stable ``code`` (``QueueFull``
 for ``queue_full``, and so on); :class:`BatonClientError` is the base class's earlier name.
@@ -767,7 +771,11 @@ class Client:
     ``transport="rest"`` sends everything over REST (one keep-alive HTTP connection pool).
     An ``httpx`` transport object (e.g. ``httpx.MockTransport``) means REST through it.
     Close the client with :meth:`close` or use it as a context manager. ``timeout`` is for
-    the server's answer; long-polls (``wait``) get their wait added to it."""
+    the server's answer; long-polls (``wait``) get their wait added to it.
+
+    ``outbox``: the path of a durable outbox (:mod:`.outbox`; ``client.outbox``), bounded by
+    ``outbox_max_messages`` and ``outbox_max_bytes``; its keys are remembered by the
+    platform for ``outbox_key_retention`` seconds."""
 
     def __init__(
         self,

@@ -271,6 +271,7 @@ class Outbox:
         except BatonError as exc:
             if not unreachable(exc):
                 raise
+            self.last_error = exc
             self._unreached()
             return self._kept(broker, queue, payload, messages, many=many, cause=exc)
 
@@ -524,7 +525,7 @@ class Outbox:
             self._failed(seq, error, code="dedup_window_passed")
 
     # -- the end -------------------------------------------------------------------------
-    def stop(self, timeout: float | None = None) -> None:
+    def stop(self) -> None:
         """Stop the background forwarder (without waiting for it: see :meth:`join`)."""
         self._stop.set()
         self._wake.set()
@@ -534,11 +535,12 @@ class Outbox:
             self._thread.join(timeout)
 
     def close(self) -> None:
-        """Stop the forwarder, wait for it, and close the file (what waits stays in it)."""
+        """Stop the forwarder, wait for it (a forward under way ends with its answer, or
+        with the client's timeout), and close the file (what waits stays in it)."""
         if self._closed:
             return
         self.stop()
-        self.join()
+        self.join(None if self._client is None else self._client.timeout + 5)
         self._closed = True
         with self._db_lock:
             self._db.close()
