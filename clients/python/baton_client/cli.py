@@ -48,7 +48,7 @@ def message_json(message: Message) -> dict[str, Any]:
     not UTF-8) and ``body_base64``."""
     data: dict[str, Any] = {}
     for f in fields(message):
-        if f.name in ("_client", "extra", "body"):
+        if f.name in ("_client", "extra", "body") or (f.name == "queued" and not message.queued):
             continue
         value = getattr(message, f.name)
         data[f.name] = value.isoformat() if isinstance(value, datetime) else value
