@@ -444,8 +444,7 @@ class Outbox:
 
     def _left(self) -> int:
         left = self.depth
-        if left == 0:
-            self._hint = False
+        self._hint = left > 0  # messages another client left count too: puts go behind them
         return left
 
     def _batch(self, broker: str, queue: str) -> list[tuple[int, str | None, str]]:
