@@ -267,20 +267,25 @@ def test_two_clients_on_one_file_never_forward_at_once(platform, admin, fresh, t
 
 
 class _Unavailable(BaseHTTPRequestHandler):
-    """A proxy whose platform is not there: 503 to everything."""
+    """A proxy whose platform is not there: 502 to a POST (a REST put), 503 to a GET (the
+    session's WebSocket handshake)."""
 
-    def _answer(self) -> None:
-        self.send_response(503)
+    def _answer(self, status: int) -> None:
+        self.send_response(status)
         self.send_header("Content-Length", "0")
         self.end_headers()
 
-    do_GET = do_POST = _answer
+    def do_POST(self) -> None:
+        self._answer(502)
+
+    def do_GET(self) -> None:
+        self._answer(503)
 
     def log_message(self, *args) -> None:
         pass
 
 
-def test_503_504_from_a_proxy_are_kept_other_errors_raised(platform, client, broker, transport, tmp_path):
+def test_a_proxy_answering_502_or_503_is_kept_an_answer_is_raised(platform, client, broker, transport, tmp_path):
     proxy = ThreadingHTTPServer(("127.0.0.1", 0), _Unavailable)
     threading.Thread(target=proxy.serve_forever, daemon=True).start()
     path = tmp_path / "proxy.sqlite"
