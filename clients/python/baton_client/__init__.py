@@ -4,6 +4,16 @@ one exception hierarchy the server raises too (:mod:`.errors`)."""
 from .client import *  # noqa: F403 - the client's public names
 from .client import __all__ as _client_names
 from .errors import CLIENT_ONLY, ERRORS, NotAcceptable, UnsupportedMediaType, error_from_body
+from .outbox import FailedMessage, Outbox
 
-__all__ = [*_client_names, "CLIENT_ONLY", "ERRORS", "NotAcceptable", "UnsupportedMediaType", "error_from_body"]
+__all__ = [
+    *_client_names,
+    "CLIENT_ONLY",
+    "ERRORS",
+    "NotAcceptable",
+    "UnsupportedMediaType",
+    "error_from_body",
+    "Outbox",
+    "FailedMessage",
+]
 __version__ = "0.2.0"

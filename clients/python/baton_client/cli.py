@@ -8,6 +8,13 @@ The verbs a remote user needs, named as ``manage.py baton`` names them on the se
     baton publish BROKER TOPIC [BODY]    publish on a topic; prints msg_id and matched
     baton display broker [NAME]          a broker's definition (JSON), or every broker's
     baton display queue BROKER [NAME]    a queue's definition and depths (JSON), or every queue's
+    baton outbox show --outbox PATH      what waits in an outbox, and what the platform refused (JSON)
+    baton outbox flush --outbox PATH     forward what waits in an outbox; prints how many are left
+
+``put --outbox PATH``: a persistent put the platform cannot take now (down, unreachable, a
+proxy's 502/503/504) is kept in the durable outbox PATH and forwarded, exactly once and in
+order, by a later ``baton`` call with the same ``--outbox`` (``put`` or ``outbox flush``);
+such a put prints ``queued <dedup_key>`` and exits 0.
 
 Where and who: ``--url`` (or ``BATON_URL``, by default http://127.0.0.1:8000) and
 ``--token`` (or ``BATON_TOKEN``: the key ``manage.py baton token USER`` prints). Exit codes,
@@ -29,6 +36,7 @@ from typing import Any
 
 from .client import Client, Message
 from .errors import BatonError
+from .outbox import Outbox
 
 #: Exit codes: a message was got (or the verb done), none was available, an error.
 OK, NONE_AVAILABLE, FAILED = 0, 1, 2
@@ -40,7 +48,7 @@ def message_json(message: Message) -> dict[str, Any]:
     not UTF-8) and ``body_base64``."""
     data: dict[str, Any] = {}
     for f in fields(message):
-        if f.name in ("_client", "extra", "body"):
+        if f.name in ("_client", "extra", "body") or (f.name == "queued" and not message.queued):
             continue
         value = getattr(message, f.name)
         data[f.name] = value.isoformat() if isinstance(value, datetime) else value
@@ -94,7 +102,36 @@ def _descriptor(args: argparse.Namespace) -> dict[str, Any]:
 
 def put(client: Client, args: argparse.Namespace, out) -> int:
     message = client.put(args.broker, args.queue, _body(args.body), **_descriptor(args))
+    if message.queued:
+        out.write(f"queued {message.extra['dedup_key']}\n")
+        sys.stderr.write(
+            f"baton: the platform could not be reached; the message was kept in the outbox {args.outbox} "
+            f"({client.outbox.depth} waiting): a later baton call with --outbox {args.outbox} forwards it.\n"
+        )
+        return OK
     out.write(message.msg_id + "\n")
+    if client.outbox is not None and client.outbox.depth:
+        client.outbox.flush(timeout=0)  # the platform answers: one round for what other queues keep
+    return OK
+
+
+def outbox(client: Client | None, args: argparse.Namespace, out) -> int:
+    """``outbox show``: depth, bytes and the failed messages (JSON); ``outbox flush``:
+    forward, print how many are left (exit 1 when some are)."""
+    if args.action == "show":
+        with Outbox(args.outbox, forward_thread=False) as box:
+            failed = [{k: v for k, v in vars(f).items() if k != "extra"} for f in box.failed]
+            shown = {"path": box.path, "depth": box.depth, "bytes": box.size, "failed": failed}
+        out.write(json.dumps(shown, indent=2, sort_keys=True) + "\n")
+        return OK
+    assert client is not None and client.outbox is not None
+    left = client.outbox.flush(timeout=args.wait)
+    out.write(f"{left}\n")
+    if left:
+        error = client.outbox.last_error
+        why = f" ({error})" if error else ""
+        sys.stderr.write(f"baton: {left} messages still wait in {args.outbox}{why}\n")
+        return NONE_AVAILABLE
     return OK
 
 
@@ -163,6 +200,7 @@ def parser_make() -> argparse.ArgumentParser:
     p.add_argument("queue")
     p.add_argument("body", nargs="?", help="the body; absent or '-': stdin")
     _message_options(p)
+    _outbox_option(p, required=False)
     p.set_defaults(run=put)
 
     p = verbs.add_parser("get", help="get (remove) messages from a queue; exit 1 when none")
@@ -193,7 +231,25 @@ def parser_make() -> argparse.ArgumentParser:
     p.add_argument("broker", nargs="?", help="display broker: the broker (none: every broker)")
     p.add_argument("name", nargs="?", help="display queue: the queue (none: every queue)")
     p.set_defaults(run=display)
+
+    p = verbs.add_parser("outbox", help="show or flush a durable outbox (see put --outbox)")
+    p.add_argument("action", choices=["show", "flush"])
+    _outbox_option(p, required=True)
+    p.add_argument(
+        "--wait", type=float, default=30, metavar="S", help="flush: keep trying up to S seconds (default 30)"
+    )
+    p.set_defaults(run=outbox)
     return parser
+
+
+def _outbox_option(parser: argparse.ArgumentParser, *, required: bool) -> None:
+    parser.add_argument(
+        "--outbox",
+        required=required,
+        metavar="PATH",
+        help="a durable outbox (SQLite file): a persistent put the platform cannot take now is kept there and "
+        "forwarded, exactly once, by a later baton call with the same --outbox",
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -201,7 +257,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.verb == "display" and args.object == "broker":
         args.name = args.broker  # display broker [NAME]
     try:
-        with Client(args.url, args.token, timeout=args.timeout, transport="rest") as client:
+        if args.verb == "outbox" and args.action == "show":
+            return outbox(None, args, sys.stdout)  # the file only: no platform
+        path = getattr(args, "outbox", None)
+        with Client(args.url, args.token, timeout=args.timeout, transport="rest", outbox=path) as client:
             return args.run(client, args, sys.stdout)
     except argparse.ArgumentTypeError as exc:
         sys.stderr.write(f"baton: {exc}\n")

@@ -35,6 +35,10 @@ It needs only the standard library, httpx and websockets (no Django)::
         if tx.state == "commit_held":                        # an upstream is still open
             tx.wait_committed(timeout=60)
 
+``Client(..., outbox="PATH")`` keeps a persistent put outside a unit of work that cannot
+reach the platform in a durable local outbox and forwards it later, exactly once and in
+order per queue (:mod:`.outbox`).
+
 Every error the server reports is raised as the class of the shared hierarchy
 (:mod:`.errors`, the one the server raises) chosen by its stable ``code`` (``QueueFull``
 for ``queue_full``, and so on); :class:`BatonClientError` is the base class's earlier name.
@@ -44,6 +48,7 @@ from __future__ import annotations
 
 import base64
 import functools
+import os
 import threading
 import time
 from concurrent.futures import Future
@@ -69,6 +74,7 @@ from .errors import (
     NotEmpty,
     NotFound,
     OptionsConflict,
+    OutboxFull,
     PermissionDenied,
     PutInhibited,
     QueueFull,
@@ -81,6 +87,7 @@ from .errors import (
     WorkflowConflict,
     error_from_body,
 )
+from .outbox import DEFAULT_KEY_RETENTION_S, DEFAULT_MAX_BYTES, DEFAULT_MAX_MESSAGES, Outbox
 from .session import Session
 
 
@@ -129,6 +136,7 @@ __all__ = [
     "RequestTimeout",
     "CommitTimeout",
     "WorkflowConflict",
+    "OutboxFull",
 ]
 
 #: The longest ``wait`` the server accepts for one long-poll (``BATON_MAX_WAIT_S``' default).
@@ -227,6 +235,8 @@ class Message:
     body_base64: str = ""
     #: The unit of work the put or get ran under (None when it was immediate).
     transaction: str | None = None
+    #: A put kept in the client's outbox, to be forwarded (``msg_id`` is None until then).
+    queued: bool = False
     #: Fields the server sent that this client does not know.
     extra: dict[str, Any] = field(default_factory=dict, repr=False)
     _client: "Client | None" = field(default=None, repr=False)
@@ -761,7 +771,11 @@ class Client:
     ``transport="rest"`` sends everything over REST (one keep-alive HTTP connection pool).
     An ``httpx`` transport object (e.g. ``httpx.MockTransport``) means REST through it.
     Close the client with :meth:`close` or use it as a context manager. ``timeout`` is for
-    the server's answer; long-polls (``wait``) get their wait added to it."""
+    the server's answer; long-polls (``wait``) get their wait added to it.
+
+    ``outbox``: the path of a durable outbox (:mod:`.outbox`; ``client.outbox``), bounded by
+    ``outbox_max_messages`` and ``outbox_max_bytes``; its keys are remembered by the
+    platform for ``outbox_key_retention`` seconds."""
 
     def __init__(
         self,
@@ -771,6 +785,10 @@ class Client:
         timeout: float = 30.0,
         transport: str | httpx.BaseTransport = "session",
         verify: Any = True,
+        outbox: str | os.PathLike | None = None,
+        outbox_max_messages: int = DEFAULT_MAX_MESSAGES,
+        outbox_max_bytes: int = DEFAULT_MAX_BYTES,
+        outbox_key_retention: float = DEFAULT_KEY_RETENTION_S,
     ) -> None:
         headers = {"Accept": "application/json", "User-Agent": "baton-client/0.2"}
         if token:
@@ -795,6 +813,16 @@ class Client:
         self._pending_lock = threading.Lock()
         #: Units of work a pipelined put of which failed: never committed by this client.
         self._failed_units: dict[str, BaseException] = {}
+        #: The durable outbox (:mod:`.outbox`), or None.
+        self.outbox: Outbox | None = None
+        if outbox is not None:
+            self.outbox = Outbox(
+                outbox,
+                self,
+                max_messages=outbox_max_messages,
+                max_bytes=outbox_max_bytes,
+                key_retention=outbox_key_retention,
+            )
 
     def __repr__(self) -> str:
         return f"Client({self.base_url!r}, transport={self.transport!r})"
@@ -807,9 +835,13 @@ class Client:
         return self
 
     def close(self) -> None:
+        if self.outbox is not None:
+            self.outbox.stop()  # a forward under way fails with the session: its messages stay
         if self._session is not None:
             self._session.close()
         self._http.close()
+        if self.outbox is not None:
+            self.outbox.close()
 
     def __enter__(self) -> "Client":
         return self
@@ -830,6 +862,8 @@ class Client:
             raise NetworkError(f"{method} {path}: {exc}") from exc
         if response.status_code >= 400:
             raise error_from_response(response)
+        if self.outbox is not None:
+            self.outbox.answered()
         if response.status_code == 204 or not response.content:
             return None
         try:
@@ -860,7 +894,10 @@ class Client:
             # (the session applies them first); their errors surface at the next call.
             self._settle(transaction, answered_only=op == "get" and self._session is not None)
         if self._session is not None:
-            return self._session.call(op, fields, wait=wait)
+            data = self._session.call(op, fields, wait=wait)
+            if self.outbox is not None:
+                self.outbox.answered()
+            return data
         return self._request(method, path, json=body, params=params, wait=wait)
 
     def _settle(self, transaction: str, *, raise_errors: bool = True, answered_only: bool = False) -> None:
@@ -1023,13 +1060,23 @@ class Client:
             with self._pending_lock:
                 self._pending.setdefault(txn, []).append(pending)
             return pending
-        data = self._operation(
+        if self.outbox is not None and Outbox.takes(payload, many):
+            return self.outbox.put(broker, queue, payload, many=many)
+        return self._put_now(broker, queue, payload, many=many)
+
+    def _forward_put(self, broker: str, queue: str, payload: dict[str, Any]) -> Any:
+        """A put of the outbox's kept messages (``{"messages": [...]}``), as it is."""
+        return self._operation(
             "put",
             {"broker": broker, "queue": queue, **payload},
             "POST",
             self._queue_path(broker, queue) + "messages/",
             body=payload,
         )
+
+    def _put_now(self, broker: str, queue: str, payload: dict[str, Any], *, many: bool) -> Any:
+        """A put sent and answered (not pipelined): the message, or the list of them."""
+        data = self._forward_put(broker, queue, payload)
         data = _put_bodies(data, payload, many=many)
         if many:
             txn = data.get("transaction")

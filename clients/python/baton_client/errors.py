@@ -43,6 +43,7 @@ __all__ = [
     "NetworkError",
     "RequestTimeout",
     "CommitTimeout",
+    "OutboxFull",
     "ERRORS",
     "CLIENT_ONLY",
     "error_class",
@@ -267,6 +268,13 @@ class CommitTimeout(BatonError):
     status = None
 
 
+class OutboxFull(BatonError):
+    """The client's outbox is at its size limit: the put was not kept (nothing was sent)."""
+
+    code = "outbox_full"
+    status = None
+
+
 def _subclasses(cls: type[BatonError]) -> list[type[BatonError]]:
     found = []
     for sub in cls.__subclasses__():
@@ -275,7 +283,7 @@ def _subclasses(cls: type[BatonError]) -> list[type[BatonError]]:
 
 
 #: The codes only the client raises.
-CLIENT_ONLY = frozenset({"server_error", "network_error", "timeout", "commit_timeout"})
+CLIENT_ONLY = frozenset({"server_error", "network_error", "timeout", "commit_timeout", "outbox_full"})
 
 #: Every code the client knows, to its class: the classes of this module (a server's
 #: subclasses, e.g. ``BrokerNotFound(NotFound)``, share their parent's code).
