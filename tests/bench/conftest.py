@@ -1,0 +1,20 @@
+"""The benchmark tools' own tests: every test in this directory is marked ``bench`` and so
+left out of the default suite (pyproject's ``addopts``: ``-m "not bench"``). They run each
+benchmark end to end on its smallest workload and check its options and the shape of its
+output, never a figure: ``./platform/test -m bench`` (both passes) or
+``python -m pytest -m bench tests/bench``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).parent
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if Path(item.fspath).is_relative_to(HERE):
+            item.add_marker(pytest.mark.bench)
