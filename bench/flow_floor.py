@@ -35,7 +35,7 @@ from typing import Iterator
 
 from .bare_server import bare_server_started, bare_server_stopped, frames_answered
 from .flows import GET_WAIT_S, flows
-from .live import HOST
+from tests.support.live import HOST
 from .report import Result, body_text
 
 #: The server's SQLite file.

@@ -52,7 +52,7 @@ from . import floor_contract as contract
 from .bare_server import bare_server_started, bare_server_stopped
 from .flow_floor import floor_sides
 from .flows import flows
-from .live import HOST
+from tests.support.live import HOST
 from .report import Result, body_text
 
 #: The server's PostgreSQL (a libpq connection string).

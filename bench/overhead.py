@@ -26,7 +26,7 @@ from pathlib import Path
 
 import httpx
 
-from .live import LivePlatform
+from tests.support.live import LivePlatform
 
 #: The session scenarios use a queue of their own: their gets find what their puts put.
 BROKER, QUEUE, SESSION_QUEUE = "OVERHEAD", "Q", "S"

@@ -43,7 +43,7 @@ from websockets.sync.client import connect
 
 from .bare_server import bare_server_started, bare_server_stopped, frames_answered
 from .floor import Floor
-from .live import HOST, LivePlatform
+from tests.support.live import HOST, LivePlatform
 
 BROKER, QUEUE = "FLOOR", "Q"
 REPLIES_ENV = "BATON_FLOOR_REPLIES"

@@ -18,3 +18,12 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if Path(item.fspath).is_relative_to(HERE):
             item.add_marker(pytest.mark.bench)
+
+
+@pytest.fixture(autouse=True)
+def _bench_settings(monkeypatch, settings):
+    """The benchmarks run with bench.settings (the platform's and the bench app): the
+    commands these tests start as ``manage.py COMMAND`` inherit it, and those they call in
+    this process find it installed."""
+    monkeypatch.setenv("DJANGO_SETTINGS_MODULE", "bench.settings")
+    settings.INSTALLED_APPS = [*settings.INSTALLED_APPS, "bench"]

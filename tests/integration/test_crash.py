@@ -26,9 +26,9 @@ from contextlib import contextmanager
 import pytest
 from django.conf import settings
 
-from bench.checker import history_checked
-from bench.live import LivePlatform
-from bench.workload import (
+from tests.support.checker import history_checked
+from tests.support.live import LivePlatform
+from tests.support.workload import (
     BROKER_A,
     XQ,
     Consumer,

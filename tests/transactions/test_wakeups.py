@@ -31,7 +31,7 @@ class Waiter:
 
     def __init__(self, env: dict[str, str], count: int) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "bench.wakeup_waiter", "QM1", "Q1", str(count), "60"],
+            [sys.executable, "-m", "tests.support.wakeup_waiter", "QM1", "Q1", str(count), "60"],
             cwd=ROOT,
             env=env,
             stdout=subprocess.PIPE,

@@ -22,11 +22,11 @@ from contextlib import ExitStack
 
 from django.core.management.base import BaseCommand, CommandError
 
-from bench.checker import history_checked
+from tests.support.checker import history_checked
 from bench.diagnosis import explained
-from bench.live import LivePlatform, PlatformError, postgres_scratch_database
+from tests.support.live import LivePlatform, PlatformError, postgres_scratch_database
 from bench.report import BenchmarkError
-from bench.scratch import Scratch, sigterm_as_interrupt
+from tests.support.scratch import Scratch, sigterm_as_interrupt
 from bench.soak import (
     FD_GROWTH_PER_H,
     RSS_GROWTH_MIB_PER_H,
@@ -37,7 +37,7 @@ from bench.soak import (
     samples_table,
     summary_table,
 )
-from bench.workload import Load, Settings, open_transactions, queue_contents, quiet, topology_define
+from tests.support.workload import Load, Settings, open_transactions, queue_contents, quiet, topology_define
 from brokers.client import Client
 
 #: The load: every client runs flat out except producers, which pause between rounds so
@@ -144,7 +144,7 @@ class Command(BaseCommand):
             database_url, form = scratch.database_url, {}
             database = f"SQLite {sqlite3.sqlite_version} (scratch file, synchronous=FULL)"
             if options["scaled"]:
-                from bench.redisserver import redis_server
+                from tests.support.redisserver import redis_server
 
                 database_url = stack.enter_context(postgres_scratch_database(options["server"], "baton_soak"))
                 redis = stack.enter_context(redis_server())
