@@ -40,7 +40,7 @@ from tests.support.workload import (
     quiet,
     topology_define,
 )
-from brokers.client import Client
+from baton_client import Client
 
 from .servers import poll_until
 

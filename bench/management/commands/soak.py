@@ -38,7 +38,7 @@ from bench.soak import (
     summary_table,
 )
 from tests.support.workload import Load, Settings, open_transactions, queue_contents, quiet, topology_define
-from brokers.client import Client
+from baton_client import Client
 
 #: The load: every client runs flat out except producers, which pause between rounds so
 #: that consumers keep up over a long run.
