@@ -1,6 +1,6 @@
 """The floor under the queue flow through sessions: a bare server that does only what the
 flow's calls must, on the embedded default's stack, measured in the same run as Baton and
-its peers (``manage.py benchmark --peers`` on SQLite; docs/performance.md, "The flow's
+its peers (``python -m bench benchmark --peers`` on SQLite; docs/performance.md, "The flow's
 floor").
 
 Uvicorn (the same WebSocket protocol as Baton's server) serves ``app`` below: each request

@@ -1,4 +1,4 @@
-"""Wake-up latency across processes (``python manage.py benchmark_wakeups``).
+"""Wake-up latency across processes (``python -m bench benchmark_wakeups``).
 
 In a child process on a scratch database (``--phase run``), the committer defines a
 broker and a queue and starts a waiter process (:mod:`.wakeup_waiter`). N times: the

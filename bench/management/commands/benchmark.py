@@ -1,4 +1,4 @@
-"""python manage.py benchmark: messages per second on the put and get paths.
+"""python -m bench benchmark: messages per second on the put and get paths.
 
 Runs on a scratch database of its own (a fresh SQLite file in a temporary directory, or
 the database ``--database-url`` names), never on the platform's. See bench/.

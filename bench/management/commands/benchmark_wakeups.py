@@ -1,4 +1,4 @@
-"""python manage.py benchmark_wakeups: latency from a commit in one process to a get
+"""python -m bench benchmark_wakeups: latency from a commit in one process to a get
 waiting in another returning, p50 and p99, per wake-up bus.
 
 Scenarios: ``sqlite`` (a fresh SQLite file; local datagram sockets), ``postgres`` (a
