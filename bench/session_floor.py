@@ -4,7 +4,7 @@ frame, beside what Baton's session costs, with the same client in the same run
 
     python -m bench.session_floor [--units 300] [--rounds 3] [--gap-ms 0 [1 5 ...]] [--json]
 
-Starts Baton's web server as ``platform/up`` starts it (``bench.live``, SQLite in a scratch
+Starts Baton's web server as ``platform/up`` starts it (``tests.support.live``, SQLite in a scratch
 directory, ``synchronous=FULL``) and, beside it, Uvicorn serving a bare ASGI application
 (``app`` below) that answers each request frame with the reply Baton gave to the same
 operation (recorded first, so both send the same bytes), after decoding the request and

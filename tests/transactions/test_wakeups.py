@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 class Waiter:
-    """``bench.wakeup_waiter`` in a process of its own."""
+    """``tests.support.wakeup_waiter`` in a process of its own."""
 
     def __init__(self, env: dict[str, str], count: int) -> None:
         self.proc = subprocess.Popen(

@@ -7,7 +7,7 @@ the scaled-out form: two web servers and two workers on a scratch PostgreSQL dat
 (created on the server ``--database-url`` or DATABASE_URL names, dropped afterwards) and a
 throwaway Redis server (Celery's transport, the channel layer, the wake-up bus), the
 clients spread over both web servers. See bench/soak.py for the measurements
-and bench/workload.py for the load.
+and tests/support/workload.py for the load.
 """
 
 from __future__ import annotations
