@@ -1,4 +1,9 @@
-"""Throughput benchmark of the put and get paths (``python manage.py benchmark``).
+"""Benchmarks and the soak, run from the checkout, not part of the installed product:
+``python -m bench COMMAND`` (bench/__main__.py, with bench/settings.py), or
+``python -m bench.<tool>`` for the standalone tools. docs/performance.md says what each
+measures.
+
+The throughput benchmark of the put and get paths (``python -m bench benchmark``):
 
 Measures messages per second for put+commit and get+commit of 1 KiB persistent messages,
 one message per unit of work and 100 per unit of work:
@@ -11,7 +16,7 @@ one message per unit of work and 100 per unit of work:
   REST and over sessions, and on the peers: a plain PostgreSQL table queue and RabbitMQ
   (:mod:`.rabbitmq`).
 
-Everything runs on a scratch database (:mod:`.scratch`): a fresh SQLite file in a
+Everything runs on a scratch database (:mod:`tests.support.scratch`): a fresh SQLite file in a
 temporary directory unless a database URL is given. The parts that need Django on that
 database run in child processes (the command re-executed with ``--phase``) whose
 environment points ``DATABASE_URL`` and ``BATON_VAR_DIR`` there, so the calling process

@@ -13,8 +13,8 @@ import time
 from pathlib import Path
 from typing import Any, Awaitable, Callable
 
-from .live import HOST
-from .scratch import WS_PROTOCOL
+from tests.support.live import HOST
+from tests.support.scratch import WS_PROTOCOL
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -1,5 +1,5 @@
 """Explaining a checker finding: for each body the checker names (lost, duplicated,
-visible uncommitted), what the clients did with it (the load's trace, bench/workload.py)
+visible uncommitted), what the clients did with it (the load's trace, tests/support/workload.py)
 and what the database holds about it: its message rows, the journal events of its message
 ids, and the units of work those touch (state, reason, cause, times, links).
 

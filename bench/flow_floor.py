@@ -1,6 +1,6 @@
 """The floor under the queue flow through sessions: a bare server that does only what the
 flow's calls must, on the embedded default's stack, measured in the same run as Baton and
-its peers (``manage.py benchmark --peers`` on SQLite; docs/performance.md, "The flow's
+its peers (``python -m bench benchmark --peers`` on SQLite; docs/performance.md, "The flow's
 floor").
 
 Uvicorn (the same WebSocket protocol as Baton's server) serves ``app`` below: each request
@@ -35,7 +35,7 @@ from typing import Iterator
 
 from .bare_server import bare_server_started, bare_server_stopped, frames_answered
 from .flows import GET_WAIT_S, flows
-from .live import HOST
+from tests.support.live import HOST
 from .report import Result, body_text
 
 #: The server's SQLite file.

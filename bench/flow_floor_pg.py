@@ -1,6 +1,6 @@
 """The floor under the queue flow through sessions on PostgreSQL: a bare server that does only
 what the flow's calls must, in front of the plain PostgreSQL queue's own statements, measured
-in the same run as Baton and the plain queue (``manage.py benchmark --postgres --peers``;
+in the same run as Baton and the plain queue (``python -m bench benchmark --postgres --peers``;
 docs/performance.md, "PostgreSQL: the flow's floor").
 
 Uvicorn (the same WebSocket protocol as Baton's server, pinned to a CPU as Baton's is) serves
@@ -52,7 +52,7 @@ from . import floor_contract as contract
 from .bare_server import bare_server_started, bare_server_stopped
 from .flow_floor import floor_sides
 from .flows import flows
-from .live import HOST
+from tests.support.live import HOST
 from .report import Result, body_text
 
 #: The server's PostgreSQL (a libpq connection string).

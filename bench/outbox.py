@@ -24,7 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from .live import LivePlatform
+from tests.support.live import LivePlatform
 
 BROKER, QUEUE, DIRECT = "OUTBOX.BENCH", "KEPT", "DIRECT"
 

@@ -3,7 +3,7 @@
 
     python -m bench.overhead [--units 300] [--batch 100] [--database-url URL] [--json]
 
-Starts Uvicorn as ``platform/up`` starts it (``bench.live``) on a scratch
+Starts Uvicorn as ``platform/up`` starts it (``tests.support.live``) on a scratch
 directory, then, one client, one request at a time: units of work of one 1 KiB persistent
 message (begin, put, commit) over REST, a ``GET /api/brokers/{b}/`` (a request without a
 database transaction), and the same units of work over a session (the put pipelined, as
@@ -26,7 +26,7 @@ from pathlib import Path
 
 import httpx
 
-from .live import LivePlatform
+from tests.support.live import LivePlatform
 
 #: The session scenarios use a queue of their own: their gets find what their puts put.
 BROKER, QUEUE, SESSION_QUEUE = "OVERHEAD", "Q", "S"

@@ -1,4 +1,4 @@
-"""The scenarios of ``manage.py benchmark_pubsub`` (run in its child process, on the
+"""The scenarios of ``python -m bench benchmark_pubsub`` (run in its child process, on the
 scratch database)."""
 
 from __future__ import annotations

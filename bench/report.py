@@ -8,6 +8,8 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
+from tests.support.errors import BenchmarkError
+
 BODY_BYTES = 1024
 #: The batch sizes measured: one message per unit of work, and this many.
 BATCHES = (1, 100)
@@ -43,10 +45,6 @@ def body_text() -> str:
 
 def queue_name(path: str, clients: int, batch: int) -> str:
     return f"BENCH.{path.upper()}.C{clients}.B{batch}"
-
-
-class BenchmarkError(Exception):
-    """The benchmark could not run (a request failed, a child process failed, ...)."""
 
 
 @dataclass

@@ -4,7 +4,7 @@ frame, beside what Baton's session costs, with the same client in the same run
 
     python -m bench.session_floor [--units 300] [--rounds 3] [--gap-ms 0 [1 5 ...]] [--json]
 
-Starts Baton's web server as ``platform/up`` starts it (``bench.live``, SQLite in a scratch
+Starts Baton's web server as ``platform/up`` starts it (``tests.support.live``, SQLite in a scratch
 directory, ``synchronous=FULL``) and, beside it, Uvicorn serving a bare ASGI application
 (``app`` below) that answers each request frame with the reply Baton gave to the same
 operation (recorded first, so both send the same bytes), after decoding the request and
@@ -43,7 +43,7 @@ from websockets.sync.client import connect
 
 from .bare_server import bare_server_started, bare_server_stopped, frames_answered
 from .floor import Floor
-from .live import HOST, LivePlatform
+from tests.support.live import HOST, LivePlatform
 
 BROKER, QUEUE = "FLOOR", "Q"
 REPLIES_ENV = "BATON_FLOOR_REPLIES"

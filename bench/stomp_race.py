@@ -33,7 +33,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 
 from .report import BenchmarkError, body_text, raced
-from .scratch import HOST, Scratch, base_dir, free_port, process_stopped
+from tests.support.scratch import HOST, Scratch, base_dir, free_port, process_stopped
 
 #: (scenario, messages per receipt): one per SEND with a receipt, 100 per transaction.
 SCENARIOS = (("send+receipt", 1), ("transaction/100", 100))
@@ -218,7 +218,7 @@ def _manage(scratch: Scratch, *args: str, python: bool = False) -> str:
 
 def _manage_each(scratch: Scratch, *commands: list[str]) -> list[str]:
     """``manage.py`` for each of ``commands`` in turn, in one process; what each printed."""
-    from .live import MANAGE_EACH
+    from tests.support.live import MANAGE_EACH
 
     return json.loads(_manage(scratch, "-c", MANAGE_EACH, json.dumps(list(commands)), python=True))
 

@@ -1,4 +1,4 @@
-"""Wake-up latency across processes (``python manage.py benchmark_wakeups``).
+"""Wake-up latency across processes (``python -m bench benchmark_wakeups``).
 
 In a child process on a scratch database (``--phase run``), the committer defines a
 broker and a queue and starts a waiter process (:mod:`.wakeup_waiter`). N times: the
@@ -22,7 +22,7 @@ import time
 from dataclasses import asdict, dataclass
 
 from .report import BenchmarkError, grid
-from .scratch import base_dir
+from tests.support.scratch import base_dir
 
 QUEUE = "LATENCY"
 #: The waiter's get waits at most this long: a lost wake-up shows as a latency this long.
@@ -129,7 +129,7 @@ def wakeup_latencies(*, broker: str, messages: int, env: dict[str, str]) -> dict
     broker_define(name=broker)
     queue_define(broker=broker, name=QUEUE)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "bench.wakeup_waiter", broker, QUEUE, str(messages), str(WAIT_S)],
+        [sys.executable, "-m", "tests.support.wakeup_waiter", broker, QUEUE, str(messages), str(WAIT_S)],
         cwd=base_dir(),
         env=env,
         stdin=subprocess.DEVNULL,

@@ -53,7 +53,7 @@ ROUTE_WORDS = {
 
 
 def name_not_route(value: str) -> None:
-    """Names may hold '/' (DESIGN.md §2), as path-like names (``orders/eu``), but each
+    """Names may hold '/' (docs/design.md §2), as path-like names (``orders/eu``), but each
     '/'-separated part must be a plain name: not empty (no leading, trailing or double '/'),
     not ``.`` or ``..`` (a browser or proxy would resolve them as path steps: ``../../x``
     leads elsewhere), and not a word the paths use after a name."""

@@ -47,8 +47,8 @@ def _quick_password_hashes():
 @pytest.fixture(scope="session")
 def redis_server():
     """A real Redis server (Debian's redis-server) for the session, stopped at its end."""
-    from bench.redisserver import redis_binary, redis_server as started
-    from bench.report import BenchmarkError
+    from tests.support.redisserver import redis_binary, redis_server as started
+    from tests.support.errors import BenchmarkError
 
     try:
         redis_binary()

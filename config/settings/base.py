@@ -71,7 +71,6 @@ INSTALLED_APPS = [
     "ingest",
     "analytics",
     "stomp_server",
-    "bench",  # benchmarks and the soak test (commands only); no product app imports it
     "axes",  # sign-in throttling (config/settings/signin.py)
 ]
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from bench.diagnosis import explained, trace_steps
-from bench.workload import History
+from tests.support.workload import History
 
 pytestmark = pytest.mark.once
 

@@ -1,6 +1,6 @@
 """Fixtures for the client tests: one real platform (Uvicorn, Celery worker and beat, after
 migrate and api_token, in a temporary directory) for the package's tests, started with the
-integration suite's helper, and a :class:`brokers.client.Client` talking to it over each
+integration suite's helper, and a :class:`baton_client.Client` talking to it over each
 transport: a session (the default) and REST; every test that uses ``client`` runs on both."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import itertools
 
 import pytest
 
-from brokers.client import Client
+from baton_client import Client
 from tests.integration.servers import RUNNING, platform_started
 
 _names = itertools.count(1)

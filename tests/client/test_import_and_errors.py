@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from brokers.client import (
+from baton_client import (
     AlreadyExists,
     BatonClientError,
     Client,
@@ -44,7 +44,7 @@ def test_the_client_imports_without_django():
         [
             sys.executable,
             "-c",
-            "import sys; import brokers.client; assert 'django' not in sys.modules, "
+            "import sys; import baton_client; assert 'django' not in sys.modules, "
             "sorted(m for m in sys.modules if m.startswith('django'))",
         ],
         cwd=ROOT,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from brokers.client import Lock, NotFound
+from baton_client import Lock, NotFound
 
 pytestmark = [pytest.mark.integration, pytest.mark.once]  # once: its servers use SQLite in either pass
 

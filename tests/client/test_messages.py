@@ -8,7 +8,7 @@ from dataclasses import fields
 
 import pytest
 
-from brokers.client import (
+from baton_client import (
     AlreadyExists,
     Batch,
     Client,
@@ -196,7 +196,7 @@ def test_error_mapping(platform, client, broker):
 def test_queue_names_that_would_make_urls_ambiguous_are_refused(client, broker):
     """Names may hold '/', but not a part the API's paths use after a name ("X/get",
     "X/messages", ...): those would be routed to another endpoint, so they are refused."""
-    from brokers.client import InvalidInput
+    from baton_client import InvalidInput
 
     for name in ("IN/get", "IN/messages", "A/queues/B"):
         with pytest.raises(InvalidInput):

@@ -8,7 +8,7 @@ import itertools
 
 import pytest
 
-from brokers.client import Client, NotFound, Transaction
+from baton_client import Client, NotFound, Transaction
 from tests.integration.servers import users_granted
 
 pytestmark = pytest.mark.once  # once: its servers use SQLite in either pass

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from brokers.client import InvalidInput, QueueFull
+from baton_client import InvalidInput, QueueFull
 
 pytestmark = [pytest.mark.integration, pytest.mark.once]  # once: its servers use SQLite in either pass
 

@@ -11,7 +11,7 @@ import threading
 
 import pytest
 
-from brokers.client import Client, NetworkError, PendingPut, PutInhibited
+from baton_client import Client, NetworkError, PendingPut, PutInhibited
 from tests.integration.servers import poll_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.once]  # once: its servers use SQLite in either pass

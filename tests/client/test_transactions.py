@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from brokers.client import CommitResult, CommitTimeout, TransactionBackedOut, TransactionNotActive
+from baton_client import CommitResult, CommitTimeout, TransactionBackedOut, TransactionNotActive
 from tests.integration.servers import poll_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.once]  # once: its servers use SQLite in either pass

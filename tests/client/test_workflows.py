@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from brokers.client import NotFound
+from baton_client import NotFound
 from baton_client.errors import WorkflowConflict
 
 pytestmark = [pytest.mark.integration, pytest.mark.once]  # once: its servers use SQLite in either pass

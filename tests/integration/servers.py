@@ -22,8 +22,8 @@ from typing import Callable, Iterator, TypeVar
 
 import httpx
 
-from bench.live import MANAGE_EACH
-from bench.scratch import WS_PROTOCOL
+from tests.support.live import MANAGE_EACH
+from tests.support.scratch import WS_PROTOCOL
 
 ROOT = Path(__file__).resolve().parents[2]
 PYTHON = sys.executable

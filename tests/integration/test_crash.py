@@ -1,7 +1,7 @@
 """The crash test: producers, pre-emptive consumers, a channel between two brokers and
-peek-lock consumers (bench/workload.py) run against a live platform while the
+peek-lock consumers (tests/support/workload.py) run against a live platform while the
 web server and the Celery worker are killed with SIGKILL at random moments and started
-again. Then the total-queue checker (bench/checker.py) judges what the clients
+again. Then the total-queue checker (tests/support/checker.py) judges what the clients
 were told against what the queues hold: nothing lost, nothing duplicated, nothing
 uncommitted visible, no unit of work stuck. See docs/testing.md.
 
@@ -26,9 +26,9 @@ from contextlib import contextmanager
 import pytest
 from django.conf import settings
 
-from bench.checker import history_checked
-from bench.live import LivePlatform
-from bench.workload import (
+from tests.support.checker import history_checked
+from tests.support.live import LivePlatform
+from tests.support.workload import (
     BROKER_A,
     XQ,
     Consumer,
@@ -40,7 +40,7 @@ from bench.workload import (
     quiet,
     topology_define,
 )
-from brokers.client import Client
+from baton_client import Client
 
 from .servers import poll_until
 

@@ -21,7 +21,7 @@ import pytest
 
 from baton_client import Client
 from baton_client.errors import BatonError, WorkflowConflict
-from bench.live import LivePlatform
+from tests.support.live import LivePlatform
 
 from .test_crash import PLATFORM_ENV, Killer, database_of_its_own
 

@@ -1,6 +1,6 @@
 """The soak and the crash test on the scaled-out form: two web servers and two workers on
 PostgreSQL and Redis, the clients spread over both web servers. Short here (the PostgreSQL
-pass); the long modes are ``manage.py soak --scaled --minutes 30`` and
+pass); the long modes are ``python -m bench soak --scaled --minutes 30`` and
 ``BATON_CRASH_KILLS_SCALED=200`` (docs/testing.md)."""
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ FDS_MORE_AT_MOST, RSS_MIB_MORE_AT_MOST = 16, 32
 def test_soak_on_the_scaled_out_form_loses_and_duplicates_nothing_and_stays_flat():
     env = {**os.environ, "DATABASE_URL": database_url()}  # the server: the soak makes a database of its own there
     result = subprocess.run(
-        [sys.executable, "manage.py", "soak", "--scaled", "--seconds", "8", "--interval", "1", "--json"],
+        [sys.executable, "-m", "bench", "soak", "--scaled", "--seconds", "8", "--interval", "1", "--json"],
         check=False,
         cwd=ROOT,
         env=env,

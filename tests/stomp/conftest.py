@@ -9,7 +9,7 @@ import threading
 import pytest
 import stomp
 
-from bench.scratch import WS_PROTOCOL
+from tests.support.scratch import WS_PROTOCOL
 from brokers.services.access import api_token_issue
 from brokers.services.brokers import broker_define
 from brokers.services.queues import queue_define

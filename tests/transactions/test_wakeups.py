@@ -27,11 +27,11 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 class Waiter:
-    """``bench.wakeup_waiter`` in a process of its own."""
+    """``tests.support.wakeup_waiter`` in a process of its own."""
 
     def __init__(self, env: dict[str, str], count: int) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "bench.wakeup_waiter", "QM1", "Q1", str(count), "60"],
+            [sys.executable, "-m", "tests.support.wakeup_waiter", "QM1", "Q1", str(count), "60"],
             cwd=ROOT,
             env=env,
             stdout=subprocess.PIPE,

@@ -1,4 +1,4 @@
-"""python manage.py benchmark: messages per second on the put and get paths.
+"""python -m bench benchmark: messages per second on the put and get paths.
 
 Runs on a scratch database of its own (a fresh SQLite file in a temporary directory, or
 the database ``--database-url`` names), never on the platform's. See bench/.
@@ -23,7 +23,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from baton_client.errors import BatonError
 from bench.report import BATCH_MESSAGES_FACTOR, BenchmarkError, Result, json_rows, table
-from bench.scratch import SCRATCH_FLAG, Scratch, base_dir, sigterm_as_interrupt, url_masked
+from tests.support.scratch import SCRATCH_FLAG, Scratch, base_dir, sigterm_as_interrupt, url_masked
 
 #: About a minute and a half for the whole run on a 2-core machine with SQLite.
 DEFAULT_MESSAGES = 800
@@ -184,7 +184,7 @@ class Command(BaseCommand):
                 with ExitStack() as stack:
                     throwaway = None
                     if options["postgres"]:
-                        from bench.pgserver import postgres_server
+                        from tests.support.pgserver import postgres_server
 
                         self._progress(options, "benchmark: starting a throwaway PostgreSQL server")
                         throwaway = stack.enter_context(postgres_server(keep=options["keep"]))
@@ -364,7 +364,7 @@ class Command(BaseCommand):
                 raise BenchmarkError(f"the flow's floor: {exc}") from exc
         with ExitStack() as stack:
             if kind != "postgres":
-                from bench.pgserver import postgres_server
+                from tests.support.pgserver import postgres_server
 
                 self._progress(options, "benchmark: starting a throwaway PostgreSQL server for the PostgreSQL queue")
                 server = stack.enter_context(postgres_server(keep=options["keep"]))

@@ -1,4 +1,4 @@
-"""manage.py benchmark_ingest: records per second of a Spark ingest into a running platform."""
+"""python -m bench benchmark_ingest: records per second of a Spark ingest into a running platform."""
 
 from __future__ import annotations
 

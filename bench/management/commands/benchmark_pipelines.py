@@ -39,7 +39,7 @@ from bench.pipelines import (
     table,
 )
 from bench.report import BenchmarkError
-from bench.scratch import (
+from tests.support.scratch import (
     SCRATCH_FLAG,
     Scratch,
     base_dir,

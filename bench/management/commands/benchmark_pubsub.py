@@ -1,4 +1,4 @@
-"""python manage.py benchmark_pubsub: publications per second with many subscriptions.
+"""python -m bench benchmark_pubsub: publications per second with many subscriptions.
 
 Runs on a scratch database of its own (a fresh SQLite file in a temporary directory, or
 the database ``--database-url`` names), never on the platform's: the measuring runs in a
@@ -18,7 +18,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from bench.scratch import SCRATCH_FLAG, Scratch, base_dir, url_masked
+from tests.support.scratch import SCRATCH_FLAG, Scratch, base_dir, url_masked
 
 BROKER = "PUBSUB.BENCH"
 

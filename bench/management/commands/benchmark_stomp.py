@@ -13,7 +13,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from bench.rabbitmq import rabbitmq_available
 from bench.report import BenchmarkError
-from bench.scratch import SCRATCH_FLAG, Scratch, sigterm_as_interrupt
+from tests.support.scratch import SCRATCH_FLAG, Scratch, sigterm_as_interrupt
 from bench.stomp_race import (
     BROKER,
     QUEUE,

@@ -1,4 +1,4 @@
-"""python manage.py benchmark_wakeups: latency from a commit in one process to a get
+"""python -m bench benchmark_wakeups: latency from a commit in one process to a get
 waiting in another returning, p50 and p99, per wake-up bus.
 
 Scenarios: ``sqlite`` (a fresh SQLite file; local datagram sockets), ``postgres`` (a
@@ -25,7 +25,7 @@ from pathlib import Path
 from django.core.management.base import CommandError
 
 from bench.report import BenchmarkError
-from bench.scratch import SCRATCH_FLAG, Scratch, base_dir, process_stopped, sigterm_as_interrupt
+from tests.support.scratch import SCRATCH_FLAG, Scratch, base_dir, process_stopped, sigterm_as_interrupt
 from bench.wakeups import PAUSE_S, WAIT_S, WakeupResult, summary, table
 from bench.management.commands.benchmark import Command as BenchmarkCommand, _python
 
@@ -134,14 +134,14 @@ class Command(BenchmarkCommand):
                     pg_url = redis_url = None
                     for scenario in scenarios:
                         if scenario.startswith("postgres") and pg_url is None:
-                            from bench.pgserver import postgres_server
+                            from tests.support.pgserver import postgres_server
 
                             self._progress(options, f"{COMMAND}: starting a throwaway PostgreSQL server")
                             server = stack.enter_context(postgres_server(keep=options["keep"]))
                             pg_url = server.url
                             facts["servers"].append(server.describe())
                         if scenario == "postgres+redis" and redis_url is None:
-                            from bench.redisserver import redis_server
+                            from tests.support.redisserver import redis_server
 
                             self._progress(options, f"{COMMAND}: starting a throwaway Redis server")
                             server = stack.enter_context(redis_server())

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from bench.scratch import SCRATCH_FLAG, Scratch, base_dir, url_masked
+from tests.support.scratch import SCRATCH_FLAG, Scratch, base_dir, url_masked
 
 BROKER = "WORKFLOWS.BENCH"
 

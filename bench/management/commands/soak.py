@@ -7,7 +7,7 @@ the scaled-out form: two web servers and two workers on a scratch PostgreSQL dat
 (created on the server ``--database-url`` or DATABASE_URL names, dropped afterwards) and a
 throwaway Redis server (Celery's transport, the channel layer, the wake-up bus), the
 clients spread over both web servers. See bench/soak.py for the measurements
-and bench/workload.py for the load.
+and tests/support/workload.py for the load.
 """
 
 from __future__ import annotations
@@ -22,11 +22,11 @@ from contextlib import ExitStack
 
 from django.core.management.base import BaseCommand, CommandError
 
-from bench.checker import history_checked
+from tests.support.checker import history_checked
 from bench.diagnosis import explained
-from bench.live import LivePlatform, PlatformError, postgres_scratch_database
+from tests.support.live import LivePlatform, PlatformError, postgres_scratch_database
 from bench.report import BenchmarkError
-from bench.scratch import Scratch, sigterm_as_interrupt
+from tests.support.scratch import Scratch, sigterm_as_interrupt
 from bench.soak import (
     FD_GROWTH_PER_H,
     RSS_GROWTH_MIB_PER_H,
@@ -37,8 +37,8 @@ from bench.soak import (
     samples_table,
     summary_table,
 )
-from bench.workload import Load, Settings, open_transactions, queue_contents, quiet, topology_define
-from brokers.client import Client
+from tests.support.workload import Load, Settings, open_transactions, queue_contents, quiet, topology_define
+from baton_client import Client
 
 #: The load: every client runs flat out except producers, which pause between rounds so
 #: that consumers keep up over a long run.
@@ -144,7 +144,7 @@ class Command(BaseCommand):
             database_url, form = scratch.database_url, {}
             database = f"SQLite {sqlite3.sqlite_version} (scratch file, synchronous=FULL)"
             if options["scaled"]:
-                from bench.redisserver import redis_server
+                from tests.support.redisserver import redis_server
 
                 database_url = stack.enter_context(postgres_scratch_database(options["server"], "baton_soak"))
                 redis = stack.enter_context(redis_server())

@@ -27,7 +27,7 @@ schemathesis = pytest.importorskip("schemathesis")
 from schemathesis.checks import not_a_server_error  # noqa: E402  (after importorskip)
 from schemathesis.specs.openapi.checks import negative_data_rejection, response_schema_conformance  # noqa: E402
 
-from bench.scratch import WS_PROTOCOL  # noqa: E402
+from tests.support.scratch import WS_PROTOCOL  # noqa: E402
 from tests.integration.servers import PYTHON, ROOT, Server, base_env, free_port, manage, poll_until  # noqa: E402
 
 # once: its Uvicorn runs on a SQLite database of its own whatever the pass (base_env), so the

@@ -1,4 +1,4 @@
-"""The total-queue checker (bench/checker.py) on hand-made histories: it finds
+"""The total-queue checker (tests/support/checker.py) on hand-made histories: it finds
 every kind of violation it promises to, and accepts what indeterminate outcomes allow."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-from bench.checker import check
+from tests.support.checker import check
 from bench.soak import Series, samples_table, slope_per_hour, summary_table
 
 # no database of the suite's: once, in the SQLite pass

@@ -26,9 +26,9 @@ from pathlib import Path
 
 import httpx
 
-from .scratch import WS_PROTOCOL
+from tests.support.scratch import WS_PROTOCOL
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 HOST = "127.0.0.1"
 #: The processes a live platform runs, in start order (one web server and one worker).
 PROCESSES = ("web", "worker", "beat")

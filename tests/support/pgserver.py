@@ -21,8 +21,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from .report import BenchmarkError
-from .scratch import HOST, free_port
+from .errors import BenchmarkError
+from tests.support.scratch import HOST, free_port
 
 PG_ROOT = Path("/usr/lib/postgresql")
 USER = "baton"

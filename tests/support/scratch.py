@@ -127,7 +127,8 @@ class Scratch:
             **os.environ,
             "DATABASE_URL": self.database_url,
             "BATON_VAR_DIR": str(self.dir),
-            "DJANGO_SETTINGS_MODULE": "config.settings",
+            # the caller's: bench.settings for a benchmark (its phases are its own commands)
+            "DJANGO_SETTINGS_MODULE": os.environ.get("DJANGO_SETTINGS_MODULE", "config.settings"),
             "BATON_DEBUG": "0",
             "BATON_LOG_LEVEL": "WARNING",
             "PYTHONUNBUFFERED": "1",
@@ -156,7 +157,7 @@ class Scratch:
     def phase(self, name: str, *, command: str = "benchmark", **options) -> dict:
         """Run ``command`` (the benchmark's own) again as a child on the scratch database
         (``--phase name``) and return the JSON it leaves in its result file."""
-        from .report import BenchmarkError
+        from .errors import BenchmarkError
 
         result_file = self.dir / f"{name}.json"
         args = [

@@ -6,7 +6,7 @@ through the transmission queue XQ and a pre-emptive channel A → B; broker B wi
 brokers have short transaction timeouts, so a unit of work a client lost track of is rolled
 back by housekeeping soon.
 
-The clients, each a thread with its own connection (brokers/client.py):
+The clients, each a thread with its own connection (baton_client):
 
 - **producers** put messages with unique bodies on WORK: immediately (no unit of work), or
   under a unit of work they commit, roll back, or abandon to its timeout;
@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from brokers.client import (
+from baton_client import (
     BatonClientError,
     Client,
     CommitResult,

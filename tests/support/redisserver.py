@@ -12,8 +12,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from .report import BenchmarkError
-from .scratch import HOST, free_port
+from .errors import BenchmarkError
+from tests.support.scratch import HOST, free_port
 
 START_TIMEOUT_S = 30
 

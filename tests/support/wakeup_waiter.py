@@ -1,5 +1,5 @@
 """The waiting side of the wake-up benchmark and tests, as its own process:
-``python -m bench.wakeup_waiter BROKER QUEUE COUNT WAIT_S`` (DATABASE_URL and the
+``python -m tests.support.wakeup_waiter BROKER QUEUE COUNT WAIT_S`` (DATABASE_URL and the
 wake-up settings from the environment).
 
 It starts listening and prints ``listening <bus> <yes|no>``, then COUNT times prints
