@@ -20,6 +20,7 @@ from ingest.selectors import ingest_list
 from stomp_server.selectors import stomp_clients
 
 from . import forms, selectors, services
+from .definitions import define_panel, edit_links, may_admin
 from .access import (
     may,
     require_broker_seen,
@@ -53,6 +54,7 @@ def overview_page(request):
         {
             "overview": selectors.overview_for(selectors.overview(), seen),
             "nav": "overview",
+            "may_define_broker": request.user.is_superuser,
             "stomp_clients": stomp_clients(brokers=None if seen.everything else seen.brokers),
             "stomp_port": settings.BATON_STOMP_PORT or "off",
         },
@@ -75,7 +77,16 @@ def rates_json(request):
 def broker_page(request, broker):
     require_broker_seen(request.user, broker=broker)
     data = selectors.broker_page(broker=broker, seen=visibility(request.user))
-    return render(request, "dashboard/broker.html", {**data, "nav": "overview"})
+    return render(
+        request,
+        "dashboard/broker.html",
+        {
+            **data,
+            "nav": "overview",
+            "queue_define": define_panel("queue", request.user, {"broker": broker}),
+            "edit": edit_links("broker", request.user, {"broker": broker}),
+        },
+    )
 
 
 def _queue_actions(user, broker: str, queue: str) -> dict[str, bool]:
@@ -111,6 +122,7 @@ def queue_page(request, broker, queue):
             "filter_query": urlencode({k: v for k, v in asked.items() if v}),
             "move": selectors.move_panel(broker=broker, queue=data["queue"], user=request.user),
             "ingests": ingest_list(broker=broker, queue=queue, limit=5),  # Spark ingests (dashboard/ingest_panel.html)
+            "edit": edit_links("queue", request.user, {"broker": broker, "queue": queue}),
             **_queue_actions(request.user, broker, queue),
         },
         status=400 if filter_error is not None else 200,
@@ -185,14 +197,22 @@ def transactions_page(request, broker):
 @page
 def topics_page(request, broker):
     require_broker_seen(request.user, broker=broker)
-    return render(request, "dashboard/topics.html", {**selectors.topics_page(broker=broker), "nav": "overview"})
+    return render(
+        request,
+        "dashboard/topics.html",
+        {**selectors.topics_page(broker=broker), "nav": "overview", "may_admin": may_admin(request.user, broker)},
+    )
 
 
 @page
 def subscriptions_page(request, broker):
     require_broker_seen(request.user, broker=broker)
     data = selectors.subscriptions_page(broker=broker, seen=visibility(request.user))
-    return render(request, "dashboard/subscriptions.html", {**data, "nav": "overview"})
+    return render(
+        request,
+        "dashboard/subscriptions.html",
+        {**data, "nav": "overview", "may_admin": may_admin(request.user, broker)},
+    )
 
 
 @page
