@@ -15,12 +15,14 @@ from django.views.decorators.http import require_POST
 
 from brokers.channels.definitions import channel_start, channel_stop
 from brokers.api.operations.messages import MessageBrowse
+from brokers.selectors import queue_get
 from config.errors import BatonError, InvalidInput
 from ingest.selectors import ingest_list
 from stomp_server.selectors import stomp_clients
 
 from . import forms, selectors, services
 from .definitions import define_panel, edit_links, may_admin
+from .offers import queue_offers, require_offered
 from .access import (
     may,
     require_broker_seen,
@@ -108,6 +110,7 @@ def queue_page(request, broker, queue):
     if filter_error is not None:
         data.update(rows=[], next=None, previous=None)
     counts = selectors.queue_counts(queue_ids=[data["queue"].pk])[data["queue"].pk]
+    offers = queue_offers(queue=data["queue"])
     return render(
         request,
         "dashboard/queue.html",
@@ -123,6 +126,7 @@ def queue_page(request, broker, queue):
             "move": selectors.move_panel(broker=broker, queue=data["queue"], user=request.user),
             "ingests": ingest_list(broker=broker, queue=queue, limit=5),  # Spark ingests (dashboard/ingest_panel.html)
             "edit": edit_links("queue", request.user, {"broker": broker, "queue": queue}),
+            "offers": offers,
             **_queue_actions(request.user, broker, queue),
         },
         status=400 if filter_error is not None else 200,
@@ -155,6 +159,7 @@ def message_put(request, broker, queue):
     require_queue_seen(request.user, broker=broker, queue=queue)
     require_queue_action(request.user, "put", broker=broker, queue=queue)
     try:
+        require_offered("put", queue=queue_get(broker=broker, name=queue))
         message = forms.put_form(**{name: request.POST.get(name, "") for name in FORM_PUT_FIELDS})
         msg_id = services.dashboard_put(
             broker=broker, queue=queue, message=message, user=request.user.username, actor=request.user
@@ -169,6 +174,7 @@ def message_put(request, broker, queue):
 def queue_purge(request, broker, queue):
     require_queue_seen(request.user, broker=broker, queue=queue)
     require_queue_action(request.user, "admin", broker=broker, queue=queue)
+    require_offered("purge", queue=queue_get(broker=broker, name=queue))
     if request.method == "POST":
         count = forms.purge_count(request.POST.get("count", ""))  # the form's input, checked where it enters
         removed = services.queue_purge(broker=broker, queue=queue, count=count)

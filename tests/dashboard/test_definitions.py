@@ -151,3 +151,29 @@ def test_users_and_grants(admin_client, two_brokers):
 def test_users_page_is_for_superusers(viewer_client):
     assert viewer_client.get("/users/").status_code == 403
     assert viewer_client.post("/users/", {"form": "delete", "username": "viewer"}).status_code == 403
+
+
+def test_each_kind_of_queue_offers_its_own_actions(admin_client, two_brokers):
+    from brokers.services.queues import queue_define
+
+    queue_define(broker="SEEN", name="XMIT", usage="transmission")
+    queue_define(
+        broker="SEEN", name="FAR", kind="remote", remote_broker="OTHER", remote_queue="Q", transmission_queue="XMIT"
+    )
+    remote = admin_client.get("/brokers/SEEN/queues/FAR/").content.decode()
+    assert 'id="message-table"' not in remote and "Purge" not in remote and 'id="holds-none"' in remote
+    assert "Put a message" in remote and "Bulk ingest" not in remote
+    assert admin_client.get("/brokers/SEEN/queues/FAR/purge/").status_code == 400
+    xmit = admin_client.get("/brokers/SEEN/queues/XMIT/").content.decode()
+    assert "Put a message" not in xmit and 'id="put-not-here"' in xmit and 'id="message-table"' in xmit
+    refused = admin_client.post("/brokers/SEEN/queues/XMIT/put/", {"body": "x"})
+    assert refused.status_code == 302 and Queue.objects.get(broker__name="SEEN", name="XMIT").messages.count() == 0
+    dlq = admin_client.get("/brokers/SEEN/queues/SYSTEM.DEAD.LETTER.QUEUE/")
+    assert dlq.status_code == 200
+    page = dlq.content.decode()
+    assert "Bulk ingest" not in page and "dead-letter reason" in page and "from queue" in page
+    assert (
+        admin_client.post("/brokers/SEEN/queues/SYSTEM.DEAD.LETTER.QUEUE/ingest/", {"source": "x"}).status_code == 400
+    )
+    normal = admin_client.get("/brokers/SEEN/queues/Q1/").content.decode()
+    assert "Bulk ingest" in normal and "Purge" in normal and "dead-letter reason" not in normal
