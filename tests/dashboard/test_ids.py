@@ -31,3 +31,25 @@ def test_labels():
     assert re.sub(r"<[^>]+>", "", id_parts(an_id)) == an_id
     assert id_tail(an_id) == "…3210·00000007"
     assert id_tail("9f3c1e2a7b6d4c5e8f9a0b1c2d3e4f5a") == "9f3c1e2a…"  # a unit of work's random id
+
+
+def test_words_times_and_units():
+    from datetime import datetime, timezone
+
+    from dashboard.templatetags.baton import duration_ms, size, when, words
+
+    assert words("not_found") == "Not found" and words("uncommitted_put") == "uncommitted put"
+    assert [duration_ms(v) for v in (250, 1500, 60_000, 3_600_000, 90_000, 0, None)] == [
+        "250 ms",
+        "1.5 s",
+        "1 min",
+        "1 h",
+        "1.5 min",
+        "0 ms",
+        "—",
+    ]
+    assert [size(v) for v in (512, 1536, 4 * 1024**2, 1048576 * 1024 * 2)] == ["512 B", "1.5 KiB", "4 MiB", "2 GiB"]
+    now = datetime(2026, 12, 6, 2, 30, 0, tzinfo=timezone.utc)
+    shown = when("2026-12-06T02:27:00+00:00", now)
+    assert '<time datetime="2026-12-06T02:27:00+00:00"' in shown and ">2026-12-06 02:27:00</time>" in shown
+    assert "(3 min ago)" in shown and "(just now)" in when(now, now) and when(None) == "—"
