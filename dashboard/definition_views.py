@@ -9,7 +9,7 @@ from django.shortcuts import redirect, render
 
 from config.errors import BatonError, NotFound, PermissionDenied
 
-from .definitions import KINDS, altered, defined, errors_shown
+from .definitions import KINDS, altered, defined, errors_shown, shown
 from .views import page
 
 
@@ -77,7 +77,7 @@ def definition_alter(request, kind, **kwargs):
     kind.may_change(request.user, **path)
     _, current = kind.display.run(request.user, path)
     Form = kind.alter_form()
-    initial = {name: current.get(name) for name in Form.base_fields}
+    initial = {name: shown(current.get(name)) for name in Form.base_fields}
     if request.method != "POST":
         return _render(request, kind, "alter", path, Form(initial=initial))
     form, status = Form(request.POST, initial=initial), 400

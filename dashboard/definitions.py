@@ -49,6 +49,11 @@ def _bound(info, kind: type) -> Any:
     return None
 
 
+def shown(value: Any) -> Any:
+    """An object's current value as its alter form shows it (yes/no fields take text)."""
+    return {True: "true", False: "false"}.get(value, value) if isinstance(value, bool) else value
+
+
 def _yes_no(value: str) -> bool | None:
     return {"true": True, "false": False}.get(value)
 
@@ -72,13 +77,19 @@ def form_field(name: str, info, *, required: bool) -> forms.Field:
     return forms.JSONField(widget=forms.Textarea(attrs={"rows": 6}), **common)  # lists and objects
 
 
-def form_class(operation: type[Operation], *, skip: tuple[str, ...] = ()) -> type[forms.Form]:
-    """A Django form with the fields of ``operation``'s input that are not in its path."""
-    fields = {}
-    for name, info in operation.Input.model_fields.items():
-        if name in operation.path or name in skip:
-            continue
-        fields[name] = form_field(name, info, required=info.is_required())
+def form_class(
+    operation: type[Operation], *, skip: tuple[str, ...] = (), first: tuple[str, ...] = ()
+) -> type[forms.Form]:
+    """A Django form with the fields of ``operation``'s input that are not in its path: the
+    required ones first, then those named in ``first``, then the rest in the input's order."""
+    given = [
+        (name, info)
+        for name, info in operation.Input.model_fields.items()
+        if name not in operation.path and name not in skip
+    ]
+    order = {name: i for i, name in enumerate(first)}
+    given.sort(key=lambda item: (not item[1].is_required(), order.get(item[0], len(order))))
+    fields = {name: form_field(name, info, required=info.is_required()) for name, info in given}
     return type(f"{operation.__name__}Form", (forms.Form,), fields)
 
 
@@ -145,10 +156,10 @@ class Kind:
     skip: tuple[str, ...] = field(default=())
 
     def define_form(self) -> type[forms.Form]:
-        return form_class(self.define, skip=self.skip)
+        return form_class(self.define, skip=self.skip, first=self.primary)
 
     def alter_form(self) -> type[forms.Form]:
-        return form_class(self.alter, skip=self.skip)
+        return form_class(self.alter, skip=self.skip, first=self.primary)
 
     def allowed(self, user, what: str, path: dict) -> bool:
         return _allowed(self.may_define if what == "define" else self.may_change, user, **path)

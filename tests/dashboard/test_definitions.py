@@ -54,6 +54,8 @@ def test_define_refusals_show_in_the_form_and_define_nothing(admin_client, two_b
 def test_alter_sends_only_what_changed(admin_client, two_brokers):
     page = admin_client.get("/brokers/SEEN/queues/Q1/alter/")
     assert page.status_code == 200 and page.context["form"]["max_depth"].value() == 5000
+    assert page.context["form"]["put_enabled"].value() == "true"  # shown as it is
+    assert '<option value="true" selected>yes</option>' in page.content.decode()
     response = altered(
         admin_client, "/brokers/SEEN/queues/Q1/alter/", description="orders", get_enabled="false", put_enabled="true"
     )
