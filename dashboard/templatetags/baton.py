@@ -20,12 +20,13 @@ _ID = re.compile(r"^[0-9a-f]{48}$")
 
 @register.filter
 def id_parts(value) -> str:
-    """The whole id, its time, node and counter each in a span (styled apart)."""
+    """The whole id, its time, node and counter each in a span (styled apart), with a line
+    break allowed between them (none inside: a copied id has no spaces)."""
     text = str(value or "")
     if not _ID.match(text):
         return text
     return format_html(
-        '<span class="id"><span class="id-time">{}</span><span class="id-node">{}</span>'
+        '<span class="id"><span class="id-time">{}</span><wbr><span class="id-node">{}</span><wbr>'
         '<span class="id-count">{}</span></span>',
         text[:16],
         text[16:32],
