@@ -37,6 +37,7 @@ urlpatterns = [
     *_edits("brokers/<name:broker>/workflows/<name:name>", "workflow"),
     *_edits("channels/<str:channel>", "channel"),
     *_edits("brokers/<name:broker>", "broker"),
+    path(f"{Q}/messages/<str:msg_id>/delete/", views.message_delete, name="dashboard-message-delete"),
     path(f"{Q}/messages/<str:msg_id>/body/", views.message_download, name="dashboard-message-body"),
     path(f"{Q}/messages/<str:msg_id>/", views.message_page, name="dashboard-message"),
     path(f"{Q}/put/", views.message_put, name="dashboard-put"),

@@ -137,7 +137,26 @@ def queue_page(request, broker, queue):
 def message_page(request, broker, queue, msg_id):
     require_queue_seen(request.user, broker=broker, queue=queue)
     data = selectors.message_detail(broker=broker, queue=queue, msg_id=msg_id)
-    return render(request, "dashboard/message.html", {**data, "broker_name": broker, "nav": "overview"})
+    may_remove = may(request.user, "admin", broker=broker, queue=queue) and queue_offers(queue=data["queue"])["purge"]
+    return render(
+        request, "dashboard/message.html", {**data, "broker_name": broker, "nav": "overview", "may_remove": may_remove}
+    )
+
+
+@page
+@require_POST
+def message_delete(request, broker, queue, msg_id):
+    """Remove one available message (admin on the queue, as purge)."""
+    require_queue_seen(request.user, broker=broker, queue=queue)
+    require_queue_action(request.user, "admin", broker=broker, queue=queue)
+    require_offered("purge", queue=queue_get(broker=broker, name=queue))
+    if services.message_remove(broker=broker, queue=queue, msg_id=msg_id):
+        messages.success(request, f"Removed message {msg_id}.")
+        return redirect(reverse("dashboard-queue", args=[broker, queue]))
+    messages.error(
+        request, f"Message {msg_id} was not removed: it is not available (gone, in flight, locked or not committed)."
+    )
+    return redirect(reverse("dashboard-message", args=[broker, queue, msg_id]))
 
 
 @page

@@ -179,3 +179,30 @@ def test_each_kind_of_queue_offers_its_own_actions(admin_client, two_brokers):
     )
     normal = admin_client.get("/brokers/SEEN/queues/Q1/").content.decode()
     assert "Bulk ingest" in normal and "Purge" in normal and "dead-letter reason" not in normal
+
+
+def test_remove_one_message(admin_client, two_brokers):
+    from brokers.services.messages import message_get
+
+    first, second = message_put(
+        broker="SEEN", queue="Q1", messages=[MessageInput(body=b"a"), MessageInput(body=b"b")]
+    ).messages
+    page = admin_client.get(f"/brokers/SEEN/queues/Q1/messages/{first.msg_id}/").content.decode()
+    assert 'data-form="message-delete"' in page
+    done = admin_client.post(f"/brokers/SEEN/queues/Q1/messages/{first.msg_id}/delete/")
+    assert done.status_code == 302 and done.headers["location"] == "/brokers/SEEN/queues/Q1/"
+    assert [m.msg_id for m in Queue.objects.get(broker__name="SEEN", name="Q1").messages.all()] == [second.msg_id]
+    message_get(broker="SEEN", queue="Q1", syncpoint="yes")  # in flight: left alone
+    refused = admin_client.post(f"/brokers/SEEN/queues/Q1/messages/{second.msg_id}/delete/")
+    assert refused.status_code == 302 and "/messages/" in refused.headers["location"]
+    assert Queue.objects.get(broker__name="SEEN", name="Q1").messages.count() == 1
+
+
+def test_a_viewer_removes_no_message(viewer_client):
+    [m] = message_put(broker="SEEN", queue="Q1", messages=[MessageInput(body=b"a")]).messages
+    assert (
+        'data-form="message-delete"'
+        not in viewer_client.get(f"/brokers/SEEN/queues/Q1/messages/{m.msg_id}/").content.decode()
+    )
+    assert viewer_client.post(f"/brokers/SEEN/queues/Q1/messages/{m.msg_id}/delete/").status_code == 403
+    assert Queue.objects.get(broker__name="SEEN", name="Q1").messages.count() == 1
