@@ -49,6 +49,9 @@ ROUTE_WORDS = {
     "stop",
     "resume",
     "progress",
+    "define",  # dashboard: define, alter, delete pages
+    "alter",
+    "delete",
 }
 
 

@@ -2,10 +2,12 @@ from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
+from brokers.api.index import api_index
 from brokers.api.session_docs import session_docs, session_upgrade_required
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    path("api/", api_index, name="api-index"),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/schema/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="schema-docs"),
     # ReDoc without drf-spectacular's web fonts from Google: the docs load nothing from elsewhere

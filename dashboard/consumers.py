@@ -14,7 +14,7 @@ from workflows import permissions as wmay
 
 from . import selectors
 from .access import visibility
-from .follower import FOLLOWER, OVERVIEW_GROUP, graph_group, job_group, workflow_group
+from .follower import FOLLOWER, OVERVIEW_GROUP, graph_group, job_group, workflow_group, workflows_group
 
 #: The dashboard's sockets only push; a browser has nothing to send on them. A frame is
 #: answered ``{"type": "error", "code": "invalid"}``; one over this many bytes with
@@ -144,6 +144,32 @@ class WorkflowInstanceConsumer(_DashboardConsumer):
 
     async def workflow_changed(self, event: dict) -> None:
         await self.send_json({"type": "instance", "instance": event["instance"]})
+
+
+class WorkflowListConsumer(_DashboardConsumer):
+    """``/ws/brokers/<broker>/workflows/``: ``{"type": "workflows", "workflows": [{"name",
+    "version", "instances": {state: n}}]}`` now and whenever a count changes."""
+
+    async def connect(self) -> None:
+        if not await self._open():
+            return
+        broker = self.scope["url_route"]["kwargs"]["broker"]
+        if not self.seen.broker(broker):
+            await self.close(code=4403)
+            return
+        self.broker = broker
+        await self._join(workflows_group(broker))
+        rows = await database_sync_to_async(selectors.workflow_rows)(broker=broker)
+        FOLLOWER.watch_list(broker, rows)
+        await self.send_json({"type": "workflows", "workflows": rows})
+
+    async def disconnect(self, code: int) -> None:
+        if getattr(self, "broker", None) is not None:
+            FOLLOWER.unwatch_list(self.broker)
+        await super().disconnect(code)
+
+    async def workflows_changed(self, event: dict) -> None:
+        await self.send_json({"type": "workflows", "workflows": event["workflows"]})
 
 
 def _instance_seen(user, instance_id: str) -> dict | None:

@@ -49,6 +49,10 @@ def workflow_group(instance_id: str) -> str:
     return "dash.workflow." + hashlib.sha256(instance_id.encode()).hexdigest()
 
 
+def workflows_group(broker: str) -> str:
+    return "dash.workflows." + broker.encode().hex()
+
+
 #: Seconds the follower reads back before its last read of the jobs, so that a batch
 #: that committed after that read (its ``updated_at`` taken before its commit) is not missed.
 JOBS_OVERLAP_S = 5.0
@@ -64,6 +68,9 @@ class Follower:
         self.instances: Counter = Counter()
         self.instances_sent: dict[str, dict | None] = {}
         self.history_position: int | None = None
+        #: Brokers whose workflow list this process's sockets watch, and the list last sent.
+        self.workflow_lists: Counter = Counter()
+        self.workflow_lists_sent: dict[str, list | None] = {}
 
     def subscribe(self) -> None:
         self.subscribers += 1
@@ -85,9 +92,21 @@ class Follower:
             del self.instances[instance_id]
             self.instances_sent.pop(instance_id, None)
 
+    def watch_list(self, broker: str, rows: list) -> None:
+        """A socket follows the broker's workflow list; ``rows`` is what it was just sent."""
+        self.workflow_lists[broker] += 1
+        self.workflow_lists_sent.setdefault(broker, rows)
+        self.history_position = None
+
+    def unwatch_list(self, broker: str) -> None:
+        self.workflow_lists[broker] -= 1
+        if self.workflow_lists[broker] <= 0:
+            del self.workflow_lists[broker]
+            self.workflow_lists_sent.pop(broker, None)
+
     async def _workflows(self, layer, *, journal_moved: bool) -> None:
-        """Push the watched instances whose view changed."""
-        if not self.instances:
+        """Push the watched instances, and the watched brokers' workflow lists, that changed."""
+        if not self.instances and not self.workflow_lists:
             return
         position = await database_sync_to_async(selectors.workflow_history_position)()
         moved = journal_moved or position != self.history_position
@@ -99,6 +118,11 @@ class Follower:
             if instance_id in self.instances and view != self.instances_sent.get(instance_id):
                 self.instances_sent[instance_id] = view
                 await layer.group_send(workflow_group(instance_id), {"type": "workflow.changed", "instance": view})
+        for broker in list(self.workflow_lists):
+            rows = await database_sync_to_async(selectors.workflow_rows)(broker=broker)
+            if broker in self.workflow_lists and rows != self.workflow_lists_sent.get(broker):
+                self.workflow_lists_sent[broker] = rows
+                await layer.group_send(workflows_group(broker), {"type": "workflows.changed", "workflows": rows})
 
     async def _run(self) -> None:
         layer = get_channel_layer()
@@ -157,9 +181,9 @@ class Follower:
 
 
 def _objects() -> tuple:
-    """What besides the journal makes the follower push: the channels' rows, and the brokers
-    and queues (defined, altered or deleted since its last read)."""
-    return selectors.channel_rows(), selectors.topology()
+    """What besides the journal makes the follower push: the channels' rows, the brokers
+    and queues (defined, altered or deleted since its last read) and the STOMP connections."""
+    return selectors.channel_rows(), selectors.topology(), selectors.stomp_rows()
 
 
 #: This process's follower.

@@ -19,7 +19,7 @@ from transactions.models import JournalEvent, Link, Transaction
 from transactions.selectors import journal_first_id_since, transaction_graph
 from workflows.exceptions import InstanceNotFound
 from workflows.models import InstanceHistory
-from workflows.selectors import instance_get, instance_view
+from workflows.selectors import instance_get, instance_view, workflow_list, workflow_view
 
 from config.errors import InvalidInput, NotFound
 
@@ -72,6 +72,7 @@ def _channel_row(c: Channel) -> dict[str, Any]:
         "preemptive": c.preemptive,
         "batch_size": c.batch_size,
         "batch_interval_ms": c.batch_interval_ms,
+        "window": c.window,
         "in_doubt_seq": c.in_doubt_seq or None,
         "batches_committed": c.batches_committed,
         "batches_backed_out": c.batches_backed_out,
@@ -89,6 +90,27 @@ def journal_position() -> int:
     return JournalEvent.objects.order_by("-id").values_list("id", flat=True).first() or 0
 
 
+def stomp_rows() -> list[dict[str, Any]]:
+    """Every live STOMP connection as the overview lists it (what the serving processes
+    last wrote, without the time they wrote it: a push follows a change, not a heartbeat)."""
+    from stomp_server.selectors import stomp_clients
+
+    return [
+        {
+            "name": c.session,
+            "broker": c.broker,
+            "username": c.username,
+            "peer": c.peer,
+            "transport": c.transport,
+            "version": c.version,
+            "connected_at": c.connected_at.isoformat(),
+            "subscriptions": c.subscriptions,
+            "open_transactions": c.open_transactions,
+        }
+        for c in sorted(stomp_clients(brokers=None), key=lambda c: (c.broker, c.connected_at, c.session))
+    ]
+
+
 def overview() -> dict[str, Any]:
     """Every broker, queue and channel with counts: what the follower pushes to every
     overview socket; each socket keeps only what its user may see (:func:`overview_for`)."""
@@ -98,6 +120,7 @@ def overview() -> dict[str, Any]:
     return {
         "journal_position": journal_position(),
         "channels": channel_rows(),
+        "stomp": stomp_rows(),
         "brokers": [
             {
                 "name": b.name,
@@ -143,7 +166,8 @@ def overview_for(data: dict[str, Any], seen: Visibility) -> dict[str, Any]:
         if seen.broker(b["name"])
     ]
     channels = [c for c in data["channels"] if seen.channel(c["source_broker"])]  # as REST lists them
-    return {**data, "brokers": brokers, "channels": channels}
+    stomp = [c for c in data.get("stomp", []) if c["broker"] in seen.brokers]  # brokers seen whole
+    return {**data, "brokers": brokers, "channels": channels, "stomp": stomp}
 
 
 def broker_page(*, broker: str, seen: Visibility) -> dict[str, Any]:
@@ -533,6 +557,17 @@ def move_panel(*, broker: str, queue: Queue, user) -> dict[str, Any] | None:
         if may(user, "put", broker=broker, queue=q.name)
     ]
     return {"kind": kind, "targets": targets, "jobs": move_jobs_of_queue(broker=broker, queue=queue.name)}
+
+
+def workflow_rows(*, broker: str) -> list[dict[str, Any]]:
+    """A broker's workflows as its page lists them (name, version, instances per state)."""
+    try:
+        return [
+            {"name": v["name"], "version": v["version"], "instances": v["instances"]}
+            for v in map(workflow_view, workflow_list(broker=broker))
+        ]
+    except NotFound:  # the broker is gone
+        return []
 
 
 def workflow_history_position() -> int:

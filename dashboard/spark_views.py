@@ -16,7 +16,10 @@ from config.errors import BatonError
 from ingest.api import IngestStart
 from ingest.services import ingest_start
 
+from brokers.selectors import queue_get
+
 from .access import require_queue_action, require_queue_seen, require_superuser, visibility
+from .offers import require_offered
 from .views import page
 
 
@@ -25,6 +28,7 @@ from .views import page
 def ingest_start_view(request, broker, queue):
     require_queue_seen(request.user, broker=broker, queue=queue)
     require_queue_action(request.user, "put", broker=broker, queue=queue)
+    require_offered("ingest", queue=queue_get(broker=broker, name=queue))
     fields = [f.strip() for f in request.POST.get("properties_fields", "").split(",") if f.strip()]
     try:
         data = IngestStart.parse(

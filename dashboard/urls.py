@@ -6,9 +6,19 @@ from django.urls import path
 
 import brokers.api.urls  # noqa: F401  (registers the ``name`` converter)
 
-from . import definitions_views, spark_views, views, workflow_views
+from . import definition_views as edit
+from . import definitions_views, spark_views, user_views, views, workflow_views
 
 Q = "brokers/<name:broker>/queues/<name:queue>"
+
+
+def _edits(prefix: str, kind: str, *, alter: bool = True) -> list:
+    """The alter and delete pages of one object at ``prefix`` (before its own page)."""
+    pages = [path(f"{prefix}/delete/", edit.definition_delete, {"kind": kind}, name=f"dashboard-{kind}-delete")]
+    if alter:
+        pages.append(path(f"{prefix}/alter/", edit.definition_alter, {"kind": kind}, name=f"dashboard-{kind}-alter"))
+    return pages
+
 
 urlpatterns = [
     path(
@@ -19,6 +29,16 @@ urlpatterns = [
     path("logout/", auth_views.LogoutView.as_view(next_page="login"), name="logout"),
     path("", views.overview_page, name="dashboard-overview"),
     path("rates/", views.rates_json, name="dashboard-rates"),
+    path("users/", user_views.users_page, name="dashboard-users"),
+    path("define/<str:kind>/", edit.definition_define, name="dashboard-define"),
+    path("brokers/<name:broker>/define/<str:kind>/", edit.definition_define, name="dashboard-define-in"),
+    *_edits(Q, "queue"),
+    *_edits("brokers/<name:broker>/topics/<name:name>", "topic"),
+    *_edits("brokers/<name:broker>/subscriptions/<name:name>", "subscription", alter=False),
+    *_edits("brokers/<name:broker>/workflows/<name:name>", "workflow"),
+    *_edits("channels/<str:channel>", "channel"),
+    *_edits("brokers/<name:broker>", "broker"),
+    path(f"{Q}/messages/<str:msg_id>/delete/", views.message_delete, name="dashboard-message-delete"),
     path(f"{Q}/messages/<str:msg_id>/body/", views.message_download, name="dashboard-message-body"),
     path(f"{Q}/messages/<str:msg_id>/", views.message_page, name="dashboard-message"),
     path(f"{Q}/put/", views.message_put, name="dashboard-put"),

@@ -8,7 +8,7 @@ from django.contrib.auth import get_user_model
 from django.db import transaction as db
 
 from brokers.services.access import grant_actions
-from config.errors import InvalidInput
+from config.errors import InvalidInput, NotFound
 
 from .access import ROLES
 
@@ -43,3 +43,13 @@ def dashboard_user(*, username: str, password: str, role: str | None = None, bro
         user.save()
         for broker in brokers:
             grant_actions(username=username, broker=broker, actions=list(ROLES[role or "viewer"]))
+
+
+def user_delete(*, username: str, by: str) -> None:
+    """Delete a user with their grants and API token (never the one asking: a console
+    would lock out the person using it)."""
+    if username == by:
+        raise InvalidInput("You cannot delete yourself.", errors={"username": ["That is you."]})
+    deleted, _ = get_user_model().objects.filter(username=username).delete()
+    if not deleted:
+        raise NotFound(f"No user {username!r}.", user=username)

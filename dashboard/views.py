@@ -15,11 +15,14 @@ from django.views.decorators.http import require_POST
 
 from brokers.channels.definitions import channel_start, channel_stop
 from brokers.api.operations.messages import MessageBrowse
+from brokers.selectors import queue_get
 from config.errors import BatonError, InvalidInput
 from ingest.selectors import ingest_list
 from stomp_server.selectors import stomp_clients
 
 from . import forms, selectors, services
+from .definitions import define_panel, edit_links, may_admin
+from .offers import queue_offers, require_offered
 from .access import (
     may,
     require_broker_seen,
@@ -53,6 +56,7 @@ def overview_page(request):
         {
             "overview": selectors.overview_for(selectors.overview(), seen),
             "nav": "overview",
+            "may_define_broker": request.user.is_superuser,
             "stomp_clients": stomp_clients(brokers=None if seen.everything else seen.brokers),
             "stomp_port": settings.BATON_STOMP_PORT or "off",
         },
@@ -75,7 +79,16 @@ def rates_json(request):
 def broker_page(request, broker):
     require_broker_seen(request.user, broker=broker)
     data = selectors.broker_page(broker=broker, seen=visibility(request.user))
-    return render(request, "dashboard/broker.html", {**data, "nav": "overview"})
+    return render(
+        request,
+        "dashboard/broker.html",
+        {
+            **data,
+            "nav": "overview",
+            "queue_define": define_panel("queue", request.user, {"broker": broker}),
+            "edit": edit_links("broker", request.user, {"broker": broker}),
+        },
+    )
 
 
 def _queue_actions(user, broker: str, queue: str) -> dict[str, bool]:
@@ -97,6 +110,7 @@ def queue_page(request, broker, queue):
     if filter_error is not None:
         data.update(rows=[], next=None, previous=None)
     counts = selectors.queue_counts(queue_ids=[data["queue"].pk])[data["queue"].pk]
+    offers = queue_offers(queue=data["queue"])
     return render(
         request,
         "dashboard/queue.html",
@@ -111,6 +125,8 @@ def queue_page(request, broker, queue):
             "filter_query": urlencode({k: v for k, v in asked.items() if v}),
             "move": selectors.move_panel(broker=broker, queue=data["queue"], user=request.user),
             "ingests": ingest_list(broker=broker, queue=queue, limit=5),  # Spark ingests (dashboard/ingest_panel.html)
+            "edit": edit_links("queue", request.user, {"broker": broker, "queue": queue}),
+            "offers": offers,
             **_queue_actions(request.user, broker, queue),
         },
         status=400 if filter_error is not None else 200,
@@ -121,7 +137,26 @@ def queue_page(request, broker, queue):
 def message_page(request, broker, queue, msg_id):
     require_queue_seen(request.user, broker=broker, queue=queue)
     data = selectors.message_detail(broker=broker, queue=queue, msg_id=msg_id)
-    return render(request, "dashboard/message.html", {**data, "broker_name": broker, "nav": "overview"})
+    may_remove = may(request.user, "admin", broker=broker, queue=queue) and queue_offers(queue=data["queue"])["purge"]
+    return render(
+        request, "dashboard/message.html", {**data, "broker_name": broker, "nav": "overview", "may_remove": may_remove}
+    )
+
+
+@page
+@require_POST
+def message_delete(request, broker, queue, msg_id):
+    """Remove one available message (admin on the queue, as purge)."""
+    require_queue_seen(request.user, broker=broker, queue=queue)
+    require_queue_action(request.user, "admin", broker=broker, queue=queue)
+    require_offered("purge", queue=queue_get(broker=broker, name=queue))
+    if services.message_remove(broker=broker, queue=queue, msg_id=msg_id):
+        messages.success(request, f"Removed message {msg_id}.")
+        return redirect(reverse("dashboard-queue", args=[broker, queue]))
+    messages.error(
+        request, f"Message {msg_id} was not removed: it is not available (gone, in flight, locked or not committed)."
+    )
+    return redirect(reverse("dashboard-message", args=[broker, queue, msg_id]))
 
 
 @page
@@ -143,6 +178,7 @@ def message_put(request, broker, queue):
     require_queue_seen(request.user, broker=broker, queue=queue)
     require_queue_action(request.user, "put", broker=broker, queue=queue)
     try:
+        require_offered("put", queue=queue_get(broker=broker, name=queue))
         message = forms.put_form(**{name: request.POST.get(name, "") for name in FORM_PUT_FIELDS})
         msg_id = services.dashboard_put(
             broker=broker, queue=queue, message=message, user=request.user.username, actor=request.user
@@ -157,6 +193,7 @@ def message_put(request, broker, queue):
 def queue_purge(request, broker, queue):
     require_queue_seen(request.user, broker=broker, queue=queue)
     require_queue_action(request.user, "admin", broker=broker, queue=queue)
+    require_offered("purge", queue=queue_get(broker=broker, name=queue))
     if request.method == "POST":
         count = forms.purge_count(request.POST.get("count", ""))  # the form's input, checked where it enters
         removed = services.queue_purge(broker=broker, queue=queue, count=count)
@@ -185,14 +222,22 @@ def transactions_page(request, broker):
 @page
 def topics_page(request, broker):
     require_broker_seen(request.user, broker=broker)
-    return render(request, "dashboard/topics.html", {**selectors.topics_page(broker=broker), "nav": "overview"})
+    return render(
+        request,
+        "dashboard/topics.html",
+        {**selectors.topics_page(broker=broker), "nav": "overview", "may_admin": may_admin(request.user, broker)},
+    )
 
 
 @page
 def subscriptions_page(request, broker):
     require_broker_seen(request.user, broker=broker)
     data = selectors.subscriptions_page(broker=broker, seen=visibility(request.user))
-    return render(request, "dashboard/subscriptions.html", {**data, "nav": "overview"})
+    return render(
+        request,
+        "dashboard/subscriptions.html",
+        {**data, "nav": "overview", "may_admin": may_admin(request.user, broker)},
+    )
 
 
 @page

@@ -60,6 +60,7 @@ def workflows_page(request, broker):
         {
             "broker_name": broker,
             "nav": "overview",
+            "may_admin": _may(wmay.require_admin, request.user, broker=broker),
             "workflows": [workflow_view(w) for w in workflow_list(broker=broker)],
             "counts": instance_counts(broker=broker),
             "states": InstanceState.values,

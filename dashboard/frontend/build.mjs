@@ -10,7 +10,7 @@ const out = join(here, "..", "static", "dashboard", "dist");
 rmSync(out, { recursive: true, force: true });
 mkdirSync(out, { recursive: true });
 
-const modules = ["overview", "broker", "transactions", "channels", "tabs", "moves", "move_job", "ingests", "analytics",
+const modules = ["overview", "broker", "queue", "workflows", "transactions", "channels", "tabs", "moves", "move_job", "ingests", "analytics",
   "workflow_instance", "definitions"];
 await build({
   entryPoints: modules.map((name) => join(here, "src", `${name}.js`)),

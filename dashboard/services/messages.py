@@ -43,3 +43,10 @@ def queue_purge(*, broker: str, queue: str, count: int) -> int:
             break
         removed += len(result.messages)
     return removed
+
+
+def message_remove(*, broker: str, queue: str, msg_id: str) -> bool:
+    """Remove one available message by a final get of its id (journaled and counted as any
+    get; no unit of work). False when it is not available: gone, in flight, locked or an
+    uncommitted put (those are left alone, as purge leaves them)."""
+    return bool(message_get(broker=broker, queue=queue, msg_id=msg_id).messages)

@@ -111,3 +111,43 @@ def test_admin_bootstrap_shows_a_password_once(db):
     password = admin_bootstrap()
     assert password and authenticate(username="admin", password=password)
     assert admin_bootstrap() is None
+
+
+def test_stomp_connections_are_pushed_with_the_overview_when_they_change(two_brokers):
+    from django.utils import timezone
+
+    from dashboard.access import visibility
+    from dashboard.follower import _objects
+    from stomp_server.models import StompClient
+
+    from .conftest import make_user
+
+    before = _objects()
+    row = StompClient.objects.create(
+        session="s1",
+        process="p",
+        transport="tcp",
+        peer="127.0.0.1:5000",
+        username="app",
+        broker="SEEN",
+        version="1.2",
+        connected_at=timezone.now(),
+        subscriptions=[{"destination": "/queue/Q1", "ack": "client", "unacknowledged": 2}],
+    )
+    assert _objects() != before  # a new connection makes the follower push
+    seen = _objects()
+    row.save()  # the serving process's heartbeat rewrites the row: no push for that alone
+    assert _objects() == seen
+    data = selectors.overview()
+    assert [(c["name"], c["broker"], c["subscriptions"][0]["unacknowledged"]) for c in data["stomp"]] == [
+        ("s1", "SEEN", 2)
+    ]
+    from brokers.services.access import grant_actions
+
+    grant_actions(username=make_user("v").username, broker="HIDDEN", actions=["browse"])
+    grant_actions(username=make_user("w").username, broker="SEEN", actions=["browse"])
+    from django.contrib.auth import get_user_model
+
+    users = get_user_model().objects
+    assert selectors.overview_for(data, visibility(users.get(username="v")))["stomp"] == []
+    assert len(selectors.overview_for(data, visibility(users.get(username="w")))["stomp"]) == 1

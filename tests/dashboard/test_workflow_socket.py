@@ -64,3 +64,24 @@ def test_the_follower_pushes_a_watched_instance_when_it_changed(instances, monke
     assert len(layer.sent) == 1  # the same view is not sent again
     follower.unwatch(watched)
     assert not follower.instances and watched not in follower.instances_sent
+
+
+def test_the_follower_pushes_a_watched_workflow_list_when_a_count_changed(instances, monkeypatch):
+    from dashboard.follower import workflows_group
+    from dashboard.selectors import workflow_rows
+
+    monkeypatch.setattr("dashboard.follower.database_sync_to_async", sync_to_async)
+    follower, layer = Follower(), Layer()
+    rows = workflow_rows(broker="SEEN")
+    assert [(r["name"], r["instances"]["running"]) for r in rows] == [("w", 1)]
+    follower.watch_list("SEEN", rows)
+    push = async_to_sync(follower._workflows)
+    push(layer, journal_moved=True)
+    assert layer.sent == []
+    instance_start(broker="SEEN", name="w", message=MessageInput(body=b"again"))
+    push(layer, journal_moved=True)
+    [(group, message)] = layer.sent
+    assert group == workflows_group("SEEN") and message["type"] == "workflows.changed"
+    assert message["workflows"][0]["instances"]["running"] == 2
+    follower.unwatch_list("SEEN")
+    assert not follower.workflow_lists and workflow_rows(broker="GONE") == []

@@ -295,6 +295,18 @@ def error_class(code: str) -> type[BatonError]:
     return ERRORS.get(code, BatonError)
 
 
+def _with_first_field(message: str, errors: Any) -> str:
+    """The message with the first bad field and its reason (``"The request is not valid.
+    name: Use 1 to 48 characters ..."``), so that a caller who prints the error learns what
+    to fix; ``details["errors"]`` keeps all of them."""
+    if not isinstance(errors, Mapping) or not errors:
+        return message
+    field, reasons = next(iter(errors.items()))
+    reason = reasons[0] if isinstance(reasons, (list, tuple)) and reasons else reasons
+    first = f"{field}: {reason}"
+    return message if first in message else f"{message} {first}"
+
+
 def error_from_body(status: int | None, body: Any, *, text: str = "", retry_after: str | None = None) -> BatonError:
     """The exception for an error answer (REST response or session reply): the class of its
     ``code`` (unknown codes give the base class, with that code and status); a body that is
@@ -309,6 +321,7 @@ def error_from_body(status: int | None, body: Any, *, text: str = "", retry_afte
         details = {}
     if retry_after is not None and "retry_after" not in details:
         details["retry_after"] = retry_after
+    message = _with_first_field(message, details.get("errors"))
     cls = error_class(code)
     error = cls(message, **details)
     if error.code != code:

@@ -74,7 +74,8 @@ function update(list) {
     const row = document.querySelector(`tr[data-channel="${CSS.escape(c.name)}"]`);
     if (!row) continue;
     for (const f of ["state", "batches_committed", "batches_backed_out", "messages_sent", "last_batch_seq", "last_error", "in_doubt_seq"]) {
-      row.querySelector(`[data-field="${f}"]`).textContent = c[f] ?? "";
+      const value = c[f] ?? "";
+      row.querySelector(`[data-field="${f}"]`).textContent = f === "state" ? String(value).replaceAll("_", " ") : value;
     }
   }
   channels = list;

@@ -4,6 +4,7 @@
 import { cssVar, follow } from "./live.js";
 import { pagePath, part, syncKeyed } from "./rows.js";
 import { fitToParent, timeChart } from "./timechart.js";
+import { when } from "./when.js";
 
 const KINDS = ["put", "get", "commit", "rollback"];
 const PARTS = ["available", "uncommitted_puts", "in_flight", "locked"];
@@ -110,12 +111,39 @@ function showCounts(data) {
   drawDepthChart(depth);
 }
 
+const stompTable = document.getElementById("stomp-table");
+const stompRow = document.getElementById("stomp-template");
+const stompSubscription = document.getElementById("stomp-subscription");
+
+function showStomp(list) {
+  if (!stompTable || !list) return;
+  syncKeyed(stompTable.tBodies[0], list, {
+    key: "session", template: stompRow, none: stompTable.querySelector("tr.none"),
+    fill: (row, c) => {
+      for (const f of ["broker", "username", "peer", "transport", "version", "open_transactions"]) {
+        row.querySelector(`[data-field="${f}"]`).textContent = String(c[f]);
+      }
+      row.querySelector('[data-field="connected_at"]').textContent = when(c.connected_at);
+      const subscriptions = c.subscriptions.map((s) => {
+        const el = stompSubscription.content.firstElementChild.cloneNode(true);
+        part(el, "destination").textContent = s.destination;
+        part(el, "detail").textContent = `(${s.ack}, ${s.unacknowledged} unacknowledged)`;
+        return el;
+      });
+      const cell = row.querySelector('[data-field="subscriptions"]');
+      if (subscriptions.length) cell.replaceChildren(...subscriptions);
+      else cell.replaceChildren(Object.assign(document.createElement("span"), { className: "muted", textContent: "none" }));
+    },
+  });
+}
+
 follow(brokersEl.dataset.socket, {
   onOpen: loadRates,
   onMessage: (msg) => {
     if (msg.type !== "overview") return;
     addCounts(msg.counts || {});
     showCounts(msg.data);
+    showStomp(msg.data.stomp);
     drawRates();
   },
 });

@@ -63,6 +63,8 @@ export function timeChart(el, { lines, range = () => ({}), height = 200 }) {
   el.uplot = u;
   const draw = (data, { isEmpty = !data[0].length } = {}) => {
     u.setData(data);
+    // the legend shows the latest values while the pointer is elsewhere (uPlot shows "--")
+    if (data[0].length && !(u.cursor.left >= 0)) u.setLegend({ idx: data[0].length - 1 });
     el.dataset.empty = String(isEmpty);
     if (empty) empty.hidden = !isEmpty;
   };

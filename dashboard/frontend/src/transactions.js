@@ -4,6 +4,7 @@
 import cytoscape from "cytoscape";
 import dagre from "cytoscape-dagre";
 import { cssVar, follow } from "./live.js";
+import { when } from "./when.js";
 
 cytoscape.use(dagre);
 
@@ -236,7 +237,7 @@ function showRow(id) {
     tr.dataset.transactionId = id;
     tr.querySelector('[data-c="id"]').textContent = short(id);
     tr.querySelector('[data-c="id"]').title = id;
-    tr.querySelector('[data-c="created"]').textContent = new Date(n.created_at).toLocaleTimeString();
+    tr.querySelector('[data-c="created"]').textContent = when(n.created_at);
     rows.set(id, tr);
     (rowSink || tbody).append(tr);
   }
@@ -267,8 +268,8 @@ function showDetail() {
   set("id", n.id);
   set("state", `${GLYPH[n.state] || ""} ${LABEL[n.state] || n.state}`);
   set("broker", n.broker);
-  set("created_at", new Date(n.created_at).toLocaleString());
-  set("resolved_at", n.resolved_at ? new Date(n.resolved_at).toLocaleString() : "—");
+  set("created_at", when(n.created_at));
+  set("resolved_at", n.resolved_at ? when(n.resolved_at) : "—");
   set("reason", n.reason || "—");
   set("queues", n.queues.join(", ") || "—");
   const held = heldOn(n.id);

@@ -7,6 +7,7 @@
 import cytoscape from "cytoscape";
 import dagre from "cytoscape-dagre";
 import { cssVar, follow } from "./live.js";
+import { when } from "./when.js";
 
 cytoscape.use(dagre);
 
@@ -103,8 +104,8 @@ function render(instance) {
     row.dataset.state = s.state;
     text(row.querySelector('[data-c="state"]'), s.state);
     text(row.querySelector('[data-c="transaction"]'), s.transaction);
-    text(row.querySelector('[data-c="committed_at"]'), s.committed_at);
-    text(row.querySelector('[data-c="compensated_at"]'), s.compensated_at);
+    text(row.querySelector('[data-c="committed_at"]'), when(s.committed_at));
+    text(row.querySelector('[data-c="compensated_at"]'), when(s.compensated_at));
   }
   const path = document.getElementById("wf-path");
   if ([...path.children].map((li) => li.textContent).join() !== instance.compensation_path.join()) {
@@ -113,7 +114,9 @@ function render(instance) {
   const tbody = document.querySelector("#history-table tbody");
   for (const h of instance.history.slice(tbody.children.length)) {
     const tr = historyRow.content.firstElementChild.cloneNode(true);
-    for (const key of ["at", "event", "step", "transaction", "detail"]) text(tr.querySelector(`[data-c="${key}"]`), h[key]);
+    for (const key of ["at", "event", "step", "transaction", "detail"]) {
+      text(tr.querySelector(`[data-c="${key}"]`), key === "at" ? when(h.at) : h[key]);
+    }
     tbody.appendChild(tr);
   }
 }

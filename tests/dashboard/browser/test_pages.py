@@ -19,11 +19,18 @@ def test_every_page_renders_without_console_errors(admin_page, site, api, fresh_
     put = api.post(f"/api/brokers/{fresh_broker}/queues/Q1/messages/", json={"body": '{"order": 1}'})
     msg_id = put.json()["msg_id"] if "msg_id" in put.json() else put.json()["messages"][0]["msg_id"]
     page = admin_page
-    live_pages = ["/", f"/brokers/{fresh_broker}/transactions/", "/channels/"]
+    b = f"/brokers/{fresh_broker}"
+    live_pages = ["/", f"{b}/transactions/", "/channels/", f"{b}/queues/Q1/", f"{b}/workflows/", f"{b}/"]
     static_pages = [
-        f"/brokers/{fresh_broker}/",
-        f"/brokers/{fresh_broker}/queues/Q1/",
-        f"/brokers/{fresh_broker}/queues/Q1/messages/{msg_id}/",
+        f"{b}/queues/Q1/messages/{msg_id}/",
+        f"{b}/queues/Q1/alter/",
+        f"{b}/queues/Q1/delete/",
+        f"{b}/define/queue/",
+        f"{b}/topics/",
+        f"{b}/subscriptions/",
+        "/define/broker/",
+        "/define/channel/",
+        "/users/",
         "/analytics/",
     ]
     for path in live_pages + static_pages:

@@ -35,7 +35,13 @@ def test_workflow_pages_follow_an_instance_live(admin_page, site, api, fresh_bro
     instance = _ok(api.post(f"/api/brokers/{b}/workflows/claim/instances/", json={"body": "42"}), 201)["id"]
     page = admin_page
     page.goto(f"{site.url}/brokers/{b}/workflows/")
-    expect(page.locator('#workflow-table tr[data-workflow="claim"] td[data-state="running"]')).to_have_text("1")
+    running = page.locator('#workflow-table tr[data-workflow="claim"] td[data-state="running"]')
+    expect(running).to_have_text("1")
+    expect(page.locator("#live-status")).to_have_attribute("data-live", "true")
+    page.evaluate("window.notReloaded = true")
+    _ok(api.post(f"/api/brokers/{b}/workflows/claim/instances/", json={"body": "43"}), 201)
+    expect(running).to_have_text("2")  # the list's counts follow by push
+    assert page.evaluate("window.notReloaded") is True
     page.locator(f'#instance-table tr[data-instance-id="{instance}"] a').click()
     expect(page.locator("#wf-state")).to_have_text("running")
     expect(page.locator("#live-status")).to_have_attribute("data-live", "true")

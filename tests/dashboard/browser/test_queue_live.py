@@ -1,0 +1,41 @@
+"""The queue page in Chromium: its counts follow puts made through the API without a
+reload; messages put together show ids that differ."""
+
+from __future__ import annotations
+
+from playwright.sync_api import expect
+
+
+def test_depth_follows_puts_without_reload(admin_page, site, api, fresh_broker):
+    page = admin_page
+    page.goto(f"{site.url}/brokers/{fresh_broker}/queues/Q1/")
+    page.evaluate("window.notReloaded = true")
+    expect(page.locator("#live-status")).to_have_attribute("data-live", "true")
+    depth = page.locator('[data-field="depth"]')
+    expect(depth).to_have_text("0")
+    expect(page.locator("#list-behind")).to_be_hidden()
+    for body in ("a", "b", "c"):
+        assert api.post(f"/api/brokers/{fresh_broker}/queues/Q1/messages/", json={"body": body}).status_code == 201
+    expect(depth).to_have_text("3")
+    expect(page.locator('#queue-counts [data-field="available"]')).to_have_text("3")
+    expect(page.locator("#list-behind")).to_be_visible()
+    assert api.post(f"/api/brokers/{fresh_broker}/queues/Q1/get/", json={"syncpoint": "no"}).status_code == 200
+    expect(depth).to_have_text("2")  # a get, too
+    assert page.evaluate("window.notReloaded") is True
+    assert page.console.errors == []
+
+
+def test_messages_put_together_show_distinct_ids(admin_page, site, api, fresh_broker):
+    batch = {"messages": [{"body": f"m{i}"} for i in range(25)]}
+    answer = api.post(f"/api/brokers/{fresh_broker}/queues/Q2/messages/", json=batch)
+    assert answer.status_code == 201
+    page = admin_page
+    page.goto(f"{site.url}/brokers/{fresh_broker}/queues/Q2/")
+    rows = page.locator("#message-table tbody tr[data-msg-id]")
+    expect(rows).to_have_count(25)
+    ids = rows.evaluate_all("rs => rs.map(r => r.dataset.msgId)")
+    shown = page.locator("#message-table tbody tr[data-msg-id] td a.mono").all_inner_texts()
+    assert all(len(i) == 48 for i in ids) and len(set(ids)) == 25
+    assert len(set(ids)) == len(set(shown)) == 25
+    assert [s.replace(" ", "").replace("\n", "") for s in shown] == ids  # the whole id, its parts set apart
+    assert page.console.errors == []
