@@ -37,7 +37,15 @@ from django.utils import timezone
 from baton_client.errors import UnsettledDeliveries
 from brokers.models import Message
 from brokers.services.room import queue_put_wakeup_key
-from config.errors import BatonError, InvalidInput, MessageTooLarge, NotAuthenticated, NotFound
+from config.errors import (
+    BatonError,
+    Conflict,
+    InvalidInput,
+    MessageTooLarge,
+    NotAuthenticated,
+    NotFound,
+    Throttled,
+)
 from transactions.exceptions import TransactionBackedOut, TransactionNotActive, TransactionNotFound
 from transactions.wakeups import wait_for, wakeup_notify
 
@@ -95,6 +103,22 @@ class StompRefused(InvalidInput):
 
 class UnknownDestination(NotFound):
     """No such destination."""
+
+
+class LimitReached(Conflict):
+    """A bound of the STOMP server was reached (config/settings/stomp.py)."""
+
+
+class TooManyConnections(Throttled):
+    """The server holds as many connections as it may."""
+
+
+class ConnectTimedOut(NotAuthenticated):
+    """CONNECT did not come in time."""
+
+
+#: Held while a CONNECT counts its user's connections and joins them.
+_SIGNING_IN = threading.Lock()
 
 
 #: A COMMIT of a transaction that holds pre-emptive deliveries not acknowledged under it.
@@ -201,10 +225,11 @@ class StompConnection:
     ``transport.close()`` (a coroutine, after what was sent) or ``transport.abort()`` (at
     once)."""
 
-    def __init__(self, transport, *, kind: str, peer: str, version: str | None = None) -> None:
+    def __init__(self, transport, *, kind: str, peer: str, address: str = "", version: str | None = None) -> None:
         self.transport = transport
         self.kind = kind
         self.peer = peer
+        self.address = address  # the client's IP address (sign-ins are throttled by it)
         self.session = uuid.uuid4().hex
         self.parser = FrameParser(max_frame=settings.BATON_STOMP_MAX_FRAME, version=version)
         self.ws_version = version  # a WebSocket subprotocol fixes the version
@@ -244,9 +269,36 @@ class StompConnection:
         self.heartbeats: asyncio.Task | None = None
         self.applier = threading.Thread(target=self._apply_all, name="stomp", daemon=True)
         self.applier.start()
+        full = len(LIVE) >= settings.BATON_STOMP_MAX_CONNECTIONS
         LIVE[self.session] = self
         if settings.BATON_STOMP_REGISTRY:
             registry_started(LIVE)
+        if full:
+            self._refused_now(
+                TooManyConnections(
+                    f"The server holds the most connections it may ({settings.BATON_STOMP_MAX_CONNECTIONS}, "
+                    "BATON_STOMP_MAX_CONNECTIONS); try again later.",
+                    retry_after=1,
+                )
+            )
+            return
+        self.connect_timer = self.loop.call_later(settings.BATON_STOMP_CONNECT_TIMEOUT_S, self._connect_timed_out)
+
+    def _refused_now(self, exc: BatonError) -> None:
+        """ERROR and close, whatever comes next (in order, after what was received)."""
+        self.stopped_reading = True
+        with self.lock:
+            self.pending_frames += 1
+        self.inbox.put(exc)
+
+    def _connect_timed_out(self) -> None:
+        if self.user is None and not self.closed and not self.stopped_reading:
+            self._refused_now(
+                ConnectTimedOut(
+                    f"No CONNECT within {settings.BATON_STOMP_CONNECT_TIMEOUT_S:g} s "
+                    "(BATON_STOMP_CONNECT_TIMEOUT_S): the connection is closed."
+                )
+            )
 
     async def received(self, data: bytes) -> None:
         if not self.received_nowait(data):
@@ -293,6 +345,8 @@ class StompConnection:
             return
         self._lost = True
         self.closed = True
+        if getattr(self, "connect_timer", None) is not None:
+            self.connect_timer.cancel()
         LIVE.pop(self.session, None)
         with self.lock:
             self.lock.notify_all()
@@ -464,6 +518,8 @@ class StompConnection:
                 try:
                     if self.failed and not isinstance(item, BatonError):
                         continue
+                    if isinstance(item, ConnectTimedOut) and self.user is not None:
+                        continue  # CONNECT came (and was applied) before the time ran out
                     if isinstance(item, BatonError):
                         self.error(item, None)
                         continue
@@ -584,11 +640,21 @@ class StompConnection:
         send_ms, receive_ms = (
             heart_beats(frame, server_ms=settings.BATON_STOMP_HEARTBEAT_MS) if version != "1.0" else (0, 0)
         )
-        user = engine.user_signed_in(login=frame.get("login"), passcode=frame.get("passcode"))
+        user = engine.user_signed_in(login=frame.get("login"), passcode=frame.get("passcode"), address=self.address)
         if user is None:
             raise NotAuthenticated("Bad login or passcode: login is a user name, passcode its password or API token.")
-        self.broker = engine.broker_chosen(user, host=frame.get("host"))
-        self.user = user
+        broker = engine.broker_chosen(user, host=frame.get("host"))
+        limit = settings.BATON_STOMP_MAX_CONNECTIONS_PER_USER
+        with _SIGNING_IN:
+            held = sum(1 for c in list(LIVE.values()) if c.user is not None and not c.closed and c.user.pk == user.pk)
+            if held >= limit:
+                raise TooManyConnections(
+                    f"User {user.get_username()!r} has {held} connections open, the most one user may have "
+                    f"({limit}, BATON_STOMP_MAX_CONNECTIONS_PER_USER); close one first.",
+                    retry_after=1,
+                )
+            self.broker = broker
+            self.user = user
         self.heartbeat_send, self.heartbeat_receive = send_ms, receive_ms
         headers = [("version", version), ("server", SERVER), ("session", self.session)]
         if version != "1.0":
@@ -662,6 +728,13 @@ class StompConnection:
 
     def _subscribe(self, frame: Frame) -> None:
         kind, name = self._destination(frame)
+        limit = settings.BATON_STOMP_MAX_SUBSCRIPTIONS
+        if len(self.subscriptions) >= limit:
+            raise LimitReached(
+                f"This connection has {len(self.subscriptions)} subscriptions, the most one connection may have "
+                f"({limit}, BATON_STOMP_MAX_SUBSCRIPTIONS); UNSUBSCRIBE one first.",
+                limit=limit,
+            )
         sub_id = frame.get("id")
         if sub_id is None or sub_id == "":
             if self.version != "1.0":

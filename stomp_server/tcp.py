@@ -76,6 +76,7 @@ class StompProtocol(asyncio.Protocol):
             TcpTransport(transport, self),
             kind="tcp",
             peer=f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer),
+            address=peer[0] if isinstance(peer, tuple) else "",
         )
         self.connection.start()
         for live in _LIVE_SETS:
