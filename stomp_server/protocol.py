@@ -3,11 +3,13 @@ machine (docs/api.md, "STOMP"; docs/stomp.md).
 
 - The transport's event loop only reads and writes: it feeds bytes to the frame parser,
   queues the frames, writes frames and heart-beats, and watches the client's heart-beats.
-- The connection's own thread applies its frames in the order received, through the
-  engine's operations (``engine``), with the connection's user.
-- Each subscription has a thread that gets messages as they arrive (waiting on the queue's
-  wake-ups) while it has fewer than ``prefetch-count`` unacknowledged, and while the client
-  reads what it is sent.
+- A task on the STOMP pool (``pool``, at most ``BATON_STOMP_THREADS`` threads per process)
+  applies the connection's frames in the order received, through the engine's operations
+  (``engine``), with the connection's user, and gives its thread back when there are none.
+- Each subscription's pump, a pool task too, gets messages as they arrive while it has fewer
+  than ``prefetch-count`` unacknowledged and the client reads what it is sent; while it
+  waits it holds no thread: the queue's wake-ups (``wakeup_watch``), room made, and a timer
+  on the event loop submit it again.
 - A pre-emptive subscription (``x-baton-preemptive:true``) gets, while the connection has an
   open transaction, under the most recently begun one: destructive pre-emptive gets in its
   unit of work, which COMMIT consumes (held until the producers commit) and ABORT gives back.
@@ -47,11 +49,13 @@ from config.errors import (
     Throttled,
 )
 from transactions.exceptions import TransactionBackedOut, TransactionNotActive, TransactionNotFound
-from transactions.wakeups import wait_for, wakeup_notify
+from transactions.wakeup_bus import wakeup_bus
+from transactions.wakeups import POLL_MAX_S, wakeup_notify, wakeup_unwatch, wakeup_watch
 
 from . import engine
 from .frames import Frame, FrameError, FrameParser, FrameTooLarge, frame_encode
 from .headers import message_fields, message_headers
+from .pool import stomp_pool
 from .registry import registry_started
 from .selectors import queue_may_have_messages
 
@@ -64,6 +68,8 @@ SERVER = "Baton/0.1"
 HIGH_WATER = 1024 * 1024
 #: Seconds a subscription waits for a message before looking again (renewing its locks).
 SUBSCRIPTION_WAIT_S = 10.0
+#: Frames a connection applies before letting the pool's other tasks have a turn.
+DRAIN_TURN = 64
 _CLOSE = object()
 
 
@@ -185,7 +191,18 @@ class Subscription:
     preemptive: bool = False
     pending: OrderedDict[str, Pending] = field(default_factory=OrderedDict)  # by msg_id, in delivery order
     stopped: bool = False
-    thread: threading.Thread | None = None
+    #: Its pump (``StompConnection._pump``): submitted to the pool and not yet done; running
+    #: (by the thread ``runner``); to look again (something may have come, or room was made);
+    #: to make a full look (a get, not first the cheap look); its locks to be renewed.
+    scheduled: bool = False
+    running: bool = False
+    runner: int = 0
+    dirty: bool = False
+    full_look: bool = False
+    renew_due: bool = False
+    #: The wake-up keys it watches, and the callback they call (None: not watching).
+    keys: list[str] = field(default_factory=list)
+    watcher: Any = None
 
 
 @dataclass(eq=False)
@@ -253,6 +270,10 @@ class StompConnection:
         self.last_received = self.last_sent = time.monotonic()
         self.heartbeat_send = self.heartbeat_receive = 0
         self.threads: list[threading.Thread] = []
+        #: The connection's frames are being applied by a pool thread (or are submitted to be).
+        self.scheduled = False
+        #: Set once the connection has ended and given back what it held.
+        self.ended = threading.Event()
 
     # --- the event loop's side ------------------------------------------------------------
 
@@ -267,8 +288,6 @@ class StompConnection:
         self.room.set()
         self.writer = self.loop.create_task(self._write())
         self.heartbeats: asyncio.Task | None = None
-        self.applier = threading.Thread(target=self._apply_all, name="stomp", daemon=True)
-        self.applier.start()
         full = len(LIVE) >= settings.BATON_STOMP_MAX_CONNECTIONS
         LIVE[self.session] = self
         if settings.BATON_STOMP_REGISTRY:
@@ -290,6 +309,7 @@ class StompConnection:
         with self.lock:
             self.pending_frames += 1
         self.inbox.put(exc)
+        self._schedule()
 
     def _connect_timed_out(self) -> None:
         if self.user is None and not self.closed and not self.stopped_reading:
@@ -337,6 +357,7 @@ class StompConnection:
             self.room.clear()
         for item in items:
             self.inbox.put(item)
+        self._schedule()
         return not paused
 
     def lost(self) -> None:
@@ -351,6 +372,7 @@ class StompConnection:
         with self.lock:
             self.lock.notify_all()
         self.inbox.put(None)
+        self._schedule()
         if self.heartbeats is not None:
             self.heartbeats.cancel()
         self.room.set()  # whatever waits to read more stops waiting: there is no more
@@ -385,8 +407,14 @@ class StompConnection:
 
     def _written(self, size: int) -> None:
         with self.lock:
+            was = self.unsent
             self.unsent -= size
             self.lock.notify_all()
+            if not (was >= HIGH_WATER > self.unsent):
+                return
+            subs = list(self.subscriptions.values())
+        for sub in subs:  # the client has read enough: the subscriptions get again
+            self._kick(sub)
 
     def _write_failed(self, exc: BaseException) -> None:
         log.info("closing a STOMP connection: a frame could not be sent (%s)", type(exc).__name__)
@@ -507,46 +535,77 @@ class StompConnection:
 
     # --- the connection's thread ----------------------------------------------------------
 
-    def _apply_all(self) -> None:
+    def _schedule(self) -> None:
+        """Have a pool thread apply what is in the inbox (unless one is at it already)."""
+        with self.lock:
+            if self.scheduled:
+                return
+            self.scheduled = True
+        stomp_pool().submit(self._drain)
+
+    def _drain(self) -> None:
+        """Apply the frames received, in order, then give the thread back (a connection
+        holds no thread while it waits for frames). After ``DRAIN_TURN`` frames it lets other
+        connections have a turn."""
+        if self.ended.is_set():
+            return
         held: Any = _NOTHING  # a frame taken while gathering a batch, applied next
-        try:
-            while True:
-                item, held = (self.inbox.get() if held is _NOTHING else held), _NOTHING
-                if item is None:
-                    break
-                applied = [item]
+        turn = 0
+        while True:
+            if held is not _NOTHING:
+                item, held = held, _NOTHING
+            else:
                 try:
-                    if self.failed and not isinstance(item, BatonError):
-                        continue
-                    if isinstance(item, ConnectTimedOut) and self.user is not None:
-                        continue  # CONNECT came (and was applied) before the time ran out
-                    if isinstance(item, BatonError):
-                        self.error(item, None)
-                        continue
-                    if self._batchable(item):
-                        held = self._gathered(applied)
-                        self._send_batch(applied)
-                    else:
-                        self._apply(item)
-                except BatonError as exc:
-                    self.error(exc, applied[-1])
-                except Exception:
-                    log.exception("a STOMP frame failed")
-                    close_old_connections()
-                    self.error(BatonError("The server failed to handle the frame."), applied[-1])
-                finally:
+                    item = self.inbox.get_nowait()
+                except queue.Empty:
                     with self.lock:
-                        self.pending_frames -= len(applied)
-                        resume = self.reading_paused and self.pending_frames <= settings.BATON_STOMP_MAX_PENDING // 2
-                        if resume:
-                            self.reading_paused = False
-                    if resume:  # after the loop's clear(): the loop runs this after that callback
-                        self.loop.call_soon_threadsafe(self.room.set)
-        finally:
+                        if self.inbox.empty():
+                            self.scheduled = False
+                            return
+                    continue
+            if item is None:
+                self._end()
+                return
+            applied = [item]
             try:
-                self._ended()
+                if self.failed and not isinstance(item, BatonError):
+                    continue
+                if isinstance(item, ConnectTimedOut) and self.user is not None:
+                    continue  # CONNECT came (and was applied) before the time ran out
+                if isinstance(item, BatonError):
+                    self.error(item, None)
+                    continue
+                if self._batchable(item):
+                    held = self._gathered(applied)
+                    self._send_batch(applied)
+                else:
+                    self._apply(item)
+            except BatonError as exc:
+                self.error(exc, applied[-1])
+            except Exception:
+                log.exception("a STOMP frame failed")
+                close_old_connections()
+                self.error(BatonError("The server failed to handle the frame."), applied[-1])
             finally:
-                connections.close_all()
+                with self.lock:
+                    self.pending_frames -= len(applied)
+                    resume = self.reading_paused and self.pending_frames <= settings.BATON_STOMP_MAX_PENDING // 2
+                    if resume:
+                        self.reading_paused = False
+                if resume:  # after the loop's clear(): the loop runs this after that callback
+                    self.loop.call_soon_threadsafe(self.room.set)
+            turn += len(applied)
+            if turn >= DRAIN_TURN and held is _NOTHING:
+                stomp_pool().submit(self._drain)  # still scheduled: the next turn goes on
+                return
+
+    def _end(self) -> None:
+        try:
+            self._ended()
+        except Exception:
+            log.exception("ending a STOMP connection failed")
+        finally:
+            self.ended.set()
 
     # --- SENDs in a transaction, pipelined: one put of them all --------------------------
 
@@ -794,8 +853,7 @@ class StompConnection:
             )
             sub.queue = sub.topic_name
         self.subscriptions[sub_id] = sub
-        sub.thread = threading.Thread(target=self._deliver, args=(sub,), name="stomp-sub", daemon=True)
-        sub.thread.start()
+        self._watched(sub)
         self.receipt(frame)
 
     def _unsubscribe(self, frame: Frame) -> None:
@@ -829,12 +887,14 @@ class StompConnection:
                 txn.deferred = [item for item in txn.deferred if item.subscription is not sub]
 
     def _stop(self, sub: Subscription) -> None:
+        """No more gets for ``sub``; one under way has sent what it got."""
         with self.lock:
             sub.stopped = True
-            self.lock.notify_all()
-        wakeup_notify([sub.key])
-        if sub.thread is not None and sub.thread is not threading.current_thread():
-            sub.thread.join()
+            watcher, sub.watcher = sub.watcher, None
+            if sub.runner != threading.get_ident():
+                self.lock.wait_for(lambda: not sub.running)
+        if watcher is not None:
+            wakeup_unwatch(sub.keys, watcher)
 
     def _room(self, sub: Subscription) -> int:
         """How many messages the subscription may get now (under ``self.lock``)."""
@@ -844,66 +904,111 @@ class StompConnection:
             return min(sub.prefetch, 100)
         return sub.prefetch - len(sub.pending)
 
-    def _deliver(self, sub: Subscription) -> None:
-        """The subscription's thread: get while there is room, send, wait for more."""
-        mode = "destructive" if sub.ack == "auto" else "peek_lock"
+    # --- deliveries: each subscription waits without a thread -------------------------------
+
+    def _watched(self, sub: Subscription) -> None:
+        """Start ``sub``'s deliveries: the queue's wake-ups (a pre-emptive subscription's
+        also its uncommitted puts') call :meth:`_kick`; a timer on the event loop looks
+        again and renews locks at intervals; a first look now."""
+        sub.keys = [sub.key, queue_put_wakeup_key(sub.queue_id)] if sub.preemptive else [sub.key]
+        sub.watcher = lambda: self._kick(sub)
+        wakeup_bus().listen()  # other processes' commits reach this one's wake-ups
+        wakeup_watch(sub.keys, sub.watcher)  # before the first look: no commit after it is missed
+        self.loop.call_soon_threadsafe(self._tick_armed, sub)
+        self._kick(sub, full=True)
+
+    def _tick_armed(self, sub: Subscription) -> None:
+        """(On the loop.) The next periodic look: a third of the queue's lock duration (at most
+        ``SUBSCRIPTION_WAIT_S``), or ``POLL_MAX_S`` while this process hears no commits of
+        other processes (its wake-up listener is not listening)."""
+        if sub.stopped or self.closed:
+            return
+        every = min(SUBSCRIPTION_WAIT_S, sub.lock_s / 3)
+        if not getattr(wakeup_bus(), "listening", False):
+            every = min(every, POLL_MAX_S)
+        self.loop.call_later(every, self._tick, sub)
+
+    def _tick(self, sub: Subscription) -> None:
+        if sub.stopped or self.closed:
+            return
+        sub.renew_due = True
+        self._kick(sub, full=True)
+        self._tick_armed(sub)
+
+    def _kick(self, sub: Subscription, *, full: bool = False) -> None:
+        """(Any thread.) ``sub`` should look again: its pump runs on a pool thread unless it
+        is submitted or running already (then it looks again before it stops)."""
+        with self.lock:
+            if sub.stopped or self.closed:
+                return
+            sub.dirty = True
+            sub.full_look = sub.full_look or full
+            if sub.scheduled:
+                return
+            sub.scheduled = True
+        stomp_pool().submit(lambda: self._pump(sub))
+
+    def _pump(self, sub: Subscription) -> None:
+        """Get and send while there is room and something may have come; then give the
+        thread back (the next wake-up, ACK, read by the client or tick calls it again)."""
+        with self.lock:
+            if sub.stopped or self.closed:
+                sub.scheduled = False
+                return
+            sub.running, sub.runner = True, threading.get_ident()
         try:
             while True:
-                with self.lock:
-                    self.lock.wait_for(
-                        lambda: sub.stopped or self.closed or self._room(sub) > 0, timeout=sub.lock_s / 3
-                    )
-                    if sub.stopped or self.closed:
-                        return
-                    room = self._room(sub)
-                if room <= 0:  # prefetch-count reached, or the client is not reading
+                if sub.renew_due:
+                    sub.renew_due = False
                     self._locks_renewed(sub)
-                    continue
-
-                looked = [False]
-
-                def attempt(looked: list[bool] = looked) -> bool:
-                    """Get and send what there is room for; True to leave the wait (stopped,
-                    no room left, or a full batch: there may be more), False to wait for the
-                    next commit on the queue."""
-                    if sub.stopped or self.closed:
-                        return True
-                    first, looked[0] = not looked[0], True
+                with self.lock:
+                    if sub.stopped or self.closed or not sub.dirty:
+                        break
+                    room = self._room(sub)
+                    if room <= 0:  # prefetch-count reached, or the client is not reading:
+                        break  # an ACK, a NACK or the client's reading kicks it again
+                    sub.dirty = False
+                    full, sub.full_look = sub.full_look, False
+                if self._looked(sub, room, full):
                     with self.lock:
-                        room = self._room(sub)
-                    if room <= 0:
-                        return True
-                    batch = min(room, settings.BATON_MAX_BATCH)
-                    if sub.preemptive:
-                        delivered = self._preemptive_delivered(sub, batch)
-                        if delivered is not None:  # under a transaction: only that way
-                            return bool(delivered)
-                    if not first and not queue_may_have_messages(queue_id=sub.queue_id, now=timezone.now()):
-                        # woken by a commit that left nothing to get (an ACK's, a get's): a look
-                        # without the write lock a get takes (each wait's first attempt gets, as
-                        # that also settles a unit of work overdue on the queue)
-                        return False
-                    got = engine.messages_got(self.user, broker=sub.broker, queue=sub.queue, mode=mode, batch=batch)
-                    for message in got:
-                        self._send_message(sub, message)
-                    # fewer than asked: the queue had no more when this get looked, and a commit
-                    # since then has woken the wait already; getting again at once would find
-                    # nothing (a whole get's work, once per message, when they come one by one)
-                    return len(got) >= batch
-
-                # a pre-emptive subscription takes uncommitted puts too: woken by them as well
-                keys = [sub.key, queue_put_wakeup_key(sub.queue_id)] if sub.preemptive else [sub.key]
-                wait_for(attempt, keys=keys, wait_s=min(SUBSCRIPTION_WAIT_S, sub.lock_s / 3))
-                self._locks_renewed(sub)
+                        sub.dirty = True  # a full batch: there may be more
         except BatonError as exc:  # the queue was deleted, a grant withdrawn, ...
             if not (sub.stopped or self.closed):
                 self.error(exc, None)
         except Exception:
             log.exception("a STOMP subscription failed")
+            close_old_connections()
             if not (sub.stopped or self.closed):
                 self.error(BatonError("The server failed to deliver to the subscription."), None)
         finally:
-            connections.close_all()
+            with self.lock:
+                sub.running, sub.runner = False, 0
+                sub.scheduled = False
+                again = sub.dirty and not (sub.stopped or self.closed) and self._room(sub) > 0
+                self.lock.notify_all()
+            if again:  # kicked while it was finishing
+                self._kick(sub)
+
+    def _looked(self, sub: Subscription, room: int, full: bool) -> bool:
+        """Get what there is room for and send it; whether to look again at once (a full
+        batch: there may be more). ``full``: a get whatever; else, first a look without
+        the write lock a get takes, whether a get could take anything (woken by a commit
+        that left nothing to get: an ACK's, a get's). The periodic look is a get, which also
+        settles what only a get settles (a unit of work overdue on the queue)."""
+        batch = min(room, settings.BATON_MAX_BATCH)
+        if sub.preemptive:
+            delivered = self._preemptive_delivered(sub, batch)
+            if delivered is not None:  # under a transaction: only that way
+                return bool(delivered)
+        if not full and not queue_may_have_messages(queue_id=sub.queue_id, now=timezone.now()):
+            return False
+        mode = "destructive" if sub.ack == "auto" else "peek_lock"
+        got = engine.messages_got(self.user, broker=sub.broker, queue=sub.queue, mode=mode, batch=batch)
+        for message in got:
+            self._send_message(sub, message)
+        # fewer than asked: the queue had no more when this get looked, and a commit since
+        # then has kicked the pump already; getting again at once would find nothing
+        return len(got) >= batch
 
     def _preemptive_delivered(self, sub: Subscription, room: int) -> bool | None:
         """While the connection has an open transaction, get pre-emptively under the most
@@ -1022,6 +1127,13 @@ class StompConnection:
                 item.subscription.pending.pop(item.msg_id, None)
                 self.acks.pop(item.ack_id, None)
             self.lock.notify_all()
+        self._room_made({item.subscription for item in covered})
+
+    def _room_made(self, subs) -> None:
+        """Messages of these subscriptions were acknowledged (or given back): room to get more."""
+        for sub in subs:
+            if sub.ack != "auto":
+                self._kick(sub)
 
     def _preemptive_checked(self, frame: Frame, covered: list[Pending], txn: Txn | None) -> None:
         """A pre-emptive delivery is acknowledged under the transaction it was got under,
@@ -1120,6 +1232,7 @@ class StompConnection:
                 item.subscription.pending.pop(item.msg_id, None)
                 self.acks.pop(item.ack_id, None)
             self.lock.notify_all()
+        self._room_made({item.subscription for item in txn.delivered.values()})
 
     def _commit(self, frame: Frame) -> None:
         txn = self._open_transaction(frame)

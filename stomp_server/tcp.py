@@ -55,7 +55,7 @@ class TcpTransport:
 
 class StompProtocol(asyncio.Protocol):
     """One TCP connection: bytes go straight from the socket to the connection's parser (no
-    stream reader between them); reading pauses while the connection's thread is behind."""
+    stream reader between them); reading pauses while the connection's frames wait to be applied."""
 
     def __init__(self) -> None:
         self.connection: StompConnection | None = None
@@ -151,4 +151,4 @@ async def connections_ended(live) -> None:
     for connection in ending:
         connection.transport.abort()
         connection.lost()
-    await asyncio.to_thread(lambda: [c.applier.join() for c in ending])
+    await asyncio.to_thread(lambda: [c.ended.wait() for c in ending])

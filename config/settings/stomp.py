@@ -29,3 +29,6 @@ BATON_STOMP_MAX_SUBSCRIPTIONS = env_int("BATON_STOMP_MAX_SUBSCRIPTIONS", 1000)
 #: Durable topic subscriptions (each a queue) one user may hold on a broker unless they
 #: administer it; a SUBSCRIBE that would make one more gets ERROR.
 BATON_STOMP_MAX_DURABLE_PER_USER = env_int("BATON_STOMP_MAX_DURABLE_PER_USER", 20)
+#: Threads that apply the frames and make the gets of all STOMP connections of a process
+#: (a connection or a subscription holds none while it waits).
+BATON_STOMP_THREADS = env_int("BATON_STOMP_THREADS", 16)
