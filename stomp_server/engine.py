@@ -27,6 +27,7 @@ from brokers.api.operations import (
     LockAbandon,
     QueueDefine,
     LockComplete,
+    LockDeadLetter,
     LockRenew,
     LocksComplete,
     MessageGet,
@@ -353,6 +354,10 @@ def lock_renewed(user, *, token: str) -> None:
 
 def lock_abandoned(user, *, token: str) -> None:
     LockAbandon.run(user, {"lock_token": token})
+
+
+def lock_dead_lettered(user, *, token: str, reason: str) -> None:
+    LockDeadLetter.run(user, {"lock_token": token, "reason": reason})
 
 
 def transaction_begun(user, *, broker: str) -> str:

@@ -101,6 +101,9 @@ _NOTHING = object()
 _ids = itertools.count(1)
 #: Live connections of this process (the dashboard's section reads them through the registry).
 LIVE: dict[str, StompConnection] = {}
+#: Connections of this process that have not yet ended (given back what they held): gone
+#: from LIVE when their transport ends, here until their end has been applied.
+UNENDED: set[StompConnection] = set()
 
 
 class StompRefused(InvalidInput):
@@ -221,6 +224,7 @@ class Txn:
     deferred: list[Pending] = field(default_factory=list)
     completed: list[str] = field(default_factory=list)  # lock tokens completed under it
     abandoned: list[str] = field(default_factory=list)  # lock tokens NACKed under it
+    discarded: list[str] = field(default_factory=list)  # ... with requeue:false: dead-lettered at COMMIT
     #: Pre-emptive deliveries got under it, by msg_id; and those ACKed under it (COMMIT needs all).
     delivered: dict[str, Pending] = field(default_factory=dict)
     acked: set[str] = field(default_factory=set)
@@ -290,6 +294,7 @@ class StompConnection:
         self.heartbeats: asyncio.Task | None = None
         full = len(LIVE) >= settings.BATON_STOMP_MAX_CONNECTIONS
         LIVE[self.session] = self
+        UNENDED.add(self)
         if settings.BATON_STOMP_REGISTRY:
             registry_started(LIVE)
         if full:
@@ -605,6 +610,7 @@ class StompConnection:
         except Exception:
             log.exception("ending a STOMP connection failed")
         finally:
+            UNENDED.discard(self)
             self.ended.set()
 
     # --- SENDs in a transaction, pipelined: one put of them all --------------------------
@@ -716,9 +722,9 @@ class StompConnection:
             self.user = user
         self.heartbeat_send, self.heartbeat_receive = send_ms, receive_ms
         headers = [("version", version), ("server", SERVER), ("session", self.session)]
-        if version != "1.0":
-            hb = settings.BATON_STOMP_HEARTBEAT_MS
-            headers.append(("heart-beat", f"{hb if send_ms else 0},{hb if receive_ms else 0}"))
+        # on every version, 1.0 included (no heart-beats there: 0,0), as clients read it
+        hb = settings.BATON_STOMP_HEARTBEAT_MS
+        headers.append(("heart-beat", f"{hb if send_ms else 0},{hb if receive_ms else 0}"))
         self.send(Frame("CONNECTED", headers))
         if send_ms or receive_ms:
             self.loop.call_soon_threadsafe(self._start_heartbeats)
@@ -1174,16 +1180,36 @@ class StompConnection:
         self.receipt(frame)
 
     def _nack(self, frame: Frame) -> None:
+        requeue = frame.get("requeue", "true")
+        if requeue not in ("true", "false"):
+            raise StompRefused(
+                f"requeue must be true or false, not {requeue[:40]!r}.", errors={"requeue": ["Must be true or false."]}
+            )
         covered = self._acknowledged(frame)
         txn = self._transaction(frame)
         self._preemptive_checked(frame, covered, txn)
         self._forget(covered)
-        if txn is not None:  # given back when the transaction ends, whichever way
+        if txn is not None:  # given back when the transaction ends (requeue:false: dead-lettered at COMMIT)
             # (a pre-emptive delivery NACKed stays un-ACKed: COMMIT is refused, ABORT gives it back)
-            txn.abandoned.extend(item.token for item in covered if item.txn is None)
-        else:
+            tokens = [item.token for item in covered if item.txn is None]
+            (txn.abandoned if requeue == "true" else txn.discarded).extend(tokens)
+        elif requeue == "true":
             self._give_back(covered)
+        else:
+            self._dead_lettered([item.token for item in covered if item.token is not None])
         self.receipt(frame)
+
+    def _dead_lettered(self, tokens: list[str]) -> None:
+        """NACK with requeue:false: to the broker's dead-letter queue (RabbitMQ drops the
+        message, or dead-letters it where the queue has a dead-letter exchange; a Baton
+        broker always has its dead-letter queue)."""
+        for token in tokens:
+            engine.lock_dead_lettered(self.user, token=token, reason="NACK requeue:false (STOMP)")
+
+    def _nacked_settled(self, txn: Txn) -> None:
+        """After a COMMIT: what it NACKed is available again, or dead-lettered (requeue:false)."""
+        self._give_back(txn.abandoned)
+        self._dead_lettered(txn.discarded)
 
     def _give_back(self, items: list[Pending] | list[str]) -> None:
         """Make these locked messages available again (a lock already gone is no matter)."""
@@ -1261,10 +1287,10 @@ class StompConnection:
                     txn.completed += deferred
                 outcome = engine.transaction_committed(self.user, transaction=txn.id, wait=0)
         except BatonError:
-            self._give_back(list(dict.fromkeys(txn.completed + deferred + txn.abandoned)))
+            self._give_back(list(dict.fromkeys(txn.completed + deferred + txn.abandoned + txn.discarded)))
             raise
         if outcome["state"] == "committed":
-            self._give_back(txn.abandoned)
+            self._nacked_settled(txn)
             self.receipt(frame)
             return
         # held until its upstream units of work commit: the RECEIPT when it resolves
@@ -1277,11 +1303,11 @@ class StompConnection:
             while not self.closed:
                 outcome = engine.transaction_committed(self.user, transaction=txn.id, wait=settings.BATON_MAX_WAIT_S)
                 if outcome["state"] == "committed":
-                    self._give_back(txn.abandoned)
+                    self._nacked_settled(txn)
                     self.receipt(frame)
                     return
         except BatonError as exc:
-            self._give_back(txn.completed + txn.abandoned)
+            self._give_back(txn.completed + txn.abandoned + txn.discarded)
             self.error(exc, frame)
         except Exception:
             log.exception("a held STOMP commit failed")
@@ -1299,7 +1325,7 @@ class StompConnection:
         finally:  # then its deliveries are back, in their places, before the subscription gets again
             self._settled(txn)
         # what it acknowledged is available again, not left locked (docs/stomp.md)
-        self._give_back(txn.completed + [item.token for item in txn.deferred] + txn.abandoned)
+        self._give_back(txn.completed + [item.token for item in txn.deferred] + txn.abandoned + txn.discarded)
         self.receipt(frame)
 
     def _disconnect(self, frame: Frame) -> None:
@@ -1326,7 +1352,7 @@ class StompConnection:
                     engine.transaction_rolled_back(self.user, transaction=txn.id)
             except BatonError:
                 pass
-            self._give_back(txn.completed + [item.token for item in txn.deferred] + txn.abandoned)
+            self._give_back(txn.completed + [item.token for item in txn.deferred] + txn.abandoned + txn.discarded)
         for sub in subs:
             self._give_back(list(sub.pending.values()))
             if sub.topic_name and not sub.durable:

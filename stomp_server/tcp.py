@@ -10,7 +10,7 @@ import socket
 from django.db import connections
 
 from .orphans import stomp_orphans_removed
-from .protocol import StompConnection
+from .protocol import UNENDED, StompConnection
 
 log = logging.getLogger(__name__)
 #: Linux's TCP_QUICKACK (None elsewhere): acknowledge the client's segments at once, not
@@ -151,4 +151,6 @@ async def connections_ended(live) -> None:
     for connection in ending:
         connection.transport.abort()
         connection.lost()
+    # and those whose clients left before: their ends may still be under way
+    ending += [c for c in list(UNENDED) if c.kind == "tcp" and c.closed and c not in ending]
     await asyncio.to_thread(lambda: [c.ended.wait() for c in ending])
