@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
-from django.db import close_old_connections, connections
+from django.db import close_old_connections
 from django.utils import timezone
 
 from baton_client.errors import UnsettledDeliveries
@@ -235,6 +235,20 @@ class Txn:
     gone: bool = False
 
 
+@dataclass(eq=False)
+class HeldCommit:
+    """A COMMIT held until its upstream units of work commit; its look, as a subscription's
+    pump (submitted, to look again, ended)."""
+
+    txn: Txn
+    frame: Frame
+    keys: list[str]
+    watcher: Any = None
+    scheduled: bool = False
+    dirty: bool = False
+    done: bool = False
+
+
 class StompConnection:
     """The protocol of one connection. The transport calls :meth:`start`, then for its bytes
     :meth:`received` (awaiting it: that is the back-pressure) or :meth:`received_nowait`
@@ -273,7 +287,8 @@ class StompConnection:
         self.reading_paused = False  # ``room`` was cleared: the client's bytes wait
         self.last_received = self.last_sent = time.monotonic()
         self.heartbeat_send = self.heartbeat_receive = 0
-        self.threads: list[threading.Thread] = []
+        #: COMMITs held until their upstream units of work commit (each waiting without a thread).
+        self.held: list[HeldCommit] = []
         #: The connection's frames are being applied by a pool thread (or are submitted to be).
         self.scheduled = False
         #: Set once the connection has ended and given back what it held.
@@ -1294,25 +1309,79 @@ class StompConnection:
             self.receipt(frame)
             return
         # held until its upstream units of work commit: the RECEIPT when it resolves
-        thread = threading.Thread(target=self._commit_held, args=(txn, frame), name="stomp-commit", daemon=True)
-        self.threads.append(thread)
-        thread.start()
+        self._commit_held(txn, frame)
 
     def _commit_held(self, txn: Txn, frame: Frame) -> None:
+        """A COMMIT held until its upstream units of work commit: it waits without a thread,
+        on its unit of work's wake-ups (and a timer), and is looked at again (a commit that
+        does not wait) when they come; the RECEIPT when it has committed, ERROR if it was
+        backed out."""
+        held = HeldCommit(txn=txn, frame=frame, keys=[f"txn:{txn.id}"])
+        held.watcher = lambda: self._held_kick(held)
+        with self.lock:
+            self.held.append(held)
+        wakeup_watch(held.keys, held.watcher)  # before the first look: no commit after it is missed
+        self.loop.call_soon_threadsafe(self._held_tick_armed, held)
+        self._held_kick(held)
+
+    def _held_tick_armed(self, held: HeldCommit) -> None:
+        if held.done or self.closed:
+            return
+        every = SUBSCRIPTION_WAIT_S if getattr(wakeup_bus(), "listening", False) else POLL_MAX_S
+        self.loop.call_later(every, self._held_tick, held)
+
+    def _held_tick(self, held: HeldCommit) -> None:
+        self._held_kick(held)
+        self._held_tick_armed(held)
+
+    def _held_kick(self, held: HeldCommit) -> None:
+        with self.lock:
+            if held.done:
+                return
+            held.dirty = True
+            if held.scheduled:
+                return
+            held.scheduled = True
+        stomp_pool().submit(lambda: self._held_look(held))
+
+    def _held_look(self, held: HeldCommit) -> None:
+        txn, frame = held.txn, held.frame
         try:
-            while not self.closed:
-                outcome = engine.transaction_committed(self.user, transaction=txn.id, wait=settings.BATON_MAX_WAIT_S)
+            while True:
+                with self.lock:
+                    if held.done or not held.dirty:
+                        held.scheduled = False
+                        return
+                    held.dirty = False
+                if self.closed:  # the client is gone: the unit of work's fate is its upstream's
+                    self._held_done(held)
+                    return
+                try:
+                    outcome = engine.transaction_committed(self.user, transaction=txn.id, wait=0)
+                except BatonError as exc:
+                    self._held_done(held)
+                    self._give_back(txn.completed + txn.abandoned + txn.discarded)
+                    self.error(exc, frame)
+                    return
                 if outcome["state"] == "committed":
+                    self._held_done(held)
                     self._nacked_settled(txn)
                     self.receipt(frame)
                     return
-        except BatonError as exc:
-            self._give_back(txn.completed + txn.abandoned + txn.discarded)
-            self.error(exc, frame)
         except Exception:
             log.exception("a held STOMP commit failed")
-        finally:
-            connections.close_all()
+            close_old_connections()
+            self._held_done(held)
+
+    def _held_done(self, held: HeldCommit) -> None:
+        with self.lock:
+            if held.done:
+                return
+            held.done = True
+            held.scheduled = False
+            if held in self.held:
+                self.held.remove(held)
+        wakeup_unwatch(held.keys, held.watcher)
 
     def _abort(self, frame: Frame) -> None:
         txn = self._open_transaction(frame)
@@ -1367,5 +1436,5 @@ class StompConnection:
                 self._end_all()
             except Exception:
                 log.exception("ending a STOMP connection failed")
-        for thread in self.threads:
-            thread.join(timeout=0)
+        for held in list(self.held):
+            self._held_done(held)
