@@ -13,6 +13,7 @@ from django.test import Client
 
 from brokers.models import Queue
 from brokers.services.access import api_token_issue, grant_actions
+from stomp_server.frames import FrameParser
 from stomp_server.protocol import LIVE
 
 from .conftest import Raw, bye, connected, until
@@ -203,3 +204,31 @@ def test_durable_subscriptions_of_a_user_who_does_not_administer_are_bounded(sto
         durable(admin, n)
         assert admin.next().get("receipt-id") == f"r{n}"
     assert Queue.objects.filter(name__startswith="stomp.d.").count() == 5
+
+
+def ws_first_frame(port: int, data: bytes | None):
+    """Over /stomp/ (the door any web page can reach): send ``data`` (None: nothing) and
+    return the server's first frame."""
+    from websockets.sync.client import connect
+
+    with connect(f"ws://127.0.0.1:{port}/stomp/", subprotocols=["v12.stomp"], open_timeout=20) as ws:
+        if data is not None:
+            ws.send(data)
+        parser = FrameParser(max_frame=1 << 20, version="1.2")
+        while True:
+            got = ws.recv(timeout=20)
+            frames = parser.feed(got if isinstance(got, bytes) else got.encode())
+            if frames:
+                return frames[0]
+
+
+def test_the_websocket_door_shares_the_lockout_and_the_connect_timeout(web_port, stomp_broker, throttle, settings):
+    password_user("erin")
+    for n in range(3):
+        web_sign_in("erin", "wrong", f"10.0.1.{n + 1}")
+    connect = f"CONNECT\naccept-version:1.2\nhost:QM1\nlogin:erin\npasscode:{PASSWORD}\n\n\0".encode()
+    refused = ws_first_frame(web_port, connect)
+    assert refused.command == "ERROR" and "locked out" in refused.get("message")
+    settings.BATON_STOMP_CONNECT_TIMEOUT_S = 0.3
+    silent = ws_first_frame(web_port, None)
+    assert silent.command == "ERROR" and "No CONNECT within 0.3 s" in silent.get("message")
