@@ -131,7 +131,8 @@ class Peer:
         return conn, listener
 
 
-@pytest.fixture(params=["rabbitmq", "baton"])
+#: RabbitMQ's half does not depend on Baton's database: run in the SQLite pass only.
+@pytest.fixture(params=[pytest.param("rabbitmq", marks=pytest.mark.once), "baton"])
 def peer(request, settings):
     if request.param == "rabbitmq":
         return Peer("rabbitmq", request.getfixturevalue("rabbitmq_port"), "guest", "guest", "/")
