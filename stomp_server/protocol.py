@@ -28,17 +28,13 @@ import queue
 import threading
 import time
 import uuid
-from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
 from django.db import close_old_connections
-from django.utils import timezone
 
 from baton_client.errors import UnsettledDeliveries
-from brokers.models import Message
-from brokers.services.room import queue_put_wakeup_key
 from config.errors import (
     BatonError,
     Conflict,
@@ -48,26 +44,21 @@ from config.errors import (
     NotFound,
     Throttled,
 )
-from transactions.exceptions import TransactionBackedOut, TransactionNotActive, TransactionNotFound
-from transactions.wakeup_bus import wakeup_bus
-from transactions.wakeups import POLL_MAX_S, wakeup_notify, wakeup_unwatch, wakeup_watch
+from transactions.wakeups import wakeup_notify
 
 from . import engine
 from .frames import Frame, FrameError, FrameParser, FrameTooLarge, frame_encode
-from .headers import message_fields, message_headers
+from .headers import message_fields
 from .pool import stomp_pool
 from .registry import registry_started
-from .selectors import queue_may_have_messages
+from .state import HIGH_WATER, HeldCommit, Pending, Subscription, Txn
+from .waiting import Waiting
 
 log = logging.getLogger(__name__)
 
 VERSIONS = ("1.0", "1.1", "1.2")
 ACK_MODES = ("auto", "client", "client-individual")
 SERVER = "Baton/0.1"
-#: Bytes queued for the client above which subscriptions stop getting until it reads.
-HIGH_WATER = 1024 * 1024
-#: Seconds a subscription waits for a message before looking again (renewing its locks).
-SUBSCRIPTION_WAIT_S = 10.0
 #: Frames a connection applies before letting the pool's other tasks have a turn.
 DRAIN_TURN = 64
 _CLOSE = object()
@@ -159,97 +150,7 @@ def heart_beats(frame: Frame, *, server_ms: int) -> tuple[int, int]:
     return send, receive
 
 
-@dataclass(eq=False)
-class Pending:
-    """A message sent on a client-acknowledged subscription, not yet acknowledged."""
-
-    ack_id: str
-    msg_id: str
-    #: The lock token of a peek-locked message; None for a pre-emptive delivery.
-    token: str | None
-    subscription: Subscription
-    #: The transaction a pre-emptive delivery was got under (None: peek-locked).
-    txn: Txn | None = None
-    #: When its lock was last taken or renewed (time.monotonic()).
-    locked_at: float = field(default_factory=time.monotonic)
-
-
-@dataclass(eq=False)
-class Subscription:
-    id: str
-    destination: str
-    broker: str
-    queue: str
-    ack: str
-    prefetch: int
-    key: str
-    #: The queue's id (0: not known yet).
-    queue_id: int = 0
-    #: The queue's lock duration (s): unacknowledged messages' locks are renewed well before.
-    lock_s: float = 30.0
-    #: The topic subscription's name (its queue's too), for /topic/ destinations.
-    topic_name: str | None = None
-    durable: bool = False
-    #: x-baton-preemptive: while a transaction is open, deliveries are pre-emptive gets under it.
-    preemptive: bool = False
-    pending: OrderedDict[str, Pending] = field(default_factory=OrderedDict)  # by msg_id, in delivery order
-    stopped: bool = False
-    #: Its pump (``StompConnection._pump``): submitted to the pool and not yet done; running
-    #: (by the thread ``runner``); to look again (something may have come, or room was made);
-    #: to make a full look (a get, not first the cheap look); its locks to be renewed.
-    scheduled: bool = False
-    running: bool = False
-    runner: int = 0
-    dirty: bool = False
-    full_look: bool = False
-    renew_due: bool = False
-    #: The wake-up keys it watches, and the callback they call (None: not watching).
-    keys: list[str] = field(default_factory=list)
-    watcher: Any = None
-
-
-@dataclass(eq=False)
-class Txn:
-    """A STOMP transaction: the unit of work it is, and the locks it acknowledged.
-
-    Its unit of work is begun when first needed (docs/stomp.md, "Transactions"): by its
-    first SEND's put, in the same database transaction; by a pre-emptive get under it; or
-    by a COMMIT with acknowledgements to complete under it. Until then ``id`` is None and
-    its ACKs wait in ``deferred``: a transaction that only acknowledged commits them as one
-    durable completion."""
-
-    name: str
-    id: str | None = None
-    #: Peek-locked deliveries it acknowledged, completed at its COMMIT (their locks renewed meanwhile).
-    deferred: list[Pending] = field(default_factory=list)
-    completed: list[str] = field(default_factory=list)  # lock tokens completed under it
-    abandoned: list[str] = field(default_factory=list)  # lock tokens NACKed under it
-    discarded: list[str] = field(default_factory=list)  # ... with requeue:false: dead-lettered at COMMIT
-    #: Pre-emptive deliveries got under it, by msg_id; and those ACKed under it (COMMIT needs all).
-    delivered: dict[str, Pending] = field(default_factory=dict)
-    acked: set[str] = field(default_factory=set)
-    #: Pre-emptive gets under it in progress; once ``ending``, no more begin.
-    getting: int = 0
-    ending: bool = False
-    #: A get under it found it no longer active (backed out by an upstream rollback).
-    gone: bool = False
-
-
-@dataclass(eq=False)
-class HeldCommit:
-    """A COMMIT held until its upstream units of work commit; its look, as a subscription's
-    pump (submitted, to look again, ended)."""
-
-    txn: Txn
-    frame: Frame
-    keys: list[str]
-    watcher: Any = None
-    scheduled: bool = False
-    dirty: bool = False
-    done: bool = False
-
-
-class StompConnection:
+class StompConnection(Waiting):
     """The protocol of one connection. The transport calls :meth:`start`, then for its bytes
     :meth:`received` (awaiting it: that is the back-pressure) or :meth:`received_nowait`
     (when it answers False, the transport reads no more until ``room`` is set), and
@@ -907,198 +808,6 @@ class StompConnection:
                 txn.completed += tokens
                 txn.deferred = [item for item in txn.deferred if item.subscription is not sub]
 
-    def _stop(self, sub: Subscription) -> None:
-        """No more gets for ``sub``; one under way has sent what it got."""
-        with self.lock:
-            sub.stopped = True
-            watcher, sub.watcher = sub.watcher, None
-            if sub.runner != threading.get_ident():
-                self.lock.wait_for(lambda: not sub.running)
-        if watcher is not None:
-            wakeup_unwatch(sub.keys, watcher)
-
-    def _room(self, sub: Subscription) -> int:
-        """How many messages the subscription may get now (under ``self.lock``)."""
-        if self.unsent >= HIGH_WATER:
-            return 0
-        if sub.ack == "auto":
-            return min(sub.prefetch, 100)
-        return sub.prefetch - len(sub.pending)
-
-    # --- deliveries: each subscription waits without a thread -------------------------------
-
-    def _watched(self, sub: Subscription) -> None:
-        """Start ``sub``'s deliveries: the queue's wake-ups (a pre-emptive subscription's
-        also its uncommitted puts') call :meth:`_kick`; a timer on the event loop looks
-        again and renews locks at intervals; a first look now."""
-        sub.keys = [sub.key, queue_put_wakeup_key(sub.queue_id)] if sub.preemptive else [sub.key]
-        sub.watcher = lambda: self._kick(sub)
-        wakeup_bus().listen()  # other processes' commits reach this one's wake-ups
-        wakeup_watch(sub.keys, sub.watcher)  # before the first look: no commit after it is missed
-        self.loop.call_soon_threadsafe(self._tick_armed, sub)
-        self._kick(sub, full=True)
-
-    def _tick_armed(self, sub: Subscription) -> None:
-        """(On the loop.) The next periodic look: a third of the queue's lock duration (at most
-        ``SUBSCRIPTION_WAIT_S``), or ``POLL_MAX_S`` while this process hears no commits of
-        other processes (its wake-up listener is not listening)."""
-        if sub.stopped or self.closed:
-            return
-        every = min(SUBSCRIPTION_WAIT_S, sub.lock_s / 3)
-        if not getattr(wakeup_bus(), "listening", False):
-            every = min(every, POLL_MAX_S)
-        self.loop.call_later(every, self._tick, sub)
-
-    def _tick(self, sub: Subscription) -> None:
-        if sub.stopped or self.closed:
-            return
-        sub.renew_due = True
-        self._kick(sub, full=True)
-        self._tick_armed(sub)
-
-    def _kick(self, sub: Subscription, *, full: bool = False) -> None:
-        """(Any thread.) ``sub`` should look again: its pump runs on a pool thread unless it
-        is submitted or running already (then it looks again before it stops)."""
-        with self.lock:
-            if sub.stopped or self.closed:
-                return
-            sub.dirty = True
-            sub.full_look = sub.full_look or full
-            if sub.scheduled:
-                return
-            sub.scheduled = True
-        stomp_pool().submit(lambda: self._pump(sub))
-
-    def _pump(self, sub: Subscription) -> None:
-        """Get and send while there is room and something may have come; then give the
-        thread back (the next wake-up, ACK, read by the client or tick calls it again)."""
-        with self.lock:
-            if sub.stopped or self.closed:
-                sub.scheduled = False
-                return
-            sub.running, sub.runner = True, threading.get_ident()
-        try:
-            while True:
-                if sub.renew_due:
-                    sub.renew_due = False
-                    self._locks_renewed(sub)
-                with self.lock:
-                    if sub.stopped or self.closed or not sub.dirty:
-                        break
-                    room = self._room(sub)
-                    if room <= 0:  # prefetch-count reached, or the client is not reading:
-                        break  # an ACK, a NACK or the client's reading kicks it again
-                    sub.dirty = False
-                    full, sub.full_look = sub.full_look, False
-                if self._looked(sub, room, full):
-                    with self.lock:
-                        sub.dirty = True  # a full batch: there may be more
-        except BatonError as exc:  # the queue was deleted, a grant withdrawn, ...
-            if not (sub.stopped or self.closed):
-                self.error(exc, None)
-        except Exception:
-            log.exception("a STOMP subscription failed")
-            close_old_connections()
-            if not (sub.stopped or self.closed):
-                self.error(BatonError("The server failed to deliver to the subscription."), None)
-        finally:
-            with self.lock:
-                sub.running, sub.runner = False, 0
-                sub.scheduled = False
-                again = sub.dirty and not (sub.stopped or self.closed) and self._room(sub) > 0
-                self.lock.notify_all()
-            if again:  # kicked while it was finishing
-                self._kick(sub)
-
-    def _looked(self, sub: Subscription, room: int, full: bool) -> bool:
-        """Get what there is room for and send it; whether to look again at once (a full
-        batch: there may be more). ``full``: a get whatever; else, first a look without
-        the write lock a get takes, whether a get could take anything (woken by a commit
-        that left nothing to get: an ACK's, a get's). The periodic look is a get, which also
-        settles what only a get settles (a unit of work overdue on the queue)."""
-        batch = min(room, settings.BATON_MAX_BATCH)
-        if sub.preemptive:
-            delivered = self._preemptive_delivered(sub, batch)
-            if delivered is not None:  # under a transaction: only that way
-                return bool(delivered)
-        if not full and not queue_may_have_messages(queue_id=sub.queue_id, now=timezone.now()):
-            return False
-        mode = "destructive" if sub.ack == "auto" else "peek_lock"
-        got = engine.messages_got(self.user, broker=sub.broker, queue=sub.queue, mode=mode, batch=batch)
-        for message in got:
-            self._send_message(sub, message)
-        # fewer than asked: the queue had no more when this get looked, and a commit since
-        # then has kicked the pump already; getting again at once would find nothing
-        return len(got) >= batch
-
-    def _preemptive_delivered(self, sub: Subscription, room: int) -> bool | None:
-        """While the connection has an open transaction, get pre-emptively under the most
-        recently begun one and send what was got (with a ``transaction`` header): whether it
-        got any (True too when the transaction is found gone: look again). None when there is
-        none open (the subscription then gets committed messages, peek-locked)."""
-        with self.lock:
-            txn = next((t for t in reversed(self.transactions.values()) if not (t.ending or t.gone)), None)
-            if txn is None:
-                return None
-            txn.getting += 1
-        try:
-            try:
-                got = engine.messages_got(
-                    self.user,
-                    broker=sub.broker,
-                    queue=sub.queue,
-                    mode="destructive",
-                    batch=room,
-                    transaction=self._begun(txn),
-                    preemptive=True,
-                )
-            except (TransactionBackedOut, TransactionNotActive, TransactionNotFound):  # backed out upstream
-                txn.gone = True
-                return True
-            for message in got:
-                self._send_message(sub, message, txn=txn)
-            return bool(got)
-        finally:
-            with self.lock:
-                txn.getting -= 1
-                self.lock.notify_all()
-
-    def _locks_renewed(self, sub: Subscription) -> None:
-        """Keep the locks of what the client holds unacknowledged (a slow consumer keeps its
-        messages, as long as its connection lives)."""
-        now = time.monotonic()
-        with self.lock:
-            held = [*sub.pending.values()]
-            held += [p for t in self.transactions.values() for p in t.deferred if p.subscription is sub]
-            due = [p for p in held if p.token is not None and now - p.locked_at > sub.lock_s / 3]
-        for item in due:
-            try:
-                engine.lock_renewed(self.user, token=item.token)
-                item.locked_at = now
-            except BatonError:  # acknowledged meanwhile, or already lost
-                pass
-
-    def _send_message(self, sub: Subscription, message: Message, txn: Txn | None = None) -> None:
-        ack_id = None
-        if sub.ack != "auto":
-            ack_id = f"{next(self.ack_ids)}"
-            pending = Pending(ack_id=ack_id, msg_id=message.msg_id, token=message.lock_token, subscription=sub, txn=txn)
-            with self.lock:
-                sub.pending[pending.msg_id] = pending
-                self.acks[ack_id] = pending
-                if txn is not None:
-                    txn.delivered[pending.msg_id] = pending
-        body = bytes(message.body)
-        headers = message_headers(
-            message, destination=sub.destination, subscription=sub.id, ack=ack_id if self.version == "1.2" else None
-        )
-        if txn is not None:
-            headers.insert(3, ("transaction", txn.name))
-        try:
-            self.send(Frame("MESSAGE", headers, body))
-        except FrameError:  # a property 1.0 cannot carry: without the properties
-            self.send(Frame("MESSAGE", headers[: 4 if txn is not None else 3], body))
-
     # --- acknowledgements -----------------------------------------------------------------
 
     def _acknowledged(self, frame: Frame) -> list[Pending]:
@@ -1310,78 +1019,6 @@ class StompConnection:
             return
         # held until its upstream units of work commit: the RECEIPT when it resolves
         self._commit_held(txn, frame)
-
-    def _commit_held(self, txn: Txn, frame: Frame) -> None:
-        """A COMMIT held until its upstream units of work commit: it waits without a thread,
-        on its unit of work's wake-ups (and a timer), and is looked at again (a commit that
-        does not wait) when they come; the RECEIPT when it has committed, ERROR if it was
-        backed out."""
-        held = HeldCommit(txn=txn, frame=frame, keys=[f"txn:{txn.id}"])
-        held.watcher = lambda: self._held_kick(held)
-        with self.lock:
-            self.held.append(held)
-        wakeup_watch(held.keys, held.watcher)  # before the first look: no commit after it is missed
-        self.loop.call_soon_threadsafe(self._held_tick_armed, held)
-        self._held_kick(held)
-
-    def _held_tick_armed(self, held: HeldCommit) -> None:
-        if held.done or self.closed:
-            return
-        every = SUBSCRIPTION_WAIT_S if getattr(wakeup_bus(), "listening", False) else POLL_MAX_S
-        self.loop.call_later(every, self._held_tick, held)
-
-    def _held_tick(self, held: HeldCommit) -> None:
-        self._held_kick(held)
-        self._held_tick_armed(held)
-
-    def _held_kick(self, held: HeldCommit) -> None:
-        with self.lock:
-            if held.done:
-                return
-            held.dirty = True
-            if held.scheduled:
-                return
-            held.scheduled = True
-        stomp_pool().submit(lambda: self._held_look(held))
-
-    def _held_look(self, held: HeldCommit) -> None:
-        txn, frame = held.txn, held.frame
-        try:
-            while True:
-                with self.lock:
-                    if held.done or not held.dirty:
-                        held.scheduled = False
-                        return
-                    held.dirty = False
-                if self.closed:  # the client is gone: the unit of work's fate is its upstream's
-                    self._held_done(held)
-                    return
-                try:
-                    outcome = engine.transaction_committed(self.user, transaction=txn.id, wait=0)
-                except BatonError as exc:
-                    self._held_done(held)
-                    self._give_back(txn.completed + txn.abandoned + txn.discarded)
-                    self.error(exc, frame)
-                    return
-                if outcome["state"] == "committed":
-                    self._held_done(held)
-                    self._nacked_settled(txn)
-                    self.receipt(frame)
-                    return
-        except Exception:
-            log.exception("a held STOMP commit failed")
-            close_old_connections()
-            self._held_done(held)
-
-    def _held_done(self, held: HeldCommit) -> None:
-        with self.lock:
-            if held.done:
-                return
-            held.done = True
-            held.scheduled = False
-            if held in self.held:
-                self.held.remove(held)
-        wakeup_unwatch(held.keys, held.watcher)
 
     def _abort(self, frame: Frame) -> None:
         txn = self._open_transaction(frame)
