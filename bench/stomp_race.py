@@ -86,6 +86,8 @@ class Target:
     passcode: str
     destination: str
     describe: str
+    #: The server's process id (0: not known), for what it costs (bench/stomp_footprint.py).
+    pid: int = 0
 
 
 class _Client:
@@ -269,6 +271,7 @@ def baton_stomp(scratch: Scratch) -> Iterator[Target]:
                 token,
                 f"/queue/{QUEUE}",
                 f"manage.py stomp_serve on {HOST}:{port}, database {scratch.database_url}",
+                proc.pid,
             )
         finally:
             process_stopped(proc)

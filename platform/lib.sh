@@ -83,6 +83,19 @@ redis_ready() {  # Debian's redis-server, for the scaled-out tests (they start a
   fi
 }
 
+rabbitmq_ready() {  # Debian's rabbitmq-server (rabbitmq_stomp), for the differential STOMP tests (they start their own)
+  if [ ! -x /usr/lib/rabbitmq/bin/rabbitmq-server ]; then
+    if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+      echo "==> installing RabbitMQ (Debian packages)"
+      apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq rabbitmq-server >/dev/null
+      # the package starts its system service where there is an init: not ours, stopped
+      service rabbitmq-server stop >/dev/null 2>&1 || true
+    else
+      echo "warning: no rabbitmq-server; the differential STOMP tests (tests/stomp/test_differential.py) will fail" >&2
+    fi
+  fi
+}
+
 valgrind_ready() {  # Debian's Valgrind, for bench.instructions (its test counts a few calls)
   if ! command -v valgrind >/dev/null 2>&1; then
     if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then

@@ -70,7 +70,9 @@ class StompConsumer(AsyncWebsocketConsumer):
         offered = self.scope.get("subprotocols") or []
         chosen = next((p for p in SUBPROTOCOLS if p in offered), None)
         client = self.scope.get("client") or ("?", 0)
-        self.connection = StompConnection(WebSocketTransport(self), kind="websocket", peer=f"{client[0]}:{client[1]}")
+        self.connection = StompConnection(
+            WebSocketTransport(self), kind="websocket", peer=f"{client[0]}:{client[1]}", address=str(client[0])
+        )
         self.connection.start()
         await self.accept(subprotocol=chosen)
 

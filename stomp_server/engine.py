@@ -18,6 +18,8 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import authenticate
+from django.contrib.auth.signals import user_logged_in
+from django.http import HttpRequest
 
 from brokers import permissions as may
 from brokers.api.authentication import token_user
@@ -25,6 +27,7 @@ from brokers.api.operations import (
     LockAbandon,
     QueueDefine,
     LockComplete,
+    LockDeadLetter,
     LockRenew,
     LocksComplete,
     MessageGet,
@@ -35,7 +38,8 @@ from brokers.api.operations import (
 )
 from brokers.definitions import broker_cached, definitions_checked, queue_cached
 from brokers.exceptions import AlreadyExists, InvalidInput, QueueNotFound
-from brokers.models import Broker, Message
+from config.errors import Conflict, PermissionDenied, Throttled
+from brokers.models import Broker, Message, Queue
 from brokers.services.queues import queue_define, queue_delete
 from brokers.services.store import queue_wakeup_key
 from pubsub import permissions as pubsub_may
@@ -47,15 +51,47 @@ from pubsub.services.subscriptions import subscription_define, subscription_dele
 from .registry import PROCESS
 
 
-def user_signed_in(*, login: str | None, passcode: str | None):
-    """The active user named ``login`` whose password or API token is ``passcode``, or None."""
+class SignInLockedOut(Throttled):
+    """Too many failed sign-ins for this user name or from this address: locked out."""
+
+
+def user_signed_in(*, login: str | None, passcode: str | None, address: str | None = None):
+    """The active user named ``login`` whose password or API token is ``passcode``, or None.
+
+    A password sign-in goes through the dashboard's throttle (django-axes,
+    config/settings/signin.py): a user name or ``address`` locked out at ``/login/`` is
+    refused here (SignInLockedOut, the right password included), a wrong password counts
+    toward the lock-out as a failed ``/login/`` does, and a success resets the user's count.
+    API tokens are not passwords and are not counted."""
     if not login or passcode is None or len(passcode) > 4096 or len(login) > 150:
         return None
     user = token_user(passcode) if len(passcode) <= 200 else None
     if user is not None:
         return user if user.get_username() == login else None
-    user = authenticate(username=login, password=passcode)
-    return user if user is not None and user.is_active else None
+    request = _sign_in_request(address)
+    user = authenticate(request, username=login, password=passcode)
+    if getattr(request, "axes_locked_out", False):
+        minutes = int(settings.AXES_COOLOFF_TIME.total_seconds() // 60)
+        raise SignInLockedOut(
+            f"Too many failed sign-ins for this user name or from this address: locked out for {minutes} minutes "
+            "(the dashboard's sign-in shares the count).",
+            retry_after=int(settings.AXES_COOLOFF_TIME.total_seconds()),
+        )
+    if user is None or not user.is_active:
+        return None
+    user_logged_in.send(sender=type(user), request=request, user=user)  # resets the count, as /login/ does
+    return user
+
+
+def _sign_in_request(address: str | None) -> HttpRequest:
+    """The request django-axes counts a STOMP sign-in by: the client's address (no user
+    agent; the path names the door)."""
+    request = HttpRequest()
+    request.method = "POST"
+    request.path = request.path_info = "/stomp/connect"
+    request.META["REMOTE_ADDR"] = address or ""
+    request.META["HTTP_USER_AGENT"] = "STOMP"
+    return request
 
 
 class NameTheBroker(InvalidInput):
@@ -211,10 +247,13 @@ def topic_subscribed(user, *, broker: str, topic_filter: str, name: str, durable
     try:
         queue_cached(broker=broker, name=name)
     except QueueNotFound:
+        if durable:
+            _durable_room_checked(user, broker=broker)
         try:
             # a non-durable one names its process, so that the STOMP server's start finds those
-            # a process that is gone left behind (stomp_server/orphans.py)
-            owner = "" if durable else f" of {PROCESS}"
+            # a process that is gone left behind (stomp_server/orphans.py); a durable one its
+            # user, whose durable subscriptions are counted (BATON_STOMP_MAX_DURABLE_PER_USER)
+            owner = _durable_owner(user) if durable else f" of {PROCESS}"
             queue_define(broker=broker, name=name, description=f"STOMP subscription{owner} to {topic_filter}"[:200])
         except AlreadyExists:
             pass
@@ -234,6 +273,33 @@ def topic_subscribed(user, *, broker: str, topic_filter: str, name: str, durable
                 subscription=name,
             ) from None
     return queue_key(broker=broker, queue=name)
+
+
+def _durable_owner(user) -> str:
+    return f" of user {user.pk} ({user.get_username()[:60]})"
+
+
+class TooManyDurable(Conflict):
+    """Too many durable topic subscriptions."""
+
+
+def _durable_room_checked(user, *, broker: str) -> None:
+    """A user who does not administer ``broker`` holds at most BATON_STOMP_MAX_DURABLE_PER_USER
+    durable STOMP subscriptions on it (each is a queue that outlives the connection)."""
+    try:
+        may.require_broker_admin(user, broker=broker)
+        return
+    except PermissionDenied:
+        pass
+    limit = settings.BATON_STOMP_MAX_DURABLE_PER_USER
+    owned = f"STOMP subscription{_durable_owner(user)} to "
+    held = Queue.objects.filter(broker__name=broker, name__startswith="stomp.d.", description__startswith=owned).count()
+    if held >= limit:
+        raise TooManyDurable(
+            f"You hold {held} durable subscriptions on broker {broker!r}, the most a user who does not administer it "
+            f"may hold ({limit}); unsubscribe one (UNSUBSCRIBE with durable:true) first.",
+            limit=limit,
+        )
 
 
 def topic_unsubscribed(*, broker: str, name: str) -> None:
@@ -288,6 +354,10 @@ def lock_renewed(user, *, token: str) -> None:
 
 def lock_abandoned(user, *, token: str) -> None:
     LockAbandon.run(user, {"lock_token": token})
+
+
+def lock_dead_lettered(user, *, token: str, reason: str) -> None:
+    LockDeadLetter.run(user, {"lock_token": token, "reason": reason})
 
 
 def transaction_begun(user, *, broker: str) -> str:

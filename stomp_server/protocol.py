@@ -3,11 +3,13 @@ machine (docs/api.md, "STOMP"; docs/stomp.md).
 
 - The transport's event loop only reads and writes: it feeds bytes to the frame parser,
   queues the frames, writes frames and heart-beats, and watches the client's heart-beats.
-- The connection's own thread applies its frames in the order received, through the
-  engine's operations (``engine``), with the connection's user.
-- Each subscription has a thread that gets messages as they arrive (waiting on the queue's
-  wake-ups) while it has fewer than ``prefetch-count`` unacknowledged, and while the client
-  reads what it is sent.
+- A task on the STOMP pool (``pool``, at most ``BATON_STOMP_THREADS`` threads per process)
+  applies the connection's frames in the order received, through the engine's operations
+  (``engine``), with the connection's user, and gives its thread back when there are none.
+- Each subscription's pump, a pool task too, gets messages as they arrive while it has fewer
+  than ``prefetch-count`` unacknowledged and the client reads what it is sent; while it
+  waits it holds no thread: the queue's wake-ups (``wakeup_watch``), room made, and a timer
+  on the event loop submit it again.
 - A pre-emptive subscription (``x-baton-preemptive:true``) gets, while the connection has an
   open transaction, under the most recently begun one: destructive pre-emptive gets in its
   unit of work, which COMMIT consumes (held until the producers commit) and ABORT gives back.
@@ -26,36 +28,39 @@ import queue
 import threading
 import time
 import uuid
-from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
-from django.db import close_old_connections, connections
-from django.utils import timezone
+from django.db import close_old_connections
 
 from baton_client.errors import UnsettledDeliveries
-from brokers.models import Message
-from brokers.services.room import queue_put_wakeup_key
-from config.errors import BatonError, InvalidInput, MessageTooLarge, NotAuthenticated, NotFound
-from transactions.exceptions import TransactionBackedOut, TransactionNotActive, TransactionNotFound
-from transactions.wakeups import wait_for, wakeup_notify
+from config.errors import (
+    BatonError,
+    Conflict,
+    InvalidInput,
+    MessageTooLarge,
+    NotAuthenticated,
+    NotFound,
+    Throttled,
+)
+from transactions.wakeups import wakeup_notify
 
 from . import engine
 from .frames import Frame, FrameError, FrameParser, FrameTooLarge, frame_encode
-from .headers import message_fields, message_headers
+from .headers import message_fields
+from .pool import stomp_pool
 from .registry import registry_started
-from .selectors import queue_may_have_messages
+from .state import HIGH_WATER, HeldCommit, Pending, Subscription, Txn
+from .waiting import Waiting
 
 log = logging.getLogger(__name__)
 
 VERSIONS = ("1.0", "1.1", "1.2")
 ACK_MODES = ("auto", "client", "client-individual")
 SERVER = "Baton/0.1"
-#: Bytes queued for the client above which subscriptions stop getting until it reads.
-HIGH_WATER = 1024 * 1024
-#: Seconds a subscription waits for a message before looking again (renewing its locks).
-SUBSCRIPTION_WAIT_S = 10.0
+#: Frames a connection applies before letting the pool's other tasks have a turn.
+DRAIN_TURN = 64
 _CLOSE = object()
 
 
@@ -87,6 +92,9 @@ _NOTHING = object()
 _ids = itertools.count(1)
 #: Live connections of this process (the dashboard's section reads them through the registry).
 LIVE: dict[str, StompConnection] = {}
+#: Connections of this process that have not yet ended (given back what they held): gone
+#: from LIVE when their transport ends, here until their end has been applied.
+UNENDED: set[StompConnection] = set()
 
 
 class StompRefused(InvalidInput):
@@ -95,6 +103,22 @@ class StompRefused(InvalidInput):
 
 class UnknownDestination(NotFound):
     """No such destination."""
+
+
+class LimitReached(Conflict):
+    """A bound of the STOMP server was reached (config/settings/stomp.py)."""
+
+
+class TooManyConnections(Throttled):
+    """The server holds as many connections as it may."""
+
+
+class ConnectTimedOut(NotAuthenticated):
+    """CONNECT did not come in time."""
+
+
+#: Held while a CONNECT counts its user's connections and joins them.
+_SIGNING_IN = threading.Lock()
 
 
 #: A COMMIT of a transaction that holds pre-emptive deliveries not acknowledged under it.
@@ -126,71 +150,7 @@ def heart_beats(frame: Frame, *, server_ms: int) -> tuple[int, int]:
     return send, receive
 
 
-@dataclass(eq=False)
-class Pending:
-    """A message sent on a client-acknowledged subscription, not yet acknowledged."""
-
-    ack_id: str
-    msg_id: str
-    #: The lock token of a peek-locked message; None for a pre-emptive delivery.
-    token: str | None
-    subscription: Subscription
-    #: The transaction a pre-emptive delivery was got under (None: peek-locked).
-    txn: Txn | None = None
-    #: When its lock was last taken or renewed (time.monotonic()).
-    locked_at: float = field(default_factory=time.monotonic)
-
-
-@dataclass(eq=False)
-class Subscription:
-    id: str
-    destination: str
-    broker: str
-    queue: str
-    ack: str
-    prefetch: int
-    key: str
-    #: The queue's id (0: not known yet).
-    queue_id: int = 0
-    #: The queue's lock duration (s): unacknowledged messages' locks are renewed well before.
-    lock_s: float = 30.0
-    #: The topic subscription's name (its queue's too), for /topic/ destinations.
-    topic_name: str | None = None
-    durable: bool = False
-    #: x-baton-preemptive: while a transaction is open, deliveries are pre-emptive gets under it.
-    preemptive: bool = False
-    pending: OrderedDict[str, Pending] = field(default_factory=OrderedDict)  # by msg_id, in delivery order
-    stopped: bool = False
-    thread: threading.Thread | None = None
-
-
-@dataclass(eq=False)
-class Txn:
-    """A STOMP transaction: the unit of work it is, and the locks it acknowledged.
-
-    Its unit of work is begun when first needed (docs/stomp.md, "Transactions"): by its
-    first SEND's put, in the same database transaction; by a pre-emptive get under it; or
-    by a COMMIT with acknowledgements to complete under it. Until then ``id`` is None and
-    its ACKs wait in ``deferred``: a transaction that only acknowledged commits them as one
-    durable completion."""
-
-    name: str
-    id: str | None = None
-    #: Peek-locked deliveries it acknowledged, completed at its COMMIT (their locks renewed meanwhile).
-    deferred: list[Pending] = field(default_factory=list)
-    completed: list[str] = field(default_factory=list)  # lock tokens completed under it
-    abandoned: list[str] = field(default_factory=list)  # lock tokens NACKed under it
-    #: Pre-emptive deliveries got under it, by msg_id; and those ACKed under it (COMMIT needs all).
-    delivered: dict[str, Pending] = field(default_factory=dict)
-    acked: set[str] = field(default_factory=set)
-    #: Pre-emptive gets under it in progress; once ``ending``, no more begin.
-    getting: int = 0
-    ending: bool = False
-    #: A get under it found it no longer active (backed out by an upstream rollback).
-    gone: bool = False
-
-
-class StompConnection:
+class StompConnection(Waiting):
     """The protocol of one connection. The transport calls :meth:`start`, then for its bytes
     :meth:`received` (awaiting it: that is the back-pressure) or :meth:`received_nowait`
     (when it answers False, the transport reads no more until ``room`` is set), and
@@ -201,10 +161,11 @@ class StompConnection:
     ``transport.close()`` (a coroutine, after what was sent) or ``transport.abort()`` (at
     once)."""
 
-    def __init__(self, transport, *, kind: str, peer: str, version: str | None = None) -> None:
+    def __init__(self, transport, *, kind: str, peer: str, address: str = "", version: str | None = None) -> None:
         self.transport = transport
         self.kind = kind
         self.peer = peer
+        self.address = address  # the client's IP address (sign-ins are throttled by it)
         self.session = uuid.uuid4().hex
         self.parser = FrameParser(max_frame=settings.BATON_STOMP_MAX_FRAME, version=version)
         self.ws_version = version  # a WebSocket subprotocol fixes the version
@@ -227,7 +188,12 @@ class StompConnection:
         self.reading_paused = False  # ``room`` was cleared: the client's bytes wait
         self.last_received = self.last_sent = time.monotonic()
         self.heartbeat_send = self.heartbeat_receive = 0
-        self.threads: list[threading.Thread] = []
+        #: COMMITs held until their upstream units of work commit (each waiting without a thread).
+        self.held: list[HeldCommit] = []
+        #: The connection's frames are being applied by a pool thread (or are submitted to be).
+        self.scheduled = False
+        #: Set once the connection has ended and given back what it held.
+        self.ended = threading.Event()
 
     # --- the event loop's side ------------------------------------------------------------
 
@@ -242,11 +208,38 @@ class StompConnection:
         self.room.set()
         self.writer = self.loop.create_task(self._write())
         self.heartbeats: asyncio.Task | None = None
-        self.applier = threading.Thread(target=self._apply_all, name="stomp", daemon=True)
-        self.applier.start()
+        full = len(LIVE) >= settings.BATON_STOMP_MAX_CONNECTIONS
         LIVE[self.session] = self
+        UNENDED.add(self)
         if settings.BATON_STOMP_REGISTRY:
             registry_started(LIVE)
+        if full:
+            self._refused_now(
+                TooManyConnections(
+                    f"The server holds the most connections it may ({settings.BATON_STOMP_MAX_CONNECTIONS}, "
+                    "BATON_STOMP_MAX_CONNECTIONS); try again later.",
+                    retry_after=1,
+                )
+            )
+            return
+        self.connect_timer = self.loop.call_later(settings.BATON_STOMP_CONNECT_TIMEOUT_S, self._connect_timed_out)
+
+    def _refused_now(self, exc: BatonError) -> None:
+        """ERROR and close, whatever comes next (in order, after what was received)."""
+        self.stopped_reading = True
+        with self.lock:
+            self.pending_frames += 1
+        self.inbox.put(exc)
+        self._schedule()
+
+    def _connect_timed_out(self) -> None:
+        if self.user is None and not self.closed and not self.stopped_reading:
+            self._refused_now(
+                ConnectTimedOut(
+                    f"No CONNECT within {settings.BATON_STOMP_CONNECT_TIMEOUT_S:g} s "
+                    "(BATON_STOMP_CONNECT_TIMEOUT_S): the connection is closed."
+                )
+            )
 
     async def received(self, data: bytes) -> None:
         if not self.received_nowait(data):
@@ -285,6 +278,7 @@ class StompConnection:
             self.room.clear()
         for item in items:
             self.inbox.put(item)
+        self._schedule()
         return not paused
 
     def lost(self) -> None:
@@ -293,10 +287,13 @@ class StompConnection:
             return
         self._lost = True
         self.closed = True
+        if getattr(self, "connect_timer", None) is not None:
+            self.connect_timer.cancel()
         LIVE.pop(self.session, None)
         with self.lock:
             self.lock.notify_all()
         self.inbox.put(None)
+        self._schedule()
         if self.heartbeats is not None:
             self.heartbeats.cancel()
         self.room.set()  # whatever waits to read more stops waiting: there is no more
@@ -331,8 +328,14 @@ class StompConnection:
 
     def _written(self, size: int) -> None:
         with self.lock:
+            was = self.unsent
             self.unsent -= size
             self.lock.notify_all()
+            if not (was >= HIGH_WATER > self.unsent):
+                return
+            subs = list(self.subscriptions.values())
+        for sub in subs:  # the client has read enough: the subscriptions get again
+            self._kick(sub)
 
     def _write_failed(self, exc: BaseException) -> None:
         log.info("closing a STOMP connection: a frame could not be sent (%s)", type(exc).__name__)
@@ -453,44 +456,78 @@ class StompConnection:
 
     # --- the connection's thread ----------------------------------------------------------
 
-    def _apply_all(self) -> None:
+    def _schedule(self) -> None:
+        """Have a pool thread apply what is in the inbox (unless one is at it already)."""
+        with self.lock:
+            if self.scheduled:
+                return
+            self.scheduled = True
+        stomp_pool().submit(self._drain)
+
+    def _drain(self) -> None:
+        """Apply the frames received, in order, then give the thread back (a connection
+        holds no thread while it waits for frames). After ``DRAIN_TURN`` frames it lets other
+        connections have a turn."""
+        if self.ended.is_set():
+            return
         held: Any = _NOTHING  # a frame taken while gathering a batch, applied next
-        try:
-            while True:
-                item, held = (self.inbox.get() if held is _NOTHING else held), _NOTHING
-                if item is None:
-                    break
-                applied = [item]
+        turn = 0
+        while True:
+            if held is not _NOTHING:
+                item, held = held, _NOTHING
+            else:
                 try:
-                    if self.failed and not isinstance(item, BatonError):
-                        continue
-                    if isinstance(item, BatonError):
-                        self.error(item, None)
-                        continue
-                    if self._batchable(item):
-                        held = self._gathered(applied)
-                        self._send_batch(applied)
-                    else:
-                        self._apply(item)
-                except BatonError as exc:
-                    self.error(exc, applied[-1])
-                except Exception:
-                    log.exception("a STOMP frame failed")
-                    close_old_connections()
-                    self.error(BatonError("The server failed to handle the frame."), applied[-1])
-                finally:
+                    item = self.inbox.get_nowait()
+                except queue.Empty:
                     with self.lock:
-                        self.pending_frames -= len(applied)
-                        resume = self.reading_paused and self.pending_frames <= settings.BATON_STOMP_MAX_PENDING // 2
-                        if resume:
-                            self.reading_paused = False
-                    if resume:  # after the loop's clear(): the loop runs this after that callback
-                        self.loop.call_soon_threadsafe(self.room.set)
-        finally:
+                        if self.inbox.empty():
+                            self.scheduled = False
+                            return
+                    continue
+            if item is None:
+                self._end()
+                return
+            applied = [item]
             try:
-                self._ended()
+                if self.failed and not isinstance(item, BatonError):
+                    continue
+                if isinstance(item, ConnectTimedOut) and self.user is not None:
+                    continue  # CONNECT came (and was applied) before the time ran out
+                if isinstance(item, BatonError):
+                    self.error(item, None)
+                    continue
+                if self._batchable(item):
+                    held = self._gathered(applied)
+                    self._send_batch(applied)
+                else:
+                    self._apply(item)
+            except BatonError as exc:
+                self.error(exc, applied[-1])
+            except Exception:
+                log.exception("a STOMP frame failed")
+                close_old_connections()
+                self.error(BatonError("The server failed to handle the frame."), applied[-1])
             finally:
-                connections.close_all()
+                with self.lock:
+                    self.pending_frames -= len(applied)
+                    resume = self.reading_paused and self.pending_frames <= settings.BATON_STOMP_MAX_PENDING // 2
+                    if resume:
+                        self.reading_paused = False
+                if resume:  # after the loop's clear(): the loop runs this after that callback
+                    self.loop.call_soon_threadsafe(self.room.set)
+            turn += len(applied)
+            if turn >= DRAIN_TURN and held is _NOTHING:
+                stomp_pool().submit(self._drain)  # still scheduled: the next turn goes on
+                return
+
+    def _end(self) -> None:
+        try:
+            self._ended()
+        except Exception:
+            log.exception("ending a STOMP connection failed")
+        finally:
+            UNENDED.discard(self)
+            self.ended.set()
 
     # --- SENDs in a transaction, pipelined: one put of them all --------------------------
 
@@ -584,16 +621,26 @@ class StompConnection:
         send_ms, receive_ms = (
             heart_beats(frame, server_ms=settings.BATON_STOMP_HEARTBEAT_MS) if version != "1.0" else (0, 0)
         )
-        user = engine.user_signed_in(login=frame.get("login"), passcode=frame.get("passcode"))
+        user = engine.user_signed_in(login=frame.get("login"), passcode=frame.get("passcode"), address=self.address)
         if user is None:
             raise NotAuthenticated("Bad login or passcode: login is a user name, passcode its password or API token.")
-        self.broker = engine.broker_chosen(user, host=frame.get("host"))
-        self.user = user
+        broker = engine.broker_chosen(user, host=frame.get("host"))
+        limit = settings.BATON_STOMP_MAX_CONNECTIONS_PER_USER
+        with _SIGNING_IN:
+            held = sum(1 for c in list(LIVE.values()) if c.user is not None and not c.closed and c.user.pk == user.pk)
+            if held >= limit:
+                raise TooManyConnections(
+                    f"User {user.get_username()!r} has {held} connections open, the most one user may have "
+                    f"({limit}, BATON_STOMP_MAX_CONNECTIONS_PER_USER); close one first.",
+                    retry_after=1,
+                )
+            self.broker = broker
+            self.user = user
         self.heartbeat_send, self.heartbeat_receive = send_ms, receive_ms
         headers = [("version", version), ("server", SERVER), ("session", self.session)]
-        if version != "1.0":
-            hb = settings.BATON_STOMP_HEARTBEAT_MS
-            headers.append(("heart-beat", f"{hb if send_ms else 0},{hb if receive_ms else 0}"))
+        # on every version, 1.0 included (no heart-beats there: 0,0), as clients read it
+        hb = settings.BATON_STOMP_HEARTBEAT_MS
+        headers.append(("heart-beat", f"{hb if send_ms else 0},{hb if receive_ms else 0}"))
         self.send(Frame("CONNECTED", headers))
         if send_ms or receive_ms:
             self.loop.call_soon_threadsafe(self._start_heartbeats)
@@ -662,6 +709,13 @@ class StompConnection:
 
     def _subscribe(self, frame: Frame) -> None:
         kind, name = self._destination(frame)
+        limit = settings.BATON_STOMP_MAX_SUBSCRIPTIONS
+        if len(self.subscriptions) >= limit:
+            raise LimitReached(
+                f"This connection has {len(self.subscriptions)} subscriptions, the most one connection may have "
+                f"({limit}, BATON_STOMP_MAX_SUBSCRIPTIONS); UNSUBSCRIBE one first.",
+                limit=limit,
+            )
         sub_id = frame.get("id")
         if sub_id is None or sub_id == "":
             if self.version != "1.0":
@@ -721,8 +775,7 @@ class StompConnection:
             )
             sub.queue = sub.topic_name
         self.subscriptions[sub_id] = sub
-        sub.thread = threading.Thread(target=self._deliver, args=(sub,), name="stomp-sub", daemon=True)
-        sub.thread.start()
+        self._watched(sub)
         self.receipt(frame)
 
     def _unsubscribe(self, frame: Frame) -> None:
@@ -754,151 +807,6 @@ class StompConnection:
                 engine.locks_completed(self.user, tokens=tokens, transaction=self._begun(txn))
                 txn.completed += tokens
                 txn.deferred = [item for item in txn.deferred if item.subscription is not sub]
-
-    def _stop(self, sub: Subscription) -> None:
-        with self.lock:
-            sub.stopped = True
-            self.lock.notify_all()
-        wakeup_notify([sub.key])
-        if sub.thread is not None and sub.thread is not threading.current_thread():
-            sub.thread.join()
-
-    def _room(self, sub: Subscription) -> int:
-        """How many messages the subscription may get now (under ``self.lock``)."""
-        if self.unsent >= HIGH_WATER:
-            return 0
-        if sub.ack == "auto":
-            return min(sub.prefetch, 100)
-        return sub.prefetch - len(sub.pending)
-
-    def _deliver(self, sub: Subscription) -> None:
-        """The subscription's thread: get while there is room, send, wait for more."""
-        mode = "destructive" if sub.ack == "auto" else "peek_lock"
-        try:
-            while True:
-                with self.lock:
-                    self.lock.wait_for(
-                        lambda: sub.stopped or self.closed or self._room(sub) > 0, timeout=sub.lock_s / 3
-                    )
-                    if sub.stopped or self.closed:
-                        return
-                    room = self._room(sub)
-                if room <= 0:  # prefetch-count reached, or the client is not reading
-                    self._locks_renewed(sub)
-                    continue
-
-                looked = [False]
-
-                def attempt(looked: list[bool] = looked) -> bool:
-                    """Get and send what there is room for; True to leave the wait (stopped,
-                    no room left, or a full batch: there may be more), False to wait for the
-                    next commit on the queue."""
-                    if sub.stopped or self.closed:
-                        return True
-                    first, looked[0] = not looked[0], True
-                    with self.lock:
-                        room = self._room(sub)
-                    if room <= 0:
-                        return True
-                    batch = min(room, settings.BATON_MAX_BATCH)
-                    if sub.preemptive:
-                        delivered = self._preemptive_delivered(sub, batch)
-                        if delivered is not None:  # under a transaction: only that way
-                            return bool(delivered)
-                    if not first and not queue_may_have_messages(queue_id=sub.queue_id, now=timezone.now()):
-                        # woken by a commit that left nothing to get (an ACK's, a get's): a look
-                        # without the write lock a get takes (each wait's first attempt gets, as
-                        # that also settles a unit of work overdue on the queue)
-                        return False
-                    got = engine.messages_got(self.user, broker=sub.broker, queue=sub.queue, mode=mode, batch=batch)
-                    for message in got:
-                        self._send_message(sub, message)
-                    # fewer than asked: the queue had no more when this get looked, and a commit
-                    # since then has woken the wait already; getting again at once would find
-                    # nothing (a whole get's work, once per message, when they come one by one)
-                    return len(got) >= batch
-
-                # a pre-emptive subscription takes uncommitted puts too: woken by them as well
-                keys = [sub.key, queue_put_wakeup_key(sub.queue_id)] if sub.preemptive else [sub.key]
-                wait_for(attempt, keys=keys, wait_s=min(SUBSCRIPTION_WAIT_S, sub.lock_s / 3))
-                self._locks_renewed(sub)
-        except BatonError as exc:  # the queue was deleted, a grant withdrawn, ...
-            if not (sub.stopped or self.closed):
-                self.error(exc, None)
-        except Exception:
-            log.exception("a STOMP subscription failed")
-            if not (sub.stopped or self.closed):
-                self.error(BatonError("The server failed to deliver to the subscription."), None)
-        finally:
-            connections.close_all()
-
-    def _preemptive_delivered(self, sub: Subscription, room: int) -> bool | None:
-        """While the connection has an open transaction, get pre-emptively under the most
-        recently begun one and send what was got (with a ``transaction`` header): whether it
-        got any (True too when the transaction is found gone: look again). None when there is
-        none open (the subscription then gets committed messages, peek-locked)."""
-        with self.lock:
-            txn = next((t for t in reversed(self.transactions.values()) if not (t.ending or t.gone)), None)
-            if txn is None:
-                return None
-            txn.getting += 1
-        try:
-            try:
-                got = engine.messages_got(
-                    self.user,
-                    broker=sub.broker,
-                    queue=sub.queue,
-                    mode="destructive",
-                    batch=room,
-                    transaction=self._begun(txn),
-                    preemptive=True,
-                )
-            except (TransactionBackedOut, TransactionNotActive, TransactionNotFound):  # backed out upstream
-                txn.gone = True
-                return True
-            for message in got:
-                self._send_message(sub, message, txn=txn)
-            return bool(got)
-        finally:
-            with self.lock:
-                txn.getting -= 1
-                self.lock.notify_all()
-
-    def _locks_renewed(self, sub: Subscription) -> None:
-        """Keep the locks of what the client holds unacknowledged (a slow consumer keeps its
-        messages, as long as its connection lives)."""
-        now = time.monotonic()
-        with self.lock:
-            held = [*sub.pending.values()]
-            held += [p for t in self.transactions.values() for p in t.deferred if p.subscription is sub]
-            due = [p for p in held if p.token is not None and now - p.locked_at > sub.lock_s / 3]
-        for item in due:
-            try:
-                engine.lock_renewed(self.user, token=item.token)
-                item.locked_at = now
-            except BatonError:  # acknowledged meanwhile, or already lost
-                pass
-
-    def _send_message(self, sub: Subscription, message: Message, txn: Txn | None = None) -> None:
-        ack_id = None
-        if sub.ack != "auto":
-            ack_id = f"{next(self.ack_ids)}"
-            pending = Pending(ack_id=ack_id, msg_id=message.msg_id, token=message.lock_token, subscription=sub, txn=txn)
-            with self.lock:
-                sub.pending[pending.msg_id] = pending
-                self.acks[ack_id] = pending
-                if txn is not None:
-                    txn.delivered[pending.msg_id] = pending
-        body = bytes(message.body)
-        headers = message_headers(
-            message, destination=sub.destination, subscription=sub.id, ack=ack_id if self.version == "1.2" else None
-        )
-        if txn is not None:
-            headers.insert(3, ("transaction", txn.name))
-        try:
-            self.send(Frame("MESSAGE", headers, body))
-        except FrameError:  # a property 1.0 cannot carry: without the properties
-            self.send(Frame("MESSAGE", headers[: 4 if txn is not None else 3], body))
 
     # --- acknowledgements -----------------------------------------------------------------
 
@@ -949,6 +857,13 @@ class StompConnection:
                 item.subscription.pending.pop(item.msg_id, None)
                 self.acks.pop(item.ack_id, None)
             self.lock.notify_all()
+        self._room_made({item.subscription for item in covered})
+
+    def _room_made(self, subs) -> None:
+        """Messages of these subscriptions were acknowledged (or given back): room to get more."""
+        for sub in subs:
+            if sub.ack != "auto":
+                self._kick(sub)
 
     def _preemptive_checked(self, frame: Frame, covered: list[Pending], txn: Txn | None) -> None:
         """A pre-emptive delivery is acknowledged under the transaction it was got under,
@@ -989,16 +904,36 @@ class StompConnection:
         self.receipt(frame)
 
     def _nack(self, frame: Frame) -> None:
+        requeue = frame.get("requeue", "true")
+        if requeue not in ("true", "false"):
+            raise StompRefused(
+                f"requeue must be true or false, not {requeue[:40]!r}.", errors={"requeue": ["Must be true or false."]}
+            )
         covered = self._acknowledged(frame)
         txn = self._transaction(frame)
         self._preemptive_checked(frame, covered, txn)
         self._forget(covered)
-        if txn is not None:  # given back when the transaction ends, whichever way
+        if txn is not None:  # given back when the transaction ends (requeue:false: dead-lettered at COMMIT)
             # (a pre-emptive delivery NACKed stays un-ACKed: COMMIT is refused, ABORT gives it back)
-            txn.abandoned.extend(item.token for item in covered if item.txn is None)
-        else:
+            tokens = [item.token for item in covered if item.txn is None]
+            (txn.abandoned if requeue == "true" else txn.discarded).extend(tokens)
+        elif requeue == "true":
             self._give_back(covered)
+        else:
+            self._dead_lettered([item.token for item in covered if item.token is not None])
         self.receipt(frame)
+
+    def _dead_lettered(self, tokens: list[str]) -> None:
+        """NACK with requeue:false: to the broker's dead-letter queue (RabbitMQ drops the
+        message, or dead-letters it where the queue has a dead-letter exchange; a Baton
+        broker always has its dead-letter queue)."""
+        for token in tokens:
+            engine.lock_dead_lettered(self.user, token=token, reason="NACK requeue:false (STOMP)")
+
+    def _nacked_settled(self, txn: Txn) -> None:
+        """After a COMMIT: what it NACKed is available again, or dead-lettered (requeue:false)."""
+        self._give_back(txn.abandoned)
+        self._dead_lettered(txn.discarded)
 
     def _give_back(self, items: list[Pending] | list[str]) -> None:
         """Make these locked messages available again (a lock already gone is no matter)."""
@@ -1047,6 +982,7 @@ class StompConnection:
                 item.subscription.pending.pop(item.msg_id, None)
                 self.acks.pop(item.ack_id, None)
             self.lock.notify_all()
+        self._room_made({item.subscription for item in txn.delivered.values()})
 
     def _commit(self, frame: Frame) -> None:
         txn = self._open_transaction(frame)
@@ -1075,32 +1011,14 @@ class StompConnection:
                     txn.completed += deferred
                 outcome = engine.transaction_committed(self.user, transaction=txn.id, wait=0)
         except BatonError:
-            self._give_back(list(dict.fromkeys(txn.completed + deferred + txn.abandoned)))
+            self._give_back(list(dict.fromkeys(txn.completed + deferred + txn.abandoned + txn.discarded)))
             raise
         if outcome["state"] == "committed":
-            self._give_back(txn.abandoned)
+            self._nacked_settled(txn)
             self.receipt(frame)
             return
         # held until its upstream units of work commit: the RECEIPT when it resolves
-        thread = threading.Thread(target=self._commit_held, args=(txn, frame), name="stomp-commit", daemon=True)
-        self.threads.append(thread)
-        thread.start()
-
-    def _commit_held(self, txn: Txn, frame: Frame) -> None:
-        try:
-            while not self.closed:
-                outcome = engine.transaction_committed(self.user, transaction=txn.id, wait=settings.BATON_MAX_WAIT_S)
-                if outcome["state"] == "committed":
-                    self._give_back(txn.abandoned)
-                    self.receipt(frame)
-                    return
-        except BatonError as exc:
-            self._give_back(txn.completed + txn.abandoned)
-            self.error(exc, frame)
-        except Exception:
-            log.exception("a held STOMP commit failed")
-        finally:
-            connections.close_all()
+        self._commit_held(txn, frame)
 
     def _abort(self, frame: Frame) -> None:
         txn = self._open_transaction(frame)
@@ -1113,7 +1031,7 @@ class StompConnection:
         finally:  # then its deliveries are back, in their places, before the subscription gets again
             self._settled(txn)
         # what it acknowledged is available again, not left locked (docs/stomp.md)
-        self._give_back(txn.completed + [item.token for item in txn.deferred] + txn.abandoned)
+        self._give_back(txn.completed + [item.token for item in txn.deferred] + txn.abandoned + txn.discarded)
         self.receipt(frame)
 
     def _disconnect(self, frame: Frame) -> None:
@@ -1140,7 +1058,7 @@ class StompConnection:
                     engine.transaction_rolled_back(self.user, transaction=txn.id)
             except BatonError:
                 pass
-            self._give_back(txn.completed + [item.token for item in txn.deferred] + txn.abandoned)
+            self._give_back(txn.completed + [item.token for item in txn.deferred] + txn.abandoned + txn.discarded)
         for sub in subs:
             self._give_back(list(sub.pending.values()))
             if sub.topic_name and not sub.durable:
@@ -1155,5 +1073,5 @@ class StompConnection:
                 self._end_all()
             except Exception:
                 log.exception("ending a STOMP connection failed")
-        for thread in self.threads:
-            thread.join(timeout=0)
+        for held in list(self.held):
+            self._held_done(held)

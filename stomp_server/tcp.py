@@ -10,7 +10,7 @@ import socket
 from django.db import connections
 
 from .orphans import stomp_orphans_removed
-from .protocol import StompConnection
+from .protocol import UNENDED, StompConnection
 
 log = logging.getLogger(__name__)
 #: Linux's TCP_QUICKACK (None elsewhere): acknowledge the client's segments at once, not
@@ -55,7 +55,7 @@ class TcpTransport:
 
 class StompProtocol(asyncio.Protocol):
     """One TCP connection: bytes go straight from the socket to the connection's parser (no
-    stream reader between them); reading pauses while the connection's thread is behind."""
+    stream reader between them); reading pauses while the connection's frames wait to be applied."""
 
     def __init__(self) -> None:
         self.connection: StompConnection | None = None
@@ -76,6 +76,7 @@ class StompProtocol(asyncio.Protocol):
             TcpTransport(transport, self),
             kind="tcp",
             peer=f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer),
+            address=peer[0] if isinstance(peer, tuple) else "",
         )
         self.connection.start()
         for live in _LIVE_SETS:
@@ -150,4 +151,6 @@ async def connections_ended(live) -> None:
     for connection in ending:
         connection.transport.abort()
         connection.lost()
-    await asyncio.to_thread(lambda: [c.applier.join() for c in ending])
+    # and those whose clients left before: their ends may still be under way
+    ending += [c for c in list(UNENDED) if c.kind == "tcp" and c.closed and c not in ending]
+    await asyncio.to_thread(lambda: [c.ended.wait() for c in ending])

@@ -33,6 +33,8 @@ _versions: dict[str, int] = {}
 _watchers: dict[str, int] = {}
 #: Bumped to wake every waiter (a listener connected, lost its connection, or missed a message).
 _epoch = [0]
+#: Waiters that hold no thread (``wakeup_watch``): the callbacks to call for each key.
+_callbacks: dict[str, list[Callable[[], None]]] = {}
 
 POLL_FIRST_S = 0.02
 POLL_MAX_S = 0.5
@@ -40,14 +42,19 @@ POLL_MAX_S = 0.5
 
 def wakeup_notify(keys: Iterable[str]) -> None:
     """Wake this process's waiters on these keys."""
+    called: list[Callable[[], None]] = []
     with _condition:
         woken = False
         for key in keys:
             if key in _versions:
                 _versions[key] += 1
                 woken = True
+                if key in _callbacks:
+                    called += _callbacks[key]
         if woken:
             _condition.notify_all()
+    for callback in called:
+        callback()
 
 
 def wakeup_notify_all() -> None:
@@ -55,6 +62,31 @@ def wakeup_notify_all() -> None:
     with _condition:
         _epoch[0] += 1
         _condition.notify_all()
+        called = [callback for callbacks in _callbacks.values() for callback in callbacks]
+    for callback in called:
+        callback()
+
+
+def wakeup_watch(keys: list[str], callback: Callable[[], None]) -> None:
+    """A waiter that holds no thread: ``callback()`` is called (on the notifying thread,
+    outside any lock: it must only schedule the look, not make it) whenever these keys are
+    notified, and when every waiter is woken, until ``wakeup_unwatch``. Watching before the
+    first look, the caller misses no commit after it (as ``wait_for``)."""
+    _watch(keys)
+    with _condition:
+        for key in keys:
+            _callbacks.setdefault(key, []).append(callback)
+
+
+def wakeup_unwatch(keys: list[str], callback: Callable[[], None]) -> None:
+    with _condition:
+        for key in keys:
+            left = [c for c in _callbacks.get(key, ()) if c is not callback]
+            if left:
+                _callbacks[key] = left
+            else:
+                _callbacks.pop(key, None)
+    _unwatch(keys)
 
 
 def wakeup_notify_on_commit(keys: Iterable[str]) -> None:

@@ -18,3 +18,17 @@ BATON_STOMP_SEND_TIMEOUT_S = env_float_default("BATON_STOMP_SEND_TIMEOUT_S", 30.
 BATON_STOMP_MAX_PENDING = env_int("BATON_STOMP_MAX_PENDING", 1000)
 #: Keep the StompClient rows the dashboard shows current (a thread per process, every 2 s).
 BATON_STOMP_REGISTRY = env_bool("BATON_STOMP_REGISTRY", True)
+#: Seconds a connection may take to complete CONNECT; then it gets ERROR and is closed.
+BATON_STOMP_CONNECT_TIMEOUT_S = env_float_default("BATON_STOMP_CONNECT_TIMEOUT_S", 10.0)
+#: Connections this process serves at once (signed in or not); more get ERROR and are closed.
+BATON_STOMP_MAX_CONNECTIONS = env_int("BATON_STOMP_MAX_CONNECTIONS", 2000)
+#: Signed-in connections of one user this process serves at once; more get ERROR at CONNECT.
+BATON_STOMP_MAX_CONNECTIONS_PER_USER = env_int("BATON_STOMP_MAX_CONNECTIONS_PER_USER", 100)
+#: Subscriptions one connection may hold; a SUBSCRIBE beyond gets ERROR.
+BATON_STOMP_MAX_SUBSCRIPTIONS = env_int("BATON_STOMP_MAX_SUBSCRIPTIONS", 1000)
+#: Durable topic subscriptions (each a queue) one user may hold on a broker unless they
+#: administer it; a SUBSCRIBE that would make one more gets ERROR.
+BATON_STOMP_MAX_DURABLE_PER_USER = env_int("BATON_STOMP_MAX_DURABLE_PER_USER", 20)
+#: Threads that apply the frames and make the gets of all STOMP connections of a process
+#: (a connection or a subscription holds none while it waits).
+BATON_STOMP_THREADS = env_int("BATON_STOMP_THREADS", 16)

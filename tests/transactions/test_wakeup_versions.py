@@ -28,3 +28,25 @@ def test_a_wait_watches_its_keys_until_it_ends_and_sees_a_notification_meanwhile
     assert wait_for(attempt, keys=["queue:1", "queue:1", "txn:9"], wait_s=0) == "found"
     assert during == [{"queue:1": 0, "txn:9": 0}, {"queue:1": 1, "txn:9": 0}]
     assert wakeups._versions == {} and wakeups._watchers == {}
+
+
+def test_a_watch_without_a_thread_is_called_for_its_keys_until_unwatched():
+    from transactions.wakeups import wakeup_notify_all, wakeup_unwatch, wakeup_watch
+
+    calls = []
+
+    def called():
+        calls.append(dict(wakeups._versions))
+
+    wakeup_watch(["queue:7"], called)
+    wakeup_notify(["queue:8", "txn:1"])  # other keys: not called
+    assert calls == []
+    wakeup_notify(["queue:7"])
+    assert calls == [{"queue:7": 1}]  # called after its key's version moved (a look then sees it)
+    wakeup_notify_all()  # a listener (re)connected: every waiter looks again
+    assert len(calls) == 2
+    wakeup_unwatch(["queue:7"], called)
+    wakeup_notify(["queue:7"])
+    wakeup_notify_all()
+    assert len(calls) == 2
+    assert wakeups._versions == {} and wakeups._watchers == {} and wakeups._callbacks == {}
