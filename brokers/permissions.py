@@ -63,7 +63,7 @@ from transactions.exceptions import TransactionNotFound
 from transactions.models import Transaction
 
 from .exceptions import ConnectionNotFound
-from .models import Broker, Channel, Grant, Message, Queue, QueueKind
+from .models import Broker, Channel, Grant, Message, MessageType, Queue, QueueKind
 from .selectors import connection_get
 
 T = TypeVar("T")
@@ -313,6 +313,19 @@ def require_reached(user, action: str, *, broker: str, queue: str) -> None:
         _refuse_reached(user, action, through=f"queue {queue!r}", end=end)
 
 
+def require_route_defined(user, *, broker: str, queue: str, through: str) -> None:
+    """Defining something whose messages Baton puts later on ``broker``/``queue`` on the
+    definer's behalf (a subscription's copies, a workflow's step and compensation requests):
+    when that queue is not local, put or admin on the queue it finally reaches (admin there
+    is what making the alias or remote queue itself would need). The route of every later
+    put is then one its definer may use; changing the route later is ``require_queue_route``'s."""
+    if user is None or _superuser(user):
+        return
+    end = route_end(broker=broker, queue=queue)
+    if end != (broker, queue) and not _holds(user, {"put", "admin"}, broker=end[0], queue=end[1]):
+        _refuse_reached(user, "put", through=through, end=end)
+
+
 def require_queue_route(user, *, queue: Queue) -> None:
     """Defining or altering ``queue`` (not yet saved) into an alias or a remote queue: admin
     on the queue it finally reaches."""
@@ -362,6 +375,24 @@ def require_reports(user, *, broker: str, reply_to_broker: str, reply_to_queue: 
             "permission where they finally arrive.",
             actions=["put"],
         )
+
+
+def require_put_fields(user, *, broker: str, messages) -> None:
+    """What a put's messages ask for beyond their queue, checked as ``user``'s put on
+    ``broker`` (``MessageInput``s): ``msg_type`` report needs the set-context permission;
+    reports go only where the user may put (each distinct reply-to destination once). The
+    put service calls it for every put with a user, and so does whatever records a message
+    that Baton puts later on a user's behalf (a workflow step's compensation input)."""
+    if user is None:
+        return
+    if any(m.msg_type == MessageType.REPORT for m in messages):
+        require_set_context(user, field="msg_type")  # reports are Baton's own
+    seen: set[tuple[str, str]] = set()
+    for msg in messages:
+        where = (msg.reply_to_broker, msg.reply_to_queue)
+        if msg.report and msg.reply_to_queue and where not in seen:
+            seen.add(where)
+            require_reports(user, broker=broker, reply_to_broker=where[0], reply_to_queue=where[1])
 
 
 # --- context fields ------------------------------------------------------------------------
