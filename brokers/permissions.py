@@ -31,9 +31,10 @@ transaction; put, get or complete a    broker; a superuser; or admin on its brok
 lock under it                          Anyone else: 404 ``not_found``, as for an unknown id
 the transaction graph                  any action on the broker (it shows every unit of work
                                        there, but acting on one needs the above)
-open, display, close a connection,     put or get on the connection's broker (broker-wide or on
-or name one in a put or get            any queue of it); joining its current unit of work is
-                                       acting on that unit of work
+open a connection                      put or get on the broker (broker-wide or on any queue of it)
+display, close a connection, or name   its owner (who opened it) with put or get on its broker; a
+one in a put or get                    superuser; or admin on its broker (as a whole). Anyone else:
+                                       404; joining its current unit of work is acting on it
 list channels                          shows the channels whose source broker the user holds any
                                        grant on
 display a channel                      any action on its source broker (broker-wide or on a queue
@@ -500,13 +501,19 @@ def require_connection_open(user, *, broker: str) -> None:
 
 
 def require_connection(user, *, conn_id: str) -> None:
-    """Display or close a connection: as for opening one on its broker; and when it has an
-    open unit of work (which closing it rolls back), as for acting on that unit of work,
-    else the connection is not confirmed to exist (404)."""
+    """Display or close a connection, or name it in a put or get: a connection belongs to
+    the user who opened it, as a unit of work does. Its owner (while they may still open
+    one on its broker), a superuser, or a user with admin on its broker as a whole; anyone
+    else gets 404, as for an unknown id. And when it has an open unit of work (which closing
+    it rolls back), as for acting on that unit of work, else 404 too."""
     if _superuser(user):
         return
     conn = connection_get(conn_id=conn_id)
-    require_connection_open(user, broker=conn.broker.name)
+    if conn.user_id is None or conn.user_id != getattr(user, "pk", None):
+        if not _holds(user, {"admin"}, broker=conn.broker.name):
+            raise ConnectionNotFound(f"No open connection {conn_id}.", connection=conn_id)
+    else:
+        require_connection_open(user, broker=conn.broker.name)
     current = (
         conn.current_transaction_id
         and Transaction.objects.filter(pk=conn.current_transaction_id, state__in=["active", "commit_held"])
