@@ -1,5 +1,7 @@
 from django.contrib import admin
 
+from config.readonly_admin import EngineOwnedAdmin
+
 from .models import Broker, Channel, ClientSession, Connection, Grant, Message, Queue
 from .selectors import queue_reserved_depth
 
@@ -24,7 +26,7 @@ class QueueAdmin(admin.ModelAdmin):
 
 
 @admin.register(Message)
-class MessageAdmin(admin.ModelAdmin):
+class MessageAdmin(EngineOwnedAdmin):
     list_display = [
         "msg_id",
         "queue",
@@ -41,12 +43,12 @@ class MessageAdmin(admin.ModelAdmin):
 
 
 @admin.register(Connection)
-class ConnectionAdmin(admin.ModelAdmin):
+class ConnectionAdmin(EngineOwnedAdmin):
     list_display = ["conn_id", "broker", "client_name", "current_transaction", "created_at", "closed_at"]
 
 
 @admin.register(ClientSession)
-class ClientSessionAdmin(admin.ModelAdmin):
+class ClientSessionAdmin(EngineOwnedAdmin):
     list_display = ["client_name", "broker", "last_put_msg_id", "last_got_msg_id", "updated_at"]
 
 

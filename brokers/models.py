@@ -12,6 +12,7 @@ committed put, no ``get_transaction`` and no lock: the message can be gotten by 
 
 from __future__ import annotations
 
+from django.conf import settings as _settings
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
@@ -354,11 +355,15 @@ class DefinitionsVersion(models.Model):
 
 
 class Connection(models.Model):
-    """An application's session with a broker."""
+    """An application's session with a broker. It belongs to the user who opened it (None:
+    system code), as a unit of work does (docs/permissions.md, "Connections")."""
 
     conn_id = models.CharField(primary_key=True, max_length=48)
     broker = models.ForeignKey(Broker, on_delete=models.CASCADE, related_name="connections")
     client_name = models.CharField(max_length=100)
+    user = models.ForeignKey(
+        _settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE, related_name="+", db_index=False
+    )
     current_transaction = models.ForeignKey(
         "transactions.Transaction",
         null=True,
@@ -381,16 +386,29 @@ class Connection(models.Model):
 
 
 class ClientSession(models.Model):
-    """What a client name's connections remember across reconnects."""
+    """What a client name's connections remember across reconnects: one per broker, user
+    and client name (two users' clients of one name are two sessions)."""
 
     broker = models.ForeignKey(Broker, on_delete=models.CASCADE, related_name="client_sessions")
     client_name = models.CharField(max_length=100)
+    user = models.ForeignKey(
+        _settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
     last_put_msg_id = models.CharField(max_length=48, blank=True)
     last_got_msg_id = models.CharField(max_length=48, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["broker", "client_name"], name="session_unique_client")]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["broker", "user", "client_name"],
+                condition=models.Q(user__isnull=False),
+                name="session_unique_user_client",
+            ),
+            models.UniqueConstraint(
+                fields=["broker", "client_name"], condition=models.Q(user__isnull=True), name="session_unique_client"
+            ),
+        ]
 
 
 class ChannelState(models.TextChoices):
@@ -537,9 +555,6 @@ class PendingReaction(models.Model):
     report = models.JSONField(default=list, blank=True)
     reply_to_queue = models.CharField(max_length=48, blank=True)
     reply_to_broker = models.CharField(max_length=48, blank=True)
-
-
-from django.conf import settings as _settings  # noqa: E402  (for Grant only: kept beside it)
 
 
 class Grant(models.Model):

@@ -31,9 +31,10 @@ transaction; put, get or complete a    broker; a superuser; or admin on its brok
 lock under it                          Anyone else: 404 ``not_found``, as for an unknown id
 the transaction graph                  any action on the broker (it shows every unit of work
                                        there, but acting on one needs the above)
-open, display, close a connection,     put or get on the connection's broker (broker-wide or on
-or name one in a put or get            any queue of it); joining its current unit of work is
-                                       acting on that unit of work
+open a connection                      put or get on the broker (broker-wide or on any queue of it)
+display, close a connection, or name   its owner (who opened it) with put or get on its broker; a
+one in a put or get                    superuser; or admin on its broker (as a whole). Anyone else:
+                                       404; joining its current unit of work is acting on it
 list channels                          shows the channels whose source broker the user holds any
                                        grant on
 display a channel                      any action on its source broker (broker-wide or on a queue
@@ -63,7 +64,7 @@ from transactions.exceptions import TransactionNotFound
 from transactions.models import Transaction
 
 from .exceptions import ConnectionNotFound
-from .models import Broker, Channel, Grant, Message, Queue, QueueKind
+from .models import Broker, Channel, Grant, Message, MessageType, Queue, QueueKind
 from .selectors import connection_get
 
 T = TypeVar("T")
@@ -313,6 +314,19 @@ def require_reached(user, action: str, *, broker: str, queue: str) -> None:
         _refuse_reached(user, action, through=f"queue {queue!r}", end=end)
 
 
+def require_route_defined(user, *, broker: str, queue: str, through: str) -> None:
+    """Defining something whose messages Baton puts later on ``broker``/``queue`` on the
+    definer's behalf (a subscription's copies, a workflow's step and compensation requests):
+    when that queue is not local, put or admin on the queue it finally reaches (admin there
+    is what making the alias or remote queue itself would need). The route of every later
+    put is then one its definer may use; changing the route later is ``require_queue_route``'s."""
+    if user is None or _superuser(user):
+        return
+    end = route_end(broker=broker, queue=queue)
+    if end != (broker, queue) and not _holds(user, {"put", "admin"}, broker=end[0], queue=end[1]):
+        _refuse_reached(user, "put", through=through, end=end)
+
+
 def require_queue_route(user, *, queue: Queue) -> None:
     """Defining or altering ``queue`` (not yet saved) into an alias or a remote queue: admin
     on the queue it finally reaches."""
@@ -362,6 +376,24 @@ def require_reports(user, *, broker: str, reply_to_broker: str, reply_to_queue: 
             "permission where they finally arrive.",
             actions=["put"],
         )
+
+
+def require_put_fields(user, *, broker: str, messages) -> None:
+    """What a put's messages ask for beyond their queue, checked as ``user``'s put on
+    ``broker`` (``MessageInput``s): ``msg_type`` report needs the set-context permission;
+    reports go only where the user may put (each distinct reply-to destination once). The
+    put service calls it for every put with a user, and so does whatever records a message
+    that Baton puts later on a user's behalf (a workflow step's compensation input)."""
+    if user is None:
+        return
+    if any(m.msg_type == MessageType.REPORT for m in messages):
+        require_set_context(user, field="msg_type")  # reports are Baton's own
+    seen: set[tuple[str, str]] = set()
+    for msg in messages:
+        where = (msg.reply_to_broker, msg.reply_to_queue)
+        if msg.report and msg.reply_to_queue and where not in seen:
+            seen.add(where)
+            require_reports(user, broker=broker, reply_to_broker=where[0], reply_to_queue=where[1])
 
 
 # --- context fields ------------------------------------------------------------------------
@@ -469,13 +501,19 @@ def require_connection_open(user, *, broker: str) -> None:
 
 
 def require_connection(user, *, conn_id: str) -> None:
-    """Display or close a connection: as for opening one on its broker; and when it has an
-    open unit of work (which closing it rolls back), as for acting on that unit of work,
-    else the connection is not confirmed to exist (404)."""
+    """Display or close a connection, or name it in a put or get: a connection belongs to
+    the user who opened it, as a unit of work does. Its owner (while they may still open
+    one on its broker), a superuser, or a user with admin on its broker as a whole; anyone
+    else gets 404, as for an unknown id. And when it has an open unit of work (which closing
+    it rolls back), as for acting on that unit of work, else 404 too."""
     if _superuser(user):
         return
     conn = connection_get(conn_id=conn_id)
-    require_connection_open(user, broker=conn.broker.name)
+    if conn.user_id is None or conn.user_id != getattr(user, "pk", None):
+        if not _holds(user, {"admin"}, broker=conn.broker.name):
+            raise ConnectionNotFound(f"No open connection {conn_id}.", connection=conn_id)
+    else:
+        require_connection_open(user, broker=conn.broker.name)
     current = (
         conn.current_transaction_id
         and Transaction.objects.filter(pk=conn.current_transaction_id, state__in=["active", "commit_held"])

@@ -63,8 +63,9 @@ def connection_get(*, conn_id: str) -> Connection:
         raise ConnectionNotFound(f"No open connection {conn_id}.", connection=conn_id) from exc
 
 
-def client_session_get(*, broker: Broker, client_name: str) -> ClientSession | None:
-    return ClientSession.objects.filter(broker=broker, client_name=client_name).first()
+def client_session_get(*, broker: Broker, client_name: str, user_id: int | None) -> ClientSession | None:
+    """What ``user_id``'s (None: system code's) client of that name on the broker remembers."""
+    return ClientSession.objects.filter(broker=broker, client_name=client_name, user_id=user_id).first()
 
 
 def queue_next_release(*, queue_id: int, now):

@@ -1,3 +1,4 @@
+from django.conf import settings
 from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
@@ -6,7 +7,6 @@ from brokers.api.index import api_index
 from brokers.api.session_docs import session_docs, session_upgrade_required
 
 urlpatterns = [
-    path("admin/", admin.site.urls),
     path("api/", api_index, name="api-index"),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/schema/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="schema-docs"),
@@ -28,6 +28,9 @@ urlpatterns = [
     path("api/", include("brokers.api.urls")),
     path("", include("dashboard.urls")),
 ]
+
+if settings.BATON_ADMIN:  # Django's admin: off unless asked for (config/settings/admin.py)
+    urlpatterns.insert(0, path("admin/", admin.site.urls))
 
 handler404 = "config.errors.json_404"
 handler500 = "config.errors.json_500"

@@ -5,8 +5,10 @@ request                                needs
 =====================================  =========================================================
 list, display topic objects,           any action on the broker (broker-wide or on a queue of it)
 subscriptions, retained publications
-define, alter, delete topic objects    admin on the whole broker
-and subscriptions; clear retained
+define, alter, delete topic objects    admin on the whole broker; a subscription whose queue is an
+and subscriptions; clear retained      alias or a remote queue: also put (or admin) where it finally
+                                       leads (subscription_define, brokers.permissions
+                                       .require_route_defined)
 publish                                put (or admin) on the whole broker
 STOMP SUBSCRIBE to /topic/...          get on the whole broker
 =====================================  =========================================================

@@ -5,11 +5,14 @@ request                                needs
 =====================================  =========================================================
 list, display workflows; find,         any action on the broker (broker-wide or on a queue of it)
 display instances
-define, alter, delete a workflow;      admin on the whole broker
-resubmit a failed compensation
+define, alter, delete a workflow;      admin on the whole broker; a step or compensation queue that
+resubmit a failed compensation         is an alias or a remote queue: also put (or admin) where it
+                                       finally leads (workflow_define, workflow_alter)
 start an instance; abort one           put on the queue of the workflow's first step (a start
                                        puts there); the same as a direct put
-complete a step                        put on each queue its completion puts a request on
+complete a step                        put on each queue its completion puts a request on; its
+                                       compensation input as the completer's put of it
+                                       (step_complete: brokers.permissions.require_put_fields)
 fail a step                            get on the step's queue (its worker got the request)
 report a compensation done             get on the step's compensation queue
 =====================================  =========================================================

@@ -8,6 +8,10 @@ So is JSON nested deeper than ``MAX_DEPTH`` (the decoder itself would fail with 
 and a number that is not finite: ``NaN`` and ``Infinity`` are not JSON (:func:`json_strict_loads`
 refuses them), and ``1e400`` decodes as infinity.
 A message's ``body`` (top level, or in ``messages``) may hold NUL: it is stored as bytes.
+An object that names a key twice is 400 ``invalid`` too (``DuplicateKey``): the JSON
+specification leaves its meaning open, and a proxy that keeps the first where the decoder
+keeps the last would read another request than the one applied. REST bodies and session
+frames both decode through :func:`json_strict_loads` / :func:`json_request_loads`.
 """
 
 from __future__ import annotations
@@ -17,7 +21,9 @@ import math
 import re
 from typing import Any
 
+from django.conf import settings
 from rest_framework import parsers
+from rest_framework.exceptions import ParseError
 
 from config.errors import InvalidInput
 
@@ -69,6 +75,29 @@ def _checked(value: Any, where: str, errors: dict[str, list[str]], *, body: bool
             _checked(item, f"{where}[{index}]", errors, depth=depth + 1)
 
 
+class DuplicateKey(InvalidInput, ValueError):
+    """A JSON object names a key twice. An ``InvalidInput`` (400 ``invalid``) that is also
+    a ValueError, as every other fault of the JSON text is to its decoder's callers."""
+
+
+def _pairs_unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """The decoder's ``object_pairs_hook``: the object, unless a key comes twice. One
+    dict() and one len() in C per object, about 0.5 us each (measured on a loaded 2-core
+    machine: a one-put session frame decodes in 4.3 us against 3.3 us without the check, a
+    one-get frame 4.4 against 4.1, a 100-message put frame with a property each 151 against
+    41 us, beside the milliseconds its put takes)."""
+    found = dict(pairs)
+    if len(found) == len(pairs):
+        return found
+    seen: set[str] = set()
+    twice = next(key for key, _ in pairs if key in seen or seen.add(key))
+    shown = twice.encode("utf-8", "backslashreplace").decode()  # the error body must itself be UTF-8
+    raise DuplicateKey(
+        f"A JSON object names {shown!r} more than once: each key may be given once.",
+        errors={shown: ["Given more than once."]},
+    )
+
+
 def _not_json(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
@@ -85,15 +114,16 @@ def _finite_float(text: str) -> float:
 
 
 # made once: ``json.loads`` with arguments builds a decoder per call
-_STRICT = json.JSONDecoder(parse_constant=_not_json)
-_STRICT_FINITE = json.JSONDecoder(parse_constant=_not_json, parse_float=_finite_float)
+_STRICT = json.JSONDecoder(parse_constant=_not_json, object_pairs_hook=_pairs_unique)
+_STRICT_FINITE = json.JSONDecoder(parse_constant=_not_json, parse_float=_finite_float, object_pairs_hook=_pairs_unique)
 
 
 def json_strict_loads(text: str | bytes) -> Any:
     """``json.loads`` refusing ``NaN``, ``Infinity`` and ``-Infinity`` (ValueError), as
-    strict JSON does; the finite check on numbers is :func:`json_storable`'s."""
+    strict JSON does, and an object naming a key twice (``DuplicateKey``); the finite check
+    on numbers is :func:`json_storable`'s."""
     if isinstance(text, (bytes, bytearray)):
-        return json.loads(text, parse_constant=_not_json)
+        return json.loads(text, parse_constant=_not_json, object_pairs_hook=_pairs_unique)
     return _STRICT.decode(text)
 
 
@@ -156,9 +186,16 @@ def json_storable(data: Any) -> Any:
 
 
 class JSONParser(parsers.JSONParser):
+    """DRF's JSON parser with this module's decoder: strict, one value per key."""
+
     def parse(self, stream, media_type=None, parser_context=None):
+        encoding = (parser_context or {}).get("encoding", settings.DEFAULT_CHARSET)
         try:
-            data = super().parse(stream, media_type, parser_context)
+            data = json_strict_loads(stream.read().decode(encoding))
+        except InvalidInput:
+            raise
         except RecursionError:  # nested deeper than the decoder goes: not a 500
             raise _too_deep() from None
+        except ValueError as exc:  # not JSON, not text in its encoding
+            raise ParseError(f"JSON parse error - {exc}") from None
         return json_storable(data)

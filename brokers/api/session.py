@@ -113,6 +113,8 @@ def _decoded(text: str) -> tuple[Any, bool] | dict[str, Any]:
     error reply to a frame that is not JSON."""
     try:
         return json_request_loads(text)
+    except InvalidInput as exc:  # a key given twice (parsers.DuplicateKey): named in the reply
+        return _error(None, exc)
     except (ValueError, RecursionError):  # not JSON, or nested beyond the decoder's depth
         return _error(None, _not_a_request("Not JSON."))
     except Exception:  # a bug: answer it as REST would, keep the session

@@ -10,7 +10,7 @@ from django.utils import timezone
 from transactions.manager import transaction_rollback
 from transactions.models import OPEN_STATES, Transaction
 
-from ..ids import id_new
+from ..ids import id_unguessable
 from ..models import ClientSession, Connection, Queue
 from ..selectors import broker_get, client_session_get, connection_get
 
@@ -23,7 +23,9 @@ class ConnectionView:
 
 
 def connection_view(*, connection: Connection) -> ConnectionView:
-    session = client_session_get(broker=connection.broker, client_name=connection.client_name)
+    session = client_session_get(
+        broker=connection.broker, client_name=connection.client_name, user_id=connection.user_id
+    )
     return ConnectionView(
         connection,
         (session.last_put_msg_id or None) if session else None,
@@ -31,15 +33,19 @@ def connection_view(*, connection: Connection) -> ConnectionView:
     )
 
 
-def connection_open(*, broker: str, client_name: str) -> ConnectionView:
-    """Open a connection. Its id comes from the message-id generator; the client name's
-    last put and last got msg_id come back from earlier connections of the same name.
-    ``client_name`` (1 to 100 characters) is valid already: the caller parsed it through
-    ``ConnectionOpen.Input``."""
+def connection_open(*, broker: str, client_name: str, user=None) -> ConnectionView:
+    """Open a connection for ``user`` (None: system code), who then owns it. Its id is an
+    unguessable one of the message ids' space (``id_unguessable``); the last put and last
+    got msg_id of ``user``'s client name come back from their earlier connections of that
+    name (another user's client of the same name is another session). ``client_name`` (1
+    to 100 characters) is valid already: the caller parsed it through ``ConnectionOpen.Input``."""
     owner = broker_get(name=broker)
+    user_id = getattr(user, "pk", None)
     with db.atomic():
-        conn = Connection.objects.create(conn_id=id_new(), broker=owner, client_name=client_name)
-        ClientSession.objects.get_or_create(broker=owner, client_name=client_name)
+        conn = Connection.objects.create(
+            conn_id=id_unguessable(), broker=owner, client_name=client_name, user_id=user_id
+        )
+        ClientSession.objects.get_or_create(broker=owner, client_name=client_name, user_id=user_id)
     return connection_view(connection=conn)
 
 

@@ -80,19 +80,21 @@ def message_move(*, message: Message, source: Queue, target: Queue, reason: str)
 def client_sessions_note(
     *, broker_id: int, put: dict[str, str] | None = None, got: dict[str, str] | None = None
 ) -> None:
-    """Remember the last put / got msg_id per connection's client name (a persistent session).
+    """Remember the last put / got msg_id per connection's user and client name (a persistent session).
     ``put`` and ``got`` map connection id → msg_id."""
     conn_ids = set(put or {}) | set(got or {})
     if not conn_ids:
         return
-    names = dict(Connection.objects.filter(conn_id__in=conn_ids).values_list("conn_id", "client_name"))
-    for conn_id, client_name in names.items():
+    names = Connection.objects.filter(conn_id__in=conn_ids).values_list("conn_id", "client_name", "user_id")
+    for conn_id, client_name, user_id in names:
         changes = {}
         if put and conn_id in put:
             changes["last_put_msg_id"] = put[conn_id]
         if got and conn_id in got:
             changes["last_got_msg_id"] = got[conn_id]
-        ClientSession.objects.update_or_create(broker_id=broker_id, client_name=client_name, defaults=changes)
+        ClientSession.objects.update_or_create(
+            broker_id=broker_id, client_name=client_name, user_id=user_id, defaults=changes
+        )
 
 
 def connection_pending_note(

@@ -83,6 +83,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "config.csp.ContentSecurityPolicyMiddleware",  # the console's pages: its own assets only
     "axes.middleware.AxesMiddleware",  # last: turns a locked-out sign-in into its 429 page
 ]
 

@@ -318,7 +318,7 @@ class SubscriptionDefine(PubSubOperation):
         fields = data.model_dump()
         for name in ("activation_topic", "deactivation_topic"):
             fields[name] = fields[name] or ""  # null and "" both mean none
-        subscription = subscription_define(**fields)
+        subscription = subscription_define(**fields, user=user)
         return 201, subscription_render(subscription_get(broker=data.broker, name=subscription.name))
 
 

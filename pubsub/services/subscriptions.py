@@ -6,7 +6,8 @@ from __future__ import annotations
 from django.db import IntegrityError, transaction as db
 
 from brokers.definitions import broker_cached, definitions_checked
-from brokers.models import Queue
+from brokers import permissions as may
+from brokers.models import Queue, QueueKind
 from config.errors import AlreadyExists, InvalidInput
 from transactions.durability import engine_step
 
@@ -27,6 +28,7 @@ def subscription_define(
     activation_topic: str = "",
     deactivation_topic: str = "",
     new_publications_only: bool = False,
+    user=None,
 ) -> Subscription:
     """Subscribe ``queue`` to the publications matching ``topic_filter``. Active at once
     unless it names an activation topic; an active one receives the retained publications
@@ -35,13 +37,17 @@ def subscription_define(
     by the topic grammar, "" for no activation or deactivation topic). Nothing is defined
     when the queue is unknown, the topic object allows no durable subscription (400 naming
     the field), or a durable subscription's queue cannot take a retained publication (409
-    ``queue_full``)."""
+    ``queue_full``), nor when ``queue`` leads (an alias, a remote queue) to a queue where
+    ``user`` may not put (403, docs/permissions.md "Indirect paths"; None: system code).
+    The copies are then put by Baton on the definer's behalf without further checks."""
     with engine_step(durable=True):
         definitions_checked()
         owner = broker_cached(name=broker)
         target = Queue.objects.filter(broker=owner, name=queue).first()
         if target is None:
             raise InvalidInput(f"No queue {queue!r} on broker {broker!r}.", errors={"queue": ["No such queue."]})
+        if target.kind != QueueKind.LOCAL:
+            may.require_route_defined(user, broker=broker, queue=queue, through=f"subscription queue {queue!r}")
         _, durable_allowed = tree_for(broker_id=owner.pk).topic_attributes(literal_prefix(topic_filter))
         if durable and not durable_allowed:
             raise InvalidInput(

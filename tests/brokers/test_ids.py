@@ -115,10 +115,11 @@ def test_message_ids_are_from_the_generator(queue):
     assert len(set(values)) == 50
 
 
-def test_connection_ids_come_from_the_same_generator(queue, monkeypatch):
-    """With the clock frozen, ids from one generator differ only in their counter: a
-    connection id taken between two message ids sits between them, and can never equal
-    a message id."""
+def test_connection_ids_share_the_space_but_cannot_be_guessed(queue, monkeypatch):
+    """With the clock frozen, ids of the generator differ only in their counter; a
+    connection id has the same clock bytes, then 16 random bytes, the last 8 with the high
+    bit set that no process's counter reaches: it never equals a message id, and tells
+    nothing of the next one."""
 
     class FrozenTime:
         @staticmethod
@@ -127,12 +128,10 @@ def test_connection_ids_come_from_the_same_generator(queue, monkeypatch):
 
     monkeypatch.setattr(ids, "time", FrozenTime)
     before = id_new()
-    conn_id = connection_open(broker="QM1", client_name="app").connection.conn_id
-    put = message_put(broker="QM1", queue="Q1", messages=msgs("a"))
-    after = id_new()
-    msg_id = put.messages[0].msg_id
-    assert HEX48.match(conn_id)
-    assert before < conn_id < msg_id < after
-    # same time and per-process parts, distinct counters
-    assert conn_id[:32] == before[:32] == msg_id[:32] == after[:32]
-    assert len({before, conn_id, msg_id, after}) == 4
+    conn_ids = [connection_open(broker="QM1", client_name="app").connection.conn_id for _ in range(20)]
+    msg_id = message_put(broker="QM1", queue="Q1", messages=msgs("a")).messages[0].msg_id
+    assert all(HEX48.match(c) for c in conn_ids)
+    assert {c[:16] for c in conn_ids} == {before[:16]}  # the clock's 8 bytes
+    assert all(int(c[32:], 16) >= 1 << 63 for c in conn_ids)  # beyond any counter
+    assert len({c[16:32] for c in conn_ids} | {before[16:32]}) == 21  # nothing shared but the clock
+    assert msg_id not in conn_ids

@@ -17,19 +17,19 @@ pytestmark = [pytest.mark.integration, pytest.mark.once]  # once: its servers us
 
 
 def session_login(platform) -> httpx.Client:
-    """Sign in through /admin/login/ as the superuser with a password; the client keeps the cookies."""
+    """Sign in through the console's /login/ as the superuser with a password; the client keeps the cookies."""
     client = httpx.Client(base_url=platform.url, follow_redirects=False, timeout=30)
-    page = client.get("/admin/login/")
+    page = client.get("/login/")
     assert page.status_code == 200, page.text[:500]
     match = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text)
-    assert match, "no CSRF token on the admin login page"
+    assert match, "no CSRF token on the login page"
     response = client.post(
-        "/admin/login/?next=/admin/",
+        "/login/",
         data={
             "username": platform.username,
             "password": platform.password,
             "csrfmiddlewaretoken": match.group(1),
-            "next": "/admin/",
+            "next": "/",
         },
     )
     assert response.status_code == 302, f"login failed: {response.status_code} {response.text[:500]}"

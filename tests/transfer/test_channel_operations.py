@@ -124,6 +124,22 @@ def test_only_superusers_operate_channels_or_deliver_batches(brokers):
         assert (refused.status_code, refused.json()["code"]) == (403, "permission_denied"), path
 
 
+@pytest.mark.parametrize(
+    "path", ["/api/receiver/batches/", "/api/receiver/batches/commit/", "/api/receiver/batches/status/"]
+)
+@pytest.mark.parametrize("body", [{}, {"channel": 5, "seq": "x"}, {"channel": "C", "source_broker": "QMA"}])
+def test_the_receiver_authorizes_before_it_validates(brokers, path, body):
+    """A stranger's batch is refused whatever it holds: no 400 tells it the fields a batch needs."""
+    from brokers.services.access import api_token_issue, grant_actions
+
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {api_token_issue(username='eve', create_user=True)}")
+    grant_actions(username="eve", broker="QMB", queue="", actions="admin,put,get")
+    refused = client.post(path, body, format="json")
+    assert (refused.status_code, refused.json()["code"]) == (403, "permission_denied"), refused.json()
+    assert "errors" not in refused.json()
+
+
 def test_schema_and_session_come_from_the_same_definitions(api):
     spec = api.get("/api/schema/?format=json").json()
     schemas = spec["components"]["schemas"]

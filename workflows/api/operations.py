@@ -154,6 +154,7 @@ class WorkflowDefine(Operation):
             steps=step_dicts(data.steps),
             deadline_ms=data.deadline_ms,
             description=data.description,
+            user=user,
         )
         return 201, workflow_view(workflow)
 
@@ -213,7 +214,7 @@ class WorkflowAlter(Operation):
             changes["deadline_ms"] = data.deadline_ms
         if data.description is not None:
             changes["description"] = data.description
-        return 200, workflow_view(workflow_alter(broker=data.broker, name=data.name, **changes))
+        return 200, workflow_view(workflow_alter(broker=data.broker, name=data.name, user=user, **changes))
 
 
 class WorkflowDelete(Operation):

@@ -17,7 +17,8 @@ from typing import Any
 
 from django.db import IntegrityError, transaction as db
 
-from brokers.models import Queue
+from brokers import permissions as may
+from brokers.models import Queue, QueueKind
 from brokers.selectors import broker_get
 from config.errors import AlreadyExists, InvalidInput
 
@@ -90,6 +91,19 @@ def _steps_resolved(*, broker_id: int, steps: list[dict]) -> list[dict]:
     return resolved
 
 
+def _routes_checked(user, *, broker, steps: list[dict]) -> None:
+    """Baton puts a workflow's requests on its steps' queues and compensation queues on
+    behalf of whoever starts, completes or aborts an instance; a compensation request with
+    no user at all. A queue among them that leads elsewhere (an alias, a remote queue) must
+    lead where the definer may put (docs/permissions.md, "Indirect paths")."""
+    if user is None:
+        return
+    names = {s[f] for s in steps for f in ("queue", "compensation_queue")}
+    routed = Queue.objects.filter(broker=broker, name__in=names).exclude(kind=QueueKind.LOCAL)
+    for name in sorted(routed.values_list("name", flat=True)):
+        may.require_route_defined(user, broker=broker.name, queue=name, through=f"workflow queue {name!r}")
+
+
 def _has_cycle(steps: list[dict]) -> bool:
     indegree = {s["name"]: len(s["predecessors"]) for s in steps}
     by_name = {s["name"]: s for s in steps}
@@ -130,12 +144,14 @@ def _version_new(
 
 
 def workflow_define(
-    *, broker: str, name: str, steps: list[dict], deadline_ms: int = 0, description: str = ""
+    *, broker: str, name: str, steps: list[dict], deadline_ms: int = 0, description: str = "", user=None
 ) -> Workflow:
     """Define a workflow (its version 1). Raises InvalidInput (steps that do not fit
-    together, a queue that does not exist), AlreadyExists."""
+    together, a queue that does not exist), AlreadyExists, PermissionDenied (a queue that
+    leads where ``user`` may not put; None: system code)."""
     owner = broker_get(name=broker)
     resolved = _steps_resolved(broker_id=owner.pk, steps=steps)
+    _routes_checked(user, broker=owner, steps=resolved)
     try:
         with db.atomic():
             workflow = Workflow.objects.create(broker=owner, name=name, version=1)
@@ -158,9 +174,10 @@ def workflow_locked(*, broker: str, name: str) -> Workflow:
     return workflow
 
 
-def workflow_alter(*, broker: str, name: str, **changes: Any) -> Workflow:
+def workflow_alter(*, broker: str, name: str, user=None, **changes: Any) -> Workflow:
     """Alter a workflow: a new version with the given ``steps``, ``deadline_ms`` and
-    ``description`` (the others as in the current version). Running instances keep theirs."""
+    ``description`` (the others as in the current version). Running instances keep theirs.
+    New steps' queues are checked as ``workflow_define`` checks them."""
     with db.atomic():
         workflow = workflow_locked(broker=broker, name=name)
         current = WorkflowVersion.objects.get(workflow=workflow, version=workflow.version)
@@ -168,6 +185,7 @@ def workflow_alter(*, broker: str, name: str, **changes: Any) -> Workflow:
         description = changes.get("description", current.description)
         if "steps" in changes:
             resolved = _steps_resolved(broker_id=workflow.broker_id, steps=changes["steps"])
+            _routes_checked(user, broker=workflow.broker, steps=resolved)
         else:
             resolved = [
                 {

@@ -15,6 +15,7 @@ from typing import Any
 
 from django.utils import timezone
 
+from brokers import permissions as may
 from brokers.ids import ids_new
 from brokers.selectors import messages_gotten
 from brokers.services.message_input import MessageInput
@@ -160,8 +161,12 @@ def step_complete(
     """Complete a step in the unit of work that got its request(s): put the next step(s)'
     requests with ``output`` and record ``compensation`` as the step's compensation input,
     all in that unit of work. The step counts as committed when it commits, and not at all
-    if it rolls back."""
+    if it rolls back. ``compensation`` is checked as ``user``'s put of it would be (its
+    report options, ``msg_type``: docs/permissions.md), for Baton puts it later without a
+    user."""
     instance = _instance_read(instance_id)
+    if compensation is not None:
+        may.require_put_fields(user, broker=instance.broker.name, messages=[compensation])
     with transaction_timeouts_applied(), engine_step(durable=False):
         txn = unit_of_work_joined(transaction_id=transaction_id, broker=instance.broker.name, user=user)
         instance = _locked(instance_id)

@@ -54,7 +54,7 @@ class ConnectionOpen(Operation):
     @classmethod
     def perform(cls, user, data: Input) -> tuple[int, dict[str, Any]]:
         may.require_connection_open(user, broker=data.broker)
-        return 201, connection_render(connection_open(broker=data.broker, client_name=data.client_name))
+        return 201, connection_render(connection_open(broker=data.broker, client_name=data.client_name, user=user))
 
 
 class ConnectionDisplay(Operation):

@@ -84,6 +84,11 @@ class BatchReceive(Operation):
         duplicates: int | None = None
 
     @classmethod
+    def permitted_first(cls, user, data: dict[str, Any]) -> None:
+        """Superusers only, before the batch is validated: a stranger learns no field."""
+        may.require_channel_operate(user)
+
+    @classmethod
     def perform(cls, user, data: Input) -> tuple[int, dict[str, Any]]:
         may.require_channel_operate(user)
         return 200, receiver_batch_receive(payload=data.model_dump())
@@ -95,6 +100,10 @@ class _BatchAsk(Operation):
     Input = BatchKey
     Output: ClassVar[type[Model]] = BatchStatus
     service: ClassVar[Callable[..., dict[str, Any]]]
+
+    @classmethod
+    def permitted_first(cls, user, data: dict[str, Any]) -> None:
+        may.require_channel_operate(user)
 
     @classmethod
     def perform(cls, user, data: BatchKey) -> tuple[int, dict[str, Any]]:

@@ -24,7 +24,7 @@ from ... import queries
 from ...definitions import definitions_checked, definitions_trusted
 from ...exceptions import BatonError, MessageTooLarge, QueueFull
 from ...ids import ids_new
-from ...models import Message, MessageType, PendingReaction, Persistence, ReadOrder
+from ...models import Message, PendingReaction, Persistence, ReadOrder
 from ...queries import messages_new, postgres
 from ..message_input import MessageInput, message_length
 from ..reactions import reaction_apply
@@ -139,12 +139,10 @@ def _put(
         target = _put_target(broker=broker, queue=queue)
         named, dest = target.named, target.queue
         owner = dest.broker
-        if user is not None and any(m.msg_type == MessageType.REPORT for m in messages):
-            may.require_set_context(user, field="msg_type")  # reports are Baton's own (docs/permissions.md)
-        if user is not None:  # the indirect paths' rule (docs/permissions.md)
+        if user is not None:  # context fields, reports, the indirect paths' rule (docs/permissions.md)
+            may.require_put_fields(user, broker=broker, messages=messages)
             if named is not dest:
                 may.require_reached(user, "put", broker=broker, queue=queue)
-            _reports_checked(user, broker=broker, messages=messages)
         limit = min(
             named.max_message_length,
             dest.max_message_length,
@@ -289,17 +287,6 @@ def _put(
 
 def _retained_until(msg: MessageInput, now):
     return None if msg.dedup_retention_ms is None else now + timedelta(milliseconds=msg.dedup_retention_ms)
-
-
-def _reports_checked(user, *, broker: str, messages: list[MessageInput]) -> None:
-    """Reports go only where the putting user may put: each distinct reply-to destination of
-    the messages asking for reports is checked once."""
-    seen: set[tuple[str, str]] = set()
-    for msg in messages:
-        where = (msg.reply_to_broker, msg.reply_to_queue)
-        if msg.report and msg.reply_to_queue and where not in seen:
-            seen.add(where)
-            may.require_reports(user, broker=broker, reply_to_broker=where[0], reply_to_queue=where[1])
 
 
 def _duplicates_skipped(*, queue, rows: list[Message], messages: list[MessageInput], now):

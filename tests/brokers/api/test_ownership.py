@@ -108,7 +108,8 @@ def test_another_user_cannot_join_a_connections_unit_of_work(alice, bob, api):
     again = alice.post(f"{Q1}/messages/", {"body": "c", "syncpoint": "yes", "connection": conn}, format="json")
     assert again.json()["transaction"] == txn
     assert alice.post(f"/api/transactions/{txn}/commit/", {}, format="json").json()["state"] == "committed"
-    assert bob.get(f"/api/connections/{conn}/").status_code == 200  # no unit of work of alice's left open
+    not_found(bob.get(f"/api/connections/{conn}/"))  # with no unit of work left open, still alice's connection
+    assert alice.get(f"/api/connections/{conn}/").status_code == 200
 
 
 def test_broker_admin_and_superuser_may_act_on_it(alice, as_user, api):

@@ -52,7 +52,9 @@ SCRIPT = """async ({url, login, passcode, host}) => {
 
 def test_stompjs_in_chromium(chromium, site, api, fresh_broker):
     assert BUNDLE.exists(), f"{BUNDLE} is missing: build the dashboard's assets (platform/lib.sh assets_ready)"
-    page = chromium.new_page()
+    # the bundle goes in as an inline script, which the console's Content-Security-Policy
+    # refuses (config/csp.py): this page is only an origin to run the client from
+    page = chromium.new_page(bypass_csp=True)
     try:
         page.goto(f"{site.url}/login/")
         page.add_script_tag(path=str(BUNDLE))
