@@ -55,6 +55,12 @@ def _pages(api, broker: str) -> list[str]:
         f"/brokers/{broker}/subscriptions/",
         "/channels/",
         "/analytics/",
+        "/users/",
+        "/definitions/",
+        "/define/broker/",
+        f"/brokers/{broker}/define/queue/",
+        f"/brokers/{broker}/queues/Q1/alter/",
+        f"/brokers/{broker}/queues/Q1/delete/",
     ]
 
 
