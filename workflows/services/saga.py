@@ -28,16 +28,22 @@ from transactions.models import OPEN_STATES, Transaction
 from brokers.models import Queue, QueueKind
 from brokers.selectors import messages_where
 
-from ..models import HistoryEvent, Instance, InstanceState, InstanceStep, StepRequest, StepState, WorkflowStep
+from ..models import HistoryEvent, Instance, InstanceState, InstanceStep, StepRequest, StepState
 from .history import history_add
 from .requests import message_from_fields, request_put
+from .versions import instance_steps
 
 log = logging.getLogger(__name__)
 _local = threading.local()
 
 
 def instance_locked(instance_id: str) -> Instance | None:
-    return Instance.objects.select_for_update().filter(pk=instance_id).select_related("broker", "workflow").first()
+    return (
+        Instance.objects.select_for_update(of=("self",))  # the instance's row, not its broker's or workflow's
+        .filter(pk=instance_id)
+        .select_related("broker", "workflow", "version")
+        .first()
+    )
 
 
 def instance_fail(*, instance: Instance, event: str, reason: str, step: str = "", transaction: str = "") -> None:
@@ -115,7 +121,7 @@ def compensation_request(*, instance: Instance, step: InstanceStep, resubmitted:
     """Put the step's compensation request (its recorded compensation input). A put that is
     refused (the queue full, disabled or gone) leaves the instance ``compensation_failed``.
     Caller holds the instance's and the step's rows."""
-    definition = WorkflowStep.objects.get(version_id=instance.version_id, name=step.name)
+    definition = instance_steps(instance)[step.name]
     InstanceStep.objects.filter(pk=step.pk).update(state=StepState.COMPENSATING, compensation_transaction="")
     try:
         with db.atomic():
