@@ -1,9 +1,21 @@
-"""Baton's Python client: ``from baton_client import Client`` (see :mod:`.client`), and the
-one exception hierarchy the server raises too (:mod:`.errors`)."""
+"""Baton's Python client: ``from baton_client import Client`` (see :mod:`.client`), the
+one exception hierarchy the server raises too (:mod:`.errors`), and workflow step workers
+(``StepWorker``, :mod:`.worker`)."""
 
 from .client import *  # noqa: F403 - the client's public names
 from .client import __all__ as _client_names
 from .errors import CLIENT_ONLY, ERRORS, NotAcceptable, UnsupportedMediaType, error_from_body
+from .worker import Output, StepRequest, StepWorker
 
-__all__ = [*_client_names, "CLIENT_ONLY", "ERRORS", "NotAcceptable", "UnsupportedMediaType", "error_from_body"]
+__all__ = [
+    *_client_names,
+    "CLIENT_ONLY",
+    "ERRORS",
+    "NotAcceptable",
+    "UnsupportedMediaType",
+    "error_from_body",
+    "Output",
+    "StepRequest",
+    "StepWorker",
+]
 __version__ = "0.2.0"
