@@ -116,3 +116,29 @@ def test_a_worker_stops_cleanly_and_names_unknown_steps(client, broker):
         unknown.start()
     with pytest.raises(RuntimeError):
         StepWorker(client, broker=broker, workflow="idle").start()  # nothing registered
+
+
+def test_the_order_saga_example(client, transport):
+    """examples/order_saga.py: an order shipped, one declined (StepFailed) and compensated."""
+    if transport != "session":
+        pytest.skip("the example runs over the session; once is enough")
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
+    try:
+        import order_saga
+    finally:
+        sys.path.pop(0)
+    order_saga.setup(client)
+    order_saga.setup(client)  # again: changes nothing
+    shipped = order_saga.submit(client, "widget", 3, 120.0)
+    declined = order_saga.submit(client, "widget", 1, 9999.0)
+    with order_saga.worker(client, threads=2):
+        assert client.get(order_saga.BROKER, "ORDERS.SHIPPED", wait=30).text == shipped
+        assert client.get(order_saga.BROKER, "ORDERS.CANCELLED", wait=30).text == declined
+    assert client.display_instance(shipped)["state"] == "completed"
+    shown = client.display_instance(declined)
+    assert shown["state"] == "compensated"
+    assert [s["state"] for s in shown["steps"]] == ["compensated", "pending", "pending"]
+    assert "card declined" in shown["reason"]

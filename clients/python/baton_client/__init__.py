@@ -5,7 +5,7 @@ one exception hierarchy the server raises too (:mod:`.errors`), and workflow ste
 from .client import *  # noqa: F403 - the client's public names
 from .client import __all__ as _client_names
 from .errors import CLIENT_ONLY, ERRORS, NotAcceptable, UnsupportedMediaType, error_from_body
-from .worker import Output, StepRequest, StepWorker
+from .worker import Output, StepFailed, StepRequest, StepWorker
 
 __all__ = [
     *_client_names,
@@ -15,6 +15,7 @@ __all__ = [
     "UnsupportedMediaType",
     "error_from_body",
     "Output",
+    "StepFailed",
     "StepRequest",
     "StepWorker",
 ]

@@ -23,7 +23,9 @@ request; ``compensation``: the request its compensation will be, should the saga
 and commits, both in one call (``complete_step(..., commit=True)``: one database transaction
 on the server). A batch is one unit of work: its last completion commits it.
 
-A function that raises rolls the unit of work back: its requests go back to their queue with
+A function that raises ``StepFailed(reason)`` fails the step (``fail_step`` in its unit of
+work, committed with it): the instance fails at once and is compensated. Any other exception
+rolls the unit of work back: its requests go back to their queue with
 their backout count raised, and the worker backs off (``backoff`` seconds, doubled per
 consecutive failure up to ``max_backoff``) before it takes again. The platform does the
 rest: a request backed out as often as its queue's backout threshold says goes to the backout
@@ -49,7 +51,7 @@ from typing import Any, Callable
 from .client import Client, Message, Transaction
 from .errors import BatonError, NetworkError, NotFound, TransactionBackedOut, WorkflowConflict
 
-__all__ = ["Output", "StepRequest", "StepWorker"]
+__all__ = ["Output", "StepFailed", "StepRequest", "StepWorker"]
 
 log = logging.getLogger("baton_client.worker")
 
@@ -62,6 +64,16 @@ class Output:
 
     output: Any = None
     compensation: Any = None
+
+
+class StepFailed(Exception):
+    """Raised by a step function for a failure that retrying cannot mend (a claim over its
+    limit, a card declined): the worker reports the step failed in the request's unit of
+    work and commits, and the instance fails at once; its committed steps are compensated."""
+
+    def __init__(self, reason: str = "") -> None:
+        super().__init__(reason)
+        self.reason = reason
 
 
 @dataclass
@@ -272,7 +284,16 @@ class StepWorker:
                 )
                 last = index == len(messages) - 1
                 try:
-                    result = handler.function(request)
+                    try:
+                        result = handler.function(request)
+                    except StepFailed as failed:
+                        if handler.compensation:
+                            raise
+                        self.client.fail_step(
+                            request.instance, request.step, failed.reason or "failed", transaction=transaction
+                        )
+                        done += 1
+                        continue
                     if handler.compensation:
                         self.client.step_compensated(
                             request.instance, request.step, transaction, commit=last, wait=self.commit_wait
