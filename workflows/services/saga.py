@@ -106,15 +106,23 @@ def instance_advance(*, instance_id: str) -> str | None:
         steps = list(InstanceStep.objects.select_for_update().filter(instance=instance))
         if any(s.state in (StepState.COMPENSATING, StepState.IN_FLIGHT) for s in steps):
             return None  # one compensation at a time; a step still in flight resolves first
-        committed = [s for s in steps if s.state == StepState.COMMITTED]
-        now = timezone.now()
-        if not committed:
-            Instance.objects.filter(pk=instance.pk).update(state=InstanceState.COMPENSATED, ended_at=now)
-            history_add(instance=instance, event=HistoryEvent.COMPENSATED)
-            return None
-        step = max(committed, key=lambda s: (s.commit_order or 0, s.position))
-        compensation_request(instance=instance, step=step)
-        return step.name
+        return compensation_next(instance=instance, steps=steps)
+
+
+def compensation_next(*, instance: Instance, steps: list[InstanceStep]) -> str | None:
+    """Put the compensation request of the newest committed step, or end the instance
+    ``compensated`` when none is left; returns the step. Caller holds the compensating
+    instance's row and its steps' rows (``steps``: none in flight, no compensation out): in
+    the database transaction of the commit that reported the last compensation done
+    (``WorkflowStore``), or ``instance_advance``'s."""
+    committed = [s for s in steps if s.state == StepState.COMMITTED]
+    if not committed:
+        Instance.objects.filter(pk=instance.pk).update(state=InstanceState.COMPENSATED, ended_at=timezone.now())
+        history_add(instance=instance, event=HistoryEvent.COMPENSATED)
+        return None
+    step = max(committed, key=lambda s: (s.commit_order or 0, s.position))
+    compensation_request(instance=instance, step=step)
+    return step.name
 
 
 def compensation_request(*, instance: Instance, step: InstanceStep, resubmitted: bool = False) -> bool:

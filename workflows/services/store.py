@@ -30,7 +30,7 @@ from transactions.resources import AtOnce
 from ..models import HistoryEvent, Instance, InstanceState, InstanceStep, StepRequest, StepState
 from .history import history_add
 from .instances import MARK_WORKFLOWS
-from .saga import advance_on_commit, instance_fail
+from .saga import advance_on_commit, compensation_next, instance_fail
 from .versions import instance_steps
 
 
@@ -125,6 +125,7 @@ class WorkflowStore:
                     reason=step.fail_reason,
                 )
                 advance.add(instance.pk)
+        following = set()
         for step in compensated:
             instance = instances[step.instance_id]
             InstanceStep.objects.filter(pk=step.pk).update(state=StepState.COMPENSATED, compensated_at=now)
@@ -139,7 +140,19 @@ class WorkflowStore:
             )
             if instance.state == InstanceState.COMPENSATION_FAILED:  # done by hand after all
                 Instance.objects.filter(pk=instance.pk).update(state=InstanceState.COMPENSATING)
-            advance.add(instance.pk)
+                instance.state = InstanceState.COMPENSATING
+            following.add(instance.pk)
+        for instance_id in sorted(following - advance):
+            # the next compensation in this commit's own database transaction, unless a step
+            # is still in flight (rolled back first, after this commit: advance_on_commit)
+            instance = instances[instance_id]
+            steps = list(InstanceStep.objects.select_for_update().filter(instance_id=instance_id))
+            if instance.state != InstanceState.COMPENSATING:
+                continue
+            if any(s.state == StepState.IN_FLIGHT for s in steps):
+                advance.add(instance_id)
+            elif not any(s.state == StepState.COMPENSATING for s in steps):
+                compensation_next(instance=instance, steps=steps)
         advance_on_commit(advance)
 
     def resources_commit_read(self, *, transaction_id: str) -> None:
