@@ -39,7 +39,7 @@ from .definitions import workflow_locked
 from .history import history_add
 from .requests import message_fields, request_put
 from .versions import instance_steps
-from .saga import compensation_request, instance_advance, instance_fail, instance_locked
+from .saga import compensation_next, compensation_request, instance_advance, instance_fail, instance_locked
 
 #: The transaction mark of a unit of work with workflow effects waiting for its commit.
 MARK_WORKFLOWS = "workflows"
@@ -361,7 +361,12 @@ def workflow_abort(*, instance_id: str, reason: str = "", user=None) -> Instance
         instance = _locked(instance_id)
         _running_checked(instance, "abort")
         instance_fail(instance=instance, event=HistoryEvent.ABORTED, reason=reason or "aborted")
-    instance_advance(instance_id=instance_id)
+        steps = list(InstanceStep.objects.select_for_update().filter(instance=instance))
+        in_flight = any(s.state == StepState.IN_FLIGHT for s in steps)
+        if not in_flight:  # the first compensation goes with the abort
+            compensation_next(instance=instance, steps=steps)
+    if in_flight:  # rolled back first (instance_advance), then the first compensation
+        instance_advance(instance_id=instance_id)
     return _instance_read(instance_id)
 
 
