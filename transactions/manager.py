@@ -360,18 +360,24 @@ def _commit_resolution(start: Transaction, *, now) -> tuple[list[Transaction], l
     return list(to_commit.values()), waiting_on
 
 
-def _commit_step(transaction_id: str) -> CommitOutcome:
+def _commit_step(transaction_id: str, first: Callable[[Transaction], None] | None = None) -> CommitOutcome:
     read = None
-    if link_graph_locking():  # PostgreSQL: a resource manager's first read travels with the row lock
+    if link_graph_locking() and first is None:  # PostgreSQL: a resource manager's first read travels with the row lock
         read = next(
             filter(None, (m.resources_commit_read(transaction_id=transaction_id) for m in resource_managers())), None
         )
-    return _under_graph_lock(transaction_id, lambda row: _commit_locked(transaction_id, row), durable=True, read=read)
+    return _under_graph_lock(
+        transaction_id, lambda row: _commit_locked(transaction_id, row, first), durable=True, read=read
+    )
 
 
-def _commit_locked(transaction_id: str, row=NOT_READ) -> CommitOutcome:
+def _commit_locked(
+    transaction_id: str, row=NOT_READ, first: Callable[[Transaction], None] | None = None
+) -> CommitOutcome:
     now = timezone.now()
     txn = _locked(transaction_id, row)
+    if first is not None:
+        first(txn)
     if txn.state == TransactionState.ROLLED_BACK:
         raise _backed_out(txn)
     if txn.state == TransactionState.COMMITTED:
@@ -476,19 +482,26 @@ def _at_once(send, *, durable: bool) -> Transaction | None:
     return txn
 
 
-def transaction_commit(*, transaction_id: str, wait: float = 0) -> CommitOutcome:
+def transaction_commit(
+    *, transaction_id: str, wait: float = 0, first: Callable[[Transaction], None] | None = None
+) -> CommitOutcome:
     """Commit a unit of work. If an upstream transaction has not committed yet, the commit is
     held (state ``commit_held``) and happens by itself, in the same database transaction as
     the last upstream's commit; this call waits up to ``wait`` seconds for that.
 
+    ``first``: the last work of the unit of work, done in the commit's own database
+    transaction (a resource manager's operation, called with the unit of work's row locked,
+    before its state is looked at: ``transaction_for_operation`` checks it): if it raises,
+    nothing of it is written and the unit of work stays as it was.
+
     Raises TransactionBackedOut if it was, or while waiting becomes, rolled back."""
-    outcome = _commit_at_once(transaction_id)
+    outcome = _commit_at_once(transaction_id) if first is None else None
     if outcome is not None:
         return outcome
     while True:
         try:
             with transaction_timeouts_applied():
-                outcome = _commit_step(transaction_id)
+                outcome = _commit_step(transaction_id, first)
             break
         except _UpstreamSettled:
             continue

@@ -123,6 +123,8 @@ class Instance(models.Model):
         indexes = [
             models.Index(fields=["workflow", "state", "started_at"], name="instance_find"),
             models.Index(fields=["state", "progress_at"], name="instance_deadline"),
+            # a commit or rollback of a unit of work with workflow effects looks these up
+            models.Index(fields=["start_transaction"], name="instance_start_txn"),
         ]
 
 
@@ -146,7 +148,11 @@ class InstanceStep(models.Model):
     class Meta:
         ordering = ["position"]
         constraints = [models.UniqueConstraint(fields=["instance", "name"], name="instance_step_unique")]
-        indexes = [models.Index(fields=["transaction"], name="instance_step_txn")]
+        indexes = [
+            models.Index(fields=["transaction"], name="instance_step_txn"),
+            models.Index(fields=["fail_transaction"], name="instance_step_fail_txn"),
+            models.Index(fields=["compensation_transaction"], name="instance_step_comp_txn"),
+        ]
 
 
 class StepRequest(models.Model):

@@ -28,6 +28,7 @@ from brokers import permissions as may
 
 from .exceptions import InstanceNotFound
 from .models import Instance, Workflow, WorkflowStep
+from .services.versions import instance_steps
 
 require_display = may.require_broker_display
 require_admin = may.require_broker_admin
@@ -63,7 +64,7 @@ def instance_broker(user, *, instance_id: str) -> tuple[str, Instance]:
 
 
 def _step(instance: Instance, step: str) -> WorkflowStep | None:
-    return WorkflowStep.objects.filter(version_id=instance.version_id, name=step).first()
+    return instance_steps(instance).get(step)
 
 
 def require_complete(user, *, instance_id: str, step: str) -> None:
@@ -71,13 +72,9 @@ def require_complete(user, *, instance_id: str, step: str) -> None:
     definition = _step(instance, step)
     if definition is None:
         return  # the service answers 404
-    queues = dict(
-        WorkflowStep.objects.filter(version_id=instance.version_id, name__in=definition.successors).values_list(
-            "name", "queue"
-        )
-    )
+    steps = instance_steps(instance)
     for name in definition.successors:
-        may.require_put(user, broker=broker, queue=queues[name])
+        may.require_put(user, broker=broker, queue=steps[name].queue)
 
 
 def require_fail(user, *, instance_id: str, step: str) -> None:

@@ -1,5 +1,5 @@
-"""`python manage.py benchmark_workflows` runs end to end on its own scratch database and
-prints its figures (JSON, or a table made from the same results). Only the shape is
+"""`python manage.py benchmark_workflows` runs end to end on its own scratch database (its
+step workers through a server) and prints its figures (JSON, or a table made from the same results). Only the shape is
 checked: never a timing."""
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 
 def test_json_figures_and_the_table():
     done = subprocess.run(
-        [sys.executable, "manage.py", "benchmark_workflows", "--instances", "3", "--rounds", "1", "--json"],
+        [sys.executable, "manage.py", "benchmark_workflows"]
+        + ["--instances", "3", "--rounds", "1", "--repeat", "1", "--json"],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -39,11 +40,12 @@ def test_json_figures_and_the_table():
     ]
     for row in throughput:
         assert row["instances"] == 3 and row["instances_per_s"] > 0 and 0 < row["step_p50_ms"] <= row["step_p99_ms"]
+        assert row["server_cpu_ms_per_step"] > 0 and row["workers_cpu_ms_per_step"] > 0 and row["rounds"] == 1
     assert [("ratio_to_normal" in r) for r in throughput] == [False, True, False, True]
     aborts = report["results"]["compensation"]
     assert aborts["rounds"] == 1 and 0 < aborts["p50_ms"] <= aborts["p99_ms"] <= aborts["max_ms"]
 
     text = table(report["facts"], report["results"]).splitlines()
-    assert text[0].startswith("command: manage.py benchmark_workflows --instances 3 --rounds 1")
+    assert text[0].startswith("command: manage.py benchmark_workflows --instances 3 --rounds 1 --repeat 1")
     assert any(line.startswith("pre-emptive gets, 5 ms of work per step") and "x" in line for line in text)
     assert text[-1].startswith("abort to compensated, 4 committed steps: p50 ") and text[-1].endswith("over 1 aborts")

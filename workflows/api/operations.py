@@ -10,6 +10,7 @@ from django.conf import settings
 from pydantic import ConfigDict, Field
 
 from brokers.api.operations import Model, Operation
+from brokers.api.operations.base import Wait
 from brokers.services.message_input import MessageIn, Name
 
 from .. import permissions as may
@@ -433,6 +434,12 @@ class StepComplete(Operation):
         compensation: MessageIn | None = Field(
             None, description="This step's compensation request, should it be compensated."
         )
+        commit: bool = Field(
+            False,
+            description="Then commit the unit of work in the same database transaction: the step is `committed`, "
+            "or `held` while an upstream unit of work it took a request from pre-emptively is open.",
+        )
+        wait: Wait = 0
 
     Output = StepResult
 
@@ -445,6 +452,8 @@ class StepComplete(Operation):
             transaction_id=data.transaction,
             output=data.output.to_input() if data.output else None,
             compensation=data.compensation.to_input() if data.compensation else None,
+            commit=data.commit,
+            wait=data.wait,
             user=user,
         )
         return 200, {"instance": data.instance, "step": data.step, "state": row.state, "transaction": row.transaction}
@@ -506,13 +515,22 @@ class StepCompensated(Operation):
         instance: InstanceId
         step: Annotated[str, Field(max_length=48)]
         transaction: TransactionId
+        commit: bool = Field(False, description="Then commit the unit of work in the same database transaction.")
+        wait: Wait = 0
 
     Output = StepResult
 
     @classmethod
     def perform(cls, user, data: Input) -> tuple[int, dict[str, Any]]:
         may.require_compensated(user, instance_id=data.instance, step=data.step)
-        row = step_compensated(instance_id=data.instance, step=data.step, transaction_id=data.transaction, user=user)
+        row = step_compensated(
+            instance_id=data.instance,
+            step=data.step,
+            transaction_id=data.transaction,
+            commit=data.commit,
+            wait=data.wait,
+            user=user,
+        )
         return 200, {"instance": data.instance, "step": data.step, "state": row.state, "transaction": data.transaction}
 
 

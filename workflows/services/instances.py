@@ -11,6 +11,7 @@ and undone when it rolls back.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from django.utils import timezone
@@ -20,8 +21,10 @@ from brokers.ids import ids_new
 from brokers.selectors import messages_gotten
 from brokers.services.message_input import MessageInput
 from brokers.services.messages.common import unit_of_work_joined
+from transactions import queries as txn_queries
 from transactions.durability import engine_step
-from transactions.manager import transaction_mark, transaction_timeouts_applied
+from transactions.manager import transaction_commit, transaction_mark, transaction_timeouts_applied
+from transactions.models import Transaction, TransactionState
 
 from ..exceptions import InstanceNotFound, StepNotFound, WorkflowConflict
 from ..models import (
@@ -31,20 +34,20 @@ from ..models import (
     InstanceStep,
     StepRequest,
     StepState,
-    WorkflowStep,
     WorkflowVersion,
 )
 from .definitions import workflow_locked
 from .history import history_add
 from .requests import message_fields, request_put
-from .saga import compensation_request, instance_advance, instance_fail, instance_locked
+from .versions import instance_steps
+from .saga import compensation_next, compensation_request, instance_advance, instance_fail, instance_locked
 
 #: The transaction mark of a unit of work with workflow effects waiting for its commit.
 MARK_WORKFLOWS = "workflows"
 
 
 def _instance_read(instance_id: str) -> Instance:
-    instance = Instance.objects.filter(pk=instance_id).select_related("broker", "workflow").first()
+    instance = Instance.objects.filter(pk=instance_id).select_related("broker", "workflow", "version").first()
     if instance is None:
         raise InstanceNotFound(f"No workflow instance {instance_id}.", instance=instance_id)
     return instance
@@ -156,6 +159,8 @@ def step_complete(
     transaction_id: str,
     output: MessageInput | None = None,
     compensation: MessageInput | None = None,
+    commit: bool = False,
+    wait: float = 0,
     user=None,
 ) -> InstanceStep:
     """Complete a step in the unit of work that got its request(s): put the next step(s)'
@@ -163,58 +168,100 @@ def step_complete(
     all in that unit of work. The step counts as committed when it commits, and not at all
     if it rolls back. ``compensation`` is checked as ``user``'s put of it would be (its
     report options, ``msg_type``: docs/permissions.md), for Baton puts it later without a
-    user."""
+    user.
+
+    ``commit``: then commit the unit of work, in the same database transaction (the step is
+    ``committed`` when this returns, or ``held`` while an upstream unit of work it took a
+    request from pre-emptively is open: the commit then happens with that one's, and this
+    call waits up to ``wait`` seconds for it, as ``transaction_commit`` does). A refused
+    completion commits nothing."""
     instance = _instance_read(instance_id)
     if compensation is not None:
         may.require_put_fields(user, broker=instance.broker.name, messages=[compensation])
+    if commit:
+        return _completed_and_committed(
+            instance_id=instance_id,
+            step=step,
+            transaction_id=transaction_id,
+            output=output,
+            compensation=compensation,
+            wait=wait,
+            user=user,
+        )
     with transaction_timeouts_applied(), engine_step(durable=False):
         txn = unit_of_work_joined(transaction_id=transaction_id, broker=instance.broker.name, user=user)
         instance = _locked(instance_id)
-        row = _step_locked(instance, step)
-        _running_checked(instance, f"complete step {step!r}")
-        if row.state == StepState.IN_FLIGHT:
-            where = "this" if row.transaction == transaction_id else f"another ({row.transaction})"
-            raise WorkflowConflict(
-                f"Step {step!r} of instance {instance.pk} was already completed under {where} unit of work.",
-                instance=instance.pk,
-                step=step,
-                state=row.state,
-            )
-        if row.state not in (StepState.PENDING, StepState.BACKED_OUT):
-            raise WorkflowConflict(
-                f"Step {step!r} of instance {instance.pk} is {row.state}: it was already completed.",
-                instance=instance.pk,
-                step=step,
-                state=row.state,
-            )
-        steps = {s.name: s for s in WorkflowStep.objects.filter(version_id=instance.version_id)}
-        definition = steps[step]
-        _requests_held(
-            instance=instance,
+        return _completed(instance=instance, txn=txn, step=step, output=output, compensation=compensation, user=user)
+
+
+def _completed_and_committed(
+    *, instance_id: str, step: str, transaction_id: str, output, compensation, wait: float, user
+) -> InstanceStep:
+    done: list[InstanceStep] = []
+
+    def first(locked: Transaction) -> None:  # in the commit's database transaction, the unit of work's row locked
+        instance = _locked(instance_id)
+        txn = unit_of_work_joined(transaction_id=transaction_id, broker=instance.broker.name, user=user, locked=locked)
+        done[:] = [
+            _completed(instance=instance, txn=txn, step=step, output=output, compensation=compensation, user=user)
+        ]
+
+    outcome = transaction_commit(transaction_id=transaction_id, wait=wait, first=first)
+    row = done[0]
+    row.state = StepState.COMMITTED if outcome.state == TransactionState.COMMITTED else StepState.HELD
+    return row
+
+
+def _completed(*, instance: Instance, txn: Transaction, step: str, output, compensation, user) -> InstanceStep:
+    """The completion itself. Caller holds the unit of work's row and the instance's."""
+    transaction_id = txn.pk
+    row = _step_locked(instance, step)
+    _running_checked(instance, f"complete step {step!r}")
+    if row.state == StepState.IN_FLIGHT:
+        where = "this" if row.transaction == transaction_id else f"another ({row.transaction})"
+        raise WorkflowConflict(
+            f"Step {step!r} of instance {instance.pk} was already completed under {where} unit of work.",
+            instance=instance.pk,
             step=step,
+            state=row.state,
+        )
+    if row.state not in (StepState.PENDING, StepState.BACKED_OUT):
+        raise WorkflowConflict(
+            f"Step {step!r} of instance {instance.pk} is {row.state}: it was already completed.",
+            instance=instance.pk,
+            step=step,
+            state=row.state,
+        )
+    steps = step_definitions(instance)
+    definition = steps[step]
+    _requests_held(
+        instance=instance,
+        step=step,
+        transaction_id=transaction_id,
+        compensation=False,
+        needed=max(1, len(definition.predecessors)),
+    )
+    for name in definition.successors:
+        request_put(
+            instance=instance,
+            workflow_name=instance.workflow.name,
+            step=name,
+            queue=steps[name].queue,
+            message=output,
             transaction_id=transaction_id,
-            compensation=False,
-            needed=max(1, len(definition.predecessors)),
+            source=step,
+            inputs=max(1, len(steps[name].predecessors)),
+            user=user,
         )
-        for name in definition.successors:
-            request_put(
-                instance=instance,
-                workflow_name=instance.workflow.name,
-                step=name,
-                queue=steps[name].queue,
-                message=output,
-                transaction_id=transaction_id,
-                source=step,
-                inputs=max(1, len(steps[name].predecessors)),
-                user=user,
-            )
-        row.state, row.transaction = StepState.IN_FLIGHT, transaction_id
-        row.compensation = message_fields(compensation)
-        InstanceStep.objects.filter(pk=row.pk).update(
-            state=row.state, transaction=row.transaction, compensation=row.compensation
-        )
-        history_add(instance=instance, event=HistoryEvent.STEP_COMPLETED, step=step, transaction=transaction_id)
-        transaction_mark(transaction=txn, mark=MARK_WORKFLOWS)
+    row.state, row.transaction = StepState.IN_FLIGHT, transaction_id
+    row.compensation = message_fields(compensation)
+    txn_queries.deferred(
+        f'UPDATE workflows_instancestep SET state = %s, "transaction" = %s, compensation = {txn_queries.json_param()} '
+        "WHERE id = %s",
+        [row.state, row.transaction, json.dumps(row.compensation), row.pk],
+    )
+    history_add(instance=instance, event=HistoryEvent.STEP_COMPLETED, step=step, transaction=transaction_id)
+    transaction_mark(transaction=txn, mark=MARK_WORKFLOWS)
     return row
 
 
@@ -243,47 +290,71 @@ def step_fail(
     return _instance_read(instance_id)
 
 
-def step_compensated(*, instance_id: str, step: str, transaction_id: str, user=None) -> InstanceStep:
+def step_compensated(
+    *, instance_id: str, step: str, transaction_id: str, commit: bool = False, wait: float = 0, user=None
+) -> InstanceStep:
     """The step's compensation is done when this unit of work (which got its compensation
-    request) commits; the next compensation is then issued."""
+    request) commits; the next compensation is then issued. ``commit``: then commit the unit
+    of work in the same database transaction (as ``step_complete`` does)."""
+    if commit:
+        done: list[InstanceStep] = []
+
+        def first(locked: Transaction) -> None:
+            instance = _locked(instance_id)
+            txn = unit_of_work_joined(
+                transaction_id=transaction_id, broker=instance.broker.name, user=user, locked=locked
+            )
+            done[:] = [_compensation_reported(instance=instance, txn=txn, step=step)]
+
+        outcome = transaction_commit(transaction_id=transaction_id, wait=wait, first=first)
+        row = done[0]
+        if outcome.state == TransactionState.COMMITTED:
+            row.state = StepState.COMPENSATED
+        return row
     instance = _instance_read(instance_id)
     with transaction_timeouts_applied(), engine_step(durable=False):
         txn = unit_of_work_joined(transaction_id=transaction_id, broker=instance.broker.name, user=user)
         instance = _locked(instance_id)
-        row = _step_locked(instance, step)
-        if row.state in (StepState.PENDING, StepState.IN_FLIGHT, StepState.BACKED_OUT):
-            raise WorkflowConflict(
-                f"Step {step!r} of instance {instance.pk} never committed: it has no compensation.",
-                instance=instance.pk,
-                step=step,
-                state=row.state,
-            )
-        if row.state == StepState.COMPENSATED:
-            raise WorkflowConflict(
-                f"Step {step!r} of instance {instance.pk} was already compensated.",
-                instance=instance.pk,
-                step=step,
-                state=row.state,
-            )
-        if row.state == StepState.COMMITTED:
-            raise WorkflowConflict(
-                f"Step {step!r} of instance {instance.pk} has no compensation requested.",
-                instance=instance.pk,
-                step=step,
-                state=row.state,
-            )
-        if row.compensation_transaction:
-            where = "this" if row.compensation_transaction == transaction_id else "another"
-            raise WorkflowConflict(
-                f"The compensation of step {step!r} of instance {instance.pk} was already reported "
-                f"under {where} unit of work.",
-                instance=instance.pk,
-                step=step,
-            )
-        _requests_held(instance=instance, step=step, transaction_id=transaction_id, compensation=True, needed=1)
-        row.compensation_transaction = transaction_id
-        InstanceStep.objects.filter(pk=row.pk).update(compensation_transaction=transaction_id)
-        transaction_mark(transaction=txn, mark=MARK_WORKFLOWS)
+        return _compensation_reported(instance=instance, txn=txn, step=step)
+
+
+def _compensation_reported(*, instance: Instance, txn: Transaction, step: str) -> InstanceStep:
+    """Caller holds the unit of work's row and the instance's."""
+    transaction_id = txn.pk
+    row = _step_locked(instance, step)
+    if row.state in (StepState.PENDING, StepState.IN_FLIGHT, StepState.BACKED_OUT):
+        raise WorkflowConflict(
+            f"Step {step!r} of instance {instance.pk} never committed: it has no compensation.",
+            instance=instance.pk,
+            step=step,
+            state=row.state,
+        )
+    if row.state == StepState.COMPENSATED:
+        raise WorkflowConflict(
+            f"Step {step!r} of instance {instance.pk} was already compensated.",
+            instance=instance.pk,
+            step=step,
+            state=row.state,
+        )
+    if row.state == StepState.COMMITTED:
+        raise WorkflowConflict(
+            f"Step {step!r} of instance {instance.pk} has no compensation requested.",
+            instance=instance.pk,
+            step=step,
+            state=row.state,
+        )
+    if row.compensation_transaction:
+        where = "this" if row.compensation_transaction == transaction_id else "another"
+        raise WorkflowConflict(
+            f"The compensation of step {step!r} of instance {instance.pk} was already reported "
+            f"under {where} unit of work.",
+            instance=instance.pk,
+            step=step,
+        )
+    _requests_held(instance=instance, step=step, transaction_id=transaction_id, compensation=True, needed=1)
+    row.compensation_transaction = transaction_id
+    InstanceStep.objects.filter(pk=row.pk).update(compensation_transaction=transaction_id)
+    transaction_mark(transaction=txn, mark=MARK_WORKFLOWS)
     return row
 
 
@@ -295,7 +366,12 @@ def workflow_abort(*, instance_id: str, reason: str = "", user=None) -> Instance
         instance = _locked(instance_id)
         _running_checked(instance, "abort")
         instance_fail(instance=instance, event=HistoryEvent.ABORTED, reason=reason or "aborted")
-    instance_advance(instance_id=instance_id)
+        steps = list(InstanceStep.objects.select_for_update().filter(instance=instance))
+        in_flight = any(s.state == StepState.IN_FLIGHT for s in steps)
+        if not in_flight:  # the first compensation goes with the abort
+            compensation_next(instance=instance, steps=steps)
+    if in_flight:  # rolled back first (instance_advance), then the first compensation
+        instance_advance(instance_id=instance_id)
     return _instance_read(instance_id)
 
 
@@ -322,4 +398,4 @@ def compensation_resubmit(*, instance_id: str, user=None) -> Instance:
 
 
 def step_definitions(instance: Instance) -> dict[str, Any]:
-    return {s.name: s for s in WorkflowStep.objects.filter(version_id=instance.version_id)}
+    return instance_steps(instance)

@@ -17,7 +17,14 @@ from brokers.services.message_input import MessageInput
 from brokers.services.messages import message_put
 from transactions import queries as txn_queries
 
-from ..models import Instance, StepRequest
+from ..models import Instance
+
+#: The note of a request put (``StepRequest``): nothing reads it before the step's commit.
+_INSERT = (
+    "INSERT INTO workflows_steprequest "
+    '(instance_id, step, compensation, msg_id, queue, source, put_transaction, "open", put_at) '
+    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)"
+)
 
 #: put_application of every request Baton puts for a workflow.
 PUT_APPLICATION = "workflows"
@@ -49,9 +56,9 @@ def request_put(
     source: str = "",
     inputs: int = 1,
     user=None,
-) -> StepRequest:
+) -> None:
     """Put a step's (or a compensation's) request under ``transaction_id`` (or at once) and
-    note it. Caller holds an open database transaction."""
+    note it (``StepRequest``). Caller holds an open database transaction."""
     msg = message or MessageInput()
     tag = {"instance": instance.pk, "workflow": workflow_name, "step": step, "compensation": compensation}
     if inputs > 1:
@@ -72,13 +79,17 @@ def request_put(
         put_application=PUT_APPLICATION,
         user=user,
     )
-    return StepRequest.objects.create(
-        instance=instance,
-        step=step,
-        compensation=compensation,
-        msg_id=result.messages[0].msg_id,
-        queue=queue,
-        source=source,
-        put_transaction=transaction_id or "",
-        put_at=timezone.now(),
+    txn_queries.deferred(
+        _INSERT,
+        [
+            instance.pk,
+            step,
+            compensation,
+            result.messages[0].msg_id,
+            queue,
+            source,
+            transaction_id or "",
+            True,
+            txn_queries.dt_param(timezone.now()),
+        ],
     )

@@ -28,16 +28,22 @@ from transactions.models import OPEN_STATES, Transaction
 from brokers.models import Queue, QueueKind
 from brokers.selectors import messages_where
 
-from ..models import HistoryEvent, Instance, InstanceState, InstanceStep, StepRequest, StepState, WorkflowStep
+from ..models import HistoryEvent, Instance, InstanceState, InstanceStep, StepRequest, StepState
 from .history import history_add
 from .requests import message_from_fields, request_put
+from .versions import instance_steps
 
 log = logging.getLogger(__name__)
 _local = threading.local()
 
 
 def instance_locked(instance_id: str) -> Instance | None:
-    return Instance.objects.select_for_update().filter(pk=instance_id).select_related("broker", "workflow").first()
+    return (
+        Instance.objects.select_for_update(of=("self",))  # the instance's row, not its broker's or workflow's
+        .filter(pk=instance_id)
+        .select_related("broker", "workflow", "version")
+        .first()
+    )
 
 
 def instance_fail(*, instance: Instance, event: str, reason: str, step: str = "", transaction: str = "") -> None:
@@ -100,22 +106,30 @@ def instance_advance(*, instance_id: str) -> str | None:
         steps = list(InstanceStep.objects.select_for_update().filter(instance=instance))
         if any(s.state in (StepState.COMPENSATING, StepState.IN_FLIGHT) for s in steps):
             return None  # one compensation at a time; a step still in flight resolves first
-        committed = [s for s in steps if s.state == StepState.COMMITTED]
-        now = timezone.now()
-        if not committed:
-            Instance.objects.filter(pk=instance.pk).update(state=InstanceState.COMPENSATED, ended_at=now)
-            history_add(instance=instance, event=HistoryEvent.COMPENSATED)
-            return None
-        step = max(committed, key=lambda s: (s.commit_order or 0, s.position))
-        compensation_request(instance=instance, step=step)
-        return step.name
+        return compensation_next(instance=instance, steps=steps)
+
+
+def compensation_next(*, instance: Instance, steps: list[InstanceStep]) -> str | None:
+    """Put the compensation request of the newest committed step, or end the instance
+    ``compensated`` when none is left; returns the step. Caller holds the compensating
+    instance's row and its steps' rows (``steps``: none in flight, no compensation out): in
+    the database transaction of the commit that reported the last compensation done
+    (``WorkflowStore``), or ``instance_advance``'s."""
+    committed = [s for s in steps if s.state == StepState.COMMITTED]
+    if not committed:
+        Instance.objects.filter(pk=instance.pk).update(state=InstanceState.COMPENSATED, ended_at=timezone.now())
+        history_add(instance=instance, event=HistoryEvent.COMPENSATED)
+        return None
+    step = max(committed, key=lambda s: (s.commit_order or 0, s.position))
+    compensation_request(instance=instance, step=step)
+    return step.name
 
 
 def compensation_request(*, instance: Instance, step: InstanceStep, resubmitted: bool = False) -> bool:
     """Put the step's compensation request (its recorded compensation input). A put that is
     refused (the queue full, disabled or gone) leaves the instance ``compensation_failed``.
     Caller holds the instance's and the step's rows."""
-    definition = WorkflowStep.objects.get(version_id=instance.version_id, name=step.name)
+    definition = instance_steps(instance)[step.name]
     InstanceStep.objects.filter(pk=step.pk).update(state=StepState.COMPENSATING, compensation_transaction="")
     try:
         with db.atomic():

@@ -20,25 +20,44 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from django.db.models import Q
 from django.utils import timezone
 
 from brokers.selectors import gets_below_backout_threshold, messages_gotten
+from transactions import queries as txn_queries
 from transactions.resources import AtOnce
 
 from ..models import HistoryEvent, Instance, InstanceState, InstanceStep, StepRequest, StepState
 from .history import history_add
 from .instances import MARK_WORKFLOWS
-from .saga import advance_on_commit, instance_fail
+from .saga import advance_on_commit, compensation_next, instance_fail
+from .versions import instance_steps
 
 
 def _instances_locked(ids) -> dict[str, Instance]:
+    ids = sorted(set(ids))
+    if not ids:
+        return {}
     return {
         i.pk: i
-        for i in Instance.objects.select_for_update()
-        .filter(pk__in=sorted(set(ids)))
-        .select_related("workflow")
+        for i in Instance.objects.select_for_update(of=("self",))
+        .filter(pk__in=ids)
+        .select_related("workflow", "version")
         .order_by("pk")
     }
+
+
+def _marks(values) -> str:
+    return ", ".join(["%s"] * len(values))
+
+
+# a commit's writes, that nothing reads before it ends (on PostgreSQL they travel with the step's next statement)
+_STEP_COMMITTED = "UPDATE workflows_instancestep SET state = %s, commit_order = %s, committed_at = %s WHERE id = %s"
+_REQUESTS_CLOSED = (
+    'UPDATE workflows_steprequest SET "open" = %s '
+    'WHERE instance_id = %s AND step = %s AND compensation = %s AND "open" = %s'
+)
+_INSTANCE_PROGRESSED = "UPDATE workflows_instance SET commits = %s, progress_at = %s WHERE id = %s"
 
 
 class WorkflowStore:
@@ -46,16 +65,26 @@ class WorkflowStore:
         if MARK_WORKFLOWS not in marks:
             return
         now = timezone.now()
+        at = txn_queries.dt_param(now)
         started = list(Instance.objects.filter(start_transaction__in=transaction_ids).values_list("pk", flat=True))
-        completing = list(InstanceStep.objects.filter(transaction__in=transaction_ids, state=StepState.IN_FLIGHT))
-        failing = list(InstanceStep.objects.filter(fail_transaction__in=transaction_ids))
-        compensated = list(
-            InstanceStep.objects.filter(compensation_transaction__in=transaction_ids, state=StepState.COMPENSATING)
+        ids = set(transaction_ids)
+        touched = list(  # one look for the three kinds of step effect (each column indexed)
+            InstanceStep.objects.filter(
+                Q(transaction__in=transaction_ids, state=StepState.IN_FLIGHT)
+                | Q(fail_transaction__in=transaction_ids)
+                | Q(compensation_transaction__in=transaction_ids, state=StepState.COMPENSATING)
+            )
         )
-        instances = _instances_locked([*started, *(s.instance_id for s in completing + failing + compensated)])
+        completing = [s for s in touched if s.transaction in ids and s.state == StepState.IN_FLIGHT]
+        failing = [s for s in touched if s.fail_transaction in ids]
+        compensated = [s for s in touched if s.compensation_transaction in ids and s.state == StepState.COMPENSATING]
+        instances = _instances_locked([*started, *(s.instance_id for s in touched)])
         if started:
             Instance.objects.filter(pk__in=started).update(start_transaction="", progress_at=now)
-        StepRequest.objects.filter(put_transaction__in=transaction_ids).update(put_transaction="")
+        txn_queries.deferred(
+            f"UPDATE workflows_steprequest SET put_transaction = '' WHERE put_transaction IN ({_marks(ids)})",
+            transaction_ids,
+        )
         advance = set()
         by_instance = defaultdict(list)
         for step in completing:
@@ -64,25 +93,22 @@ class WorkflowStore:
             instance = instances[instance_id]
             for step in sorted(steps, key=lambda s: s.position):
                 instance.commits += 1
-                InstanceStep.objects.filter(pk=step.pk).update(
-                    state=StepState.COMMITTED, commit_order=instance.commits, committed_at=now
-                )
-                StepRequest.objects.filter(
-                    instance_id=instance_id, step=step.name, compensation=False, open=True
-                ).update(open=False)
+                txn_queries.deferred(_STEP_COMMITTED, [StepState.COMMITTED, instance.commits, at, step.pk])
+                txn_queries.deferred(_REQUESTS_CLOSED, [False, instance_id, step.name, False, True])
                 history_add(
                     instance=instance, event=HistoryEvent.STEP_COMMITTED, step=step.name, transaction=step.transaction
                 )
             changes = {"commits": instance.commits, "progress_at": now}
-            if (
-                instance.state == InstanceState.RUNNING
-                and not InstanceStep.objects.filter(instance_id=instance_id).exclude(state=StepState.COMMITTED).exists()
-            ):
+            # each step commits once while the instance runs: it is complete when it has as many commits as steps
+            if instance.state == InstanceState.RUNNING and instance.commits >= len(instance_steps(instance)):
                 changes.update(state=InstanceState.COMPLETED, ended_at=now)
                 history_add(instance=instance, event=HistoryEvent.COMPLETED)
             elif instance.state != InstanceState.RUNNING:
                 advance.add(instance_id)  # committed while compensating: it is compensated too
-            Instance.objects.filter(pk=instance_id).update(**changes)
+            if "state" in changes:
+                Instance.objects.filter(pk=instance_id).update(**changes)
+            else:
+                txn_queries.deferred(_INSTANCE_PROGRESSED, [instance.commits, at, instance_id])
             instance.state = changes.get("state", instance.state)
         for step in failing:
             instance = instances[step.instance_id]
@@ -99,6 +125,7 @@ class WorkflowStore:
                     reason=step.fail_reason,
                 )
                 advance.add(instance.pk)
+        following = set()
         for step in compensated:
             instance = instances[step.instance_id]
             InstanceStep.objects.filter(pk=step.pk).update(state=StepState.COMPENSATED, compensated_at=now)
@@ -113,7 +140,19 @@ class WorkflowStore:
             )
             if instance.state == InstanceState.COMPENSATION_FAILED:  # done by hand after all
                 Instance.objects.filter(pk=instance.pk).update(state=InstanceState.COMPENSATING)
-            advance.add(instance.pk)
+                instance.state = InstanceState.COMPENSATING
+            following.add(instance.pk)
+        for instance_id in sorted(following - advance):
+            # the next compensation in this commit's own database transaction, unless a step
+            # is still in flight (rolled back first, after this commit: advance_on_commit)
+            instance = instances[instance_id]
+            steps = list(InstanceStep.objects.select_for_update().filter(instance_id=instance_id))
+            if instance.state != InstanceState.COMPENSATING:
+                continue
+            if any(s.state == StepState.IN_FLIGHT for s in steps):
+                advance.add(instance_id)
+            elif not any(s.state == StepState.COMPENSATING for s in steps):
+                compensation_next(instance=instance, steps=steps)
         advance_on_commit(advance)
 
     def resources_commit_read(self, *, transaction_id: str) -> None:

@@ -1391,27 +1391,46 @@ class Client:
             "workflow_instance", {"instance": instance}, "GET", f"/api/workflow-instances/{instance}/"
         )
 
-    def _step_operation(self, op: str, action: str, instance: str, step: str, payload: dict) -> dict:
+    def _step_operation(
+        self, op: str, action: str, instance: str, step: str, payload: dict, *, commit: bool = False, wait: float = 0
+    ) -> dict:
+        if commit:
+            payload["commit"] = True
+            if wait:
+                payload["wait"] = wait
         return self._operation(
             op,
             {"instance": instance, "step": step, **payload},
             "POST",
             f"/api/workflow-instances/{instance}/steps/{self._name(step)}/{action}/",
             body=payload,
+            wait=wait,
         )
 
     def complete_step(
-        self, instance: str, step: str, transaction: Transaction | str, *, output: Any = None, compensation: Any = None
+        self,
+        instance: str,
+        step: str,
+        transaction: Transaction | str,
+        *,
+        output: Any = None,
+        compensation: Any = None,
+        commit: bool = False,
+        wait: float = 0,
     ) -> dict:
         """Complete a step in the unit of work that got its request: ``output`` (a body, or
         a dict of message fields) is the next step(s)' request, ``compensation`` this
-        step's compensation request should the saga need it. Counts when it commits."""
+        step's compensation request should the saga need it. Counts when it commits.
+
+        ``commit``: commit the unit of work in the same call (one database transaction): the
+        answer's ``state`` is ``committed``, or ``held`` while an upstream unit of work it took
+        a request from pre-emptively is open (the call waits up to ``wait`` seconds for it)."""
         payload: dict[str, Any] = {"transaction": _id(transaction)}
         if output is not None:
             payload["output"] = _message_json(output, {})
         if compensation is not None:
             payload["compensation"] = _message_json(compensation, {})
-        return self._step_operation("step_complete", "complete", instance, step, payload)
+        return self._step_operation("step_complete", "complete", instance, step, payload, commit=commit, wait=wait)
 
     def fail_step(
         self, instance: str, step: str, reason: str = "", *, transaction: Transaction | str | None = None
@@ -1423,11 +1442,19 @@ class Client:
             payload["transaction"] = _id(transaction)
         return self._step_operation("step_fail", "fail", instance, step, payload)
 
-    def step_compensated(self, instance: str, step: str, transaction: Transaction | str) -> dict:
+    def step_compensated(
+        self, instance: str, step: str, transaction: Transaction | str, *, commit: bool = False, wait: float = 0
+    ) -> dict:
         """The step's compensation is done when ``transaction`` (which got its compensation
-        request) commits."""
+        request) commits; ``commit``: commit it in the same call."""
         return self._step_operation(
-            "step_compensated", "compensated", instance, step, {"transaction": _id(transaction)}
+            "step_compensated",
+            "compensated",
+            instance,
+            step,
+            {"transaction": _id(transaction)},
+            commit=commit,
+            wait=wait,
         )
 
     def abort_instance(self, instance: str, reason: str = "") -> dict:

@@ -112,13 +112,17 @@ def running(two_brokers, api, as_user):
     ],
     ids=["reports-elsewhere", "forged-report"],
 )
-def test_compensation_input_is_checked_as_the_completers_put(running, api, compensation):
+@pytest.mark.parametrize("commit", [False, True], ids=["complete", "complete-and-commit"])
+def test_compensation_input_is_checked_as_the_completers_put(running, api, compensation, commit):
     alice, instance, txn = running
     url = f"/api/workflow-instances/{instance}/steps/a/complete/"
-    status(alice.post(url, {"transaction": txn, "compensation": compensation}, format="json"), 403, "permission_denied")
+    refused = {"transaction": txn, "compensation": compensation, "commit": commit}
+    status(alice.post(url, refused, format="json"), 403, "permission_denied")
     # nothing was recorded: the same step completes with an input alice may put
-    status(alice.post(url, {"transaction": txn, "compensation": {"body": "undo"}}, format="json"), 200)
-    status(alice.post(f"/api/transactions/{txn}/commit/", {}, format="json"), 200)
+    accepted = {"transaction": txn, "compensation": {"body": "undo"}, "commit": commit}
+    status(alice.post(url, accepted, format="json"), 200)
+    if not commit:
+        status(alice.post(f"/api/transactions/{txn}/commit/", {}, format="json"), 200)
     status(api.post(f"/api/workflow-instances/{instance}/abort/", {}, format="json"), 202)
     assert depth("QM2", "Q1") == 0
     assert not Message.objects.filter(msg_type="report").exists()

@@ -1,0 +1,337 @@
+"""Step workers: serve a workflow's steps (and their compensations) with plain functions.
+
+::
+
+    worker = StepWorker(client, broker="WF", workflow="claim")
+
+    @worker.step("validate")
+    def validate(request: StepRequest) -> Output:
+        claim = request.json()
+        return Output(output={"body": ..., "priority": 5}, compensation=f"unvalidate {claim['id']}")
+
+    @worker.compensation("validate")
+    def unvalidate(request: StepRequest) -> None:
+        ...
+
+    with worker:  # started: N threads per function; stopped (cleanly) at the end of the block
+        ...
+
+For each request the worker takes (a get that begins its unit of work only when it takes
+something, ``batch`` requests at a time, pre-emptively if asked), it calls the function and
+then completes the step with what the function returned (``output``: the next step(s)'
+request; ``compensation``: the request its compensation will be, should the saga need it)
+and commits, both in one call (``complete_step(..., commit=True)``: one database transaction
+on the server). A batch is one unit of work: its last completion commits it.
+
+A function that raises ``StepFailed(reason)`` fails the step (``fail_step`` in its unit of
+work, committed with it): the instance fails at once and is compensated. Any other exception
+rolls the unit of work back: its requests go back to their queue with
+their backout count raised, and the worker backs off (``backoff`` seconds, doubled per
+consecutive failure up to ``max_backoff``) before it takes again. The platform does the
+rest: a request backed out as often as its queue's backout threshold says goes to the backout
+queue (or dead-letter queue), and the workflow's instance fails and is compensated (a
+compensation request so moved leaves it ``compensation_failed`` for a person). A request of
+an instance that is no longer running is refused by the server (``WorkflowConflict``): the
+worker consumes it without calling anything more. A held commit (a request taken
+pre-emptively from a unit of work still open) happens by itself when that one commits;
+``commit_wait`` seconds are waited for it (0: the worker goes on at once).
+
+``stop()`` (or the end of the ``with`` block) lets each thread finish the unit of work it is
+in and return; a thread waiting for a request stops within ``wait`` seconds.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from .client import Client, Message, Transaction
+from .errors import BatonError, NetworkError, NotFound, TransactionBackedOut, WorkflowConflict
+
+__all__ = ["Output", "StepFailed", "StepRequest", "StepWorker"]
+
+log = logging.getLogger("baton_client.worker")
+
+
+@dataclass(frozen=True)
+class Output:
+    """What a step function returns: ``output``, the next step(s)' request, and
+    ``compensation``, this step's compensation request (each a body: str or bytes, or a dict
+    of message fields). A function returning None completes the step with neither."""
+
+    output: Any = None
+    compensation: Any = None
+
+
+class StepFailed(Exception):
+    """Raised by a step function for a failure that retrying cannot mend (a claim over its
+    limit, a card declined): the worker reports the step failed in the request's unit of
+    work and commits, and the instance fails at once; its committed steps are compensated."""
+
+    def __init__(self, reason: str = "") -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass
+class StepRequest:
+    """A step's (or a compensation's) request, as a function receives it."""
+
+    message: Message
+    instance: str
+    workflow: str
+    step: str
+    compensation: bool
+    transaction: str
+
+    @property
+    def body(self) -> bytes:
+        return self.message.body
+
+    @property
+    def text(self) -> str:
+        return self.message.text
+
+    def json(self) -> Any:
+        return json.loads(self.message.body)
+
+    @property
+    def backout_count(self) -> int:
+        """How often this request was backed out before (0 the first time)."""
+        return self.message.backout_count
+
+
+@dataclass
+class _Handler:
+    step: str
+    queue: str
+    compensation: bool
+    function: Callable[[StepRequest], Any]
+    threads: list[threading.Thread] = field(default_factory=list)
+
+
+class StepWorker:
+    """Serve steps of ``workflow`` (their queues are read from its definition) or, with
+    ``queue=`` given to :meth:`step`, of any workflow. ``threads``: how many requests of each
+    function are worked on at once; ``batch``: how many requests a thread takes under one
+    unit of work; ``preemptive``: take requests whose put is not committed yet (the commit is
+    then held until it is); ``wait``: how long a get waits for a request (the server wakes it
+    when one is put)."""
+
+    def __init__(
+        self,
+        client: Client,
+        *,
+        broker: str,
+        workflow: str | None = None,
+        threads: int = 1,
+        batch: int = 1,
+        preemptive: bool = False,
+        wait: float = 2.0,
+        commit_wait: float = 0.0,
+        backoff: float = 0.1,
+        max_backoff: float = 10.0,
+    ) -> None:
+        if threads < 1 or batch < 1:
+            raise ValueError("threads and batch are at least 1.")
+        self.client = client
+        self.broker = broker
+        self.workflow = workflow
+        self.threads = threads
+        self.batch = batch
+        self.preemptive = preemptive
+        self.wait = wait
+        self.commit_wait = commit_wait
+        self.backoff = backoff
+        self.max_backoff = max_backoff
+        self._handlers: list[_Handler] = []
+        self._queues: dict[str, tuple[str, str]] | None = None
+        self._stopping = threading.Event()
+        self._started = False
+        #: Requests whose step (or compensation) this worker completed and committed (or held).
+        self.completed = 0
+        #: Units of work rolled back because a function raised.
+        self.failures = 0
+        self._count_lock = threading.Lock()
+
+    # -- registration --------------------------------------------------------------------
+    def step(self, name: str, *, queue: str | None = None) -> Callable:
+        """Decorator: ``function(request) -> Output | None`` serves step ``name``."""
+        return self._register(name, queue, compensation=False)
+
+    def compensation(self, name: str, *, queue: str | None = None) -> Callable:
+        """Decorator: ``function(request) -> None`` undoes step ``name`` (its compensation
+        request carries what the step's ``Output.compensation`` said)."""
+        return self._register(name, queue, compensation=True)
+
+    def _register(self, name: str, queue: str | None, *, compensation: bool) -> Callable:
+        if self._started:
+            raise RuntimeError("Register functions before the worker starts.")
+
+        def decorator(function: Callable[[StepRequest], Any]) -> Callable[[StepRequest], Any]:
+            self._handlers.append(_Handler(name, queue or "", compensation, function))
+            return function
+
+        return decorator
+
+    def _queue_of(self, handler: _Handler) -> str:
+        if handler.queue:
+            return handler.queue
+        if self.workflow is None:
+            raise ValueError(f"Step {handler.step!r}: name its queue, or the worker's workflow.")
+        if self._queues is None:
+            shown = self.client.display_workflow(self.broker, self.workflow)
+            self._queues = {s["name"]: (s["queue"], s["compensation_queue"]) for s in shown["steps"]}
+        if handler.step not in self._queues:
+            raise ValueError(f"Workflow {self.workflow!r} has no step {handler.step!r}.")
+        return self._queues[handler.step][1 if handler.compensation else 0]
+
+    # -- running -------------------------------------------------------------------------
+    def start(self) -> "StepWorker":
+        """Start ``threads`` threads per registered function; returns at once."""
+        if self._started:
+            return self
+        if not self._handlers:
+            raise RuntimeError("No step or compensation function is registered.")
+        for handler in self._handlers:
+            handler.queue = self._queue_of(handler)
+        self._started = True
+        self._stopping.clear()
+        for handler in self._handlers:
+            for n in range(self.threads):
+                thread = threading.Thread(
+                    target=self._serve,
+                    args=(handler,),
+                    name=f"baton-step-{handler.step}{'-undo' if handler.compensation else ''}-{n}",
+                    daemon=True,
+                )
+                handler.threads.append(thread)
+                thread.start()
+        return self
+
+    def stop(self, timeout: float | None = None) -> None:
+        """Stop: each thread finishes the unit of work it is in; waits for them (up to
+        ``timeout`` seconds each)."""
+        self._stopping.set()
+        for handler in self._handlers:
+            for thread in handler.threads:
+                thread.join(timeout)
+            handler.threads = [t for t in handler.threads if t.is_alive()]
+        self._started = any(h.threads for h in self._handlers)
+
+    def run(self) -> None:
+        """Start and serve until :meth:`stop` is called (from another thread or a signal handler)."""
+        self.start()
+        self._stopping.wait()
+        self.stop()
+
+    def __enter__(self) -> "StepWorker":
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    @property
+    def running(self) -> bool:
+        return self._started and not self._stopping.is_set()
+
+    # -- one thread ----------------------------------------------------------------------
+    def _serve(self, handler: _Handler) -> None:
+        failures = 0
+        while not self._stopping.is_set():
+            try:
+                batch = self.client.get(
+                    self.broker,
+                    handler.queue,
+                    wait=self.wait,
+                    batch=self.batch,
+                    syncpoint="yes",
+                    preemptive=self.preemptive,
+                )
+            except BatonError as exc:
+                failures += 1
+                log.warning("get from %s failed: %s", handler.queue, exc)
+                self._stopping.wait(self._delay(failures))
+                continue
+            if not batch:
+                continue
+            if self._work(handler, list(batch), batch.transaction):
+                failures = 0
+            else:
+                failures += 1
+                self._stopping.wait(self._delay(failures))
+
+    def _delay(self, failures: int) -> float:
+        return min(self.max_backoff, self.backoff * 2 ** max(0, failures - 1))
+
+    def _work(self, handler: _Handler, messages: list[Message], transaction: str) -> bool:
+        """Serve the requests of one unit of work; False when it was rolled back."""
+        committed = False
+        done = 0
+        try:
+            for index, message in enumerate(messages):
+                tag = (message.properties or {}).get("workflow") or {}
+                request = StepRequest(
+                    message=message,
+                    instance=tag.get("instance", ""),
+                    workflow=tag.get("workflow", ""),
+                    step=tag.get("step", handler.step),
+                    compensation=bool(tag.get("compensation")),
+                    transaction=transaction,
+                )
+                last = index == len(messages) - 1
+                try:
+                    try:
+                        result = handler.function(request)
+                    except StepFailed as failed:
+                        if handler.compensation:
+                            raise
+                        self.client.fail_step(
+                            request.instance, request.step, failed.reason or "failed", transaction=transaction
+                        )
+                        done += 1
+                        continue
+                    if handler.compensation:
+                        self.client.step_compensated(
+                            request.instance, request.step, transaction, commit=last, wait=self.commit_wait
+                        )
+                    else:
+                        result = result if isinstance(result, Output) else Output()
+                        self.client.complete_step(
+                            request.instance,
+                            request.step,
+                            transaction,
+                            output=result.output,
+                            compensation=result.compensation,
+                            commit=last,
+                            wait=self.commit_wait,
+                        )
+                    committed = last
+                    done += 1
+                except WorkflowConflict as exc:  # its instance no longer runs: consumed, nothing more
+                    log.info("request %s of instance %s: %s", message.msg_id, request.instance, exc)
+            if not committed:  # the last one was refused: commit what was got and done
+                Transaction(self.client, {"id": transaction, "broker": self.broker}).commit(wait=self.commit_wait)
+        except TransactionBackedOut as exc:  # backed out meanwhile (a cascade, a timeout): taken again
+            log.info("unit of work %s was backed out: %s", transaction, exc)
+            return True
+        except Exception as exc:  # the function (or the platform) failed: roll back, back off
+            log.warning(
+                "%s %s failed, rolling back: %r", "compensation" if handler.compensation else "step", handler.step, exc
+            )
+            self._rolled_back(transaction)
+            with self._count_lock:
+                self.failures += 1
+            return False
+        with self._count_lock:
+            self.completed += done
+        return True
+
+    def _rolled_back(self, transaction: str) -> None:
+        try:
+            Transaction(self.client, {"id": transaction, "broker": self.broker}).rollback()
+        except (NotFound, NetworkError, BatonError) as exc:  # its timeout rolls it back anyway
+            log.warning("rollback of %s failed: %s", transaction, exc)
