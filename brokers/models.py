@@ -541,12 +541,13 @@ from django.conf import settings as _settings  # noqa: E402  (for Grant only: ke
 
 class Grant(models.Model):
     """What a user may do on a broker: ``put``, ``get``, ``browse`` and ``admin`` on one of its
-    queues (``queue``), or on every queue of it and on the broker itself (``queue`` blank).
+    queues (``queue``), or on every queue of it and on the broker itself (``queue`` blank);
+    ``monitor`` (broker-wide only) lets a user scrape the broker's figures at ``/metrics``.
     Grants name their objects, as the REST API does: a grant made before a queue is defined
     applies to it once it is, and one on a deleted broker or queue stays until revoked.
     Superusers need none. See brokers.permissions for which action each request needs."""
 
-    ACTIONS = ("put", "get", "browse", "admin")
+    ACTIONS = ("put", "get", "browse", "admin", "monitor")
 
     user = models.ForeignKey(_settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="baton_grants")
     broker = models.CharField(max_length=48, validators=[name_validator])
@@ -560,6 +561,7 @@ class Grant(models.Model):
     may_get = models.BooleanField(default=False)
     may_browse = models.BooleanField(default=False)
     may_admin = models.BooleanField(default=False)
+    may_monitor = models.BooleanField(default=False, db_default=False)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -608,3 +610,25 @@ class DedupKey(models.Model):
 
     def __str__(self) -> str:
         return f"{self.key} on queue {self.queue_id}"
+
+
+class TrafficTotal(models.Model):
+    """Messages put and gotten per queue, folded from the journal's put and get events by
+    housekeeping (``brokers.operating.traffic``) so that ``/metrics`` reads totals, not the
+    journal, and keeps them after retention removes the events. Names, as the journal has
+    them: a deleted queue's totals stay until its name is used again."""
+
+    broker = models.CharField(max_length=48)
+    queue = models.CharField(max_length=48)
+    puts = models.PositiveBigIntegerField(default=0)
+    gets = models.PositiveBigIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["broker", "queue"], name="traffic_unique_queue")]
+
+
+class TrafficFold(models.Model):
+    """The one row (id 1): the journal is folded into ``TrafficTotal`` up to ``last_id``."""
+
+    id = models.PositiveSmallIntegerField(primary_key=True, default=1)
+    last_id = models.BigIntegerField(default=0)

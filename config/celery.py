@@ -61,6 +61,11 @@ def _schedule_housekeeping(sender, **kwargs):
         sender.signature("workflows.tasks.sweep"),
         name="workflows-sweep",
     )
+    sender.add_periodic_task(  # metrics' totals, retention, queue events (docs/operating.md)
+        settings.BATON_OPERATING_INTERVAL_S,
+        sender.signature("brokers.tasks.operating_housekeep"),
+        name="operating-housekeep",
+    )
     sender.add_periodic_task(
         settings.BATON_DASHBOARD_DEPTH_SAMPLE_S,
         sender.signature("dashboard.tasks.depth_sample"),

@@ -34,6 +34,7 @@ VERBS: dict[tuple[str, str], tuple[str, str]] = {
     ("recover", "brokers"): ("brokers_recover", "restart recovery of units of work and messages"),
     ("recover", "pubsub"): ("pubsub_recover", "restart recovery of publish/subscribe"),
     ("define", "demo"): ("demo_topology", "define the demo topology"),
+    ("housekeep", ""): ("housekeep", "run the operating housekeeping once (metrics' totals, retention)"),
 }
 
 
