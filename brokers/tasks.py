@@ -13,5 +13,5 @@ def housekeeping() -> dict[str, int]:
 
 
 @shared_task(name="brokers.tasks.operating_housekeep", ignore_result=True)
-def operating_housekeep_task() -> dict[str, int]:
+def operating_housekeep_task() -> dict[str, float]:
     return operating_housekeep()

@@ -3,9 +3,11 @@ seconds (``brokers.tasks.operating_housekeep``) and ``manage.py baton housekeep`
 
 from __future__ import annotations
 
+from .retention import retention_apply
 from .traffic import traffic_fold
 
 
-def operating_housekeep() -> dict[str, int]:
-    """One pass: the journal's put and get events folded into the metrics' totals."""
-    return {"traffic_folded": traffic_fold()}
+def operating_housekeep() -> dict[str, float]:
+    """One pass: the journal's put and get events folded into the metrics' totals (before
+    retention, which removes only folded events), then retention."""
+    return {"traffic_folded": traffic_fold(), **retention_apply()}
