@@ -35,6 +35,8 @@ VERBS: dict[tuple[str, str], tuple[str, str]] = {
     ("recover", "pubsub"): ("pubsub_recover", "restart recovery of publish/subscribe"),
     ("define", "demo"): ("demo_topology", "define the demo topology"),
     ("housekeep", ""): ("housekeep", "run the operating housekeeping once (metrics' totals, retention)"),
+    ("backup", ""): ("backup", "write a consistent copy of the database while the platform runs"),
+    ("restore", ""): ("restore", "put a backup in place of a stopped platform's database"),
 }
 
 

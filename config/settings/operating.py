@@ -1,7 +1,7 @@
 """Operating the platform (API.md, "Operating Baton"; docs/operating.md): the operating
 housekeeping's interval and the retention windows."""
 
-from .env import env_float_default, env_int
+from .env import VAR_DIR, env_float_default, env_int
 
 #: Seconds between runs of the operating housekeeping (``manage.py baton housekeep`` runs one
 #: at once): the journal's put and get events folded into the metrics' totals, retention,
@@ -12,3 +12,8 @@ BATON_RESOLVED_RETENTION_S = env_int("BATON_RESOLVED_RETENTION_S", 86400)
 #: Journal events are kept this many seconds and until the analytics export has read them,
 #: but never more than twice this.
 BATON_JOURNAL_RETENTION_S = env_int("BATON_JOURNAL_RETENTION_S", 604800)
+
+#: Held (shared) by every web server, Celery worker and beat process while it runs; ``manage.py
+#: baton restore`` takes it exclusively, so it refuses while the platform runs and nothing
+#: starts while it restores (config/running.py).
+BATON_PLATFORM_LOCK = str(VAR_DIR / "platform.lock")
