@@ -159,6 +159,24 @@ class Queue(models.Model):
     backout_queue = models.CharField(max_length=48, blank=True)
     lock_duration_ms = models.PositiveIntegerField(default=30_000, validators=[MinValueValidator(1)])
     default_access = models.CharField(max_length=16, choices=Access.choices, default=Access.SHARED)
+    # performance events, as IBM MQ's (brokers/operating/events.py); 0: off
+    depth_high_pct = models.PositiveSmallIntegerField(
+        default=0,
+        db_default=0,
+        validators=[MaxValueValidator(100)],
+        help_text="Queue depth high event at this percent of max_depth; 0: off.",
+    )
+    depth_low_pct = models.PositiveSmallIntegerField(
+        default=0,
+        db_default=0,
+        validators=[MaxValueValidator(100)],
+        help_text="Queue depth low event when the depth falls to this percent of max_depth; 0: off.",
+    )
+    service_interval_ms = models.PositiveIntegerField(
+        default=0,
+        db_default=0,
+        help_text="Service interval high event once the oldest message is older than this; OK once it is not; 0: off.",
+    )
     # remote and alias definitions
     remote_broker = models.CharField(max_length=48, blank=True)
     remote_queue = models.CharField(max_length=48, blank=True)
@@ -632,3 +650,16 @@ class TrafficFold(models.Model):
 
     id = models.PositiveSmallIntegerField(primary_key=True, default=1)
     last_id = models.BigIntegerField(default=0)
+
+
+class QueueEventState(models.Model):
+    """Where a queue stood at the last evaluation of its performance events
+    (``brokers.operating.events``), so that each crossing puts one event message. None: not
+    evaluated yet."""
+
+    queue = models.OneToOneField(Queue, on_delete=models.CASCADE, primary_key=True, related_name="+")
+    depth_high = models.BooleanField(null=True, help_text="At or over depth_high_pct.")
+    depth_low = models.BooleanField(null=True, help_text="At or under depth_low_pct.")
+    service_high = models.BooleanField(null=True, help_text="Oldest message older than service_interval_ms.")
+    depth = models.PositiveIntegerField(default=0)
+    evaluated_at = models.DateTimeField(null=True, blank=True)

@@ -3,11 +3,13 @@ seconds (``brokers.tasks.operating_housekeep``) and ``manage.py baton housekeep`
 
 from __future__ import annotations
 
+from .events import queue_events_evaluate
 from .retention import retention_apply
 from .traffic import traffic_fold
 
 
 def operating_housekeep() -> dict[str, float]:
-    """One pass: the journal's put and get events folded into the metrics' totals (before
-    retention, which removes only folded events), then retention."""
-    return {"traffic_folded": traffic_fold(), **retention_apply()}
+    """One pass: queue performance events; the journal's put and get events folded into the
+    metrics' totals (before retention, which removes only folded events); retention."""
+    events = queue_events_evaluate()
+    return {"queue_events": events, "traffic_folded": traffic_fold(), **retention_apply()}
