@@ -6,7 +6,8 @@ transaction (so no batch holds SQLite's write lock or PostgreSQL's row locks for
 - units of work resolved more than ``BATON_RESOLVED_RETENTION_S`` ago (found from the oldest
   end of the ``txn_resolved`` index); their links and pending reactions go with them, and
   messages, connections and causes that named them are cleared. Their display and ``check``
-  then answer 404, as for an unknown id;
+  then answer 404, as for an unknown id (one statement per referring table and batch:
+  ``_units_of_work_deleted``);
 - journal events older than ``BATON_JOURNAL_RETENTION_S`` once the analytics export has read
   them (SQLite: ids up to the export's ``last_id``; PostgreSQL: rows whose inserting
   transaction is older than the export's ``xmin``, as ``transactions.journal_export`` counts
@@ -31,6 +32,7 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import connection, transaction as db
+from django.db.models import CASCADE, SET_NULL
 from django.utils import timezone
 
 from analytics.models import ExportWatermark
@@ -72,12 +74,32 @@ def units_of_work_forget(*, held: Held, now=None) -> int:
             .values_list("pk", flat=True)[:BATCH]
         )
         if ids:
-            Transaction.objects.filter(pk__in=ids).delete()
+            _units_of_work_deleted(ids)
         return len(ids)
 
     while (n := held.timed(batch)) > 0:
         removed += n
     return removed
+
+
+def _units_of_work_deleted(ids: list[str]) -> None:
+    """Delete the units of work ``ids`` in one statement per table that refers to them, as
+    each foreign key says (CASCADE: its rows go; SET_NULL: the reference is cleared), each
+    through the referring column's index; Django's deletion collector would first read every
+    referring row."""
+    marks = ", ".join(["%s"] * len(ids))
+    with connection.cursor() as c:
+        for relation in Transaction._meta.get_fields(include_hidden=True):
+            if not (relation.auto_created and relation.is_relation and not relation.concrete):
+                continue  # only the references to units of work (related_name="+" ones too)
+            table, column = relation.related_model._meta.db_table, relation.field.column
+            if relation.on_delete is CASCADE:
+                c.execute(f"DELETE FROM {table} WHERE {column} IN ({marks})", ids)
+            elif relation.on_delete is SET_NULL:
+                c.execute(f"UPDATE {table} SET {column} = NULL WHERE {column} IN ({marks})", ids)
+            else:  # a new kind of reference must be decided here before units of work go
+                raise NotImplementedError(f"{table}.{column}: on_delete {relation.on_delete.__name__}")
+        c.execute(f"DELETE FROM {Transaction._meta.db_table} WHERE id IN ({marks})", ids)
 
 
 def _exported_upto() -> tuple[int, str | None]:
