@@ -1,4 +1,4 @@
-"""What a ``/metrics`` scrape costs with many queues (API.md, "Operating Baton": at most 50 ms
+"""What a ``/metrics`` scrape costs with many queues (docs/monitoring.md: at most 50 ms
 of server CPU with 1,000 queues).
 
     python bench/metrics_scrape.py [--queues 1000] [--messages 3] [--scrapes 20]

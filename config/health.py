@@ -1,4 +1,4 @@
-"""``/healthz`` and ``/readyz`` (API.md, "Operating Baton"): what a load balancer, Docker or
+"""``/healthz`` and ``/readyz`` (docs/monitoring.md): what a load balancer, Docker or
 an orchestrator polls. A middleware first in the chain answers them, before the host check
 (``ALLOWED_HOSTS``: a container's health check asks ``127.0.0.1``), the HTTPS redirect (it
 speaks plain HTTP inside the container), sessions and authentication; they show no secret,

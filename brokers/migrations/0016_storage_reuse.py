@@ -1,4 +1,4 @@
-"""Space freed is reused (API.md, "Operating Baton"; docs/operating.md, "Storage").
+"""Space freed is reused (docs/operating.md, "Storage").
 
 - SQLite: ``auto_vacuum=INCREMENTAL``, so that housekeeping can give freed pages back with
   ``PRAGMA incremental_vacuum`` (``brokers/operating/retention.py``). An existing database

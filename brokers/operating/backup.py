@@ -1,5 +1,5 @@
-"""``manage.py baton backup PATH`` and ``manage.py baton restore PATH`` (API.md, "Operating
-Baton", Backup; docs/operating.md, "Backup and restore").
+"""``manage.py baton backup PATH`` and ``manage.py baton restore PATH`` (docs/operating.md,
+"Backup and restore").
 
 Backup, while the platform runs and serves: on SQLite, the online backup API
 (``sqlite3.Connection.backup``) in one step, which reads one snapshot of the database (in

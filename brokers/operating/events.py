@@ -1,4 +1,4 @@
-"""Queue performance events, as IBM MQ's (API.md, "Operating Baton"; docs/operating.md,
+"""Queue performance events, as IBM MQ's (docs/operating.md,
 "Queue events").
 
 A queue with ``depth_high_pct``, ``depth_low_pct`` or ``service_interval_ms`` set (0: off) is

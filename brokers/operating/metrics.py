@@ -1,7 +1,7 @@
 """``/metrics``: the platform's figures in the Prometheus exposition format, written by
 ``prometheus_client`` from a collector that reads them from the database at each scrape
 (``selectors.platform_figures``), so every web process reports the same. Metric names and
-labels: API.md, "Operating Baton"; docs/monitoring.md."""
+labels: docs/monitoring.md."""
 
 from __future__ import annotations
 

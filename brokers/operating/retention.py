@@ -1,4 +1,4 @@
-"""Bounded storage (API.md, "Operating Baton", Retention; docs/operating.md).
+"""Bounded storage (docs/operating.md, "Storage").
 
 Housekeeping removes, in batches of ``BATCH`` rows, each batch its own short database
 transaction (so no batch holds SQLite's write lock or PostgreSQL's row locks for long):

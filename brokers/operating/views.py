@@ -1,4 +1,4 @@
-"""``GET /metrics`` (API.md, "Operating Baton"). Not an API operation: its reply is the
+"""``GET /metrics`` (docs/monitoring.md). Not an API operation: its reply is the
 Prometheus exposition, not JSON, and no session or STOMP frame asks for it. Refusals are the
 API's JSON errors: 401 without a token or with an unknown one, 403 for a user who is neither
 a superuser nor granted ``monitor``."""

@@ -1,6 +1,6 @@
 """python manage.py soak_storage: ``manage.py soak`` with small retention windows, the
 database file sampled beside the processes' memory and descriptors, to show storage that
-stops growing (API.md, "Operating Baton", Retention; docs/operating.md, "Storage").
+stops growing (docs/operating.md, "Storage").
 
 The soak's platform runs with ``BATON_RESOLVED_RETENTION_S`` and ``BATON_JOURNAL_RETENTION_S``
 at ``--retention-s`` (60 by default), the operating housekeeping every 5 s, and no scheduled
