@@ -1,4 +1,4 @@
-"""Operating the platform (API.md, "Operating Baton"; docs/operating.md): the operating
+"""Operating the platform (docs/operating.md): the operating
 housekeeping's interval and the retention windows."""
 
 from .env import VAR_DIR, env_float_default, env_int
