@@ -10,6 +10,7 @@ import subprocess
 
 import httpx
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from bench.pgserver import postgres_server
 
@@ -47,6 +48,14 @@ def test_readiness_follows_the_migrations_on_sqlite(tmp_path):
         # no authentication, no host check (a container's probe asks by address), no redirect
         probe = httpx.get(f"{platform.url}/readyz", headers={"Host": "not-an-allowed-host.example"})
         assert probe.status_code == 200 and probe.headers["content-type"] == "application/json"
+
+        # /metrics on the same server: a token, the exposition as Prometheus's parser reads it
+        assert httpx.get(f"{platform.url}/metrics").status_code == 401
+        token = manage(platform.env, "api_token", "prometheus", "--create-user", "--superuser").strip().splitlines()[-1]
+        scraped = httpx.get(f"{platform.url}/metrics", headers={"Authorization": f"Token {token}"})
+        assert scraped.status_code == 200 and scraped.headers["content-type"].startswith("text/plain; version=")
+        families = {f.name: f for f in text_string_to_metric_families(scraped.text)}
+        assert {"baton_queue_depth", "baton_messages_put", "baton_units_of_work", "baton_sessions"} <= set(families)
     finally:
         platform.stop()
 
