@@ -663,3 +663,12 @@ class QueueEventState(models.Model):
     service_high = models.BooleanField(null=True, help_text="Oldest message older than service_interval_ms.")
     depth = models.PositiveIntegerField(default=0)
     evaluated_at = models.DateTimeField(null=True, blank=True)
+
+
+class ChannelEventState(models.Model):
+    """A channel's state at the last evaluation of the channel events
+    (``brokers.operating.events``), so that each change puts one event message."""
+
+    channel = models.OneToOneField(Channel, on_delete=models.CASCADE, primary_key=True, related_name="+")
+    state = models.CharField(max_length=16, choices=ChannelState.choices)
+    evaluated_at = models.DateTimeField(null=True, blank=True)

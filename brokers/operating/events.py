@@ -5,10 +5,10 @@ A queue with ``depth_high_pct``, ``depth_low_pct`` or ``service_interval_ms`` se
 evaluated by the operating housekeeping, every ``BATON_OPERATING_INTERVAL_S`` seconds (5 by
 default), off the put and get path: its depth and the age of its oldest committed message,
 read in one aggregate query for all such queues, are compared with where it stood at the last
-evaluation (``QueueEventState``). Each crossing puts one event message on the broker's
-``SYSTEM.ADMIN.PERFM.EVENT`` queue (defined on first use), in the same database transaction
-as the new state, under the state row's lock: once per crossing, however many workers run
-the housekeeping.
+evaluation (``QueueEventState``). A pass where nothing crossed only reads. Each crossing puts
+one event message on the broker's ``SYSTEM.ADMIN.PERFM.EVENT`` queue (defined on first use),
+in the same database transaction as the new state, under the state row's lock: once per
+crossing, however many workers run the housekeeping.
 
 - ``queue_depth_high``: the depth reached ``depth_high_pct`` of ``max_depth`` (from below;
   also at the first evaluation of a queue already over it).
@@ -22,6 +22,11 @@ are, and logged. A crossing shorter than the interval may go unseen; the figures
 the evaluation. The body is JSON: ``event``, ``broker``, ``queue``, ``depth``, ``max_depth``,
 the threshold crossed, ``oldest_message_age_ms`` and ``at``; the properties carry ``event``
 and ``queue`` for selective gets.
+
+Channels likewise (``ChannelEventState``): each change of a channel's state puts
+``channel_running``, ``channel_retrying``, ``channel_stopped`` or ``channel_in_doubt`` on its
+source broker's ``SYSTEM.ADMIN.CHANNEL.EVENT`` (the channel, the previous state, the retry
+count and the last error).
 """
 
 from __future__ import annotations
@@ -35,7 +40,7 @@ from django.db.models import Count, Min, Q
 from django.utils import timezone
 
 from ..exceptions import AlreadyExists, PutInhibited, QueueFull, QueueNotFound
-from ..models import Message, Queue, QueueEventState, put_committed_q
+from ..models import Channel, ChannelEventState, Message, Queue, QueueEventState, put_committed_q
 from ..services.message_input import MessageInput
 from ..services.messages.put import message_put
 from ..services.queues import queue_define
@@ -43,14 +48,15 @@ from ..selectors import queue_get
 
 log = logging.getLogger(__name__)
 EVENT_QUEUE = "SYSTEM.ADMIN.PERFM.EVENT"
+CHANNEL_EVENT_QUEUE = "SYSTEM.ADMIN.CHANNEL.EVENT"
 
 
-def _event_queue_ready(broker: str) -> None:
+def _event_queue_ready(broker: str, name: str) -> None:
     try:
-        queue_get(broker=broker, name=EVENT_QUEUE)
+        queue_get(broker=broker, name=name)
     except QueueNotFound:
         try:
-            queue_define(broker=broker, name=EVENT_QUEUE, description="Queue performance events (docs/operating.md).")
+            queue_define(broker=broker, name=name, description="Performance and channel events (docs/operating.md).")
         except AlreadyExists:
             pass
 
@@ -98,17 +104,21 @@ def queue_events_evaluate(*, now=None) -> int:
         .annotate(depth=Count("id", filter=put_committed_q()), oldest=Min("put_time", filter=put_committed_q()))
         .order_by()
     }
+    known = {state.queue_id: state for state in QueueEventState.objects.filter(queue_id__in=[q.pk for q in queues])}
     put = 0
     for queue in queues:
         row = figures.get(queue.pk) or {"depth": 0, "oldest": None}
         depth = row["depth"]
         age_ms = int((now - row["oldest"]).total_seconds() * 1000) if row["oldest"] else 0
-        with db.atomic():
+        before = known.get(queue.pk) or QueueEventState(queue=queue)
+        seen = (before.depth_high, before.depth_low, before.service_high)
+        _crossings(queue, before, depth, age_ms)
+        if queue.pk in known and (before.depth_high, before.depth_low, before.service_high) == seen:
+            continue  # nothing crossed: no write (a steady pass only reads)
+        with db.atomic():  # the state row locked, evaluated again: once per crossing
             QueueEventState.objects.get_or_create(queue=queue)
             state = QueueEventState.objects.select_for_update().get(queue=queue)
             events = _crossings(queue, state, depth, age_ms)
-            if events:
-                _event_queue_ready(queue.broker.name)
             for name, threshold in events:
                 body = {
                     "event": name,
@@ -120,19 +130,56 @@ def queue_events_evaluate(*, now=None) -> int:
                     "oldest_message_age_ms": age_ms,
                     "at": now.isoformat(),
                 }
-                message = MessageInput(
-                    body=json.dumps(body).encode(),
-                    format="json",
-                    persistence="persistent",
-                    properties={"event": name, "queue": queue.name},
-                )
-                try:
-                    message_put(broker=queue.broker.name, queue=EVENT_QUEUE, messages=[message])
-                except (QueueFull, PutInhibited) as exc:  # as IBM MQ: the event is lost, the state moves on
-                    log.warning("%s of %s/%s not put on %s: %s", name, queue.broker.name, queue.name, EVENT_QUEUE, exc)
-                    continue
-                put += 1
+                put += _event_put(queue.broker.name, EVENT_QUEUE, body, {"event": name, "queue": queue.name})
             state.depth, state.evaluated_at = depth, now
+            state.save()
+    return put
+
+
+def _event_put(broker: str, queue: str, body: dict, properties: dict) -> int:
+    """Put one event message (the event queue defined on first use); 1, or 0 when it cannot
+    be put (as IBM MQ's: the event is lost, the state moves on)."""
+    _event_queue_ready(broker, queue)
+    message = MessageInput(
+        body=json.dumps(body).encode(), format="json", persistence="persistent", properties=properties
+    )
+    try:
+        message_put(broker=broker, queue=queue, messages=[message])
+    except (QueueFull, PutInhibited) as exc:
+        log.warning("%s event not put on %s of %s: %s", body["event"], queue, broker, exc)
+        return 0
+    return 1
+
+
+def channel_events_evaluate(*, now=None) -> int:
+    """Put one event on the source broker's ``SYSTEM.ADMIN.CHANNEL.EVENT`` for each channel
+    whose state changed since the last evaluation (``channel_running``, ``channel_retrying``,
+    ``channel_stopped``, ``channel_in_doubt``); a channel seen the first time is only noted.
+    Returns how many were put."""
+    now = now or timezone.now()
+    known = dict(ChannelEventState.objects.values_list("channel_id", "state"))
+    put = 0
+    for channel in Channel.objects.select_related("source_broker"):
+        if known.get(channel.pk) == channel.state:
+            continue
+        with db.atomic():
+            state, created = ChannelEventState.objects.get_or_create(channel=channel, defaults={"state": channel.state})
+            state = ChannelEventState.objects.select_for_update().get(pk=state.pk)
+            if not created and state.state != channel.state:
+                body = {
+                    "event": f"channel_{channel.state}",
+                    "channel": channel.name,
+                    "broker": channel.source_broker.name,
+                    "target_broker": channel.target_broker,
+                    "previous_state": state.state,
+                    "state": channel.state,
+                    "retry_count": channel.retry_count,
+                    "last_error": channel.last_error[:500],
+                    "at": now.isoformat(),
+                }
+                properties = {"event": body["event"], "channel": channel.name}
+                put += _event_put(channel.source_broker.name, CHANNEL_EVENT_QUEUE, body, properties)
+            state.state, state.evaluated_at = channel.state, now
             state.save()
     return put
 

@@ -3,13 +3,18 @@ seconds (``brokers.tasks.operating_housekeep``) and ``manage.py baton housekeep`
 
 from __future__ import annotations
 
-from .events import queue_events_evaluate
+from .events import channel_events_evaluate, queue_events_evaluate
 from .retention import retention_apply
 from .traffic import traffic_fold
 
 
 def operating_housekeep() -> dict[str, float]:
-    """One pass: queue performance events; the journal's put and get events folded into the
+    """One pass: queue performance and channel events; the journal's put and get events folded into the
     metrics' totals (before retention, which removes only folded events); retention."""
     events = queue_events_evaluate()
-    return {"queue_events": events, "traffic_folded": traffic_fold(), **retention_apply()}
+    return {
+        "queue_events": events,
+        "channel_events": channel_events_evaluate(),
+        "traffic_folded": traffic_fold(),
+        **retention_apply(),
+    }
