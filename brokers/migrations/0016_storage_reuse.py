@@ -58,7 +58,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ("brokers", "0015_operating_monitor_traffic"),
-        ("transactions", "0010_resolved_index"),
+        ("transactions", "0001_initial"),  # its tables; not the index of 0010, so that 0010 can be undone alone
     ]
 
     operations = [migrations.RunPython(storage_reuse, storage_reuse_undone)]
