@@ -9,12 +9,13 @@ from .traffic import traffic_fold
 
 
 def operating_housekeep() -> dict[str, float]:
-    """One pass: queue performance and channel events; the journal's put and get events folded into the
-    metrics' totals (before retention, which removes only folded events); retention."""
-    events = queue_events_evaluate()
+    """One pass: channel and queue performance events; the journal's put and get events
+    folded into the metrics' totals (before retention, which removes only folded events);
+    retention."""
+    channel_events = channel_events_evaluate()
     return {
-        "queue_events": events,
-        "channel_events": channel_events_evaluate(),
+        "channel_events": channel_events,
+        "queue_events": queue_events_evaluate(),
         "traffic_folded": traffic_fold(),
         **retention_apply(),
     }

@@ -53,9 +53,10 @@ def test_a_channel_retrying_then_stopped_puts_one_event_each(tmp_path):
             ok(http.post("/api/brokers/QMX/queues/", json={"name": "MARK", "max_depth": 10, "depth_high_pct": 10}), 201)
             ok(http.post("/api/brokers/QMX/queues/MARK/messages/", json={"body": "x"}), 201)
             # a queue event shows that a housekeeping pass has run since the channel was defined
+            # (a pass evaluates the channels first: the channel was noted stopped)
             poll_until(
                 lambda: http.get("/api/brokers/QMX/queues/SYSTEM.ADMIN.PERFM.EVENT/").status_code == 200,
-                timeout=30,
+                timeout=60,
                 what="an operating housekeeping pass",
                 diagnostics=platform.logs,
             )
