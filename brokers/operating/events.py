@@ -8,7 +8,8 @@ read in one aggregate query for all such queues, are compared with where it stoo
 evaluation (``QueueEventState``). A pass where nothing crossed only reads. Each crossing puts
 one event message on the broker's ``SYSTEM.ADMIN.PERFM.EVENT`` queue (defined on first use),
 in the same database transaction as the new state, under the state row's lock: once per
-crossing, however many workers run the housekeeping.
+crossing, however many workers run the housekeeping (a pass that overlaps a later one leaves
+the rows the later one has evaluated).
 
 - ``queue_depth_high``: the depth reached ``depth_high_pct`` of ``max_depth`` (from below;
   also at the first evaluation of a queue already over it).
@@ -118,6 +119,8 @@ def queue_events_evaluate(*, now=None) -> int:
         with db.atomic():  # the state row locked, evaluated again: once per crossing
             QueueEventState.objects.get_or_create(queue=queue)
             state = QueueEventState.objects.select_for_update().get(queue=queue)
+            if state.evaluated_at is not None and state.evaluated_at >= now:
+                continue  # a later pass (overlapping this one) has evaluated it already
             events = _crossings(queue, state, depth, age_ms)
             for name, threshold in events:
                 body = {
@@ -165,6 +168,9 @@ def channel_events_evaluate(*, now=None) -> int:
         with db.atomic():
             state, created = ChannelEventState.objects.get_or_create(channel=channel, defaults={"state": channel.state})
             state = ChannelEventState.objects.select_for_update().get(pk=state.pk)
+            if not created and state.evaluated_at is not None and state.evaluated_at >= now:
+                continue  # a later pass (overlapping this one) has evaluated it already
+            channel.refresh_from_db(fields=["state", "retry_count", "last_error"])  # as it is now, under the lock
             if not created and state.state != channel.state:
                 body = {
                     "event": f"channel_{channel.state}",
