@@ -46,7 +46,14 @@ def _pg_environment() -> dict[str, str]:
 
 
 def _tool(name: str) -> str:
+    """``name`` on the PATH, or else the newest Debian server's own (/usr/lib/postgresql/*/bin)."""
     found = shutil.which(name)
+    if found is None:
+        versions = sorted(
+            Path("/usr/lib/postgresql").glob(f"*/bin/{name}"),
+            key=lambda p: int(p.parts[-3]) if p.parts[-3].isdigit() else 0,
+        )
+        found = str(versions[-1]) if versions else None
     if found is None:
         raise Conflict(
             f"{name} is not installed: the PostgreSQL client tools are needed (apt-get install postgresql-client)."
