@@ -163,6 +163,24 @@ class Queue(models.Model):
     backout_queue = models.CharField(max_length=48, blank=True)
     lock_duration_ms = models.PositiveIntegerField(default=30_000, validators=[MinValueValidator(1)])
     default_access = models.CharField(max_length=16, choices=Access.choices, default=Access.SHARED)
+    # performance events, as IBM MQ's (brokers/operating/events.py); 0: off
+    depth_high_pct = models.PositiveSmallIntegerField(
+        default=0,
+        db_default=0,
+        validators=[MaxValueValidator(100)],
+        help_text="Queue depth high event at this percent of max_depth; 0: off.",
+    )
+    depth_low_pct = models.PositiveSmallIntegerField(
+        default=0,
+        db_default=0,
+        validators=[MaxValueValidator(100)],
+        help_text="Queue depth low event when the depth falls to this percent of max_depth; 0: off.",
+    )
+    service_interval_ms = models.PositiveIntegerField(
+        default=0,
+        db_default=0,
+        help_text="Service interval high event once the oldest message is older than this; OK once it is not; 0: off.",
+    )
     # remote and alias definitions
     remote_broker = models.CharField(max_length=48, blank=True)
     remote_queue = models.CharField(max_length=48, blank=True)
@@ -559,12 +577,13 @@ class PendingReaction(models.Model):
 
 class Grant(models.Model):
     """What a user may do on a broker: ``put``, ``get``, ``browse`` and ``admin`` on one of its
-    queues (``queue``), or on every queue of it and on the broker itself (``queue`` blank).
+    queues (``queue``), or on every queue of it and on the broker itself (``queue`` blank);
+    ``monitor`` (broker-wide only) lets a user scrape the broker's figures at ``/metrics``.
     Grants name their objects, as the REST API does: a grant made before a queue is defined
     applies to it once it is, and one on a deleted broker or queue stays until revoked.
     Superusers need none. See brokers.permissions for which action each request needs."""
 
-    ACTIONS = ("put", "get", "browse", "admin")
+    ACTIONS = ("put", "get", "browse", "admin", "monitor")
 
     user = models.ForeignKey(_settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="baton_grants")
     broker = models.CharField(max_length=48, validators=[name_validator])
@@ -578,6 +597,7 @@ class Grant(models.Model):
     may_get = models.BooleanField(default=False)
     may_browse = models.BooleanField(default=False)
     may_admin = models.BooleanField(default=False)
+    may_monitor = models.BooleanField(default=False, db_default=False)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -626,3 +646,47 @@ class DedupKey(models.Model):
 
     def __str__(self) -> str:
         return f"{self.key} on queue {self.queue_id}"
+
+
+class TrafficTotal(models.Model):
+    """Messages put and gotten per queue, folded from the journal's put and get events by
+    housekeeping (``brokers.operating.traffic``) so that ``/metrics`` reads totals, not the
+    journal, and keeps them after retention removes the events. Names, as the journal has
+    them: a deleted queue's totals stay until its name is used again."""
+
+    broker = models.CharField(max_length=48)
+    queue = models.CharField(max_length=48)
+    puts = models.PositiveBigIntegerField(default=0)
+    gets = models.PositiveBigIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["broker", "queue"], name="traffic_unique_queue")]
+
+
+class TrafficFold(models.Model):
+    """The one row (id 1): the journal is folded into ``TrafficTotal`` up to ``last_id``."""
+
+    id = models.PositiveSmallIntegerField(primary_key=True, default=1)
+    last_id = models.BigIntegerField(default=0)
+
+
+class QueueEventState(models.Model):
+    """Where a queue stood at the last evaluation of its performance events
+    (``brokers.operating.events``), so that each crossing puts one event message. None: not
+    evaluated yet."""
+
+    queue = models.OneToOneField(Queue, on_delete=models.CASCADE, primary_key=True, related_name="+")
+    depth_high = models.BooleanField(null=True, help_text="At or over depth_high_pct.")
+    depth_low = models.BooleanField(null=True, help_text="At or under depth_low_pct.")
+    service_high = models.BooleanField(null=True, help_text="Oldest message older than service_interval_ms.")
+    depth = models.PositiveIntegerField(default=0)
+    evaluated_at = models.DateTimeField(null=True, blank=True)
+
+
+class ChannelEventState(models.Model):
+    """A channel's state at the last evaluation of the channel events
+    (``brokers.operating.events``), so that each change puts one event message."""
+
+    channel = models.OneToOneField(Channel, on_delete=models.CASCADE, primary_key=True, related_name="+")
+    state = models.CharField(max_length=16, choices=ChannelState.choices)
+    evaluated_at = models.DateTimeField(null=True, blank=True)

@@ -68,7 +68,8 @@ from .models import Broker, Channel, Grant, Message, MessageType, Queue, QueueKi
 from .selectors import connection_get
 
 T = TypeVar("T")
-ANY = frozenset(Grant.ACTIONS)
+#: the actions on a broker's objects; ``monitor`` is not one (it shows figures, not objects)
+ANY = frozenset(Grant.ACTIONS) - {"monitor"}
 TRANSACTION_ACTIONS = frozenset({"put", "get", "admin"})
 CONNECTION_ACTIONS = frozenset({"put", "get"})
 
@@ -120,6 +121,21 @@ def _require(user, actions: Iterable[str], *, broker: str, queue: str | None = N
     actions = frozenset(actions)
     if not _holds(user, actions, broker=broker, queue=queue, anywhere=anywhere):
         _refuse(actions, broker=broker, queue=queue, anywhere=anywhere)
+
+
+def monitored_brokers(user) -> frozenset[str] | None:
+    """The brokers whose figures the user may scrape (``/metrics``): None for a superuser
+    (every broker, and the platform's own figures), else those the user holds ``monitor``
+    on; refused when there are none."""
+    if _superuser(user):
+        return None
+    names = frozenset(Grant.objects.filter(user=user, queue="", may_monitor=True).values_list("broker", flat=True))
+    if not names:
+        raise PermissionDenied(
+            "You may not do that: scraping metrics needs a superuser or monitor permission on a broker.",
+            actions=["monitor"],
+        )
+    return names
 
 
 # --- brokers and queues --------------------------------------------------------------------

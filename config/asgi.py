@@ -19,6 +19,10 @@ memtrace_start(process="web")  # off unless BATON_TRACEMALLOC names a directory
 
 get_asgi_application()  # sets Django up before the imports below touch models
 
+from config.running import platform_lock_hold  # noqa: E402
+
+platform_lock_hold()  # while it serves, `manage.py baton restore` refuses (config/running.py)
+
 from django.conf import settings  # noqa: E402
 
 from config.cpu_pin import uvicorn_serving, web_cpu_pinned  # noqa: E402

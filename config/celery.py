@@ -18,7 +18,9 @@ def _worker_started(**kwargs):
 
     from config.collector import collector_tuned
     from config.memtrace import memtrace_start
+    from config.running import platform_lock_hold
 
+    platform_lock_hold()  # while it runs, `manage.py baton restore` refuses (config/running.py)
     memtrace_start(process="worker")  # off unless BATON_TRACEMALLOC names a directory
     collector_tuned(settings.BATON_GC_THRESHOLD)  # before the pool starts: its processes inherit it
 
@@ -26,7 +28,9 @@ def _worker_started(**kwargs):
 @beat_init.connect
 def _memtrace_beat(**kwargs):
     from config.memtrace import memtrace_start
+    from config.running import platform_lock_hold
 
+    platform_lock_hold()
     memtrace_start(process="beat")
 
 
@@ -60,6 +64,11 @@ def _schedule_housekeeping(sender, **kwargs):
         settings.BATON_HOUSEKEEPING_INTERVAL_S,
         sender.signature("workflows.tasks.sweep"),
         name="workflows-sweep",
+    )
+    sender.add_periodic_task(  # metrics' totals, retention, queue events (docs/operating.md)
+        settings.BATON_OPERATING_INTERVAL_S,
+        sender.signature("brokers.tasks.operating_housekeep"),
+        name="operating-housekeep",
     )
     sender.add_periodic_task(
         settings.BATON_DASHBOARD_DEPTH_SAMPLE_S,

@@ -5,9 +5,12 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, Spec
 
 from brokers.api.index import api_index
 from brokers.api.session_docs import session_docs, session_upgrade_required
+from brokers.operating.views import MetricsView
 
 urlpatterns = [
     path("api/", api_index, name="api-index"),
+    # /healthz and /readyz: config.health, a middleware before the host check
+    path("metrics", MetricsView.as_view(), name="metrics"),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/schema/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="schema-docs"),
     # ReDoc without drf-spectacular's web fonts from Google: the docs load nothing from elsewhere

@@ -87,6 +87,9 @@ class Transaction(models.Model):
             ),
             # written by cascaded rollbacks only: no entry for the units of work without a cause
             models.Index(fields=["cause"], name="txn_cause", condition=models.Q(cause__isnull=False)),
+            # retention (brokers/operating/retention.py) finds the units of work resolved
+            # longest ago from this index's oldest end; an open one has no entry
+            models.Index(fields=["resolved_at"], name="txn_resolved", condition=models.Q(resolved_at__isnull=False)),
         ]
 
     def __str__(self) -> str:

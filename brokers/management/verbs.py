@@ -38,6 +38,9 @@ VERBS: dict[tuple[str, str], tuple[str, str]] = {
     ("definitions", "export"): ("definitions_export", "write the definitions document"),
     ("definitions", "plan"): ("definitions_plan", "show what a definitions document would change"),
     ("definitions", "apply"): ("definitions_apply", "apply a definitions document, all or nothing"),
+    ("housekeep", ""): ("housekeep", "run the operating housekeeping once (metrics' totals, retention)"),
+    ("backup", ""): ("backup", "write a consistent copy of the database while the platform runs"),
+    ("restore", ""): ("restore", "put a backup in place of a stopped platform's database"),
 }
 
 

@@ -33,7 +33,7 @@ def api_token_issue(*, username: str, create_user: bool = False, superuser: bool
 
 def _actions_parsed(actions) -> list[str]:
     """``actions`` as a list or a comma-separated string: a non-empty subset of put, get,
-    browse, admin."""
+    browse, admin, monitor."""
     if isinstance(actions, str):
         actions = [a.strip() for a in actions.split(",") if a.strip()]
     if (
@@ -41,11 +41,13 @@ def _actions_parsed(actions) -> list[str]:
         or not actions
         or not all(isinstance(a, str) for a in actions)
     ):
-        raise InvalidInput("Name at least one action: put, get, browse or admin.", errors={"actions": ["Required."]})
+        raise InvalidInput(
+            "Name at least one action: put, get, browse, admin or monitor.", errors={"actions": ["Required."]}
+        )
     unknown = sorted(set(actions) - set(Grant.ACTIONS))
     if unknown:
         raise InvalidInput(
-            f"Unknown action(s) {', '.join(unknown)}; use put, get, browse, admin.",
+            f"Unknown action(s) {', '.join(unknown)}; use put, get, browse, admin, monitor.",
             errors={"actions": [f"Unknown: {', '.join(unknown)}."]},
         )
     return [a for a in Grant.ACTIONS if a in set(actions)]
@@ -76,6 +78,11 @@ def grant_actions(*, username: str, broker: str, queue: str | None = None, actio
     broker must exist; the queue need not yet (grants name their objects)."""
     broker, queue = _object_checked(broker, queue)
     wanted = _actions_parsed(actions)
+    if queue and "monitor" in wanted:
+        raise InvalidInput(
+            "monitor is granted on a whole broker, not on one queue: leave the queue out.",
+            errors={"actions": ["monitor: broker-wide only."]},
+        )
     with db.atomic():
         user = _user(username)
         broker_get(name=broker)

@@ -30,6 +30,9 @@ QUEUE_FIELDS = {
     "remote_queue",
     "transmission_queue",
     "target_queue",
+    "depth_high_pct",
+    "depth_low_pct",
+    "service_interval_ms",
 }
 #: The attributes only a queue of that kind has; any other kind leaves them empty.
 KIND_FIELDS = {
@@ -70,6 +73,8 @@ def _queue_definition_checked(queue: Queue) -> None:
             errors["target_queue"] = ["An alias cannot stand for itself."]
     if queue.name == queue.broker.dead_letter_queue and queue.kind != QueueKind.LOCAL:
         errors["kind"] = ["The dead-letter queue must be a local queue."]
+    if queue.depth_high_pct and queue.depth_low_pct and queue.depth_low_pct >= queue.depth_high_pct:
+        errors["depth_low_pct"] = [f"Must be below depth_high_pct ({queue.depth_high_pct}), or 0 (off)."]
     if errors:
         raise InvalidInput("The request is not valid.", errors=errors)
 

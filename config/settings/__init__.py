@@ -13,4 +13,5 @@ from .wakeups import *  # noqa: F401,F403
 from .spark import *  # noqa: F401,F403
 from .signin import *  # noqa: F401,F403
 from .admin import *  # noqa: F401,F403
+from .operating import *  # noqa: F401,F403
 from .production import *  # noqa: F401,F403  (last: it overrides)

@@ -249,6 +249,15 @@ class QueueChanges(Strict):
     remote_queue: QueueRef = None
     transmission_queue: QueueRef = None
     target_queue: QueueRef = Field(None, description="For an alias.")
+    depth_high_pct: Annotated[int, Field(ge=0, le=100)] = Field(
+        None, description="Queue depth high event at this percent of max_depth; 0: off."
+    )
+    depth_low_pct: Annotated[int, Field(ge=0, le=100)] = Field(
+        None, description="Queue depth low event when the depth falls to this percent of max_depth; 0: off."
+    )
+    service_interval_ms: Annotated[int, Field(ge=0, le=2**31 - 1)] = Field(
+        None, description="Service interval high event once the oldest message is older than this; 0: off."
+    )
 
 
 class QueueOut(Model):
@@ -274,6 +283,9 @@ class QueueOut(Model):
     remote_queue: str
     transmission_queue: str
     target_queue: str
+    depth_high_pct: int
+    depth_low_pct: int
+    service_interval_ms: int
     created_at: str | None
     depth: int = Field(description="Committed messages, available or in flight.")
     uncommitted_puts: int

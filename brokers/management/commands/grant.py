@@ -12,7 +12,11 @@ def add_grant_arguments(parser) -> None:
         default="",
         help="One queue of the broker; without it, the whole broker (every queue of it, and the broker itself).",
     )
-    parser.add_argument("--actions", required=True, help="Comma-separated: put, get, browse, admin.")
+    parser.add_argument(
+        "--actions",
+        required=True,
+        help="Comma-separated: put, get, browse, admin, monitor (broker-wide: scrape /metrics).",
+    )
 
 
 def describe(username: str, broker: str, queue: str, actions: list[str]) -> str:
@@ -22,7 +26,7 @@ def describe(username: str, broker: str, queue: str, actions: list[str]) -> str:
 
 class Command(BaseCommand):
     help = (
-        "Let a user put, get, browse or administer a queue, or every queue of a broker. "
+        "Let a user put, get, browse or administer a queue, or every queue of a broker, or monitor a broker. "
         "Adds to what the user may already do there; prints what the user may now do."
     )
 

@@ -8,7 +8,7 @@ from .grant import add_grant_arguments, describe
 
 class Command(BaseCommand):
     help = (
-        "Take actions (put, get, browse, admin) away from a user's grant on a queue, or on the whole broker "
+        "Take actions (put, get, browse, admin, monitor) away from a user's grant on a queue, or on the whole broker "
         "(grants on single queues are separate). Prints what the user may still do there."
     )
 

@@ -1,0 +1,110 @@
+"""What a ``/metrics`` scrape costs with many queues (docs/monitoring.md: at most 50 ms
+of server CPU with 1,000 queues).
+
+    python bench/metrics_scrape.py [--queues 1000] [--messages 3] [--scrapes 20]
+                                   [--postgres postgres://user@host:port/any]
+
+Sets up a scratch database (SQLite in a temporary directory; with ``--postgres``, a fresh
+database on that server, dropped afterwards), migrates it, defines one broker with
+``--queues`` queues, puts ``--messages`` messages on each through the REST API (so the
+journal has their events), opens a unit of work, then scrapes ``/metrics`` in this process
+through Django's handler as a superuser and prints the median and the worst of the CPU time
+(``time.process_time``: this process's, the server's share; on PostgreSQL the database
+server's own work is not in it) and of the wall time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import secrets
+import statistics
+import sys
+import tempfile
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@contextmanager
+def _scratch_postgres(server_url: str):
+    import psycopg
+
+    parts = urlsplit(server_url)
+    name = f"baton_metrics_{secrets.token_hex(4)}"
+    admin = {"host": parts.hostname, "port": parts.port or 5432, "user": parts.username, "password": parts.password}
+    with psycopg.connect(dbname="postgres", autocommit=True, **admin) as c:
+        c.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield urlunsplit(parts._replace(path=f"/{name}"))
+    finally:
+        with psycopg.connect(dbname="postgres", autocommit=True, **admin) as c:
+            c.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def _run(args, directory: Path, database_url: str) -> None:
+    os.environ.update({"BATON_VAR_DIR": str(directory), "DATABASE_URL": database_url})
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    sys.path.insert(0, str(ROOT))
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+    from django.test import Client
+
+    from brokers.services.access import api_token_issue
+    from brokers.services.brokers import broker_define
+    from brokers.services.queues import queue_define
+
+    call_command("migrate", verbosity=0)
+    token = api_token_issue(username="bench", create_user=True, superuser=True)
+    client = Client(HTTP_AUTHORIZATION=f"Token {token}")
+    broker_define(name="QM1")
+    started = time.monotonic()
+    for n in range(args.queues):
+        queue_define(broker="QM1", name=f"Q{n:04d}")
+        for i in range(args.messages):
+            response = client.post(
+                f"/api/brokers/QM1/queues/Q{n:04d}/messages/", {"body": f"m{i}"}, content_type="application/json"
+            )
+            assert response.status_code == 201, response.content
+    client.post("/api/brokers/QM1/transactions/", {}, content_type="application/json")
+    print(
+        f"{args.queues} queues, {args.queues * args.messages} messages put in {time.monotonic() - started:.1f} s "
+        f"({'PostgreSQL' if database_url.startswith('postgres') else 'SQLite'})"
+    )
+    cpu, wall, size = [], [], 0
+    for _ in range(args.scrapes + 2):
+        c0, w0 = time.process_time(), time.perf_counter()
+        response = client.get("/metrics")
+        cpu.append((time.process_time() - c0) * 1000)
+        wall.append((time.perf_counter() - w0) * 1000)
+        assert response.status_code == 200, response.content[:300]
+        size = len(response.content)
+    cpu, wall = cpu[2:], wall[2:]  # the first scrapes warm the process up
+    print(
+        f"scrape of {size:,} bytes, {args.scrapes} scrapes: CPU median {statistics.median(cpu):.1f} ms, "
+        f"worst {max(cpu):.1f} ms; wall median {statistics.median(wall):.1f} ms, worst {max(wall):.1f} ms"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--queues", type=int, default=1000)
+    parser.add_argument("--messages", type=int, default=3, help="messages put on each queue")
+    parser.add_argument("--scrapes", type=int, default=20)
+    parser.add_argument("--postgres", help="a PostgreSQL server URL: the scratch database is made on it")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="baton-metrics-") as directory:
+        if args.postgres:
+            with _scratch_postgres(args.postgres) as url:
+                _run(args, Path(directory), url)
+        else:
+            _run(args, Path(directory), f"sqlite:///{directory}/baton.sqlite3")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,128 @@
+"""The platform's figures for ``/metrics``, read from the database (so every web process
+reports the same): a few aggregate queries whatever the number of queues, never one per
+queue (``bench/metrics_scrape.py`` times a scrape)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from django.db.models import Count, Min
+from django.utils import timezone
+
+from stomp_server.models import StompClient
+from transactions.models import OPEN_STATES, Transaction
+from workflows.models import Instance
+
+from ..models import (
+    Broker,
+    Channel,
+    ChannelState,
+    Connection,
+    Message,
+    Queue,
+    TrafficTotal,
+    put_committed_q,
+    put_open_q,
+)
+from .traffic import traffic_counts, traffic_folded_id
+
+
+@dataclass
+class QueueFigures:
+    broker: str
+    queue: str
+    max_depth: int
+    depth: int = 0
+    uncommitted_puts: int = 0
+    oldest_age_s: float = 0.0
+    puts: int = 0
+    gets: int = 0
+
+
+@dataclass
+class PlatformFigures:
+    queues: list[QueueFigures]
+    #: (broker, state) -> open units of work
+    units_of_work: dict[tuple[str, str], int]
+    #: (channel, up, messages sent)
+    channels: list[tuple[str, bool, int]]
+    #: (broker, workflow, state) -> instances
+    workflow_instances: dict[tuple[str, str, str], int]
+    stomp_connections: int
+    sessions: int
+    brokers: list[str] = field(default_factory=list)
+
+
+def platform_figures(*, brokers: frozenset[str] | None) -> PlatformFigures:
+    """Every figure ``/metrics`` shows, for ``brokers`` (None: all of them)."""
+    now = timezone.now()
+
+    def only(query, path: str):
+        return query if brokers is None else query.filter(**{f"{path}__in": brokers})
+
+    queues = {
+        pk: QueueFigures(broker=b, queue=q, max_depth=m)
+        for pk, b, q, m in only(Queue.objects, "broker__name").values_list("pk", "broker__name", "name", "max_depth")
+    }
+    depths = (
+        only(Message.objects, "queue__broker__name")
+        .values("queue_id")
+        .annotate(
+            depth=Count("id", filter=put_committed_q()),
+            uncommitted=Count("id", filter=put_open_q()),
+            oldest=Min("put_time", filter=put_committed_q()),
+        )
+        .order_by()
+    )
+    for row in depths:
+        figures = queues.get(row["queue_id"])
+        if figures is None:  # a queue defined since the first read
+            continue
+        figures.depth, figures.uncommitted_puts = row["depth"], row["uncommitted"]
+        if row["oldest"] is not None:
+            figures.oldest_age_s = max(0.0, (now - row["oldest"]).total_seconds())
+
+    # totals folded from the journal, plus its events since the fold
+    by_name = {(f.broker, f.queue): f for f in queues.values()}
+    for broker, queue, puts, gets in only(TrafficTotal.objects, "broker").values_list(
+        "broker", "queue", "puts", "gets"
+    ):
+        if (figures := by_name.get((broker, queue))) is not None:
+            figures.puts, figures.gets = puts, gets
+    for key, added in traffic_counts(after_id=traffic_folded_id()).items():
+        if (figures := by_name.get(key)) is not None:
+            figures.puts += added["puts"]
+            figures.gets += added["gets"]
+
+    broker_names = sorted(only(Broker.objects, "name").values_list("name", flat=True))
+    units = {(b, s): 0 for b in broker_names for s in OPEN_STATES}
+    for row in (
+        only(Transaction.objects.filter(state__in=OPEN_STATES), "broker")
+        .values("broker", "state")
+        .annotate(n=Count("id"))
+        .order_by()
+    ):
+        units[(row["broker"], row["state"])] = row["n"]
+
+    channels = [
+        (name, state == ChannelState.RUNNING, sent)
+        for name, state, sent in only(Channel.objects, "source_broker__name")
+        .order_by("name")
+        .values_list("name", "state", "messages_sent")
+    ]
+    instances = {
+        (row["broker__name"], row["workflow__name"], row["state"]): row["n"]
+        for row in only(Instance.objects, "broker__name")
+        .values("broker__name", "workflow__name", "state")
+        .annotate(n=Count("id"))
+        .order_by()
+    }
+    return PlatformFigures(
+        queues=sorted(queues.values(), key=lambda f: (f.broker, f.queue)),
+        units_of_work=units,
+        channels=channels,
+        workflow_instances=instances,
+        stomp_connections=only(StompClient.objects, "broker").count(),
+        sessions=only(Connection.objects.filter(closed_at__isnull=True), "broker__name").count(),
+        brokers=broker_names,
+    )
