@@ -12,7 +12,7 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from bench.pgserver import postgres_server
+from tests.support.pgserver import postgres_server
 
 from .servers import Platform, manage, poll_until
 

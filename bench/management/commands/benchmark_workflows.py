@@ -69,7 +69,7 @@ class Command(BaseCommand):
         if options["phase"]:
             return self._phase(options)
         from bench.rest import server_ready
-        from bench.scratch import process_tree_cpu_seconds
+        from tests.support.scratch import process_tree_cpu_seconds
         from bench.workflows import run
 
         started = time.monotonic()
