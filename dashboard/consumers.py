@@ -13,7 +13,7 @@ from config.errors import BatonError
 from workflows import permissions as wmay
 
 from . import selectors
-from .access import visibility
+from .access import acting, visibility
 from .follower import FOLLOWER, OVERVIEW_GROUP, graph_group, job_group, workflow_group, workflows_group
 
 #: The dashboard's sockets only push; a browser has nothing to send on them. A frame is
@@ -92,12 +92,13 @@ class GraphConsumer(_DashboardConsumer):
         if not self.seen.broker(broker):
             await self.close(code=4403)
             return
+        self.acts = await database_sync_to_async(acting)(self.scope["user"])
         await self._join(graph_group(broker))
         snapshot = await database_sync_to_async(selectors.graph_snapshot)(broker=broker)
-        await self.send_json({"type": "graph", **selectors.graph_for(snapshot, self.seen)})
+        await self.send_json({"type": "graph", **selectors.graph_for(snapshot, self.seen, self.acts)})
 
     async def graph_changed(self, event: dict) -> None:
-        await self.send_json({"type": "delta", **selectors.graph_for(event["delta"], self.seen)})
+        await self.send_json({"type": "delta", **selectors.graph_for(event["delta"], self.seen, self.acts)})
 
 
 class JobConsumer(_DashboardConsumer):

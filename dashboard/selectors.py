@@ -8,6 +8,7 @@ import json
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.contrib.auth import get_user_model
 from django.db.models import BinaryField, Count, F, Func, Q, Sum, Value
 from django.db.models.functions import Length, TruncMinute, TruncSecond
 from django.utils import timezone
@@ -15,15 +16,15 @@ from django.utils import timezone
 from brokers.models import Broker, Channel, Message, Queue, put_committed_q, put_open_flag, put_open_q
 from brokers.selectors import broker_get, broker_list, queue_get
 from brokers.services.message_filter import MessageFilter, message_filter_apply
-from transactions.models import JournalEvent, Link, Transaction
-from transactions.selectors import journal_first_id_since, transaction_graph
+from transactions.models import OPEN_STATES, JournalEvent, Link, Transaction
+from transactions.selectors import journal_first_id_since
 from workflows.exceptions import InstanceNotFound
 from workflows.models import InstanceHistory
 from workflows.selectors import instance_get, instance_view, workflow_list, workflow_view
 
 from config.errors import InvalidInput, NotFound
 
-from .access import Visibility
+from .access import Acting, Visibility
 from .models import DepthSample, MoveJob
 from .preview import PREVIEW_BYTES, body_preview
 
@@ -351,31 +352,91 @@ def purge_count(*, broker: str, queue: str) -> int:
 # --- the transaction graph -----------------------------------------------------------------
 
 
-def graph_snapshot(*, broker: str, recent: int = 200) -> dict[str, Any]:
-    """The broker's live graph (open units of work, recent resolved ones, and what links
-    them), as the transaction manager reads it, each node with the queues it put to or got
-    from (``queues``, for the page's queue filter)."""
-    graph = transaction_graph(broker=broker, recent=recent)
-    queues = units_queues(nodes=graph["nodes"])
-    for node in graph["nodes"]:
+#: Past cascades the graph opens with: rollbacks that cascaded within this many seconds, at
+#: most ``GRAPH_CASCADES`` of them (the latest).
+GRAPH_CASCADE_WINDOW_S = 3600
+GRAPH_CASCADES = 20
+
+
+def graph_snapshot(*, broker: str) -> dict[str, Any]:
+    """The live part of a broker's transaction graph: its open units of work, every unit of
+    work linked to them (on any broker, resolved or not), and its recent cascades (the
+    rollbacks of the last hour that backed out others, at most ``GRAPH_CASCADES``: each
+    root with the units of work it cascaded to, whose ``cause`` names it; the links a
+    cascade went along are gone, the cause stays). Resolved units of work related to
+    neither are left out. Each node has its queues, owner and cause (``graph_delta``)."""
+    open_ids = set(Transaction.objects.filter(broker=broker, state__in=OPEN_STATES).values_list("id", flat=True))
+    since = timezone.now() - timedelta(seconds=GRAPH_CASCADE_WINDOW_S)
+    roots: list[str] = []
+    members = (
+        Transaction.objects.filter(cause__isnull=False, broker=broker, resolved_at__gte=since)  # txn_cause
+        .order_by("-resolved_at")
+        .values_list("cause_id", flat=True)[: GRAPH_CASCADES * 20]
+    )
+    for root in members:
+        if root not in roots and len(roots) < GRAPH_CASCADES:
+            roots.append(root)
+    cascaded = set(Transaction.objects.filter(cause_id__in=roots).values_list("id", flat=True)) if roots else set()
+    fields = ("upstream_id", "downstream_id", "resource_ref")
+    links = sorted(  # each side on its own index (link_unique leads with the upstream)
+        set(Link.objects.filter(upstream_id__in=open_ids).values_list(*fields))
+        | set(Link.objects.filter(downstream_id__in=open_ids).values_list(*fields))
+    )
+    ids = open_ids | set(roots) | cascaded | {u for u, _, _ in links} | {d for _, d, _ in links}
+    nodes = _graph_nodes(ids)
+    queues = units_queues(nodes=nodes)
+    for node in nodes:
         node["queues"] = queues.get(node["id"], [])
-    return graph
+    return {
+        "broker": broker,
+        "nodes": nodes,
+        "edges": [{"upstream": u, "downstream": d, "resource": r} for u, d, r in links],
+    }
 
 
-def graph_for(graph: dict[str, Any], seen: Visibility) -> dict[str, Any]:
+def _graph_nodes(ids: set[str]) -> list[dict[str, Any]]:
+    """The graph's view of these units of work: state, times, ``cause`` (the unit of work
+    whose rollback cascaded to it), ``owner`` (the user who began it; empty for system
+    code), ``agent`` (the connection or channel that began it) and ``user_id`` (for
+    ``graph_for``'s ``yours``, which drops it)."""
+    rows = (
+        Transaction.objects.filter(pk__in=ids)
+        .order_by("created_at")
+        .values_list("id", "broker", "state", "reason", "created_at", "resolved_at", "cause_id", "owner", "user_id")
+    )
+    rows = list(rows)
+    names = dict(
+        get_user_model().objects.filter(pk__in={r[8] for r in rows if r[8] is not None}).values_list("pk", "username")
+    )
+    return [
+        {
+            "id": tid,
+            "broker": broker,
+            "state": state,
+            "reason": reason or None,
+            "created_at": created.isoformat(),
+            "resolved_at": resolved.isoformat() if resolved else None,
+            "cause": cause,
+            "owner": names.get(user_id, ""),
+            "agent": agent,
+            "user_id": user_id,
+        }
+        for tid, broker, state, reason, created, resolved, cause, agent, user_id in rows
+    ]
+
+
+def graph_for(graph: dict[str, Any], seen: Visibility, acts: Acting) -> dict[str, Any]:
     """A graph snapshot or delta cut down to what ``seen`` allows: units of work on brokers
     the user does not see (linked to one of this broker's) are left out, with their links.
-    The graph only shows; acting on a unit of work needs ownership (docs/permissions.md)."""
-    if seen.everything:
-        return graph
-    hidden = {n["id"] for n in graph["nodes"] if not seen.broker(n["broker"])}
-    if not hidden:
-        return graph
-    return {
-        **graph,
-        "nodes": [n for n in graph["nodes"] if n["id"] not in hidden],
-        "edges": [e for e in graph["edges"] if e["upstream"] not in hidden and e["downstream"] not in hidden],
-    }
+    Each node says whether the user may roll it back (``yours``, from ``acts``)."""
+    hidden = set() if seen.everything else {n["id"] for n in graph["nodes"] if not seen.broker(n["broker"])}
+    nodes = [
+        {**{k: v for k, v in n.items() if k != "user_id"}, "yours": acts.may(n)}
+        for n in graph["nodes"]
+        if n["id"] not in hidden
+    ]
+    edges = [e for e in graph["edges"] if e["upstream"] not in hidden and e["downstream"] not in hidden]
+    return {**graph, "nodes": nodes, "edges": edges}
 
 
 def units_queues(*, nodes: list[dict[str, Any]]) -> dict[str, list[str]]:
@@ -423,18 +484,9 @@ def graph_delta(*, transaction_ids: set[str], queues: dict[str, set[str]] | None
         )
     )
     ids = set(transaction_ids) | {u for u, _, _ in links} | {d for _, d, _ in links}
-    nodes = [
-        {
-            "id": t.id,
-            "broker": t.broker,
-            "state": t.state,
-            "reason": t.reason or None,
-            "created_at": t.created_at.isoformat(),
-            "resolved_at": t.resolved_at.isoformat() if t.resolved_at else None,
-            "queues": sorted(queues.get(t.id, ())),
-        }
-        for t in Transaction.objects.filter(pk__in=ids)
-    ]
+    nodes = _graph_nodes(ids)
+    for node in nodes:
+        node["queues"] = sorted(queues.get(node["id"], ()))
     return {
         "nodes": nodes,
         "edges": [{"upstream": u, "downstream": d, "resource": r} for u, d, r in links],

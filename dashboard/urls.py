@@ -48,6 +48,11 @@ urlpatterns = [
     path(f"{Q}/jobs/<int:job_id>/", views.move_job_page, name="dashboard-move-job"),
     path(f"{Q}/ingest/", spark_views.ingest_start_view, name="dashboard-ingest"),
     path(f"{Q}/", views.queue_page, name="dashboard-queue"),
+    path(
+        "brokers/<name:broker>/transactions/<str:transaction_id>/rollback/",
+        views.transaction_rollback,
+        name="dashboard-transaction-rollback",
+    ),
     path("brokers/<name:broker>/transactions/", views.transactions_page, name="dashboard-transactions"),
     path("brokers/<name:broker>/workflows/", workflow_views.workflows_page, name="dashboard-workflows"),
     path(

@@ -15,6 +15,7 @@ from django.views.decorators.http import require_POST
 
 from brokers.channels.definitions import channel_start, channel_stop
 from brokers.api.operations.messages import MessageBrowse
+from brokers.api.operations.transactions import TransactionRollback
 from brokers.selectors import queue_get
 from config.errors import BatonError, InvalidInput
 from ingest.selectors import ingest_list
@@ -217,6 +218,21 @@ def transactions_page(request, broker):
             "queue_names": selectors.queue_names_seen(broker=broker, seen=visibility(request.user)),
         },
     )
+
+
+@login_required
+@require_POST
+def transaction_rollback(request, broker, transaction_id):
+    """Roll back a unit of work from the graph's detail panel (a ``fetch`` of its form):
+    the REST operation runs as the signed-in user, so its ownership rule holds (its owner,
+    a superuser or the broker's admin; anyone else is answered 404 ``not_found``, as REST
+    answers). JSON either way: the operation's answer (``cascaded``: what went with it) or
+    its error, with REST's status."""
+    try:
+        status, body = TransactionRollback.run(request.user, {"transaction": transaction_id})
+    except BatonError as exc:
+        return JsonResponse(exc.as_dict(), status=exc.status or 400)
+    return JsonResponse(body, status=status)
 
 
 @page
