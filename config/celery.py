@@ -1,9 +1,10 @@
 """The Celery app: channel agents and housekeeping run on its worker fleet."""
 
+import logging
 import os
 
 from celery import Celery
-from celery.signals import beat_init, worker_init
+from celery.signals import beat_init, before_task_publish, worker_init
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
@@ -18,16 +19,37 @@ def _worker_started(**kwargs):
 
     from config.collector import collector_tuned
     from config.memtrace import memtrace_start
+    from dashboard.services import heartbeats  # noqa: F401 - its STARTED: the node's start, before the pool forks
 
     memtrace_start(process="worker")  # off unless BATON_TRACEMALLOC names a directory
     collector_tuned(settings.BATON_GC_THRESHOLD)  # before the pool starts: its processes inherit it
+
+
+_beat = False
 
 
 @beat_init.connect
 def _memtrace_beat(**kwargs):
     from config.memtrace import memtrace_start
 
+    global _beat
+    _beat = True  # this process is beat: its publishes are its heartbeat
     memtrace_start(process="beat")
+
+
+@before_task_publish.connect
+def _beat_heartbeat(**kwargs):
+    """Beat's heartbeat (``dashboard.ProcessBeat``): written when it sends a task, at most
+    twice per ``BATON_DASHBOARD_HEARTBEAT_S``; never in other processes. A failed write
+    must not stop the schedule."""
+    if not _beat:
+        return
+    try:
+        from dashboard.services.heartbeats import process_beat
+
+        process_beat(kind="beat")
+    except Exception:  # the database may be away for a moment; the next send tries again
+        logging.getLogger(__name__).exception("beat heartbeat")
 
 
 def task_send(name: str, *args) -> None:
@@ -60,6 +82,11 @@ def _schedule_housekeeping(sender, **kwargs):
         settings.BATON_HOUSEKEEPING_INTERVAL_S,
         sender.signature("workflows.tasks.sweep"),
         name="workflows-sweep",
+    )
+    sender.add_periodic_task(  # the worker's heartbeat (and, sending it, beat's)
+        settings.BATON_DASHBOARD_HEARTBEAT_S,
+        sender.signature("dashboard.tasks.heartbeat"),
+        name="dashboard-heartbeat",
     )
     sender.add_periodic_task(
         settings.BATON_DASHBOARD_DEPTH_SAMPLE_S,

@@ -14,7 +14,8 @@ work stand, held edges, compensation path, history) when it changed, for the ins
 this process's sockets watch: looked at again after any journal event (gets, holds,
 commits and rollbacks move steps) or any new instance history row.
 With several web processes on Redis each process follows on its own; what they send is
-idempotent (snapshots and upserts).
+idempotent (snapshots and upserts). While it runs, the follower also writes its web
+process's heartbeat (``services.heartbeats``), which the overview shows.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from . import selectors
+from .services.heartbeats import process_beat
 
 log = logging.getLogger(__name__)
 OVERVIEW_GROUP = "dash.overview"
@@ -147,6 +149,7 @@ class Follower:
                 await layer.group_send(job_group(row["id"]), {"type": "job.changed", "job": row})
 
     async def _tick(self, layer, position: int, objects: Any) -> tuple[int, Any]:
+        await database_sync_to_async(process_beat)(kind="web")  # this web process's heartbeat
         await self._jobs(layer)
         events = await database_sync_to_async(selectors.journal_after)(position=position)
         await self._workflows(layer, journal_moved=bool(events))
@@ -182,8 +185,9 @@ class Follower:
 
 def _objects() -> tuple:
     """What besides the journal makes the follower push: the channels' rows, the brokers
-    and queues (defined, altered or deleted since its last read) and the STOMP connections."""
-    return selectors.channel_rows(), selectors.topology(), selectors.stomp_rows()
+    and queues (defined, altered or deleted since its last read), the STOMP connections and
+    the processes' heartbeats."""
+    return selectors.channel_rows(), selectors.topology(), selectors.stomp_rows(), selectors.process_rows()
 
 
 #: This process's follower.

@@ -88,3 +88,29 @@ class DepthSample(models.Model):
 
     class Meta:
         indexes = [models.Index(fields=["at", "broker"], name="depthsample_at")]
+
+
+class ProcessKind(models.TextChoices):
+    #: A web process (Uvicorn): pages, the API, the dashboard's sockets.
+    WEB = "web"
+    #: A Celery worker node: channel agents, move jobs, housekeeping tasks.
+    WORKER = "worker"
+    #: Celery beat: sends the periodic tasks (housekeeping, channel supervision, samples).
+    BEAT = "beat"
+
+
+class ProcessBeat(models.Model):
+    """A process's last heartbeat, one row per process: a worker node writes it when it runs
+    the ``dashboard.tasks.heartbeat`` task beat sends every ``BATON_DASHBOARD_HEARTBEAT_S``
+    (so it says both that beat sends and that a worker takes tasks), beat when it sends a
+    task, a web process while its journal follower runs. Rows silent for a day are deleted."""
+
+    kind = models.CharField(max_length=8, choices=ProcessKind.choices)
+    name = models.CharField(max_length=200, help_text="Worker node name, or host:pid.")
+    host = models.CharField(max_length=200)
+    pid = models.PositiveIntegerField()
+    started_at = models.DateTimeField()
+    seen_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["kind", "name"], name="processbeat_unique")]

@@ -25,7 +25,7 @@ from workflows.selectors import instance_get, instance_view, workflow_list, work
 from config.errors import InvalidInput, NotFound
 
 from .access import Acting, Visibility
-from .models import DepthSample, MoveJob
+from .models import DepthSample, MoveJob, ProcessBeat
 from .preview import PREVIEW_BYTES, body_preview
 
 #: Rate windows offered by the overview's charts: seconds -> bucket.
@@ -112,6 +112,28 @@ def stomp_rows() -> list[dict[str, Any]]:
     ]
 
 
+def process_rows() -> list[dict[str, Any]]:
+    """The processes' last heartbeats (``dashboard.ProcessBeat``), web, worker and beat in
+    that order: the page judges each alive or silent by its age against ``interval_s``."""
+    from django.conf import settings
+
+    order = {"web": 0, "worker": 1, "beat": 2}
+    rows = ProcessBeat.objects.values_list("kind", "name", "host", "pid", "started_at", "seen_at")
+    return [
+        {
+            "key": f"{kind}/{name}",
+            "kind": kind,
+            "name": name,
+            "host": host,
+            "pid": pid,
+            "started_at": started.isoformat(),
+            "seen_at": seen.isoformat(),
+            "interval_s": settings.BATON_DASHBOARD_HEARTBEAT_S,
+        }
+        for kind, name, host, pid, started, seen in sorted(rows, key=lambda r: (order.get(r[0], 9), r[1]))
+    ]
+
+
 def overview() -> dict[str, Any]:
     """Every broker, queue and channel with counts: what the follower pushes to every
     overview socket; each socket keeps only what its user may see (:func:`overview_for`)."""
@@ -122,6 +144,7 @@ def overview() -> dict[str, Any]:
         "journal_position": journal_position(),
         "channels": channel_rows(),
         "stomp": stomp_rows(),
+        "processes": process_rows(),
         "brokers": [
             {
                 "name": b.name,
@@ -168,7 +191,8 @@ def overview_for(data: dict[str, Any], seen: Visibility) -> dict[str, Any]:
     ]
     channels = [c for c in data["channels"] if seen.channel(c["source_broker"])]  # as REST lists them
     stomp = [c for c in data.get("stomp", []) if c["broker"] in seen.brokers]  # brokers seen whole
-    return {**data, "brokers": brokers, "channels": channels, "stomp": stomp}
+    # processes: host names and pids are the operator's business (superusers)
+    return {**data, "brokers": brokers, "channels": channels, "stomp": stomp, "processes": []}
 
 
 def broker_page(*, broker: str, seen: Visibility) -> dict[str, Any]:

@@ -60,6 +60,8 @@ def overview_page(request):
             "may_define_broker": request.user.is_superuser,
             "stomp_clients": stomp_clients(brokers=None if seen.everything else seen.brokers),
             "stomp_port": settings.BATON_STOMP_PORT or "off",
+            "processes": selectors.process_rows() if request.user.is_superuser else [],
+            "heartbeat_s": f"{settings.BATON_DASHBOARD_HEARTBEAT_S:g}",
         },
     )
 
