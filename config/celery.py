@@ -4,7 +4,7 @@ import logging
 import os
 
 from celery import Celery
-from celery.signals import beat_init, before_task_publish, worker_init
+from celery.signals import beat_init, before_task_publish, worker_init, worker_ready
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
@@ -23,6 +23,17 @@ def _worker_started(**kwargs):
 
     memtrace_start(process="worker")  # off unless BATON_TRACEMALLOC names a directory
     collector_tuned(settings.BATON_GC_THRESHOLD)  # before the pool starts: its processes inherit it
+
+
+@worker_ready.connect
+def _worker_heartbeat(sender=None, **kwargs):
+    """A worker node's first heartbeat, as it starts taking tasks (then the heartbeat task's)."""
+    try:
+        from dashboard.services.heartbeats import process_beat
+
+        process_beat(kind="worker", name=getattr(sender, "hostname", None))
+    except Exception:  # the overview says "no heartbeat yet"; the task writes it later
+        logging.getLogger(__name__).exception("worker heartbeat")
 
 
 _beat = False

@@ -572,6 +572,52 @@ def journal_rates(*, window_s: int, seen: Visibility) -> dict[str, Any]:
     }
 
 
+#: The channels page's history: this many seconds, in buckets of ``CHANNEL_BUCKET_S``.
+CHANNEL_WINDOW_S = 600
+CHANNEL_BUCKET_S = 10
+
+
+def channel_rates(*, seen: Visibility) -> dict[str, Any]:
+    """Messages the channels the user sees took from their transmission queues over the last
+    ten minutes, from the journal (a channel agent's gets there are its sends; a batch it
+    backs out is counted again when resent): ``points`` [{t, rate}] per 10-second bucket,
+    summed over the channels, and each channel's rate over the last minute (``channels``)."""
+    since = timezone.now() - timedelta(seconds=CHANNEL_WINDOW_S)
+    chans = [c for c in channel_rows() if seen.channel(c["source_broker"])]
+    of = {(c["source_broker"], c["transmission_queue"]): c["name"] for c in chans}
+    points: dict[int, int] = {}
+    recent: dict[str, int] = dict.fromkeys((c["name"] for c in chans), 0)
+    if of:
+        first = journal_first_id_since(since=since)
+        where = Q(pk__in=[])
+        for broker, queue in of:
+            where |= Q(broker=broker, queue=queue)
+        rows = (
+            JournalEvent.objects.filter(where, id__gte=first or 0, at__gte=since, kind="get")
+            .annotate(t=TruncSecond("at"))
+            .values("t", "broker", "queue")
+            .annotate(n=Sum("count"))
+        )
+        minute_ago = timezone.now().timestamp() - 60
+        for row in rows:
+            t = int(row["t"].timestamp())
+            points[t - t % CHANNEL_BUCKET_S] = points.get(t - t % CHANNEL_BUCKET_S, 0) + row["n"]
+            if t >= minute_ago:
+                recent[of[(row["broker"], row["queue"])]] += row["n"]
+    return {
+        "bucket": CHANNEL_BUCKET_S,
+        "points": [{"t": t, "rate": n / CHANNEL_BUCKET_S} for t, n in sorted(points.items())],
+        "channels": {name: n / 60 for name, n in recent.items()},
+    }
+
+
+def channel_backlogs(data: dict[str, Any]) -> dict[str, int | None]:
+    """Each channel's backlog (the committed messages on its transmission queue) from an
+    overview's counts: None where the user does not see that queue."""
+    depth = {(b["name"], q["name"]): q["depth"] for b in data["brokers"] for q in b["queues"]}
+    return {c["name"]: depth.get((c["source_broker"], c["transmission_queue"])) for c in data["channels"]}
+
+
 # --- move and resubmit jobs ----------------------------------------------------------------
 
 

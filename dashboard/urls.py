@@ -73,6 +73,7 @@ urlpatterns = [
     path("brokers/<name:broker>/", views.broker_page, name="dashboard-broker"),
     path("channels/<name:name>/start/", views.channel_action, {"action": "start"}, name="dashboard-channel-start"),
     path("channels/<name:name>/stop/", views.channel_action, {"action": "stop"}, name="dashboard-channel-stop"),
+    path("channels/rates/", views.channel_rates_json, name="dashboard-channel-rates"),
     path("channels/", views.channels_page, name="dashboard-channels"),
     path("analytics/run/", spark_views.analytics_run_view, name="dashboard-analytics-run"),
     path("analytics/", spark_views.analytics_page, name="dashboard-analytics"),

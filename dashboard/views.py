@@ -78,6 +78,12 @@ def rates_json(request):
         return JsonResponse(exc.as_dict(), status=exc.status)
 
 
+@login_required
+def channel_rates_json(request):
+    """The channels page's history: ``selectors.channel_rates`` for the user's channels."""
+    return JsonResponse(selectors.channel_rates(seen=visibility(request.user)))
+
+
 @page
 def broker_page(request, broker):
     require_broker_seen(request.user, broker=broker)
@@ -262,11 +268,12 @@ def subscriptions_page(request, broker):
 def channels_page(request):
     seen = visibility(request.user)
     data = selectors.overview_for(selectors.overview(), seen)
+    backlogs = selectors.channel_backlogs(data)
     return render(
         request,
         "dashboard/channels.html",
         {
-            "channels": data["channels"],
+            "channels": [{**c, "backlog": backlogs[c["name"]]} for c in data["channels"]],
             "brokers": data["brokers"],
             "nav": "channels",
             "may_operate": request.user.is_superuser,

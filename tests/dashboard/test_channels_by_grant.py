@@ -43,3 +43,26 @@ def test_channels_shown_are_those_rest_shows(channels, client):
     assert "SEEN.TO.HIDDEN" in page and "HIDDEN.TO.SEEN" not in page
     page = client.get("/brokers/SEEN/").content.decode()
     assert "HIDDEN.TO.SEEN" not in page
+
+
+def test_channel_history_and_backlog_come_from_the_server(channels, admin_client):
+    """What the channels page shows before any push: rates from the journal's gets off each
+    transmission queue (as a channel agent gets), backlog from its depth."""
+    from brokers.services.message_input import MessageInput
+    from brokers.services.messages import message_get, message_put
+
+    message_put(broker="SEEN", queue="HIDDEN", messages=[MessageInput(body=b"m")] * 5)
+    for _ in range(3):
+        message_get(broker="SEEN", queue="HIDDEN")
+    solo = make_user("solo")
+    grant_actions(username="solo", broker="SEEN", actions=["browse"])
+
+    rates = selectors.channel_rates(seen=visibility(solo))
+    assert sum(p["rate"] for p in rates["points"]) * rates["bucket"] == 3
+    assert rates["channels"] == {"SEEN.TO.HIDDEN": 3 / 60}  # the other broker's channel is not theirs
+    assert admin_client.get("/channels/rates/").json()["channels"] == {"HIDDEN.TO.SEEN": 0, "SEEN.TO.HIDDEN": 0.05}
+
+    data = selectors.overview_for(selectors.overview(), visibility(solo))
+    assert selectors.channel_backlogs(data) == {"SEEN.TO.HIDDEN": 2}
+    page = admin_client.get("/channels/").content.decode()
+    assert '<td class="n" data-field="backlog">2</td>' in page

@@ -346,6 +346,7 @@ function showRollback(n, cascade) {
   if (n.id !== rollbackShownFor) {
     rollbackShownFor = n.id;
     rollbackConfirm.hidden = true;
+    rollbackAsk.hidden = false;
     rollbackResult.hidden = true;
   }
   if (!may) { rollbackConfirm.hidden = true; return; }
@@ -355,12 +356,14 @@ function showRollback(n, cascade) {
     : `Roll back ${short(n.id)}? Nothing is downstream of it.`;
 }
 
-document.getElementById("rollback-ask").addEventListener("click", () => { rollbackConfirm.hidden = false; });
-document.getElementById("rollback-cancel").addEventListener("click", () => { rollbackConfirm.hidden = true; });
+const rollbackAsk = document.getElementById("rollback-ask");
+rollbackAsk.addEventListener("click", () => { rollbackConfirm.hidden = false; rollbackAsk.hidden = true; });
+document.getElementById("rollback-cancel").addEventListener("click", () => { rollbackConfirm.hidden = true; rollbackAsk.hidden = false; });
 rollbackForm.addEventListener("submit", async (event) => {
   event.preventDefault();
   const id = rollbackShownFor;
   rollbackConfirm.hidden = true;
+  rollbackAsk.hidden = false;
   rollbackResult.hidden = false;
   rollbackResult.className = "";
   rollbackResult.textContent = `Rolling back ${short(id)}…`;
