@@ -65,7 +65,8 @@ class _DashboardConsumer(AsyncJsonWebsocketConsumer):
 
 
 class OverviewConsumer(_DashboardConsumer):
-    """``/ws/overview/``: ``{"type": "overview", "data": ..., "counts": {broker: {kind: n}}}``."""
+    """``/ws/overview/``: ``{"type": "overview", "data": ..., "counts": {broker: {kind: n}},
+    "queues": {broker: {queue: {"put": n, "get": n}}}}`` (the events since the last push)."""
 
     async def connect(self) -> None:
         if not await self._open():
@@ -76,8 +77,18 @@ class OverviewConsumer(_DashboardConsumer):
 
     async def overview_changed(self, event: dict) -> None:
         counts = {b: c for b, c in event["counts"].items() if self.seen.broker(b)}
+        queues = {
+            b: {q: c for q, c in qs.items() if self.seen.queue(b, q)}
+            for b, qs in event.get("queues", {}).items()
+            if self.seen.broker(b)
+        }
         await self.send_json(
-            {"type": "overview", "data": selectors.overview_for(event["data"], self.seen), "counts": counts}
+            {
+                "type": "overview",
+                "data": selectors.overview_for(event["data"], self.seen),
+                "counts": counts,
+                "queues": queues,
+            }
         )
 
 

@@ -157,11 +157,14 @@ class Follower:
         if not events and current == objects:
             return position, objects
         counts: dict[str, Counter] = {}
+        per_queue: dict[str, dict[str, Counter]] = {}  # broker -> queue -> puts and gets
         changed: dict[str, set[str]] = {}
         queues: dict[str, set[str]] = {}
         for _, kind, broker, transaction_id, queue, count in events:
             if kind in selectors.RATE_KINDS:
                 counts.setdefault(broker, Counter())[kind] += count
+            if queue and kind in ("put", "get"):
+                per_queue.setdefault(broker, {}).setdefault(queue, Counter())[kind] += count
             if transaction_id:
                 changed.setdefault(broker, set()).add(transaction_id)
                 if queue and kind in ("put", "get"):
@@ -173,6 +176,7 @@ class Follower:
                 "type": "overview.changed",
                 "data": data,
                 "counts": {b: dict(c) for b, c in counts.items()},
+                "queues": {b: {q: dict(c) for q, c in qs.items()} for b, qs in per_queue.items()},
             },
         )
         for broker, ids in changed.items():

@@ -114,3 +114,24 @@ class ProcessBeat(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["kind", "name"], name="processbeat_unique")]
+
+
+class QueueDepthSample(models.Model):
+    """One queue's messages by state at a depth sample's moment (the same ``at`` as its
+    broker's ``DepthSample``), written only for queues holding any message then: a sample
+    of the broker without a row for the queue means the queue was empty. Kept one hour, for
+    the queue page's depth chart."""
+
+    at = models.DateTimeField()
+    broker = models.CharField(max_length=48)
+    queue = models.CharField(max_length=48)
+    available = models.PositiveIntegerField()
+    uncommitted_puts = models.PositiveIntegerField()
+    in_flight = models.PositiveIntegerField()
+    locked = models.PositiveIntegerField()
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["broker", "queue", "at"], name="queuedepth_queue_at"),
+            models.Index(fields=["at"], name="queuedepth_at"),
+        ]

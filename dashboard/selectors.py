@@ -25,7 +25,7 @@ from workflows.selectors import instance_get, instance_view, workflow_list, work
 from config.errors import InvalidInput, NotFound
 
 from .access import Acting, Visibility
-from .models import DepthSample, MoveJob, ProcessBeat
+from .models import DepthSample, MoveJob, ProcessBeat, QueueDepthSample
 from .preview import PREVIEW_BYTES, body_preview
 
 #: Rate windows offered by the overview's charts: seconds -> bucket.
@@ -545,6 +545,46 @@ def depth_history(*, window_s: int, seen: Visibility) -> list[dict[str, Any]]:
         for part in DEPTH_PARTS:
             point[part] += getattr(s, part)
     return [{"t": t, **v} for t, v in sorted(points.items())]
+
+
+#: The queue page's windows: seconds -> bucket (the per-queue samples are kept an hour).
+QUEUE_WINDOWS = {600: 10, 3600: 60}
+
+
+def queue_rates(*, broker: str, queue: str, window_s: int) -> dict[str, Any]:
+    """One queue over the last ``window_s`` seconds: puts and gets per bucket from the
+    journal (``points`` [{t, put, get}], counts per bucket of ``bucket`` seconds), and its
+    depth at each depth sample of its broker (``depth``; zeros where the queue was empty).
+    The caller checks that the user sees the queue."""
+    bucket = QUEUE_WINDOWS.get(window_s)
+    if bucket is None:
+        raise InvalidInput(f"window must be one of {', '.join(map(str, QUEUE_WINDOWS))} seconds.")
+    since = timezone.now() - timedelta(seconds=window_s)
+    first = journal_first_id_since(since=since)
+    rows = (
+        JournalEvent.objects.filter(id__gte=first or 0, at__gte=since, broker=broker, queue=queue)
+        .filter(kind__in=("put", "get"))
+        .annotate(t=TruncSecond("at"))
+        .values("t", "kind")
+        .annotate(n=Sum("count"))
+    )
+    series: dict[int, dict[str, int]] = {}
+    for row in rows:
+        t = int(row["t"].timestamp())
+        series.setdefault(t - t % bucket, {"put": 0, "get": 0})[row["kind"]] += row["n"]
+    samples = QueueDepthSample.objects.filter(broker=broker, queue=queue, at__gte=since)  # queuedepth_queue_at
+    held = {s.at: s for s in samples}  # keyed by the sample's moment, which its broker's row shares
+    times = DepthSample.objects.filter(broker=broker, at__gte=since).order_by("at").values_list("at", flat=True)
+    depth = []
+    for at in times:
+        sample = held.get(at)
+        depth.append({"t": at.timestamp(), **{p: getattr(sample, p) if sample else 0 for p in DEPTH_PARTS}})
+    return {
+        "window": window_s,
+        "bucket": bucket,
+        "points": [{"t": t, **v} for t, v in sorted(series.items())],
+        "depth": depth,
+    }
 
 
 def journal_rates(*, window_s: int, seen: Visibility) -> dict[str, Any]:

@@ -41,6 +41,7 @@ urlpatterns = [
     path(f"{Q}/messages/<str:msg_id>/delete/", views.message_delete, name="dashboard-message-delete"),
     path(f"{Q}/messages/<str:msg_id>/body/", views.message_download, name="dashboard-message-body"),
     path(f"{Q}/messages/<str:msg_id>/", views.message_page, name="dashboard-message"),
+    path(f"{Q}/rates/", views.queue_rates_json, name="dashboard-queue-rates"),
     path(f"{Q}/put/", views.message_put, name="dashboard-put"),
     path(f"{Q}/purge/", views.queue_purge, name="dashboard-purge"),
     path(f"{Q}/move/", views.move_submit, name="dashboard-move"),

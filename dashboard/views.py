@@ -79,6 +79,18 @@ def rates_json(request):
 
 
 @login_required
+def queue_rates_json(request, broker, queue):
+    """The queue page's history: ``selectors.queue_rates`` (puts, gets, depth)."""
+    try:
+        require_queue_seen(request.user, broker=broker, queue=queue)
+        window = request.GET.get("window", "600")
+        data = selectors.queue_rates(broker=broker, queue=queue, window_s=int(window) if window.isdigit() else -1)
+    except BatonError as exc:
+        return JsonResponse(exc.as_dict(), status=exc.status)
+    return JsonResponse(data)
+
+
+@login_required
 def channel_rates_json(request):
     """The channels page's history: ``selectors.channel_rates`` for the user's channels."""
     return JsonResponse(selectors.channel_rates(seen=visibility(request.user)))
@@ -136,6 +148,7 @@ def queue_page(request, broker, queue):
             "ingests": ingest_list(broker=broker, queue=queue, limit=5),  # Spark ingests (dashboard/ingest_panel.html)
             "edit": edit_links("queue", request.user, {"broker": broker, "queue": queue}),
             "offers": offers,
+            "depth_sample_s": f"{settings.BATON_DASHBOARD_DEPTH_SAMPLE_S:g}",
             **_queue_actions(request.user, broker, queue),
         },
         status=400 if filter_error is not None else 200,
