@@ -213,6 +213,63 @@ def broker_page(*, broker: str, seen: Visibility) -> dict[str, Any]:
     }
 
 
+def queue_consumers(*, broker: str, queue: str) -> dict[str, Any]:
+    """Who is taking messages from a queue now: the STOMP subscriptions to ``/queue/{queue}``
+    (with their connections), the channels whose agents read it (its transmission queue),
+    and the units of work holding its messages in flight, counted per owner."""
+    from stomp_server.selectors import stomp_clients
+
+    destination = f"/queue/{queue}"
+    stomp = [
+        {
+            "session": c.session,
+            "username": c.username,
+            "peer": c.peer,
+            "transport": c.transport,
+            "ack": s.get("ack", ""),
+            "unacknowledged": s.get("unacknowledged", 0),
+        }
+        for c in stomp_clients(brokers=frozenset({broker}))
+        for s in c.subscriptions
+        if s.get("destination") == destination
+    ]
+    channels = [
+        {"name": c["name"], "state": c["state"], "target_broker": c["target_broker"]}
+        for c in channel_rows()
+        if c["source_broker"] == broker and c["transmission_queue"] == queue
+    ]
+    held = (
+        Message.objects.filter(queue__broker__name=broker, queue__name=queue, get_transaction__isnull=False)
+        .values("get_transaction__owner", "get_transaction__user__username")
+        .annotate(units=Count("get_transaction", distinct=True), messages=Count("id"))
+        .order_by("-messages")
+    )
+    units = [
+        {
+            "owner": row["get_transaction__user__username"] or "",
+            "agent": row["get_transaction__owner"] or "",
+            "units": row["units"],
+            "messages": row["messages"],
+        }
+        for row in held[:50]
+    ]
+    return {"stomp": stomp, "channels": channels, "units": units}
+
+
+def broker_connections(*, broker: str) -> dict[str, Any]:
+    """A broker's open application connections (sessions: client name, since, its unit of
+    work) and its STOMP connections."""
+    from brokers.models import Connection
+    from stomp_server.selectors import stomp_clients
+
+    sessions = list(
+        Connection.objects.filter(broker__name=broker, closed_at__isnull=True)
+        .order_by("created_at")
+        .values("conn_id", "client_name", "created_at", "current_transaction_id")[:200]
+    )
+    return {"sessions": sessions, "stomp": stomp_clients(brokers=frozenset({broker}))}
+
+
 # --- publish/subscribe ---------------------------------------------------------------------
 
 

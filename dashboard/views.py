@@ -99,7 +99,9 @@ def channel_rates_json(request):
 @page
 def broker_page(request, broker):
     require_broker_seen(request.user, broker=broker)
-    data = selectors.broker_page(broker=broker, seen=visibility(request.user))
+    seen = visibility(request.user)
+    data = selectors.broker_page(broker=broker, seen=seen)
+    whole = seen.everything or broker in seen.brokers  # connections: for those who see the broker whole
     return render(
         request,
         "dashboard/broker.html",
@@ -107,6 +109,7 @@ def broker_page(request, broker):
             **data,
             "nav": "overview",
             "queue_define": define_panel("queue", request.user, {"broker": broker}),
+            "connections": selectors.broker_connections(broker=broker) if whole else None,
             "edit": edit_links("broker", request.user, {"broker": broker}),
         },
     )
@@ -149,6 +152,7 @@ def queue_page(request, broker, queue):
             "edit": edit_links("queue", request.user, {"broker": broker, "queue": queue}),
             "offers": offers,
             "depth_sample_s": f"{settings.BATON_DASHBOARD_DEPTH_SAMPLE_S:g}",
+            "consumers": selectors.queue_consumers(broker=broker, queue=queue),
             **_queue_actions(request.user, broker, queue),
         },
         status=400 if filter_error is not None else 200,

@@ -66,3 +66,25 @@ def test_channel_history_and_backlog_come_from_the_server(channels, admin_client
     assert selectors.channel_backlogs(data) == {"SEEN.TO.HIDDEN": 2}
     page = admin_client.get("/channels/").content.decode()
     assert '<td class="n" data-field="backlog">2</td>' in page
+
+
+def test_consumers_of_a_queue_and_connections_of_a_broker(channels, admin_client):
+    """Who takes messages from a queue (a channel agent reading it, units of work holding
+    its messages in flight, per owner) and a broker's open sessions, on their pages."""
+    from brokers.services.connections import connection_open
+    from brokers.services.message_input import MessageInput
+    from brokers.services.messages import message_get, message_put
+
+    message_put(broker="SEEN", queue="HIDDEN", messages=[MessageInput(body=b"m")] * 3)
+    message_get(broker="SEEN", queue="HIDDEN", syncpoint="yes", batch=2)
+    consumers = selectors.queue_consumers(broker="SEEN", queue="HIDDEN")
+    assert consumers["channels"] == [{"name": "SEEN.TO.HIDDEN", "state": "stopped", "target_broker": "HIDDEN"}]
+    assert [(u["units"], u["messages"]) for u in consumers["units"]] == [(1, 2)]
+    assert selectors.queue_consumers(broker="SEEN", queue="Q1") == {"stomp": [], "channels": [], "units": []}
+    page = admin_client.get("/brokers/SEEN/queues/HIDDEN/").content.decode()
+    assert 'id="consumer-table"' in page and "channel SEEN.TO.HIDDEN" in page and "1 unit of work holding" in page
+
+    connection_open(broker="SEEN", client_name="billing-app")
+    assert [c["client_name"] for c in selectors.broker_connections(broker="SEEN")["sessions"]] == ["billing-app"]
+    assert "billing-app" in admin_client.get("/brokers/SEEN/").content.decode()
+    assert "billing-app" not in admin_client.get("/brokers/HIDDEN/").content.decode()
