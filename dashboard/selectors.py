@@ -195,10 +195,32 @@ def overview_for(data: dict[str, Any], seen: Visibility) -> dict[str, Any]:
     return {**data, "brokers": brokers, "channels": channels, "stomp": stomp, "processes": []}
 
 
-def broker_page(*, broker: str, seen: Visibility) -> dict[str, Any]:
+def broker_page(
+    *, broker: str, seen: Visibility, name: str = "", kind: str = "", sort: str = "name", page: int = 1, size: int = 50
+) -> dict[str, Any]:
+    """The broker page: the broker, one page of its queues the user sees (``name``: contains,
+    ``kind``, ``sort``: a field, '-' first for largest first; counts for that page only unless
+    sorted by a count, which counts the filtered queues in one grouped read), open units of
+    work and channels. ``total``: queues matching; ``pages``."""
     b = broker_get(name=broker)
-    queues = [q for q in Queue.objects.filter(broker=b).order_by("name") if seen.queue(broker, q.name)]
-    counts = queue_counts(queue_ids=[q.pk for q in queues])
+    rows = Queue.objects.filter(broker=b)
+    if name:
+        rows = rows.filter(name__contains=name)
+    if kind:
+        rows = rows.filter(kind=kind)
+    if not (seen.everything or broker in seen.brokers):
+        rows = rows.filter(name__in=[q for bb, q in seen.queues if bb == broker])
+    key = sort.lstrip("-")
+    if key in ("name", "kind"):
+        total = rows.count()
+        queues = list(rows.order_by(key, "name")[(page - 1) * size : page * size])
+        counts = queue_counts(queue_ids=[q.pk for q in queues])
+    else:
+        every = list(rows.order_by("name"))
+        total = len(every)
+        counts = queue_counts(queue_ids=[q.pk for q in every])
+        every.sort(key=lambda q: -counts[q.pk][key])  # stable: by name within equal counts
+        queues = every[(page - 1) * size : page * size]
     open_units = Transaction.objects.filter(broker=broker, state__in=["active", "commit_held"]).count()
     channels = [
         c
@@ -208,6 +230,9 @@ def broker_page(*, broker: str, seen: Visibility) -> dict[str, Any]:
     return {
         "broker": b,
         "queues": [{"queue": q, **counts[q.pk]} for q in queues],
+        "total": total,
+        "page": page,
+        "pages": max(1, -(-total // size)),
         "open_units": open_units,
         "channels": channels,
     }

@@ -100,18 +100,32 @@ def channel_rates_json(request):
 def broker_page(request, broker):
     require_broker_seen(request.user, broker=broker)
     seen = visibility(request.user)
-    data = selectors.broker_page(broker=broker, seen=seen)
+    try:
+        listing, list_error = forms.queue_list_form(request.GET), None
+    except InvalidInput as exc:  # the page, with the reason instead of queues: 400
+        listing, list_error = {"name": "", "kind": "", "sort": "name", "page": 1}, exc
+    data = selectors.broker_page(broker=broker, seen=seen, size=forms.QUEUE_PAGE, **listing)
+    if list_error is not None:
+        data.update(queues=[], total=0, pages=1)
     whole = seen.everything or broker in seen.brokers  # connections: for those who see the broker whole
+    shown = {k: v for k, v in listing.items() if k != "page" and v and (k, v) != ("sort", "name")}
     return render(
         request,
         "dashboard/broker.html",
         {
             **data,
+            "listing": listing,
+            "list_error": list_error,
+            "list_query": urlencode(shown),
+            "sorts": forms.QUEUE_SORT_LABELS,
+            "kinds": ["local", "remote", "alias"],
+            "paged": bool(shown) or data["pages"] > 1,
             "nav": "overview",
             "queue_define": define_panel("queue", request.user, {"broker": broker}),
             "connections": selectors.broker_connections(broker=broker) if whole else None,
             "edit": edit_links("broker", request.user, {"broker": broker}),
         },
+        status=400 if list_error is not None else 200,
     )
 
 
