@@ -14,7 +14,15 @@ from workflows import permissions as wmay
 
 from . import selectors
 from .access import acting, visibility
-from .follower import FOLLOWER, OVERVIEW_GROUP, graph_group, job_group, workflow_group, workflows_group
+from .follower import (
+    FOLLOWER,
+    OVERVIEW_GROUP,
+    graph_group,
+    job_group,
+    topics_group,
+    workflow_group,
+    workflows_group,
+)
 
 #: The dashboard's sockets only push; a browser has nothing to send on them. A frame is
 #: answered ``{"type": "error", "code": "invalid"}``; one over this many bytes with
@@ -182,6 +190,33 @@ class WorkflowListConsumer(_DashboardConsumer):
 
     async def workflows_changed(self, event: dict) -> None:
         await self.send_json({"type": "workflows", "workflows": event["workflows"]})
+
+
+class TopicsConsumer(_DashboardConsumer):
+    """``/ws/brokers/<broker>/topics/``: ``{"type": "topics", "topics": {"topics": [...],
+    "retained": [...]}}`` now and whenever a topic object or retained publication changes."""
+
+    async def connect(self) -> None:
+        if not await self._open():
+            return
+        broker = self.scope["url_route"]["kwargs"]["broker"]
+        if not self.seen.broker(broker):
+            await self.close(code=4403)
+            return
+        self.broker = broker
+        await self._join(topics_group(broker))
+        fingerprint = await database_sync_to_async(selectors.topics_fingerprint)(broker=broker)
+        FOLLOWER.watch_topics(broker, fingerprint)
+        data = await database_sync_to_async(selectors.topics_live)(broker=broker)
+        await self.send_json({"type": "topics", "topics": data})
+
+    async def disconnect(self, code: int) -> None:
+        if getattr(self, "broker", None) is not None:
+            FOLLOWER.unwatch_topics(self.broker)
+        await super().disconnect(code)
+
+    async def topics_changed(self, event: dict) -> None:
+        await self.send_json({"type": "topics", "topics": event["topics"]})
 
 
 def _instance_seen(user, instance_id: str) -> dict | None:

@@ -55,6 +55,10 @@ def workflows_group(broker: str) -> str:
     return "dash.workflows." + broker.encode().hex()
 
 
+def topics_group(broker: str) -> str:
+    return "dash.topics." + broker.encode().hex()
+
+
 #: Seconds the follower reads back before its last read of the jobs, so that a batch
 #: that committed after that read (its ``updated_at`` taken before its commit) is not missed.
 JOBS_OVERLAP_S = 5.0
@@ -73,6 +77,9 @@ class Follower:
         #: Brokers whose workflow list this process's sockets watch, and the list last sent.
         self.workflow_lists: Counter = Counter()
         self.workflow_lists_sent: dict[str, list | None] = {}
+        #: Brokers whose topics page this process's sockets watch, and what was last read.
+        self.topic_pages: Counter = Counter()
+        self.topic_pages_seen: dict[str, tuple | None] = {}
 
     def subscribe(self) -> None:
         self.subscribers += 1
@@ -105,6 +112,26 @@ class Follower:
         if self.workflow_lists[broker] <= 0:
             del self.workflow_lists[broker]
             self.workflow_lists_sent.pop(broker, None)
+
+    def watch_topics(self, broker: str, fingerprint: tuple) -> None:
+        self.topic_pages[broker] += 1
+        self.topic_pages_seen.setdefault(broker, fingerprint)
+
+    def unwatch_topics(self, broker: str) -> None:
+        self.topic_pages[broker] -= 1
+        if self.topic_pages[broker] <= 0:
+            del self.topic_pages[broker]
+            self.topic_pages_seen.pop(broker, None)
+
+    async def _topics(self, layer) -> None:
+        """Push the watched brokers' topics pages whose topic objects or retained
+        publications changed (neither is in the journal: a cheap read each tick)."""
+        for broker in list(self.topic_pages):
+            fingerprint = await database_sync_to_async(selectors.topics_fingerprint)(broker=broker)
+            if broker in self.topic_pages and fingerprint != self.topic_pages_seen.get(broker):
+                self.topic_pages_seen[broker] = fingerprint
+                data = await database_sync_to_async(selectors.topics_live)(broker=broker)
+                await layer.group_send(topics_group(broker), {"type": "topics.changed", "topics": data})
 
     async def _workflows(self, layer, *, journal_moved: bool) -> None:
         """Push the watched instances, and the watched brokers' workflow lists, that changed."""
@@ -151,6 +178,7 @@ class Follower:
     async def _tick(self, layer, position: int, objects: Any) -> tuple[int, Any]:
         await database_sync_to_async(process_beat)(kind="web")  # this web process's heartbeat
         await self._jobs(layer)
+        await self._topics(layer)
         events = await database_sync_to_async(selectors.journal_after)(position=position)
         await self._workflows(layer, journal_moved=bool(events))
         current = await database_sync_to_async(_objects)()

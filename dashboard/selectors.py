@@ -321,6 +321,51 @@ def topics_page(*, broker: str) -> dict[str, Any]:
     return {"broker": broker_get(name=broker), "topics": topic_list(broker=broker), "retained": retained}
 
 
+def topics_fingerprint(*, broker: str) -> tuple:
+    """What changes when the topics page would: the topic objects' attributes and the
+    retained publications' count and latest publication (a cheap read each follower tick)."""
+    from django.db.models import Max
+
+    from pubsub.models import RetainedPublication, Topic
+
+    topics = tuple(
+        Topic.objects.filter(broker__name=broker)
+        .order_by("topic_string")
+        .values_list("name", "topic_string", "conflation_interval_ms", "durable_subscriptions", "description")
+    )
+    retained = RetainedPublication.objects.filter(broker__name=broker)
+    retained = retained.aggregate(n=Count("id"), last=Max("published_at"))
+    return topics, retained["n"], retained["last"]
+
+
+def topics_live(*, broker: str) -> dict[str, Any]:
+    """The topics page's tables as its socket pushes them, sizes and durations in words."""
+    from .templatetags.baton import duration_ms, size
+
+    data = topics_page(broker=broker)
+    return {
+        "topics": [
+            {
+                "name": t.name,
+                "topic_string": t.topic_string,
+                "conflation": duration_ms(t.conflation_interval_ms) if t.conflation_interval_ms else "—",
+                "durable": "allowed" if t.durable_subscriptions else "not allowed",
+                "description": t.description,
+            }
+            for t in data["topics"]
+        ],
+        "retained": [
+            {
+                "name": r["topic"],
+                "published_at": r["published_at"].isoformat(),
+                "size": size(r["length"]),
+                "body": None if r["body"] is None else r["body"][:120],
+            }
+            for r in data["retained"]
+        ],
+    }
+
+
 def subscriptions_page(*, broker: str, seen: Visibility) -> dict[str, Any]:
     """A broker's subscriptions whose queues the user may see."""
     from pubsub.selectors import subscription_list
