@@ -50,6 +50,11 @@ urlpatterns = [
     path(f"{Q}/ingest/", spark_views.ingest_start_view, name="dashboard-ingest"),
     path(f"{Q}/", views.queue_page, name="dashboard-queue"),
     path(
+        "brokers/<name:broker>/connections/<str:conn_id>/close/",
+        views.connection_close_view,
+        name="dashboard-connection-close",
+    ),
+    path(
         "brokers/<name:broker>/transactions/<str:transaction_id>/rollback/",
         views.transaction_rollback,
         name="dashboard-transaction-rollback",

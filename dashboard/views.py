@@ -14,6 +14,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from brokers.channels.definitions import channel_start, channel_stop
+from brokers.api.operations.connections import ConnectionClose
 from brokers.api.operations.messages import MessageBrowse
 from brokers.api.operations.transactions import TransactionRollback
 from brokers.selectors import queue_get
@@ -123,6 +124,7 @@ def broker_page(request, broker):
             "nav": "overview",
             "queue_define": define_panel("queue", request.user, {"broker": broker}),
             "connections": selectors.broker_connections(broker=broker) if whole else None,
+            "may_close": may_admin(request.user, broker),
             "edit": edit_links("broker", request.user, {"broker": broker}),
         },
         status=400 if list_error is not None else 200,
@@ -257,6 +259,17 @@ def transactions_page(request, broker):
             "queue_names": selectors.queue_names_seen(broker=broker, seen=visibility(request.user)),
         },
     )
+
+
+@page
+@require_POST
+def connection_close_view(request, broker, conn_id):
+    """Close an application session from the broker page: the REST operation
+    ``ConnectionClose`` as the signed-in user (its permission check: as for opening one on
+    the broker, and for its open unit of work, which closing rolls back, as for acting on it)."""
+    ConnectionClose.run(request.user, {"conn_id": conn_id})
+    messages.success(request, f"Closed session {conn_id}; any unit of work it had open was rolled back.")
+    return redirect(reverse("dashboard-broker", args=[broker]))
 
 
 @login_required

@@ -88,3 +88,24 @@ def test_consumers_of_a_queue_and_connections_of_a_broker(channels, admin_client
     assert [c["client_name"] for c in selectors.broker_connections(broker="SEEN")["sessions"]] == ["billing-app"]
     assert "billing-app" in admin_client.get("/brokers/SEEN/").content.decode()
     assert "billing-app" not in admin_client.get("/brokers/HIDDEN/").content.decode()
+
+
+def test_a_session_closed_from_the_broker_page_runs_the_operation(two_brokers, client):
+    from brokers.models import Connection
+    from brokers.services.connections import connection_open
+
+    conn = connection_open(broker="SEEN", client_name="billing-app").connection.conn_id
+    url = f"/brokers/SEEN/connections/{conn}/close/"
+    viewer = make_user("looker")
+    grant_actions(username="looker", broker="SEEN", actions=["browse"])
+    client.force_login(viewer)
+    assert 'action="' + url not in client.get("/brokers/SEEN/").content.decode()  # no button
+    assert client.post(url).status_code == 403  # nor the operation: as REST refuses it
+    assert Connection.objects.get(pk=conn).closed_at is None
+
+    client.force_login(make_user("root", superuser=True))
+    assert 'action="' + url in client.get("/brokers/SEEN/").content.decode()
+    answer = client.post(url)
+    assert answer.status_code == 302 and answer.headers["location"] == "/brokers/SEEN/"
+    assert Connection.objects.get(pk=conn).closed_at is not None
+    assert "billing-app" not in client.get("/brokers/SEEN/").content.decode()
