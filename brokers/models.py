@@ -53,6 +53,7 @@ ROUTE_WORDS = {
     "define",  # dashboard: define, alter, delete pages
     "alter",
     "delete",
+    "rates",  # dashboard: a queue's rates and depth history
 }
 
 

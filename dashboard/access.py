@@ -20,6 +20,7 @@ Channels are started and stopped by superusers only, as in the REST API.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from brokers.models import Grant
 from brokers.permissions import ANY
@@ -54,6 +55,29 @@ class Visibility:
 
     def channel(self, source_broker: str) -> bool:
         return self.everything or source_broker in self.granted
+
+
+@dataclass(frozen=True)
+class Acting:
+    """Whose units of work a user may act on (roll back) from the graph: their own, those
+    of the brokers they administer, or all (superusers), as ``brokers.permissions``'s
+    ownership rule says; the rollback itself checks again."""
+
+    everything: bool
+    user_id: int | None = None
+    administered: frozenset[str] = frozenset()
+
+    def may(self, node: dict[str, Any]) -> bool:
+        if self.everything or node["broker"] in self.administered:
+            return True
+        return node.get("user_id") is not None and node.get("user_id") == self.user_id
+
+
+def acting(user) -> Acting:
+    if getattr(user, "is_superuser", False):
+        return Acting(everything=True)
+    administered = Grant.objects.filter(user=user, queue="", may_admin=True).values_list("broker", flat=True)
+    return Acting(everything=False, user_id=user.pk, administered=frozenset(administered))
 
 
 def _grants(user, actions) -> list[tuple[str, str]]:

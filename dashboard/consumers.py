@@ -13,8 +13,16 @@ from config.errors import BatonError
 from workflows import permissions as wmay
 
 from . import selectors
-from .access import visibility
-from .follower import FOLLOWER, OVERVIEW_GROUP, graph_group, job_group, workflow_group, workflows_group
+from .access import acting, visibility
+from .follower import (
+    FOLLOWER,
+    OVERVIEW_GROUP,
+    graph_group,
+    job_group,
+    topics_group,
+    workflow_group,
+    workflows_group,
+)
 
 #: The dashboard's sockets only push; a browser has nothing to send on them. A frame is
 #: answered ``{"type": "error", "code": "invalid"}``; one over this many bytes with
@@ -65,7 +73,8 @@ class _DashboardConsumer(AsyncJsonWebsocketConsumer):
 
 
 class OverviewConsumer(_DashboardConsumer):
-    """``/ws/overview/``: ``{"type": "overview", "data": ..., "counts": {broker: {kind: n}}}``."""
+    """``/ws/overview/``: ``{"type": "overview", "data": ..., "counts": {broker: {kind: n}},
+    "queues": {broker: {queue: {"put": n, "get": n}}}}`` (the events since the last push)."""
 
     async def connect(self) -> None:
         if not await self._open():
@@ -76,8 +85,18 @@ class OverviewConsumer(_DashboardConsumer):
 
     async def overview_changed(self, event: dict) -> None:
         counts = {b: c for b, c in event["counts"].items() if self.seen.broker(b)}
+        queues = {
+            b: {q: c for q, c in qs.items() if self.seen.queue(b, q)}
+            for b, qs in event.get("queues", {}).items()
+            if self.seen.broker(b)
+        }
         await self.send_json(
-            {"type": "overview", "data": selectors.overview_for(event["data"], self.seen), "counts": counts}
+            {
+                "type": "overview",
+                "data": selectors.overview_for(event["data"], self.seen),
+                "counts": counts,
+                "queues": queues,
+            }
         )
 
 
@@ -92,12 +111,13 @@ class GraphConsumer(_DashboardConsumer):
         if not self.seen.broker(broker):
             await self.close(code=4403)
             return
+        self.acts = await database_sync_to_async(acting)(self.scope["user"])
         await self._join(graph_group(broker))
         snapshot = await database_sync_to_async(selectors.graph_snapshot)(broker=broker)
-        await self.send_json({"type": "graph", **selectors.graph_for(snapshot, self.seen)})
+        await self.send_json({"type": "graph", **selectors.graph_for(snapshot, self.seen, self.acts)})
 
     async def graph_changed(self, event: dict) -> None:
-        await self.send_json({"type": "delta", **selectors.graph_for(event["delta"], self.seen)})
+        await self.send_json({"type": "delta", **selectors.graph_for(event["delta"], self.seen, self.acts)})
 
 
 class JobConsumer(_DashboardConsumer):
@@ -170,6 +190,33 @@ class WorkflowListConsumer(_DashboardConsumer):
 
     async def workflows_changed(self, event: dict) -> None:
         await self.send_json({"type": "workflows", "workflows": event["workflows"]})
+
+
+class TopicsConsumer(_DashboardConsumer):
+    """``/ws/brokers/<broker>/topics/``: ``{"type": "topics", "topics": {"topics": [...],
+    "retained": [...]}}`` now and whenever a topic object or retained publication changes."""
+
+    async def connect(self) -> None:
+        if not await self._open():
+            return
+        broker = self.scope["url_route"]["kwargs"]["broker"]
+        if not self.seen.broker(broker):
+            await self.close(code=4403)
+            return
+        self.broker = broker
+        await self._join(topics_group(broker))
+        fingerprint = await database_sync_to_async(selectors.topics_fingerprint)(broker=broker)
+        FOLLOWER.watch_topics(broker, fingerprint)
+        data = await database_sync_to_async(selectors.topics_live)(broker=broker)
+        await self.send_json({"type": "topics", "topics": data})
+
+    async def disconnect(self, code: int) -> None:
+        if getattr(self, "broker", None) is not None:
+            FOLLOWER.unwatch_topics(self.broker)
+        await super().disconnect(code)
+
+    async def topics_changed(self, event: dict) -> None:
+        await self.send_json({"type": "topics", "topics": event["topics"]})
 
 
 def _instance_seen(user, instance_id: str) -> dict | None:

@@ -14,7 +14,8 @@ work stand, held edges, compensation path, history) when it changed, for the ins
 this process's sockets watch: looked at again after any journal event (gets, holds,
 commits and rollbacks move steps) or any new instance history row.
 With several web processes on Redis each process follows on its own; what they send is
-idempotent (snapshots and upserts).
+idempotent (snapshots and upserts). While it runs, the follower also writes its web
+process's heartbeat (``services.heartbeats``), which the overview shows.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from . import selectors
+from .services.heartbeats import process_beat
 
 log = logging.getLogger(__name__)
 OVERVIEW_GROUP = "dash.overview"
@@ -53,6 +55,10 @@ def workflows_group(broker: str) -> str:
     return "dash.workflows." + broker.encode().hex()
 
 
+def topics_group(broker: str) -> str:
+    return "dash.topics." + broker.encode().hex()
+
+
 #: Seconds the follower reads back before its last read of the jobs, so that a batch
 #: that committed after that read (its ``updated_at`` taken before its commit) is not missed.
 JOBS_OVERLAP_S = 5.0
@@ -71,6 +77,9 @@ class Follower:
         #: Brokers whose workflow list this process's sockets watch, and the list last sent.
         self.workflow_lists: Counter = Counter()
         self.workflow_lists_sent: dict[str, list | None] = {}
+        #: Brokers whose topics page this process's sockets watch, and what was last read.
+        self.topic_pages: Counter = Counter()
+        self.topic_pages_seen: dict[str, tuple | None] = {}
 
     def subscribe(self) -> None:
         self.subscribers += 1
@@ -103,6 +112,26 @@ class Follower:
         if self.workflow_lists[broker] <= 0:
             del self.workflow_lists[broker]
             self.workflow_lists_sent.pop(broker, None)
+
+    def watch_topics(self, broker: str, fingerprint: tuple) -> None:
+        self.topic_pages[broker] += 1
+        self.topic_pages_seen.setdefault(broker, fingerprint)
+
+    def unwatch_topics(self, broker: str) -> None:
+        self.topic_pages[broker] -= 1
+        if self.topic_pages[broker] <= 0:
+            del self.topic_pages[broker]
+            self.topic_pages_seen.pop(broker, None)
+
+    async def _topics(self, layer) -> None:
+        """Push the watched brokers' topics pages whose topic objects or retained
+        publications changed (neither is in the journal: a cheap read each tick)."""
+        for broker in list(self.topic_pages):
+            fingerprint = await database_sync_to_async(selectors.topics_fingerprint)(broker=broker)
+            if broker in self.topic_pages and fingerprint != self.topic_pages_seen.get(broker):
+                self.topic_pages_seen[broker] = fingerprint
+                data = await database_sync_to_async(selectors.topics_live)(broker=broker)
+                await layer.group_send(topics_group(broker), {"type": "topics.changed", "topics": data})
 
     async def _workflows(self, layer, *, journal_moved: bool) -> None:
         """Push the watched instances, and the watched brokers' workflow lists, that changed."""
@@ -147,18 +176,23 @@ class Follower:
                 await layer.group_send(job_group(row["id"]), {"type": "job.changed", "job": row})
 
     async def _tick(self, layer, position: int, objects: Any) -> tuple[int, Any]:
+        await database_sync_to_async(process_beat)(kind="web")  # this web process's heartbeat
         await self._jobs(layer)
+        await self._topics(layer)
         events = await database_sync_to_async(selectors.journal_after)(position=position)
         await self._workflows(layer, journal_moved=bool(events))
         current = await database_sync_to_async(_objects)()
         if not events and current == objects:
             return position, objects
         counts: dict[str, Counter] = {}
+        per_queue: dict[str, dict[str, Counter]] = {}  # broker -> queue -> puts and gets
         changed: dict[str, set[str]] = {}
         queues: dict[str, set[str]] = {}
         for _, kind, broker, transaction_id, queue, count in events:
             if kind in selectors.RATE_KINDS:
                 counts.setdefault(broker, Counter())[kind] += count
+            if queue and kind in ("put", "get"):
+                per_queue.setdefault(broker, {}).setdefault(queue, Counter())[kind] += count
             if transaction_id:
                 changed.setdefault(broker, set()).add(transaction_id)
                 if queue and kind in ("put", "get"):
@@ -170,6 +204,7 @@ class Follower:
                 "type": "overview.changed",
                 "data": data,
                 "counts": {b: dict(c) for b, c in counts.items()},
+                "queues": {b: {q: dict(c) for q, c in qs.items()} for b, qs in per_queue.items()},
             },
         )
         for broker, ids in changed.items():
@@ -182,8 +217,9 @@ class Follower:
 
 def _objects() -> tuple:
     """What besides the journal makes the follower push: the channels' rows, the brokers
-    and queues (defined, altered or deleted since its last read) and the STOMP connections."""
-    return selectors.channel_rows(), selectors.topology(), selectors.stomp_rows()
+    and queues (defined, altered or deleted since its last read), the STOMP connections and
+    the processes' heartbeats."""
+    return selectors.channel_rows(), selectors.topology(), selectors.stomp_rows(), selectors.process_rows()
 
 
 #: This process's follower.

@@ -51,3 +51,31 @@ def purge_count(text: str) -> int:
     if count < 0:
         raise InvalidInput("The count must not be negative.", errors={"count": ["Negative."]})
     return count
+
+
+#: The broker page's queue list: sort keys (a leading '-': largest first) and page size.
+QUEUE_SORTS = ("name", "-depth", "-available", "-uncommitted_puts", "-in_flight", "-locked", "kind")
+QUEUE_PAGE = 50
+QUEUE_SORT_LABELS = [
+    (key, key.lstrip("-").replace("_", " ") + ", most first" * key.startswith("-")) for key in QUEUE_SORTS
+]
+
+
+def queue_list_form(query) -> dict:
+    """The broker page's queue list query: ``name`` (contains, at most 48 characters),
+    ``kind`` (local, remote, alias or blank), ``sort`` (of ``QUEUE_SORTS``), ``page`` (from 1)."""
+    from brokers.models import QueueKind
+
+    name, kind = query.get("name", "").strip(), query.get("kind", "")
+    sort, page = query.get("sort", "name") or "name", query.get("page", "1") or "1"
+    if len(name) > 48:
+        raise InvalidInput("name: at most 48 characters.", errors={"name": ["At most 48 characters."]})
+    if kind and kind not in QueueKind.values:
+        raise InvalidInput(
+            f"kind: one of {', '.join(QueueKind.values)}.", errors={"kind": [f"Not one of {QueueKind.values}."]}
+        )
+    if sort not in QUEUE_SORTS:
+        raise InvalidInput(f"sort: one of {', '.join(QUEUE_SORTS)}.", errors={"sort": ["Not a sort key."]})
+    if not page.isdigit() or int(page) < 1:
+        raise InvalidInput("page: a whole number from 1.", errors={"page": ["Not a page number."]})
+    return {"name": name, "kind": kind, "sort": sort, "page": int(page)}

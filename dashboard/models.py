@@ -88,3 +88,50 @@ class DepthSample(models.Model):
 
     class Meta:
         indexes = [models.Index(fields=["at", "broker"], name="depthsample_at")]
+
+
+class ProcessKind(models.TextChoices):
+    #: A web process (Uvicorn): pages, the API, the dashboard's sockets.
+    WEB = "web"
+    #: A Celery worker node: channel agents, move jobs, housekeeping tasks.
+    WORKER = "worker"
+    #: Celery beat: sends the periodic tasks (housekeeping, channel supervision, samples).
+    BEAT = "beat"
+
+
+class ProcessBeat(models.Model):
+    """A process's last heartbeat, one row per process: a worker node writes it when it runs
+    the ``dashboard.tasks.heartbeat`` task beat sends every ``BATON_DASHBOARD_HEARTBEAT_S``
+    (so it says both that beat sends and that a worker takes tasks), beat when it sends a
+    task, a web process while its journal follower runs. Rows silent for a day are deleted."""
+
+    kind = models.CharField(max_length=8, choices=ProcessKind.choices)
+    name = models.CharField(max_length=200, help_text="Worker node name, or host:pid.")
+    host = models.CharField(max_length=200)
+    pid = models.PositiveIntegerField()
+    started_at = models.DateTimeField()
+    seen_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["kind", "name"], name="processbeat_unique")]
+
+
+class QueueDepthSample(models.Model):
+    """One queue's messages by state at a depth sample's moment (the same ``at`` as its
+    broker's ``DepthSample``), written only for queues holding any message then: a sample
+    of the broker without a row for the queue means the queue was empty. Kept one hour, for
+    the queue page's depth chart."""
+
+    at = models.DateTimeField()
+    broker = models.CharField(max_length=48)
+    queue = models.CharField(max_length=48)
+    available = models.PositiveIntegerField()
+    uncommitted_puts = models.PositiveIntegerField()
+    in_flight = models.PositiveIntegerField()
+    locked = models.PositiveIntegerField()
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["broker", "queue", "at"], name="queuedepth_queue_at"),
+            models.Index(fields=["at"], name="queuedepth_at"),
+        ]

@@ -7,6 +7,7 @@ from .consumers import (
     GraphConsumer,
     JobConsumer,
     OverviewConsumer,
+    TopicsConsumer,
     WorkflowInstanceConsumer,
     WorkflowListConsumer,
 )
@@ -17,6 +18,7 @@ websocket_urlpatterns = [
     path("ws/overview/", AllowedHostsOriginValidator(OverviewConsumer.as_asgi())),
     path("ws/brokers/<name:broker>/transactions/", AllowedHostsOriginValidator(GraphConsumer.as_asgi())),
     path("ws/brokers/<name:broker>/workflows/", AllowedHostsOriginValidator(WorkflowListConsumer.as_asgi())),
+    path("ws/brokers/<name:broker>/topics/", AllowedHostsOriginValidator(TopicsConsumer.as_asgi())),
     path("ws/jobs/<int:job_id>/", AllowedHostsOriginValidator(JobConsumer.as_asgi())),
     path(
         "ws/workflow-instances/<str:instance_id>/",

@@ -8,6 +8,7 @@ import json
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.contrib.auth import get_user_model
 from django.db.models import BinaryField, Count, F, Func, Q, Sum, Value
 from django.db.models.functions import Length, TruncMinute, TruncSecond
 from django.utils import timezone
@@ -15,16 +16,16 @@ from django.utils import timezone
 from brokers.models import Broker, Channel, Message, Queue, put_committed_q, put_open_flag, put_open_q
 from brokers.selectors import broker_get, broker_list, queue_get
 from brokers.services.message_filter import MessageFilter, message_filter_apply
-from transactions.models import JournalEvent, Link, Transaction
-from transactions.selectors import journal_first_id_since, transaction_graph
+from transactions.models import OPEN_STATES, JournalEvent, Link, Transaction
+from transactions.selectors import journal_first_id_since
 from workflows.exceptions import InstanceNotFound
 from workflows.models import InstanceHistory
 from workflows.selectors import instance_get, instance_view, workflow_list, workflow_view
 
 from config.errors import InvalidInput, NotFound
 
-from .access import Visibility
-from .models import DepthSample, MoveJob
+from .access import Acting, Visibility
+from .models import DepthSample, MoveJob, ProcessBeat, QueueDepthSample
 from .preview import PREVIEW_BYTES, body_preview
 
 #: Rate windows offered by the overview's charts: seconds -> bucket.
@@ -111,6 +112,28 @@ def stomp_rows() -> list[dict[str, Any]]:
     ]
 
 
+def process_rows() -> list[dict[str, Any]]:
+    """The processes' last heartbeats (``dashboard.ProcessBeat``), web, worker and beat in
+    that order: the page judges each alive or silent by its age against ``interval_s``."""
+    from django.conf import settings
+
+    order = {"web": 0, "worker": 1, "beat": 2}
+    rows = ProcessBeat.objects.values_list("kind", "name", "host", "pid", "started_at", "seen_at")
+    return [
+        {
+            "key": f"{kind}/{name}",
+            "kind": kind,
+            "name": name,
+            "host": host,
+            "pid": pid,
+            "started_at": started.isoformat(),
+            "seen_at": seen.isoformat(),
+            "interval_s": settings.BATON_DASHBOARD_HEARTBEAT_S,
+        }
+        for kind, name, host, pid, started, seen in sorted(rows, key=lambda r: (order.get(r[0], 9), r[1]))
+    ]
+
+
 def overview() -> dict[str, Any]:
     """Every broker, queue and channel with counts: what the follower pushes to every
     overview socket; each socket keeps only what its user may see (:func:`overview_for`)."""
@@ -121,6 +144,7 @@ def overview() -> dict[str, Any]:
         "journal_position": journal_position(),
         "channels": channel_rows(),
         "stomp": stomp_rows(),
+        "processes": process_rows(),
         "brokers": [
             {
                 "name": b.name,
@@ -167,13 +191,36 @@ def overview_for(data: dict[str, Any], seen: Visibility) -> dict[str, Any]:
     ]
     channels = [c for c in data["channels"] if seen.channel(c["source_broker"])]  # as REST lists them
     stomp = [c for c in data.get("stomp", []) if c["broker"] in seen.brokers]  # brokers seen whole
-    return {**data, "brokers": brokers, "channels": channels, "stomp": stomp}
+    # processes: host names and pids are the operator's business (superusers)
+    return {**data, "brokers": brokers, "channels": channels, "stomp": stomp, "processes": []}
 
 
-def broker_page(*, broker: str, seen: Visibility) -> dict[str, Any]:
+def broker_page(
+    *, broker: str, seen: Visibility, name: str = "", kind: str = "", sort: str = "name", page: int = 1, size: int = 50
+) -> dict[str, Any]:
+    """The broker page: the broker, one page of its queues the user sees (``name``: contains,
+    ``kind``, ``sort``: a field, '-' first for largest first; counts for that page only unless
+    sorted by a count, which counts the filtered queues in one grouped read), open units of
+    work and channels. ``total``: queues matching; ``pages``."""
     b = broker_get(name=broker)
-    queues = [q for q in Queue.objects.filter(broker=b).order_by("name") if seen.queue(broker, q.name)]
-    counts = queue_counts(queue_ids=[q.pk for q in queues])
+    rows = Queue.objects.filter(broker=b)
+    if name:
+        rows = rows.filter(name__contains=name)
+    if kind:
+        rows = rows.filter(kind=kind)
+    if not (seen.everything or broker in seen.brokers):
+        rows = rows.filter(name__in=[q for bb, q in seen.queues if bb == broker])
+    key = sort.lstrip("-")
+    if key in ("name", "kind"):
+        total = rows.count()
+        queues = list(rows.order_by(key, "name")[(page - 1) * size : page * size])
+        counts = queue_counts(queue_ids=[q.pk for q in queues])
+    else:
+        every = list(rows.order_by("name"))
+        total = len(every)
+        counts = queue_counts(queue_ids=[q.pk for q in every])
+        every.sort(key=lambda q: -counts[q.pk][key])  # stable: by name within equal counts
+        queues = every[(page - 1) * size : page * size]
     open_units = Transaction.objects.filter(broker=broker, state__in=["active", "commit_held"]).count()
     channels = [
         c
@@ -183,9 +230,69 @@ def broker_page(*, broker: str, seen: Visibility) -> dict[str, Any]:
     return {
         "broker": b,
         "queues": [{"queue": q, **counts[q.pk]} for q in queues],
+        "total": total,
+        "page": page,
+        "pages": max(1, -(-total // size)),
         "open_units": open_units,
         "channels": channels,
     }
+
+
+def queue_consumers(*, broker: str, queue: str) -> dict[str, Any]:
+    """Who is taking messages from a queue now: the STOMP subscriptions to ``/queue/{queue}``
+    (with their connections), the channels whose agents read it (its transmission queue),
+    and the units of work holding its messages in flight, counted per owner."""
+    from stomp_server.selectors import stomp_clients
+
+    destination = f"/queue/{queue}"
+    stomp = [
+        {
+            "session": c.session,
+            "username": c.username,
+            "peer": c.peer,
+            "transport": c.transport,
+            "ack": s.get("ack", ""),
+            "unacknowledged": s.get("unacknowledged", 0),
+        }
+        for c in stomp_clients(brokers=frozenset({broker}))
+        for s in c.subscriptions
+        if s.get("destination") == destination
+    ]
+    channels = [
+        {"name": c["name"], "state": c["state"], "target_broker": c["target_broker"]}
+        for c in channel_rows()
+        if c["source_broker"] == broker and c["transmission_queue"] == queue
+    ]
+    held = (
+        Message.objects.filter(queue__broker__name=broker, queue__name=queue, get_transaction__isnull=False)
+        .values("get_transaction__owner", "get_transaction__user__username")
+        .annotate(units=Count("get_transaction", distinct=True), messages=Count("id"))
+        .order_by("-messages")
+    )
+    units = [
+        {
+            "owner": row["get_transaction__user__username"] or "",
+            "agent": row["get_transaction__owner"] or "",
+            "units": row["units"],
+            "messages": row["messages"],
+        }
+        for row in held[:50]
+    ]
+    return {"stomp": stomp, "channels": channels, "units": units}
+
+
+def broker_connections(*, broker: str) -> dict[str, Any]:
+    """A broker's open application connections (sessions: client name, since, its unit of
+    work) and its STOMP connections."""
+    from brokers.models import Connection
+    from stomp_server.selectors import stomp_clients
+
+    sessions = list(
+        Connection.objects.filter(broker__name=broker, closed_at__isnull=True)
+        .order_by("created_at")
+        .values("conn_id", "client_name", "created_at", "current_transaction_id")[:200]
+    )
+    return {"sessions": sessions, "stomp": stomp_clients(brokers=frozenset({broker}))}
 
 
 # --- publish/subscribe ---------------------------------------------------------------------
@@ -212,6 +319,51 @@ def topics_page(*, broker: str) -> dict[str, Any]:
             }
         )
     return {"broker": broker_get(name=broker), "topics": topic_list(broker=broker), "retained": retained}
+
+
+def topics_fingerprint(*, broker: str) -> tuple:
+    """What changes when the topics page would: the topic objects' attributes and the
+    retained publications' count and latest publication (a cheap read each follower tick)."""
+    from django.db.models import Max
+
+    from pubsub.models import RetainedPublication, Topic
+
+    topics = tuple(
+        Topic.objects.filter(broker__name=broker)
+        .order_by("topic_string")
+        .values_list("name", "topic_string", "conflation_interval_ms", "durable_subscriptions", "description")
+    )
+    retained = RetainedPublication.objects.filter(broker__name=broker)
+    retained = retained.aggregate(n=Count("id"), last=Max("published_at"))
+    return topics, retained["n"], retained["last"]
+
+
+def topics_live(*, broker: str) -> dict[str, Any]:
+    """The topics page's tables as its socket pushes them, sizes and durations in words."""
+    from .templatetags.baton import duration_ms, size
+
+    data = topics_page(broker=broker)
+    return {
+        "topics": [
+            {
+                "name": t.name,
+                "topic_string": t.topic_string,
+                "conflation": duration_ms(t.conflation_interval_ms) if t.conflation_interval_ms else "—",
+                "durable": "allowed" if t.durable_subscriptions else "not allowed",
+                "description": t.description,
+            }
+            for t in data["topics"]
+        ],
+        "retained": [
+            {
+                "name": r["topic"],
+                "published_at": r["published_at"].isoformat(),
+                "size": size(r["length"]),
+                "body": None if r["body"] is None else r["body"][:120],
+            }
+            for r in data["retained"]
+        ],
+    }
 
 
 def subscriptions_page(*, broker: str, seen: Visibility) -> dict[str, Any]:
@@ -351,31 +503,91 @@ def purge_count(*, broker: str, queue: str) -> int:
 # --- the transaction graph -----------------------------------------------------------------
 
 
-def graph_snapshot(*, broker: str, recent: int = 200) -> dict[str, Any]:
-    """The broker's live graph (open units of work, recent resolved ones, and what links
-    them), as the transaction manager reads it, each node with the queues it put to or got
-    from (``queues``, for the page's queue filter)."""
-    graph = transaction_graph(broker=broker, recent=recent)
-    queues = units_queues(nodes=graph["nodes"])
-    for node in graph["nodes"]:
+#: Past cascades the graph opens with: rollbacks that cascaded within this many seconds, at
+#: most ``GRAPH_CASCADES`` of them (the latest).
+GRAPH_CASCADE_WINDOW_S = 3600
+GRAPH_CASCADES = 20
+
+
+def graph_snapshot(*, broker: str) -> dict[str, Any]:
+    """The live part of a broker's transaction graph: its open units of work, every unit of
+    work linked to them (on any broker, resolved or not), and its recent cascades (the
+    rollbacks of the last hour that backed out others, at most ``GRAPH_CASCADES``: each
+    root with the units of work it cascaded to, whose ``cause`` names it; the links a
+    cascade went along are gone, the cause stays). Resolved units of work related to
+    neither are left out. Each node has its queues, owner and cause (``graph_delta``)."""
+    open_ids = set(Transaction.objects.filter(broker=broker, state__in=OPEN_STATES).values_list("id", flat=True))
+    since = timezone.now() - timedelta(seconds=GRAPH_CASCADE_WINDOW_S)
+    roots: list[str] = []
+    members = (
+        Transaction.objects.filter(cause__isnull=False, broker=broker, resolved_at__gte=since)  # txn_cause
+        .order_by("-resolved_at")
+        .values_list("cause_id", flat=True)[: GRAPH_CASCADES * 20]
+    )
+    for root in members:
+        if root not in roots and len(roots) < GRAPH_CASCADES:
+            roots.append(root)
+    cascaded = set(Transaction.objects.filter(cause_id__in=roots).values_list("id", flat=True)) if roots else set()
+    fields = ("upstream_id", "downstream_id", "resource_ref")
+    links = sorted(  # each side on its own index (link_unique leads with the upstream)
+        set(Link.objects.filter(upstream_id__in=open_ids).values_list(*fields))
+        | set(Link.objects.filter(downstream_id__in=open_ids).values_list(*fields))
+    )
+    ids = open_ids | set(roots) | cascaded | {u for u, _, _ in links} | {d for _, d, _ in links}
+    nodes = _graph_nodes(ids)
+    queues = units_queues(nodes=nodes)
+    for node in nodes:
         node["queues"] = queues.get(node["id"], [])
-    return graph
+    return {
+        "broker": broker,
+        "nodes": nodes,
+        "edges": [{"upstream": u, "downstream": d, "resource": r} for u, d, r in links],
+    }
 
 
-def graph_for(graph: dict[str, Any], seen: Visibility) -> dict[str, Any]:
+def _graph_nodes(ids: set[str]) -> list[dict[str, Any]]:
+    """The graph's view of these units of work: state, times, ``cause`` (the unit of work
+    whose rollback cascaded to it), ``owner`` (the user who began it; empty for system
+    code), ``agent`` (the connection or channel that began it) and ``user_id`` (for
+    ``graph_for``'s ``yours``, which drops it)."""
+    rows = (
+        Transaction.objects.filter(pk__in=ids)
+        .order_by("created_at")
+        .values_list("id", "broker", "state", "reason", "created_at", "resolved_at", "cause_id", "owner", "user_id")
+    )
+    rows = list(rows)
+    names = dict(
+        get_user_model().objects.filter(pk__in={r[8] for r in rows if r[8] is not None}).values_list("pk", "username")
+    )
+    return [
+        {
+            "id": tid,
+            "broker": broker,
+            "state": state,
+            "reason": reason or None,
+            "created_at": created.isoformat(),
+            "resolved_at": resolved.isoformat() if resolved else None,
+            "cause": cause,
+            "owner": names.get(user_id, ""),
+            "agent": agent,
+            "user_id": user_id,
+        }
+        for tid, broker, state, reason, created, resolved, cause, agent, user_id in rows
+    ]
+
+
+def graph_for(graph: dict[str, Any], seen: Visibility, acts: Acting) -> dict[str, Any]:
     """A graph snapshot or delta cut down to what ``seen`` allows: units of work on brokers
     the user does not see (linked to one of this broker's) are left out, with their links.
-    The graph only shows; acting on a unit of work needs ownership (docs/permissions.md)."""
-    if seen.everything:
-        return graph
-    hidden = {n["id"] for n in graph["nodes"] if not seen.broker(n["broker"])}
-    if not hidden:
-        return graph
-    return {
-        **graph,
-        "nodes": [n for n in graph["nodes"] if n["id"] not in hidden],
-        "edges": [e for e in graph["edges"] if e["upstream"] not in hidden and e["downstream"] not in hidden],
-    }
+    Each node says whether the user may roll it back (``yours``, from ``acts``)."""
+    hidden = set() if seen.everything else {n["id"] for n in graph["nodes"] if not seen.broker(n["broker"])}
+    nodes = [
+        {**{k: v for k, v in n.items() if k != "user_id"}, "yours": acts.may(n)}
+        for n in graph["nodes"]
+        if n["id"] not in hidden
+    ]
+    edges = [e for e in graph["edges"] if e["upstream"] not in hidden and e["downstream"] not in hidden]
+    return {**graph, "nodes": nodes, "edges": edges}
 
 
 def units_queues(*, nodes: list[dict[str, Any]]) -> dict[str, list[str]]:
@@ -423,18 +635,9 @@ def graph_delta(*, transaction_ids: set[str], queues: dict[str, set[str]] | None
         )
     )
     ids = set(transaction_ids) | {u for u, _, _ in links} | {d for _, d, _ in links}
-    nodes = [
-        {
-            "id": t.id,
-            "broker": t.broker,
-            "state": t.state,
-            "reason": t.reason or None,
-            "created_at": t.created_at.isoformat(),
-            "resolved_at": t.resolved_at.isoformat() if t.resolved_at else None,
-            "queues": sorted(queues.get(t.id, ())),
-        }
-        for t in Transaction.objects.filter(pk__in=ids)
-    ]
+    nodes = _graph_nodes(ids)
+    for node in nodes:
+        node["queues"] = sorted(queues.get(node["id"], ()))
     return {
         "nodes": nodes,
         "edges": [{"upstream": u, "downstream": d, "resource": r} for u, d, r in links],
@@ -471,6 +674,46 @@ def depth_history(*, window_s: int, seen: Visibility) -> list[dict[str, Any]]:
     return [{"t": t, **v} for t, v in sorted(points.items())]
 
 
+#: The queue page's windows: seconds -> bucket (the per-queue samples are kept an hour).
+QUEUE_WINDOWS = {600: 10, 3600: 60}
+
+
+def queue_rates(*, broker: str, queue: str, window_s: int) -> dict[str, Any]:
+    """One queue over the last ``window_s`` seconds: puts and gets per bucket from the
+    journal (``points`` [{t, put, get}], counts per bucket of ``bucket`` seconds), and its
+    depth at each depth sample of its broker (``depth``; zeros where the queue was empty).
+    The caller checks that the user sees the queue."""
+    bucket = QUEUE_WINDOWS.get(window_s)
+    if bucket is None:
+        raise InvalidInput(f"window must be one of {', '.join(map(str, QUEUE_WINDOWS))} seconds.")
+    since = timezone.now() - timedelta(seconds=window_s)
+    first = journal_first_id_since(since=since)
+    rows = (
+        JournalEvent.objects.filter(id__gte=first or 0, at__gte=since, broker=broker, queue=queue)
+        .filter(kind__in=("put", "get"))
+        .annotate(t=TruncSecond("at"))
+        .values("t", "kind")
+        .annotate(n=Sum("count"))
+    )
+    series: dict[int, dict[str, int]] = {}
+    for row in rows:
+        t = int(row["t"].timestamp())
+        series.setdefault(t - t % bucket, {"put": 0, "get": 0})[row["kind"]] += row["n"]
+    samples = QueueDepthSample.objects.filter(broker=broker, queue=queue, at__gte=since)  # queuedepth_queue_at
+    held = {s.at: s for s in samples}  # keyed by the sample's moment, which its broker's row shares
+    times = DepthSample.objects.filter(broker=broker, at__gte=since).order_by("at").values_list("at", flat=True)
+    depth = []
+    for at in times:
+        sample = held.get(at)
+        depth.append({"t": at.timestamp(), **{p: getattr(sample, p) if sample else 0 for p in DEPTH_PARTS}})
+    return {
+        "window": window_s,
+        "bucket": bucket,
+        "points": [{"t": t, **v} for t, v in sorted(series.items())],
+        "depth": depth,
+    }
+
+
 def journal_rates(*, window_s: int, seen: Visibility) -> dict[str, Any]:
     """Puts, gets, commits and rollbacks per bucket (a second or a minute) over the last
     ``window_s`` seconds, on the brokers the user sees."""
@@ -494,6 +737,52 @@ def journal_rates(*, window_s: int, seen: Visibility) -> dict[str, Any]:
         "points": [{"t": t, **v} for t, v in sorted(series.items())],
         "depth": depth_history(window_s=window_s, seen=seen),
     }
+
+
+#: The channels page's history: this many seconds, in buckets of ``CHANNEL_BUCKET_S``.
+CHANNEL_WINDOW_S = 600
+CHANNEL_BUCKET_S = 10
+
+
+def channel_rates(*, seen: Visibility) -> dict[str, Any]:
+    """Messages the channels the user sees took from their transmission queues over the last
+    ten minutes, from the journal (a channel agent's gets there are its sends; a batch it
+    backs out is counted again when resent): ``points`` [{t, rate}] per 10-second bucket,
+    summed over the channels, and each channel's rate over the last minute (``channels``)."""
+    since = timezone.now() - timedelta(seconds=CHANNEL_WINDOW_S)
+    chans = [c for c in channel_rows() if seen.channel(c["source_broker"])]
+    of = {(c["source_broker"], c["transmission_queue"]): c["name"] for c in chans}
+    points: dict[int, int] = {}
+    recent: dict[str, int] = dict.fromkeys((c["name"] for c in chans), 0)
+    if of:
+        first = journal_first_id_since(since=since)
+        where = Q(pk__in=[])
+        for broker, queue in of:
+            where |= Q(broker=broker, queue=queue)
+        rows = (
+            JournalEvent.objects.filter(where, id__gte=first or 0, at__gte=since, kind="get")
+            .annotate(t=TruncSecond("at"))
+            .values("t", "broker", "queue")
+            .annotate(n=Sum("count"))
+        )
+        minute_ago = timezone.now().timestamp() - 60
+        for row in rows:
+            t = int(row["t"].timestamp())
+            points[t - t % CHANNEL_BUCKET_S] = points.get(t - t % CHANNEL_BUCKET_S, 0) + row["n"]
+            if t >= minute_ago:
+                recent[of[(row["broker"], row["queue"])]] += row["n"]
+    return {
+        "bucket": CHANNEL_BUCKET_S,
+        "points": [{"t": t, "rate": n / CHANNEL_BUCKET_S} for t, n in sorted(points.items())],
+        "channels": {name: n / 60 for name, n in recent.items()},
+    }
+
+
+def channel_backlogs(data: dict[str, Any]) -> dict[str, int | None]:
+    """Each channel's backlog (the committed messages on its transmission queue) from an
+    overview's counts: None where the user does not see that queue."""
+    depth = {(b["name"], q["name"]): q["depth"] for b in data["brokers"] for q in b["queues"]}
+    return {c["name"]: depth.get((c["source_broker"], c["transmission_queue"])) for c in data["channels"]}
 
 
 # --- move and resubmit jobs ----------------------------------------------------------------

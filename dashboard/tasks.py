@@ -18,3 +18,14 @@ def depth_sample() -> int:
     from .services.depth import depth_sample_take
 
     return depth_sample_take()
+
+
+@shared_task(name="dashboard.tasks.heartbeat", ignore_result=True, bind=True)
+def heartbeat(self) -> str:
+    """Sent by beat every ``BATON_DASHBOARD_HEARTBEAT_S``: the worker node that runs it
+    records its heartbeat (the overview's process health)."""
+    from .services.heartbeats import process_beat, process_beats_forget
+
+    process_beat(kind="worker", name=self.request.hostname or None)
+    process_beats_forget()
+    return self.request.hostname or ""

@@ -41,6 +41,7 @@ urlpatterns = [
     path(f"{Q}/messages/<str:msg_id>/delete/", views.message_delete, name="dashboard-message-delete"),
     path(f"{Q}/messages/<str:msg_id>/body/", views.message_download, name="dashboard-message-body"),
     path(f"{Q}/messages/<str:msg_id>/", views.message_page, name="dashboard-message"),
+    path(f"{Q}/rates/", views.queue_rates_json, name="dashboard-queue-rates"),
     path(f"{Q}/put/", views.message_put, name="dashboard-put"),
     path(f"{Q}/purge/", views.queue_purge, name="dashboard-purge"),
     path(f"{Q}/move/", views.move_submit, name="dashboard-move"),
@@ -48,6 +49,16 @@ urlpatterns = [
     path(f"{Q}/jobs/<int:job_id>/", views.move_job_page, name="dashboard-move-job"),
     path(f"{Q}/ingest/", spark_views.ingest_start_view, name="dashboard-ingest"),
     path(f"{Q}/", views.queue_page, name="dashboard-queue"),
+    path(
+        "brokers/<name:broker>/connections/<str:conn_id>/close/",
+        views.connection_close_view,
+        name="dashboard-connection-close",
+    ),
+    path(
+        "brokers/<name:broker>/transactions/<str:transaction_id>/rollback/",
+        views.transaction_rollback,
+        name="dashboard-transaction-rollback",
+    ),
     path("brokers/<name:broker>/transactions/", views.transactions_page, name="dashboard-transactions"),
     path("brokers/<name:broker>/workflows/", workflow_views.workflows_page, name="dashboard-workflows"),
     path(
@@ -68,6 +79,7 @@ urlpatterns = [
     path("brokers/<name:broker>/", views.broker_page, name="dashboard-broker"),
     path("channels/<name:name>/start/", views.channel_action, {"action": "start"}, name="dashboard-channel-start"),
     path("channels/<name:name>/stop/", views.channel_action, {"action": "stop"}, name="dashboard-channel-stop"),
+    path("channels/rates/", views.channel_rates_json, name="dashboard-channel-rates"),
     path("channels/", views.channels_page, name="dashboard-channels"),
     path("analytics/run/", spark_views.analytics_run_view, name="dashboard-analytics-run"),
     path("analytics/", spark_views.analytics_page, name="dashboard-analytics"),

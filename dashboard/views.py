@@ -14,7 +14,9 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from brokers.channels.definitions import channel_start, channel_stop
+from brokers.api.operations.connections import ConnectionClose
 from brokers.api.operations.messages import MessageBrowse
+from brokers.api.operations.transactions import TransactionRollback
 from brokers.selectors import queue_get
 from config.errors import BatonError, InvalidInput
 from ingest.selectors import ingest_list
@@ -59,6 +61,8 @@ def overview_page(request):
             "may_define_broker": request.user.is_superuser,
             "stomp_clients": stomp_clients(brokers=None if seen.everything else seen.brokers),
             "stomp_port": settings.BATON_STOMP_PORT or "off",
+            "processes": selectors.process_rows() if request.user.is_superuser else [],
+            "heartbeat_s": f"{settings.BATON_DASHBOARD_HEARTBEAT_S:g}",
         },
     )
 
@@ -75,19 +79,55 @@ def rates_json(request):
         return JsonResponse(exc.as_dict(), status=exc.status)
 
 
+@login_required
+def queue_rates_json(request, broker, queue):
+    """The queue page's history: ``selectors.queue_rates`` (puts, gets, depth)."""
+    try:
+        require_queue_seen(request.user, broker=broker, queue=queue)
+        window = request.GET.get("window", "600")
+        data = selectors.queue_rates(broker=broker, queue=queue, window_s=int(window) if window.isdigit() else -1)
+    except BatonError as exc:
+        return JsonResponse(exc.as_dict(), status=exc.status)
+    return JsonResponse(data)
+
+
+@login_required
+def channel_rates_json(request):
+    """The channels page's history: ``selectors.channel_rates`` for the user's channels."""
+    return JsonResponse(selectors.channel_rates(seen=visibility(request.user)))
+
+
 @page
 def broker_page(request, broker):
     require_broker_seen(request.user, broker=broker)
-    data = selectors.broker_page(broker=broker, seen=visibility(request.user))
+    seen = visibility(request.user)
+    try:
+        listing, list_error = forms.queue_list_form(request.GET), None
+    except InvalidInput as exc:  # the page, with the reason instead of queues: 400
+        listing, list_error = {"name": "", "kind": "", "sort": "name", "page": 1}, exc
+    data = selectors.broker_page(broker=broker, seen=seen, size=forms.QUEUE_PAGE, **listing)
+    if list_error is not None:
+        data.update(queues=[], total=0, pages=1)
+    whole = seen.everything or broker in seen.brokers  # connections: for those who see the broker whole
+    shown = {k: v for k, v in listing.items() if k != "page" and v and (k, v) != ("sort", "name")}
     return render(
         request,
         "dashboard/broker.html",
         {
             **data,
+            "listing": listing,
+            "list_error": list_error,
+            "list_query": urlencode(shown),
+            "sorts": forms.QUEUE_SORT_LABELS,
+            "kinds": ["local", "remote", "alias"],
+            "paged": bool(shown) or data["pages"] > 1,
             "nav": "overview",
             "queue_define": define_panel("queue", request.user, {"broker": broker}),
+            "connections": selectors.broker_connections(broker=broker) if whole else None,
+            "may_close": may_admin(request.user, broker),
             "edit": edit_links("broker", request.user, {"broker": broker}),
         },
+        status=400 if list_error is not None else 200,
     )
 
 
@@ -127,6 +167,8 @@ def queue_page(request, broker, queue):
             "ingests": ingest_list(broker=broker, queue=queue, limit=5),  # Spark ingests (dashboard/ingest_panel.html)
             "edit": edit_links("queue", request.user, {"broker": broker, "queue": queue}),
             "offers": offers,
+            "depth_sample_s": f"{settings.BATON_DASHBOARD_DEPTH_SAMPLE_S:g}",
+            "consumers": selectors.queue_consumers(broker=broker, queue=queue),
             **_queue_actions(request.user, broker, queue),
         },
         status=400 if filter_error is not None else 200,
@@ -220,6 +262,32 @@ def transactions_page(request, broker):
 
 
 @page
+@require_POST
+def connection_close_view(request, broker, conn_id):
+    """Close an application session from the broker page: the REST operation
+    ``ConnectionClose`` as the signed-in user (its permission check: as for opening one on
+    the broker, and for its open unit of work, which closing rolls back, as for acting on it)."""
+    ConnectionClose.run(request.user, {"conn_id": conn_id})
+    messages.success(request, f"Closed session {conn_id}; any unit of work it had open was rolled back.")
+    return redirect(reverse("dashboard-broker", args=[broker]))
+
+
+@login_required
+@require_POST
+def transaction_rollback(request, broker, transaction_id):
+    """Roll back a unit of work from the graph's detail panel (a ``fetch`` of its form):
+    the REST operation runs as the signed-in user, so its ownership rule holds (its owner,
+    a superuser or the broker's admin; anyone else is answered 404 ``not_found``, as REST
+    answers). JSON either way: the operation's answer (``cascaded``: what went with it) or
+    its error, with REST's status."""
+    try:
+        status, body = TransactionRollback.run(request.user, {"transaction": transaction_id})
+    except BatonError as exc:
+        return JsonResponse(exc.as_dict(), status=exc.status or 400)
+    return JsonResponse(body, status=status)
+
+
+@page
 def topics_page(request, broker):
     require_broker_seen(request.user, broker=broker)
     return render(
@@ -244,11 +312,12 @@ def subscriptions_page(request, broker):
 def channels_page(request):
     seen = visibility(request.user)
     data = selectors.overview_for(selectors.overview(), seen)
+    backlogs = selectors.channel_backlogs(data)
     return render(
         request,
         "dashboard/channels.html",
         {
-            "channels": data["channels"],
+            "channels": [{**c, "backlog": backlogs[c["name"]]} for c in data["channels"]],
             "brokers": data["brokers"],
             "nav": "channels",
             "may_operate": request.user.is_superuser,

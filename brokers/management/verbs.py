@@ -66,4 +66,13 @@ def verbs_text() -> str:
         "",
     ]
     lines += [f"  {words:<{width}}  {command:<17} {what}" for words, command, what in sorted(rows)]
+    lines += ["", *CLIENT_NOTE.splitlines()]
     return "\n".join(lines)
+
+
+#: How these verbs relate to the client's ``baton`` console script (tests/commands checks the
+#: shared verbs' positional arguments agree).
+CLIENT_NOTE = """The client's `baton` command (installed with baton-client, over the REST API from anywhere)
+shares these verbs and their arguments: put, get, browse, publish (BROKER QUEUE|TOPIC [BODY],
+BODY absent or '-': stdin) and display broker [NAME] / display queue BROKER [NAME] (--json).
+It adds put --outbox and outbox; everything else here is server administration."""

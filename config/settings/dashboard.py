@@ -18,3 +18,6 @@ BATON_DASHBOARD_MOVE_MAX = env_int("BATON_DASHBOARD_MOVE_MAX", 10_000)
 BATON_DASHBOARD_MOVE_STALL_S = env_float_default("BATON_DASHBOARD_MOVE_STALL_S", 60.0)
 #: Seconds between samples of every broker's depth (the overview's depth history, 24 h).
 BATON_DASHBOARD_DEPTH_SAMPLE_S = env_float_default("BATON_DASHBOARD_DEPTH_SAMPLE_S", 10.0)
+#: Seconds between process heartbeats (worker, beat, web: the overview's process health);
+#: a process silent for three of them is shown as silent.
+BATON_DASHBOARD_HEARTBEAT_S = env_float_default("BATON_DASHBOARD_HEARTBEAT_S", 10.0)

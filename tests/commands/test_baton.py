@@ -4,6 +4,7 @@ stay as aliases."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
@@ -78,3 +79,46 @@ def test_from_the_shell_help_lists_the_verbs_and_an_unknown_one_fails():
         [sys.executable, "manage.py", "baton", "frob"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
     )
     assert wrong.returncode == 1 and "unknown verb" in wrong.stderr
+
+
+def _positionals(parser) -> list[str]:
+    return [a.dest for a in parser._actions if not a.option_strings and a.dest != "help"]
+
+
+@pytest.mark.once
+def test_the_two_baton_commands_agree_on_their_shared_verbs():
+    """The client's console script and manage.py baton take the same positional arguments
+    for the verbs both have, accept --json where both print JSON, and each help names the other."""
+    from django.core.management import load_command_class
+
+    from baton_client.cli import SHARED_VERBS, parser_make
+    from brokers.management.verbs import verbs_text
+
+    client = parser_make()
+    sub = next(a for a in client._actions if isinstance(a, argparse._SubParsersAction)).choices
+    for verb, server_verb in (("put", "put"), ("get", "get"), ("browse", "browse"), ("publish", "publish")):
+        command, _ = verb_resolve([server_verb])
+        app = get_commands()[command]
+        server = load_command_class(app, command).create_parser("manage.py", command)
+        assert _positionals(sub[verb]) == _positionals(server), verb
+    assert set(SHARED_VERBS) <= set(sub)
+    for obj in ("broker", "queue"):
+        command, _ = verb_resolve(["display", obj])
+        server = load_command_class(get_commands()[command], command).create_parser("manage.py", command)
+        assert "--json" in server._option_string_actions and "--json" in sub["display"]._option_string_actions
+    assert "manage.py baton" in client.format_help() and "client's `baton`" in verbs_text()
+
+
+def test_publish_reads_its_body_from_stdin_as_put_does(db):
+    import io
+
+    from django.core.management import call_command
+
+    from brokers.services.brokers import broker_define
+
+    broker_define(name="PB")
+    out = io.StringIO()
+    call_command("publish", "PB", "prices/eu", stdin=io.StringIO("from stdin"), retain=True, stdout=out)
+    from pubsub.selectors import retained_all
+
+    assert [bytes(r.body) for r in retained_all(broker="PB")] == [b"from stdin"]

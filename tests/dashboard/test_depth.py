@@ -11,7 +11,7 @@ from brokers.services.message_input import MessageInput
 from brokers.services.messages import message_put
 from dashboard.access import visibility
 from dashboard.models import DepthSample
-from dashboard.selectors import depth_history
+from dashboard.selectors import depth_history, queue_rates
 from dashboard.services.depth import depth_sample_take
 
 from .conftest import make_user
@@ -52,3 +52,24 @@ def test_rates_count_each_message_of_a_step(admin_client, two_brokers):
     assert len(message_get(broker="SEEN", queue="Q1", batch=2).messages) == 2
     points = admin_client.get("/rates/?window=3600").json()["points"]
     assert (sum(p["put"] for p in points), sum(p["get"] for p in points)) == (4, 2)
+
+
+def test_queue_rates_from_the_journal_and_depth_from_queue_samples(queue, admin_client):
+    from brokers.services.message_input import MessageInput
+    from brokers.services.messages import message_get, message_put
+    from dashboard.models import QueueDepthSample
+    from dashboard.services.depth import depth_sample_take
+
+    message_put(broker="QM1", queue="Q1", messages=[MessageInput(body=b"m")] * 3)
+    message_get(broker="QM1", queue="Q1")
+    depth_sample_take()
+    assert QueueDepthSample.objects.count() == 1  # only the queue holding messages
+    message_get(broker="QM1", queue="Q1", batch=2)
+    depth_sample_take()  # empty now: no row for it, the broker's sample says when
+    data = queue_rates(broker="QM1", queue="Q1", window_s=600)
+    assert sum(p["put"] for p in data["points"]) == 3 and sum(p["get"] for p in data["points"]) == 3
+    assert [(d["available"], d["in_flight"]) for d in data["depth"]] == [(2, 0), (0, 0)]
+    answer = admin_client.get("/brokers/QM1/queues/Q1/rates/?window=3600")
+    assert answer.status_code == 200 and answer.json()["bucket"] == 60
+    bad = admin_client.get("/brokers/QM1/queues/Q1/rates/?window=5")
+    assert bad.status_code == 400 and "window" in bad.json()["message"]

@@ -184,11 +184,27 @@ def _message_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+#: How this command's verbs relate to ``manage.py baton``'s (the help says it; a test checks
+#: that the shared verbs take the same positional arguments).
+SHARED_VERBS = ("put", "get", "browse", "publish", "display")
+VOCABULARY = """BATON_URL and BATON_TOKEN stand in for --url and --token.
+
+Two commands are called baton. This one (installed with the client) works over the REST
+API from anywhere; `manage.py baton` runs on the server, against its database. They share
+verbs and their arguments for what both do: put, get, browse and publish take BROKER
+QUEUE|TOPIC [BODY] (BODY absent or '-': stdin), display takes broker [NAME] or queue BROKER
+[NAME], with --json. Only here: put --outbox and outbox. Only on the server: define, alter,
+delete, start, stop, grant, revoke, token, user and the rest of administration (`manage.py
+baton help` lists them), and the selectors get --correl-id/--msg-id/--group-id/--base64 and
+browse --ordered/--body-contains/--property."""
+
+
 def parser_make() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="baton",
         description="Baton's client command line: put, get, browse and publish over the REST API.",
-        epilog="BATON_URL and BATON_TOKEN stand in for --url and --token.",
+        epilog=VOCABULARY,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--url", default=os.environ.get("BATON_URL", DEFAULT_URL), help="the platform's address")
     parser.add_argument("--token", default=os.environ.get("BATON_TOKEN"), help="an API token")
@@ -230,6 +246,7 @@ def parser_make() -> argparse.ArgumentParser:
     p.add_argument("object", choices=["broker", "queue"])
     p.add_argument("broker", nargs="?", help="display broker: the broker (none: every broker)")
     p.add_argument("name", nargs="?", help="display queue: the queue (none: every queue)")
+    p.add_argument("--json", action="store_true", help="JSON (always, here; as manage.py baton display --json)")
     p.set_defaults(run=display)
 
     p = verbs.add_parser("outbox", help="show or flush a durable outbox (see put --outbox)")

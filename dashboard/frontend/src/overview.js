@@ -4,7 +4,7 @@
 import { cssVar, follow } from "./live.js";
 import { pagePath, part, syncKeyed } from "./rows.js";
 import { fitToParent, timeChart } from "./timechart.js";
-import { when } from "./when.js";
+import { span, when } from "./when.js";
 
 const KINDS = ["put", "get", "commit", "rollback"];
 const PARTS = ["available", "uncommitted_puts", "in_flight", "locked"];
@@ -137,6 +137,55 @@ function showStomp(list) {
   });
 }
 
+// Process health: each row's status from its last heartbeat's age, judged every second (a
+// process that stopped sends nothing, so the page's clock tells).
+const processTable = document.getElementById("process-table");
+const processRow = document.getElementById("process-template");
+
+function showProcesses(list) {
+  if (!processTable || !list) return;
+  syncKeyed(processTable.tBodies[0], list.map((p) => ({ ...p, process: p.name, name: p.key })), {
+    key: "key", template: processRow, none: processTable.querySelector("tr.none"),
+    fill: (row, p) => {
+      row.dataset.kind = p.kind;
+      row.dataset.seen = p.seen_at;
+      row.dataset.interval = p.interval_s;
+      row.querySelector('[data-field="kind"]').textContent = p.kind;
+      row.querySelector('[data-field="name"]').textContent = p.process;
+      row.querySelector('[data-field="seen_at"]').textContent = when(p.seen_at);
+      row.querySelector('[data-field="started_at"]').textContent = when(p.started_at);
+    },
+  });
+  judgeProcesses();
+}
+
+function judgeProcesses() {
+  if (!processTable) return;
+  const best = {};
+  for (const row of processTable.tBodies[0].querySelectorAll("tr[data-seen]")) {
+    const age = (Date.now() - Date.parse(row.dataset.seen)) / 1000;
+    const alive = age < 3 * Number(row.dataset.interval);
+    row.dataset.alive = String(alive);
+    const cell = row.querySelector('[data-field="status"]');
+    cell.textContent = alive ? `● alive (${span(age)} ago)` : `✖ silent for ${span(age)}`;
+    cell.className = alive ? "state-committed" : "state-rolled_back";
+    const kind = row.dataset.kind;
+    if (best[kind] === undefined || age < best[kind]) best[kind] = age;
+  }
+  for (const badge of document.querySelectorAll("#process-summary [data-kind]")) {
+    const age = best[badge.dataset.kind];
+    const row = processTable.querySelector(`tr[data-kind="${badge.dataset.kind}"]`);
+    const alive = age !== undefined && age < 3 * Number(row.dataset.interval);
+    badge.dataset.alive = String(alive);
+    badge.classList.toggle("live", alive);
+    badge.classList.toggle("stale", !alive);
+    part(badge, "status").textContent = age === undefined ? "no heartbeat yet"
+      : alive ? `alive, last heartbeat ${span(age)} ago` : `silent for ${span(age)}`;
+  }
+}
+judgeProcesses();
+setInterval(judgeProcesses, 1000);
+
 follow(brokersEl.dataset.socket, {
   onOpen: loadRates,
   onMessage: (msg) => {
@@ -144,6 +193,7 @@ follow(brokersEl.dataset.socket, {
     addCounts(msg.counts || {});
     showCounts(msg.data);
     showStomp(msg.data.stomp);
+    showProcesses(msg.data.processes);
     drawRates();
   },
 });

@@ -1,10 +1,13 @@
 // The live transaction graph of one broker: a cytoscape drawing (each connected component
 // laid out on its own by dagre and tiled; an update re-lays out only the components it
-// changed), a table with the same units of work, filters and a detail panel.
+// changed), a table with the same units of work, filters and a detail panel with a rollback.
+// It opens on the live part (docs/dashboard.md): open units of work, what is linked to them
+// and recent cascades; a resolved unit of work related to none of those goes a minute after
+// it resolved.
 import cytoscape from "cytoscape";
 import dagre from "cytoscape-dagre";
 import { cssVar, follow } from "./live.js";
-import { when } from "./when.js";
+import { span, when } from "./when.js";
 
 cytoscape.use(dagre);
 
@@ -14,6 +17,7 @@ const LABEL = { active: "active", commit_held: "commit held", committed: "commit
 const OPEN = new Set(["active", "commit_held"]);
 let rowWidth = 1200;
 const GAP = 40;
+const KEEP_RESOLVED_MS = 60_000; // a resolved unit of work unrelated to the live part stays this long
 
 const root = document.getElementById("graph-root");
 const tbody = document.querySelector("#transaction-table tbody");
@@ -24,11 +28,12 @@ const counts = document.getElementById("graph-counts");
 const nodes = new Map(); // id -> {id, broker, state, reason, created_at, resolved_at}
 const edges = new Map(); // key -> {upstream, downstream, resource}
 const incident = new Map(); // id -> Set of edge keys
+const caused = new Map(); // id of a unit of work whose rollback cascaded -> Set of the ids it backed out
 const rows = new Map(); // id -> <tr>
 let selected = decodeURIComponent(location.hash.slice(1)) || null;
 let tile = { x: 0, y: 0, rowHeight: 0 };
 const timings = { firstRenderMs: null, updatesMs: [] };
-window.batonGraph = { timings, nodes, edges };
+window.batonGraph = { timings, nodes, edges, caused };
 
 const short = (id) => id.slice(0, 8);
 // message ids begin with their time: the part after it tells neighbours apart
@@ -50,6 +55,8 @@ function style() {
       width: 1.5, "line-color": cssVar("--muted"), "target-arrow-color": cssVar("--muted"), "target-arrow-shape": "triangle",
       "curve-style": "bezier", label: "data(label)", "font-size": 8, color: cssVar("--muted"), "min-zoomed-font-size": 8,
       "text-background-color": cssVar("--bg"), "text-background-opacity": 0.8 } },
+    { selector: "edge.past-cascade", style: {
+      "line-style": "dashed", "line-color": c("rolled_back"), "target-arrow-color": c("rolled_back"), color: c("rolled_back") } },
     { selector: ".cascade", style: { "line-color": c("rolled_back"), "target-arrow-color": c("rolled_back"), "border-color": c("rolled_back"), "border-width": 3 } },
     { selector: ".filtered", style: { display: "none" } },
   ];
@@ -89,6 +96,24 @@ function addEdge(e, dirty) {
   }
 }
 
+// A past cascade: the links it went along are gone; each backed-out unit of work names the
+// one whose rollback cascaded to it (its cause), drawn as a dashed edge from the cause.
+function addCause(n, dirty) {
+  if (!n.cause) return;
+  if (!caused.has(n.cause)) caused.set(n.cause, new Set());
+  caused.get(n.cause).add(n.id);
+  dirty.add(n.id);
+  dirty.add(n.cause);
+  drawCause(n.cause, n.id);
+}
+
+function drawCause(cause, id) {
+  const key = `cascade:${id}`;
+  if (cy.getElementById(key).empty() && cy.getElementById(cause).nonempty() && cy.getElementById(id).nonempty()) {
+    cy.add({ group: "edges", classes: "past-cascade", data: { id: key, source: cause, target: id, label: "cascade" } });
+  }
+}
+
 function removeEdge(key) {
   const e = edges.get(key);
   edges.delete(key);
@@ -109,9 +134,11 @@ function apply({ nodes: ns = [], edges: es = [], touched = null }) {
     if (!known) {
       cy.add({ group: "nodes", data: nodeData(n) });
       dirty.add(n.id);
+      for (const member of caused.get(n.id) || []) drawCause(n.id, member);
     } else if (known.state !== n.state) {
       cy.getElementById(n.id).data(nodeData(n));
     }
+    if (n.cause && !(known && known.cause)) addCause(n, dirty);
   }
   if (touched) {
     const keep = new Set(es.map(edgeKey));
@@ -132,7 +159,8 @@ function apply({ nodes: ns = [], edges: es = [], touched = null }) {
 // Map and written to the drawing in one pass.
 
 function neighbours(id) {
-  return new Set([...upstreamOf(id), ...downstreamOf(id)]);
+  const cause = nodes.get(id)?.cause;
+  return new Set([...upstreamOf(id), ...downstreamOf(id), ...(cause ? [cause] : []), ...(caused.get(id) || [])]);
 }
 
 function componentOf(id, seen) {
@@ -150,7 +178,7 @@ function chainOrder(ids) {
   let root = null;
   for (const id of ids) {
     const up = new Set(upstreamOf(id)), down = new Set(downstreamOf(id));
-    if (up.size > 1 || down.size > 1) return null;
+    if (up.size > 1 || down.size > 1 || nodes.get(id)?.cause || caused.has(id)) return null;
     if (up.size === 0) { if (root) return null; root = id; }
   }
   const order = [];
@@ -224,6 +252,20 @@ function cascadeOf(id) {
   return out;
 }
 
+function ownerText(n) {
+  const agent = n.agent || "";
+  const channel = agent.match(/^channel:([^:]+)(?::(.+))?$/);
+  const by = channel ? `channel ${channel[1]}${channel[2] ? ` (${channel[2]})` : ""}` : agent ? `connection ${agent}` : "";
+  if (n.owner && by) return `${n.owner}, ${by}`;
+  return n.owner || by || "—";
+}
+
+function ageText(n) {
+  const began = Date.parse(n.created_at);
+  if (!n.resolved_at) return `${span((Date.now() - began) / 1000)}, open`;
+  return `lasted ${span((Date.parse(n.resolved_at) - began) / 1000)}; resolved ${span((Date.now() - Date.parse(n.resolved_at)) / 1000)} ago`;
+}
+
 function reasonText(n) {
   if (n.state === "commit_held") return `held on ${heldOn(n.id).map(short).join(", ") || "(resolving)"}`;
   return n.reason || "";
@@ -246,6 +288,7 @@ function showRow(id) {
   state.textContent = `${GLYPH[n.state] || ""} ${LABEL[n.state] || n.state}`;
   state.className = `state state-${n.state}`;
   tr.querySelector('[data-c="reason"]').textContent = reasonText(n);
+  tr.querySelector('[data-c="owner"]').textContent = ownerText(n);
   tr.querySelector('[data-c="queues"]').textContent = n.queues.join(" ");
   tr.dataset.queues = n.queues.join(" ");
   const up = upstreamOf(id), down = downstreamOf(id);
@@ -268,6 +311,9 @@ function showDetail() {
   set("id", n.id);
   set("state", `${GLYPH[n.state] || ""} ${LABEL[n.state] || n.state}`);
   set("broker", n.broker);
+  set("owner", ownerText(n));
+  set("age", ageText(n));
+  set("cause", n.cause || "—");
   set("created_at", when(n.created_at));
   set("resolved_at", n.resolved_at ? when(n.resolved_at) : "—");
   set("reason", n.reason || "—");
@@ -284,7 +330,57 @@ function showDetail() {
     : "No open unit of work downstream: nothing would cascade.");
   for (const id of cascade) cy.getElementById(id).addClass("cascade");
   cy.getElementById(n.id).connectedEdges().filter((e) => cascade.includes(e.target().id())).addClass("cascade");
+  showRollback(n, cascade);
 }
+
+// --- rolling back: the REST operation, run by the page's view as the signed-in user -------
+
+const rollbackForm = document.getElementById("rollback");
+const rollbackConfirm = document.getElementById("rollback-confirm");
+const rollbackResult = document.getElementById("rollback-result");
+let rollbackShownFor = null;
+
+function showRollback(n, cascade) {
+  const may = OPEN.has(n.state) && n.yours;
+  rollbackForm.hidden = !may;
+  if (n.id !== rollbackShownFor) {
+    rollbackShownFor = n.id;
+    rollbackConfirm.hidden = true;
+    rollbackAsk.hidden = false;
+    rollbackResult.hidden = true;
+  }
+  if (!may) { rollbackConfirm.hidden = true; return; }
+  rollbackForm.action = root.dataset.rollbackUrl.replace("TRANSACTION", encodeURIComponent(n.id));
+  rollbackForm.querySelector('[data-f="rollback-what"]').textContent = cascade.length
+    ? `Roll back ${short(n.id)} and the ${cascade.length} open unit${cascade.length > 1 ? "s" : ""} of work downstream of it?`
+    : `Roll back ${short(n.id)}? Nothing is downstream of it.`;
+}
+
+const rollbackAsk = document.getElementById("rollback-ask");
+rollbackAsk.addEventListener("click", () => { rollbackConfirm.hidden = false; rollbackAsk.hidden = true; });
+document.getElementById("rollback-cancel").addEventListener("click", () => { rollbackConfirm.hidden = true; rollbackAsk.hidden = false; });
+rollbackForm.addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const id = rollbackShownFor;
+  rollbackConfirm.hidden = true;
+  rollbackAsk.hidden = false;
+  rollbackResult.hidden = false;
+  rollbackResult.className = "";
+  rollbackResult.textContent = `Rolling back ${short(id)}…`;
+  try {
+    const response = await fetch(rollbackForm.action, {
+      method: "POST", body: new FormData(rollbackForm), headers: { Accept: "application/json" }, credentials: "same-origin",
+    });
+    const body = await response.json();
+    if (!response.ok) throw new Error(body.message || `HTTP ${response.status}`);
+    rollbackResult.textContent = body.cascaded.length
+      ? `Rolled back ${short(id)}; backed out with it: ${body.cascaded.map(short).join(", ")}.`
+      : `Rolled back ${short(id)}.`;
+  } catch (error) {
+    rollbackResult.className = "error";
+    rollbackResult.textContent = `Not rolled back: ${error.message}`;
+  }
+});
 
 // Pan to a node only when it is out of sight: centring a visible one would push the
 // drawing's edge out of the frame that layoutAll fitted.
@@ -346,6 +442,35 @@ function applyFilters(ids = nodes.keys()) {
 filters.addEventListener("input", () => applyFilters());
 filters.addEventListener("submit", (event) => event.preventDefault());
 
+// --- pruning: the graph stays on the live part ------------------------------------------
+
+function related(id) {
+  const n = nodes.get(id);
+  if (!n || OPEN.has(n.state) || id === selected || n.cause || caused.has(id)) return true;
+  if (!n.resolved_at || Date.now() - Date.parse(n.resolved_at) < KEEP_RESOLVED_MS) return true;
+  return [...neighbours(id)].some((other) => OPEN.has(nodes.get(other)?.state));
+}
+
+function prune() {
+  const gone = [...nodes.keys()].filter((id) => !related(id));
+  if (!gone.length) return;
+  cy.batch(() => {
+    for (const id of gone) {
+      for (const key of [...(incident.get(id) || [])]) removeEdge(key);
+      incident.delete(id);
+      nodes.delete(id);
+      cy.getElementById(id).remove();
+      rows.get(id)?.remove();
+      rows.delete(id);
+    }
+  });
+  applyFilters([]);
+}
+setInterval(() => {
+  prune();
+  if (selected && nodes.has(selected)) document.querySelector('#detail [data-f="age"]').textContent = ageText(nodes.get(selected));
+}, 5000);
+
 // --- the socket ---------------------------------------------------------------------------
 
 let rowSink = null; // a fragment while the snapshot builds the table
@@ -379,7 +504,7 @@ function snapshot(graph) {
   const mark = (name, since) => { phases[name] = Math.round(performance.now() - since); return performance.now(); };
   let t = started;
   cy.elements().remove();
-  nodes.clear(); edges.clear(); incident.clear(); rows.clear();
+  nodes.clear(); edges.clear(); incident.clear(); rows.clear(); caused.clear();
   tbody.replaceChildren();
   cy.batch(() => apply({ nodes: graph.nodes, edges: graph.edges }));
   t = mark("model", t);

@@ -13,6 +13,15 @@ function ago(seconds) {
   return "just now";
 }
 
+// A length of time as the console writes durations: "12 s", "3 min", "2 h 5 min".
+export function span(seconds) {
+  const s = Math.max(0, Math.floor(seconds));
+  if (s < 60) return `${s} s`;
+  if (s < 3600) return `${Math.floor(s / 60)} min${s % 60 ? ` ${s % 60} s` : ""}`;
+  if (s < 86400) return `${Math.floor(s / 3600)} h${Math.floor((s % 3600) / 60) ? ` ${Math.floor((s % 3600) / 60)} min` : ""}`;
+  return `${Math.floor(s / 86400)} d ${Math.floor((s % 86400) / 3600)} h`;
+}
+
 export function stamp(iso) {
   if (!iso) return "";
   const d = new Date(iso);

@@ -48,18 +48,29 @@ def test_start_a_channel_see_it_send_and_stop_it(admin_page, site, api, fresh_br
     expect(row.locator('[data-field="state"]')).to_have_text("stopped")
     expect(row).to_contain_text("10 messages or 200 ms")  # the batch; the window is its own column
     expect(page.locator("#live-status")).to_have_attribute("data-live", "true")
-    row.get_by_role("button", name="Start").click()
-    expect(page.locator(".flash.success")).to_contain_text("start requested")
-    expect(row.locator('[data-field="state"]')).to_have_text("running")
     assert (
         api.post(
             f"/api/brokers/{fresh_broker}/queues/OUT/messages/", json={"messages": [{"body": "over"}] * 3}
         ).status_code
         == 201
     )
+    expect(row.locator('[data-field="backlog"]')).to_have_text("3")  # waiting on XMIT, live
+    page.wait_for_function(f"window.batonChannels.edgeLabel({name!r}).includes('3 waiting')")
+    row.get_by_role("button", name="Start").click()
+    expect(page.locator(".flash.success")).to_contain_text("start requested")
+    expect(row.locator('[data-field="state"]')).to_have_text("running")
     expect(row.locator('[data-field="messages_sent"]')).to_have_text("3")  # live, no reload
+    expect(row.locator('[data-field="backlog"]')).to_have_text("0")
     assert page.evaluate(f"window.batonChannels.edgeLabel({name!r})").find("3 sent") >= 0
     assert api.get(f"/api/brokers/{target}/queues/IN/").json()["depth"] == 3
+    page.reload()  # the chart's history is the server's, not the page's
+    page.wait_for_function("window.batonChannels.sent()[1].reduce((a, b) => a + b, 0) > 0")
+    assert page.evaluate(LABELS_OUT_OF_FRAME) == []
     row.get_by_role("button", name="Stop").click()
     expect(row.locator('[data-field="state"]')).to_have_text("stopped")
     assert page.console.errors == []
+
+
+LABELS_OUT_OF_FRAME = """() => { const cy = window.batonChannels.cy;
+  return cy.elements().filter((e) => { const b = e.renderedBoundingBox({ includeLabels: true });
+    return b.x1 < 0 || b.y1 < 0 || b.x2 > cy.width() || b.y2 > cy.height(); }).map((e) => e.id()); }"""

@@ -127,3 +127,19 @@ def test_stale_badge_when_the_socket_drops_then_it_reconnects(admin_page, site, 
     cell = page.locator(f'section[data-broker="{fresh_broker}"] tr[data-queue="Q1"] [data-field="available"]')
     assert api.post(f"/api/brokers/{fresh_broker}/queues/Q1/messages/", json={"body": "x"}).status_code == 201
     expect(cell).to_have_text("1")  # and is live again
+
+
+def test_the_overview_shows_the_worker_beat_and_web_alive(admin_page, site):
+    """The platform's own worker and beat write heartbeats (the worker's through the task
+    beat sends); the page's web process writes its own while the overview's socket is open."""
+    page = admin_page
+    page.clock.install()  # the page's clock, to be moved on below; it runs on meanwhile
+    page.goto(f"{site.url}/")
+    for kind in ("worker", "beat", "web"):
+        badge = page.locator(f'#process-summary [data-kind="{kind}"]')
+        expect(badge).to_have_attribute("data-alive", "true", timeout=40_000)
+        expect(badge).to_contain_text("last heartbeat")
+    row = page.locator('#process-table tr[data-kind="worker"]').first
+    page.clock.fast_forward("05:00")  # five minutes on for the page: every heartbeat it has is old
+    expect(row.locator('[data-field="status"]')).to_contain_text("silent for")
+    assert page.console.errors == []

@@ -4,7 +4,7 @@ Skipped unless BATON_SCREENSHOT_TOUR names the folder to write to:
 
     BATON_SCREENSHOT_TOUR=/tmp/tour .venv/bin/python -m pytest tests/dashboard/browser/test_screenshot_tour.py
 
-Each page is also checked: it answers, logs no console error and is no wider than the
+BATON_SCREENSHOT_ONLY=transactions,queue takes only the pages named. Each page is also checked: it answers, logs no console error and is no wider than the
 window at phone width except inside its scrolling tables."""
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ from .test_moves import backout_queue_with
 from .test_screenshots import local_channel, scene
 
 OUT = os.environ.get("BATON_SCREENSHOT_TOUR")
+#: Comma-separated page names (below) to take only those: BATON_SCREENSHOT_ONLY=transactions,queue
+ONLY = {name for name in os.environ.get("BATON_SCREENSHOT_ONLY", "").split(",") if name}
 pytestmark = pytest.mark.skipif(not OUT, reason="set BATON_SCREENSHOT_TOUR to a folder to take the tour")
 
 SIZES = {"desktop": {"width": 1400, "height": 900}, "phone": {"width": 390, "height": 844}}
@@ -71,7 +73,7 @@ def pages(api, broker: str) -> dict[str, str]:
 def test_every_page_in_both_themes_at_both_widths(chromium, site, api, fresh_broker):
     out = Path(OUT)
     out.mkdir(parents=True, exist_ok=True)
-    tour = pages(api, fresh_broker)
+    tour = {name: path for name, path in pages(api, fresh_broker).items() if not ONLY or name in ONLY}
     wide: list[str] = []
     for scheme in ("light", "dark"):
         for size, viewport in SIZES.items():
@@ -89,6 +91,8 @@ def test_every_page_in_both_themes_at_both_widths(chromium, site, api, fresh_bro
                         expect(page.locator("#live-status")).to_have_attribute("data-live", "true")
                     if name == "transactions":
                         expect(page.locator("#graph-root")).to_have_attribute("data-ready", "true")
+                        page.locator('#transaction-table tr[data-state="active"]').first.click()
+                        page.click("#rollback-ask")  # the detail panel: owner, age, the rollback asked
                     page.screenshot(path=out / f"{name}-{scheme}-{size}.png", full_page=True)
                     width = page.evaluate("document.documentElement.scrollWidth")
                     if width > viewport["width"] + 1:

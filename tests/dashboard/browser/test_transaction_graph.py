@@ -127,3 +127,57 @@ def test_a_selected_unit_of_work_does_not_push_the_drawing_out_of_frame(admin_pa
     assert page.evaluate(ALL_NODES_IN_FRAME) == []
     for producer, _ in pairs:
         api.post(f"/api/transactions/{producer}/rollback/", json={})
+
+
+CASCADE_EDGE = "(id) => window.batonGraph.cy.getElementById(`cascade:${id}`).nonempty()"
+
+
+def test_it_opens_on_the_live_part_with_past_cascades(admin_page, site, api, fresh_broker):
+    done = begin(api, fresh_broker)
+    assert api.post(f"/api/transactions/{done}/commit/", json={}).status_code == 200
+    root, member = linked_pair(api, fresh_broker)
+    assert api.post(f"/api/transactions/{root}/rollback/", json={}).json()["cascaded"] == [member]
+    live = begin(api, fresh_broker)
+    page = admin_page
+    page.goto(f"{site.url}/brokers/{fresh_broker}/transactions/")
+    expect(page.locator("#graph-root")).to_have_attribute("data-ready", "true")
+    expect(row(page, live)).to_have_attribute("data-state", "active")
+    expect(row(page, member)).to_have_attribute("data-state", "rolled_back")
+    expect(row(page, root)).to_have_attribute("data-state", "rolled_back")
+    expect(row(page, done)).to_have_count(0)  # resolved, related to nothing live
+    assert page.evaluate(CASCADE_EDGE, member)
+    row(page, member).click()
+    expect(page.locator('#detail [data-f="cause"]')).to_have_text(root)
+    expect(page.locator("#rollback")).to_be_hidden()  # resolved: nothing to roll back
+    api.post(f"/api/transactions/{live}/rollback/", json={})
+    assert page.console.errors == []
+
+
+def test_the_detail_panel_shows_owner_and_age_and_rolls_back(admin_page, site, api, fresh_broker):
+    page = admin_page
+    producer, consumer = linked_pair(api, fresh_broker)
+    page.goto(f"{site.url}/brokers/{fresh_broker}/transactions/#{producer}")
+    expect(page.locator('#detail [data-f="id"]')).to_have_text(producer)
+    expect(page.locator('#detail [data-f="owner"]')).to_have_text("tester")  # the API client's user
+    expect(page.locator('#detail [data-f="age"]')).to_contain_text("open")
+    expect(row(page, producer).locator('[data-c="owner"]')).to_have_text("tester")
+    page.click("#rollback-ask")
+    expect(page.locator("#rollback-confirm")).to_contain_text("and the 1 open unit of work downstream")
+    page.click("#rollback-go")
+    expect(page.locator("#rollback-result")).to_contain_text(f"backed out with it: {consumer[:8]}")
+    expect(row(page, producer)).to_have_attribute("data-state", "rolled_back")
+    expect(row(page, consumer)).to_have_attribute("data-state", "rolled_back")
+    page.wait_for_function(CASCADE_EDGE, arg=consumer)  # the cascade drawn as it happened
+    expect(page.locator("#rollback")).to_be_hidden()
+    assert page.console.errors == []
+
+
+def test_a_viewer_is_offered_no_rollback(browser_page, site, api, fresh_broker, viewer_of):
+    from .conftest import sign_in
+
+    producer, _ = linked_pair(api, fresh_broker)
+    sign_in(browser_page, site, *viewer_of(fresh_broker))
+    browser_page.goto(f"{site.url}/brokers/{fresh_broker}/transactions/#{producer}")
+    expect(browser_page.locator('#detail [data-f="id"]')).to_have_text(producer)
+    expect(browser_page.locator("#rollback")).to_be_hidden()
+    api.post(f"/api/transactions/{producer}/rollback/", json={})
