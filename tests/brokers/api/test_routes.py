@@ -12,6 +12,8 @@ from brokers.api.operations import Operation
 pytestmark = pytest.mark.once
 
 NOT_OPERATIONS = ("api/schema/", "api/session/")
+#: The index of the API's roots and docs (brokers/api/index.py): a page, not an operation.
+INDEX = "api/"
 
 
 def _patterns(patterns, prefix: str = ""):
@@ -31,7 +33,7 @@ def _operations(cls=Operation):
 def test_every_operation_with_a_route_is_served_there_and_every_api_route_is_an_operation():
     served = {}
     for route, pattern in _patterns(get_resolver().url_patterns):
-        if route.startswith("api/") and not route.startswith(NOT_OPERATIONS):
+        if route.startswith("api/") and route != INDEX and not route.startswith(NOT_OPERATIONS):
             operations = getattr(pattern.callback, "view_class", None)
             assert operations is not None and getattr(operations, "operations", None), route
             served[route] = operations.operations

@@ -84,7 +84,7 @@ def test_no_console_page_violates_its_content_security_policy(browser_page, site
         expect(page.locator("h1")).to_be_visible()
         page.wait_for_load_state("networkidle")
         assert _violations(page) == [], path
-    assert page.console.errors == []
+        assert page.console.errors == [], path  # nor a script error on it
 
 
 def test_an_injected_inline_script_is_refused(browser_page, site):
