@@ -288,11 +288,6 @@ class _EngineCursor:
             with self.db.writer_held():
                 return self.raw.execute(self._sql(sql), params)
 
-    def executemany(self, sql: str, rows):
-        deferred_flush()
-        with self.db.wrap_database_errors:
-            return self.raw.executemany(self._sql(sql), rows)
-
     def fetchone(self):
         return self.raw.fetchone()
 
@@ -694,16 +689,6 @@ def graph_lock_shared_and_links(
             c.nextset()
             default_db()._baton_prefetched = ((read[0], tuple(read[1])), c.fetchall())
     return linked, None if row is None else transaction_from_row(row)
-
-
-def links_exist(*, transaction_id: str) -> bool:
-    """Whether the unit of work has a link either way. No lock (the link-graph lock decides)."""
-    with cursor() as c:
-        c.execute(
-            f"SELECT 1 FROM {LINK} WHERE upstream_id = %s OR downstream_id = %s LIMIT 1",
-            [transaction_id, transaction_id],
-        )
-        return c.fetchone() is not None
 
 
 def open_upstreams(*, transaction_id: str) -> list[str]:
