@@ -746,28 +746,6 @@ def _taken_in_order(rows, *, priority_first: bool, commit_ordered: bool) -> list
     return messages
 
 
-def get_start_and_take(*, queue_id: int, transaction_id: str | None, now, get_transaction_id: str | None, **choice):
-    """PostgreSQL: ``get_start`` and ``messages_take`` in one round trip, for a get that
-    trusts the definitions cache (``definitions_trusted``) and takes before it knows what the
-    first statement says: the caller checks that (the version, the unit of work's row, the
-    lease, what must be settled first) and undoes the whole database transaction when the
-    take should not have happened. Locks as the two do, in that order: the unit of work's
-    row, then the messages taken. Returns ``(started, messages)``; ``started`` as
-    ``get_start``'s, None when its statement found no row (no such queue, or no such unit of
-    work: the caller starts again the careful way). ``choice``: ``messages_take``'s
-    arguments for choosing (limit, delivery order, match)."""
-    start_sql, start_params = _get_start_sql(queue_id=queue_id, transaction_id=transaction_id, now=now)
-    take_sql, take_params = _take_sql(queue_id=queue_id, now=now, get_transaction_id=get_transaction_id, **choice)
-    with cursor() as c:
-        c.execute(f"{start_sql}; {take_sql}", [*start_params, *take_params])
-        started = _get_started(c.fetchone(), named=transaction_id is not None)
-        c.nextset()
-        rows = c.fetchall()
-    return started, _taken_in_order(
-        rows, priority_first=choice["priority_first"], commit_ordered=choice["commit_ordered"]
-    )
-
-
 #: ``put_time`` as Python's ``isoformat()`` writes it (UTC, microseconds only when not zero):
 #: the journal's detail of a get written by the database (``get_at_once``) is the same text.
 _PUT_TIME_ISO = (

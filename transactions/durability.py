@@ -25,14 +25,16 @@ on the driver's connection; on PostgreSQL ``BEGIN`` travels with the step's firs
 statement) instead of going through ``atomic()``, which costs several times the
 statements of a short step in Python. Django is told that a transaction is open
 (``in_atomic_block``), so ORM code inside the step nests in it and ``on_commit`` hooks wait
-for it; they run after the commit (and a durable step's sync). While queries are logged
-(``CaptureQueriesContext``, DEBUG) and inside a caller's atomic block, ``atomic()`` is used,
-so the statement counts stay visible and a nested step leaves the level to the outermost
-transaction (durable unless it said otherwise).
+for it; they run after the commit (and a durable step's sync). Inside a caller's atomic
+block ``atomic()`` is used, so that a nested step leaves the level to the outermost
+transaction (durable unless it said otherwise). Whether queries are logged
+(``CaptureQueriesContext``, DEBUG) changes nothing here: the step's ``BEGIN``, statements
+and ``COMMIT`` are recorded as they are sent (``queries.statements_logged``).
 """
 
 from __future__ import annotations
 
+import time
 from contextlib import AbstractContextManager, contextmanager
 from typing import Iterator
 
@@ -69,17 +71,16 @@ def engine_step(*, durable: bool) -> AbstractContextManager[None]:
 
 def engine_step_outermost() -> bool:
     """Whether an engine step begun now drives its own database transaction (not nested
-    in a caller's, queries not logged): only then does a refused guard undo no one else's
-    work."""
+    in a caller's): only then does a refused guard undo no one else's work."""
     conn = queries.default_db()
     if conn.connection is None:
         conn.ensure_connection()  # its autocommit is the database's once connected
-    return not (conn.in_atomic_block or queries.queries_logged(conn) or not conn.autocommit)
+    return not (conn.in_atomic_block or not conn.autocommit)
 
 
 @contextmanager
 def _atomic_step(conn, *, durable: bool) -> Iterator[None]:
-    """The step through Django's ``atomic()`` (nested, or while queries are logged)."""
+    """The step through Django's ``atomic()`` (nested in a caller's database transaction)."""
     outermost = not conn.in_atomic_block
     if conn.vendor == "sqlite":
         relax = outermost and not durable and not settings.BATON_SKIP_COMMIT_SYNC
@@ -98,9 +99,8 @@ def _atomic_step(conn, *, durable: bool) -> Iterator[None]:
                 conn.durable_restored()  # this rare path puts it back at once
         return
     # planned as in an outermost step; put back for the caller's own statements after it
-    # (a failed step's savepoint undoes them itself). Not while queries are logged: the
-    # counts tests take stay the step's own statements.
-    planned = conn.vendor == "postgresql" and not queries.queries_logged(conn)
+    # (a failed step's savepoint undoes them itself)
+    planned = conn.vendor == "postgresql"
     with db.atomic():
         queries.deferred_begin()
         if outermost and not durable and conn.vendor == "postgresql":
@@ -137,9 +137,11 @@ def _rolled_back(conn, raw_rollback) -> None:
     """Undo the open transaction after an error in the step; drop the connection if even
     that fails (as ``atomic()`` does)."""
     conn.run_on_commit = []
+    started = time.monotonic()
     try:
         with conn.wrap_database_errors:
             raw_rollback()
+        queries.statements_logged(conn, [("ROLLBACK", None)], started)
     except Exception:
         _closed(conn)
         conn.close()
@@ -163,20 +165,24 @@ def _sqlite_step(conn, *, durable: bool) -> Iterator[None]:
     try:
         writer.acquire(timeout_s=timeout_s)
         try:
+            started = time.monotonic()
             try:
                 raw.execute("BEGIN IMMEDIATE")
             except Exception:
                 queries.raised_as_django(conn)
+            queries.statements_logged(conn, [("BEGIN IMMEDIATE", None)], started)
             _opened(conn)
             try:
                 yield
                 if conn.needs_rollback:  # an inner atomic block failed and was caught: undo all
                     _rolled_back(conn, raw.rollback)
                     return
+                started = time.monotonic()
                 try:
                     raw.commit()
                 except Exception:
                     queries.raised_as_django(conn)
+                queries.statements_logged(conn, [("COMMIT", None)], started)
             except BaseException:
                 _rolled_back(conn, raw.rollback)
                 raise

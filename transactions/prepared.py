@@ -20,8 +20,9 @@ savepoint, so that its failure leaves the transaction as it was. At most
 ``PREPARED_MAX`` texts are prepared per connection; later new texts are sent as text.
 ``BATON_PG_PREPARED=0`` sends every text as text (a pooler that spreads one client's
 statements over several server connections would lose the prepared ones).
-Statements run while Django logs queries (``CaptureQueriesContext``) are not touched: the
-counts tests take stay the statements' own.
+Whether Django logs queries (``CaptureQueriesContext``, DEBUG) changes nothing here: the
+log records each statement's own text (``queries.statements_logged``), not its ``EXECUTE``,
+and not the ``PREPARE`` a connection makes once per text.
 """
 
 from __future__ import annotations

@@ -4,8 +4,10 @@ locks each one takes. ``brokers.queries`` holds the message and queue side.
 
 Django's models define these tables; the statements are written by hand because the ORM
 costs more in Python per statement than the database spends running it
-(docs/performance.md). They run through Django's connection, so they join the caller's
-atomic block and show in ``CaptureQueriesContext``.
+(docs/performance.md). They run on Django's connection, so they join the caller's atomic
+block, and while Django logs queries (``CaptureQueriesContext``, DEBUG) each statement is
+recorded in its log as it is sent (``statements_logged``): recording only, the path is the
+same whether queries are logged or not.
 
 Row locks (``FOR UPDATE``) are taken on PostgreSQL only; on SQLite every writer holds the
 database's write lock from ``BEGIN IMMEDIATE``. Lock order: link-graph lock → transaction
@@ -15,7 +17,9 @@ rows → queue rows → message rows (docs/concurrency.md).
 from __future__ import annotations
 
 import json
+import logging
 import threading
+import time
 from datetime import datetime, timezone as dt_timezone
 from typing import Sequence
 
@@ -159,8 +163,33 @@ def _hot_settings_forgotten(**kwargs) -> None:
 
 
 def queries_logged(db) -> bool:
-    """Django's ``db.queries_logged`` (``CaptureQueriesContext``, DEBUG), read cheaply."""
+    """Django's ``db.queries_logged`` (``CaptureQueriesContext``, DEBUG), read cheaply. It
+    decides only whether statements are recorded, never which statements run."""
     return db.force_debug_cursor or hot_setting("DEBUG")
+
+
+_logger = logging.getLogger("django.db.backends")
+
+
+def statements_logged(db, statements, started: float) -> None:
+    """Record ``statements`` (``(sql, params)`` pairs sent in one round trip since
+    ``started``, a ``time.monotonic()``) in Django's query log as its debug cursor records
+    one, one entry per statement, each with the round trip's time: what tests that count
+    statements count is what production sends (a text's ``PREPARE``, made once per
+    connection, is not counted: transactions/prepared.py). Only while queries are logged."""
+    if not queries_logged(db):
+        return
+    duration = time.monotonic() - started
+    for sql, params in statements:
+        db.queries_log.append({"sql": sql, "time": "%.3f" % duration})
+        _logger.debug(
+            "(%.3f) %s; args=%s; alias=%s",
+            duration,
+            sql,
+            params,
+            db.alias,
+            extra={"duration": duration, "sql": sql, "params": params, "alias": db.alias},
+        )
 
 
 _thread = threading.local()
@@ -193,8 +222,8 @@ class _EngineCursor:
     """The database driver's own cursor, used by the hot path instead of Django's wrapper
     (which re-parses every statement's placeholders and goes through several layers per
     call). Errors are still Django's; statements still use ``%s`` placeholders. While
-    queries are being logged (``CaptureQueriesContext``, DEBUG) Django's cursor is used
-    instead, so every statement stays visible to the statement counts."""
+    queries are logged (``CaptureQueriesContext``, DEBUG) each statement it sends is
+    recorded (``statements_logged``); it sends the same either way."""
 
     __slots__ = ("db", "raw", "sqlite")
 
@@ -216,6 +245,16 @@ class _EngineCursor:
         return converted
 
     def execute(self, sql: str, params=()):
+        if not queries_logged(self.db):
+            return self._execute(sql, params)
+        pending = [] if self.sqlite else list(self.db.__dict__.get("_baton_pending") or ())
+        started = time.monotonic()
+        try:
+            return self._execute(sql, params)
+        finally:
+            statements_logged(self.db, [entry[:2] for entry in pending] + [(sql, params)], started)
+
+    def _execute(self, sql: str, params):
         pending = None if self.sqlite else self.db.__dict__.get("_baton_pending")
         if pending:  # PostgreSQL: send the deferred statements in the same round trip
             self.db._baton_pending = []
@@ -249,11 +288,6 @@ class _EngineCursor:
             with self.db.writer_held():
                 return self.raw.execute(self._sql(sql), params)
 
-    def executemany(self, sql: str, rows):
-        deferred_flush()
-        with self.db.wrap_database_errors:
-            return self.raw.executemany(self._sql(sql), rows)
-
     def fetchone(self):
         return self.raw.fetchone()
 
@@ -282,8 +316,6 @@ def cursor():
     """A cursor on the default database for one hot-path function (``with cursor() as c``)."""
     db = default_db()
     db._baton_prefetched = None  # any other statement first: what was read ahead may be stale
-    if queries_logged(db):
-        return db.cursor()
     return _EngineCursor(db)
 
 
@@ -298,7 +330,7 @@ def deferred(sql: str, params=(), *, rows: list | None = None) -> None:
     db = default_db()
     db._baton_prefetched = None
     pending = db.__dict__.get("_baton_pending")
-    if pending is not None and db.vendor == "postgresql" and not queries_logged(db):
+    if pending is not None and db.vendor == "postgresql":
         pending.append((sql, list(params)) if rows is None else (sql, list(params), rows))
         return
     with cursor() as c:
@@ -333,16 +365,20 @@ def deferred_flush() -> None:
         sql, params = prepared_sql(
             db.connection, "; ".join(entry[0] for entry in pending), [v for entry in pending for v in entry[1]]
         )
-        with db.wrap_database_errors:
-            raw = db.connection.cursor()
-            try:
-                raw.execute(sql, params)
-                if any(len(entry) > 2 for entry in pending):
-                    for entry in pending:
-                        _rows_kept(raw, entry)
-                        raw.nextset()
-            finally:
-                raw.close()
+        started = time.monotonic()
+        try:
+            with db.wrap_database_errors:
+                raw = db.connection.cursor()
+                try:
+                    raw.execute(sql, params)
+                    if any(len(entry) > 2 for entry in pending):
+                        for entry in pending:
+                            _rows_kept(raw, entry)
+                            raw.nextset()
+                finally:
+                    raw.close()
+        finally:
+            statements_logged(db, [entry[:2] for entry in pending], started)
 
 
 def deferred_end(*, keep: bool) -> None:
@@ -653,16 +689,6 @@ def graph_lock_shared_and_links(
             c.nextset()
             default_db()._baton_prefetched = ((read[0], tuple(read[1])), c.fetchall())
     return linked, None if row is None else transaction_from_row(row)
-
-
-def links_exist(*, transaction_id: str) -> bool:
-    """Whether the unit of work has a link either way. No lock (the link-graph lock decides)."""
-    with cursor() as c:
-        c.execute(
-            f"SELECT 1 FROM {LINK} WHERE upstream_id = %s OR downstream_id = %s LIMIT 1",
-            [transaction_id, transaction_id],
-        )
-        return c.fetchone() is not None
 
 
 def open_upstreams(*, transaction_id: str) -> list[str]:

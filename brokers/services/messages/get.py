@@ -319,28 +319,20 @@ def _get_once(
     trusted = None
     if mode == "destructive" and not preemptive and not ordered and not connection_id and link_graph_locking():
         trusted = definitions_trusted()
-    if trusted is not None:
-        trusting = {
-            "broker": broker,
-            "queue": queue,
-            "transaction_id": transaction_id,
-            "wanted": wanted,
-            "batch": batch,
-            "match": match,
-            "access": access,
-            "user": user,
-            "trusted": trusted,
-        }
-        if engine_step_outermost():  # PostgreSQL: the whole get in one round trip
-            result = _get_at_once(**trusting)
-            if result is not None:
-                return result
-        else:  # PostgreSQL, inside a caller's transaction: look and take, then check the look
-            try:
-                with transaction_timeouts_applied(), engine_step(durable=durable):
-                    return _get_trusting(**trusting)
-            except _Again:
-                pass  # undone: the careful way
+    if trusted is not None and engine_step_outermost():  # PostgreSQL: the whole get in one round trip
+        result = _get_at_once(
+            broker=broker,
+            queue=queue,
+            transaction_id=transaction_id,
+            wanted=wanted,
+            batch=batch,
+            match=match,
+            access=access,
+            user=user,
+            trusted=trusted,
+        )
+        if result is not None:
+            return result
     with transaction_timeouts_applied(), engine_step(durable=durable):
         now = timezone.now()  # taken once this database transaction has begun (SQLite: holds the write lock)
         if graph_lock:
@@ -462,71 +454,6 @@ def _get_once(
         return _taken(
             rows, source=source, owner=owner, txn=txn, new_id=new_id, wanted=wanted, conn=conn, now=now, user=user
         )
-
-
-class _Again(Exception):
-    """A get that trusted the definitions cache and took in its first round trip learns
-    from that round trip's look that it should not have: the definitions changed, the unit
-    of work named is not there, a lock ran out or another consumer holds the queue's
-    exclusive input. Its database transaction is undone and the get runs the careful way,
-    which says why or settles it first."""
-
-
-def _get_trusting(
-    *,
-    broker: str,
-    queue: str,
-    transaction_id: str | None,
-    wanted: bool,
-    batch: int,
-    match: dict,
-    access: str | None,
-    user,
-    trusted: int,
-) -> GetResult:
-    """An unordered destructive get, not pre-emptive and without a connection, on
-    PostgreSQL: its queue from the definitions cache, trusted until the version comes back
-    from the one round trip that looks (``get_start``) and takes (``messages_take``):
-    ``queries.get_start_and_take``. Anything the look says against the take undoes it
-    (``_Again``). Caller holds an open database transaction."""
-    now = timezone.now()
-    try:
-        source = _get_source(broker=broker, queue=queue, checked=True)
-    except BatonError:
-        raise _Again from None  # perhaps only the cached definition says so
-    if is_ordered(source, False) or (access or source.default_access) == Access.EXCLUSIVE:
-        raise _Again
-    new_id = None if transaction_id or not wanted else transaction_id_new()
-    started, rows = queries.get_start_and_take(
-        queue_id=source.pk,
-        transaction_id=transaction_id,
-        now=now,
-        limit=batch,
-        get_transaction_id=transaction_id or new_id,
-        priority_first=source.delivery_sequence == DeliverySequence.PRIORITY,
-        commit_ordered=source.read_order == ReadOrder.COMMIT,
-        uncommitted_of_others=None,
-        match=match,
-    )
-    if started is None or started[0] != trusted:
-        raise _Again  # no such queue or unit of work, or the definitions changed
-    _, holder, until, locked, lapsed, overdue = started
-    if overdue is not None:  # its messages are the next get's: roll it back first (message_get)
-        raise _MetOverdue(overdue)
-    if lapsed:  # a lock that ran out is released first, the careful way
-        raise _Again
-    owner = source.broker
-    txn = (
-        unit_of_work_joined(transaction_id=transaction_id, broker=owner.name, user=user, locked=locked)
-        if transaction_id
-        else None
-    )
-    _access_claimed(source=source, lease=(holder, until), access=access, conn=None, now=now)
-    if not rows:
-        return GetResult([], source, txn.id if txn else transaction_id, "no_match" if any(match.values()) else "empty")
-    return _taken(
-        rows, source=source, owner=owner, txn=txn, new_id=new_id, wanted=wanted, conn=None, now=now, user=user
-    )
 
 
 def _get_at_once(
