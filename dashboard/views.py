@@ -21,6 +21,7 @@ from ingest.selectors import ingest_list
 from stomp_server.selectors import stomp_clients
 
 from . import forms, selectors, services
+from .alerts import alerts_for
 from .definitions import define_panel, edit_links, may_admin
 from .offers import queue_offers, require_offered
 from .access import (
@@ -59,6 +60,7 @@ def overview_page(request):
             "may_define_broker": request.user.is_superuser,
             "stomp_clients": stomp_clients(brokers=None if seen.everything else seen.brokers),
             "stomp_port": settings.BATON_STOMP_PORT or "off",
+            "alerts": alerts_for(seen),
         },
     )
 
@@ -87,6 +89,7 @@ def broker_page(request, broker):
             "nav": "overview",
             "queue_define": define_panel("queue", request.user, {"broker": broker}),
             "edit": edit_links("broker", request.user, {"broker": broker}),
+            "alerts": alerts_for(visibility(request.user), broker=broker),
         },
     )
 
