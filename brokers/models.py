@@ -684,6 +684,15 @@ class QueueEventState(models.Model):
     evaluated_at = models.DateTimeField(null=True, blank=True)
 
 
+class DeadLetterWatch(models.Model):
+    """The one row (id 1): the dead-lettering burst events (``brokers.operating.dead_letters``)
+    have counted the journal up to ``last_id``, at ``evaluated_at``."""
+
+    id = models.PositiveSmallIntegerField(primary_key=True, default=1)
+    last_id = models.BigIntegerField(default=0)
+    evaluated_at = models.DateTimeField(null=True, blank=True)
+
+
 class ChannelEventState(models.Model):
     """A channel's state at the last evaluation of the channel events
     (``brokers.operating.events``), so that each change puts one event message."""

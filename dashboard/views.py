@@ -23,6 +23,7 @@ from ingest.selectors import ingest_list
 from stomp_server.selectors import stomp_clients
 
 from . import forms, selectors, services
+from .alerts import alerts_for
 from .definitions import define_panel, edit_links, may_admin
 from .offers import queue_offers, require_offered
 from .access import (
@@ -63,6 +64,7 @@ def overview_page(request):
             "stomp_port": settings.BATON_STOMP_PORT or "off",
             "processes": selectors.process_rows() if request.user.is_superuser else [],
             "heartbeat_s": f"{settings.BATON_DASHBOARD_HEARTBEAT_S:g}",
+            "alerts": alerts_for(seen),
         },
     )
 
@@ -126,6 +128,7 @@ def broker_page(request, broker):
             "connections": selectors.broker_connections(broker=broker) if whole else None,
             "may_close": may_admin(request.user, broker),
             "edit": edit_links("broker", request.user, {"broker": broker}),
+            "alerts": alerts_for(visibility(request.user), broker=broker),
         },
         status=400 if list_error is not None else 200,
     )

@@ -12,8 +12,9 @@ Restore, into a stopped platform (``config.running``: refused while a web server
 beat process holds the platform lock, and on PostgreSQL while another session is connected):
 the backup is checked first (SQLite: ``quick_check`` and Django's migration table; PostgreSQL:
 ``pg_restore --list``), then written in place (SQLite: the backup API again, into the
-database file, which SQLite does atomically, its write-ahead log included; PostgreSQL:
-``pg_restore --clean --if-exists --single-transaction``). Restart recovery runs at the next
+database file, which SQLite does atomically, its write-ahead log included; PostgreSQL: the
+public schema dropped and created again and the dump's statements run, in one transaction,
+so the database is exactly the backup's). Restart recovery runs at the next
 start, as after a crash (``platform_prepare``: units of work left open are rolled back).
 """
 
@@ -23,6 +24,7 @@ import os
 import shutil
 import sqlite3
 import subprocess
+import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -136,6 +138,51 @@ def _sqlite_backup_checked(source: Path) -> sqlite3.Connection:
     return backup
 
 
+#: Run before the dump's own statements, in the same transaction: the database is then exactly
+#: the backup's (a table created after the backup does not survive, as it would
+#: ``pg_restore --clean``, which drops only the dump's objects). The new public schema is the
+#: restoring user's, usable by all, as a fresh database's.
+PG_EMPTIED = b"DROP SCHEMA public CASCADE;\nCREATE SCHEMA public;\nGRANT USAGE ON SCHEMA public TO PUBLIC;\n"
+
+
+def _pg_replace(source: Path) -> None:
+    """The public schema dropped and created again, then the dump's statements (``pg_restore``
+    writes them as SQL, streamed into ``psql``), all in one transaction: the backup's
+    database, or, on any failure, the database as it was."""
+    env = _pg_environment()
+    psql_argv = [_tool("psql"), "-X", "-q", "-v", "ON_ERROR_STOP=1", "--single-transaction", "-f", "-"]
+    with tempfile.TemporaryFile() as psql_err, tempfile.TemporaryFile() as restore_err:
+        psql = subprocess.Popen(psql_argv, env=env, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=psql_err)
+        script = subprocess.Popen(
+            [_tool("pg_restore"), "--no-owner", "--file=-", str(source)],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=restore_err,
+        )
+        try:
+            psql.stdin.write(PG_EMPTIED)
+            shutil.copyfileobj(script.stdout, psql.stdin, 1 << 20)
+        except BrokenPipeError:
+            pass  # psql stopped at an error: its exit status says which
+        finally:
+            script.stdout.close()
+        if script.wait() != 0:
+            psql.kill()  # its transaction is rolled back with the connection: nothing changed
+            psql.wait()
+            restore_err.seek(0)
+            problem = restore_err.read().decode(errors="replace").strip()[-1500:]
+            raise Conflict(f"pg_restore failed (exit status {script.returncode}), nothing was changed: {problem}")
+        try:
+            psql.stdin.close()
+        except BrokenPipeError:
+            pass
+        if psql.wait() != 0:
+            psql_err.seek(0)
+            problem = psql_err.read().decode(errors="replace").strip()[-1500:]
+            raise Conflict(f"psql failed (exit status {psql.returncode}), nothing was changed: {problem}")
+
+
 def database_restore(*, path: str | os.PathLike) -> dict:
     """Put the backup at ``path`` in place of the stopped platform's database."""
     source = Path(path).expanduser().absolute()
@@ -170,9 +217,5 @@ def database_restore(*, path: str | os.PathLike) -> dict:
                     f"The platform is running: {others} other session(s) are connected to the database. "
                     "Stop the web servers, workers and beat and run the restore again; nothing was changed."
                 )
-            _run(
-                [_tool("pg_restore"), "--clean", "--if-exists", "--no-owner", "--single-transaction", "--dbname",
-                 str(connection.settings_dict["NAME"]), str(source)],
-                "pg_restore (in one transaction: nothing was changed)",
-            )  # fmt: skip
+            _pg_replace(source)
     return {"path": str(source), "database": connection.vendor, "seconds": round(time.monotonic() - started, 2)}

@@ -192,8 +192,10 @@ def channel_events_evaluate(*, now=None) -> int:
 
 def queue_events_open(*, brokers: frozenset[str] | None = None) -> list[QueueEventState]:
     """The queues whose depth is high or whose service interval is exceeded now (as of the
-    last evaluation): what a console shows as alerts."""
-    states = QueueEventState.objects.filter(Q(depth_high=True) | Q(service_high=True)).select_related("queue__broker")
+    last evaluation, of the thresholds still set): what a console shows as alerts."""
+    still_high = Q(depth_high=True, queue__depth_high_pct__gt=0)
+    still_late = Q(service_high=True, queue__service_interval_ms__gt=0)
+    states = QueueEventState.objects.filter(still_high | still_late).select_related("queue__broker")
     if brokers is not None:
         states = states.filter(queue__broker__name__in=brokers)
     return list(states.order_by("queue__broker__name", "queue__name"))

@@ -12,6 +12,9 @@ BATON_RESOLVED_RETENTION_S = env_int("BATON_RESOLVED_RETENTION_S", 86400)
 #: Journal events are kept this many seconds and until the analytics export has read them,
 #: but never more than twice this.
 BATON_JOURNAL_RETENTION_S = env_int("BATON_JOURNAL_RETENTION_S", 604800)
+#: More messages than this reaching a broker's dead-letter queue between two operating passes
+#: put one ``dead_letter_burst`` event on its SYSTEM.ADMIN.PERFM.EVENT (0: off).
+BATON_DEAD_LETTER_BURST = env_int("BATON_DEAD_LETTER_BURST", 100)
 
 #: Held (shared) by every web server, Celery worker and beat process while it runs; ``manage.py
 #: baton restore`` takes it exclusively, so it refuses while the platform runs and nothing

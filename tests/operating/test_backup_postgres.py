@@ -1,7 +1,9 @@
 """``manage.py baton backup`` / ``restore`` on PostgreSQL with the real tools (``pg_dump -Fc``,
 ``pg_restore``), each in its own process as an operator runs them: a copy of one scratch
 database restored into another holds its messages; a restore while another session is
-connected is refused and changes nothing; a file that is not a dump is refused. The SQLite
+connected is refused and changes nothing; a file that is not a dump is refused; restored
+over its own database, what was made after the backup is gone, a table not in the dump too;
+a restore that fails half-way through changes nothing. The SQLite
 form, mid-flow against a real server: tests/integration/test_backup.py."""
 
 from __future__ import annotations
@@ -72,3 +74,33 @@ def test_a_dump_restored_into_another_database_holds_its_messages(tmp_path):
         assert "restored" in manage(env_b, "baton", "restore", str(dump))
         got = manage_each(env_b, ["brokers_recover"], ["get", "BK", "Q1"], ["get", "BK", "Q1"])
         assert "one" in got[1] and "two" in got[2]
+
+        # restored over the database it came from: what was made after the backup is gone,
+        # a table that is not in the dump included (pg_restore --clean would leave it)
+        manage(env_a, "put", "BK", "Q1", "three")
+        source = urlunsplit(urlsplit(a)._replace(scheme="postgresql"))
+        with psycopg.connect(source, autocommit=True) as later:
+            later.execute("CREATE TABLE made_after_the_backup (n integer)")
+            later.execute("CREATE INDEX made_after_the_backup_n ON made_after_the_backup (n)")
+        assert "restored" in manage(env_a, "baton", "restore", str(dump))
+        with psycopg.connect(source) as restored:
+            tables = {row[0] for row in restored.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")}
+            assert "made_after_the_backup" not in tables and "brokers_message" in tables
+            bodies = restored.execute("SELECT body FROM brokers_message ORDER BY id").fetchall()
+            assert [bytes(row[0]) for row in bodies] == [b"one", b"two"]
+        manage(env_a, "migrate", "--check")  # every migration recorded as applied, as in the backup
+
+        # a restore that fails half-way through changes nothing: a dump with a schema of its
+        # own besides public, restored where that schema is (only public is replaced)
+        with psycopg.connect(source, autocommit=True) as later:
+            later.execute("CREATE SCHEMA side")
+        side = tmp_path / "side.dump"
+        manage(env_a, "baton", "backup", str(side))
+        with psycopg.connect(source, autocommit=True) as later:
+            later.execute("CREATE TABLE made_after_the_restore (n integer)")  # not in side.dump: kept
+        refused = failing(env_a, "baton", "restore", str(side))
+        assert "psql failed" in refused and "nothing was changed" in refused, refused
+        with psycopg.connect(source) as kept:
+            tables = {row[0] for row in kept.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")}
+            assert {"made_after_the_restore", "brokers_message"} <= tables
+            assert kept.execute("SELECT COUNT(*) FROM brokers_message").fetchone()[0] == 2
