@@ -20,7 +20,7 @@ def _worker_started(**kwargs):
     from config.collector import collector_tuned
     from config.memtrace import memtrace_start
     from config.running import platform_lock_hold
-    from dashboard.services import heartbeats  # noqa: F401 - its STARTED: the node's start, before the pool forks
+    import dashboard.services.heartbeats  # noqa: F401 - its STARTED: the node's start, before the pool forks
 
     platform_lock_hold()  # while it runs, `manage.py baton restore` refuses (config/running.py)
     memtrace_start(process="worker")  # off unless BATON_TRACEMALLOC names a directory

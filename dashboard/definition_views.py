@@ -9,7 +9,7 @@ from django.shortcuts import redirect, render
 
 from config.errors import BatonError, NotFound, PermissionDenied
 
-from .definitions import KINDS, altered, defined, errors_shown, shown
+from .editing import KINDS, altered, defined, errors_shown, shown
 from .views import page
 
 

@@ -15,7 +15,7 @@ from brokers.services.access import grant_actions, revoke_actions
 from config.errors import BatonError
 
 from .access import ROLES, require_superuser
-from .definitions import errors_shown
+from .editing import errors_shown
 from .users import dashboard_user, user_delete
 from .views import page
 

@@ -24,7 +24,7 @@ from stomp_server.selectors import stomp_clients
 
 from . import forms, selectors, services
 from .alerts import alerts_for
-from .definitions import define_panel, edit_links, may_admin
+from .editing import define_panel, edit_links, may_admin
 from .offers import queue_offers, require_offered
 from .access import (
     may,
