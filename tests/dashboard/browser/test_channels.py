@@ -55,7 +55,7 @@ def test_start_a_channel_see_it_send_and_stop_it(admin_page, site, api, fresh_br
         == 201
     )
     expect(row.locator('[data-field="backlog"]')).to_have_text("3")  # waiting on XMIT, live
-    page.wait_for_function(f"window.batonChannels.edgeLabel({name!r}).includes('3 waiting')")
+    page.wait_for_function(f"() => window.batonChannels.edgeLabel({name!r}).includes('3 waiting')")
     row.get_by_role("button", name="Start").click()
     expect(page.locator(".flash.success")).to_contain_text("start requested")
     expect(row.locator('[data-field="state"]')).to_have_text("running")
@@ -64,7 +64,7 @@ def test_start_a_channel_see_it_send_and_stop_it(admin_page, site, api, fresh_br
     assert page.evaluate(f"window.batonChannels.edgeLabel({name!r})").find("3 sent") >= 0
     assert api.get(f"/api/brokers/{target}/queues/IN/").json()["depth"] == 3
     page.reload()  # the chart's history is the server's, not the page's
-    page.wait_for_function("window.batonChannels.sent()[1].reduce((a, b) => a + b, 0) > 0")
+    page.wait_for_function("() => window.batonChannels.sent()[1].reduce((a, b) => a + b, 0) > 0")
     assert page.evaluate(LABELS_OUT_OF_FRAME) == []
     row.get_by_role("button", name="Stop").click()
     expect(row.locator('[data-field="state"]')).to_have_text("stopped")

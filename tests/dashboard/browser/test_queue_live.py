@@ -52,13 +52,13 @@ def test_rates_and_depth_charts_from_history_then_live(admin_page, site, api, fr
     page = admin_page
     page.goto(f"{site.url}/brokers/{fresh_broker}/queues/Q1/")
     expect(page.locator("#live-status")).to_have_attribute("data-live", "true")
-    page.wait_for_function(f"({SUM})(window.batonQueue.rates())[0] * 10 >= 4 - 1e-9")  # 4 puts in 10 s buckets
+    page.wait_for_function(f"() => ({SUM})(window.batonQueue.rates())[0] * 10 >= 4 - 1e-9")  # 4 puts in 10 s buckets
     expect(page.locator("#queue-rate-now")).to_contain_text("puts/s")
     assert api.post(f"/api/brokers/{fresh_broker}/queues/Q1/get/", json={"syncpoint": "no"}).status_code == 200
-    page.wait_for_function(f"({SUM})(window.batonQueue.rates())[1] > 0")  # the get, live
-    page.wait_for_function("window.batonQueue.depth()[1].at(-1) === 3")  # available now: 3
+    page.wait_for_function(f"() => ({SUM})(window.batonQueue.rates())[1] > 0")  # the get, live
+    page.wait_for_function("() => window.batonQueue.depth()[1].at(-1) === 3")  # available now: 3
     page.select_option("#queue-window", "3600")
-    page.wait_for_function(f"({SUM})(window.batonQueue.rates())[0] * 60 >= 4 - 1e-9")  # minute buckets
+    page.wait_for_function(f"() => ({SUM})(window.batonQueue.rates())[0] * 60 >= 4 - 1e-9")  # minute buckets
     assert page.console.errors == []
 
 

@@ -69,12 +69,12 @@ def test_workflow_pages_follow_an_instance_live(admin_page, site, api, fresh_bro
     _ok(api.post(f"/api/workflow-instances/{instance}/steps/approve/complete/", json={"transaction": second}))
     assert api.post(f"/api/transactions/{second}/commit/", json={}).status_code == 202  # held on the first
     expect(page.locator('#step-table tr[data-step="approve"]')).to_have_attribute("data-state", "held")
-    page.wait_for_function("window.batonWorkflow.cy.edges('.held').length === 1")
+    page.wait_for_function("() => window.batonWorkflow.cy.edges('.held').length === 1")
     _ok(api.post(f"/api/transactions/{first}/commit/", json={}))
     expect(row).to_have_attribute("data-state", "committed")
     expect(page.locator('#step-table tr[data-step="approve"]')).to_have_attribute("data-state", "committed")
     expect(page.locator("#wf-path li")).to_have_text(["approve", "validate"])
-    page.wait_for_function("window.batonWorkflow.cy.edges('.held').length === 0")
+    page.wait_for_function("() => window.batonWorkflow.cy.edges('.held').length === 0")
     expect(page.locator("#history-table tbody tr")).to_have_count(5)  # started, 2 steps completed, 2 committed
     assert asked == [] and page.evaluate("window.batonWorkflow.updates") > 0
     page.reload()
