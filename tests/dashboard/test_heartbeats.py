@@ -59,3 +59,18 @@ def test_the_overview_lists_processes_for_superusers_only(admin_client):
 def test_a_viewer_sees_no_process_table(viewer_client):
     heartbeats.process_beat(kind="beat")
     assert 'id="process-table"' not in viewer_client.get("/").content.decode()
+
+
+def test_a_worker_stopping_cleanly_takes_its_row_away_and_is_not_lost(settings):
+    from config.celery import _worker_stopped
+    from dashboard.services.worker_loss import workers_lost_evaluate
+
+    settings.BATON_WORKER_LOST_S = 30
+    heartbeats.process_beat(kind="worker", name="w2@host")
+    ProcessBeat.objects.update(seen_at=timezone.now() - timedelta(minutes=5))
+
+    class Node:
+        hostname = "w2@host"
+
+    _worker_stopped(sender=Node())  # as celery's worker_shutdown signal calls it
+    assert not ProcessBeat.objects.exists() and workers_lost_evaluate() == 0
