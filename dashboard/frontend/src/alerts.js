@@ -30,10 +30,24 @@ function item(a) {
   return li;
 }
 
+const key = (a) => `${a.event} ${a.worker || `${a.broker}/${a.queue}`}`;
+let drawn = null; // what the list shows, as the frames said it
+
+// The list is redrawn only when the alerts changed (a frame comes with every overview push):
+// its items stay the same elements otherwise, a link being clicked or text selected too.
 export function showAlerts(alerts) {
   if (!section || !alerts) return;
   const broker = section.dataset.broker;
   const shown = alerts.filter((a) => a.worker || !broker || a.broker === broker);
-  section.querySelector("ul").replaceChildren(...shown.map(item));
+  const signature = JSON.stringify(shown.map((a) => [key(a), a.what, a.since]));
+  if (signature === drawn) return;
+  const list = section.querySelector("ul");
+  const items = [...list.children];
+  const asRendered = drawn === null && items.length === shown.length
+    && shown.every((a, i) => `${items[i].dataset.alert} ${items[i].dataset.worker || items[i].dataset.queue}` === key(a)
+      && items[i].textContent.includes(a.what));
+  drawn = signature;
+  if (asRendered) return; // the page came with these
+  list.replaceChildren(...shown.map(item));
   section.hidden = shown.length === 0;
 }
