@@ -2,9 +2,10 @@
 
 import logging
 import os
+import threading
 
 from celery import Celery
-from celery.signals import beat_init, before_task_publish, worker_init, worker_ready
+from celery.signals import beat_init, before_task_publish, worker_init, worker_ready, worker_shutdown
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
@@ -27,15 +28,55 @@ def _worker_started(**kwargs):
     collector_tuned(settings.BATON_GC_THRESHOLD)  # before the pool starts: its processes inherit it
 
 
-@worker_ready.connect
-def _worker_heartbeat(sender=None, **kwargs):
-    """A worker node's first heartbeat, as it starts taking tasks (then the heartbeat task's)."""
+_worker_stopping = threading.Event()
+_beating: threading.Thread | None = None
+
+
+def _worker_beat(name: str | None) -> None:
     try:
         from dashboard.services.heartbeats import process_beat
 
-        process_beat(kind="worker", name=getattr(sender, "hostname", None))
-    except Exception:  # the overview says "no heartbeat yet"; the task writes it later
+        process_beat(kind="worker", name=name)
+    except Exception:  # the database may be away for a moment; the next beat tries again
         logging.getLogger(__name__).exception("worker heartbeat")
+
+
+def _worker_beating(name: str | None) -> None:
+    """The node's heartbeat every ``BATON_DASHBOARD_HEARTBEAT_S`` until it stops, whoever
+    takes the heartbeat task: a node silent for ``BATON_WORKER_LOST_S`` is lost
+    (dashboard/services/worker_loss.py)."""
+    from django.conf import settings
+    from django.db import connections
+
+    while not _worker_stopping.wait(settings.BATON_DASHBOARD_HEARTBEAT_S):
+        _worker_beat(name)
+    connections.close_all()
+
+
+@worker_ready.connect
+def _worker_heartbeat(sender=None, **kwargs):
+    """A worker node's first heartbeat, as it starts taking tasks, then one every interval
+    from a thread of its own."""
+    global _beating
+    name = getattr(sender, "hostname", None)
+    _worker_beat(name)
+    if _beating is None:  # once (the consumer is ready again after a lost broker connection)
+        _beating = threading.Thread(target=_worker_beating, args=(name,), name="baton-heartbeat", daemon=True)
+        _beating.start()
+
+
+@worker_shutdown.connect
+def _worker_stopped(sender=None, **kwargs):
+    """A node that stops cleanly takes its heartbeat away: it is not lost."""
+    _worker_stopping.set()
+    if _beating is not None:
+        _beating.join(10)  # a beat being written lands before the row goes
+    try:
+        from dashboard.services.heartbeats import process_beat_forget
+
+        process_beat_forget(kind="worker", name=getattr(sender, "hostname", None))
+    except Exception:
+        logging.getLogger(__name__).exception("worker heartbeat removal")
 
 
 _beat = False
@@ -55,14 +96,17 @@ def _memtrace_beat(**kwargs):
 @before_task_publish.connect
 def _beat_heartbeat(**kwargs):
     """Beat's heartbeat (``dashboard.ProcessBeat``): written when it sends a task, at most
-    twice per ``BATON_DASHBOARD_HEARTBEAT_S``; never in other processes. A failed write
-    must not stop the schedule."""
+    twice per ``BATON_DASHBOARD_HEARTBEAT_S``, each time with an evaluation of worker loss
+    (``worker_lost`` / ``worker_returned`` events); never in other processes. A failed
+    write must not stop the schedule."""
     if not _beat:
         return
     try:
         from dashboard.services.heartbeats import process_beat
+        from dashboard.services.worker_loss import workers_lost_evaluate
 
-        process_beat(kind="beat")
+        if process_beat(kind="beat"):  # and as often, beat watches the workers' heartbeats
+            workers_lost_evaluate()
     except Exception:  # the database may be away for a moment; the next send tries again
         logging.getLogger(__name__).exception("beat heartbeat")
 

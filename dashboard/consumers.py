@@ -14,6 +14,7 @@ from workflows import permissions as wmay
 
 from . import selectors
 from .access import acting, visibility
+from .alerts import alerts_open, alerts_seen
 from .follower import (
     FOLLOWER,
     OVERVIEW_GROUP,
@@ -74,14 +75,23 @@ class _DashboardConsumer(AsyncJsonWebsocketConsumer):
 
 class OverviewConsumer(_DashboardConsumer):
     """``/ws/overview/``: ``{"type": "overview", "data": ..., "counts": {broker: {kind: n}},
-    "queues": {broker: {queue: {"put": n, "get": n}}}}`` (the events since the last push)."""
+    "queues": {broker: {queue: {"put": n, "get": n}}}, "alerts": [...]}`` (the events since
+    the last push; the open alerts the user may see, ``alerts.py``)."""
 
     async def connect(self) -> None:
         if not await self._open():
             return
         await self._join(OVERVIEW_GROUP)
         data = await database_sync_to_async(selectors.overview)()
-        await self.send_json({"type": "overview", "data": selectors.overview_for(data, self.seen), "counts": {}})
+        alerts = await database_sync_to_async(alerts_open)()
+        await self.send_json(
+            {
+                "type": "overview",
+                "data": selectors.overview_for(data, self.seen),
+                "counts": {},
+                "alerts": alerts_seen(alerts, self.seen),
+            }
+        )
 
     async def overview_changed(self, event: dict) -> None:
         counts = {b: c for b, c in event["counts"].items() if self.seen.broker(b)}
@@ -96,6 +106,7 @@ class OverviewConsumer(_DashboardConsumer):
                 "data": selectors.overview_for(event["data"], self.seen),
                 "counts": counts,
                 "queues": queues,
+                "alerts": alerts_seen(event["alerts"], self.seen),
             }
         )
 

@@ -33,6 +33,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from . import selectors
+from .alerts import alerts_open
 from .services.heartbeats import process_beat
 
 log = logging.getLogger(__name__)
@@ -203,6 +204,7 @@ class Follower:
             {
                 "type": "overview.changed",
                 "data": data,
+                "alerts": current[-1],
                 "counts": {b: dict(c) for b, c in counts.items()},
                 "queues": {b: {q: dict(c) for q, c in qs.items()} for b, qs in per_queue.items()},
             },
@@ -217,9 +219,15 @@ class Follower:
 
 def _objects() -> tuple:
     """What besides the journal makes the follower push: the channels' rows, the brokers
-    and queues (defined, altered or deleted since its last read), the STOMP connections and
-    the processes' heartbeats."""
-    return selectors.channel_rows(), selectors.topology(), selectors.stomp_rows(), selectors.process_rows()
+    and queues (defined, altered or deleted since its last read), the STOMP connections, the
+    processes' heartbeats and the open alerts (last: pushed with the overview)."""
+    return (
+        selectors.channel_rows(),
+        selectors.topology(),
+        selectors.stomp_rows(),
+        selectors.process_rows(),
+        alerts_open(),
+    )
 
 
 #: This process's follower.

@@ -103,7 +103,10 @@ class ProcessBeat(models.Model):
     """A process's last heartbeat, one row per process: a worker node writes it when it runs
     the ``dashboard.tasks.heartbeat`` task beat sends every ``BATON_DASHBOARD_HEARTBEAT_S``
     (so it says both that beat sends and that a worker takes tasks), beat when it sends a
-    task, a web process while its journal follower runs. Rows silent for a day are deleted."""
+    task, a web process while its journal follower runs. A worker node also writes it every
+    interval from a thread of its own (``config/celery.py``), whoever takes the task, and
+    deletes it when it stops cleanly: a worker silent for ``BATON_WORKER_LOST_S`` is lost
+    (``services.worker_loss``). Rows silent for a day are deleted."""
 
     kind = models.CharField(max_length=8, choices=ProcessKind.choices)
     name = models.CharField(max_length=200, help_text="Worker node name, or host:pid.")
@@ -111,6 +114,9 @@ class ProcessBeat(models.Model):
     pid = models.PositiveIntegerField()
     started_at = models.DateTimeField()
     seen_at = models.DateTimeField()
+    lost_at = models.DateTimeField(
+        null=True, blank=True, help_text="A worker's loss was announced then (a worker_lost event); cleared on return."
+    )
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["kind", "name"], name="processbeat_unique")]

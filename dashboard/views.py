@@ -129,6 +129,7 @@ def broker_page(request, broker):
             "may_close": may_admin(request.user, broker),
             "edit": edit_links("broker", request.user, {"broker": broker}),
             "alerts": alerts_for(visibility(request.user), broker=broker),
+            "alerts_broker": broker,
         },
         status=400 if list_error is not None else 200,
     )

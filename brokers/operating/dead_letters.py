@@ -30,7 +30,7 @@ from django.utils import timezone
 from transactions.models import JournalEvent, JournalKind
 
 from ..models import Broker, DeadLetterWatch
-from .events import EVENT_QUEUE, _event_put
+from .events import EVENT_QUEUE, event_put
 
 ARRIVALS = [JournalKind.DEAD_LETTER, JournalKind.TRANSFER, JournalKind.PUT]
 
@@ -80,7 +80,7 @@ def dead_letter_bursts_evaluate(*, now=None) -> int:
                         "since": watch.evaluated_at.isoformat(),
                         "at": now.isoformat(),
                     }
-                    put += _event_put(broker, EVENT_QUEUE, body, {"event": body["event"], "queue": body["queue"]})
+                    put += event_put(broker, EVENT_QUEUE, body, {"event": body["event"], "queue": body["queue"]})
         watch.last_id, watch.evaluated_at = max(upto, watch.last_id), now
         watch.save()
     return put

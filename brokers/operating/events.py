@@ -133,13 +133,13 @@ def queue_events_evaluate(*, now=None) -> int:
                     "oldest_message_age_ms": age_ms,
                     "at": now.isoformat(),
                 }
-                put += _event_put(queue.broker.name, EVENT_QUEUE, body, {"event": name, "queue": queue.name})
+                put += event_put(queue.broker.name, EVENT_QUEUE, body, {"event": name, "queue": queue.name})
             state.depth, state.evaluated_at = depth, now
             state.save()
     return put
 
 
-def _event_put(broker: str, queue: str, body: dict, properties: dict) -> int:
+def event_put(broker: str, queue: str, body: dict, properties: dict) -> int:
     """Put one event message (the event queue defined on first use); 1, or 0 when it cannot
     be put (as IBM MQ's: the event is lost, the state moves on)."""
     _event_queue_ready(broker, queue)
@@ -184,7 +184,7 @@ def channel_events_evaluate(*, now=None) -> int:
                     "at": now.isoformat(),
                 }
                 properties = {"event": body["event"], "channel": channel.name}
-                put += _event_put(channel.source_broker.name, CHANNEL_EVENT_QUEUE, body, properties)
+                put += event_put(channel.source_broker.name, CHANNEL_EVENT_QUEUE, body, properties)
             state.state, state.evaluated_at = channel.state, now
             state.save()
     return put

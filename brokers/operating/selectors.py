@@ -4,13 +4,14 @@ queue (``bench/metrics_scrape.py`` times a scrape)."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
-from django.db.models import Count, Min
+from django.db.models import Count, Min, Q
 from django.utils import timezone
 
 from stomp_server.models import StompClient
-from transactions.models import OPEN_STATES, Transaction
+from transactions.models import OPEN_STATES, Transaction, TransactionState
 from workflows.models import Instance
 
 from ..models import (
@@ -21,8 +22,6 @@ from ..models import (
     Message,
     Queue,
     TrafficTotal,
-    put_committed_q,
-    put_open_q,
 )
 from .traffic import traffic_counts, traffic_folded_id
 
@@ -31,7 +30,9 @@ from .traffic import traffic_counts, traffic_folded_id
 class QueueFigures:
     broker: str
     queue: str
-    max_depth: int
+    #: the depth at which the queue's depth is high (its depth_high_pct of max_depth, as the
+    #: queue events count it); None: no threshold
+    depth_high: int | None
     depth: int = 0
     uncommitted_puts: int = 0
     oldest_age_s: float = 0.0
@@ -61,26 +62,31 @@ def platform_figures(*, brokers: frozenset[str] | None) -> PlatformFigures:
         return query if brokers is None else query.filter(**{f"{path}__in": brokers})
 
     queues = {
-        pk: QueueFigures(broker=b, queue=q, max_depth=m)
-        for pk, b, q, m in only(Queue.objects, "broker__name").values_list("pk", "broker__name", "name", "max_depth")
+        pk: QueueFigures(broker=b, queue=q, depth_high=math.ceil(m * pct / 100) if pct else None)
+        for pk, b, q, m, pct in only(Queue.objects, "broker__name").values_list(
+            "pk", "broker__name", "name", "max_depth", "depth_high_pct"
+        )
     }
+    # the put's unit of work joined once (not looked up per message and condition: no lock here)
+    committed = Q(put_transaction__isnull=True) | Q(put_transaction__state=TransactionState.COMMITTED)
     depths = (
         only(Message.objects, "queue__broker__name")
         .values("queue_id")
         .annotate(
-            depth=Count("id", filter=put_committed_q()),
-            uncommitted=Count("id", filter=put_open_q()),
-            oldest=Min("put_time", filter=put_committed_q()),
+            depth=Count("id", filter=committed),
+            uncommitted=Count("id", filter=Q(put_transaction__state__in=OPEN_STATES)),
+            oldest=Min("put_time", filter=committed),
         )
         .order_by()
+        .values_list("queue_id", "depth", "uncommitted", "oldest")
     )
-    for row in depths:
-        figures = queues.get(row["queue_id"])
+    for queue_id, depth, uncommitted, oldest in depths:
+        figures = queues.get(queue_id)
         if figures is None:  # a queue defined since the first read
             continue
-        figures.depth, figures.uncommitted_puts = row["depth"], row["uncommitted"]
-        if row["oldest"] is not None:
-            figures.oldest_age_s = max(0.0, (now - row["oldest"]).total_seconds())
+        figures.depth, figures.uncommitted_puts = depth, uncommitted
+        if oldest is not None:
+            figures.oldest_age_s = max(0.0, (now - oldest).total_seconds())
 
     # totals folded from the journal, plus its events since the fold
     by_name = {(f.broker, f.queue): f for f in queues.values()}

@@ -19,7 +19,7 @@ from .metrics import metrics_exposition
 
 
 class _ErrorsInJSON(BaseContentNegotiation):
-    """Refusals in JSON whatever the scraper accepts; the exposition picks its own format."""
+    """Refusals in JSON whatever the scraper accepts; the exposition is always the text format."""
 
     def select_renderer(self, request, renderers, format_suffix=None):
         return renderers[0], renderers[0].media_type
@@ -34,5 +34,5 @@ class MetricsView(APIView):
     @extend_schema(exclude=True)
     def get(self, request):
         brokers = monitored_brokers(request.user)
-        body, content_type = metrics_exposition(brokers=brokers, accept=request.META.get("HTTP_ACCEPT", ""))
+        body, content_type = metrics_exposition(brokers=brokers)
         return HttpResponse(body, content_type=content_type)

@@ -1,5 +1,7 @@
 """The dashboard: sign-in, the journal follower's pace, static assets built from npm."""
 
+from django.core.exceptions import ImproperlyConfigured
+
 from .env import env_float_default, env_int
 
 LOGIN_URL = "/login/"
@@ -21,3 +23,12 @@ BATON_DASHBOARD_DEPTH_SAMPLE_S = env_float_default("BATON_DASHBOARD_DEPTH_SAMPLE
 #: Seconds between process heartbeats (worker, beat, web: the overview's process health);
 #: a process silent for three of them is shown as silent.
 BATON_DASHBOARD_HEARTBEAT_S = env_float_default("BATON_DASHBOARD_HEARTBEAT_S", 10.0)
+#: A Celery worker node whose heartbeat is older than this many seconds is lost: one
+#: ``worker_lost`` event on every broker's SYSTEM.ADMIN.CHANNEL.EVENT, and a console alert
+#: until it beats again (``worker_returned``). docs/operating.md, "Worker loss".
+BATON_WORKER_LOST_S = env_float_default("BATON_WORKER_LOST_S", 3 * BATON_DASHBOARD_HEARTBEAT_S)
+if BATON_WORKER_LOST_S <= BATON_DASHBOARD_HEARTBEAT_S:
+    raise ImproperlyConfigured(
+        f"BATON_WORKER_LOST_S ({BATON_WORKER_LOST_S:g}) must be longer than BATON_DASHBOARD_HEARTBEAT_S "
+        f"({BATON_DASHBOARD_HEARTBEAT_S:g}): a worker beats once per heartbeat interval."
+    )

@@ -39,6 +39,13 @@ def process_beat(*, kind: str, name: str | None = None, started_at: datetime | N
     return True
 
 
+def process_beat_forget(*, kind: str, name: str | None = None) -> None:
+    """Delete this process's row (``name`` defaults to host:pid): it stops cleanly."""
+    name = name or f"{socket.gethostname()}:{os.getpid()}"
+    ProcessBeat.objects.filter(kind=kind, name=name).delete()
+    _last.pop(f"{kind}/{name}", None)
+
+
 def process_beats_forget() -> int:
     """Delete the rows silent for a day; returns how many."""
     return ProcessBeat.objects.filter(seen_at__lt=timezone.now() - FORGET).delete()[0]

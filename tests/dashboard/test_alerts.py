@@ -1,11 +1,13 @@
 """The console's alerts: the open queue performance events on the overview and the broker
-page, of the queues the viewer may see only (dashboard/alerts.py, _alerts.html)."""
+page, of the queues the viewer may see only, and lost worker nodes for superusers
+(dashboard/alerts.py, _alerts.html); the same alerts pushed on the overview socket."""
 
 from __future__ import annotations
 
 from datetime import timedelta
 
 import pytest
+from django.test import Client
 from django.utils import timezone
 
 from brokers.operating.events import queue_events_evaluate
@@ -13,6 +15,13 @@ from brokers.services.access import grant_actions
 from brokers.services.message_input import MessageInput
 from brokers.services.messages.put import message_put
 from brokers.services.queues import queue_alter
+from dashboard.alerts import alerts_open
+from dashboard.follower import _objects
+from dashboard.models import ProcessBeat
+from dashboard.services.worker_loss import workers_lost_evaluate
+
+from .conftest import make_user
+from .test_trust import first_frame
 
 pytestmark = pytest.mark.django_db
 
@@ -61,4 +70,32 @@ def test_no_alerts_no_section_and_alerts_close(admin_client, alerting):
     for broker in ("SEEN", "HIDDEN"):
         queue_alter(broker=broker, name="Q1", depth_high_pct=0)
     queue_events_evaluate()
-    assert 'data-c="alerts"' not in admin_client.get("/").content.decode()
+    html = admin_client.get("/").content.decode()  # the section is there, hidden: a push may fill it
+    assert 'data-c="alerts" id="alerts" hidden' in html and "data-alert=" not in html
+
+
+def test_a_lost_worker_is_an_alert_for_superusers_until_it_returns(admin_client, two_brokers, settings):
+    settings.BATON_WORKER_LOST_S = 30
+    long_ago = timezone.now() - timedelta(minutes=5)
+    ProcessBeat.objects.create(kind="worker", name="w1@host", host="host", pid=7, started_at=long_ago, seen_at=long_ago)
+    assert workers_lost_evaluate() == 2  # one event on each broker's SYSTEM.ADMIN.CHANNEL.EVENT
+    for path in ("/", "/brokers/SEEN/"):
+        assert 'data-alert="worker_lost" data-worker="w1@host"' in admin_client.get(path).content.decode()
+    viewer = Client()
+    make_user("viewer")
+    grant_actions(username="viewer", broker="SEEN", actions=["browse"])
+    viewer.login(username="viewer", password="pw-for-tests-123")
+    assert 'data-worker="w1@host"' not in viewer.get("/").content.decode()
+    ProcessBeat.objects.filter(name="w1@host").update(seen_at=timezone.now())  # it beats again
+    assert workers_lost_evaluate() == 2
+    assert "data-alert=" not in admin_client.get("/").content.decode()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_overview_socket_carries_the_alerts_its_user_may_see(viewer_client, alerting):
+    frame = first_frame(viewer_client, "/ws/overview/", "http://localhost")
+    assert sorted((a["broker"], a["queue"], a["event"]) for a in frame["alerts"]) == [
+        ("SEEN", "Q1", "queue_depth_high"),
+        ("SEEN", "Q2", "queue_service_interval_high"),
+    ]
+    assert _objects()[-1] == alerts_open()  # a change of the alerts is a change the follower pushes

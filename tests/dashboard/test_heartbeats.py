@@ -59,3 +59,37 @@ def test_the_overview_lists_processes_for_superusers_only(admin_client):
 def test_a_viewer_sees_no_process_table(viewer_client):
     heartbeats.process_beat(kind="beat")
     assert 'id="process-table"' not in viewer_client.get("/").content.decode()
+
+
+def test_a_worker_stopping_cleanly_takes_its_row_away_and_is_not_lost(settings):
+    from config.celery import _worker_stopped
+    from dashboard.services.worker_loss import workers_lost_evaluate
+
+    settings.BATON_WORKER_LOST_S = 30
+    heartbeats.process_beat(kind="worker", name="w2@host")
+    ProcessBeat.objects.update(seen_at=timezone.now() - timedelta(minutes=5))
+
+    class Node:
+        hostname = "w2@host"
+
+    _worker_stopped(sender=Node())  # as celery's worker_shutdown signal calls it
+    assert not ProcessBeat.objects.exists() and workers_lost_evaluate() == 0
+
+
+def test_a_loss_window_not_longer_than_a_heartbeat_is_refused_at_start():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    env = {**os.environ, "BATON_DASHBOARD_HEARTBEAT_S": "10", "BATON_WORKER_LOST_S": "10"}
+    env.pop("DJANGO_SETTINGS_MODULE", None)
+    done = subprocess.run(
+        [sys.executable, "-c", "import config.settings"],
+        cwd=Path(__file__).resolve().parents[2],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode != 0
+    assert "BATON_WORKER_LOST_S (10) must be longer than BATON_DASHBOARD_HEARTBEAT_S (10)" in done.stderr

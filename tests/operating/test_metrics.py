@@ -53,6 +53,10 @@ def test_the_figures_are_the_databases(api):
     broker_define(name="QM1")
     queue_define(broker="QM1", name="Q1")
     queue_define(broker="QM1", name="IDLE")
+    queue_define(broker="QM1", name="HOT", max_depth=4, depth_high_pct=50)
+    queue_define(broker="QM1", name="COOL", max_depth=4, depth_high_pct=75)
+    put(api, "QM1", "HOT", 2)
+    put(api, "QM1", "COOL", 2)
     put(api, "QM1", "Q1", 3)
     got = api.post("/api/brokers/QM1/queues/Q1/get/", {"batch": 1}, format="json")
     assert got.status_code == 200 and len(got.json()["messages"]) == 1
@@ -67,6 +71,8 @@ def test_the_figures_are_the_databases(api):
     assert samples["baton_messages_got_total"][q("QM1", "Q1")] == 1
     assert 0 <= samples["baton_queue_oldest_message_age_seconds"][q("QM1", "Q1")] < 60
     assert samples["baton_queue_oldest_message_age_seconds"][q("QM1", "IDLE")] == 0
+    # the depth against the queue's own depth_high_pct: series only where it is set
+    assert samples["baton_queue_depth_high"] == {q("QM1", "HOT"): 1, q("QM1", "COOL"): 0}
     assert samples["baton_units_of_work"][(("broker", "QM1"), ("state", "active"))] == 1
     assert samples["baton_units_of_work"][(("broker", "QM1"), ("state", "commit_held"))] == 0
     assert samples["baton_stomp_connections"][()] == 0
@@ -120,12 +126,24 @@ def test_who_may_scrape(api):
     assert user.get("/metrics").status_code == 200
 
 
-def test_openmetrics_when_asked(api):
+#: What Prometheus 2 asks for: OpenMetrics first, the text format as well.
+PROMETHEUS_ACCEPT = (
+    "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,"
+    "text/plain;version=0.0.4;q=0.5,*/*;q=0.1"
+)
+
+
+def test_the_text_format_whatever_the_scraper_prefers(api):
+    """Prometheus prefers OpenMetrics, which prometheus_client writes at twice the cost a
+    series: the answer is the text format, which Prometheus takes too."""
     broker_define(name="QM1")
-    response = api.get("/metrics", HTTP_ACCEPT="application/openmetrics-text; version=1.0.0")
+    queue_define(broker="QM1", name="Q1")
+    response = api.get("/metrics", HTTP_ACCEPT=PROMETHEUS_ACCEPT)
     assert response.status_code == 200
-    assert response["Content-Type"].startswith("application/openmetrics-text")
-    assert response.content.decode().rstrip().endswith("# EOF")
+    assert response["Content-Type"] == "text/plain; version=0.0.4; charset=utf-8"
+    families = {f.name: f for f in text_string_to_metric_families(response.content.decode())}
+    assert families["baton_queue_depth"].samples[0].labels == {"broker": "QM1", "queue": "Q1"}
+    assert "# EOF" not in response.content.decode()
 
 
 def test_the_alert_rules_name_served_metrics(api):

@@ -1,6 +1,7 @@
 // Broker page: its queues with live counts; rows come and go as queues are defined and
 // deleted, fed by /ws/overview/ (the broker's part of each push). The list is filtered,
 // sorted and paged by the server (?name=&kind=&sort=&page=).
+import { showAlerts } from "./alerts.js";
 import { follow } from "./live.js";
 import { pagePath, part, syncKeyed } from "./rows.js";
 
@@ -41,4 +42,10 @@ function show(data) {
   });
 }
 
-follow(table.dataset.socket, { onMessage: (msg) => { if (msg.type === "overview") show(msg.data); } });
+follow(table.dataset.socket, {
+  onMessage: (msg) => {
+    if (msg.type !== "overview") return;
+    show(msg.data);
+    showAlerts(msg.alerts);
+  },
+});

@@ -1,6 +1,7 @@
 // Overview: brokers and queues with live counts (rows come and go as they are defined and
 // deleted) and two charts (event rates from the journal, depth from the beat task's
 // samples), fed by /ws/overview/ and, for history, /rates/?window=.
+import { showAlerts } from "./alerts.js";
 import { cssVar, follow } from "./live.js";
 import { pagePath, part, syncKeyed } from "./rows.js";
 import { fitToParent, timeChart } from "./timechart.js";
@@ -194,6 +195,7 @@ follow(brokersEl.dataset.socket, {
     showCounts(msg.data);
     showStomp(msg.data.stomp);
     showProcesses(msg.data.processes);
+    showAlerts(msg.alerts);
     drawRates();
   },
 });
