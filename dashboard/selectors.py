@@ -515,9 +515,12 @@ def graph_snapshot(*, broker: str) -> dict[str, Any]:
     rollbacks of the last hour that backed out others, at most ``GRAPH_CASCADES``: each
     root with the units of work it cascaded to, whose ``cause`` names it; the links a
     cascade went along are gone, the cause stays). Resolved units of work related to
-    neither are left out. Each node has its queues, owner and cause (``graph_delta``)."""
+    neither are left out. Each node has its queues, owner and cause (``graph_delta``).
+    ``taken_at``: when it began; a page drops a later delta's news of a unit of work that
+    resolved before then and that the snapshot left out."""
+    taken_at = timezone.now()
     open_ids = set(Transaction.objects.filter(broker=broker, state__in=OPEN_STATES).values_list("id", flat=True))
-    since = timezone.now() - timedelta(seconds=GRAPH_CASCADE_WINDOW_S)
+    since = taken_at - timedelta(seconds=GRAPH_CASCADE_WINDOW_S)
     roots: list[str] = []
     members = (
         Transaction.objects.filter(cause__isnull=False, broker=broker, resolved_at__gte=since)  # txn_cause
@@ -540,6 +543,7 @@ def graph_snapshot(*, broker: str) -> dict[str, Any]:
         node["queues"] = queues.get(node["id"], [])
     return {
         "broker": broker,
+        "taken_at": taken_at.isoformat(),
         "nodes": nodes,
         "edges": [{"upstream": u, "downstream": d, "resource": r} for u, d, r in links],
     }

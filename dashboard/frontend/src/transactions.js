@@ -121,11 +121,21 @@ function removeEdge(key) {
   cy.getElementById(key).remove();
 }
 
+let snapshotAt = 0; // when the server took the snapshot the page shows (ms since the epoch)
+
+// A delta's news of a unit of work the snapshot left out as resolved and unrelated: it
+// resolved before the snapshot was taken and no edge of the delta touches it.
+function stale(n, es) {
+  if (nodes.has(n.id) || !n.resolved_at || Date.parse(n.resolved_at) >= snapshotAt) return false;
+  return !es.some((e) => e.upstream === n.id || e.downstream === n.id);
+}
+
 // Apply nodes and edges; returns the ids whose components must be laid out again.
 function apply({ nodes: ns = [], edges: es = [], touched = null }) {
   const dirty = new Set();
   const changed = new Set();
   for (const n of ns) {
+    if (stale(n, es)) continue;
     const known = nodes.get(n.id);
     // queues: a delta names those seen in its events; what is known already stays
     n.queues = known ? [...new Set([...known.queues, ...(n.queues || [])])].sort() : (n.queues || []);
@@ -506,7 +516,9 @@ function snapshot(graph) {
   cy.elements().remove();
   nodes.clear(); edges.clear(); incident.clear(); rows.clear(); caused.clear();
   tbody.replaceChildren();
+  snapshotAt = 0;
   cy.batch(() => apply({ nodes: graph.nodes, edges: graph.edges }));
+  snapshotAt = Date.parse(graph.taken_at) || 0;
   t = mark("model", t);
   layoutAll();
   t = mark("layout", t);
