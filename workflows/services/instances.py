@@ -12,6 +12,7 @@ and undone when it rolls back.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from django.utils import timezone
@@ -51,6 +52,15 @@ def _instance_read(instance_id: str) -> Instance:
     if instance is None:
         raise InstanceNotFound(f"No workflow instance {instance_id}.", instance=instance_id)
     return instance
+
+
+def _instances_read(instance_ids: set[str]) -> dict[str, Instance]:
+    """``_instance_read`` of several, in one query."""
+    found = Instance.objects.filter(pk__in=sorted(instance_ids)).select_related("broker", "workflow", "version")
+    instances = {i.pk: i for i in found}
+    for instance_id in sorted(instance_ids - instances.keys())[:1]:
+        raise InstanceNotFound(f"No workflow instance {instance_id}.", instance=instance_id)
+    return instances
 
 
 def _locked(instance_id: str) -> Instance:
@@ -152,6 +162,16 @@ def _requests_held(*, instance: Instance, step: str, transaction_id: str, compen
         )
 
 
+@dataclass(frozen=True)
+class Completion:
+    """One step's completion among those a unit of work reports at once (``steps_complete``)."""
+
+    instance_id: str
+    step: str
+    output: MessageInput | None = None
+    compensation: MessageInput | None = None
+
+
 def step_complete(
     *,
     instance_id: str,
@@ -175,41 +195,54 @@ def step_complete(
     request from pre-emptively is open: the commit then happens with that one's, and this
     call waits up to ``wait`` seconds for it, as ``transaction_commit`` does). A refused
     completion commits nothing."""
-    instance = _instance_read(instance_id)
-    if compensation is not None:
-        may.require_put_fields(user, broker=instance.broker.name, messages=[compensation])
-    if commit:
-        return _completed_and_committed(
-            instance_id=instance_id,
-            step=step,
-            transaction_id=transaction_id,
-            output=output,
-            compensation=compensation,
-            wait=wait,
-            user=user,
-        )
-    with transaction_timeouts_applied(), engine_step(durable=False):
-        txn = unit_of_work_joined(transaction_id=transaction_id, broker=instance.broker.name, user=user)
-        instance = _locked(instance_id)
-        return _completed(instance=instance, txn=txn, step=step, output=output, compensation=compensation, user=user)
+    completion = Completion(instance_id=instance_id, step=step, output=output, compensation=compensation)
+    return steps_complete(transaction_id=transaction_id, completions=[completion], commit=commit, wait=wait, user=user)[
+        0
+    ]
 
 
-def _completed_and_committed(
-    *, instance_id: str, step: str, transaction_id: str, output, compensation, wait: float, user
-) -> InstanceStep:
-    done: list[InstanceStep] = []
+def steps_complete(
+    *, transaction_id: str, completions: list[Completion], commit: bool = False, wait: float = 0, user=None
+) -> list[InstanceStep]:
+    """Complete several steps (of one instance each, or of several) in the unit of work that
+    got their requests, as ``step_complete`` completes one, all in one database transaction
+    (with the commit, if ``commit``): a worker's batch of requests reported in one call. All
+    or nothing: one refused completion (its instance no longer running, ...) refuses them
+    all. The rows answered are in the order of ``completions``."""
+    instances = _instances_read({c.instance_id for c in completions})
+    compensations: dict[str, list[MessageInput]] = {}
+    for c in completions:
+        if c.compensation is not None:
+            compensations.setdefault(instances[c.instance_id].broker.name, []).append(c.compensation)
+    for broker, messages in compensations.items():
+        may.require_put_fields(user, broker=broker, messages=messages)
+    order = sorted(range(len(completions)), key=lambda i: (completions[i].instance_id, completions[i].step))
+    done: list[InstanceStep | None] = [None] * len(completions)
 
-    def first(locked: Transaction) -> None:  # in the commit's database transaction, the unit of work's row locked
-        instance = _locked(instance_id)
-        txn = unit_of_work_joined(transaction_id=transaction_id, broker=instance.broker.name, user=user, locked=locked)
-        done[:] = [
-            _completed(instance=instance, txn=txn, step=step, output=output, compensation=compensation, user=user)
-        ]
+    def each(locked: Transaction | None) -> None:  # the unit of work's row, then the instances' in id order
+        for i in order:
+            c = completions[i]
+            broker = instances[c.instance_id].broker.name
+            locked = unit_of_work_joined(transaction_id=transaction_id, broker=broker, user=user, locked=locked)
+            done[i] = _completed(
+                instance=_locked(c.instance_id),
+                txn=locked,
+                step=c.step,
+                output=c.output,
+                compensation=c.compensation,
+                user=user,
+            )
 
-    outcome = transaction_commit(transaction_id=transaction_id, wait=wait, first=first)
-    row = done[0]
-    row.state = StepState.COMMITTED if outcome.state == TransactionState.COMMITTED else StepState.HELD
-    return row
+    if not commit:
+        with transaction_timeouts_applied(), engine_step(durable=False):
+            each(None)
+        return done  # type: ignore[return-value]
+    # in the commit's database transaction, the unit of work's row locked
+    outcome = transaction_commit(transaction_id=transaction_id, wait=wait, first=each)
+    state = StepState.COMMITTED if outcome.state == TransactionState.COMMITTED else StepState.HELD
+    for row in done:
+        row.state = state
+    return done  # type: ignore[return-value]
 
 
 def _completed(*, instance: Instance, txn: Transaction, step: str, output, compensation, user) -> InstanceStep:
