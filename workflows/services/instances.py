@@ -70,6 +70,45 @@ def _locked(instance_id: str) -> Instance:
     return instance
 
 
+def _instances_locked(instance_ids: set[str]) -> dict[str, Instance]:
+    """``_locked`` of several, in one query, in id order."""
+    found = (
+        Instance.objects.select_for_update(of=("self",))
+        .filter(pk__in=sorted(instance_ids))
+        .select_related("broker", "workflow", "version")
+        .order_by("pk")
+    )
+    instances = {i.pk: i for i in found}
+    for instance_id in sorted(instance_ids - instances.keys())[:1]:
+        raise InstanceNotFound(f"No workflow instance {instance_id}.", instance=instance_id)
+    return instances
+
+
+def _steps_locked(
+    *, instances: dict[str, Instance], completions: list[Completion]
+) -> dict[tuple[str, str], InstanceStep]:
+    """The step rows the completions name (``_step_locked`` of each), in one query, in
+    (instance, position) order; each row's ``instance`` is the locked one given."""
+    found = (
+        InstanceStep.objects.select_for_update()
+        .filter(instance_id__in=sorted(instances), name__in=sorted({c.step for c in completions}))
+        .order_by("instance_id", "position")
+    )
+    rows = {}
+    for row in found:
+        row.instance = instances[row.instance_id]
+        rows[(row.instance_id, row.name)] = row
+    for c in completions:
+        if (c.instance_id, c.step) not in rows:
+            instance = instances[c.instance_id]
+            raise StepNotFound(
+                f"Workflow {instance.workflow.name!r} (version of instance {instance.pk}) has no step {c.step!r}.",
+                instance=instance.pk,
+                step=c.step,
+            )
+    return rows
+
+
 def _step_locked(instance: Instance, step: str) -> InstanceStep:
     row = InstanceStep.objects.select_for_update().filter(instance=instance, name=step).first()
     if row is None:
@@ -219,18 +258,18 @@ def steps_complete(
     order = sorted(range(len(completions)), key=lambda i: (completions[i].instance_id, completions[i].step))
     done: list[InstanceStep | None] = [None] * len(completions)
 
-    def each(locked: Transaction | None) -> None:  # the unit of work's row, then the instances' in id order
+    def each(locked: Transaction | None) -> None:
+        # the unit of work's row, then the instances' rows in id order, then their steps', each in one query
+        first = instances[completions[order[0]].instance_id].broker.name
+        locked = unit_of_work_joined(transaction_id=transaction_id, broker=first, user=user, locked=locked)
+        rows = _steps_locked(instances=_instances_locked(set(instances)), completions=completions)
         for i in order:
             c = completions[i]
-            broker = instances[c.instance_id].broker.name
+            row = rows[(c.instance_id, c.step)]
+            broker = row.instance.broker.name
             locked = unit_of_work_joined(transaction_id=transaction_id, broker=broker, user=user, locked=locked)
             done[i] = _completed(
-                instance=_locked(c.instance_id),
-                txn=locked,
-                step=c.step,
-                output=c.output,
-                compensation=c.compensation,
-                user=user,
+                instance=row.instance, txn=locked, row=row, output=c.output, compensation=c.compensation, user=user
             )
 
     if not commit:
@@ -245,10 +284,9 @@ def steps_complete(
     return done  # type: ignore[return-value]
 
 
-def _completed(*, instance: Instance, txn: Transaction, step: str, output, compensation, user) -> InstanceStep:
-    """The completion itself. Caller holds the unit of work's row and the instance's."""
-    transaction_id = txn.pk
-    row = _step_locked(instance, step)
+def _completed(*, instance: Instance, txn: Transaction, row: InstanceStep, output, compensation, user) -> InstanceStep:
+    """The completion itself. Caller holds the unit of work's row, the instance's and the step's."""
+    transaction_id, step = txn.pk, row.name
     _running_checked(instance, f"complete step {step!r}")
     if row.state == StepState.IN_FLIGHT:
         where = "this" if row.transaction == transaction_id else f"another ({row.transaction})"
