@@ -10,8 +10,8 @@ resubmit a failed compensation         is an alias or a remote queue: also put (
                                        finally leads (workflow_define, workflow_alter)
 start an instance; abort one           put on the queue of the workflow's first step (a start
                                        puts there); the same as a direct put
-complete a step                        put on each queue its completion puts a request on; its
-                                       compensation input as the completer's put of it
+complete a step (or several at once,  put on each queue its completion puts a request on; its
+steps_complete)                        compensation input as the completer's put of it
                                        (step_complete: brokers.permissions.require_put_fields)
 fail a step                            get on the step's queue (its worker got the request)
 report a compensation done             get on the step's compensation queue
@@ -75,6 +75,31 @@ def require_complete(user, *, instance_id: str, step: str) -> None:
     steps = instance_steps(instance)
     for name in definition.successors:
         may.require_put(user, broker=broker, queue=steps[name].queue)
+
+
+def require_complete_all(user, *, steps: list[tuple[str, str]]) -> None:
+    """``require_complete`` for each (instance, step), the instances read in one query and
+    each queue checked once."""
+    ids = sorted({instance for instance, _ in steps})
+    found = {i.pk: i for i in Instance.objects.filter(pk__in=ids).select_related("broker", "workflow", "version")}
+    checked: set[tuple[str, str]] = set()
+    for instance_id, step in steps:
+        instance = found.get(instance_id)
+        if instance is None:
+            raise InstanceNotFound(f"No workflow instance {instance_id}.", instance=instance_id)
+        broker = instance.broker.name
+        if (broker, "") not in checked:
+            if not may._holds(user, may.ANY, broker=broker, anywhere=True):
+                raise InstanceNotFound(f"No workflow instance {instance_id}.", instance=instance_id)
+            checked.add((broker, ""))
+        steps_of = instance_steps(instance)
+        definition = steps_of.get(step)
+        if definition is None:
+            continue  # the service answers 404
+        for name in definition.successors:
+            if (broker, steps_of[name].queue) not in checked:
+                may.require_put(user, broker=broker, queue=steps_of[name].queue)
+                checked.add((broker, steps_of[name].queue))
 
 
 def require_fail(user, *, instance_id: str, step: str) -> None:

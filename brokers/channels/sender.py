@@ -6,7 +6,10 @@ stand-in on the target. For each batch:
 
 1. begin T_s (no timeout: only the agent resolves it) and get up to ``batch_size`` messages
    and ``batch_bytes`` bytes of bodies from the transmission queue, waiting at most
-   ``batch_interval_ms`` after the first — pre-emptively if the channel allows it;
+   ``batch_interval_ms`` after the first — pre-emptively if the channel allows it, and then
+   for a share of the interval as large as the share of the window in use (``_gather_wait_s``:
+   with nothing in flight, the batch goes at once: the messages of an uncommitted upstream
+   stream to the target as they are put instead of waiting there for the rest of the batch);
 2. record batch n (a ``ChannelBatch`` row: its number and T_s);
 3. send batch n (flagged provisional while T_s waits on an uncommitted upstream) at once,
    whatever the batches ahead of it are waiting for;
@@ -128,10 +131,26 @@ def _fitting(lengths: list[int], *, size: int, limit: int, first: bool) -> int:
     return fits
 
 
-def _batch_gather(channel: Channel, queue: Queue, txn_id: str) -> list[Message]:
+def _gather_wait_s(channel: Channel, in_flight: int) -> float:
+    """How long a gather waits after its first message for the rest of its batch: the batch
+    interval; on a pre-emptive channel with a window of several batches, the share of it that
+    the batches in flight take of the window's other places (none in flight: the batch goes at
+    once; the last free place: the whole interval). A provisional batch waits at the target
+    for its upstream's commit anyway: the first messages of an uncommitted unit of work reach
+    the target while the rest are still being put (the pre-emptive gets there take them), and
+    as the window fills, batches grow again (fewer, larger; never more than ``window`` in
+    flight). A trickle of committed messages is self-clocked the same way: while a batch is
+    in flight the next one gathers."""
+    interval = channel.batch_interval_ms / 1000
+    if not channel.preemptive or channel.window <= 1:
+        return interval
+    return interval * min(1.0, in_flight / (channel.window - 1))
+
+
+def _batch_gather(channel: Channel, queue: Queue, txn_id: str, *, in_flight: int) -> list[Message]:
     """Up to batch_size messages and batch_bytes bytes of bodies (at least one message):
     what is there, then — rather than a get per message as they trickle in — wait (reading
-    only) until the rest of the batch is there or batch_interval_ms has passed since the
+    only) until the rest of the batch is there or ``_gather_wait_s`` has passed since the
     first, and get it in one go. Each get asks for as many of the next messages as fit."""
     messages: list[Message] = []
     size, deadline = 0, 0.0
@@ -151,7 +170,7 @@ def _batch_gather(channel: Channel, queue: Queue, txn_id: str) -> list[Message]:
         if not messages:
             return messages
         if not deadline:
-            deadline = time.monotonic() + channel.batch_interval_ms / 1000
+            deadline = time.monotonic() + _gather_wait_s(channel, in_flight)
         remaining = deadline - time.monotonic()
         if len(messages) >= channel.batch_size or fits < len(lengths) or remaining <= 0:
             return messages  # full (by count or by bytes), or due
@@ -201,11 +220,14 @@ def _backed_out_first(channel: Channel, transport: Transport, crash_at: str | No
             _batch_settle(channel, transport, batch, result, crash_at)
 
 
-def _batch_new(channel: Channel, queue: Queue, transport: Transport, crash_at: str | None) -> bool:
-    """Gather, record and send the next batch; False when there was nothing to get after all."""
+def _batch_new(
+    channel: Channel, queue: Queue, transport: Transport, crash_at: str | None, *, in_flight: int = 0
+) -> bool:
+    """Gather, record and send the next batch (``in_flight``: the batches in the window
+    already); False when there was nothing to get after all."""
     txn = transaction_begin(broker=channel.source_broker.name, timeout_ms=0, owner=f"channel:{channel.name}")
     try:
-        messages = _batch_gather(channel, queue, txn.id)
+        messages = _batch_gather(channel, queue, txn.id, in_flight=in_flight)
     except TransactionBackedOut:
         # an upstream's rollback cascaded to the batch's unit of work while it gathered
         # (pre-emptive): what it had taken is back on the transmission queue, for the next batch
@@ -386,7 +408,7 @@ def channel_batch_cycle(
         return outcome
     queue = Queue.objects.get(broker=channel.source_broker, name=channel.transmission_queue)
     room = send and len(batches) < channel.window
-    if room and _xmitq_has(channel, queue) and _batch_new(channel, queue, transport, crash_at):
+    if room and _xmitq_has(channel, queue) and _batch_new(channel, queue, transport, crash_at, in_flight=len(batches)):
         return "sent"
     held = [b.transaction for b in batches]
 

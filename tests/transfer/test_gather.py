@@ -40,7 +40,8 @@ def test_a_cascade_into_the_batch_mid_gather_ends_the_gather_and_sends_nothing()
 
     def gather() -> None:
         try:
-            outcome.append(_batch_new(channel, xmitq, transport, None))
+            # the window's last place: the gather waits the whole interval for a second message
+            outcome.append(_batch_new(channel, xmitq, transport, None, in_flight=channel.window - 1))
         except Exception as exc:  # what the agent met before: the cascade's TransactionBackedOut
             outcome.append(exc)
 

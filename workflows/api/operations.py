@@ -1,5 +1,5 @@
 """Workflows' operations, each defined once (``brokers.api.operations``) for REST, the
-session (``workflow_start``, ``step_complete``, ``step_fail``, ``step_compensated``,
+session (``workflow_start``, ``step_complete``, ``steps_complete``, ``step_fail``, ``step_compensated``,
 ``workflow_abort``, ``workflow_resubmit``, ``workflow_instance``) and the schema."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from django.conf import settings
-from pydantic import ConfigDict, Field
+from pydantic import AfterValidator, ConfigDict, Field
 
 from brokers.api.operations import Model, Operation
 from brokers.api.operations.base import Wait
@@ -26,11 +26,13 @@ from ..selectors import (
 )
 from ..services.definitions import MAX_DEADLINE_MS, MAX_STEPS, workflow_alter, workflow_define, workflow_delete
 from ..services.instances import (
+    Completion,
     compensation_resubmit,
     instance_start,
     step_compensated,
     step_complete,
     step_fail,
+    steps_complete,
     workflow_abort,
 )
 from . import schema  # noqa: F401  (the path parameters)
@@ -457,6 +459,76 @@ class StepComplete(Operation):
             user=user,
         )
         return 200, {"instance": data.instance, "step": data.step, "state": row.state, "transaction": row.transaction}
+
+
+def _completions_bounded(value: list) -> list:
+    if len(value) > settings.BATON_MAX_BATCH:  # read per call: a deployment (or a test) may change it
+        raise ValueError(f"At most {settings.BATON_MAX_BATCH} completions a call.")
+    return value
+
+
+class CompletionIn(Model):
+    model_config = ConfigDict(extra="forbid", strict=True)
+    instance: InstanceId
+    step: Annotated[str, Field(max_length=48)]
+    output: MessageIn | None = Field(None, description="The next step(s)' request.")
+    compensation: MessageIn | None = Field(None, description="This step's compensation request.")
+
+
+class StepsComplete(Operation):
+    """Complete several steps in the unit of work that got their requests (a worker's batch),
+    all or none, as ``step_complete`` completes one: one call, one database transaction."""
+
+    route = "workflow-steps/complete/"
+    url_name = "workflow-steps-complete"
+    operation_id = "workflow_steps_complete_batch"
+    tag = TAG
+    errors = (400, 404, 409, 413)
+
+    session = "steps_complete"
+
+    class Input(Model):
+        model_config = ConfigDict(extra="forbid", strict=True)
+        transaction: TransactionId
+        steps: Annotated[list[CompletionIn], Field(min_length=1), AfterValidator(_completions_bounded)] = Field(
+            description="The completions (1 to BATON_MAX_BATCH, by default 1000), each of one step of an instance."
+        )
+        commit: bool = Field(
+            False,
+            description="Then commit the unit of work in the same database transaction: the steps are `committed`, "
+            "or `held` while an upstream unit of work it took a request from pre-emptively is open.",
+        )
+        wait: Wait = 0
+
+    class Output(Model):
+        transaction: str
+        steps: list[StepResult]
+
+    @classmethod
+    def perform(cls, user, data: Input) -> tuple[int, dict[str, Any]]:
+        may.require_complete_all(user, steps=[(c.instance, c.step) for c in data.steps])
+        rows = steps_complete(
+            transaction_id=data.transaction,
+            completions=[
+                Completion(
+                    instance_id=c.instance,
+                    step=c.step,
+                    output=c.output.to_input() if c.output else None,
+                    compensation=c.compensation.to_input() if c.compensation else None,
+                )
+                for c in data.steps
+            ],
+            commit=data.commit,
+            wait=data.wait,
+            user=user,
+        )
+        return 200, {
+            "transaction": data.transaction,
+            "steps": [
+                {"instance": c.instance, "step": c.step, "state": row.state, "transaction": row.transaction}
+                for c, row in zip(data.steps, rows)
+            ],
+        }
 
 
 class StepFail(Operation):

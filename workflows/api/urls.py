@@ -15,6 +15,7 @@ urlpatterns = rest_urls(
     ops.WorkflowList,
     ops.WorkflowDefine,
     ops.StepComplete,
+    ops.StepsComplete,
     ops.StepFail,
     ops.StepCompensated,
     ops.WorkflowAbort,

@@ -12,6 +12,7 @@ and undone when it rolls back.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from django.utils import timezone
@@ -53,11 +54,59 @@ def _instance_read(instance_id: str) -> Instance:
     return instance
 
 
+def _instances_read(instance_ids: set[str]) -> dict[str, Instance]:
+    """``_instance_read`` of several, in one query."""
+    found = Instance.objects.filter(pk__in=sorted(instance_ids)).select_related("broker", "workflow", "version")
+    instances = {i.pk: i for i in found}
+    for instance_id in sorted(instance_ids - instances.keys())[:1]:
+        raise InstanceNotFound(f"No workflow instance {instance_id}.", instance=instance_id)
+    return instances
+
+
 def _locked(instance_id: str) -> Instance:
     instance = instance_locked(instance_id)
     if instance is None:
         raise InstanceNotFound(f"No workflow instance {instance_id}.", instance=instance_id)
     return instance
+
+
+def _instances_locked(instance_ids: set[str]) -> dict[str, Instance]:
+    """``_locked`` of several, in one query, in id order."""
+    found = (
+        Instance.objects.select_for_update(of=("self",))
+        .filter(pk__in=sorted(instance_ids))
+        .select_related("broker", "workflow", "version")
+        .order_by("pk")
+    )
+    instances = {i.pk: i for i in found}
+    for instance_id in sorted(instance_ids - instances.keys())[:1]:
+        raise InstanceNotFound(f"No workflow instance {instance_id}.", instance=instance_id)
+    return instances
+
+
+def _steps_locked(
+    *, instances: dict[str, Instance], completions: list[Completion]
+) -> dict[tuple[str, str], InstanceStep]:
+    """The step rows the completions name (``_step_locked`` of each), in one query, in
+    (instance, position) order; each row's ``instance`` is the locked one given."""
+    found = (
+        InstanceStep.objects.select_for_update()
+        .filter(instance_id__in=sorted(instances), name__in=sorted({c.step for c in completions}))
+        .order_by("instance_id", "position")
+    )
+    rows = {}
+    for row in found:
+        row.instance = instances[row.instance_id]
+        rows[(row.instance_id, row.name)] = row
+    for c in completions:
+        if (c.instance_id, c.step) not in rows:
+            instance = instances[c.instance_id]
+            raise StepNotFound(
+                f"Workflow {instance.workflow.name!r} (version of instance {instance.pk}) has no step {c.step!r}.",
+                instance=instance.pk,
+                step=c.step,
+            )
+    return rows
 
 
 def _step_locked(instance: Instance, step: str) -> InstanceStep:
@@ -152,6 +201,16 @@ def _requests_held(*, instance: Instance, step: str, transaction_id: str, compen
         )
 
 
+@dataclass(frozen=True)
+class Completion:
+    """One step's completion among those a unit of work reports at once (``steps_complete``)."""
+
+    instance_id: str
+    step: str
+    output: MessageInput | None = None
+    compensation: MessageInput | None = None
+
+
 def step_complete(
     *,
     instance_id: str,
@@ -175,47 +234,59 @@ def step_complete(
     request from pre-emptively is open: the commit then happens with that one's, and this
     call waits up to ``wait`` seconds for it, as ``transaction_commit`` does). A refused
     completion commits nothing."""
-    instance = _instance_read(instance_id)
-    if compensation is not None:
-        may.require_put_fields(user, broker=instance.broker.name, messages=[compensation])
-    if commit:
-        return _completed_and_committed(
-            instance_id=instance_id,
-            step=step,
-            transaction_id=transaction_id,
-            output=output,
-            compensation=compensation,
-            wait=wait,
-            user=user,
-        )
-    with transaction_timeouts_applied(), engine_step(durable=False):
-        txn = unit_of_work_joined(transaction_id=transaction_id, broker=instance.broker.name, user=user)
-        instance = _locked(instance_id)
-        return _completed(instance=instance, txn=txn, step=step, output=output, compensation=compensation, user=user)
+    completion = Completion(instance_id=instance_id, step=step, output=output, compensation=compensation)
+    return steps_complete(transaction_id=transaction_id, completions=[completion], commit=commit, wait=wait, user=user)[
+        0
+    ]
 
 
-def _completed_and_committed(
-    *, instance_id: str, step: str, transaction_id: str, output, compensation, wait: float, user
-) -> InstanceStep:
-    done: list[InstanceStep] = []
+def steps_complete(
+    *, transaction_id: str, completions: list[Completion], commit: bool = False, wait: float = 0, user=None
+) -> list[InstanceStep]:
+    """Complete several steps (of one instance each, or of several) in the unit of work that
+    got their requests, as ``step_complete`` completes one, all in one database transaction
+    (with the commit, if ``commit``): a worker's batch of requests reported in one call. All
+    or nothing: one refused completion (its instance no longer running, ...) refuses them
+    all. The rows answered are in the order of ``completions``."""
+    instances = _instances_read({c.instance_id for c in completions})
+    compensations: dict[str, list[MessageInput]] = {}
+    for c in completions:
+        if c.compensation is not None:
+            compensations.setdefault(instances[c.instance_id].broker.name, []).append(c.compensation)
+    for broker, messages in compensations.items():
+        may.require_put_fields(user, broker=broker, messages=messages)
+    order = sorted(range(len(completions)), key=lambda i: (completions[i].instance_id, completions[i].step))
+    done: list[InstanceStep | None] = [None] * len(completions)
 
-    def first(locked: Transaction) -> None:  # in the commit's database transaction, the unit of work's row locked
-        instance = _locked(instance_id)
-        txn = unit_of_work_joined(transaction_id=transaction_id, broker=instance.broker.name, user=user, locked=locked)
-        done[:] = [
-            _completed(instance=instance, txn=txn, step=step, output=output, compensation=compensation, user=user)
-        ]
+    def each(locked: Transaction | None) -> None:
+        # the unit of work's row, then the instances' rows in id order, then their steps', each in one query
+        first = instances[completions[order[0]].instance_id].broker.name
+        locked = unit_of_work_joined(transaction_id=transaction_id, broker=first, user=user, locked=locked)
+        rows = _steps_locked(instances=_instances_locked(set(instances)), completions=completions)
+        for i in order:
+            c = completions[i]
+            row = rows[(c.instance_id, c.step)]
+            broker = row.instance.broker.name
+            locked = unit_of_work_joined(transaction_id=transaction_id, broker=broker, user=user, locked=locked)
+            done[i] = _completed(
+                instance=row.instance, txn=locked, row=row, output=c.output, compensation=c.compensation, user=user
+            )
 
-    outcome = transaction_commit(transaction_id=transaction_id, wait=wait, first=first)
-    row = done[0]
-    row.state = StepState.COMMITTED if outcome.state == TransactionState.COMMITTED else StepState.HELD
-    return row
+    if not commit:
+        with transaction_timeouts_applied(), engine_step(durable=False):
+            each(None)
+        return done  # type: ignore[return-value]
+    # in the commit's database transaction, the unit of work's row locked
+    outcome = transaction_commit(transaction_id=transaction_id, wait=wait, first=each)
+    state = StepState.COMMITTED if outcome.state == TransactionState.COMMITTED else StepState.HELD
+    for row in done:
+        row.state = state
+    return done  # type: ignore[return-value]
 
 
-def _completed(*, instance: Instance, txn: Transaction, step: str, output, compensation, user) -> InstanceStep:
-    """The completion itself. Caller holds the unit of work's row and the instance's."""
-    transaction_id = txn.pk
-    row = _step_locked(instance, step)
+def _completed(*, instance: Instance, txn: Transaction, row: InstanceStep, output, compensation, user) -> InstanceStep:
+    """The completion itself. Caller holds the unit of work's row, the instance's and the step's."""
+    transaction_id, step = txn.pk, row.name
     _running_checked(instance, f"complete step {step!r}")
     if row.state == StepState.IN_FLIGHT:
         where = "this" if row.transaction == transaction_id else f"another ({row.transaction})"

@@ -1432,6 +1432,29 @@ class Client:
             payload["compensation"] = _message_json(compensation, {})
         return self._step_operation("step_complete", "complete", instance, step, payload, commit=commit, wait=wait)
 
+    def complete_steps(
+        self, transaction: Transaction | str, steps: list[dict], *, commit: bool = False, wait: float = 0
+    ) -> dict:
+        """Complete several steps in the unit of work that got their requests, all or none, in
+        one call (one database transaction on the server): ``steps`` are dicts with
+        ``instance``, ``step`` and optionally ``output`` and ``compensation`` (as
+        :meth:`complete_step` takes them). ``commit``: commit the unit of work in the same
+        call. The answer's ``steps`` say each one's state, in the order given."""
+        payload: dict[str, Any] = {"transaction": _id(transaction), "steps": []}
+        for item in steps:
+            completion = {"instance": item["instance"], "step": item["step"]}
+            for key in ("output", "compensation"):
+                if item.get(key) is not None:
+                    completion[key] = _message_json(item[key], {})
+            payload["steps"].append(completion)
+        if commit:
+            payload["commit"] = True
+            if wait:
+                payload["wait"] = wait
+        return self._operation(
+            "steps_complete", payload, "POST", "/api/workflow-steps/complete/", body=payload, wait=wait
+        )
+
     def fail_step(
         self, instance: str, step: str, reason: str = "", *, transaction: Transaction | str | None = None
     ) -> dict:

@@ -269,10 +269,10 @@ class StepWorker:
 
     def _work(self, handler: _Handler, messages: list[Message], transaction: str) -> bool:
         """Serve the requests of one unit of work; False when it was rolled back."""
-        committed = False
         done = 0
         try:
-            for index, message in enumerate(messages):
+            served: list[tuple[StepRequest, Output]] = []
+            for message in messages:
                 tag = (message.properties or {}).get("workflow") or {}
                 request = StepRequest(
                     message=message,
@@ -282,39 +282,21 @@ class StepWorker:
                     compensation=bool(tag.get("compensation")),
                     transaction=transaction,
                 )
-                last = index == len(messages) - 1
                 try:
+                    result = handler.function(request)
+                except StepFailed as failed:
+                    if handler.compensation:
+                        raise
                     try:
-                        result = handler.function(request)
-                    except StepFailed as failed:
-                        if handler.compensation:
-                            raise
                         self.client.fail_step(
                             request.instance, request.step, failed.reason or "failed", transaction=transaction
                         )
                         done += 1
-                        continue
-                    if handler.compensation:
-                        self.client.step_compensated(
-                            request.instance, request.step, transaction, commit=last, wait=self.commit_wait
-                        )
-                    else:
-                        result = result if isinstance(result, Output) else Output()
-                        self.client.complete_step(
-                            request.instance,
-                            request.step,
-                            transaction,
-                            output=result.output,
-                            compensation=result.compensation,
-                            commit=last,
-                            wait=self.commit_wait,
-                        )
-                    committed = last
-                    done += 1
-                except WorkflowConflict as exc:  # its instance no longer runs: consumed, nothing more
-                    log.info("request %s of instance %s: %s", message.msg_id, request.instance, exc)
-            if not committed:  # the last one was refused: commit what was got and done
-                Transaction(self.client, {"id": transaction, "broker": self.broker}).commit(wait=self.commit_wait)
+                    except WorkflowConflict as exc:  # its instance no longer runs: consumed, nothing more
+                        log.info("request %s of instance %s: %s", message.msg_id, request.instance, exc)
+                    continue
+                served.append((request, result if isinstance(result, Output) else Output()))
+            done += self._reported(handler, served, transaction)
         except TransactionBackedOut as exc:  # backed out meanwhile (a cascade, a timeout): taken again
             log.info("unit of work %s was backed out: %s", transaction, exc)
             return True
@@ -329,6 +311,52 @@ class StepWorker:
         with self._count_lock:
             self.completed += done
         return True
+
+    def _reported(self, handler: _Handler, served: list[tuple[StepRequest, Output]], transaction: str) -> int:
+        """Report what the unit of work's functions did and commit it: the steps completed all
+        in one call with the commit (one database transaction on the server). Should the
+        server refuse one (its instance no longer runs: nothing of the call was done), and for
+        compensations, they are reported one by one, the last with the commit, the refused
+        ones consumed. Returns how many were reported."""
+        if served and not handler.compensation:
+            try:
+                self.client.complete_steps(
+                    transaction,
+                    [
+                        {"instance": r.instance, "step": r.step, "output": o.output, "compensation": o.compensation}
+                        for r, o in served
+                    ],
+                    commit=True,
+                    wait=self.commit_wait,
+                )
+                return len(served)
+            except WorkflowConflict as exc:
+                log.info("unit of work %s: %s; its steps reported one by one", transaction, exc)
+        done, committed = 0, False
+        for index, (request, output) in enumerate(served):  # the last one commits
+            last = index == len(served) - 1
+            try:
+                if handler.compensation:
+                    self.client.step_compensated(
+                        request.instance, request.step, transaction, commit=last, wait=self.commit_wait
+                    )
+                else:
+                    self.client.complete_step(
+                        request.instance,
+                        request.step,
+                        transaction,
+                        output=output.output,
+                        compensation=output.compensation,
+                        commit=last,
+                        wait=self.commit_wait,
+                    )
+                done += 1
+                committed = last
+            except WorkflowConflict as exc:  # its instance no longer runs: consumed, nothing more
+                log.info("request %s of instance %s: %s", request.message.msg_id, request.instance, exc)
+        if not committed:  # the last one was refused: commit what was got and done
+            Transaction(self.client, {"id": transaction, "broker": self.broker}).commit(wait=self.commit_wait)
+        return done
 
     def _rolled_back(self, transaction: str) -> None:
         try:
