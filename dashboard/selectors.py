@@ -14,6 +14,7 @@ from django.db.models.functions import Length, TruncMinute, TruncSecond
 from django.utils import timezone
 
 from brokers.models import Broker, Channel, Message, Queue, put_committed_q, put_open_flag, put_open_q
+from brokers.operating.traffic import traffic_totals
 from brokers.selectors import broker_get, broker_list, queue_get
 from brokers.services.message_filter import MessageFilter, message_filter_apply
 from transactions.models import OPEN_STATES, JournalEvent, Link, Transaction
@@ -723,11 +724,14 @@ def queue_rates(*, broker: str, queue: str, window_s: int) -> dict[str, Any]:
     differences of consecutive samples' put and get totals, which are ``/metrics``'
     counters (``baton_messages_put_total``, ``baton_messages_got_total``); and its depth at
     each sample (``depth``; zeros where the queue was empty). The first rate is taken from
-    the sample just before the window. The caller checks that the user sees the queue."""
+    the sample just before the window (or from 0 for a queue made in the window); the last
+    from the last sample to the totals now, so puts made since it show at once. The caller
+    checks that the user sees the queue."""
     bucket = QUEUE_WINDOWS.get(window_s)
     if bucket is None:
         raise InvalidInput(f"window must be one of {', '.join(map(str, QUEUE_WINDOWS))} seconds.")
-    since = timezone.now() - timedelta(seconds=window_s)
+    now = timezone.now()
+    since = now - timedelta(seconds=window_s)
     moments = DepthSample.objects.filter(broker=broker)
     # the base of the first rate: a sample shortly before the window (older ones' queue rows are gone)
     base = (
@@ -741,18 +745,28 @@ def queue_rates(*, broker: str, queue: str, window_s: int) -> dict[str, Any]:
     held = {s.at: s for s in samples}  # keyed by the sample's moment, which its broker's row shares
     series: dict[int, dict[str, int]] = {}
     depth = []
+
+    def moved(at: datetime, totals: tuple[int, int], before: tuple[int, int]) -> None:
+        t = int(at.timestamp())
+        point = series.setdefault(t - t % bucket, {"put": 0, "get": 0})
+        for key, later, earlier in zip(("put", "get"), totals, before):
+            point[key] += later - earlier if later >= earlier else later  # lower: counted again from 0
+
     previous: tuple[int, int] | None = None
+    made = Queue.objects.filter(broker__name=broker, name=queue).values_list("created_at", flat=True).first()
+    if made is not None and made >= start:
+        previous = (0, 0)  # made in the window: its totals started from 0
     for at in moments.filter(at__gte=start).order_by("at").values_list("at", flat=True):
         sample = held.get(at)
         totals = (sample.puts, sample.gets) if sample else (0, 0)
         if previous is not None:
-            t = int(at.timestamp())
-            point = series.setdefault(t - t % bucket, {"put": 0, "get": 0})
-            for key, now, then in zip(("put", "get"), totals, previous):
-                point[key] += now - then if now >= then else now  # lower: counted again from 0
+            moved(at, totals, previous)
         previous = totals
         if at >= since:
             depth.append({"t": at.timestamp(), **{p: getattr(sample, p) if sample else 0 for p in DEPTH_PARTS}})
+    if previous is not None:  # since the last sample: the totals now
+        current = traffic_totals(brokers=frozenset({broker})).get((broker, queue), {"puts": 0, "gets": 0})
+        moved(now, (current["puts"], current["gets"]), previous)
     return {
         "window": window_s,
         "bucket": bucket,

@@ -79,6 +79,9 @@ def test_queue_rates_from_the_metrics_counters_and_depth_from_queue_samples(queu
     data = queue_rates(broker="QM1", queue="Q1", window_s=600)
     assert sum(p["put"] for p in data["points"]) == 3 and sum(p["get"] for p in data["points"]) == 3
     assert [(d["available"], d["in_flight"]) for d in data["depth"]] == [(0, 0), (2, 0), (0, 0)]
+    message_put(broker="QM1", queue="Q1", messages=[MessageInput(body=b"n")] * 2)  # after the last sample
+    data = queue_rates(broker="QM1", queue="Q1", window_s=600)
+    assert sum(p["put"] for p in data["points"]) == 5  # the totals now close the history
     answer = admin_client.get("/brokers/QM1/queues/Q1/rates/?window=3600")
     assert answer.status_code == 200 and answer.json()["bucket"] == 60
     bad = admin_client.get("/brokers/QM1/queues/Q1/rates/?window=5")
