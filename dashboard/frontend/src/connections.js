@@ -82,7 +82,7 @@ function brokerRow(row, item) {
     if (!item.subscriptions.length) text(detail, "no subscriptions", "muted");
   } else {
     text(cell(row, "kind"), "channel agent");
-    text(cell(row, "client"), item.name);
+    text(cell(row, "client"), item.own);
     text(cell(row, "since"), "—");
     text(cell(row, "detail"), `from ${item.transmission_queue} to broker ${item.target_broker}, ${item.state.replace(/_/g, " ")}`);
   }
@@ -100,7 +100,7 @@ function queueRow(row, item) {
     n.textContent = String(item.unacknowledged);
     row.dataset.session = item.session;
   } else if (item.kind === "channel") {
-    who.textContent = `channel ${item.name}`;
+    who.textContent = `channel ${item.own}`;
     what.textContent = `agent sending to ${item.target_broker}, ${item.state.replace(/_/g, " ")}`;
     n.textContent = "—";
   } else {
@@ -116,7 +116,8 @@ function queueRow(row, item) {
 function show(data) {
   const kinds = list === "queue" ? ["stomp", "channels", "units"] : ["sessions", "stomp", "channels"];
   const single = { sessions: "session", stomp: "stomp", channels: "channel", units: "units" };
-  const items = kinds.flatMap((k) => (data[k] || []).map((item) => ({ ...item, kind: single[k], name: `${single[k]}:${item.name}` })));
+  // `name` keys the row ("kind:name"); `own` keeps the object's own name
+  const items = kinds.flatMap((k) => (data[k] || []).map((item) => ({ ...item, kind: single[k], own: item.name, name: `${single[k]}:${item.name}` })));
   syncKeyed(table.tBodies[0], items, {
     key: "row", template: rowTemplate, none: table.querySelector("tr.none"),
     fill: (row, item) => {
