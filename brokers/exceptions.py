@@ -22,6 +22,8 @@ __all__ = [
     "BrokerNotFound",
     "Conflict",
     "ConnectionNotFound",
+    "ClosedByOperator",
+    "StompConnectionNotFound",
     "GetInhibited",
     "InvalidInput",
     "MessageTooLarge",
@@ -45,3 +47,11 @@ class QueueNotFound(NotFound):
 
 class ConnectionNotFound(NotFound):
     """No such connection."""
+
+
+class StompConnectionNotFound(NotFound):
+    """No such STOMP connection."""
+
+
+class ClosedByOperator(Conflict):
+    """Closed by an operator."""

@@ -549,6 +549,22 @@ def require_connection(user, *, conn_id: str) -> None:
             raise ConnectionNotFound(f"No open connection {conn_id}.", connection=conn_id) from None
 
 
+def require_stomp_client_close(user, *, session: str) -> None:
+    """Close a STOMP connection: its own user, a superuser, or a user with admin on its
+    broker as a whole (as for closing a connection); anyone else gets 404, as for an unknown
+    session."""
+    from stomp_server.models import StompClient
+
+    from .exceptions import StompConnectionNotFound
+
+    row = StompClient.objects.filter(session=session).values_list("broker", "username").first()
+    if row is not None and (
+        _superuser(user) or row[1] == getattr(user, "username", None) or _holds(user, {"admin"}, broker=row[0])
+    ):
+        return
+    raise StompConnectionNotFound(f"No STOMP connection {session}.", session=session)
+
+
 def require_connection_use(user, *, conn_id: str | None) -> None:
     """A put or get that names a connection: as for displaying it. (A get with
     ``commit_first`` commits the connection's unit of work before anything else is checked.)"""

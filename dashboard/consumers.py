@@ -18,6 +18,8 @@ from .alerts import alerts_open, alerts_seen
 from .follower import (
     FOLLOWER,
     OVERVIEW_GROUP,
+    connections_group,
+    connections_read,
     graph_group,
     job_group,
     topics_group,
@@ -228,6 +230,35 @@ class TopicsConsumer(_DashboardConsumer):
 
     async def topics_changed(self, event: dict) -> None:
         await self.send_json({"type": "topics", "topics": event["topics"]})
+
+
+class ConnectionsConsumer(_DashboardConsumer):
+    """``/ws/brokers/<broker>/connections/`` (for those who see the broker whole) and
+    ``/ws/brokers/<broker>/queues/<queue>/consumers/`` (for those who see the queue):
+    ``{"type": "connections", "data": ...}`` (``selectors.broker_connections`` or
+    ``selectors.queue_consumers``) now and whenever it changes."""
+
+    async def connect(self) -> None:
+        if not await self._open():
+            return
+        kwargs = self.scope["url_route"]["kwargs"]
+        broker, queue = kwargs["broker"], kwargs.get("queue", "")
+        if not (self.seen.queue(broker, queue) if queue else self.seen.everything or broker in self.seen.brokers):
+            await self.close(code=4403)
+            return
+        self.key = (broker, queue)
+        await self._join(connections_group(broker, queue))
+        data = await database_sync_to_async(connections_read)(broker, queue)
+        FOLLOWER.watch_connections(self.key, data)
+        await self.send_json({"type": "connections", "data": data})
+
+    async def disconnect(self, code: int) -> None:
+        if getattr(self, "key", None) is not None:
+            FOLLOWER.unwatch_connections(self.key)
+        await super().disconnect(code)
+
+    async def connections_changed(self, event: dict) -> None:
+        await self.send_json({"type": "connections", "data": event["data"]})
 
 
 def _instance_seen(user, instance_id: str) -> dict | None:

@@ -9,6 +9,9 @@ worker writes its progress there; the follower reads the jobs changed lately);
 ``dash.overview`` gets a fresh overview (every broker; each socket cuts it down to
 what its user sees) and per-broker event counts for the rate charts; ``dash.graph.<hex of
 the broker name>`` gets the units of work that changed on that broker, with their links;
+``dash.connections.<sha-256 of broker and queue>`` gets a broker page's connections (sessions,
+STOMP connections, channel agents) or a queue page's consumers whenever they changed, for the
+pages this process's sockets watch;
 ``dash.workflow.<sha-256 of the instance id>`` gets a workflow instance's view (steps as their units of
 work stand, held edges, compensation path, history) when it changed, for the instances
 this process's sockets watch: looked at again after any journal event (gets, holds,
@@ -60,6 +63,18 @@ def topics_group(broker: str) -> str:
     return "dash.topics." + broker.encode().hex()
 
 
+def connections_group(broker: str, queue: str = "") -> str:
+    """A broker page's connections (``queue`` ""), or a queue page's consumers."""
+    return "dash.connections." + hashlib.sha256(f"{broker}\0{queue}".encode()).hexdigest()
+
+
+def connections_read(broker: str, queue: str = "") -> dict:
+    """What a broker page's (``queue`` "") or a queue page's connections list shows."""
+    if queue:
+        return selectors.queue_consumers(broker=broker, queue=queue)
+    return selectors.broker_connections(broker=broker)
+
+
 #: Seconds the follower reads back before its last read of the jobs, so that a batch
 #: that committed after that read (its ``updated_at`` taken before its commit) is not missed.
 JOBS_OVERLAP_S = 5.0
@@ -81,6 +96,10 @@ class Follower:
         #: Brokers whose topics page this process's sockets watch, and what was last read.
         self.topic_pages: Counter = Counter()
         self.topic_pages_seen: dict[str, tuple | None] = {}
+        #: (broker, queue) whose connections this process's sockets watch (queue "": the
+        #: broker page's), and what was last sent for each.
+        self.connection_pages: Counter = Counter()
+        self.connection_pages_sent: dict[tuple[str, str], dict] = {}
 
     def subscribe(self) -> None:
         self.subscribers += 1
@@ -123,6 +142,26 @@ class Follower:
         if self.topic_pages[broker] <= 0:
             del self.topic_pages[broker]
             self.topic_pages_seen.pop(broker, None)
+
+    def watch_connections(self, key: tuple[str, str], data: dict) -> None:
+        self.connection_pages[key] += 1
+        self.connection_pages_sent.setdefault(key, data)
+
+    def unwatch_connections(self, key: tuple[str, str]) -> None:
+        self.connection_pages[key] -= 1
+        if self.connection_pages[key] <= 0:
+            del self.connection_pages[key]
+            self.connection_pages_sent.pop(key, None)
+
+    async def _connections(self, layer) -> None:
+        """Push the watched connection lists that changed (sessions, STOMP connections as
+        their serving processes last wrote them, channel agents, units of work holding a
+        queue's messages: none of it all in the journal, so read again each tick)."""
+        for key in list(self.connection_pages):
+            data = await database_sync_to_async(connections_read)(*key)
+            if key in self.connection_pages and data != self.connection_pages_sent.get(key):
+                self.connection_pages_sent[key] = data
+                await layer.group_send(connections_group(*key), {"type": "connections.changed", "data": data})
 
     async def _topics(self, layer) -> None:
         """Push the watched brokers' topics pages whose topic objects or retained
@@ -180,6 +219,7 @@ class Follower:
         await database_sync_to_async(process_beat)(kind="web")  # this web process's heartbeat
         await self._jobs(layer)
         await self._topics(layer)
+        await self._connections(layer)
         events = await database_sync_to_async(selectors.journal_after)(position=position)
         await self._workflows(layer, journal_moved=bool(events))
         current = await database_sync_to_async(_objects)()

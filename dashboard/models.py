@@ -124,9 +124,11 @@ class ProcessBeat(models.Model):
 
 class QueueDepthSample(models.Model):
     """One queue's messages by state at a depth sample's moment (the same ``at`` as its
-    broker's ``DepthSample``), written only for queues holding any message then: a sample
-    of the broker without a row for the queue means the queue was empty. Kept one hour, for
-    the queue page's depth chart."""
+    broker's ``DepthSample``), and its put and get totals then (``/metrics``' counters:
+    ``brokers.operating.traffic.traffic_totals``). Written only for queues holding any
+    message or with any put or get counted: a sample of the broker without a row for the
+    queue means the queue was empty and its totals 0. Kept a little over an hour, for the
+    queue page's depth and rate charts (a rate is the difference of two samples' totals)."""
 
     at = models.DateTimeField()
     broker = models.CharField(max_length=48)
@@ -135,6 +137,8 @@ class QueueDepthSample(models.Model):
     uncommitted_puts = models.PositiveIntegerField()
     in_flight = models.PositiveIntegerField()
     locked = models.PositiveIntegerField()
+    puts = models.PositiveBigIntegerField(default=0)
+    gets = models.PositiveBigIntegerField(default=0)
 
     class Meta:
         indexes = [

@@ -4,6 +4,7 @@ from django.urls import path
 import brokers.api.urls  # noqa: F401  (registers the ``name`` converter)
 
 from .consumers import (
+    ConnectionsConsumer,
     GraphConsumer,
     JobConsumer,
     OverviewConsumer,
@@ -19,6 +20,11 @@ websocket_urlpatterns = [
     path("ws/brokers/<name:broker>/transactions/", AllowedHostsOriginValidator(GraphConsumer.as_asgi())),
     path("ws/brokers/<name:broker>/workflows/", AllowedHostsOriginValidator(WorkflowListConsumer.as_asgi())),
     path("ws/brokers/<name:broker>/topics/", AllowedHostsOriginValidator(TopicsConsumer.as_asgi())),
+    path("ws/brokers/<name:broker>/connections/", AllowedHostsOriginValidator(ConnectionsConsumer.as_asgi())),
+    path(
+        "ws/brokers/<name:broker>/queues/<name:queue>/consumers/",
+        AllowedHostsOriginValidator(ConnectionsConsumer.as_asgi()),
+    ),
     path("ws/jobs/<int:job_id>/", AllowedHostsOriginValidator(JobConsumer.as_asgi())),
     path(
         "ws/workflow-instances/<str:instance_id>/",

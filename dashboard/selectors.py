@@ -14,6 +14,7 @@ from django.db.models.functions import Length, TruncMinute, TruncSecond
 from django.utils import timezone
 
 from brokers.models import Broker, Channel, Message, Queue, put_committed_q, put_open_flag, put_open_q
+from brokers.operating.traffic import traffic_totals
 from brokers.selectors import broker_get, broker_list, queue_get
 from brokers.services.message_filter import MessageFilter, message_filter_apply
 from transactions.models import OPEN_STATES, JournalEvent, Link, Transaction
@@ -238,23 +239,37 @@ def broker_page(
     }
 
 
+def _stomp_row(c) -> dict[str, Any]:
+    return {
+        "session": c.session,
+        "username": c.username,
+        "peer": c.peer,
+        "transport": c.transport,
+        "version": c.version,
+        "connected_at": c.connected_at.isoformat(),
+        "subscriptions": c.subscriptions,
+        "open_transactions": c.open_transactions,
+        "closing": c.close_requested_at is not None,
+    }
+
+
 def queue_consumers(*, broker: str, queue: str) -> dict[str, Any]:
     """Who is taking messages from a queue now: the STOMP subscriptions to ``/queue/{queue}``
     (with their connections), the channels whose agents read it (its transmission queue),
-    and the units of work holding its messages in flight, counted per owner."""
+    and the units of work holding its messages in flight, counted per owner. Plain data
+    (what the follower pushes to the queue page, ``ConnectionsConsumer``)."""
     from stomp_server.selectors import stomp_clients
 
     destination = f"/queue/{queue}"
     stomp = [
         {
-            "session": c.session,
-            "username": c.username,
-            "peer": c.peer,
-            "transport": c.transport,
+            **_stomp_row(c),
+            "name": f"{c.session}/{s.get('id', '')}",
+            "subscription": s.get("id", ""),
             "ack": s.get("ack", ""),
             "unacknowledged": s.get("unacknowledged", 0),
         }
-        for c in stomp_clients(brokers=frozenset({broker}))
+        for c in sorted(stomp_clients(brokers=frozenset({broker})), key=lambda c: (c.connected_at, c.session))
         for s in c.subscriptions
         if s.get("destination") == destination
     ]
@@ -267,10 +282,11 @@ def queue_consumers(*, broker: str, queue: str) -> dict[str, Any]:
         Message.objects.filter(queue__broker__name=broker, queue__name=queue, get_transaction__isnull=False)
         .values("get_transaction__owner", "get_transaction__user__username")
         .annotate(units=Count("get_transaction", distinct=True), messages=Count("id"))
-        .order_by("-messages")
+        .order_by("-messages", "get_transaction__user__username", "get_transaction__owner")
     )
     units = [
         {
+            "name": f"{row['get_transaction__user__username'] or ''}/{row['get_transaction__owner'] or ''}",
             "owner": row["get_transaction__user__username"] or "",
             "agent": row["get_transaction__owner"] or "",
             "units": row["units"],
@@ -282,17 +298,40 @@ def queue_consumers(*, broker: str, queue: str) -> dict[str, Any]:
 
 
 def broker_connections(*, broker: str) -> dict[str, Any]:
-    """A broker's open application connections (sessions: client name, since, its unit of
-    work) and its STOMP connections."""
+    """A broker's open application connections (sessions: client name, owner, since, its
+    unit of work), its STOMP connections and the agents of the channels that send from it.
+    Plain data (what the follower pushes to the broker page, ``ConnectionsConsumer``)."""
     from brokers.models import Connection
     from stomp_server.selectors import stomp_clients
 
-    sessions = list(
-        Connection.objects.filter(broker__name=broker, closed_at__isnull=True)
-        .order_by("created_at")
-        .values("conn_id", "client_name", "created_at", "current_transaction_id")[:200]
-    )
-    return {"sessions": sessions, "stomp": stomp_clients(brokers=frozenset({broker}))}
+    sessions = [
+        {
+            "name": row["conn_id"],
+            "conn_id": row["conn_id"],
+            "client_name": row["client_name"],
+            "username": row["user__username"] or "",
+            "created_at": row["created_at"].isoformat(),
+            "current_transaction_id": row["current_transaction_id"] or "",
+        }
+        for row in Connection.objects.filter(broker__name=broker, closed_at__isnull=True)
+        .order_by("created_at", "conn_id")
+        .values("conn_id", "client_name", "user__username", "created_at", "current_transaction_id")[:200]
+    ]
+    stomp = [
+        {**_stomp_row(c), "name": c.session}
+        for c in sorted(stomp_clients(brokers=frozenset({broker})), key=lambda c: (c.connected_at, c.session))
+    ]
+    channels = [
+        {
+            "name": c["name"],
+            "state": c["state"],
+            "transmission_queue": c["transmission_queue"],
+            "target_broker": c["target_broker"],
+        }
+        for c in channel_rows()
+        if c["source_broker"] == broker
+    ]
+    return {"sessions": sessions, "stomp": stomp, "channels": channels}
 
 
 # --- publish/subscribe ---------------------------------------------------------------------
@@ -683,33 +722,55 @@ QUEUE_WINDOWS = {600: 10, 3600: 60}
 
 
 def queue_rates(*, broker: str, queue: str, window_s: int) -> dict[str, Any]:
-    """One queue over the last ``window_s`` seconds: puts and gets per bucket from the
-    journal (``points`` [{t, put, get}], counts per bucket of ``bucket`` seconds), and its
-    depth at each depth sample of its broker (``depth``; zeros where the queue was empty).
-    The caller checks that the user sees the queue."""
+    """One queue over the last ``window_s`` seconds, from its samples (``QueueDepthSample``,
+    taken with its broker's every ``BATON_DASHBOARD_DEPTH_SAMPLE_S``): puts and gets per
+    bucket (``points`` [{t, put, get}], counts per bucket of ``bucket`` seconds) as the
+    differences of consecutive samples' put and get totals, which are ``/metrics``'
+    counters (``baton_messages_put_total``, ``baton_messages_got_total``); and its depth at
+    each sample (``depth``; zeros where the queue was empty). The first rate is taken from
+    the sample just before the window (or from 0 for a queue made in the window); the last
+    from the last sample to the totals now, so puts made since it show at once. The caller
+    checks that the user sees the queue."""
     bucket = QUEUE_WINDOWS.get(window_s)
     if bucket is None:
         raise InvalidInput(f"window must be one of {', '.join(map(str, QUEUE_WINDOWS))} seconds.")
-    since = timezone.now() - timedelta(seconds=window_s)
-    first = journal_first_id_since(since=since)
-    rows = (
-        JournalEvent.objects.filter(id__gte=first or 0, at__gte=since, broker=broker, queue=queue)
-        .filter(kind__in=("put", "get"))
-        .annotate(t=TruncSecond("at"))
-        .values("t", "kind")
-        .annotate(n=Sum("count"))
+    now = timezone.now()
+    since = now - timedelta(seconds=window_s)
+    moments = DepthSample.objects.filter(broker=broker)
+    # the base of the first rate: a sample shortly before the window (older ones' queue rows are gone)
+    base = (
+        moments.filter(at__lt=since, at__gte=since - timedelta(minutes=5))
+        .order_by("-at")
+        .values_list("at", flat=True)
+        .first()
     )
-    series: dict[int, dict[str, int]] = {}
-    for row in rows:
-        t = int(row["t"].timestamp())
-        series.setdefault(t - t % bucket, {"put": 0, "get": 0})[row["kind"]] += row["n"]
-    samples = QueueDepthSample.objects.filter(broker=broker, queue=queue, at__gte=since)  # queuedepth_queue_at
+    start = base or since
+    samples = QueueDepthSample.objects.filter(broker=broker, queue=queue, at__gte=start)  # queuedepth_queue_at
     held = {s.at: s for s in samples}  # keyed by the sample's moment, which its broker's row shares
-    times = DepthSample.objects.filter(broker=broker, at__gte=since).order_by("at").values_list("at", flat=True)
+    series: dict[int, dict[str, int]] = {}
     depth = []
-    for at in times:
+
+    def moved(at: datetime, totals: tuple[int, int], before: tuple[int, int]) -> None:
+        t = int(at.timestamp())
+        point = series.setdefault(t - t % bucket, {"put": 0, "get": 0})
+        for key, later, earlier in zip(("put", "get"), totals, before):
+            point[key] += later - earlier if later >= earlier else later  # lower: counted again from 0
+
+    previous: tuple[int, int] | None = None
+    made = Queue.objects.filter(broker__name=broker, name=queue).values_list("created_at", flat=True).first()
+    if made is not None and made >= start:
+        previous = (0, 0)  # made in the window: its totals started from 0
+    for at in moments.filter(at__gte=start).order_by("at").values_list("at", flat=True):
         sample = held.get(at)
-        depth.append({"t": at.timestamp(), **{p: getattr(sample, p) if sample else 0 for p in DEPTH_PARTS}})
+        totals = (sample.puts, sample.gets) if sample else (0, 0)
+        if previous is not None:
+            moved(at, totals, previous)
+        previous = totals
+        if at >= since:
+            depth.append({"t": at.timestamp(), **{p: getattr(sample, p) if sample else 0 for p in DEPTH_PARTS}})
+    if previous is not None:  # since the last sample: the totals now
+        current = traffic_totals(brokers=frozenset({broker})).get((broker, queue), {"puts": 0, "gets": 0})
+        moved(now, (current["puts"], current["gets"]), previous)
     return {
         "window": window_s,
         "bucket": bucket,

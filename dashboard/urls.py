@@ -55,6 +55,11 @@ urlpatterns = [
         name="dashboard-connection-close",
     ),
     path(
+        "brokers/<name:broker>/stomp/<str:session>/close/",
+        views.stomp_close_view,
+        name="dashboard-stomp-close",
+    ),
+    path(
         "brokers/<name:broker>/transactions/<str:transaction_id>/rollback/",
         views.transaction_rollback,
         name="dashboard-transaction-rollback",

@@ -16,6 +16,7 @@ from django.views.decorators.http import require_POST
 from brokers.channels.definitions import channel_start, channel_stop
 from brokers.api.operations.connections import ConnectionClose
 from brokers.api.operations.messages import MessageBrowse
+from brokers.api.operations.stomp import StompConnectionClose
 from brokers.api.operations.transactions import TransactionRollback
 from brokers.selectors import queue_get
 from config.errors import BatonError, InvalidInput
@@ -173,6 +174,7 @@ def queue_page(request, broker, queue):
             "offers": offers,
             "depth_sample_s": f"{settings.BATON_DASHBOARD_DEPTH_SAMPLE_S:g}",
             "consumers": selectors.queue_consumers(broker=broker, queue=queue),
+            "may_close": may_admin(request.user, broker),
             **_queue_actions(request.user, broker, queue),
         },
         status=400 if filter_error is not None else 200,
@@ -273,6 +275,22 @@ def connection_close_view(request, broker, conn_id):
     the broker, and for its open unit of work, which closing rolls back, as for acting on it)."""
     ConnectionClose.run(request.user, {"conn_id": conn_id})
     messages.success(request, f"Closed session {conn_id}; any unit of work it had open was rolled back.")
+    return redirect(reverse("dashboard-broker", args=[broker]))
+
+
+@page
+@require_POST
+def stomp_close_view(request, broker, session):
+    """Close a STOMP connection from the broker or a queue page: the REST operation
+    ``StompConnectionClose`` as the signed-in user (its own user, a superuser or the broker's
+    admin; anyone else is told it does not exist). The serving process sends the client an
+    ERROR and drops it within ``stomp_server.registry.INTERVAL_S`` seconds; the lists
+    lose its row by push. Back to the queue page the form names, else the broker page."""
+    StompConnectionClose.run(request.user, {"session": session})
+    messages.success(request, f"Closing STOMP connection {session}: its client is sent an ERROR and dropped.")
+    queue = request.POST.get("queue", "")
+    if queue:
+        return redirect(reverse("dashboard-queue", args=[broker, queue]))
     return redirect(reverse("dashboard-broker", args=[broker]))
 
 

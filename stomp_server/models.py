@@ -27,6 +27,10 @@ class StompClient(models.Model):
     subscriptions = models.JSONField(default=list)
     open_transactions = models.PositiveIntegerField(default=0)
     updated_at = models.DateTimeField(auto_now=True)
+    #: Set by ``services.stomp_client_close``: the serving process's registry sends the
+    #: client an ERROR and drops it at its next refresh.
+    close_requested_at = models.DateTimeField(null=True, blank=True)
+    close_requested_by = models.CharField(max_length=150, blank=True)
 
     class Meta:
         ordering = ["broker", "connected_at"]

@@ -1,7 +1,12 @@
 """The live STOMP connections of this process, written to ``StompClient`` rows for the
 dashboard: a thread per process compares a snapshot of them every ``INTERVAL_S`` seconds
 with what it last wrote, and writes only what changed (so no frame pays for a database
-write). When it starts it removes the rows of processes of this host that are gone."""
+write). When it starts it removes the rows of processes of this host that are gone.
+
+Each refresh also looks for the rows of this process that an operator asked to close
+(``services.stomp_client_close``): such a connection is sent an ERROR "Closed by an
+operator." after what it was already sent, and dropped (``registry_closes_applied``). So a
+close from the console or REST takes effect within ``INTERVAL_S`` seconds."""
 
 from __future__ import annotations
 
@@ -19,6 +24,8 @@ INTERVAL_S = 2.0
 PROCESS = f"{socket.gethostname()}:{os.getpid()}"
 _started = threading.Lock()
 _thread: threading.Thread | None = None
+#: Sessions this process was asked to close and has told to close (each told once).
+_closing: set[str] = set()
 
 
 def registry_started(live: dict) -> None:
@@ -83,12 +90,38 @@ def registry_written(live: dict, written: dict[str, dict]) -> dict[str, dict]:
     return now
 
 
+def registry_closes_applied(live: dict) -> list[str]:
+    """Close this process's connections an operator asked to close; return their sessions.
+    A marked row whose connection is gone already is removed."""
+    from brokers.exceptions import ClosedByOperator
+
+    from .models import StompClient
+
+    asked = StompClient.objects.filter(process=PROCESS, close_requested_at__isnull=False)
+    told = []
+    for session, by in asked.values_list("session", "close_requested_by"):
+        conn = live.get(session)
+        if conn is None:
+            StompClient.objects.filter(session=session).delete()
+            _closing.discard(session)
+        elif session not in _closing:
+            _closing.add(session)
+            log.info("closing STOMP connection %s: asked by %s", session, by or "an operator")
+            # ERROR, then the close, after what the connection already received (its
+            # thread applies it in order); the end then runs as when the client leaves
+            conn._refused_now(ClosedByOperator("Closed by an operator."))
+            told.append(session)
+    _closing.intersection_update(list(live))
+    return told
+
+
 def _run(live: dict) -> None:
     written: dict[str, dict] = {}
     try:
         _gone_processes_removed()
         while True:
             written = registry_written(live, written)
+            registry_closes_applied(live)
             connections.close_all()
             time.sleep(INTERVAL_S)  # the registry's pace: the dashboard's view may lag by this much
     except Exception:

@@ -78,7 +78,9 @@ TRANSACTION = path_parameter(
     "transaction_id", "Transaction id (32 hex characters).", HEX32, "0123456789abcdef0123456789abcdef"
 )
 CHANNEL = path_parameter("channel", "Channel name.", PATH_NAME, "QMA.TO.QMB")
+HEX32 = r"^[0-9a-f]{32}$"
 CONNECTION = path_parameter("conn_id", "Connection id (48 hex characters).", HEX48, "0" * 48)
+STOMP_SESSION = path_parameter("session", "A STOMP connection's session (32 hex characters).", HEX32, "0" * 32)
 TOKEN = path_parameter("token", "Lock token of a peek-locked message.", r"^[0-9a-fA-F]{1,32}$", "0" * 32)
 LIMIT = OpenApiParameter("limit", int, description="Rows a page returns (1 to 1000).")
 OFFSET = OpenApiParameter("offset", int, description="Rows to skip.")
@@ -184,6 +186,7 @@ _PATH_PARAMETERS = {
     "transaction": TRANSACTION,
     "lock_token": TOKEN,
     "conn_id": CONNECTION,
+    "session": STOMP_SESSION,
     "channel": CHANNEL,
 }
 

@@ -62,4 +62,5 @@ urlpatterns = rest_urls(  # the most specific routes first
     ops.LockDeadLetter,
     ops.ConnectionDisplay,
     ops.ConnectionClose,
+    ops.StompConnectionClose,
 )

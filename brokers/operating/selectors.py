@@ -21,9 +21,8 @@ from ..models import (
     Connection,
     Message,
     Queue,
-    TrafficTotal,
 )
-from .traffic import traffic_counts, traffic_folded_id
+from .traffic import traffic_totals
 
 
 @dataclass
@@ -90,15 +89,9 @@ def platform_figures(*, brokers: frozenset[str] | None) -> PlatformFigures:
 
     # totals folded from the journal, plus its events since the fold
     by_name = {(f.broker, f.queue): f for f in queues.values()}
-    for broker, queue, puts, gets in only(TrafficTotal.objects, "broker").values_list(
-        "broker", "queue", "puts", "gets"
-    ):
-        if (figures := by_name.get((broker, queue))) is not None:
-            figures.puts, figures.gets = puts, gets
-    for key, added in traffic_counts(after_id=traffic_folded_id()).items():
+    for key, total in traffic_totals(brokers=brokers).items():
         if (figures := by_name.get(key)) is not None:
-            figures.puts += added["puts"]
-            figures.gets += added["gets"]
+            figures.puts, figures.gets = total["puts"], total["gets"]
 
     broker_names = sorted(only(Broker.objects, "name").values_list("name", flat=True))
     units = {(b, s): 0 for b in broker_names for s in OPEN_STATES}

@@ -45,6 +45,26 @@ def traffic_counts(*, after_id: int, upto_id: int | None = None) -> dict[tuple[s
     return counts
 
 
+def traffic_totals(*, brokers: frozenset[str] | None = None) -> dict[tuple[str, str], dict[str, int]]:
+    """Messages put and gotten per (broker, queue) since the queue's name was first used:
+    the folded totals plus the journal's events after the fold (what ``/metrics`` reports
+    as ``baton_messages_put_total`` and ``baton_messages_got_total``, and what the queue
+    page's rates are sampled from). ``brokers``: only these (None: every broker)."""
+    rows = TrafficTotal.objects.all()
+    if brokers is not None:
+        rows = rows.filter(broker__in=brokers)
+    totals: dict[tuple[str, str], dict[str, int]] = {
+        (broker, queue): {"puts": puts, "gets": gets}
+        for broker, queue, puts, gets in rows.values_list("broker", "queue", "puts", "gets")
+    }
+    for key, added in traffic_counts(after_id=traffic_folded_id()).items():
+        if brokers is None or key[0] in brokers:
+            total = totals.setdefault(key, {"puts": 0, "gets": 0})
+            total["puts"] += added["puts"]
+            total["gets"] += added["gets"]
+    return totals
+
+
 def traffic_fold_step() -> int:
     """Fold up to ``FOLD_BATCH_IDS`` journal ids older than the margin into the totals, in
     one database transaction; returns how many ids were folded (0: caught up)."""

@@ -11,7 +11,7 @@ rmSync(out, { recursive: true, force: true });
 mkdirSync(out, { recursive: true });
 
 const modules = ["overview", "broker", "queue", "workflows", "transactions", "channels", "tabs", "moves", "move_job", "ingests", "analytics",
-  "workflow_instance", "definitions", "topics"];
+  "workflow_instance", "definitions", "topics", "connections"];
 await build({
   entryPoints: modules.map((name) => join(here, "src", `${name}.js`)),
   outdir: out, bundle: true, format: "esm", splitting: true, minify: true,

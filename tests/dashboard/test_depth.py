@@ -54,21 +54,34 @@ def test_rates_count_each_message_of_a_step(admin_client, two_brokers):
     assert (sum(p["put"] for p in points), sum(p["get"] for p in points)) == (4, 2)
 
 
-def test_queue_rates_from_the_journal_and_depth_from_queue_samples(queue, admin_client):
+def test_queue_rates_from_the_metrics_counters_and_depth_from_queue_samples(queue, admin_client):
+    """The queue page's rates are the differences of the samples' put and get totals, which
+    are /metrics' counters: the page and a scrape agree."""
+    from brokers.operating.selectors import platform_figures
+    from brokers.operating.traffic import traffic_fold
     from brokers.services.message_input import MessageInput
     from brokers.services.messages import message_get, message_put
     from dashboard.models import QueueDepthSample
     from dashboard.services.depth import depth_sample_take
 
+    depth_sample_take()  # before any traffic: no row for the queue (empty, totals 0)
+    assert QueueDepthSample.objects.count() == 0
     message_put(broker="QM1", queue="Q1", messages=[MessageInput(body=b"m")] * 3)
     message_get(broker="QM1", queue="Q1")
     depth_sample_take()
-    assert QueueDepthSample.objects.count() == 1  # only the queue holding messages
+    [sample] = QueueDepthSample.objects.all()
+    [figures] = [q for q in platform_figures(brokers=None).queues if q.queue == "Q1"]
+    assert (sample.puts, sample.gets) == (figures.puts, figures.gets) == (3, 1)
     message_get(broker="QM1", queue="Q1", batch=2)
-    depth_sample_take()  # empty now: no row for it, the broker's sample says when
+    traffic_fold()  # folded or not, the totals are the same
+    depth_sample_take()  # empty now, but with puts and gets counted: a row with its totals
+    assert [(s.available, s.puts, s.gets) for s in QueueDepthSample.objects.order_by("at")] == [(2, 3, 1), (0, 3, 3)]
     data = queue_rates(broker="QM1", queue="Q1", window_s=600)
     assert sum(p["put"] for p in data["points"]) == 3 and sum(p["get"] for p in data["points"]) == 3
-    assert [(d["available"], d["in_flight"]) for d in data["depth"]] == [(2, 0), (0, 0)]
+    assert [(d["available"], d["in_flight"]) for d in data["depth"]] == [(0, 0), (2, 0), (0, 0)]
+    message_put(broker="QM1", queue="Q1", messages=[MessageInput(body=b"n")] * 2)  # after the last sample
+    data = queue_rates(broker="QM1", queue="Q1", window_s=600)
+    assert sum(p["put"] for p in data["points"]) == 5  # the totals now close the history
     answer = admin_client.get("/brokers/QM1/queues/Q1/rates/?window=3600")
     assert answer.status_code == 200 and answer.json()["bucket"] == 60
     bad = admin_client.get("/brokers/QM1/queues/Q1/rates/?window=5")

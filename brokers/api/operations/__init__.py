@@ -17,6 +17,7 @@ from .definitions import (
 from .connections import ConnectionClose, ConnectionDisplay, ConnectionOpen
 from .locks import LockAbandon, LockComplete, LockDeadLetter, LockRenew, LocksComplete
 from .messages import MessageBrowse, MessageGet, MessagePut
+from .stomp import StompConnectionClose
 from .transactions import (
     TransactionBegin,
     TransactionCheck,
@@ -51,6 +52,7 @@ __all__ = [
     "MessagePut",
     "Model",
     "Operation",
+    "StompConnectionClose",
     "TransactionBegin",
     "TransactionCheck",
     "TransactionCommit",

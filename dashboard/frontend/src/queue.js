@@ -1,7 +1,8 @@
 // Queue page: its counts follow /ws/overview/ (the queue's part of each push, as the broker
 // page's rows do); the message list below stays as loaded and says when it is behind. Two
-// charts: puts and gets per second (the journal's history from …/rates/, then the pushes'
-// per-queue counts) and depth (the samples' history, then each push's counts).
+// charts: puts and gets per second (history from …/rates/: the change of /metrics' put and
+// get totals between samples; then the pushes' per-queue counts of the puts and gets those
+// totals count) and depth (the samples' history, then each push's counts).
 import { cssVar, follow } from "./live.js";
 import { fitToParent, timeChart } from "./timechart.js";
 

@@ -47,7 +47,8 @@ SUM = "(series) => series.slice(1).map((ys) => ys.reduce((a, b) => a + (b || 0),
 
 
 def test_rates_and_depth_charts_from_history_then_live(admin_page, site, api, fresh_broker):
-    """Puts made before the page opened come from the journal; later ones from the pushes."""
+    """Puts made before the page opened come from the history (the put and get totals /metrics
+    reports, sampled, then read once more as the page asks); later ones from the pushes."""
     assert api.post(f"/api/brokers/{fresh_broker}/queues/Q1/messages/", json={"messages": [{"body": "x"}] * 4})
     page = admin_page
     page.goto(f"{site.url}/brokers/{fresh_broker}/queues/Q1/")

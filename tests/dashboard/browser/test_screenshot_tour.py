@@ -16,6 +16,7 @@ import pytest
 from playwright.sync_api import expect
 
 from .conftest import ARGS, CHROMIUM, sign_in  # noqa: F401
+from .test_connections import stomp_client_opened
 from .test_moves import backout_queue_with
 from .test_screenshots import local_channel, scene
 
@@ -40,6 +41,7 @@ def pages(api, broker: str) -> dict[str, str]:
         json={"name": "claim", "steps": [{"name": "pay", "queue": "Q1", "compensation_queue": "Q2"}]},
     )
     instance = api.post(f"/api/brokers/{broker}/workflows/claim/instances/", json={"body": "1"}).json()["id"]
+    api.post(f"/api/brokers/{broker}/connections/", json={"client_name": "billing-app"})  # a session
     msg = api.get(f"/api/brokers/{broker}/queues/ORDERS/messages/").json()["messages"][0]["msg_id"]
     b, q = f"/brokers/{broker}", f"/brokers/{broker}/queues"
     return {
@@ -75,6 +77,7 @@ def test_every_page_in_both_themes_at_both_widths(chromium, site, api, fresh_bro
     out.mkdir(parents=True, exist_ok=True)
     tour = {name: path for name, path in pages(api, fresh_broker).items() if not ONLY or name in ONLY}
     wide: list[str] = []
+    client = stomp_client_opened(chromium, site, fresh_broker, "ORDERS")  # on the broker and queue pages
     for scheme in ("light", "dark"):
         for size, viewport in SIZES.items():
             context = chromium.new_context(viewport=viewport, color_scheme=scheme)
@@ -99,4 +102,5 @@ def test_every_page_in_both_themes_at_both_widths(chromium, site, api, fresh_bro
                         wide.append(f"{name} {scheme} {size}: {width}px")
             finally:
                 context.close()
+    client.close()
     print("\n".join(["pages wider than the window:", *wide]) if wide else "no page wider than the window")
