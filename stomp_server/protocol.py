@@ -37,18 +37,32 @@ from django.db import close_old_connections
 from baton_client.errors import UnsettledDeliveries
 from config.errors import (
     BatonError,
-    Conflict,
-    InvalidInput,
     MessageTooLarge,
     NotAuthenticated,
-    NotFound,
     Throttled,
 )
 from transactions.wakeups import wakeup_notify
 
 from . import engine
 from .frames import Frame, FrameError, FrameParser, FrameTooLarge, frame_encode
-from .headers import message_fields
+from .machine import (
+    Abort,
+    Ack,
+    Begin,
+    Close,
+    Commit,
+    Disconnect,
+    Heartbeats,
+    Nack,
+    Put,
+    Send,
+    SignIn,
+    StompMachine,
+    StompRefused,
+    Subscribe,
+    Unsubscribe,
+    version_negotiated,
+)
 from .pool import stomp_pool
 from .registry import registry_started
 from .state import HIGH_WATER, HeldCommit, Pending, Subscription, Txn
@@ -56,9 +70,6 @@ from .waiting import Waiting
 
 log = logging.getLogger(__name__)
 
-VERSIONS = ("1.0", "1.1", "1.2")
-ACK_MODES = ("auto", "client", "client-individual")
-SERVER = "Baton/0.1"
 #: Frames a connection applies before letting the pool's other tasks have a turn.
 DRAIN_TURN = 64
 _CLOSE = object()
@@ -97,18 +108,6 @@ LIVE: dict[str, StompConnection] = {}
 UNENDED: set[StompConnection] = set()
 
 
-class StompRefused(InvalidInput):
-    """The frame was refused."""
-
-
-class UnknownDestination(NotFound):
-    """No such destination."""
-
-
-class LimitReached(Conflict):
-    """A bound of the STOMP server was reached (config/settings/stomp.py)."""
-
-
 class TooManyConnections(Throttled):
     """The server holds as many connections as it may."""
 
@@ -123,31 +122,6 @@ _SIGNING_IN = threading.Lock()
 
 #: A COMMIT of a transaction that holds pre-emptive deliveries not acknowledged under it.
 Unsettled = UnsettledDeliveries
-
-
-def version_negotiated(frame: Frame) -> str | None:
-    """The highest version both sides speak (1.0 when the client names none), or None."""
-    offered = frame.get("accept-version")
-    if offered is None:
-        return "1.0"
-    common = [v for v in VERSIONS if v in {x.strip() for x in offered.split(",")}]
-    return common[-1] if common else None
-
-
-def heart_beats(frame: Frame, *, server_ms: int) -> tuple[int, int]:
-    """(ms between the server's heart-beats, ms within which the client's must come), as
-    the specification negotiates them; 0 = none."""
-    value = frame.get("heart-beat", "0,0")
-    cx, _, cy = value.partition(",")
-    if not (cx.isascii() and cy.isascii() and cx.strip().isdigit() and cy.strip().isdigit()):
-        raise StompRefused(
-            f"The heart-beat header must be two whole numbers, not {value[:40]!r}.",
-            errors={"heart-beat": ["Must be cx,cy."]},
-        )
-    cx_ms, cy_ms = int(cx), int(cy)
-    send = 0 if not server_ms or not cy_ms else max(server_ms, cy_ms)
-    receive = 0 if not server_ms or not cx_ms else max(server_ms, cx_ms)
-    return send, receive
 
 
 class StompConnection(Waiting):
@@ -169,19 +143,20 @@ class StompConnection(Waiting):
         self.session = uuid.uuid4().hex
         self.parser = FrameParser(max_frame=settings.BATON_STOMP_MAX_FRAME, version=version)
         self.ws_version = version  # a WebSocket subprotocol fixes the version
-        self.version = version or "1.0"
+        self.machine = StompMachine(
+            session=self.session,
+            version=version,
+            heartbeat_ms=settings.BATON_STOMP_HEARTBEAT_MS,
+            max_subscriptions=settings.BATON_STOMP_MAX_SUBSCRIPTIONS,
+        )
         self.user = None
         self.broker: str | None = None
         self.connected_at = time.time()
-        self.subscriptions: dict[str, Subscription] = {}
-        self.transactions: dict[str, Txn] = {}
-        self.acks: dict[str, Pending] = {}
-        self.ack_ids = itertools.count(1)
-        self.lock = threading.Condition()
+        #: Shared with the machine: what the connection's threads both touch changes under it.
+        self.lock = self.machine.lock
         self.begin_lock = threading.Lock()  # a transaction's unit of work is begun once
         self.unsent = 0
         self.closed = False  # no more frames are read or sent
-        self.failed = False  # an ERROR was sent: the frames after it are dropped
         self.stopped_reading = False  # the bytes were not STOMP: nothing more is read
         self.inbox: queue.SimpleQueue = queue.SimpleQueue()
         self.pending_frames = 0
@@ -194,6 +169,24 @@ class StompConnection(Waiting):
         self.scheduled = False
         #: Set once the connection has ended and given back what it held.
         self.ended = threading.Event()
+
+    # --- the machine's state, as the registry and the subscriptions read it ----------------
+
+    @property
+    def version(self) -> str:
+        return self.machine.version
+
+    @property
+    def failed(self) -> bool:
+        return self.machine.failed
+
+    @property
+    def subscriptions(self) -> dict[str, Subscription]:
+        return self.machine.subscriptions
+
+    @property
+    def transactions(self) -> dict[str, Txn]:
+        return self.machine.transactions
 
     # --- the event loop's side ------------------------------------------------------------
 
@@ -425,35 +418,6 @@ class StompConnection(Waiting):
         if wake:
             self.loop.call_soon_threadsafe(self._flush)
 
-    def error(self, exc: BatonError, frame: Frame | None) -> None:
-        """ERROR, then close (the specification's rule)."""
-        if self.failed and frame is not None:
-            return
-        self.failed = True
-        message = exc.message.splitlines()[0][:200] if exc.message else exc.code
-        headers = [("message", message), ("x-baton-code", exc.code), ("content-type", "text/plain")]
-        if frame is not None and frame.get("receipt") is not None:
-            headers.append(("receipt-id", frame.get("receipt")))
-        if "version" in exc.details:  # the versions the server speaks (the specification's rule)
-            headers.append(("version", str(exc.details["version"])))
-        details = [f"{k}: {v}" for k, v in exc.details.items() if k != "errors"]
-        for name, texts in (exc.details.get("errors") or {}).items():
-            details.append(f"{name}: {' '.join(texts) if isinstance(texts, list) else texts}")
-        body = exc.message + ("\n" + "\n".join(details) if details else "")
-        if frame is not None:
-            body += f"\n(refused frame: {frame.command})"
-        if not self.closed:
-            try:
-                self.send(Frame("ERROR", headers, body.encode("utf-8")))
-            except FrameError:  # an unwritable value (1.0): the message alone
-                self.send(Frame("ERROR", [("message", "The frame was refused.")], body.encode("utf-8")))
-            self.close_after_sending()
-
-    def receipt(self, frame: Frame) -> None:
-        receipt = frame.get("receipt")
-        if receipt is not None:
-            self.send(Frame("RECEIPT", [("receipt-id", receipt)]))
-
     # --- the connection's thread ----------------------------------------------------------
 
     def _schedule(self) -> None:
@@ -496,11 +460,11 @@ class StompConnection(Waiting):
                 if isinstance(item, BatonError):
                     self.error(item, None)
                     continue
-                if self._batchable(item):
+                if self.machine.batchable(item):
                     held = self._gathered(applied)
-                    self._send_batch(applied)
+                    self._perform(self.machine.sends_received(applied))
                 else:
-                    self._apply(item)
+                    self._perform(self.machine.frame_received(item))
             except BatonError as exc:
                 self.error(exc, applied[-1])
             except Exception:
@@ -531,49 +495,76 @@ class StompConnection(Waiting):
 
     # --- SENDs in a transaction, pipelined: one put of them all --------------------------
 
-    def _batchable(self, frame: Any) -> bool:
-        return (
-            isinstance(frame, Frame)
-            and frame.command == "SEND"
-            and self.user is not None
-            and frame.get("transaction") is not None
-            and (frame.get("destination") or "").startswith("/queue/")
-        )
+    # --- SENDs in a transaction, pipelined: one put of them all --------------------------
 
     def _gathered(self, batch: list[Frame]) -> Any:
         """Add to ``batch`` the SENDs already received right after its first, to the same
         queue in the same transaction (up to one with a receipt); return the frame that
         ended the batch (to apply next), or _NOTHING. They become one put: under a unit of
         work nothing is visible before COMMIT either way, and a refusal rolls it all back."""
-        first = batch[0]
         while len(batch) < settings.BATON_MAX_BATCH and batch[-1].get("receipt") is None:
             try:
                 following = self.inbox.get_nowait()
             except queue.Empty:
                 return _NOTHING
-            if not (
-                self._batchable(following)
-                and following.get("destination") == first.get("destination")
-                and following.get("transaction") == first.get("transaction")
-            ):
+            if not self.machine.batch_goes_on(batch, following):
                 return following
             batch.append(following)
         return _NOTHING
 
-    def _send_batch(self, batch: list[Frame]) -> None:
-        if len(batch) == 1:
-            self._send(batch[0])
+    # --- the machine's actions, carried out --------------------------------------------------
+
+    def _perform(self, actions: list[Any]) -> None:
+        """Carry out the machine's actions in order: frames sent, the close, heart-beats, and
+        the engine's operations (whose outcomes the machine answers with more actions)."""
+        for action in actions:
+            kind = type(action)
+            if kind is Send:
+                self._sent(action.frame)
+            elif kind is Close:
+                self.close_after_sending()
+            else:
+                self._ACTIONS[kind](self, action)
+
+    def _sent(self, frame: Frame) -> None:
+        if frame.command == "ERROR" and self.closed:
             return
-        _, name = self._destination(batch[0])
-        txn = self._transaction(batch[0])
-        messages = [(message_fields(frame), frame.body) for frame in batch]
-        self._put_under(
-            txn,
-            lambda transaction, begin: engine.messages_send(
-                self.user, broker=self.broker, queue=name, messages=messages, transaction=transaction, begin=begin
-            ),
-        )
-        self.receipt(batch[-1])
+        self.send(frame)
+
+    def error(self, exc: BatonError, frame: Frame | None) -> None:
+        """ERROR, then close (the specification's rule)."""
+        self._perform(self.machine.refused(exc, frame))
+
+    def receipt(self, frame: Frame) -> None:
+        """``frame`` was applied: its RECEIPT (and after DISCONNECT, the close)."""
+        self._perform(self.machine.done(frame))
+
+    def _heartbeats(self, action: Heartbeats) -> None:
+        self.heartbeat_send, self.heartbeat_receive = action.send_ms, action.receive_ms
+        self.loop.call_soon_threadsafe(self._start_heartbeats)
+
+    def _start_heartbeats(self) -> None:
+        if not self.closed:
+            self.heartbeats = self.loop.create_task(self._heartbeat())
+
+    def _sign_in(self, action: SignIn) -> None:
+        self.parser.version = self.machine.version
+        user = engine.user_signed_in(login=action.login, passcode=action.passcode, address=self.address)
+        if user is None:
+            raise NotAuthenticated("Bad login or passcode: login is a user name, passcode its password or API token.")
+        broker = engine.broker_chosen(user, host=action.host)
+        limit = settings.BATON_STOMP_MAX_CONNECTIONS_PER_USER
+        with _SIGNING_IN:
+            held = sum(1 for c in list(LIVE.values()) if c.user is not None and not c.closed and c.user.pk == user.pk)
+            if held >= limit:
+                raise TooManyConnections(
+                    f"User {user.get_username()!r} has {held} connections open, the most one user may have "
+                    f"({limit}, BATON_STOMP_MAX_CONNECTIONS_PER_USER); close one first.",
+                    retry_after=1,
+                )
+            self.broker = broker
+            self.user = user
+        self._perform(self.machine.signed_in(action.frame))
 
     def _put_under(self, txn: Txn, put) -> None:
         """``put(transaction, begin)`` under ``txn``'s unit of work: begun by the put itself
@@ -591,211 +582,79 @@ class StompConnection(Waiting):
                 txn.id = engine.transaction_begun(self.user, broker=self.broker)
             return txn.id
 
-    def _apply(self, frame: Frame) -> None:
-        command = frame.command
-        if command in ("CONNECT", "STOMP"):
-            self._connect(frame)
-            return
-        if self.user is None:
-            raise NotAuthenticated("Send CONNECT (or STOMP) first.")
-        handler = getattr(self, "_" + command.lower(), None)
-        if handler is None or command in ("CONNECTED", "MESSAGE", "RECEIPT", "ERROR"):
-            raise StompRefused(f"{command} is a frame the server sends, not one it receives.")
-        handler(frame)
-
-    def _required(self, frame: Frame, name: str) -> str:
-        value = frame.get(name)
-        if value is None or value == "":
-            raise StompRefused(f"{frame.command} needs the {name} header.", errors={name: ["Required."]})
-        return value
-
-    def _connect(self, frame: Frame) -> None:
-        if self.user is not None:
-            raise StompRefused("Already connected.")
-        version = self.ws_version or version_negotiated(frame)
-        if version is None or (self.ws_version and version_negotiated(frame) is None):
-            self.version = "1.2"
-            raise StompRefused(f"Supported protocol versions are {' '.join(VERSIONS)}.", version=",".join(VERSIONS))
-        self.version = version
-        self.parser.version = version
-        send_ms, receive_ms = (
-            heart_beats(frame, server_ms=settings.BATON_STOMP_HEARTBEAT_MS) if version != "1.0" else (0, 0)
-        )
-        user = engine.user_signed_in(login=frame.get("login"), passcode=frame.get("passcode"), address=self.address)
-        if user is None:
-            raise NotAuthenticated("Bad login or passcode: login is a user name, passcode its password or API token.")
-        broker = engine.broker_chosen(user, host=frame.get("host"))
-        limit = settings.BATON_STOMP_MAX_CONNECTIONS_PER_USER
-        with _SIGNING_IN:
-            held = sum(1 for c in list(LIVE.values()) if c.user is not None and not c.closed and c.user.pk == user.pk)
-            if held >= limit:
-                raise TooManyConnections(
-                    f"User {user.get_username()!r} has {held} connections open, the most one user may have "
-                    f"({limit}, BATON_STOMP_MAX_CONNECTIONS_PER_USER); close one first.",
-                    retry_after=1,
-                )
-            self.broker = broker
-            self.user = user
-        self.heartbeat_send, self.heartbeat_receive = send_ms, receive_ms
-        headers = [("version", version), ("server", SERVER), ("session", self.session)]
-        # on every version, 1.0 included (no heart-beats there: 0,0), as clients read it
-        hb = settings.BATON_STOMP_HEARTBEAT_MS
-        headers.append(("heart-beat", f"{hb if send_ms else 0},{hb if receive_ms else 0}"))
-        self.send(Frame("CONNECTED", headers))
-        if send_ms or receive_ms:
-            self.loop.call_soon_threadsafe(self._start_heartbeats)
-
-    def _start_heartbeats(self) -> None:
-        if not self.closed:
-            self.heartbeats = self.loop.create_task(self._heartbeat())
-
-    # --- destinations -------------------------------------------------------------------
-
-    def _destination(self, frame: Frame) -> tuple[str, str]:
-        destination = self._required(frame, "destination")
-        for kind in ("queue", "topic"):
-            prefix = f"/{kind}/"
-            if destination.startswith(prefix) and len(destination) > len(prefix):
-                return kind, destination[len(prefix) :]
-        raise UnknownDestination(
-            f"Unknown destination {destination[:100]!r}: use /queue/{{queue}} or /topic/{{topic string}}.",
-            destination=destination[:100],
-        )
-
-    def _transaction(self, frame: Frame) -> Txn | None:
-        name = frame.get("transaction")
-        if name is None:
-            return None
-        txn = self.transactions.get(name)
-        if txn is None:
-            raise StompRefused(
-                f"No transaction {name[:100]!r} is open on this connection (BEGIN it first).", transaction=name[:100]
+    def _put(self, action: Put) -> None:
+        txn, messages = action.txn, action.messages
+        if action.kind == "topic":
+            fields, body = messages[0]
+            engine.publication_send(
+                self.user,
+                broker=self.broker,
+                topic=action.name,
+                fields=fields,
+                body=body,
+                transaction=self._begun(txn) if txn else None,
             )
-        return txn
-
-    def _send(self, frame: Frame) -> None:
-        kind, name = self._destination(frame)
-        txn = self._transaction(frame)
-        fields = message_fields(frame)
-        if kind == "queue" and txn is not None:
+        elif len(messages) > 1:
+            self._put_under(
+                txn,
+                lambda transaction, begin: engine.messages_send(
+                    self.user,
+                    broker=self.broker,
+                    queue=action.name,
+                    messages=messages,
+                    transaction=transaction,
+                    begin=begin,
+                ),
+            )
+        elif txn is not None:
+            fields, body = messages[0]
             self._put_under(
                 txn,
                 lambda transaction, begin: engine.message_send(
                     self.user,
                     broker=self.broker,
-                    queue=name,
+                    queue=action.name,
                     fields=fields,
-                    body=frame.body,
+                    body=body,
                     transaction=transaction,
                     begin=begin,
                 ),
             )
-        elif kind == "queue":
-            engine.message_send(
-                self.user, broker=self.broker, queue=name, fields=fields, body=frame.body, transaction=None
-            )
         else:
-            engine.publication_send(
-                self.user,
-                broker=self.broker,
-                topic=name,
-                fields=fields,
-                body=frame.body,
-                transaction=self._begun(txn) if txn else None,
+            fields, body = messages[0]
+            engine.message_send(
+                self.user, broker=self.broker, queue=action.name, fields=fields, body=body, transaction=None
             )
-        self.receipt(frame)
+        self.receipt(action.frame)
 
     # --- subscriptions ------------------------------------------------------------------
 
-    def _subscribe(self, frame: Frame) -> None:
-        kind, name = self._destination(frame)
-        limit = settings.BATON_STOMP_MAX_SUBSCRIPTIONS
-        if len(self.subscriptions) >= limit:
-            raise LimitReached(
-                f"This connection has {len(self.subscriptions)} subscriptions, the most one connection may have "
-                f"({limit}, BATON_STOMP_MAX_SUBSCRIPTIONS); UNSUBSCRIBE one first.",
-                limit=limit,
-            )
-        sub_id = frame.get("id")
-        if sub_id is None or sub_id == "":
-            if self.version != "1.0":
-                raise StompRefused("SUBSCRIBE needs an id header.", errors={"id": ["Required."]})
-            sub_id = frame.get("destination")
-        if sub_id in self.subscriptions:
-            raise StompRefused(
-                f"This connection already has a subscription with id {sub_id[:100]!r}.", subscription=sub_id[:100]
-            )
-        ack = frame.get("ack", "auto")
-        if ack not in ACK_MODES:
-            raise StompRefused(
-                f"ack must be auto, client or client-individual, not {ack[:40]!r}.", errors={"ack": ["Invalid choice."]}
-            )
-        prefetch_text = frame.get("prefetch-count", "100")
-        if not (prefetch_text.isascii() and prefetch_text.isdigit() and 1 <= int(prefetch_text) <= 10_000):
-            raise StompRefused(
-                f"prefetch-count must be a whole number from 1 to 10000, not {prefetch_text[:40]!r}.",
-                errors={"prefetch-count": ["Out of range."]},
-            )
-        preemptive = frame.get("x-baton-preemptive", "false")
-        if preemptive not in ("true", "false"):
-            raise StompRefused(
-                f"x-baton-preemptive must be true or false, not {preemptive[:40]!r}.",
-                errors={"x-baton-preemptive": ["Must be true or false."]},
-            )
-        if preemptive == "true" and ack == "auto":
-            raise StompRefused(
-                "A pre-emptive subscription needs ack:client or ack:client-individual "
-                "(its acknowledgements are transactional).",
-                errors={"ack": ["Must not be auto."]},
-            )
-        durable = (
-            frame.get("durable") == "true" or frame.get("persistent") == "true" or frame.get("auto-delete") == "false"
-        )
-        sub = Subscription(
-            id=sub_id,
-            destination=frame.get("destination"),
-            broker=self.broker,
-            queue=name,
-            ack=ack,
-            prefetch=int(prefetch_text),
-            key="",
-            preemptive=preemptive == "true",
-        )
-        if kind == "queue":
+    def _subscribe(self, action: Subscribe) -> None:
+        sub, name = action.sub, action.name
+        sub.broker = self.broker
+        if action.kind == "queue":
             sub.key, sub.lock_s, sub.queue_id = engine.queue_subscribed(self.user, broker=self.broker, queue=name)
         else:
-            if durable and not frame.get("id"):
-                raise StompRefused("A durable subscription needs an id header.", errors={"id": ["Required."]})
-            sub.durable = durable
             sub.topic_name = engine.subscription_name(
-                user=self.user, connection=self.session, id=sub_id, durable=durable
+                user=self.user, connection=self.session, id=sub.id, durable=sub.durable
             )
             sub.key, sub.lock_s, sub.queue_id = engine.topic_subscribed(
-                self.user, broker=self.broker, topic_filter=name, name=sub.topic_name, durable=durable
+                self.user, broker=self.broker, topic_filter=name, name=sub.topic_name, durable=sub.durable
             )
             sub.queue = sub.topic_name
-        self.subscriptions[sub_id] = sub
+        self.machine.subscribed(sub)
         self._watched(sub)
-        self.receipt(frame)
+        self.receipt(action.frame)
 
-    def _unsubscribe(self, frame: Frame) -> None:
-        sub_id = frame.get("id")
-        if (sub_id is None or sub_id == "") and self.version == "1.0":
-            sub_id = frame.get("destination")
-        if sub_id is None or sub_id == "":
-            raise StompRefused("UNSUBSCRIBE needs an id header.", errors={"id": ["Required."]})
-        sub = self.subscriptions.get(sub_id)
-        if sub is None:
-            raise StompRefused(
-                f"No subscription with id {sub_id[:100]!r} on this connection.", subscription=sub_id[:100]
-            )
+    def _unsubscribe(self, action: Unsubscribe) -> None:
+        sub = action.sub
         self._deferred_joined(sub)
         self._stop(sub)
-        del self.subscriptions[sub_id]
+        self.machine.unsubscribed(sub)
         self._give_back(list(sub.pending.values()))
-        if sub.topic_name and (not sub.durable or frame.get("durable") == "true" or frame.get("persistent") == "true"):
+        if action.remove:
             engine.topic_unsubscribed(broker=sub.broker, name=sub.topic_name)
-        self.receipt(frame)
+        self.receipt(action.frame)
 
     def _deferred_joined(self, sub: Subscription) -> None:
         """Before a subscription ends: the ACKs of its messages that wait for their
@@ -810,54 +669,8 @@ class StompConnection(Waiting):
 
     # --- acknowledgements -----------------------------------------------------------------
 
-    def _acknowledged(self, frame: Frame) -> list[Pending]:
-        """The messages an ACK or NACK covers (in delivery order), or ERROR."""
-        if self.version == "1.2":
-            ack_id = self._required(frame, "id")
-            with self.lock:
-                pending = self.acks.get(ack_id)
-            if pending is None:
-                raise StompRefused(
-                    f"{frame.command} of an unknown or already acknowledged message (id {ack_id[:100]!r}).",
-                    id=ack_id[:100],
-                )
-        else:
-            msg_id = self._required(frame, "message-id")
-            sub_id = frame.get("subscription")
-            if self.version == "1.1" and sub_id is None:
-                raise StompRefused(
-                    f"{frame.command} needs the subscription header.", errors={"subscription": ["Required."]}
-                )
-            subs = (
-                [self.subscriptions[sub_id]]
-                if sub_id in self.subscriptions
-                else ([] if sub_id is not None else list(self.subscriptions.values()))
-            )
-            with self.lock:
-                pending = next((s.pending[msg_id] for s in subs if msg_id in s.pending), None)
-            if pending is None:
-                raise StompRefused(
-                    f"{frame.command} of an unknown or already acknowledged message (message-id {msg_id[:100]!r}).",
-                    message_id=msg_id[:100],
-                )
-        sub = pending.subscription
-        if sub.ack == "client-individual":
-            return [pending]
-        with self.lock:  # client: cumulative over the subscription's earlier messages
-            covered = []
-            for item in sub.pending.values():
-                covered.append(item)
-                if item is pending:
-                    break
-        return covered
-
     def _forget(self, covered: list[Pending]) -> None:
-        with self.lock:
-            for item in covered:
-                item.subscription.pending.pop(item.msg_id, None)
-                self.acks.pop(item.ack_id, None)
-            self.lock.notify_all()
-        self._room_made({item.subscription for item in covered})
+        self._room_made(self.machine.forgotten(covered))
 
     def _room_made(self, subs) -> None:
         """Messages of these subscriptions were acknowledged (or given back): room to get more."""
@@ -865,21 +678,8 @@ class StompConnection(Waiting):
             if sub.ack != "auto":
                 self._kick(sub)
 
-    def _preemptive_checked(self, frame: Frame, covered: list[Pending], txn: Txn | None) -> None:
-        """A pre-emptive delivery is acknowledged under the transaction it was got under,
-        or not at all (checked before anything is applied)."""
-        for item in covered:
-            if item.txn is not None and item.txn is not txn:
-                raise StompRefused(
-                    f"{frame.command} of message {item.msg_id} needs transaction:{item.txn.name[:100]}: it was "
-                    "delivered pre-emptively under that transaction.",
-                    transaction=item.txn.name[:100],
-                )
-
-    def _ack(self, frame: Frame) -> None:
-        covered = self._acknowledged(frame)
-        txn = self._transaction(frame)
-        self._preemptive_checked(frame, covered, txn)
+    def _ack(self, action: Ack) -> None:
+        covered, txn = action.covered, action.txn
         if txn is not None:
             for item in covered:
                 if item.txn is not None:  # got under it already: COMMIT consumes it
@@ -901,27 +701,20 @@ class StompConnection(Waiting):
                     pass
                 raise
         self._forget(covered)
-        self.receipt(frame)
+        self.receipt(action.frame)
 
-    def _nack(self, frame: Frame) -> None:
-        requeue = frame.get("requeue", "true")
-        if requeue not in ("true", "false"):
-            raise StompRefused(
-                f"requeue must be true or false, not {requeue[:40]!r}.", errors={"requeue": ["Must be true or false."]}
-            )
-        covered = self._acknowledged(frame)
-        txn = self._transaction(frame)
-        self._preemptive_checked(frame, covered, txn)
+    def _nack(self, action: Nack) -> None:
+        covered, txn = action.covered, action.txn
         self._forget(covered)
         if txn is not None:  # given back when the transaction ends (requeue:false: dead-lettered at COMMIT)
             # (a pre-emptive delivery NACKed stays un-ACKed: COMMIT is refused, ABORT gives it back)
             tokens = [item.token for item in covered if item.txn is None]
-            (txn.abandoned if requeue == "true" else txn.discarded).extend(tokens)
-        elif requeue == "true":
+            (txn.abandoned if action.requeue else txn.discarded).extend(tokens)
+        elif action.requeue:
             self._give_back(covered)
         else:
             self._dead_lettered([item.token for item in covered if item.token is not None])
-        self.receipt(frame)
+        self.receipt(action.frame)
 
     def _dead_lettered(self, tokens: list[str]) -> None:
         """NACK with requeue:false: to the broker's dead-letter queue (RabbitMQ drops the
@@ -949,25 +742,10 @@ class StompConnection(Waiting):
 
     # --- transactions ---------------------------------------------------------------------
 
-    def _begin(self, frame: Frame) -> None:
-        name = self._required(frame, "transaction")
-        if name in self.transactions:
-            raise StompRefused(
-                f"Transaction {name[:100]!r} is already open on this connection.", transaction=name[:100]
-            )
-        txn = Txn(name=name)  # its unit of work is begun when first needed
-        with self.lock:
-            self.transactions[name] = txn
+    def _begin(self, action: Begin) -> None:
         # pre-emptive subscriptions now get under it, uncommitted messages already there too
         wakeup_notify([sub.key for sub in list(self.subscriptions.values()) if sub.preemptive])
-        self.receipt(frame)
-
-    def _open_transaction(self, frame: Frame) -> Txn:
-        name = self._required(frame, "transaction")
-        txn = self.transactions.get(name)
-        if txn is None:
-            raise StompRefused(f"No transaction {name[:100]!r} is open on this connection.", transaction=name[:100])
-        return txn
+        self.receipt(action.frame)
 
     def _ending(self, txn: Txn) -> None:
         """No more pre-emptive gets under ``txn``; those under way have sent their MESSAGEs."""
@@ -975,17 +753,12 @@ class StompConnection(Waiting):
             txn.ending = True
             self.lock.wait_for(lambda: txn.getting == 0)
 
-    def _settled(self, txn: Txn) -> None:
-        """Forget its pre-emptive deliveries (the transaction's end consumed them or gave them back)."""
-        with self.lock:
-            for item in txn.delivered.values():
-                item.subscription.pending.pop(item.msg_id, None)
-                self.acks.pop(item.ack_id, None)
-            self.lock.notify_all()
-        self._room_made({item.subscription for item in txn.delivered.values()})
+    def _transaction_ended(self, txn: Txn) -> None:
+        """No longer open; its pre-emptive deliveries forgotten (its end consumed them or gave them back)."""
+        self._room_made(self.machine.transaction_ended(txn))
 
-    def _commit(self, frame: Frame) -> None:
-        txn = self._open_transaction(frame)
+    def _commit(self, action: Commit) -> None:
+        txn, frame = action.txn, action.frame
         self._ending(txn)
         unsettled = [msg_id for msg_id in txn.delivered if msg_id not in txn.acked]
         if unsettled:  # COMMIT would consume them: refused, and the rollback gives them back
@@ -996,9 +769,7 @@ class StompConnection(Waiting):
                 transaction=txn.name[:100],
                 messages=" ".join(unsettled[:20]),
             )
-        with self.lock:
-            del self.transactions[txn.name]
-        self._settled(txn)
+        self._transaction_ended(txn)
         deferred = [item.token for item in txn.deferred]
         try:
             if txn.id is None:  # no unit of work: its acknowledgements, at once and durably (or none)
@@ -1020,25 +791,35 @@ class StompConnection(Waiting):
         # held until its upstream units of work commit: the RECEIPT when it resolves
         self._commit_held(txn, frame)
 
-    def _abort(self, frame: Frame) -> None:
-        txn = self._open_transaction(frame)
+    def _abort(self, action: Abort) -> None:
+        txn = action.txn
         self._ending(txn)
-        with self.lock:
-            del self.transactions[txn.name]
         try:
             if txn.id is not None:
                 engine.transaction_rolled_back(self.user, transaction=txn.id)  # backed out already: no matter
         finally:  # then its deliveries are back, in their places, before the subscription gets again
-            self._settled(txn)
+            self._transaction_ended(txn)
         # what it acknowledged is available again, not left locked (docs/stomp.md)
         self._give_back(txn.completed + [item.token for item in txn.deferred] + txn.abandoned + txn.discarded)
-        self.receipt(frame)
+        self.receipt(action.frame)
 
-    def _disconnect(self, frame: Frame) -> None:
+    def _disconnect(self, action: Disconnect) -> None:
         self._end_all()
-        self.receipt(frame)
-        self.failed = True  # nothing after DISCONNECT is applied
-        self.close_after_sending()
+        self.receipt(action.frame)  # and the close: nothing after DISCONNECT is applied
+
+    _ACTIONS = {
+        Heartbeats: _heartbeats,
+        SignIn: _sign_in,
+        Put: _put,
+        Subscribe: _subscribe,
+        Unsubscribe: _unsubscribe,
+        Ack: _ack,
+        Nack: _nack,
+        Begin: _begin,
+        Commit: _commit,
+        Abort: _abort,
+        Disconnect: _disconnect,
+    }
 
     # --- the end ----------------------------------------------------------------------------
 
@@ -1050,9 +831,7 @@ class StompConnection(Waiting):
         for sub in subs:
             self._stop(sub)
         for txn in list(self.transactions.values()):
-            with self.lock:
-                del self.transactions[txn.name]
-            self._settled(txn)
+            self._transaction_ended(txn)
             try:
                 if txn.id is not None:
                     engine.transaction_rolled_back(self.user, transaction=txn.id)
