@@ -1,15 +1,21 @@
-"""One STOMP connection, whatever carries it (TCP or WebSocket): the protocol's state
-machine (docs/api.md, "STOMP"; docs/stomp.md).
+"""One STOMP connection, whatever carries it (TCP or WebSocket): the adapter between its
+protocol (``machine``: frames in, actions out, no I/O), its transport (``tcp.py``,
+``consumers.py``) and the engine's operations (``engine``) (docs/api.md, "STOMP";
+docs/stomp.md, "How it is served").
 
-- The transport's event loop only reads and writes: it feeds bytes to the frame parser,
-  queues the frames, writes frames and heart-beats, and watches the client's heart-beats.
+- The transport's event loop only reads and writes: it feeds bytes to the frame parser and
+  hands the frames to the connection's pump (``brokers/api/pump.py``, the same as a
+  session's), which writes the frames sent back, in batches, and the heart-beats; it
+  watches the client's heart-beats.
 - A task on the STOMP pool (``pool``, at most ``BATON_STOMP_THREADS`` threads per process)
-  applies the connection's frames in the order received, through the engine's operations
-  (``engine``), with the connection's user, and gives its thread back when there are none.
+  applies the connection's frames in the order received: the machine says what each asks,
+  this carries it out through the engine's operations with the connection's user, and the
+  machine answers the outcome (RECEIPT, ERROR, CONNECTED). The task gives its thread back
+  when there are no more frames.
 - Each subscription's pump, a pool task too, gets messages as they arrive while it has fewer
   than ``prefetch-count`` unacknowledged and the client reads what it is sent; while it
   waits it holds no thread: the queue's wake-ups (``wakeup_watch``), room made, and a timer
-  on the event loop submit it again.
+  on the event loop submit it again (``waiting.py``).
 - A pre-emptive subscription (``x-baton-preemptive:true``) gets, while the connection has an
   open transaction, under the most recently begun one: destructive pre-emptive gets in its
   unit of work, which COMMIT consumes (held until the producers commit) and ABORT gives back.
@@ -22,13 +28,10 @@ machine (docs/api.md, "STOMP"; docs/stomp.md).
 from __future__ import annotations
 
 import asyncio
-import itertools
 import logging
-import queue
 import threading
 import time
 import uuid
-from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
@@ -45,6 +48,8 @@ from transactions.wakeups import wakeup_notify
 
 from . import engine
 from .frames import Frame, FrameError, FrameParser, FrameTooLarge, frame_encode
+from brokers.api.pump import CLOSE, NOTHING, Pump
+
 from .machine import (
     Abort,
     Ack,
@@ -70,37 +75,6 @@ from .waiting import Waiting
 
 log = logging.getLogger(__name__)
 
-#: Frames a connection applies before letting the pool's other tasks have a turn.
-DRAIN_TURN = 64
-_CLOSE = object()
-
-
-def _joined(items: list[Any]) -> list[Any]:
-    """``items`` with each run of frames (bytes) joined into one."""
-    out: list[Any] = []
-    run: list[bytes] = []
-    for item in items:
-        if isinstance(item, bytes):
-            run.append(item)
-            continue
-        if run:
-            out.append(b"".join(run) if len(run) > 1 else run[0])
-            run = []
-        out.append(item)
-    if run:
-        out.append(b"".join(run) if len(run) > 1 else run[0])
-    return out
-
-
-@dataclass(frozen=True)
-class _Unflushed:
-    """Bytes the transport took but has not sent yet: the writer waits for them."""
-
-    size: int
-
-
-_NOTHING = object()
-_ids = itertools.count(1)
 #: Live connections of this process (the dashboard's section reads them through the registry).
 LIVE: dict[str, StompConnection] = {}
 #: Connections of this process that have not yet ended (given back what they held): gone
@@ -125,15 +99,16 @@ Unsettled = UnsettledDeliveries
 
 
 class StompConnection(Waiting):
-    """The protocol of one connection. The transport calls :meth:`start`, then for its bytes
-    :meth:`received` (awaiting it: that is the back-pressure) or :meth:`received_nowait`
-    (when it answers False, the transport reads no more until ``room`` is set), and
-    :meth:`lost` when it ends; the connection writes through ``transport.write_nowait(data)`` (whether
-    it all went at once; None when the transport cannot write without awaiting),
-    ``transport.drain()`` and ``transport.write(data)`` (coroutines), joining frames sent
-    together into one write where ``transport.joins_frames`` (a byte stream), and ends it with
-    ``transport.close()`` (a coroutine, after what was sent) or ``transport.abort()`` (at
-    once)."""
+    """One connection: its protocol (``machine``), its pump (``pump``: what was received
+    applied in order on the STOMP pool, what is sent batched back to the loop), and the
+    engine's operations its frames ask for. The transport calls :meth:`start`, then for
+    its bytes :meth:`received` (awaiting it: that is the back-pressure) or
+    :meth:`received_nowait` (when it answers False, the transport reads no more until
+    ``room`` is set), and :meth:`lost` when it ends; the connection writes through
+    ``transport.write_nowait(data)`` (None when all of it went; else what to await until
+    it has), joining frames sent together into one write where ``transport.joins_frames``
+    (a byte stream), and ends it with ``transport.close()`` (a coroutine, after what was
+    sent) or ``transport.abort()`` (at once)."""
 
     def __init__(self, transport, *, kind: str, peer: str, address: str = "", version: str | None = None) -> None:
         self.transport = transport
@@ -155,20 +130,17 @@ class StompConnection(Waiting):
         #: Shared with the machine: what the connection's threads both touch changes under it.
         self.lock = self.machine.lock
         self.begin_lock = threading.Lock()  # a transaction's unit of work is begun once
-        self.unsent = 0
         self.closed = False  # no more frames are read or sent
         self.stopped_reading = False  # the bytes were not STOMP: nothing more is read
-        self.inbox: queue.SimpleQueue = queue.SimpleQueue()
-        self.pending_frames = 0
-        self.reading_paused = False  # ``room`` was cleared: the client's bytes wait
         self.last_received = self.last_sent = time.monotonic()
         self.heartbeat_send = self.heartbeat_receive = 0
+        self.heartbeats: asyncio.Task | None = None
+        self.connect_timer: asyncio.TimerHandle | None = None
         #: COMMITs held until their upstream units of work commit (each waiting without a thread).
         self.held: list[HeldCommit] = []
-        #: The connection's frames are being applied by a pool thread (or are submitted to be).
-        self.scheduled = False
         #: Set once the connection has ended and given back what it held.
         self.ended = threading.Event()
+        self._lost = False
 
     # --- the machine's state, as the registry and the subscriptions read it ----------------
 
@@ -188,19 +160,28 @@ class StompConnection(Waiting):
     def transactions(self) -> dict[str, Txn]:
         return self.machine.transactions
 
+    @property
+    def unsent(self) -> int:
+        """Bytes sent to the client, not yet written."""
+        return self.pump.unsent
+
+    @property
+    def room(self) -> asyncio.Event:
+        """Set while the client may send more (its frames are applied fast enough)."""
+        return self.pump.room
+
     # --- the event loop's side ------------------------------------------------------------
 
     def start(self) -> None:
         self.loop = asyncio.get_running_loop()
-        self.outbox: asyncio.Queue = asyncio.Queue()
-        #: Frames (and the close) sent by the connection's threads, for the loop's next flush.
-        self.outgoing: list[Any] = []
-        self.flush_due = False
-        self.writing = False  # the writer task is writing (or waiting for) a frame
-        self.room = asyncio.Event()
-        self.room.set()
-        self.writer = self.loop.create_task(self._write())
-        self.heartbeats: asyncio.Task | None = None
+        self.pump = Pump(
+            self,
+            self,
+            pool=stomp_pool(),
+            max_pending=settings.BATON_STOMP_MAX_PENDING,
+            send_buffer=settings.BATON_STOMP_SEND_BUFFER,
+            send_timeout_s=settings.BATON_STOMP_SEND_TIMEOUT_S,
+        )
         full = len(LIVE) >= settings.BATON_STOMP_MAX_CONNECTIONS
         LIVE[self.session] = self
         UNENDED.add(self)
@@ -220,10 +201,7 @@ class StompConnection(Waiting):
     def _refused_now(self, exc: BatonError) -> None:
         """ERROR and close, whatever comes next (in order, after what was received)."""
         self.stopped_reading = True
-        with self.lock:
-            self.pending_frames += 1
-        self.inbox.put(exc)
-        self._schedule()
+        self.pump.received([exc])
 
     def _connect_timed_out(self) -> None:
         if self.user is None and not self.closed and not self.stopped_reading:
@@ -236,11 +214,11 @@ class StompConnection(Waiting):
 
     async def received(self, data: bytes) -> None:
         if not self.received_nowait(data):
-            await self.room.wait()
+            await self.pump.room.wait()
 
     def received_nowait(self, data: bytes) -> bool:
-        """Take the client's bytes; whether it may send more now (else once ``self.room``
-        is set: the connection's thread has fallen behind)."""
+        """Take the client's bytes; whether it may send more now (else once ``room`` is
+        set: the connection's thread has fallen behind)."""
         self.last_received = time.monotonic()
         if self.stopped_reading or self.closed:
             return True
@@ -259,106 +237,55 @@ class StompConnection(Waiting):
             items.append(StompRefused(f"Not a STOMP frame: {exc}"))
             self.stopped_reading = True
         if not items:
-            return not self.reading_paused
-        with self.lock:
-            self.pending_frames += len(items)
-            # the connection's thread sets ``room`` again once it has caught up (and only
-            # then wakes the loop for it: not once per frame)
-            if self.pending_frames >= settings.BATON_STOMP_MAX_PENDING:
-                self.reading_paused = True
-            paused = self.reading_paused
-        if paused:
-            self.room.clear()
-        for item in items:
-            self.inbox.put(item)
-        self._schedule()
-        return not paused
+            return not self.pump.paused
+        return self.pump.received(items)
 
     def lost(self) -> None:
         """The transport ended (the client left, or the server closed it). On the loop."""
-        if getattr(self, "_lost", False):
+        if self._lost:
             return
         self._lost = True
         self.closed = True
-        if getattr(self, "connect_timer", None) is not None:
+        if self.connect_timer is not None:
             self.connect_timer.cancel()
         LIVE.pop(self.session, None)
         with self.lock:
             self.lock.notify_all()
-        self.inbox.put(None)
-        self._schedule()
+        self.pump.ended()
         if self.heartbeats is not None:
             self.heartbeats.cancel()
-        self.room.set()  # whatever waits to read more stops waiting: there is no more
-        self.outbox.put_nowait(_CLOSE)
+        self.pump.stopped()
 
-    def _flush(self) -> None:
-        """Write what the connection's threads sent since the last flush (one wake-up of the
-        loop for all of it). A frame the transport takes at once is written here; the writer
-        task (:meth:`_write`) takes the rest, in order: what is behind a frame still being
-        written, what the transport could not take whole, and the close."""
-        with self.lock:
-            items, self.outgoing = self.outgoing, []
-            self.flush_due = False
-        if self.transport.joins_frames:  # a byte stream: the frames of one flush in one write
-            items = _joined(items)
-        for item in items:
-            if item is _CLOSE or self.closed or self.writing or not self.outbox.empty():
-                self.outbox.put_nowait(item)
-                continue
-            self.last_sent = time.monotonic()
-            try:
-                flushed = self.transport.write_nowait(item)
-            except (OSError, RuntimeError, ConnectionError) as exc:
-                self._write_failed(exc)
-                return
-            if flushed is None:  # the transport writes only by awaiting
-                self.outbox.put_nowait(item)
-            elif flushed:
-                self._written(len(item))
-            else:  # taken, not yet sent: the writer waits until it is (or the time is up)
-                self.outbox.put_nowait(_Unflushed(len(item)))
+    # --- the pump's link: writing to the client (on the loop) ------------------------------
 
-    def _written(self, size: int) -> None:
-        with self.lock:
-            was = self.unsent
-            self.unsent -= size
-            self.lock.notify_all()
-            if not (was >= HIGH_WATER > self.unsent):
-                return
-            subs = list(self.subscriptions.values())
-        for sub in subs:  # the client has read enough: the subscriptions get again
-            self._kick(sub)
+    def writes(self, items: list[bytes]) -> list[tuple[bytes, int]]:
+        if self.transport.joins_frames and len(items) > 1:  # a byte stream: the frames of one batch in one write
+            data = b"".join(items)
+            return [(data, len(data))]
+        return [(item, len(item)) for item in items]
 
-    def _write_failed(self, exc: BaseException) -> None:
-        log.info("closing a STOMP connection: a frame could not be sent (%s)", type(exc).__name__)
+    def write_nowait(self, data: bytes):
+        if self.closed:
+            return None
+        self.last_sent = time.monotonic()
+        return self.transport.write_nowait(data)
+
+    def written(self, size: int) -> None:
+        unsent = self.pump.unsent
+        if unsent < HIGH_WATER <= unsent + size:  # the client has read enough: the subscriptions get again
+            for sub in list(self.subscriptions.values()):
+                self._kick(sub)
+
+    def given_up(self, why: str) -> None:
+        if self.closed:
+            return
+        log.info("closing a STOMP connection: %s", why)
         self.closed = True
         self.transport.abort()
 
-    async def _write(self) -> None:
-        while True:
-            item = await self.outbox.get()
-            if item is _CLOSE:
-                self.closed = True
-                try:
-                    await self.transport.close()
-                except Exception:  # already gone
-                    pass
-                return
-            self.writing = True
-            try:
-                self.last_sent = time.monotonic()
-                async with asyncio.timeout(settings.BATON_STOMP_SEND_TIMEOUT_S):
-                    if isinstance(item, _Unflushed):
-                        await self.transport.drain()
-                    else:
-                        await self.transport.write(item)
-            except (TimeoutError, OSError, RuntimeError, ConnectionError) as exc:
-                self._write_failed(exc)
-                return
-            finally:
-                self.writing = False
-                self._written(item.size if isinstance(item, _Unflushed) else len(item))
+    async def close(self) -> None:
+        self.closed = True
+        await self.transport.close()
 
     async def _heartbeat(self) -> None:
         send_s, receive_s = self.heartbeat_send / 1000, self.heartbeat_receive / 1000
@@ -369,122 +296,63 @@ class StompConnection(Waiting):
             now = time.monotonic()
             due = []
             if send_s:
-                if now - self.last_sent >= send_s and self.outbox.empty():
+                if now - self.last_sent >= send_s and self.pump.writer is None:
                     self.last_sent = now
-                    with self.lock:
-                        self.unsent += 1
-                    self.outbox.put_nowait(b"\n")
+                    self.pump.send_now(b"\n", 1)
                 due.append(self.last_sent + send_s)
             if grace_s:
                 if now - self.last_received > grace_s:
                     log.info("closing a STOMP connection: no heart-beat from the client for %.1f s", grace_s)
                     self.closed = True
-                    self.outbox.put_nowait(_CLOSE)
+                    self.pump.write(CLOSE, 0)
                     return
                 due.append(self.last_received + grace_s)
             await asyncio.sleep(max(0.01, min(due) - time.monotonic()))
 
     # --- sending (from any thread) ------------------------------------------------------------
 
-    def send(self, frame: Frame) -> None:
-        data = frame_encode(frame, version=self.version)
-        with self.lock:
-            if self.closed:
-                return
-            self.unsent += len(data)
-            over = self.unsent > settings.BATON_STOMP_SEND_BUFFER
-            if over:
-                self.closed = True
-                self.lock.notify_all()
-            else:
-                wake = self._outgoing_add(data)
-        if over:  # the client does not read what it asked for: cut it off, it holds up no one
-            log.info("closing a STOMP connection: more than %d bytes unread", settings.BATON_STOMP_SEND_BUFFER)
-            self.loop.call_soon_threadsafe(self.transport.abort)
+    def send(self, frame: Frame, *, hold: bool | None = None) -> None:
+        """Send ``frame`` after those sent before. ``hold``: more follow at once (hand them to
+        the loop together); by default, while the connection's thread has more frames in hand."""
+        if self.closed:
             return
-        if wake:
-            self.loop.call_soon_threadsafe(self._flush)
-
-    def _outgoing_add(self, item: Any) -> bool:
-        """Add to what the next flush writes (under ``self.lock``); whether the loop must be
-        woken for it (no flush is due yet)."""
-        self.outgoing.append(item)
-        wake, self.flush_due = not self.flush_due, True
-        return wake
+        data = frame_encode(frame, version=self.version)
+        self.pump.send(data, len(data), hold=hold)
 
     def close_after_sending(self) -> None:
-        with self.lock:
-            wake = self._outgoing_add(_CLOSE)
-        if wake:
-            self.loop.call_soon_threadsafe(self._flush)
+        self.pump.close_after_sending()
 
-    # --- the connection's thread ----------------------------------------------------------
+    # --- the pump's applier: the connection's frames, in order (on the pool) --------------
 
-    def _schedule(self) -> None:
-        """Have a pool thread apply what is in the inbox (unless one is at it already)."""
-        with self.lock:
-            if self.scheduled:
-                return
-            self.scheduled = True
-        stomp_pool().submit(self._drain)
+    def applied(self, item: Any) -> tuple[int, Any]:
+        """Apply a frame (or the error the loop found); SENDs to one queue in one transaction
+        that wait behind it are applied with it, as one put."""
+        applied = [item]
+        ahead: Any = NOTHING
+        try:
+            if self.failed and not isinstance(item, BatonError):
+                return 1, NOTHING
+            if isinstance(item, ConnectTimedOut) and self.user is not None:
+                return 1, NOTHING  # CONNECT came (and was applied) before the time ran out
+            if isinstance(item, BatonError):
+                self.error(item, None)
+                return 1, NOTHING
+            if self.machine.batchable(item):
+                ahead = self._gathered(applied)
+                self._perform(self.machine.sends_received(applied))
+            else:
+                self._perform(self.machine.frame_received(item))
+        except BatonError as exc:
+            self.error(exc, applied[-1])
+        except Exception:
+            log.exception("a STOMP frame failed")
+            close_old_connections()
+            self.error(BatonError("The server failed to handle the frame."), applied[-1])
+        return len(applied), ahead
 
-    def _drain(self) -> None:
-        """Apply the frames received, in order, then give the thread back (a connection
-        holds no thread while it waits for frames). After ``DRAIN_TURN`` frames it lets other
-        connections have a turn."""
+    def end(self) -> None:
         if self.ended.is_set():
             return
-        held: Any = _NOTHING  # a frame taken while gathering a batch, applied next
-        turn = 0
-        while True:
-            if held is not _NOTHING:
-                item, held = held, _NOTHING
-            else:
-                try:
-                    item = self.inbox.get_nowait()
-                except queue.Empty:
-                    with self.lock:
-                        if self.inbox.empty():
-                            self.scheduled = False
-                            return
-                    continue
-            if item is None:
-                self._end()
-                return
-            applied = [item]
-            try:
-                if self.failed and not isinstance(item, BatonError):
-                    continue
-                if isinstance(item, ConnectTimedOut) and self.user is not None:
-                    continue  # CONNECT came (and was applied) before the time ran out
-                if isinstance(item, BatonError):
-                    self.error(item, None)
-                    continue
-                if self.machine.batchable(item):
-                    held = self._gathered(applied)
-                    self._perform(self.machine.sends_received(applied))
-                else:
-                    self._perform(self.machine.frame_received(item))
-            except BatonError as exc:
-                self.error(exc, applied[-1])
-            except Exception:
-                log.exception("a STOMP frame failed")
-                close_old_connections()
-                self.error(BatonError("The server failed to handle the frame."), applied[-1])
-            finally:
-                with self.lock:
-                    self.pending_frames -= len(applied)
-                    resume = self.reading_paused and self.pending_frames <= settings.BATON_STOMP_MAX_PENDING // 2
-                    if resume:
-                        self.reading_paused = False
-                if resume:  # after the loop's clear(): the loop runs this after that callback
-                    self.loop.call_soon_threadsafe(self.room.set)
-            turn += len(applied)
-            if turn >= DRAIN_TURN and held is _NOTHING:
-                stomp_pool().submit(self._drain)  # still scheduled: the next turn goes on
-                return
-
-    def _end(self) -> None:
         try:
             self._ended()
         except Exception:
@@ -495,22 +363,19 @@ class StompConnection(Waiting):
 
     # --- SENDs in a transaction, pipelined: one put of them all --------------------------
 
-    # --- SENDs in a transaction, pipelined: one put of them all --------------------------
-
     def _gathered(self, batch: list[Frame]) -> Any:
         """Add to ``batch`` the SENDs already received right after its first, to the same
         queue in the same transaction (up to one with a receipt); return the frame that
-        ended the batch (to apply next), or _NOTHING. They become one put: under a unit of
+        ended the batch (to apply next), or NOTHING. They become one put: under a unit of
         work nothing is visible before COMMIT either way, and a refusal rolls it all back."""
         while len(batch) < settings.BATON_MAX_BATCH and batch[-1].get("receipt") is None:
-            try:
-                following = self.inbox.get_nowait()
-            except queue.Empty:
-                return _NOTHING
+            following = self.pump.take_nowait()
+            if following is NOTHING:
+                return NOTHING
             if not self.machine.batch_goes_on(batch, following):
                 return following
             batch.append(following)
-        return _NOTHING
+        return NOTHING
 
     # --- the machine's actions, carried out --------------------------------------------------
 

@@ -152,8 +152,11 @@ class Waiting:
             return False
         mode = "destructive" if sub.ack == "auto" else "peek_lock"
         got = engine.messages_got(self.user, broker=sub.broker, queue=sub.queue, mode=mode, batch=batch)
-        for message in got:
-            self._send_message(sub, message)
+        try:
+            for message in got:
+                self._send_message(sub, message)
+        finally:
+            self.pump.flush()
         # fewer than asked: the queue had no more when this get looked, and a commit since
         # then has kicked the pump already; getting again at once would find nothing
         return len(got) >= batch
@@ -182,8 +185,11 @@ class Waiting:
             except (TransactionBackedOut, TransactionNotActive, TransactionNotFound):  # backed out upstream
                 txn.gone = True
                 return True
-            for message in got:
-                self._send_message(sub, message, txn=txn)
+            try:
+                for message in got:
+                    self._send_message(sub, message, txn=txn)
+            finally:
+                self.pump.flush()
             return bool(got)
         finally:
             with self.lock:
@@ -206,7 +212,7 @@ class Waiting:
                 pass
 
     def _send_message(self, sub: Subscription, message: Message, txn: Txn | None = None) -> None:
-        self.send(self.machine.message(sub, message, txn))
+        self.send(self.machine.message(sub, message, txn), hold=True)  # the batch's go together
 
     # --- held COMMITs ----------------------------------------------------------------------
 
