@@ -69,7 +69,8 @@ from .machine import (
     version_negotiated,
 )
 from .pool import stomp_pool
-from .registry import registry_started
+from .registry import PROCESS, registry_started
+from .selectors import stomp_connections_elsewhere
 from .state import HIGH_WATER, HeldCommit, Pending, Subscription, Txn
 from .waiting import Waiting
 
@@ -419,8 +420,11 @@ class StompConnection(Waiting):
             raise NotAuthenticated("Bad login or passcode: login is a user name, passcode its password or API token.")
         broker = engine.broker_chosen(user, host=action.host)
         limit = settings.BATON_STOMP_MAX_CONNECTIONS_PER_USER
+        # across the STOMP servers: the others' from their registry rows, this one's as they are now
+        elsewhere = stomp_connections_elsewhere(username=user.get_username(), process=PROCESS)
         with _SIGNING_IN:
-            held = sum(1 for c in list(LIVE.values()) if c.user is not None and not c.closed and c.user.pk == user.pk)
+            here = sum(1 for c in list(LIVE.values()) if c.user is not None and not c.closed and c.user.pk == user.pk)
+            held = here + elsewhere
             if held >= limit:
                 raise TooManyConnections(
                     f"User {user.get_username()!r} has {held} connections open, the most one user may have "
