@@ -51,7 +51,7 @@ def _frames(sock: socket.socket, count: int, needle: bytes) -> None:
 def measure(n: int) -> dict:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     django.setup()
-    from .scratch import Scratch
+    from tests.support.scratch import Scratch
     from .stomp_race import baton_stomp
 
     out: dict = {"n": n}

@@ -47,7 +47,7 @@ def platform_stopped() -> Iterator[None]:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             raise Conflict(
-                f"The platform is running: a web server, worker or beat process holds {path}. "
+                f"The platform is running: a web server, STOMP server, worker or beat process holds {path}. "
                 "Stop it (Ctrl-C ./platform/up, or docker compose stop) and run the restore again; nothing was changed."
             ) from None
         try:

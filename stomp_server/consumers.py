@@ -23,12 +23,9 @@ class WebSocketTransport:
     def __init__(self, consumer: StompConsumer) -> None:
         self.consumer = consumer
 
-    def write_nowait(self, data: bytes) -> None:
-        """None: a WebSocket message is sent only by awaiting (:meth:`write`)."""
-        return None
-
-    async def drain(self) -> None:
-        pass
+    def write_nowait(self, data: bytes):
+        """What to await to send ``data``: a WebSocket message is sent only by awaiting."""
+        return self.write(data)
 
     async def write(self, data: bytes) -> None:
         try:

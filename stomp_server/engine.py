@@ -17,8 +17,9 @@ import socket
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth import authenticate
+from django.contrib.auth import authenticate, get_user_model
 from django.contrib.auth.signals import user_logged_in
+from django.db import transaction as db
 from django.http import HttpRequest
 
 from brokers import permissions as may
@@ -247,14 +248,16 @@ def topic_subscribed(user, *, broker: str, topic_filter: str, name: str, durable
     try:
         queue_cached(broker=broker, name=name)
     except QueueNotFound:
-        if durable:
-            _durable_room_checked(user, broker=broker)
+        # a non-durable one names its process, so that the STOMP server's start finds those
+        # a process that is gone left behind (stomp_server/orphans.py); a durable one its
+        # user, whose durable subscriptions are counted (BATON_STOMP_MAX_DURABLE_PER_USER)
+        owner = _durable_owner(user) if durable else f" of {PROCESS}"
+        description = f"STOMP subscription{owner} to {topic_filter}"[:200]
         try:
-            # a non-durable one names its process, so that the STOMP server's start finds those
-            # a process that is gone left behind (stomp_server/orphans.py); a durable one its
-            # user, whose durable subscriptions are counted (BATON_STOMP_MAX_DURABLE_PER_USER)
-            owner = _durable_owner(user) if durable else f" of {PROCESS}"
-            queue_define(broker=broker, name=name, description=f"STOMP subscription{owner} to {topic_filter}"[:200])
+            if durable:
+                _durable_queue_defined(user, broker=broker, name=name, description=description)
+            else:
+                queue_define(broker=broker, name=name, description=description)
         except AlreadyExists:
             pass
         definitions_checked()
@@ -283,23 +286,32 @@ class TooManyDurable(Conflict):
     """Too many durable topic subscriptions."""
 
 
-def _durable_room_checked(user, *, broker: str) -> None:
-    """A user who does not administer ``broker`` holds at most BATON_STOMP_MAX_DURABLE_PER_USER
-    durable STOMP subscriptions on it (each is a queue that outlives the connection)."""
+def _durable_queue_defined(user, *, broker: str, name: str, description: str) -> None:
+    """Define a durable subscription's queue. A user who does not administer ``broker`` holds
+    at most BATON_STOMP_MAX_DURABLE_PER_USER durable STOMP subscriptions on it (each is a queue
+    that outlives the connection): counted and made in one database transaction that holds
+    the user's row locked, so that SUBSCRIBEs at once (on any connection, in any process)
+    cannot together make more (SQLite's transactions take its write lock at once)."""
     try:
         may.require_broker_admin(user, broker=broker)
+        queue_define(broker=broker, name=name, description=description)
         return
     except PermissionDenied:
         pass
     limit = settings.BATON_STOMP_MAX_DURABLE_PER_USER
     owned = f"STOMP subscription{_durable_owner(user)} to "
-    held = Queue.objects.filter(broker__name=broker, name__startswith="stomp.d.", description__startswith=owned).count()
-    if held >= limit:
-        raise TooManyDurable(
-            f"You hold {held} durable subscriptions on broker {broker!r}, the most a user who does not administer it "
-            f"may hold ({limit}); unsubscribe one (UNSUBSCRIBE with durable:true) first.",
-            limit=limit,
-        )
+    with db.atomic():
+        list(get_user_model().objects.select_for_update().filter(pk=user.pk).values_list("pk", flat=True))
+        held = Queue.objects.filter(
+            broker__name=broker, name__startswith="stomp.d.", description__startswith=owned
+        ).count()
+        if held >= limit:
+            raise TooManyDurable(
+                f"You hold {held} durable subscriptions on broker {broker!r}, the most a user who does not administer "
+                f"it may hold ({limit}); unsubscribe one (UNSUBSCRIBE with durable:true) first.",
+                limit=limit,
+            )
+        queue_define(broker=broker, name=name, description=description)
 
 
 def topic_unsubscribed(*, broker: str, name: str) -> None:

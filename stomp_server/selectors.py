@@ -21,6 +21,12 @@ def stomp_clients(*, brokers: frozenset[str] | None) -> list[StompClient]:
     return list(rows)
 
 
+def stomp_connections_elsewhere(*, username: str, process: str) -> int:
+    """How many connections of ``username`` the STOMP servers other than ``process`` hold
+    (their rows, kept by each process's registry: stomp_server/registry.py)."""
+    return StompClient.objects.filter(username=username).exclude(process=process).count()
+
+
 def queue_may_have_messages(*, queue_id: int, now) -> bool:
     """Whether a get on the queue could take or settle something: a message neither gotten
     nor locked (committed or not, expired or not), or one whose peek-lock ran out by ``now``;

@@ -30,20 +30,17 @@ class TcpTransport:
         self.transport = transport
         self.protocol = protocol
 
-    def write_nowait(self, data: bytes) -> bool:
-        """Hand ``data`` to the socket; whether all of it went (else :meth:`drain` waits)."""
+    def write_nowait(self, data: bytes):
+        """Hand ``data`` to the socket: None when all of it went, else what to await until the
+        socket has taken it (:meth:`drain`)."""
         self.transport.write(data)
-        return self.transport.get_write_buffer_size() == 0
+        return None if self.transport.get_write_buffer_size() == 0 else self.drain()
 
     async def drain(self) -> None:
         """Wait until the socket has taken what was handed to it (down to asyncio's low-water
         mark), or the connection is gone."""
         while self.protocol.writing_paused and not self.transport.is_closing():
             await self.protocol.resumed()
-
-    async def write(self, data: bytes) -> None:
-        if not self.write_nowait(data):
-            await self.drain()
 
     async def close(self) -> None:
         self.transport.close()

@@ -23,11 +23,10 @@ from transactions.wakeup_bus import wakeup_bus
 from transactions.wakeups import POLL_MAX_S, wakeup_unwatch, wakeup_watch
 
 from . import engine
-from .frames import Frame, FrameError
-from .headers import message_headers
+from .frames import Frame
 from .pool import stomp_pool
 from .selectors import queue_may_have_messages
-from .state import HIGH_WATER, SUBSCRIPTION_WAIT_S, HeldCommit, Pending, Subscription, Txn
+from .state import HIGH_WATER, SUBSCRIPTION_WAIT_S, HeldCommit, Subscription, Txn
 
 log = logging.getLogger(__name__)
 
@@ -153,8 +152,11 @@ class Waiting:
             return False
         mode = "destructive" if sub.ack == "auto" else "peek_lock"
         got = engine.messages_got(self.user, broker=sub.broker, queue=sub.queue, mode=mode, batch=batch)
-        for message in got:
-            self._send_message(sub, message)
+        try:
+            for message in got:
+                self._send_message(sub, message)
+        finally:
+            self.pump.flush()
         # fewer than asked: the queue had no more when this get looked, and a commit since
         # then has kicked the pump already; getting again at once would find nothing
         return len(got) >= batch
@@ -183,8 +185,11 @@ class Waiting:
             except (TransactionBackedOut, TransactionNotActive, TransactionNotFound):  # backed out upstream
                 txn.gone = True
                 return True
-            for message in got:
-                self._send_message(sub, message, txn=txn)
+            try:
+                for message in got:
+                    self._send_message(sub, message, txn=txn)
+            finally:
+                self.pump.flush()
             return bool(got)
         finally:
             with self.lock:
@@ -207,25 +212,7 @@ class Waiting:
                 pass
 
     def _send_message(self, sub: Subscription, message: Message, txn: Txn | None = None) -> None:
-        ack_id = None
-        if sub.ack != "auto":
-            ack_id = f"{next(self.ack_ids)}"
-            pending = Pending(ack_id=ack_id, msg_id=message.msg_id, token=message.lock_token, subscription=sub, txn=txn)
-            with self.lock:
-                sub.pending[pending.msg_id] = pending
-                self.acks[ack_id] = pending
-                if txn is not None:
-                    txn.delivered[pending.msg_id] = pending
-        body = bytes(message.body)
-        headers = message_headers(
-            message, destination=sub.destination, subscription=sub.id, ack=ack_id if self.version == "1.2" else None
-        )
-        if txn is not None:
-            headers.insert(3, ("transaction", txn.name))
-        try:
-            self.send(Frame("MESSAGE", headers, body))
-        except FrameError:  # a property 1.0 cannot carry: without the properties
-            self.send(Frame("MESSAGE", headers[: 4 if txn is not None else 3], body))
+        self.send(self.machine.message(sub, message, txn), hold=True)  # the batch's go together
 
     # --- held COMMITs ----------------------------------------------------------------------
 

@@ -6,9 +6,10 @@ One frame is one request ``{"id", "op", ...fields}``; its reply is ``{"re": id, 
 operation (``brokers.api.operations``: the same input definition, permission checks and
 service). How it is served:
 
-- The event loop only receives and sends. Each session has one thread of its own that
-  applies its requests in the order sent, one after another (so no per-request thread hop
-  through a shared executor, and no ORM work beyond the operation's own).
+- The event loop only receives and sends. Each session's pump (``brokers/api/pump.py``, the
+  same as a STOMP connection's) has a thread of the session pool (at most
+  ``BATON_SESSION_THREADS`` per process) apply its requests in the order sent, one after
+  another, while it has any; a session waiting for requests holds no thread.
 - A request that would wait (a get that found nothing, a commit that is held, a check that
   is pending, each with ``wait`` > 0) is tried at once in order; if it must wait, the wait
   moves to a shared pool of waiter threads, so it holds up neither the session's later
@@ -31,7 +32,6 @@ import collections
 import json
 import math
 import logging
-import queue
 import threading
 from concurrent.futures import ThreadPoolExecutor
 import types
@@ -42,7 +42,7 @@ from channels.consumer import get_handler_name
 from channels.exceptions import StopConsumer
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
-from django.db import close_old_connections, connections
+from django.db import close_old_connections
 
 from config import errors
 from config.errors import BatonError, InvalidInput, MessageTooLarge
@@ -50,6 +50,7 @@ from transactions.wakeups import Begun, wait_begun, wait_dropped, wait_resumed
 
 from .authentication import token_user
 from .operations import SESSION_OPERATIONS
+from .pump import NOTHING, Pool, Pump
 from .parsers import json_request_loads, json_storable, json_strict_loads
 from .waits import LOOKS_ONCE as _LOOKS_ONCE, WOULD_WAIT as _WOULD_WAIT, wait_slot_give, wait_slot_take
 
@@ -65,6 +66,19 @@ def _waiters() -> ThreadPoolExecutor:
         if _WAITERS is None:
             _WAITERS = ThreadPoolExecutor(settings.BATON_SESSION_WAIT_THREADS, thread_name_prefix="session-wait")
         return _WAITERS
+
+
+_POOL: Pool | None = None
+
+
+def session_pool() -> Pool:
+    """The threads that apply the requests of this process's sessions (at most
+    ``BATON_SESSION_THREADS``; a session holds none while it waits for requests)."""
+    global _POOL
+    with _WAITERS_LOCK:
+        if _POOL is None:
+            _POOL = Pool("session", lambda: settings.BATON_SESSION_THREADS)
+        return _POOL
 
 
 def _error(re: Any, exc: BatonError) -> dict[str, Any]:
@@ -94,10 +108,6 @@ class _Request(NamedTuple):
     key: Any  # ``Operation.together``
 
 
-#: The session ended (its inbox's last item) while its thread gathered a group.
-_END = object()
-
-
 class _Frames(NamedTuple):
     """An array frame (``baton.batch.v2``): several requests, read by the session's thread."""
 
@@ -122,102 +132,101 @@ def _decoded(text: str) -> tuple[Any, bool] | dict[str, Any]:
         return _server_error(None)
 
 
-class _Applier(threading.Thread):
-    """The session's own thread: applies its requests in the order sent."""
+class _Applier:
+    """The session's side of its pump (``brokers/api/pump.py``): applies its requests in the
+    order sent, on a thread of the session pool, holding none while it waits for more."""
 
     def __init__(self, consumer: SessionConsumer, *, header_token: str | None = None) -> None:
-        super().__init__(name="session", daemon=True)
         self.consumer = consumer
-        #: The upgrade's token, read by this thread before the session is accepted:
+        #: The upgrade's token, read on the pool before the session is accepted:
         #: ``authenticated`` gets its user (None: not a user's token).
         self.header_token = header_token
         self.authenticated: asyncio.Future | None = None
         if header_token is not None:
             self.loop = asyncio.get_running_loop()
             self.authenticated = self.loop.create_future()
-        self.inbox: queue.SimpleQueue = queue.SimpleQueue()
+        self.pump: Pump | None = None  # set by whoever made the pump
         #: The rest of an array frame's requests (decoded, with whether they are storable),
         #: read one at a time as they come to be applied.
         self.ready: collections.deque[tuple[Any, bool]] = collections.deque()
-        self.pending = 0  # requests received, not yet applied (read by the event loop)
         self.waiting = 0  # requests handed to the waiter pool, not yet answered
         self.lock = threading.Lock()
-        #: More requests are in hand: replies are held back until there are none.
-        self.hold = False
+        #: Set once the session's last item was applied.
+        self.finished = threading.Event()
 
-    def run(self) -> None:
-        consumer = self.consumer
-        ahead: Any = None  # a request read while gathering a group, applied next
-        try:
-            if self.authenticated is not None and not self.header_authenticated():
-                return
-            while True:
-                if ahead is not None:
-                    item, ahead = ahead, None
-                else:
-                    item = self.take()
-                    if item is _END:
-                        break
-                group = [item]
-                if isinstance(item, _Request) and item.key is not None:
-                    ahead = self.gather(group)
-                self.hold = ahead is not None or self.more()
-                try:
-                    self.apply(group)
-                finally:
-                    with self.lock:
-                        self.pending -= len(group)
-                if ahead is _END:
-                    break
-                if ahead is None and not self.more():  # what was held back goes now
-                    consumer.flush()
-        finally:
-            connections.close_all()
+    @property
+    def hold(self) -> bool:
+        """More requests are in hand: replies are held back until there are none."""
+        return self.pump.hold
+
+    def applied(self, item: Any) -> tuple[int, Any]:
+        """Apply ``item`` (a frame's text, or an array frame's) and what goes together with
+        it, then the rest of an array frame's requests; how many requests were applied."""
+        count = 0
+        while True:
+            if item is NOTHING:
+                if not self.ready:
+                    return count, NOTHING
+                item = self.read_request(*self.ready.popleft())
+            elif type(item) is _Frames:
+                item = self.read_many(item.text)
+            elif type(item) is str:
+                item = self.read(item)
+            group = [item]
+            ahead: Any = NOTHING
+            if isinstance(item, _Request) and item.key is not None:
+                ahead = self.gather(group)
+            self.pump.hold = ahead is not NOTHING or self.more()
+            try:
+                self.apply(group)
+            finally:
+                count += len(group)
+            item = ahead
+
+    def end(self) -> None:
+        self.finished.set()
 
     def more(self) -> bool:
-        """Whether more requests are in hand (in an array frame read, or in the inbox)."""
-        return bool(self.ready) or not self.inbox.empty()
+        """Whether more requests are in hand (in an array frame read, or received)."""
+        return bool(self.ready) or self.pump.more()
 
-    def take(self, *, block: bool = True) -> Any:
-        """The next request, read (or the error reply to it); ``_END`` when the session ended.
-        The requests of an array frame are read one at a time, as they come to be applied,
-        so that each is read as the user the session then has (after an ``auth`` before it)."""
+    def take_nowait(self) -> Any:
+        """The next request in hand, read (or the error reply to it), or ``NOTHING``. The
+        requests of an array frame are read one at a time, as they come to be applied, so
+        that each is read as the user the session then has (after an ``auth`` before it)."""
         if self.ready:
             return self.read_request(*self.ready.popleft())
-        frame = self.inbox.get() if block else self.inbox.get_nowait()
-        if frame is None:
-            return _END
+        frame = self.pump.take_nowait()
+        if frame is NOTHING:
+            return NOTHING
         if type(frame) is _Frames:
             return self.read_many(frame.text)
         return self.read(frame)
 
-    def header_authenticated(self) -> bool:
-        """Read the upgrade's token here, so that the database connection it opens is the
-        one this thread serves the session's requests with (opened once, before the session
-        is accepted, not at its first request: about 3 ms on SQLite, which reads the schema);
-        False when the read failed (the session is not accepted, this thread ends)."""
+    def header_authenticated(self) -> None:
+        """Read the upgrade's token on the pool (its database connection serves the session's
+        requests), before the session is accepted."""
         future = self.authenticated
         try:
             user = token_user(self.header_token)
         except BaseException as exc:
             self.loop.call_soon_threadsafe(_settled, future, None, exc)
-            return False
+            return
         self.loop.call_soon_threadsafe(_settled, future, user, None)
-        return True
 
     def gather(self, group: list[_Request]) -> Any:
         """Add to ``group`` the requests already waiting that go together with its first
         (``Operation.together``), up to ``BATON_MAX_BATCH``; return the first that does not
-        (read, to be applied next), ``_END`` if the session ended, or None."""
+        (read, to be applied next), or ``NOTHING``."""
         first = group[0]
-        while len(group) < settings.BATON_MAX_BATCH and self.more():
-            item = self.take(block=False)
-            if item is _END:
-                return _END
+        while len(group) < settings.BATON_MAX_BATCH:
+            item = self.take_nowait()
+            if item is NOTHING:
+                return NOTHING
             if not isinstance(item, _Request) or item.key != first.key or item.operation is not first.operation:
                 return item
             group.append(item)
-        return None
+        return NOTHING
 
     # --- requests -------------------------------------------------------------------------
 
@@ -244,8 +253,7 @@ class _Applier(threading.Thread):
                     errors={"body": [f"{len(requests)} requests."]},
                 ),
             )
-        with self.lock:
-            self.pending += len(requests) - 1
+        self.pump.counted(len(requests) - 1)
         self.ready.extend((request, storable) for request in requests[1:])
         return self.read_request(requests[0], storable)
 
@@ -430,32 +438,29 @@ class SessionConsumer(AsyncWebsocketConsumer):
         except StopConsumer:
             pass
 
-    def start_replies(self) -> None:
-        """The state of sending replies, on the running event loop."""
+    def start_replies(self, *, header_token: str | None = None) -> None:
+        """The session's applier and pump, on the running event loop."""
         self.loop = asyncio.get_running_loop()
-        self.unsent = 0  # bytes of replies queued, not yet sent
-        self.closing = False
-        # replies made by the session's threads, waiting for the event loop to take them
-        self.made: list[str] = []
-        self.made_lock = threading.Lock()
-        self.made_length = 0  # their characters
-        self.asked = False  # whether the loop is asked to take them
-        self.writer: asyncio.Task | None = None  # the sender while a send waits
-        self.backlog: collections.deque[str] = collections.deque()  # replies queued behind it
+        self.gone = False
+        self.batched = False
+        self.applier = _Applier(self, header_token=header_token)
+        self.pump = self.applier.pump = Pump(
+            self.applier,
+            self,
+            pool=session_pool(),
+            max_pending=settings.BATON_SESSION_MAX_PENDING,
+            send_buffer=settings.BATON_SESSION_SEND_BUFFER,
+            send_timeout_s=settings.BATON_SESSION_SEND_TIMEOUT_S,
+        )
 
     async def connect(self) -> None:
-        self.start_replies()
         # read once per session, not per frame (each read of a setting goes through Django's lazy object)
-        self.max_length, self.max_pending = settings.BATON_MAX_REQUEST_LENGTH, settings.BATON_SESSION_MAX_PENDING
+        self.max_length = settings.BATON_MAX_REQUEST_LENGTH
         key = _header_token(self.scope)
-        self.applier = _Applier(self, header_token=key)
-        self.applier.start()
+        self.start_replies(header_token=key)
         if key is not None:
-            try:
-                self.user = await self.applier.authenticated  # once per session, by its thread
-            except asyncio.CancelledError:
-                self.applier.inbox.put(None)  # never accepted: its thread ends
-                raise
+            session_pool().submit(self.applier.header_authenticated)
+            self.user = await self.applier.authenticated  # once per session, on the pool
         #: The client takes several replies in one frame, as a JSON array (docs/api.md).
         #: ``baton.batch.v2`` also lets it send several requests in one frame, as a JSON array.
         offered = self.scope.get("subprotocols", ())
@@ -465,26 +470,25 @@ class SessionConsumer(AsyncWebsocketConsumer):
 
     async def websocket_disconnect(self, message: dict[str, Any]) -> None:
         """Channels' disconnect without its tidying of database connections (a hop into the
-        shared sync thread): this event loop has none; the session's thread closes its own."""
+        shared sync thread): this event loop has none; the pool's threads keep their own."""
         await self.disconnect(message.get("code", 1000))
         raise StopConsumer()
 
     async def disconnect(self, code: int) -> None:
-        self.closing = True
-        self.applier.inbox.put(None)
-        writer = getattr(self, "writer", None)
-        if writer is not None:
-            writer.cancel()
-        self.backlog = collections.deque()
+        self.gone = True
+        pump = getattr(self, "pump", None)
+        if pump is not None:
+            pump.ended()
+            pump.stopped()
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         if text_data is None:
-            await self._send_now(
+            self._send_now(
                 _error(None, InvalidInput("Send requests as JSON text frames.", errors={"body": ["A binary frame."]}))
             )
             return
         if len(text_data) > self.max_length:
-            await self._send_now(
+            self._send_now(
                 _error(
                     None,
                     MessageTooLarge(
@@ -495,116 +499,67 @@ class SessionConsumer(AsyncWebsocketConsumer):
                 )
             )
             return
-        applier = self.applier
-        with applier.lock:
-            full = applier.pending >= self.max_pending
-            if not full:
-                applier.pending += 1
-        if full:
-            await self._send_now(_error(_peek_id(text_data), Throttled()))
+        if self.pump.full():
+            self._send_now(_error(_peek_id(text_data), Throttled()))
             return
         # an array of requests, from a client of baton.batch.v2: read by the session's thread
-        applier.inbox.put(_Frames(text_data) if self.arrays and text_data[:1] == "[" else text_data)
+        self.pump.received([_Frames(text_data) if self.arrays and text_data[:1] == "[" else text_data])
 
     # --- replies (from any thread) --------------------------------------------------------
 
     def reply(self, body: dict[str, Any], *, hold: bool = False) -> None:
-        """Encode a reply (once) and hand it to the event loop. Replies made while the loop
-        has not yet taken the earlier ones go with them: one wake-up of the loop for all.
-        ``hold``: the session's thread has more requests in hand; it hands its replies over
-        once it has none (``flush``), or ``_HOLD_MAX`` of them or ``_HOLD_LENGTH``
-        characters, so that a pipelined burst
-        costs the loop one wake-up, not one per reply."""
+        """Encode a reply (once) and send it through the pump: replies made while the loop has
+        not yet taken the earlier ones go with them, one wake-up of the loop for all.
+        ``hold``: the session's thread has more requests in hand; the pump hands its replies
+        over once it has none, or ``HOLD_MAX`` of them or ``HOLD_BYTES`` characters, so that
+        a pipelined burst costs the loop one wake-up, not one per reply."""
         text = reply_text(body)
-        with self.made_lock:
-            self.made.append(text)
-            self.made_length += len(text)
-            if self.asked or (hold and len(self.made) < _HOLD_MAX and self.made_length < _HOLD_LENGTH):
-                return  # the loop is already asked to take them, or more follow at once
-            self.asked = True
-        self.loop.call_soon_threadsafe(self._take_made)
+        self.pump.send(text, len(text), hold=hold)
 
     def flush(self) -> None:
         """Hand the replies held back (``reply(hold=True)``) to the event loop."""
-        with self.made_lock:
-            if self.asked or not self.made:
-                return
-            self.asked = True
-        self.loop.call_soon_threadsafe(self._take_made)
+        self.pump.flush()
 
-    def _take_made(self) -> None:
-        with self.made_lock:
-            made, self.made = self.made, []
-            self.made_length = 0
-            self.asked = False
+    def _send_now(self, body: dict[str, Any]) -> None:
+        text = reply_text(body)
+        self.pump.send_now(text, len(text))
+
+    # --- the pump's link: writing replies (on the loop) -------------------------------------
+
+    def writes(self, made: list[str]) -> list[tuple[str, int]]:
+        """Replies taken together: for a client of ``baton.batch``, frames of up to
+        ``_BATCH_LENGTH`` characters (a JSON array of replies: one write to the socket each)."""
         if not self.batched or len(made) == 1:
-            for text in made:
-                self._queue_send(text)
-            return
-        start, length = 0, 0  # frames of up to _BATCH_LENGTH characters: one write to the socket each
+            return [(text, len(text)) for text in made]
+        out = []
+        start, length = 0, 0
         for end, text in enumerate(made, start=1):
             length += len(text)
             if length >= _BATCH_LENGTH or end == len(made):
                 part = made[start:end]
-                self._queue_send(part[0] if len(part) == 1 else f"[{','.join(part)}]")
+                out.append((part[0] if len(part) == 1 else f"[{','.join(part)}]", length))
                 start, length = end, 0
+        return out
 
-    def _queue_send(self, text: str) -> None:
-        """Send ``text`` now if nothing is queued before it, else queue it behind. A send
-        that completes without waiting (the usual case: the transport takes the bytes) is
-        made right here, with no task, queue or timer; one that must wait (the client reads
-        too slowly) becomes the sender task, which sends the rest in order, each within
-        ``BATON_SESSION_SEND_TIMEOUT_S``."""
-        if self.closing:
-            return
-        self.unsent += len(text)
-        if self.unsent > settings.BATON_SESSION_SEND_BUFFER:
-            self._give_up("replies are not being read")
-            return
-        if self.writer is not None:  # a send is waiting: keep the order
-            self.backlog.append(text)
-            return
+    def write_nowait(self, text: str):
+        """Send ``text``: a send that completes without waiting (the usual case: the transport
+        takes the bytes) is made right here, with no task, queue or timer; else what to await
+        to finish it (the pump's writer task awaits it)."""
+        if self.gone:
+            return None
         coroutine = self.base_send({"type": "websocket.send", "text": text})
         try:
             waiting_on = coroutine.send(None)
         except StopIteration:  # sent
-            self.unsent -= len(text)
-            return
-        except (OSError, RuntimeError):  # uvicorn's ClientDisconnected is an OSError
-            self._give_up("a reply could not be sent")
-            return
-        self.writer = self.loop.create_task(self._write(coroutine, waiting_on, text))
+            return None
+        return _resumed(coroutine, waiting_on)
 
-    async def _write(self, coroutine, waiting_on, text: str) -> None:
-        """The sender while sends must wait: finish the send begun by ``_queue_send``, then
-        the replies queued behind it, in order, each within ``BATON_SESSION_SEND_TIMEOUT_S``."""
-        try:
-            while True:
-                try:
-                    async with asyncio.timeout(settings.BATON_SESSION_SEND_TIMEOUT_S):
-                        if coroutine is not None:
-                            await _resumed(coroutine, waiting_on)
-                        else:
-                            await self.base_send({"type": "websocket.send", "text": text})
-                except (TimeoutError, OSError, RuntimeError):
-                    self._give_up("a reply could not be sent in time")
-                    return
-                finally:
-                    self.unsent -= len(text)
-                coroutine = None
-                if not self.backlog or self.closing:
-                    return
-                text = self.backlog.popleft()
-        finally:
-            if self.writer is asyncio.current_task():
-                self.writer = None
+    def written(self, size: int) -> None:
+        pass
 
-    async def _send_now(self, body: dict[str, Any]) -> None:
-        self._queue_send(reply_text(body))
-
-    def _give_up(self, why: str) -> None:
-        if not self.closing:
-            self.closing = True
+    def given_up(self, why: str) -> None:
+        if not self.gone:
+            self.gone = True
             log.warning("closing a session: %s", why)
             self.loop.create_task(self.close(code=1008))
 
@@ -617,11 +572,6 @@ BATCHED = "baton.batch"
 BATCHED_V2 = "baton.batch.v2"
 #: The most characters of replies batched in one frame (a longer reply goes alone).
 _BATCH_LENGTH = 1024 * 1024
-
-#: Most replies, and characters of replies, the session's thread holds back while it has
-#: more requests in hand.
-_HOLD_MAX = 64
-_HOLD_LENGTH = 64 * 1024
 
 
 @types.coroutine

@@ -6,6 +6,9 @@ from .env import env_float_default, env_int
 BATON_SESSION_MAX_PENDING = env_int("BATON_SESSION_MAX_PENDING", 1000)
 #: Requests of one session waiting (a get, commit or check with wait); more are answered 429.
 BATON_SESSION_MAX_WAITS = env_int("BATON_SESSION_MAX_WAITS", 100)
+#: Threads of the process that apply the sessions' requests, each session's in order (a
+#: session holds none while it waits for requests; brokers/api/pump.py).
+BATON_SESSION_THREADS = env_int("BATON_SESSION_THREADS", 16)
 #: Threads of the process that hold waiting requests (each holds a database connection while
 #: its request runs; waiting itself holds no database transaction).
 BATON_SESSION_WAIT_THREADS = env_int("BATON_SESSION_WAIT_THREADS", 64)

@@ -22,7 +22,8 @@ BATON_STOMP_REGISTRY = env_bool("BATON_STOMP_REGISTRY", True)
 BATON_STOMP_CONNECT_TIMEOUT_S = env_float_default("BATON_STOMP_CONNECT_TIMEOUT_S", 10.0)
 #: Connections this process serves at once (signed in or not); more get ERROR and are closed.
 BATON_STOMP_MAX_CONNECTIONS = env_int("BATON_STOMP_MAX_CONNECTIONS", 2000)
-#: Signed-in connections of one user this process serves at once; more get ERROR at CONNECT.
+#: Signed-in connections of one user at once, over every STOMP server (the others' counted
+#: from their registry rows, which lag by up to 2 s); more get ERROR at CONNECT.
 BATON_STOMP_MAX_CONNECTIONS_PER_USER = env_int("BATON_STOMP_MAX_CONNECTIONS_PER_USER", 100)
 #: Subscriptions one connection may hold; a SUBSCRIBE beyond gets ERROR.
 BATON_STOMP_MAX_SUBSCRIPTIONS = env_int("BATON_STOMP_MAX_SUBSCRIPTIONS", 1000)

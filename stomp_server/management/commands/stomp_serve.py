@@ -10,6 +10,7 @@ import signal
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
+from config.running import platform_lock_hold
 from stomp_server.tcp import stomp_serve
 
 
@@ -24,6 +25,8 @@ class Command(BaseCommand):
         if port == 0:
             self.stdout.write("STOMP over TCP is off (BATON_STOMP_PORT=0).")
             return
+        # while it serves, `manage.py baton restore` refuses; while a restore runs, it waits (config/running.py)
+        platform_lock_hold()
 
         async def main() -> None:
             loop = asyncio.get_running_loop()

@@ -1,17 +1,20 @@
-"""A session's thread (brokers/api/session.py, ``_Applier``) run on its own: its frames are
-all in its queue before it starts, so what waits there together is known; its replies are
-collected."""
+"""A session's requests applied by its pump (brokers/api/session.py, ``_Applier``, on
+brokers/api/pump.py) on their own: its frames are all in its inbox before it starts, so what
+waits there together is known; its replies are collected."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 
+from brokers.api.pump import Pool, Pump
 from brokers.api.session import _Applier, _Frames
 
 
 class Consumer:
-    """What the session's thread needs of its consumer: the user and somewhere to reply."""
+    """What the session's applier needs of its consumer: the user and somewhere to reply
+    (and, as the pump's link, nowhere to write: the replies are collected here)."""
 
     def __init__(self, user) -> None:
         self.user = user
@@ -27,17 +30,24 @@ class Consumer:
 
 
 def session_thread_run(user, frames: list) -> Consumer:
-    """Run a session's thread, authenticated as ``user`` (None: not yet), on ``frames``
-    (objects, text sent as it is, or ``_Frames``: an array frame of ``baton.batch.v2``) until
-    it has applied them all; its consumer, with the replies (a request handed to a waiter
-    thread answers later: ``Consumer.replied``)."""
+    """Apply ``frames`` as a session authenticated as ``user`` (None: not yet) would
+    (objects, text sent as it is, or ``_Frames``: an array frame of ``baton.batch.v2``)
+    until it has applied them all; its consumer, with the replies (a request handed to a
+    waiter thread answers later: ``Consumer.replied``)."""
     consumer = Consumer(user)
-    applier = _Applier(consumer)
-    for frame in frames:
-        applier.inbox.put(frame if isinstance(frame, (str, _Frames)) else json.dumps(frame))
-    applier.pending = len(frames)
-    applier.inbox.put(None)
-    applier.start()
-    applier.join(timeout=60)
-    assert not applier.is_alive() and applier.pending == 0
+
+    async def run() -> Pump:
+        applier = _Applier(consumer)
+        pump = applier.pump = Pump(
+            applier, consumer, pool=Pool("session-test", lambda: 1), max_pending=10_000, send_buffer=1, send_timeout_s=1
+        )
+        for frame in frames:
+            pump.inbox.put(frame if isinstance(frame, (str, _Frames)) else json.dumps(frame))
+        pump.pending = len(frames)
+        pump.ended()
+        assert await asyncio.to_thread(applier.finished.wait, 60)
+        return pump
+
+    pump = asyncio.run(run())
+    assert pump.pending == 0
     return consumer

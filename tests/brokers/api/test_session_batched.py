@@ -6,8 +6,6 @@ that did not ask gets one reply a frame."""
 from __future__ import annotations
 
 import json
-import threading
-
 import pytest
 
 from brokers.api import session as session_module
@@ -17,16 +15,14 @@ pytestmark = pytest.mark.once
 
 
 def _taken(batched: bool, bodies: list[dict]) -> list[str]:
+    """The frames the replies made together go in (the session as its pump's link,
+    brokers/api/pump.py); each frame's size counts its replies' characters."""
     consumer = SessionConsumer()
     consumer.batched = batched
-    consumer.made_lock = threading.Lock()
-    consumer.made = [reply_text(b) for b in bodies]
-    consumer.made_length, consumer.asked = 0, True
-    sent: list[str] = []
-    consumer._queue_send = sent.append
-    consumer._take_made()
-    assert consumer.made == [] and consumer.asked is False
-    return sent
+    made = [reply_text(b) for b in bodies]
+    writes = consumer.writes(made)
+    assert sum(size for _, size in writes) == sum(len(text) for text in made)
+    return [text for text, _ in writes]
 
 
 def _replies(frames: list[str]) -> list[dict]:

@@ -1,4 +1,4 @@
-"""How the session sends its replies (brokers/api/session.py): a reply the server takes at
+"""How the session sends its replies (brokers/api/session.py, through brokers/api/pump.py): a reply the server takes at
 once is sent on the spot, in order; one the server must hold (a client that stops reading)
 holds the replies made after it, which follow in order once it is sent; one held longer than
 ``BATON_SESSION_SEND_TIMEOUT_S``, or unsent replies over ``BATON_SESSION_SEND_BUFFER``,
@@ -44,9 +44,9 @@ def test_replies_the_server_takes_are_sent_at_once_in_order():
         server = Server()
         s = session(server)
         for text in ("a", "bb", "ccc"):
-            s._queue_send(text)
+            s.pump.send_now(text, len(text))
         assert server.texts == ["a", "bb", "ccc"]  # sent before the loop ran anything else
-        assert s.writer is None and s.unsent == 0
+        assert s.pump.writer is None and s.pump.unsent == 0
 
     asyncio.run(run())
 
@@ -57,12 +57,12 @@ def test_a_held_send_holds_the_later_replies_which_follow_in_order():
         s = session(server)
         server.reading.clear()
         for text in ("a", "bb", "ccc"):
-            s._queue_send(text)
-        assert server.texts == [] and s.writer is not None and s.unsent == 6
+            s.pump.send_now(text, len(text))
+        assert server.texts == [] and s.pump.writer is not None and s.pump.unsent == 6
         server.reading.set()
-        await s.writer
-        assert server.texts == ["a", "bb", "ccc"] and s.unsent == 0 and s.writer is None
-        s._queue_send("d")
+        await s.pump.writer
+        assert server.texts == ["a", "bb", "ccc"] and s.pump.unsent == 0 and s.pump.writer is None
+        s.pump.send_now("d", 1)
         assert server.texts[-1] == "d"
         assert not server.closed.done()
 
@@ -76,10 +76,10 @@ def test_a_send_held_too_long_closes_the_session(settings):
         server = Server()
         s = session(server)
         server.reading.clear()
-        s._queue_send("a")
-        s._queue_send("b")
+        s.pump.send_now("a", 1)
+        s.pump.send_now("b", 1)
         assert await asyncio.wait_for(server.closed, 30) == 1008
-        assert s.closing and server.texts == []
+        assert s.pump.closing and server.texts == []
 
     asyncio.run(run())
 
@@ -91,9 +91,9 @@ def test_unsent_replies_over_the_buffer_close_the_session(settings):
         server = Server()
         s = session(server)
         server.reading.clear()
-        s._queue_send("x" * 6)
-        s._queue_send("y" * 6)
+        s.pump.send_now("x" * 6, 6)
+        s.pump.send_now("y" * 6, 6)
         assert await asyncio.wait_for(server.closed, 30) == 1008
-        assert s.closing
+        assert s.pump.closing
 
     asyncio.run(run())
