@@ -195,16 +195,12 @@ def _put(
             count=len(messages),
             version=trusted,
         )
-        # A put whose every other statement is deferred too sends its guard last, just before
+        # Every other statement of the put is deferred too (a trusting put has no connection,
+        # duplicate keys or reactions: message_put), so it sends its guard last, just before
         # the COMMIT: the queue's row (and the unit of work's) stays locked from there to the
         # end of the commit only, not while its messages and the journal are written, so puts
         # of one queue wait less for each other (docs/performance.md, "PostgreSQL: the
-        # flow's floor with the engine's writes"). Anything that reads or locks first
-        # (duplicate keys, reactions, a connection's notes) keeps the guard first: its locks
-        # come after the guard's.
-        late_guard = conn is None and not any(m.dedup_key or m.refers_to is not None for m in messages)
-        if not late_guard:
-            guard()
+        # flow's floor with the engine's writes").
         base = None  # no commit sequence to hand out: every message waits for the unit of work, or needs none
     elif trusted is not None:
         if not transaction_id:  # a unit of work it begins: its INSERT travels with the reservation
@@ -264,7 +260,7 @@ def _put(
         # the journal first: on PostgreSQL it travels with the INSERT (queries.deferred)
         journal_record(events=_put_events(queued, broker=owner.name, queue=dest.name, at=now))
         queries.messages_insert(messages=queued)
-        if guarded and late_guard:
+        if guarded:
             guard()
         # every getter for immediate puts; only pre-emptive ones for uncommitted puts
         queues_woken([dest.pk], uncommitted_puts=not immediate)
