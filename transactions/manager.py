@@ -274,7 +274,7 @@ def _under_graph_lock(transaction_id: str, work, *, durable: bool, read: tuple[s
     and the lock). See transactions/locks.py. ``row``: the unit of work's row when the look
     read and locked it in the same round trip (None if there is none), else ``NOT_READ``.
     ``read``: a statement sent in that round trip too, for ``work`` to find already read
-    (``queries.prefetched``)."""
+    (``transactions.seam.Seam.taken_ahead``)."""
     if not link_graph_locking():
         with engine_step(durable=durable):
             return work(NOT_READ)
