@@ -18,6 +18,7 @@ from ..queries import (
     _ROW_AND_VERSION,
     _SQLITE_READ_LIST,
     MESSAGE,
+    PUT_COLUMNS,
     QUEUE,
     RELEASE,
     _choose_sql,
@@ -105,12 +106,19 @@ def _put_statement(varying: tuple[int, ...], count: int) -> str:
     return sql
 
 
+#: The put's INSERT of one message: every column bound. New row.
+PUT_ONE = f"INSERT INTO {MESSAGE} ({', '.join(PUT_COLUMNS)}) VALUES ({', '.join(['%s'] * len(PUT_COLUMNS))})"
+
+
 def messages_insert(*, rows: list[tuple], messages: Sequence) -> None:
     """Each instance gets its row id (its put sequence). New rows."""
-    varying, columns, params = put_split(rows)
-    sql = _put_statement(varying, len(rows))
-    for row in zip(*(columns[i] for i in varying)):
-        params.extend(row)
+    if len(rows) == 1:
+        sql, params = PUT_ONE, list(rows[0])
+    else:
+        varying, columns, params = put_split(rows)
+        sql = _put_statement(varying, len(rows))
+        for row in zip(*(columns[i] for i in varying)):
+            params.extend(row)
     with cursor() as c:
         c.execute(sql, params)
         last = c.lastrowid

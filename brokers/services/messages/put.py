@@ -21,6 +21,7 @@ from transactions.models import JournalKind, Transaction
 
 from ... import permissions as may
 from ... import queries
+from ...dialects import postgresql as pg
 from ...definitions import definitions_checked, definitions_trusted
 from ...exceptions import BatonError, MessageTooLarge, QueueFull
 from ...ids import ids_new
@@ -91,7 +92,7 @@ def message_put(
         except _DefinitionsChanged:
             pass  # once more, reading the definitions first
         except DatabaseError as exc:
-            if not queries.guard_refused(exc):
+            if not pg.guard_refused(exc):
                 raise  # else undone: once more, the careful way, which says why
     with transaction_timeouts_applied(), engine_step(durable=durable):
         return _put(**args, trusted=None)
@@ -172,7 +173,7 @@ def _put(
     conn = _connection(connection_id, owner)
     base = None
     # Every message under the unit of work, none asking for reports: the whole put and its
-    # COMMIT travel in one round trip, a guard among them (queries.put_guard). So does a put
+    # COMMIT travel in one round trip, a guard among them (pg.put_guard). So does a put
     # of messages none of which waits, outside any unit of work, on a put-ordered queue: its
     # messages need no commit sequence (a get reads such a queue in put order; a queue
     # holding messages keeps its read order).
@@ -186,7 +187,7 @@ def _put(
         else:  # begun: its INSERT travels with the rest
             txn = _unit_of_work(broker=owner, transaction_id=None, wanted=True, connection=None, user=user)
         guard = partial(
-            queries.put_guard,
+            pg.put_guard,
             transaction_id=transaction_id or None,
             broker=owner.name,
             user_id=None if user is None or getattr(user, "is_superuser", False) else user.pk,
@@ -205,7 +206,7 @@ def _put(
     elif trusted is not None:
         if not transaction_id:  # a unit of work it begins: its INSERT travels with the reservation
             txn = _unit_of_work(broker=owner, transaction_id=None, wanted=any(under_uow), connection=None, user=user)
-        locked, version, base = queries.put_start(
+        locked, version, base = pg.put_start(
             transaction_id=transaction_id or None,
             queue_id=dest.pk,
             count=len(messages),
