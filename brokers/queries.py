@@ -23,9 +23,7 @@ from datetime import datetime
 from typing import Iterable, Sequence
 
 from transactions.models import OPEN_STATES
-from transactions.resources import AtOnce
-from transactions.queries import (  # noqa: F401  (GUARD_SQLSTATE, guard_refused: re-exported for the put's guard)
-    GUARD_SQLSTATE,
+from transactions.queries import (  # noqa: F401  (postgres: re-exported)
     JOURNAL,
     TRANSACTION,
     TRANSACTION_COLUMNS,
@@ -33,16 +31,16 @@ from transactions.queries import (  # noqa: F401  (GUARD_SQLSTATE, guard_refused
     cursor,
     deferred,
     dt_param,
-    guard_refused,
     json_text,
     model_instance,
     pg_array,
     pg_scalar,
     postgres,
-    prefetched,
+    seam,
     transaction_from_row,
 )
 
+from .dialects import dialect
 from .models import Broker, DedupKey, DefinitionsVersion, Message, Queue, QueueRelease
 
 MESSAGE = Message._meta.db_table
@@ -135,16 +133,6 @@ def definitions_version() -> int | None:
     return row[0] if row else None
 
 
-def definitions_guard(*, version: int) -> None:
-    """PostgreSQL: a statement among the step's others, sent without waiting for an answer,
-    that raises ``GUARD_SQLSTATE`` unless the definitions version is still ``version``: the
-    step is undone (``guard_refused``). Takes no lock."""
-    deferred(
-        f"SELECT baton_require((SELECT version FROM {VERSION} WHERE id = 1) = %s, 'the careful way')",
-        [version],
-    )
-
-
 def get_start(*, queue_id: int, transaction_id: str | None, now):
     """A get's first statement: the definitions version, the queue's exclusive-input lease
     (holder, until) and, for a get under a named unit of work, that unit of work's row,
@@ -194,7 +182,7 @@ _OVERDUE = (
 def _get_start_sql(*, queue_id: int, transaction_id: str | None, now) -> tuple[str, list]:
     t = dt_param(now)
     if transaction_id is not None:
-        return _GET_START_NAMED_LOCKED if postgres() else _GET_START_NAMED, [t, t, queue_id, transaction_id]
+        return dialect().GET_START_NAMED, [t, t, queue_id, transaction_id]
     return _GET_START, [t, t, queue_id]
 
 
@@ -207,7 +195,6 @@ _GET_START_NAMED = (
     f"{_GET_START_HEAD}, {', '.join('t.' + name for name in TRANSACTION_COLUMNS)}"
     f" FROM {QUEUE} q, {TRANSACTION} t WHERE q.id = %s AND t.id = %s"
 )
-_GET_START_NAMED_LOCKED = _GET_START_NAMED + " FOR UPDATE OF t"
 
 
 def _get_started(row, *, named: bool):
@@ -221,7 +208,7 @@ def transaction_row_and_definitions_version(*, transaction_id: str):
     until the database transaction ends, with the definitions version. None if there is
     no such unit of work."""
     with cursor() as c:
-        c.execute(_ROW_AND_VERSION_LOCKED if postgres() else _ROW_AND_VERSION, [transaction_id])
+        c.execute(dialect().ROW_AND_VERSION, [transaction_id])
         row = c.fetchone()
     return None if row is None else (transaction_from_row(row[:-1]), row[-1])
 
@@ -230,71 +217,6 @@ _ROW_AND_VERSION = (
     f"SELECT {', '.join(TRANSACTION_COLUMNS)}, (SELECT version FROM {VERSION} WHERE id = 1)"
     f" FROM {TRANSACTION} WHERE id = %s"
 )
-_ROW_AND_VERSION_LOCKED = _ROW_AND_VERSION + " FOR UPDATE"
-
-
-def put_start(*, transaction_id: str | None, queue_id: int, count: int, commit_count: int):
-    """PostgreSQL: a put's first round trip when the definitions cache is trusted
-    (``definitions_trusted``): the named unit of work's row (if any), locked ``FOR UPDATE``
-    until the database transaction ends; then the definitions version, read in the statement
-    that reserves room for ``count`` messages and ``commit_count`` commit sequences on the
-    queue (``queue_reserve``, locking its row: lock order, the unit of work's row first).
-    Returns ``(row, version, base)``: ``row`` None when no unit of work is named or none has
-    that id, ``base`` None when the queue is full or has no such id (a stale cache: the
-    caller compares the version first)."""
-    sql = (
-        f"WITH r AS (UPDATE {QUEUE} SET reserved_depth = reserved_depth + %s, next_commit_seq = next_commit_seq + %s"
-        f" WHERE id = %s AND reserved_depth + %s - {_RELEASED} <= max_depth RETURNING next_commit_seq)"
-        f" SELECT (SELECT version FROM {VERSION} WHERE id = 1), (SELECT next_commit_seq FROM r)"
-    )
-    params: list = [count, commit_count, queue_id, count, queue_id]
-    if transaction_id is not None:
-        sql = f"SELECT {', '.join(TRANSACTION_COLUMNS)} FROM {TRANSACTION} WHERE id = %s FOR UPDATE; {sql}"
-        params = [transaction_id, *params]
-    row = None
-    with cursor() as c:
-        c.execute(sql, params)
-        if transaction_id is not None:
-            found = c.fetchone()
-            row = None if found is None else transaction_from_row(found)
-            c.nextset()
-        version, last = c.fetchone()
-    return row, version, None if last is None else last - commit_count
-
-
-def put_guard(
-    *, transaction_id: str | None, broker: str, user_id: int | None, now, queue_id: int, count: int, version: int
-) -> None:
-    """PostgreSQL: a put under a unit of work that trusts the definitions cache sends, instead
-    of ``put_start`` and without waiting for an answer, one statement among its others: it
-    locks the named unit of work's row ``FOR UPDATE`` if the row says the put may join it
-    (active, of ``broker``, not past its deadline, and ``user_id``'s when given), then
-    reserves room for ``count`` messages on the queue (its row locked: lock order, the unit of
-    work's row first) only if the definitions version is still ``version``, and calls
-    ``baton_require`` on the outcome. Anything else (another version, a full queue, a unit of
-    work the put may not join) raises ``GUARD_SQLSTATE`` and the step is undone
-    (``guard_refused``): the caller puts again the careful way, which says why. Deferred:
-    the whole put and its ``COMMIT`` travel in one round trip."""
-    params: list = []
-    joined = ""
-    if transaction_id is not None:
-        owner = " AND user_id = %s" if user_id is not None else ""
-        joined = " AND EXISTS (SELECT 1 FROM t)"
-        params += [transaction_id, broker, dt_param(now)] + ([user_id] if user_id is not None else [])
-        head = (
-            f"WITH t AS (SELECT id FROM {TRANSACTION} WHERE id = %s AND state = 'active' AND broker = %s"
-            f" AND (deadline_at IS NULL OR deadline_at > %s){owner} FOR UPDATE), "
-        )
-    else:
-        head = "WITH "
-    params += [count, queue_id, count, queue_id, version]
-    deferred(
-        f"{head}r AS (UPDATE {QUEUE} SET reserved_depth = reserved_depth + %s WHERE id = %s"
-        f" AND reserved_depth + %s - {_RELEASED} <= max_depth{joined}"
-        f" AND (SELECT version FROM {VERSION} WHERE id = 1) = %s RETURNING 1)"
-        f" SELECT baton_require(EXISTS (SELECT 1 FROM r), 'the careful way')",
-        params,
-    )
 
 
 # --- queue counters -------------------------------------------------------------------------
@@ -304,21 +226,17 @@ def put_guard(
 #: given its room back). Its parameter: the queue's id.
 _RELEASED = f"(SELECT COALESCE(SUM(released), 0) FROM {RELEASE} WHERE queue_id = %s)"
 
-#: Release rows per queue on PostgreSQL (one per thread, taken in turn); SQLite's writers
-#: are serialised already: one.
-RELEASE_STRIPES = 8
 _stripes = itertools.count()
 _local = threading.local()
 
 
 def _stripe() -> int:
-    """This thread's release row: the same for the thread's life."""
-    if not postgres():
-        return 0
+    """This thread's release row of a queue (``dialect().RELEASE_STRIPES`` per queue): the
+    same for the thread's life."""
     try:
         return _local.stripe
     except AttributeError:
-        _local.stripe = next(_stripes) % RELEASE_STRIPES
+        _local.stripe = next(_stripes) % dialect().RELEASE_STRIPES
         return _local.stripe
 
 
@@ -328,24 +246,9 @@ def queue_reserve(*, queue_id: int, count: int, commit_count: int, max_depth_che
     queue's row (PostgreSQL) until the database transaction ends: commit sequences are handed
     out in commit order, and two puts never both take the last room. The releases are read,
     not locked (``_RELEASED``)."""
-    with cursor() as c:
-        if not postgres():  # SQLite: no RETURNING (dearer than a second statement); the write lock is held
-            if max_depth_checked:
-                c.execute(_RESERVE_CHECKED, [count, commit_count, queue_id, count, queue_id])
-            else:
-                c.execute(_RESERVE, [count, commit_count, queue_id])
-            if c.rowcount != 1:
-                return None
-            if not commit_count:
-                return 0  # no commit sequence handed out
-            c.execute(f"SELECT next_commit_seq FROM {QUEUE} WHERE id = %s", [queue_id])
-            return c.fetchone()[0] - commit_count
-        if max_depth_checked:
-            c.execute(_RESERVE_CHECKED_RETURNING, [count, commit_count, queue_id, count, queue_id])
-        else:
-            c.execute(_RESERVE_RETURNING, [count, commit_count, queue_id])
-        row = c.fetchone()
-    return None if row is None else row[0] - commit_count
+    return dialect().queue_reserve(
+        queue_id=queue_id, count=count, commit_count=commit_count, max_depth_checked=max_depth_checked
+    )
 
 
 _RESERVE_SET = f"UPDATE {QUEUE} SET reserved_depth = reserved_depth + %s, next_commit_seq = next_commit_seq + %s"
@@ -374,12 +277,12 @@ def queue_releases_fold(*, queue_id: int) -> int:
     row, then its release rows in stripe order (the order a multi-queue commit takes them
     in), sets them to zero and lowers ``reserved_depth`` by their sum, which it returns. The
     room the queue holds does not change."""
+    engine = dialect()
     with cursor() as c:
-        lock = " FOR UPDATE" if postgres() else ""
-        c.execute(f"SELECT id FROM {QUEUE} WHERE id = %s{lock}", [queue_id])
+        c.execute(engine.QUEUE_ROW_LOCKED, [queue_id])
         if c.fetchone() is None:
             return 0
-        c.execute(f"SELECT stripe, released FROM {RELEASE} WHERE queue_id = %s ORDER BY stripe{lock}", [queue_id])
+        c.execute(engine.RELEASES_LOCKED, [queue_id])
         total = sum(released for _, released in c.fetchall())
         if total:
             c.execute(f"UPDATE {RELEASE} SET released = 0 WHERE queue_id = %s", [queue_id])
@@ -408,94 +311,45 @@ def queues_lock(*, queue_ids: Iterable[int], even_one: bool = False) -> None:
     (PostgreSQL; SQLite's writers are serialised already). A single queue is left to the
     counter ``UPDATE`` that follows (it locks the row before any message row is touched),
     unless ``even_one`` (the caller changes message rows first)."""
-    ids = sorted(set(queue_ids))
-    if postgres() and (len(ids) > 1 or (ids and even_one)):
-        with cursor() as c:
-            c.execute(f"SELECT id FROM {QUEUE} WHERE id = ANY(%s) ORDER BY id FOR UPDATE", [ids])
+    dialect().queues_lock(ids=sorted(set(queue_ids)), even_one=even_one)
 
 
 # --- put ------------------------------------------------------------------------------------
 
-_put_values: dict[int, str] = {}
-
-
-def _put_values_sql(rows: int) -> str:
-    """SQLite: the put's INSERT of ``rows`` rows (one VALUES tuple each), made once per size.
-    No ``RETURNING`` (it cost SQLite about 25,000 instructions a statement and 19,000 a row):
-    the rows' ids are the cursor's ``lastrowid`` and the ones before it (``messages_insert``)."""
-    sql = _put_values.get(rows)
-    if sql is None:
-        one = "(" + ", ".join("%s" for _ in PUT_COLUMNS) + ")"
-        values = ", ".join([one] * rows)
-        sql = f"INSERT INTO {MESSAGE} ({', '.join(PUT_COLUMNS)}) VALUES {values}"
-        if len(_put_values) < 1024:
-            _put_values[rows] = sql
-    return sql
-
-
 #: The columns whose values differ from message to message in almost every put: never bound
-#: once for all the rows (``_put_sql_and_params``).
+#: once for all the rows (``put_split``).
 _PUT_VARYING = frozenset(PUT_COLUMNS.index(name) for name in ("msg_id", "body"))
-#: (PostgreSQL?, the varying columns' indexes, SQLite's number of rows) -> the statement
-_put_statements: dict[tuple[bool, tuple[int, ...], int], str] = {}
 
 
-def _put_sql_and_params(rows: list[tuple]) -> tuple[str, list]:
-    """The put's INSERT of ``rows`` (``message_put_values``'s tuples) and its parameters.
-    A column whose value every row shares (most of them: the queue, the put time, the unit
-    of work, the defaults) is bound once, in the ``SELECT`` list; the columns that differ
-    (usually the message id and the body) come from one list of rows, in order: on SQLite a
-    ``VALUES`` list, on PostgreSQL ``unnest`` of one array per column, each cast to its
-    column's type. Binding a value cost SQLite's driver about 0.2 µs and writing one array
-    element about 0.3 µs in Python: a put of 100 messages bound 2,400 values, now about 200
-    (docs/performance.md, "A put's shared columns bound once"). On PostgreSQL the statement
-    stays short whatever the number of rows: the driver parses a statement's placeholders on
-    the client, and a ``VALUES`` list of 100 rows cost it about 8 ms a call. Made once per
-    set of varying columns (and on SQLite number of rows)."""
+def put_split(rows: list[tuple]) -> tuple[tuple[int, ...], list[tuple], list]:
+    """The put's ``rows`` (``message_put_values``'s tuples) as ``(varying, columns, shared)``:
+    the indexes of the columns whose values differ between rows (the message id and the
+    body, and any other that does), every column's values, and the one value of each other
+    column. A column whose value every row shares (most of them: the queue, the put time,
+    the unit of work, the defaults) is bound once; binding a value cost SQLite's driver
+    about 0.2 µs and writing one array element about 0.3 µs in Python: a put of 100
+    messages bound 2,400 values, now about 200 (docs/performance.md, "A put's shared
+    columns bound once")."""
     count = len(rows)
     columns = list(zip(*rows))
     varying = tuple(i for i, column in enumerate(columns) if i in _PUT_VARYING or column.count(column[0]) != count)
-    pg = postgres()
-    key = (pg, varying, 0 if pg else count)
-    sql = _put_statements.get(key)
-    if sql is None:
-        sql = _put_statement(varying, count=count, pg=pg)
-        if len(_put_statements) < 1024:
-            _put_statements[key] = sql
     chosen = set(varying)
-    shared = [column[0] for i, column in enumerate(columns) if i not in chosen]
-    if pg:
-        return sql, [pg_scalar(value) for value in shared] + [pg_array(columns[i]) for i in varying]
-    params = shared
-    for row in zip(*(columns[i] for i in varying)):
-        params.extend(row)
-    return sql, params
+    return varying, columns, [column[0] for i, column in enumerate(columns) if i not in chosen]
 
 
-def _put_statement(varying: tuple[int, ...], *, count: int, pg: bool) -> str:
+def put_names(varying: tuple[int, ...]) -> tuple[list[str], str]:
+    """The shared columns' names, and every column's name in the order the put's INSERT
+    lists them (shared first, then the varying ones)."""
     chosen = set(varying)
     shared = [name for i, name in enumerate(PUT_COLUMNS) if i not in chosen]
-    names = ", ".join(shared + [PUT_COLUMNS[i] for i in varying])
-    if pg:
-        from django.db import connection
-
-        def cast(name: str) -> str:  # text, not varchar(n): an explicit cast would cut a value too long
-            db_type = Message._meta.get_field(name).db_type(connection)
-            return "text" if db_type.startswith("varchar") else db_type
-
-        scalars = ", ".join([f"%s::{cast(name)}" for name in shared] + ["v.*"])
-        arrays = ", ".join(f"%s::{cast(PUT_COLUMNS[i])}[]" for i in varying)
-        return f"INSERT INTO {MESSAGE} ({names}) SELECT {scalars} FROM unnest({arrays}) v"
-    one = "(" + ", ".join(["%s"] * len(varying)) + ")"
-    selected = ", ".join(["%s"] * len(shared) + [f"column{n}" for n in range(1, len(varying) + 1)])
-    return f"INSERT INTO {MESSAGE} ({names}) SELECT {selected} FROM (VALUES {', '.join([one] * count)})"
+    return shared, ", ".join(shared + [PUT_COLUMNS[i] for i in varying])
 
 
 def messages_insert(*, messages: Sequence[Message]) -> None:
     """Insert put messages in one multi-row statement. On SQLite each instance gets its row
-    id (its put sequence); on PostgreSQL the statement is deferred (``deferred``: sent with
-    the step's next statement, saving a round trip) and the instances keep no row id. New
-    rows: no lock beyond the queue row its reservation holds."""
+    id (its put sequence); on PostgreSQL the statement is deferred (sent with the step's
+    next statement, saving a round trip) and the instances keep no row id. New rows: no
+    lock beyond the queue row its reservation holds."""
     adapted: dict = {}  # the messages of one put share their put time (and often their expiry)
 
     def adapt(value):
@@ -506,23 +360,7 @@ def messages_insert(*, messages: Sequence[Message]) -> None:
             adapted[key] = dt_param(value)
         return adapted[key]
 
-    if postgres():
-        # nothing reads the rows back in this step (a put answers with message ids, not row
-        # ids): the INSERT travels with the step's next statement or its COMMIT
-        deferred(*_put_sql_and_params([message_put_values(m, adapt) for m in messages]))
-        return
-    if len(messages) == 1:
-        sql, params = _put_values_sql(1), list(message_put_values(messages[0], adapt))
-    else:
-        sql, params = _put_sql_and_params([message_put_values(m, adapt) for m in messages])
-    with cursor() as c:
-        c.execute(sql, params)
-        last = c.lastrowid
-    # SQLite gives each new row of an AUTOINCREMENT table the largest id it has ever held
-    # plus one, row after row of the VALUES list: the statement's ids are consecutive
-    # (tests/brokers/test_put_values.py checks them against the table).
-    for pk, m in enumerate(messages, start=last - len(messages) + 1):
-        m.id = pk
+    dialect().messages_insert(rows=[message_put_values(m, adapt) for m in messages], messages=messages)
 
 
 # --- get ------------------------------------------------------------------------------------
@@ -579,9 +417,7 @@ def _choose_sql(
     order = _order_by(
         priority_first=priority_first, commit_ordered=commit_ordered, with_uncommitted=bool(uncommitted_of_others)
     )
-    choose = f"SELECT {columns} FROM {MESSAGE} WHERE {where} ORDER BY {order} LIMIT %s" + (
-        " FOR UPDATE SKIP LOCKED" if postgres() else ""
-    )
+    choose = f"SELECT {columns} FROM {MESSAGE} WHERE {where} ORDER BY {order} LIMIT %s{dialect().CHOOSE_LOCKS}"
     return choose, [queue_id, dt_param(now), *extra, limit]
 
 
@@ -613,48 +449,7 @@ def messages_take(
         "uncommitted_of_others": uncommitted_of_others,
         "match": match,
     }
-    if not postgres():
-        return _sqlite_take(get_transaction_id=get_transaction_id, **choice)
-    sql, params = _take_sql(get_transaction_id=get_transaction_id, **choice)
-    with cursor() as c:
-        c.execute(sql, params)
-        rows = c.fetchall()
-    return _taken_in_order(rows, priority_first=priority_first, commit_ordered=commit_ordered)
-
-
-def _sqlite_take(*, get_transaction_id: str | None, priority_first: bool, commit_ordered: bool, **choice):
-    """SQLite's take: the chosen rows read whole, then marked gotten or deleted by id (the
-    write lock is held between the two). ``RETURNING`` cost SQLite more than the second
-    statement: about 75,000 instructions a get of one message (docs/performance.md, "SQLite's
-    ``RETURNING``")."""
-    choose, params = _choose_sql(
-        priority_first=priority_first, commit_ordered=commit_ordered, columns=_SQLITE_READ_LIST, **choice
-    )
-    with cursor() as c:
-        c.execute(choose, params)
-        rows = c.fetchall()
-        if not rows:
-            return []
-        ids = [row[_ID_AT] for row in rows]
-        slots = 1 << (len(ids) - 1).bit_length()  # a power of two: a few statements, each prepared once
-        ids += ids[-1:] * (slots - len(ids))
-        if get_transaction_id is None:
-            c.execute(_take_by_id(_TAKE_DELETE, slots), ids)
-        else:
-            c.execute(_take_by_id(_TAKE_UPDATE, slots), [get_transaction_id, *ids])
-            rows = [_gotten(row, get_transaction_id) for row in rows]
-    return _taken_in_order(rows, priority_first=priority_first, commit_ordered=commit_ordered)
-
-
-_takes_by_id: dict[tuple[str, int], str] = {}
-
-
-def _take_by_id(template: str, slots: int) -> str:
-    """``_TAKE_UPDATE`` or ``_TAKE_DELETE`` with ``slots`` ids, made once per size."""
-    sql = _takes_by_id.get((template, slots))
-    if sql is None:
-        sql = _takes_by_id[(template, slots)] = template.format(ids=", ".join(["%s"] * slots))
-    return sql
+    return dialect().messages_take(get_transaction_id=get_transaction_id, **choice)
 
 
 def _gotten(row: tuple, get_transaction_id: str) -> list:
@@ -663,60 +458,6 @@ def _gotten(row: tuple, get_transaction_id: str) -> list:
     values[_GET_TXN_AT] = get_transaction_id
     values[_DELIVERY_COUNT_AT] += 1
     return values
-
-
-_TAKE_UPDATE = (
-    f"UPDATE {MESSAGE} SET get_transaction_id = %s, delivery_count = delivery_count + 1"
-    " WHERE id IN ({ids}) AND get_transaction_id IS NULL AND lock_token IS NULL"
-)
-_TAKE_DELETE = f"DELETE FROM {MESSAGE} WHERE id IN ({{ids}}) AND get_transaction_id IS NULL AND lock_token IS NULL"
-
-
-#: The rows a materialised CTE ``chosen`` picked (and locked: ``FOR UPDATE``, so that no other
-#: transaction moves them) on PostgreSQL, reached by their place in the table (a TID scan),
-#: whatever the planner thinks of the table's size. Joined by id (``id IN (SELECT id FROM
-#: chosen)``), a plan made on an empty table compared the chosen ids with every free message
-#: of every queue (2026-11-29: 45,000 rows for a get of 100, 20 ms of the database's CPU), or
-#: read every free message of the queue through ``msg_get_fifo``.
-_CHOSEN_ROWS = "ctid = ANY(ARRAY(SELECT ctid FROM chosen))"
-#: What ``chosen`` selects for ``_CHOSEN_ROWS``.
-_CHOSEN_COLUMNS = "ctid"
-
-
-def _take_sql(*, get_transaction_id: str | None, **choice) -> tuple[str, list]:
-    """``messages_take``'s statement and parameters; ``choice``: ``_choose_sql``'s arguments."""
-    choose, params = _choose_sql(**choice, **({"columns": _CHOSEN_COLUMNS} if postgres() else {}))
-    # PostgreSQL may run an IN (subquery with LIMIT) more than once and take more rows than
-    # asked: there the choice is a materialised CTE, evaluated exactly once.
-    chosen = f"WITH chosen AS MATERIALIZED ({choose}) " if postgres() else ""
-    picked = _CHOSEN_ROWS if postgres() else f"id IN ({choose})"
-    sql = chosen + _take_modify(picked=picked, get_transaction_id=get_transaction_id)
-    if get_transaction_id is not None:
-        return sql, [*params, get_transaction_id] if postgres() else [get_transaction_id, *params]
-    return sql, params
-
-
-def _take_modify(*, picked: str, get_transaction_id: str | None) -> str:
-    """The take's ``UPDATE`` (under a unit of work: one ``%s``, its id) or ``DELETE`` of the
-    rows the condition ``picked`` names, if each is still free (``_STILL_FREE``)."""
-    if get_transaction_id is not None:
-        return (
-            f"UPDATE {MESSAGE} SET get_transaction_id = %s, delivery_count = delivery_count + 1"
-            f" WHERE {picked}{_still_free()} RETURNING {_RETURNING_LIST}"
-        )
-    return f"DELETE FROM {MESSAGE} WHERE {picked}{_still_free()} RETURNING {_RETURNING_LIST}"
-
-
-#: SQLite: a take's write re-checks that each message it names is still free.
-_STILL_FREE = " AND get_transaction_id IS NULL AND lock_token IS NULL"
-
-
-def _still_free() -> str:
-    """PostgreSQL needs no re-check: ``chosen`` locked each row (``FOR UPDATE``, which
-    re-evaluates the choice on a row changed meanwhile) and the lock holds to the commit. Left
-    in, the condition would let the planner read the rows through ``msg_get_fifo``, whose
-    predicate it implies, rather than by their places (``_CHOSEN_ROWS``)."""
-    return "" if postgres() else _STILL_FREE
 
 
 def queue_next_release(*, queue_id: int, now):
@@ -746,148 +487,6 @@ def _taken_in_order(rows, *, priority_first: bool, commit_ordered: bool) -> list
     return messages
 
 
-#: ``put_time`` as Python's ``isoformat()`` writes it (UTC, microseconds only when not zero):
-#: the journal's detail of a get written by the database (``get_at_once``) is the same text.
-_PUT_TIME_ISO = (
-    "to_char({c} AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS')"
-    " || CASE WHEN to_char({c}, 'US') = '000000' THEN '' ELSE '.' || to_char({c}, 'US') END || '+00:00'"
-)
-
-
-@dataclass(frozen=True)
-class Begun:
-    """The unit of work a get begins if it takes anything (``get_at_once``)."""
-
-    transaction_id: str
-    deadline_at: datetime | None
-    user_id: int | None
-
-
-def get_guard_sql(
-    *, queue_id: int, broker: str, transaction_id: str | None, user_id: int | None, version: int, now
-) -> tuple[str, list]:
-    """The guard of ``get_at_once`` (its first statement; locks: the named unit of work's row)."""
-    t = dt_param(now)
-    params: list = []
-    head, joined = "", ""
-    if transaction_id is not None:
-        owner = " AND user_id = %s" if user_id is not None else ""
-        head = (
-            f"WITH t AS (SELECT id FROM {TRANSACTION} WHERE id = %s AND state = 'active' AND broker = %s"
-            f" AND (deadline_at IS NULL OR deadline_at > %s){owner} FOR UPDATE) "
-        )
-        params += [transaction_id, broker, t] + ([user_id] if user_id is not None else [])
-        joined = " AND EXISTS (SELECT 1 FROM t)"
-    return (
-        f"{head}SELECT baton_require((SELECT version FROM {VERSION} WHERE id = 1) = %s{joined}"
-        f" AND EXISTS (SELECT 1 FROM {QUEUE} q WHERE q.id = %s"
-        f" AND (q.exclusive_holder = '' OR q.exclusive_until IS NULL OR q.exclusive_until <= %s)"
-        f" AND NOT {_LAPSED} AND NOT EXISTS ({_OVERDUE})), 'the careful way')",
-        [*params, version, queue_id, t, t, t],
-    )
-
-
-def get_at_once(
-    *,
-    queue_id: int,
-    queue_name: str,
-    broker: str,
-    transaction_id: str | None,
-    begun: Begun | None,
-    user_id: int | None,
-    version: int,
-    now,
-    notify: str | None,
-    rows: list,
-    **choice,
-) -> None:
-    """PostgreSQL: an unordered destructive get sent whole, deferred, so that it travels
-    with its ``COMMIT`` in one round trip, for a get that trusts the definitions cache and
-    has no connection. Two statements:
-
-    1. the guard: the named unit of work's row ``FOR UPDATE`` if the get may join it
-       (active, of ``broker``, not past its deadline, ``user_id``'s when given), and
-       ``baton_require`` that it was found, that the definitions version is ``version``,
-       that no consumer holds the queue's exclusive input, that no peek-lock on the queue has
-       run out and that no overdue unit of work holds its messages (what ``get_start``
-       reads for the careful way to settle first);
-    2. the take (``messages_take``'s choice and ``UPDATE``, or ``DELETE`` for a final get)
-       with, only if it took anything: the unit of work ``begun`` (its row and its begin
-       event), the room given back on this thread's release row (a final get), the journal's
-       get event (as ``journal_step_event`` writes it) and, with ``notify``, the queue's
-       wake-up key (a final get). Its rows (added to ``rows``) are the messages taken, in no
-       order; ``baton_require`` refuses a message that asks for reports (the careful way
-       sends them).
-
-    A refusal raises ``GUARD_SQLSTATE``: nothing after it runs (``guard_refused``). Locks:
-    the unit of work's row, then the messages taken (``SKIP LOCKED``), then the release row,
-    as the careful way takes them. ``choice``: ``messages_take``'s arguments for choosing."""
-    t = dt_param(now)
-    deferred(
-        *get_guard_sql(
-            queue_id=queue_id, broker=broker, transaction_id=transaction_id, user_id=user_id, version=version, now=now
-        )
-    )
-    taker = transaction_id or (begun.transaction_id if begun else None)
-    choose, take_params = _choose_sql(queue_id=queue_id, now=now, columns=_CHOSEN_COLUMNS, **choice)
-    modify = _take_modify(picked=_CHOSEN_ROWS, get_transaction_id=taker)
-    take_params += [taker] if taker is not None else []
-    ctes, values = [], []
-    iso = _PUT_TIME_ISO.format(c="put_time")
-    order = _order_by(
-        priority_first=choice["priority_first"], commit_ordered=choice["commit_ordered"], with_uncommitted=False
-    )
-    events = (
-        "SELECT 2 AS o, %s::timestamptz AS at, 'get' AS kind, %s AS broker, %s AS queue, %s AS transaction_id,"
-        " CASE WHEN COUNT(*) = 1 THEN MIN(msg_id) ELSE '' END AS msg_id,"
-        f" CASE WHEN COUNT(*) = 1 THEN jsonb_build_object('put_time', MIN({iso}), 'preemptive', false)"
-        " ELSE jsonb_build_object('messages', jsonb_agg(jsonb_build_object("
-        f"'msg_id', msg_id, 'put_time', {iso}, 'preemptive', false) ORDER BY {order})) END AS detail,"
-        " COUNT(*) AS count FROM taken HAVING COUNT(*) > 0"
-    )
-    event_values: list = [t, broker, queue_name, transaction_id or (begun.transaction_id if begun else "")]
-    if begun is not None:
-        ctes.append(
-            f"u AS (INSERT INTO {TRANSACTION} (id, broker, state, reason, owner, marks, created_at, deadline_at,"
-            " user_id) SELECT %s, %s, 'active', '', '', '[]'::jsonb, %s::timestamptz, %s::timestamptz, %s::integer"
-            " WHERE EXISTS (SELECT 1 FROM taken))"
-        )
-        values += [begun.transaction_id, broker, t, dt_param(begun.deadline_at), begun.user_id]
-        events = (
-            "SELECT 1 AS o, %s::timestamptz AS at, 'begin' AS kind, %s AS broker, '' AS queue,"
-            " %s AS transaction_id, '' AS msg_id, '{}'::jsonb AS detail, 1 AS count"
-            f" WHERE EXISTS (SELECT 1 FROM taken) UNION ALL {events}"
-        )
-        event_values = [t, broker, begun.transaction_id, *event_values]
-    elif transaction_id is None:  # a final get gives its room back
-        ctes.append(
-            f"r AS (INSERT INTO {RELEASE} (queue_id, stripe, released) SELECT %s::integer, %s::integer, COUNT(*)"
-            f" FROM taken HAVING COUNT(*) > 0 ON CONFLICT (queue_id, stripe)"
-            f" DO UPDATE SET released = {RELEASE}.released + excluded.released)"
-        )
-        values += [queue_id, _stripe()]
-    ctes.append(
-        f"j AS (INSERT INTO {JOURNAL} (at, kind, broker, queue, transaction_id, msg_id, detail, count)"
-        f" SELECT at, kind, broker, queue, transaction_id, msg_id, detail, count FROM ({events}) e ORDER BY o)"
-    )
-    values += event_values
-    notified, notify_values = "", []
-    if notify and transaction_id is None and begun is None:
-        notified, notify_values = ", pg_notify(%s, %s)", [notify, f"queue:{queue_id}"]
-    deferred(
-        f"WITH chosen AS MATERIALIZED ({choose}), taken AS ({modify}), {', '.join(ctes)}"
-        f" SELECT baton_require(report = '[]'::jsonb, 'the careful way'){notified}, {_COLUMN_LIST} FROM taken",
-        [*take_params, *values, *notify_values],
-        rows=rows,
-    )
-
-
-def taken_at_once(rows: list, *, priority_first: bool, commit_ordered: bool) -> list[Message]:
-    """``get_at_once``'s answer: the messages taken, in delivery order."""
-    skip = len(rows[0]) - len(MESSAGE_COLUMNS) if rows else 0
-    return _taken_in_order([row[skip:] for row in rows], priority_first=priority_first, commit_ordered=commit_ordered)
-
-
 def messages_lock(
     *,
     queue_id: int,
@@ -903,7 +502,8 @@ def messages_lock(
     delivery order, as ``messages_take`` does, and lock each for its holder: a new random
     lock token (16 random bytes as hex, from the database's own generator), ``locked_until``
     and delivery count + 1. Returns them in delivery order. Locks as ``messages_take``."""
-    choose, params = _choose_sql(
+    rows = dialect().messages_lock(
+        locked_until=dt_param(locked_until),
         queue_id=queue_id,
         now=now,
         limit=limit,
@@ -911,26 +511,7 @@ def messages_lock(
         commit_ordered=commit_ordered,
         uncommitted_of_others=uncommitted_of_others,
         match=match,
-        **({"columns": _CHOSEN_COLUMNS} if postgres() else {}),
     )
-    if postgres():
-        token = "replace(gen_random_uuid()::text, '-', '')"
-        sql = (
-            f"WITH chosen AS MATERIALIZED ({choose}) UPDATE {MESSAGE} SET lock_token = {token},"
-            f" locked_until = %s, delivery_count = delivery_count + 1"
-            f" WHERE {_CHOSEN_ROWS} RETURNING {_RETURNING_LIST}"  # locked by chosen: _still_free
-        )
-        params = [*params, dt_param(locked_until)]
-    else:
-        sql = (
-            f"UPDATE {MESSAGE} SET lock_token = lower(hex(randomblob(16))), locked_until = %s,"
-            f" delivery_count = delivery_count + 1 WHERE id IN ({choose})"
-            f" AND get_transaction_id IS NULL AND lock_token IS NULL RETURNING {_RETURNING_LIST}"
-        )
-        params = [dt_param(locked_until), *params]
-    with cursor() as c:
-        c.execute(sql, params)
-        rows = c.fetchall()
     messages = [message_from_row(row) for row in rows]
     messages.sort(key=_sort_key(priority_first=priority_first, commit_ordered=commit_ordered))
     return messages
@@ -957,7 +538,7 @@ def _by_lock_tokens(columns: str, *, tokens: Sequence[str], lock: bool) -> list[
     if not tokens:
         return []
     marks = ", ".join(["%s"] * len(tokens))
-    suffix = " ORDER BY m.id FOR UPDATE OF m" if lock and postgres() else ""
+    suffix = dialect().BY_LOCK_TOKENS_LOCKS if lock else ""
     with cursor() as c:
         c.execute(
             f"SELECT {columns}, (SELECT version FROM {VERSION} WHERE id = 1), b.name, q.name FROM {MESSAGE} m"
@@ -1048,23 +629,7 @@ def messages_locks_lapse(*, queue_id: int, now) -> list[tuple[int, int]]:
     queue. Locks those message rows; on PostgreSQL ``FOR UPDATE SKIP LOCKED`` in a
     materialised CTE, so a concurrent get releasing the same locks, or a holder settling
     one, is never waited for (the row is theirs to settle)."""
-    lapsed = "lock_token IS NOT NULL AND locked_until <= %s AND queue_id = %s AND get_transaction_id IS NULL"
-    params = [dt_param(now), queue_id]
-    if postgres():
-        sql = (
-            f"WITH chosen AS MATERIALIZED (SELECT {_CHOSEN_COLUMNS} FROM {MESSAGE} WHERE {lapsed}"
-            " FOR UPDATE SKIP LOCKED)"
-            f" UPDATE {MESSAGE} SET lapsed_lock_token = lock_token, lock_token = NULL, locked_until = NULL"
-            f" WHERE {_CHOSEN_ROWS} RETURNING id, delivery_count"  # locked by chosen: _still_free
-        )
-    else:
-        sql = (
-            f"UPDATE {MESSAGE} SET lapsed_lock_token = lock_token, lock_token = NULL, locked_until = NULL"
-            f" WHERE {lapsed} RETURNING id, delivery_count"
-        )
-    with cursor() as c:
-        c.execute(sql, params)
-        return sorted(c.fetchall())
+    return sorted(dialect().messages_locks_lapse(queue_id=queue_id, now=dt_param(now)))
 
 
 def messages_sendable_lengths(*, queue_id: int, preemptive: bool, priority_first: bool, limit: int) -> list[int]:
@@ -1109,9 +674,9 @@ def transaction_messages(*, transaction_ids: Sequence[str]) -> tuple[dict[int, t
     indexes on the put and get transaction; takes no lock (the transaction rows held by the
     caller keep these rows still, and a queue holding messages keeps its read order). The
     rows come from the round trip that locked the unit of work when it was sent ahead there
-    (``transactions.queries.prefetched``)."""
+    (``transactions.seam.Seam.taken_ahead``)."""
     sql, params = transaction_messages_read(transaction_ids=transaction_ids)
-    rows = prefetched(sql, params)
+    rows = seam().taken_ahead(sql, params)
     if rows is None:
         with cursor() as c:
             c.execute(sql, params)
@@ -1144,47 +709,6 @@ def messages_delete_gotten(*, transaction_ids: Sequence[str]) -> None:
     deferred(f"DELETE FROM {MESSAGE} WHERE get_transaction_id IN ({marks})", list(transaction_ids))
 
 
-def messages_commit_at_once(*, transaction_id: str) -> AtOnce:
-    """PostgreSQL: this unit of work's commit of messages as SQL that needs no answer first
-    (``transactions.queries.commit_at_once``), for the common case: its messages on one queue
-    at most and none of its puts on a commit-ordered queue (required; else the careful way,
-    which locks queue rows in order and hands out commit sequences). The writes are those
-    of ``messages_commit_puts``, ``queues_release`` and ``messages_delete_gotten``, in that
-    order; the queue's wake-up key from the same look. Locks (when it runs): the message
-    rows it changes and this thread's release row of the queue, as those do."""
-    ids = [transaction_id, transaction_id]
-    return AtOnce(
-        ctes=(  # each message of the unit of work read once: its queue, and whether it put there
-            (
-                f"baton_touched AS (SELECT queue_id, bool_or(put) AS put FROM"
-                f" (SELECT queue_id, true AS put FROM {MESSAGE} WHERE put_transaction_id = %s"
-                f" UNION ALL SELECT queue_id, false FROM {MESSAGE} WHERE get_transaction_id = %s) x"
-                f" GROUP BY queue_id)",
-                ids,
-            ),
-        ),
-        require=(
-            ("(SELECT COUNT(*) FROM baton_touched) <= 1", []),
-            (
-                f"NOT EXISTS (SELECT 1 FROM baton_touched b JOIN {QUEUE} q ON q.id = b.queue_id"
-                f" WHERE b.put AND q.read_order = 'commit')",
-                [],
-            ),
-        ),
-        keys=("ARRAY(SELECT 'queue:' || queue_id FROM baton_touched)", []),
-        writes=(
-            (
-                f"INSERT INTO {RELEASE} (queue_id, stripe, released)"
-                f" SELECT queue_id, %s::integer, COUNT(*) FROM {MESSAGE} WHERE get_transaction_id = %s"
-                f" GROUP BY queue_id ORDER BY queue_id"
-                f" ON CONFLICT (queue_id, stripe) DO UPDATE SET released = {RELEASE}.released + excluded.released",
-                [_stripe(), transaction_id],
-            ),
-            (f"DELETE FROM {MESSAGE} WHERE get_transaction_id = %s", [transaction_id]),
-        ),
-    )
-
-
 def gets_below_backout_threshold(*, transaction_id: str) -> tuple[str, list]:
     """A condition (SQL, parameters): no message this unit of work got is on a queue with a
     backout threshold, so its rollback moves none and backs none out too often. No lock."""
@@ -1192,45 +716,6 @@ def gets_below_backout_threshold(*, transaction_id: str) -> tuple[str, list]:
         f"NOT EXISTS (SELECT 1 FROM {MESSAGE} m JOIN {QUEUE} q ON q.id = m.queue_id"
         f" WHERE m.get_transaction_id = %s AND q.backout_threshold > 0)",
         [transaction_id],
-    )
-
-
-def messages_rollback_at_once(*, transaction_id: str, now) -> AtOnce:
-    """PostgreSQL: this unit of work's rollback of messages as SQL that needs no answer first
-    (``transactions.queries.rollback_at_once``), for the common case: none of the queues its
-    gets came from has a backout threshold (required; else the careful way, which moves
-    messages). The writes are those of ``_rollback_plain`` in the message store, in its
-    order: room given back on this thread's release rows (queue id order) for its puts, the
-    puts deleted, the gets returned (``messages_restore``: backout count + 1 but for a
-    peek-locked message completed under it) with the journal's backout event of each, in id
-    order; the wake-up keys of the queues its gets return to. Locks (when it runs): this
-    thread's release rows, then the message rows it changes. No queue row: nothing that
-    holds a queue row waits for a release row or for this unit of work's messages."""
-    ids = [transaction_id]
-    return AtOnce(
-        require=(gets_below_backout_threshold(transaction_id=transaction_id),),
-        keys=(f"ARRAY(SELECT DISTINCT 'queue:' || queue_id FROM {MESSAGE} WHERE get_transaction_id = %s)", ids),
-        writes=(
-            (
-                f"INSERT INTO {RELEASE} (queue_id, stripe, released)"
-                f" SELECT queue_id, %s::integer, COUNT(*) FROM {MESSAGE} WHERE put_transaction_id = %s"
-                f" GROUP BY queue_id ORDER BY queue_id"
-                f" ON CONFLICT (queue_id, stripe) DO UPDATE SET released = {RELEASE}.released + excluded.released",
-                [_stripe(), transaction_id],
-            ),
-            (f"DELETE FROM {MESSAGE} WHERE put_transaction_id = %s", ids),
-            (
-                f"WITH r AS (UPDATE {MESSAGE} SET get_transaction_id = NULL,"
-                f" backout_count = backout_count + CASE WHEN lock_token IS NULL THEN 1 ELSE 0 END"
-                f" WHERE get_transaction_id = %s RETURNING id, queue_id, msg_id, backout_count, lock_token)"
-                f" INSERT INTO {JOURNAL} (at, kind, broker, queue, transaction_id, msg_id, detail, count)"
-                f" SELECT %s::timestamptz, 'backout', b.name, q.name, %s, r.msg_id,"
-                f" jsonb_build_object('backout_count', r.backout_count), 1"
-                f" FROM r JOIN {QUEUE} q ON q.id = r.queue_id JOIN {BROKER} b ON b.id = q.broker_id"
-                f" WHERE r.lock_token IS NULL ORDER BY r.id",
-                [transaction_id, dt_param(now), transaction_id],
-            ),
-        ),
     )
 
 

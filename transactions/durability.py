@@ -29,7 +29,7 @@ for it; they run after the commit (and a durable step's sync). Inside a caller's
 block ``atomic()`` is used, so that a nested step leaves the level to the outermost
 transaction (durable unless it said otherwise). Whether queries are logged
 (``CaptureQueriesContext``, DEBUG) changes nothing here: the step's ``BEGIN``, statements
-and ``COMMIT`` are recorded as they are sent (``queries.statements_logged``).
+and ``COMMIT`` are recorded as they are sent (``transactions.seam.statements_logged``).
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from typing import Iterator
 from django.conf import settings
 from django.db import transaction as db
 
-from . import queries
+from .seam import default_db, deferred, hot_setting, raised_as_django, seam, statements_logged
 from .sqlite_writer import connection_writer
 from .wal_sync import wal_synced
 
@@ -61,7 +61,7 @@ PLANNED_AS_BEFORE = ("SET LOCAL enable_seqscan TO DEFAULT", "SET LOCAL enable_bi
 def engine_step(*, durable: bool) -> AbstractContextManager[None]:
     """One database transaction of the engine (``with engine_step(...)``); ``durable`` says
     whether its commit must be on disk before the caller answers."""
-    conn = queries.default_db()
+    conn = default_db()
     if not engine_step_outermost():
         return _atomic_step(conn, durable=durable)
     if conn.vendor == "sqlite":
@@ -72,7 +72,7 @@ def engine_step(*, durable: bool) -> AbstractContextManager[None]:
 def engine_step_outermost() -> bool:
     """Whether an engine step begun now drives its own database transaction (not nested
     in a caller's): only then does a refused guard undo no one else's work."""
-    conn = queries.default_db()
+    conn = default_db()
     if conn.connection is None:
         conn.ensure_connection()  # its autocommit is the database's once connected
     return not (conn.in_atomic_block or not conn.autocommit)
@@ -102,22 +102,22 @@ def _atomic_step(conn, *, durable: bool) -> Iterator[None]:
     # (a failed step's savepoint undoes them itself)
     planned = conn.vendor == "postgresql"
     with db.atomic():
-        queries.deferred_begin()
+        seam().step_begun()
         if outermost and not durable and conn.vendor == "postgresql":
-            queries.deferred("SET LOCAL synchronous_commit TO OFF")  # sent with the first statement
+            deferred("SET LOCAL synchronous_commit TO OFF")  # sent with the first statement
         for sql in PLANNED_FOR_INDEXES if planned else ():
-            queries.deferred(sql)
+            deferred(sql)
         conn.execute_wrappers.append(_deferred_first)
         try:
             yield
         except BaseException:
-            queries.deferred_end(keep=False)
+            seam().step_ended(keep=False)
             raise
         finally:
             conn.execute_wrappers.remove(_deferred_first)
         for sql in PLANNED_AS_BEFORE if planned else ():
-            queries.deferred(sql)
-        queries.deferred_end(keep=True)
+            deferred(sql)
+        seam().step_ended(keep=True)
 
 
 def _opened(conn) -> None:
@@ -141,7 +141,7 @@ def _rolled_back(conn, raw_rollback) -> None:
     try:
         with conn.wrap_database_errors:
             raw_rollback()
-        queries.statements_logged(conn, [("ROLLBACK", None)], started)
+        statements_logged(conn, [("ROLLBACK", None)], started)
     except Exception:
         _closed(conn)
         conn.close()
@@ -155,7 +155,7 @@ def _sqlite_step(conn, *, durable: bool) -> Iterator[None]:
     if conn.connection is None:
         conn.ensure_connection()
     raw = conn.connection
-    relaxed = not queries.hot_setting("BATON_SKIP_COMMIT_SYNC")
+    relaxed = not hot_setting("BATON_SKIP_COMMIT_SYNC")
     if relaxed and not conn.baton_relaxed:  # left so after the step: FULL comes back before anything else runs
         raw.execute("PRAGMA synchronous=NORMAL")
         conn.baton_relaxed = True
@@ -169,8 +169,8 @@ def _sqlite_step(conn, *, durable: bool) -> Iterator[None]:
             try:
                 raw.execute("BEGIN IMMEDIATE")
             except Exception:
-                queries.raised_as_django(conn)
-            queries.statements_logged(conn, [("BEGIN IMMEDIATE", None)], started)
+                raised_as_django(conn)
+            statements_logged(conn, [("BEGIN IMMEDIATE", None)], started)
             _opened(conn)
             try:
                 yield
@@ -181,8 +181,8 @@ def _sqlite_step(conn, *, durable: bool) -> Iterator[None]:
                 try:
                     raw.commit()
                 except Exception:
-                    queries.raised_as_django(conn)
-                queries.statements_logged(conn, [("COMMIT", None)], started)
+                    raised_as_django(conn)
+                statements_logged(conn, [("COMMIT", None)], started)
             except BaseException:
                 _rolled_back(conn, raw.rollback)
                 raise
@@ -202,12 +202,12 @@ def _postgres_step(conn, *, durable: bool) -> Iterator[None]:
     if conn.connection is None:
         conn.ensure_connection()
     raw = conn.connection
-    queries.deferred_begin()
-    queries.deferred("BEGIN")  # sent with the first statement
+    seam().step_begun()
+    deferred("BEGIN")  # sent with the first statement
     if not durable:
-        queries.deferred("SET LOCAL synchronous_commit TO OFF")
+        deferred("SET LOCAL synchronous_commit TO OFF")
     for sql in PLANNED_FOR_INDEXES:
-        queries.deferred(sql)
+        deferred(sql)
     _opened(conn)
     conn.execute_wrappers.append(_deferred_first)  # ORM statements in the step send BEGIN first
 
@@ -218,13 +218,13 @@ def _postgres_step(conn, *, durable: bool) -> Iterator[None]:
     try:
         yield
         if conn.needs_rollback:
-            queries.deferred_end(keep=False)
+            seam().step_ended(keep=False)
             _rolled_back(conn, rollback)
             return
-        queries.deferred("COMMIT")  # with the step's last writes, in one round trip
-        queries.deferred_end(keep=True)
+        deferred("COMMIT")  # with the step's last writes, in one round trip
+        seam().step_ended(keep=True)
     except BaseException:
-        queries.deferred_end(keep=False)
+        seam().step_ended(keep=False)
         _rolled_back(conn, rollback)
         raise
     finally:
@@ -236,7 +236,8 @@ def _postgres_step(conn, *, durable: bool) -> Iterator[None]:
 def _deferred_first(execute, sql, params, many, context):
     """Before a statement through Django's cursor inside a PostgreSQL step: send what the
     step has deferred (its ``BEGIN`` first), so that the statement runs inside it; what
-    the step read ahead is no longer trusted (``queries.prefetched``)."""
-    queries.default_db()._baton_prefetched = None
-    queries.deferred_flush()
+    the step read ahead is no longer trusted (``Seam.taken_ahead``)."""
+    engine = seam()
+    engine.ahead = None
+    engine.flush()
     return execute(sql, params, many, context)

@@ -24,6 +24,7 @@ from django.db import DatabaseError
 from django.utils import timezone
 
 from . import queries
+from .dialects import postgresql as pg
 from .durability import engine_step, engine_step_outermost
 from .exceptions import TransactionBackedOut, TransactionNotActive, TransactionNotFound
 from .journal import journal_event, journal_record, journal_step_event
@@ -274,7 +275,7 @@ def _under_graph_lock(transaction_id: str, work, *, durable: bool, read: tuple[s
     and the lock). See transactions/locks.py. ``row``: the unit of work's row when the look
     read and locked it in the same round trip (None if there is none), else ``NOT_READ``.
     ``read``: a statement sent in that round trip too, for ``work`` to find already read
-    (``queries.prefetched``)."""
+    (``transactions.seam.Seam.taken_ahead``)."""
     if not link_graph_locking():
         with engine_step(durable=durable):
             return work(NOT_READ)
@@ -285,7 +286,7 @@ def _under_graph_lock(transaction_id: str, work, *, durable: bool, read: tuple[s
                 if exclusive:
                     link_graph_lock(exclusive=True)
                     return work(NOT_READ)
-                linked, row = queries.graph_lock_shared_and_links(transaction_id=transaction_id, read=read)
+                linked, row = pg.graph_lock_shared_and_links(transaction_id=transaction_id, read=read)
                 if linked:
                     raise _NeedsExclusive
                 return work(row)
@@ -441,7 +442,7 @@ def _commit_apply(members: list[Transaction], *, requested_by: str, now) -> None
 def _commit_at_once(transaction_id: str) -> CommitOutcome | None:
     """PostgreSQL: the commit of a unit of work without marks or links, whose resource
     managers can say what it does without reading first, in one round trip, its ``COMMIT``
-    included (``queries.commit_at_once``: a guard among the statements checks what the
+    included (``pg.commit_at_once``: a guard among the statements checks what the
     careful way would have read). None when it cannot be tried here or the guard said no:
     the step was undone and the caller commits the careful way, which settles or says why
     (held, committed already, rolled back, overdue, not found, several queues)."""
@@ -452,7 +453,7 @@ def _commit_at_once(transaction_id: str) -> CommitOutcome | None:
         return None
     now = timezone.now()
     txn = _at_once(
-        lambda notify, rows: queries.commit_at_once(
+        lambda notify, rows: pg.commit_at_once(
             transaction_id=transaction_id, now=now, parts=parts, notify=notify, rows=rows
         ),
         durable=True,
@@ -474,10 +475,10 @@ def _at_once(send, *, durable: bool) -> Transaction | None:
         with engine_step(durable=durable):
             send(channel, rows)
     except DatabaseError as exc:
-        if queries.guard_refused(exc):
+        if pg.guard_refused(exc):
             return None
         raise
-    keys, txn = queries.at_once_answer(rows)
+    keys, txn = pg.at_once_answer(rows)
     wakeup_notify_committed(keys, published=channel is not None)
     return txn
 
@@ -554,7 +555,7 @@ def transaction_rollback(*, transaction_id: str, reason: str = "client", require
 def _rollback_at_once(transaction_id: str, reason: str) -> RollbackOutcome | None:
     """PostgreSQL: the rollback of an active unit of work without marks or links (so no
     cascade), whose resource managers can say what it does without reading first, in one
-    round trip, its ``COMMIT`` included (``queries.rollback_at_once``), not synced as the
+    round trip, its ``COMMIT`` included (``pg.rollback_at_once``), not synced as the
     careful way is not. None when it cannot be tried here or the guard said no: the step was
     undone and the caller rolls back the careful way, which settles or says why (rolled back
     already, committed, linked, marked, not found)."""
@@ -565,7 +566,7 @@ def _rollback_at_once(transaction_id: str, reason: str) -> RollbackOutcome | Non
     if any(part is None for part in parts):
         return None
     txn = _at_once(
-        lambda notify, rows: queries.rollback_at_once(
+        lambda notify, rows: pg.rollback_at_once(
             transaction_id=transaction_id, reason=reason, now=now, parts=parts, notify=notify, rows=rows
         ),
         durable=False,

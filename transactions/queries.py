@@ -4,10 +4,9 @@ locks each one takes. ``brokers.queries`` holds the message and queue side.
 
 Django's models define these tables; the statements are written by hand because the ORM
 costs more in Python per statement than the database spends running it
-(docs/performance.md). They run on Django's connection, so they join the caller's atomic
-block, and while Django logs queries (``CaptureQueriesContext``, DEBUG) each statement is
-recorded in its log as it is sent (``statements_logged``): recording only, the path is the
-same whether queries are logged or not.
+(docs/performance.md). They run through the engine's transaction seam
+(``transactions.seam``) on Django's connection, so they join the caller's atomic block; the
+path is the same whether queries are logged or not.
 
 Row locks (``FOR UPDATE``) are taken on PostgreSQL only; on SQLite every writer holds the
 database's write lock from ``BEGIN IMMEDIATE``. Lock order: link-graph lock → transaction
@@ -17,23 +16,26 @@ rows → queue rows → message rows (docs/concurrency.md).
 from __future__ import annotations
 
 import json
-import logging
-import threading
-import time
 from datetime import datetime, timezone as dt_timezone
 from typing import Sequence
 
 import orjson
-from django.conf import settings
 from django.core.serializers.json import DjangoJSONEncoder
-from django.core.signals import setting_changed
-from django.db import DEFAULT_DB_ALIAS, connections
-from django.db.backends.sqlite3.base import FORMAT_QMARK_REGEX
+from django.db import DEFAULT_DB_ALIAS
 from django.db.models.base import ModelState
-from django.dispatch import receiver
 
+from .dialects import dialect
 from .models import OPEN_STATES, JournalEvent, Link, Transaction
-from .prepared import prepared_sql
+from .seam import (  # noqa: F401  (the seam's functions, as the statement modules and stores call them)
+    cursor,
+    default_db,
+    deferred,
+    deferred_flush,
+    hot_setting,
+    raised_as_django,
+    seam,
+    statements_logged,
+)
 
 #: The key of the link-graph lock (PostgreSQL's advisory lock; transactions/locks.py).
 LINK_GRAPH_LOCK_KEY = 0x62_61_74_6F_6E  # "baton"
@@ -139,294 +141,19 @@ def json_text(value) -> str:
         return _encoder.encode(value)
 
 
-# --- plumbing shared with brokers.queries -------------------------------------------------------
-
-#: Settings the hot path reads, read once: each read through Django's ``settings`` object
-#: costs a few calls. Forgotten whenever settings change through ``override_settings`` (and
-#: pytest-django's ``settings``), which send ``setting_changed``; a setting assigned
-#: directly (``settings.X = ...``) is not seen.
-_hot_settings: dict[str, object] = {}
-
-
-def hot_setting(name: str):
-    """The value of setting ``name``, as ``getattr(settings, name)``, read once."""
-    try:
-        return _hot_settings[name]
-    except KeyError:
-        value = _hot_settings[name] = getattr(settings, name)
-        return value
-
-
-@receiver(setting_changed)
-def _hot_settings_forgotten(**kwargs) -> None:
-    _hot_settings.clear()
-
-
-def queries_logged(db) -> bool:
-    """Django's ``db.queries_logged`` (``CaptureQueriesContext``, DEBUG), read cheaply. It
-    decides only whether statements are recorded, never which statements run."""
-    return db.force_debug_cursor or hot_setting("DEBUG")
-
-
-_logger = logging.getLogger("django.db.backends")
-
-
-def statements_logged(db, statements, started: float) -> None:
-    """Record ``statements`` (``(sql, params)`` pairs sent in one round trip since
-    ``started``, a ``time.monotonic()``) in Django's query log as its debug cursor records
-    one, one entry per statement, each with the round trip's time: what tests that count
-    statements count is what production sends (a text's ``PREPARE``, made once per
-    connection, is not counted: transactions/prepared.py). Only while queries are logged."""
-    if not queries_logged(db):
-        return
-    duration = time.monotonic() - started
-    for sql, params in statements:
-        db.queries_log.append({"sql": sql, "time": "%.3f" % duration})
-        _logger.debug(
-            "(%.3f) %s; args=%s; alias=%s",
-            duration,
-            sql,
-            params,
-            db.alias,
-            extra={"duration": duration, "sql": sql, "params": params, "alias": db.alias},
-        )
-
-
-_thread = threading.local()
-
-
-def default_db():
-    """This thread's connection to the default database: Django's ``connections["default"]``,
-    looked up once per thread (through ``asgiref``'s ``Local`` it costs a dozen calls, and the
-    hot path asked for it some thirty times per unit of work). Django keeps one connection
-    object per thread for the thread's life, reconnecting it in place."""
-    try:
-        return _thread.db
-    except AttributeError:
-        db = _thread.db = connections[DEFAULT_DB_ALIAS]
-        return db
-
-
-_qmark: dict[str, str] = {}
-
-
-def raised_as_django(db) -> None:
-    """Raise the exception being handled as Django's ``wrap_database_errors`` would (a
-    driver's error as Django's, the connection told an error occurred): only on the way out
-    of a failed statement, so that a statement that succeeds does not pay for the wrapper."""
-    with db.wrap_database_errors:
-        raise
-
-
-class _EngineCursor:
-    """The database driver's own cursor, used by the hot path instead of Django's wrapper
-    (which re-parses every statement's placeholders and goes through several layers per
-    call). Errors are still Django's; statements still use ``%s`` placeholders. While
-    queries are logged (``CaptureQueriesContext``, DEBUG) each statement it sends is
-    recorded (``statements_logged``); it sends the same either way."""
-
-    __slots__ = ("db", "raw", "sqlite")
-
-    def __init__(self, db) -> None:
-        if db.connection is None:
-            db.ensure_connection()
-        self.db = db
-        self.raw = db.connection.cursor()
-        self.sqlite = db.vendor == "sqlite"
-
-    def _sql(self, sql: str) -> str:
-        if not self.sqlite:
-            return sql
-        converted = _qmark.get(sql)
-        if converted is None:
-            converted = FORMAT_QMARK_REGEX.sub("?", sql).replace("%%", "%")
-            if len(_qmark) < 4096:
-                _qmark[sql] = converted
-        return converted
-
-    def execute(self, sql: str, params=()):
-        if not queries_logged(self.db):
-            return self._execute(sql, params)
-        pending = [] if self.sqlite else list(self.db.__dict__.get("_baton_pending") or ())
-        started = time.monotonic()
-        try:
-            return self._execute(sql, params)
-        finally:
-            statements_logged(self.db, [entry[:2] for entry in pending] + [(sql, params)], started)
-
-    def _execute(self, sql: str, params):
-        pending = None if self.sqlite else self.db.__dict__.get("_baton_pending")
-        if pending:  # PostgreSQL: send the deferred statements in the same round trip
-            self.db._baton_pending = []
-            sql = "; ".join([entry[0] for entry in pending] + [sql])
-            params = [value for entry in pending for value in entry[1]] + list(params)
-        if self.sqlite:
-            if not self.db.connection.in_transaction and hasattr(self.db, "writer_held"):
-                return self._autocommit_execute(sql, params)
-            sql = self._sql(sql)
-        else:  # planned once per connection (transactions/prepared.py)
-            sql, params = prepared_sql(self.db.connection, sql, params)
-        try:
-            result = self.raw.execute(sql, params)
-            for entry in pending or ():
-                _rows_kept(self.raw, entry)
-                self.raw.nextset()  # the caller reads its own statement's result
-        except Exception:
-            raised_as_django(self.db)
-        return result
-
-    def _autocommit_execute(self, sql: str, params):
-        """SQLite, outside a transaction: a write holds the database's writer lock for the
-        statement, as every other write does (transactions/backends/sqlite3)."""
-        from .backends.sqlite3.base import _writes
-
-        if self.db.baton_relaxed:  # after an engine step: FULL again first (transactions/backends/sqlite3)
-            self.db.durable_restored()
-        with self.db.wrap_database_errors:
-            if not _writes(sql):
-                return self.raw.execute(self._sql(sql), params)
-            with self.db.writer_held():
-                return self.raw.execute(self._sql(sql), params)
-
-    def fetchone(self):
-        return self.raw.fetchone()
-
-    def nextset(self):
-        return self.raw.nextset()
-
-    def fetchall(self):
-        return self.raw.fetchall()
-
-    @property
-    def rowcount(self) -> int:
-        return self.raw.rowcount
-
-    @property
-    def lastrowid(self):
-        return self.raw.lastrowid
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.raw.close()
-
-
-def cursor():
-    """A cursor on the default database for one hot-path function (``with cursor() as c``)."""
-    db = default_db()
-    db._baton_prefetched = None  # any other statement first: what was read ahead may be stale
-    return _EngineCursor(db)
-
-
-def deferred(sql: str, params=(), *, rows: list | None = None) -> None:
-    """A write whose result nothing reads before the database transaction commits (the
-    journal, ``SET LOCAL``). On PostgreSQL, inside an engine step, it is sent together with
-    the step's next statement, or at the step's end (``transactions.durability``), saving a
-    network round trip; otherwise it runs now. No ``%`` but placeholders in ``sql``.
-
-    ``rows``: a list the statement's rows are added to when it has run (a step that sends
-    everything with its ``COMMIT`` and reads the answer after: ``commit_at_once``)."""
-    db = default_db()
-    db._baton_prefetched = None
-    pending = db.__dict__.get("_baton_pending")
-    if pending is not None and db.vendor == "postgresql":
-        pending.append((sql, list(params)) if rows is None else (sql, list(params), rows))
-        return
-    with cursor() as c:
-        c.execute(sql, params)
-        if rows is not None:
-            rows.extend(c.fetchall())
-
-
-def _rows_kept(raw, entry: tuple) -> None:
-    """The rows of a deferred statement that asked for them (``deferred``'s ``rows``), from
-    the driver cursor positioned on that statement's result."""
-    if len(entry) > 2:
-        entry[2].extend(raw.fetchall())
-
-
-def deferred_begin() -> None:
-    """An engine step begins: deferred writes are collected from here on (PostgreSQL)."""
-    db = default_db()
-    db._baton_prefetched = None
-    if db.__dict__.get("_baton_pending"):
-        deferred_flush()
-    db._baton_pending = []
-
-
-def deferred_flush() -> None:
-    """Send the deferred writes now (an engine step's end, or before a statement that
-    cannot carry them)."""
-    db = default_db()
-    pending = db.__dict__.get("_baton_pending")
-    if pending:
-        db._baton_pending = []
-        sql, params = prepared_sql(
-            db.connection, "; ".join(entry[0] for entry in pending), [v for entry in pending for v in entry[1]]
-        )
-        started = time.monotonic()
-        try:
-            with db.wrap_database_errors:
-                raw = db.connection.cursor()
-                try:
-                    raw.execute(sql, params)
-                    if any(len(entry) > 2 for entry in pending):
-                        for entry in pending:
-                            _rows_kept(raw, entry)
-                            raw.nextset()
-                finally:
-                    raw.close()
-        finally:
-            statements_logged(db, [entry[:2] for entry in pending], started)
-
-
-def deferred_end(*, keep: bool) -> None:
-    """An engine step ends: its deferred writes are sent (``keep``) or dropped with it."""
-    db = default_db()
-    db._baton_prefetched = None
-    if keep:
-        deferred_flush()
-    db._baton_pending = None
-
-
-def prefetched(sql: str, params: Sequence) -> list | None:
-    """The rows of a read sent ahead in an earlier round trip of this engine step
-    (``graph_lock_shared_and_links``'s ``reads``), if ``sql`` with ``params`` is exactly that
-    read and no other statement has run or been deferred on the connection since (which
-    could have changed its answer); else None, and the caller runs it. Used once."""
-    db = default_db()
-    ahead = db.__dict__.get("_baton_prefetched")
-    if ahead is None:
-        return None
-    db._baton_prefetched = None
-    key, rows = ahead
-    return rows if key == (sql, tuple(params)) else None
-
-
-_vendor: list[str] = []
-
-
 def postgres() -> bool:
-    if not _vendor:  # the default database's vendor never changes in a process
-        _vendor.append(default_db().vendor)
-    return _vendor[0] == "postgresql"
+    """Whether the default database is PostgreSQL (the dialect chosen once: ``dialect()``)."""
+    return dialect().NAME == "postgresql"
 
 
 def dt_param(value):
     """A datetime as the database takes it: naive UTC text on SQLite (as Django writes it),
     the aware value on PostgreSQL."""
-    if value is None or postgres():
-        return value
-    if value.tzinfo is dt_timezone.utc:  # timezone.now()'s: its text less "+00:00" (replace() cost 2 µs)
-        return value.isoformat(" ")[:-6]
-    if value.tzinfo is not None:
-        value = value.astimezone(dt_timezone.utc).replace(tzinfo=None)
-    return value.isoformat(" ")
+    return dialect().dt_param(value)
 
 
 def json_param() -> str:
-    return "%s::jsonb" if postgres() else "%s"
+    return dialect().JSON_PARAM
 
 
 def aware(value):
@@ -514,12 +241,15 @@ def transaction_insert(
     )
 
 
+#: A unit of work's row by id. No lock.
+_TRANSACTION_ROW = f"SELECT {_TXN_COLUMN_LIST} FROM {TRANSACTION} WHERE id = %s"
+
+
 def transaction_row(*, transaction_id: str, lock: bool) -> Transaction | None:
     """A unit of work's row; ``lock``: ``FOR UPDATE`` (PostgreSQL) until the database
     transaction ends."""
-    suffix = " FOR UPDATE" if lock and postgres() else ""
     with cursor() as c:
-        c.execute(f"SELECT {_TXN_COLUMN_LIST} FROM {TRANSACTION} WHERE id = %s{suffix}", [transaction_id])
+        c.execute(dialect().TRANSACTION_ROW_LOCKED if lock else _TRANSACTION_ROW, [transaction_id])
         row = c.fetchone()
     return None if row is None else transaction_from_row(row)
 
@@ -548,147 +278,7 @@ def transaction_marks_set(*, transaction_id: str, marks: list[str]) -> None:
         c.execute(f"UPDATE {TRANSACTION} SET marks = {param} WHERE id = %s", [json.dumps(marks), transaction_id])
 
 
-#: The SQLSTATE of ``baton_require`` (transactions migration 0007, brokers migration 0010):
-#: a guard sent among a step's statements said no.
-GUARD_SQLSTATE = "BT001"
-
-
-def guard_refused(exc: BaseException) -> bool:
-    """Whether a database error is ``baton_require``'s: the step was undone by its guard."""
-    return getattr(exc.__cause__, "sqlstate", None) == GUARD_SQLSTATE
-
-
-def commit_at_once(*, transaction_id: str, now, parts: Sequence, notify: str | None, rows: list) -> None:
-    """PostgreSQL: a whole commit, deferred, so that it travels with its ``COMMIT`` in one
-    round trip, for a unit of work that needs nothing read first. In order:
-
-    1. the link-graph lock, shared (as every commit takes it: transactions/locks.py);
-    2. the guard (``_at_once_guard``), which also wants the unit of work not past its
-       deadline (the careful way rolls an overdue one back);
-    3. the managers' writes;
-    4. the row's final state and the journal's commit event (its broker from the row).
-
-    A refused guard raises ``GUARD_SQLSTATE`` and nothing after it runs (``guard_refused``).
-    Locks: the graph lock, the unit of work's row, then what the managers' writes lock."""
-    _at_once_guard(
-        transaction_id=transaction_id,
-        parts=parts,
-        notify=notify,
-        rows=rows,
-        condition=("(deadline_at IS NULL OR deadline_at > %s)", [dt_param(now)]),
-    )
-    for part in parts:
-        for sql, params in part.writes:
-            deferred(sql, params)
-    transactions_resolve(transaction_ids=[transaction_id], state="committed", resolved_at=now)
-    deferred(
-        f"INSERT INTO {JOURNAL} ({', '.join(_JOURNAL_COLUMNS)}) SELECT %s::timestamptz, 'commit', broker, '', id, '',"
-        f" '{{}}'::jsonb, 1 FROM {TRANSACTION} WHERE id = %s",
-        [dt_param(now), transaction_id],
-    )
-
-
-def rollback_at_once(*, transaction_id: str, reason: str, now, parts: Sequence, notify: str | None, rows: list) -> None:
-    """PostgreSQL: a whole rollback, deferred, so that it travels with its ``COMMIT`` in one
-    round trip, for a unit of work that needs nothing read first (no marks, no links: no
-    cascade). As ``commit_at_once``: the graph lock shared, the guard (``_at_once_guard``;
-    an overdue unit of work is rolled back all the same), the managers' writes, then the
-    row's final state with ``reason`` and the journal's rollback event. Locks: the graph
-    lock, the unit of work's row, then what the managers' writes lock."""
-    _at_once_guard(transaction_id=transaction_id, parts=parts, notify=notify, rows=rows)
-    for part in parts:
-        for sql, params in part.writes:
-            deferred(sql, params)
-    transactions_resolve(transaction_ids=[transaction_id], state="rolled_back", resolved_at=now, reason=reason)
-    deferred(
-        f"INSERT INTO {JOURNAL} ({', '.join(_JOURNAL_COLUMNS)}) SELECT %s::timestamptz, 'rollback', broker, '', id,"
-        f" '', jsonb_build_object('reason', %s::text), 1 FROM {TRANSACTION} WHERE id = %s",
-        [dt_param(now), reason, transaction_id],
-    )
-
-
-def _at_once_guard(
-    *, transaction_id: str, parts: Sequence, notify: str | None, rows: list, condition: tuple[str, list] = ("true", [])
-) -> None:
-    """The link-graph lock, shared, then the guard of a commit or rollback sent whole: the
-    unit of work's row ``FOR UPDATE`` if it is active, has no marks and meets ``condition``,
-    then the managers' common table expressions; ``baton_require`` that the row was found,
-    has no link either way and that every resource manager's conditions (``parts``:
-    ``AtOnce``) hold; its answer (added to ``rows``): the wake-up keys (the managers', and
-    ``txn:<id>``), then the row's columns. With ``notify`` (the wake-up channel) it also
-    ``NOTIFY``s the keys, delivered at commit."""
-    ctes = "".join(f" {sql}," for part in parts for sql, _ in part.ctes)
-    ctes_params = [v for part in parts for _, params in part.ctes for v in params]
-    require = " AND ".join(f"({sql})" for part in parts for sql, _ in part.require) or "true"
-    require_params = [v for part in parts for _, params in part.require for v in params]
-    keys = [part.keys for part in parts if part.keys is not None]
-    keys_sql = " || ".join([f"({sql})" for sql, _ in keys] + ["ARRAY['txn:' || %s::text]"])
-    keys_params = [v for _, params in keys for v in params] + [transaction_id]
-    notified = ""
-    notify_params: list = []
-    if notify:
-        payload = "array_to_string(k.keys, ' ')"
-        notified = f", pg_notify(%s, CASE WHEN length({payload}) <= 7000 THEN {payload} ELSE '*' END)"
-        notify_params = [notify]
-    deferred("SELECT pg_advisory_xact_lock_shared(%s)", [LINK_GRAPH_LOCK_KEY])
-    deferred(
-        f"WITH t AS (SELECT {_TXN_COLUMN_LIST} FROM {TRANSACTION} WHERE id = %s AND state = 'active'"
-        f" AND marks = '[]'::jsonb AND {condition[0]} FOR UPDATE),{ctes}"
-        f" k AS (SELECT {keys_sql} AS keys)"
-        f" SELECT baton_require(EXISTS (SELECT 1 FROM t)"
-        f" AND NOT EXISTS (SELECT 1 FROM {LINK} WHERE upstream_id = %s OR downstream_id = %s)"
-        f" AND {require}, 'the careful way'), k.keys{notified}, t.* FROM k LEFT JOIN t ON true",
-        [
-            transaction_id,
-            *condition[1],
-            *ctes_params,
-            *keys_params,
-            transaction_id,
-            transaction_id,
-            *require_params,
-            *notify_params,
-        ],
-        rows=rows,
-    )
-
-
-def at_once_answer(rows: list) -> tuple[list[str], Transaction]:
-    """``commit_at_once``'s and ``rollback_at_once``'s answer: the wake-up keys and the unit of work's row as read
-    (before its final state)."""
-    row = rows[0]
-    first = 3 if len(row) > 2 + len(TRANSACTION_COLUMNS) else 2
-    return list(row[1]), transaction_from_row(row[first:])
-
-
 # --- links ----------------------------------------------------------------------------------
-
-
-def graph_lock_shared_and_links(
-    *, transaction_id: str, read: tuple[str, Sequence] | None = None
-) -> tuple[bool, Transaction | None]:
-    """PostgreSQL: take the link-graph lock shared (until the database transaction ends,
-    see transactions/locks.py), say whether the unit of work has a link either way, and
-    read its row ``FOR UPDATE`` (None if there is none), in one round trip. Lock order: the
-    graph lock, then the row (the statements run in that order).
-
-    ``read``: a statement that takes no lock, ``(sql, params)``, sent after them in the same
-    round trip; its rows are kept for ``prefetched`` (the commit's look at what its unit of
-    work did to messages: the row lock just taken keeps those rows still)."""
-    sql = (
-        f"SELECT pg_advisory_xact_lock_shared(%s), EXISTS (SELECT 1 FROM {LINK}"
-        f" WHERE upstream_id = %s OR downstream_id = %s);"
-        f" SELECT {_TXN_COLUMN_LIST} FROM {TRANSACTION} WHERE id = %s FOR UPDATE"
-    )
-    params = [LINK_GRAPH_LOCK_KEY, transaction_id, transaction_id, transaction_id]
-    with cursor() as c:
-        c.execute(sql if read is None else f"{sql}; {read[0]}", params if read is None else params + list(read[1]))
-        linked = c.fetchone()[1]
-        c.nextset()
-        row = c.fetchone()
-        if read is not None:
-            c.nextset()
-            default_db()._baton_prefetched = ((read[0], tuple(read[1])), c.fetchall())
-    return linked, None if row is None else transaction_from_row(row)
 
 
 def open_upstreams(*, transaction_id: str) -> list[str]:
@@ -731,20 +321,7 @@ def transactions_mark(*, transaction_ids: Sequence[str], mark: str) -> None:
     ids = sorted(set(transaction_ids))
     if not ids:
         return
-    if postgres():
-        deferred(
-            f"UPDATE {TRANSACTION} SET marks = marks || jsonb_build_array(%s::text) WHERE id IN"
-            f" (SELECT id FROM {TRANSACTION} WHERE id = ANY(%s::text[])"
-            " AND NOT marks @> jsonb_build_array(%s::text) ORDER BY id FOR UPDATE)",
-            [mark, ids, mark],
-        )
-        return
-    deferred(
-        f"UPDATE {TRANSACTION} SET marks = json_insert(marks, '$[#]', %s)"
-        f" WHERE id IN ({', '.join(['%s'] * len(ids))})"
-        " AND NOT EXISTS (SELECT 1 FROM json_each(marks) WHERE value = %s)",
-        [mark, *ids, mark],
-    )
+    dialect().transactions_mark(transaction_ids=ids, mark=mark)
 
 
 def links_insert(*, downstream_id: str, upstream_refs: Sequence[tuple[str, str]], created_at) -> None:
@@ -773,77 +350,7 @@ def journal_insert(*, events: list) -> None:
     round trip on PostgreSQL, where ``executemany`` costs one per row). New rows."""
     if not events:
         return
-    if postgres():
-        _journal_insert_arrays(events)
-        return
-    last_at, last_value = None, None
-    for start in range(0, len(events), _JOURNAL_CHUNK):
-        chunk = events[start : start + _JOURNAL_CHUNK]
-        params: list = []
-        for e in chunk:
-            if e.at is not last_at:  # events of one operation share their time
-                last_at, last_value = e.at, dt_param(e.at)
-            params += (
-                last_value,
-                e.kind,
-                e.broker,
-                e.queue,
-                e.transaction_id,
-                e.msg_id,
-                json_text(e.detail) if e.detail else "{}",
-                e.count,
-            )
-        deferred(_journal_values_sql(len(chunk)), params)
-
-
-_journal_values: dict[int, str] = {}
-
-
-def _journal_values_sql(rows: int) -> str:
-    """SQLite: the journal's INSERT of ``rows`` rows, made once per size."""
-    sql = _journal_values.get(rows)
-    if sql is None:
-        values = ", ".join(["(%s, %s, %s, %s, %s, %s, %s, %s)"] * rows)
-        sql = f"INSERT INTO {JOURNAL} ({', '.join(_JOURNAL_COLUMNS)}) VALUES {values}"
-        if len(_journal_values) < 1024:
-            _journal_values[rows] = sql
-    return sql
-
-
-#: Rows per journal INSERT (8 parameters each: well inside SQLite's 32,766 and PostgreSQL's 65,535).
-_JOURNAL_CHUNK = 1000
-
-_JOURNAL_ARRAYS = (
-    f"INSERT INTO {JOURNAL} ({', '.join(_JOURNAL_COLUMNS)}) SELECT * FROM unnest("
-    "%s::timestamptz[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[], %s::jsonb[], %s::int[])"
-)
-
-
-def _journal_insert_arrays(events: list) -> None:
-    """PostgreSQL: the events as one array per column, so that the statement is the same
-    short text whatever their number (the driver parses a statement's placeholders on the
-    client, and caches that only for short statements with few parameters: a VALUES list
-    of 100 rows cost it about 8 ms a call)."""
-    columns: list[list] = [[], [], [], [], [], [], [], []]
-    last_at, last_value = None, None
-    for e in events:
-        if e.at is not last_at:
-            last_at, last_value = e.at, dt_param(e.at)
-        for column, value in zip(
-            columns,
-            (
-                last_value,
-                e.kind,
-                e.broker,
-                e.queue,
-                e.transaction_id,
-                e.msg_id,
-                json_text(e.detail) if e.detail else "{}",
-                e.count,
-            ),
-        ):
-            column.append(value)
-    deferred(_JOURNAL_ARRAYS, [pg_array(column) for column in columns])
+    dialect().journal_insert(events=events)
 
 
 # --- wake-ups (PostgreSQL) -----------------------------------------------------------------------

@@ -39,7 +39,7 @@ class ResourceManager(Protocol):
         """A read its ``resources_commit`` of this unit of work alone will make first, as
         ``(sql, params)``, or None. On PostgreSQL the commit sends it in the round trip that
         locks the unit of work's row and hands its rows back when the manager runs the same
-        statement before any other (``transactions.queries.prefetched``). It must take no
+        statement before any other (``transactions.seam.Seam.taken_ahead``). It must take no
         lock and read only what that row lock keeps still."""
 
     def resources_commit_at_once(self, *, transaction_id: str) -> AtOnce | None:

@@ -20,6 +20,7 @@ from transactions.resources import AtOnce
 from transactions.wakeups import wakeup_notify_on_commit
 
 from .. import queries
+from ..dialects import postgresql as pg
 from ..models import ClientSession, Connection, Message, Queue, QueueKind, put_open_flag
 from .reactions import reactions_commit, reactions_rollback
 from .reports import COA, COD, EXCEPTION, report_send, reports_send
@@ -176,13 +177,14 @@ class MessageStore:
         return queries.transaction_messages_read(transaction_ids=[transaction_id])
 
     def resources_commit_at_once(self, *, transaction_id: str) -> AtOnce:
-        """Its messages' commit without a read first, on one queue (``queries.messages_commit_at_once``)."""
-        return queries.messages_commit_at_once(transaction_id=transaction_id)
+        """Its messages' commit without a read first, on one queue
+        (``brokers.dialects.postgresql.messages_commit_at_once``)."""
+        return pg.messages_commit_at_once(transaction_id=transaction_id)
 
     def resources_rollback_at_once(self, *, transaction_id: str, now) -> AtOnce:
         """Its messages' rollback without a read first, when no backout threshold can move one
-        (``queries.messages_rollback_at_once``)."""
-        return queries.messages_rollback_at_once(transaction_id=transaction_id, now=now)
+        (``brokers.dialects.postgresql.messages_rollback_at_once``)."""
+        return pg.messages_rollback_at_once(transaction_id=transaction_id, now=now)
 
     def resources_rollback(self, *, transaction_id: str, reason: str, marks: set[str]) -> None:
         """Puts vanish; gets return with backout count + 1, and a message whose backout

@@ -9,6 +9,7 @@ from transactions.manager import transaction_begin
 from transactions.models import Transaction
 
 from .. import queries
+from ..dialects import postgresql as pg
 from ..definitions import broker_cached, definitions_checked, definitions_trusted
 from ..exceptions import BrokerNotFound
 
@@ -25,7 +26,7 @@ def unit_of_work_begin(*, broker: str, timeout_ms: int | None, user_id: int | No
     The broker's definition comes from the cache the last operation checked; the check that
     it is still current is made inside the database transaction that writes the unit of
     work, before it writes: on SQLite a read of the definitions version there, on
-    PostgreSQL a guard sent with the writes (``queries.definitions_guard``), so the begin is
+    PostgreSQL a guard sent with the writes (``brokers.dialects.postgresql.definitions_guard``), so the begin is
     one round trip. A changed definition undoes that transaction and the begin runs again
     the careful way (the version read first), which also says when the broker is gone."""
     # inside a caller's database transaction the begin writes in it (transaction_begin): a
@@ -47,7 +48,7 @@ def unit_of_work_begin(*, broker: str, timeout_ms: int | None, user_id: int | No
             except _DefinitionsChanged:
                 pass
             except DatabaseError as exc:
-                if not queries.guard_refused(exc):
+                if not pg.guard_refused(exc):
                     raise
     definitions_checked()
     owner = broker_cached(name=broker)
@@ -61,6 +62,6 @@ def unit_of_work_begin(*, broker: str, timeout_ms: int | None, user_id: int | No
 def _trust_checked(version: int) -> None:
     """Inside the step, before it writes: the definitions are still ``version``."""
     if queries.postgres():
-        queries.definitions_guard(version=version)  # travels with the writes
+        pg.definitions_guard(version=version)  # travels with the writes
     elif queries.definitions_version() != version:
         raise _DefinitionsChanged

@@ -22,7 +22,8 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from brokers.models import Queue
-from brokers.queries import _get_start_sql, _take_sql, get_guard_sql
+from brokers.dialects.postgresql import get_guard_sql, take_sql as _take_sql
+from brokers.queries import _get_start_sql
 from brokers.services.messages import message_put
 from tests.conftest import msgs
 from transactions.durability import PLANNED_FOR_INDEXES

@@ -34,6 +34,7 @@ from transactions.wakeup_bus import wakeup_bus
 from transactions.wakeups import wait_for, wakeup_notify_committed
 
 from ... import queries
+from ...dialects import postgresql as pg
 from ...definitions import definitions_checked, definitions_trusted
 from ... import permissions as may
 from ...exceptions import ConnectionNotFound, InvalidInput, OptionsConflict, QueueInUse, QueueNotFound
@@ -471,7 +472,7 @@ def _get_at_once(
     """An unordered destructive get, not pre-emptive and without a connection, on
     PostgreSQL, in a database transaction of its own: its queue from the definitions cache,
     and everything the get does sent with its ``COMMIT`` in one round trip, a guard first
-    that checks what the careful way would have read (``queries.get_at_once``). None when
+    that checks what the careful way would have read (``pg.get_at_once``). None when
     it cannot be tried or the guard said no: the step was undone, and the caller gets the
     careful way, which settles or says why."""
     try:
@@ -486,7 +487,7 @@ def _get_at_once(
     begun = None
     if not transaction_id and wanted:  # begun only if it takes anything
         timeout = owner.transaction_timeout_ms
-        begun = queries.Begun(
+        begun = pg.Begun(
             transaction_id=transaction_id_new(),
             deadline_at=now + timedelta(milliseconds=timeout) if timeout > 0 else None,
             user_id=_user_id(user),
@@ -497,7 +498,7 @@ def _get_at_once(
     rows: list = []
     try:
         with engine_step(durable=final):  # only a final get must be on disk when it answers
-            queries.get_at_once(
+            pg.get_at_once(
                 queue_id=source.pk,
                 queue_name=source.name,
                 broker=owner.name,
@@ -515,10 +516,10 @@ def _get_at_once(
                 match=match,
             )
     except DatabaseError as exc:
-        if queries.guard_refused(exc):
+        if pg.guard_refused(exc):
             return None
         raise
-    taken = queries.taken_at_once(rows, priority_first=priority_first, commit_ordered=commit_ordered)
+    taken = pg.taken_at_once(rows, priority_first=priority_first, commit_ordered=commit_ordered)
     if not taken:
         return GetResult([], source, transaction_id, "no_match" if any(match.values()) else "empty")
     if final:

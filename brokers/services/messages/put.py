@@ -21,6 +21,7 @@ from transactions.models import JournalKind, Transaction
 
 from ... import permissions as may
 from ... import queries
+from ...dialects import postgresql as pg
 from ...definitions import definitions_checked, definitions_trusted
 from ...exceptions import BatonError, MessageTooLarge, QueueFull
 from ...ids import ids_new
@@ -91,7 +92,7 @@ def message_put(
         except _DefinitionsChanged:
             pass  # once more, reading the definitions first
         except DatabaseError as exc:
-            if not queries.guard_refused(exc):
+            if not pg.guard_refused(exc):
                 raise  # else undone: once more, the careful way, which says why
     with transaction_timeouts_applied(), engine_step(durable=durable):
         return _put(**args, trusted=None)
@@ -172,7 +173,7 @@ def _put(
     conn = _connection(connection_id, owner)
     base = None
     # Every message under the unit of work, none asking for reports: the whole put and its
-    # COMMIT travel in one round trip, a guard among them (queries.put_guard). So does a put
+    # COMMIT travel in one round trip, a guard among them (pg.put_guard). So does a put
     # of messages none of which waits, outside any unit of work, on a put-ordered queue: its
     # messages need no commit sequence (a get reads such a queue in put order; a queue
     # holding messages keeps its read order).
@@ -186,7 +187,7 @@ def _put(
         else:  # begun: its INSERT travels with the rest
             txn = _unit_of_work(broker=owner, transaction_id=None, wanted=True, connection=None, user=user)
         guard = partial(
-            queries.put_guard,
+            pg.put_guard,
             transaction_id=transaction_id or None,
             broker=owner.name,
             user_id=None if user is None or getattr(user, "is_superuser", False) else user.pk,
@@ -195,21 +196,17 @@ def _put(
             count=len(messages),
             version=trusted,
         )
-        # A put whose every other statement is deferred too sends its guard last, just before
+        # Every other statement of the put is deferred too (a trusting put has no connection,
+        # duplicate keys or reactions: message_put), so it sends its guard last, just before
         # the COMMIT: the queue's row (and the unit of work's) stays locked from there to the
         # end of the commit only, not while its messages and the journal are written, so puts
         # of one queue wait less for each other (docs/performance.md, "PostgreSQL: the
-        # flow's floor with the engine's writes"). Anything that reads or locks first
-        # (duplicate keys, reactions, a connection's notes) keeps the guard first: its locks
-        # come after the guard's.
-        late_guard = conn is None and not any(m.dedup_key or m.refers_to is not None for m in messages)
-        if not late_guard:
-            guard()
+        # flow's floor with the engine's writes").
         base = None  # no commit sequence to hand out: every message waits for the unit of work, or needs none
     elif trusted is not None:
         if not transaction_id:  # a unit of work it begins: its INSERT travels with the reservation
             txn = _unit_of_work(broker=owner, transaction_id=None, wanted=any(under_uow), connection=None, user=user)
-        locked, version, base = queries.put_start(
+        locked, version, base = pg.put_start(
             transaction_id=transaction_id or None,
             queue_id=dest.pk,
             count=len(messages),
@@ -264,7 +261,7 @@ def _put(
         # the journal first: on PostgreSQL it travels with the INSERT (queries.deferred)
         journal_record(events=_put_events(queued, broker=owner.name, queue=dest.name, at=now))
         queries.messages_insert(messages=queued)
-        if guarded and late_guard:
+        if guarded:
             guard()
         # every getter for immediate puts; only pre-emptive ones for uncommitted puts
         queues_woken([dest.pk], uncommitted_puts=not immediate)

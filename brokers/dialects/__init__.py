@@ -1,0 +1,67 @@
+"""The database, chosen once: what the engine's message and queue statements
+(``brokers.queries``) do differently on SQLite and on PostgreSQL, one module each
+(``sqlite``, ``postgresql``), as ``transactions.dialects`` does for the transaction side.
+Each module holds its statements as named constants, with the locks each takes beside it,
+and the operations whose sequence of statements differs as functions of the same name;
+a ``{...}`` field in a constant is filled only with a true variable-length list (an IN
+list, VALUES rows). Shared functions in ``brokers.queries`` ask ``dialect()``, never which
+database they run on."""
+
+from __future__ import annotations
+
+from typing import Protocol, Sequence
+
+from transactions.seam import default_db
+
+
+class Dialect(Protocol):
+    #: A get's first statement under a named unit of work (``brokers.queries.get_start``),
+    #: that unit of work's row locked until the database transaction ends.
+    GET_START_NAMED: str
+    #: A put's first statement under a named unit of work: its row, locked, and the
+    #: definitions version.
+    ROW_AND_VERSION: str
+    #: Release rows per queue (``QueueRelease``): one per thread, taken in turn.
+    RELEASE_STRIPES: int
+    #: Housekeeping's fold: the queue's row, then its release rows in stripe order, locked.
+    QUEUE_ROW_LOCKED: str
+    RELEASES_LOCKED: str
+    #: What an unordered get's choice ends with (PostgreSQL: the chosen rows locked, others'
+    #: locked rows skipped).
+    CHOOSE_LOCKS: str
+    #: What the look-up of messages by their lock tokens ends with when it locks them.
+    BY_LOCK_TOKENS_LOCKS: str
+
+    def queue_reserve(self, *, queue_id: int, count: int, commit_count: int, max_depth_checked: bool) -> int | None:
+        """``brokers.queries.queue_reserve``."""
+
+    def queues_lock(self, *, ids: list[int], even_one: bool) -> None:
+        """``brokers.queries.queues_lock`` of these (sorted, distinct) queue ids."""
+
+    def messages_insert(self, *, rows: list[tuple], messages: Sequence) -> None:
+        """``brokers.queries.messages_insert`` of these ``message_put_values`` tuples."""
+
+    def messages_take(self, *, get_transaction_id: str | None, **choice) -> list:
+        """``brokers.queries.messages_take``."""
+
+    def messages_lock(self, *, locked_until, **choice) -> list:
+        """``brokers.queries.messages_lock``, its rows in no order."""
+
+    def messages_locks_lapse(self, *, queue_id: int, now) -> list[tuple[int, int]]:
+        """``brokers.queries.messages_locks_lapse``."""
+
+
+_chosen: list = []
+
+
+def dialect() -> Dialect:
+    """The default database's dialect module, chosen at the first call."""
+    try:
+        return _chosen[0]
+    except IndexError:
+        if default_db().vendor == "postgresql":
+            from . import postgresql as chosen
+        else:
+            from . import sqlite as chosen
+        _chosen.append(chosen)
+        return chosen

@@ -1,0 +1,52 @@
+"""The database, chosen once: what the engine's transaction, link and journal statements
+(``transactions.queries``) do differently on SQLite and on PostgreSQL, one module each
+(``sqlite``, ``postgresql``), in the style of ``transactions.resources``. Each module holds
+its statements as named constants, with the locks each takes written beside it, and the
+operations whose sequence of statements differs as functions of the same name. Shared
+functions never ask which database they run on: they ask ``dialect()``.
+
+``brokers.dialects`` is the same seam for the message and queue statements."""
+
+from __future__ import annotations
+
+from typing import Protocol, Sequence
+
+
+class Dialect(Protocol):
+    #: Django's vendor name: "sqlite" or "postgresql".
+    NAME: str
+    #: The placeholder of a JSON value (PostgreSQL casts the text to ``jsonb``).
+    JSON_PARAM: str
+    #: A unit of work's row by id, locked until the database transaction ends (PostgreSQL:
+    #: ``FOR UPDATE``; SQLite: the write lock ``BEGIN IMMEDIATE`` holds already).
+    TRANSACTION_ROW_LOCKED: str
+
+    def dt_param(self, value):
+        """A datetime as the database takes it as a parameter (None stays None)."""
+
+    def transactions_mark(self, *, transaction_ids: Sequence[str], mark: str) -> None:
+        """Add ``mark`` to the marks of the units of work (sorted ids, at least one) that lack
+        it, in one deferred statement."""
+
+    def journal_insert(self, *, events: list) -> None:
+        """Append journal events (at least one) in one deferred statement (a few for
+        thousands, on SQLite)."""
+
+
+_chosen: list = []
+
+
+def dialect() -> Dialect:
+    """The default database's dialect module, chosen at the first call (a process's default
+    database never changes vendor)."""
+    try:
+        return _chosen[0]
+    except IndexError:
+        from ..seam import default_db
+
+        if default_db().vendor == "postgresql":
+            from . import postgresql as chosen
+        else:
+            from . import sqlite as chosen
+        _chosen.append(chosen)
+        return chosen
