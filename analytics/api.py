@@ -13,7 +13,7 @@ from brokers.api.operations import Model, Operation
 from brokers.api.render import iso_z
 from brokers.api.schema import path_parameter
 from brokers.selectors import broker_get
-from config.errors import PermissionDenied
+from baton_client.errors import PermissionDenied
 
 from .models import AnalyticsRun, RunState, RunTrigger
 from .selectors import analytics_run_get, broker_analytics_get

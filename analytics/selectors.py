@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from config.errors import NotFound
+from baton_client.errors import NotFound
 
 from .models import AnalyticsRun, BrokerAnalytics
 

@@ -17,7 +17,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from config.celery import task_send
-from config.errors import Conflict
+from baton_client.errors import Conflict
 from spark_jobs.launch import job_run
 from transactions.journal_export import journal_export_increment
 from workflows.export import workflow_history_export

@@ -1,40 +1,9 @@
 """Errors of brokers, queues and messages: the shared hierarchy's (:mod:`baton_client.errors`)
 and the server's more specific not-founds."""
 
-from baton_client.errors import (
-    AlreadyExists,
-    BatonError,
-    Conflict,
-    GetInhibited,
-    InvalidInput,
-    MessageTooLarge,
-    NotEmpty,
-    NotFound,
-    OptionsConflict,
-    PutInhibited,
-    QueueFull,
-    QueueInUse,
-)
+from baton_client.errors import Conflict, NotFound
 
-__all__ = [
-    "AlreadyExists",
-    "BatonError",
-    "BrokerNotFound",
-    "Conflict",
-    "ConnectionNotFound",
-    "ClosedByOperator",
-    "StompConnectionNotFound",
-    "GetInhibited",
-    "InvalidInput",
-    "MessageTooLarge",
-    "NotEmpty",
-    "NotFound",
-    "OptionsConflict",
-    "PutInhibited",
-    "QueueFull",
-    "QueueInUse",
-    "QueueNotFound",
-]
+__all__ = ["BrokerNotFound", "ClosedByOperator", "ConnectionNotFound", "QueueNotFound", "StompConnectionNotFound"]
 
 
 class BrokerNotFound(NotFound):

@@ -59,7 +59,7 @@ from typing import TypeVar
 
 from django.db.models import Q
 
-from config.errors import PermissionDenied
+from baton_client.errors import PermissionDenied
 from transactions.exceptions import TransactionNotFound
 from transactions.models import Transaction
 

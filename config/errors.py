@@ -2,7 +2,7 @@
 
 The hierarchy itself lives in the client distribution (``clients/python``,
 :mod:`baton_client.errors`), so that the server and the client raise the same classes;
-it is re-exported here (``from config.errors import InvalidInput`` keeps working). Every
+every module imports them from there (one route to each class). Every
 error a client can see has a stable machine-readable ``code`` and an HTTP status; the
 class docstring is the default message. Domain modules subclass :class:`BatonError`
 (``transactions.exceptions``, ``brokers.exceptions``); views never build error bodies
@@ -19,18 +19,14 @@ from django.http import Http404, JsonResponse
 from rest_framework import exceptions as drf
 from rest_framework.response import Response
 
-from baton_client.errors import (  # noqa: F401 - re-exported: the server's names for the hierarchy
-    AlreadyExists,
+from baton_client.errors import (
     BatonError,
-    Conflict,
-    DefinitionsConflict,
     InvalidInput,
     MessageTooLarge,
     MethodNotAllowed,
     NotAcceptable,
     NotAuthenticated,
     NotFound,
-    OptionsConflict,
     PermissionDenied,
     ServerError,
     Throttled,

@@ -18,7 +18,7 @@ from typing import Iterator
 
 from django.conf import settings
 
-from config.errors import Conflict
+from baton_client.errors import Conflict
 
 _held = None
 

@@ -24,7 +24,7 @@ from typing import Any
 
 from brokers.models import Grant
 from brokers.permissions import ANY
-from config.errors import PermissionDenied
+from baton_client.errors import PermissionDenied
 
 ROLES: dict[str, tuple[str, ...]] = {
     "viewer": ("browse",),

@@ -9,7 +9,7 @@ import time
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
-from config.errors import BatonError
+from baton_client.errors import BatonError
 from workflows import permissions as wmay
 
 from . import selectors

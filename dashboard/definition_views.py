@@ -7,7 +7,7 @@ from __future__ import annotations
 from django.contrib import messages
 from django.shortcuts import redirect, render
 
-from config.errors import BatonError, NotFound, PermissionDenied
+from baton_client.errors import BatonError, NotFound, PermissionDenied
 
 from .editing import KINDS, altered, defined, errors_shown, shown
 from .views import page

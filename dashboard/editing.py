@@ -124,7 +124,7 @@ def errors_shown(form: forms.Form, error) -> None:
 
 
 def _allowed(check: Callable[..., None], *args, **kwargs) -> bool:
-    from config.errors import PermissionDenied
+    from baton_client.errors import PermissionDenied
 
     try:
         check(*args, **kwargs)

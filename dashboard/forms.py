@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 from brokers.services.invalid_input import invalid
 from brokers.services.message_input import MessageIn, MessageInput
-from config.errors import InvalidInput
+from baton_client.errors import InvalidInput
 
 
 def _not_json(name: str):

@@ -15,7 +15,7 @@ remote, alias                no      yes  no     no (they hold no messages: a pu
 from __future__ import annotations
 
 from brokers.models import Queue, QueueKind, QueueUsage
-from config.errors import InvalidInput
+from baton_client.errors import InvalidInput
 
 from .services.moves import move_source_kind
 

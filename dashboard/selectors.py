@@ -23,7 +23,7 @@ from workflows.exceptions import InstanceNotFound
 from workflows.models import InstanceHistory
 from workflows.selectors import instance_get, instance_view, workflow_list, workflow_view
 
-from config.errors import InvalidInput, NotFound
+from baton_client.errors import InvalidInput, NotFound
 
 from .access import Acting, Visibility
 from .models import DepthSample, MoveJob, ProcessBeat, QueueDepthSample

@@ -12,7 +12,7 @@ from django.views.decorators.http import require_POST
 from analytics.models import BrokerAnalytics
 from analytics.selectors import analytics_runs_latest
 from analytics.services import analytics_run_start
-from config.errors import BatonError
+from baton_client.errors import BatonError
 from ingest.api import IngestStart
 from ingest.services import ingest_start
 

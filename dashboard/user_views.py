@@ -12,7 +12,7 @@ from django.shortcuts import redirect, render
 
 from brokers.models import Grant
 from brokers.services.access import grant_actions, revoke_actions
-from config.errors import BatonError
+from baton_client.errors import BatonError
 
 from .access import ROLES, require_superuser
 from .editing import errors_shown

@@ -8,7 +8,7 @@ from django.contrib.auth import get_user_model
 from django.db import transaction as db
 
 from brokers.services.access import grant_actions
-from config.errors import InvalidInput, NotFound
+from baton_client.errors import InvalidInput, NotFound
 
 from .access import ROLES
 

@@ -19,7 +19,7 @@ from brokers.api.operations.messages import MessageBrowse
 from brokers.api.operations.stomp import StompConnectionClose
 from brokers.api.operations.transactions import TransactionRollback
 from brokers.selectors import queue_get
-from config.errors import BatonError, InvalidInput
+from baton_client.errors import BatonError, InvalidInput
 from ingest.selectors import ingest_list
 from stomp_server.selectors import stomp_clients
 

@@ -10,7 +10,7 @@ from django.contrib import messages
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from config.errors import BatonError, InvalidInput
+from baton_client.errors import BatonError, InvalidInput
 from workflows import permissions as wmay
 from workflows.models import InstanceState
 from workflows.selectors import (

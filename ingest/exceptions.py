@@ -1,4 +1,4 @@
-from config.errors import InvalidInput, NotFound
+from baton_client.errors import InvalidInput, NotFound
 
 
 class IngestNotFound(NotFound):

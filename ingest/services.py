@@ -16,7 +16,7 @@ from rest_framework.authtoken.models import Token
 
 from brokers.selectors import queue_get
 from config.celery import task_send
-from config.errors import Conflict
+from baton_client.errors import Conflict
 from spark_jobs.launch import job_run
 
 from .models import Ingest, IngestFormat, IngestState

@@ -1,6 +1,6 @@
 """Errors of topic objects and subscriptions (config.errors holds the hierarchy)."""
 
-from config.errors import NotFound
+from baton_client.errors import NotFound
 
 
 class TopicNotFound(NotFound):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from brokers.selectors import broker_get
-from config.errors import InvalidInput
+from baton_client.errors import InvalidInput
 
 from .exceptions import SubscriptionNotFound, TopicNotFound
 from .models import RetainedPublication, Subscription, Topic

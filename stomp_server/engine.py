@@ -38,8 +38,9 @@ from brokers.api.operations import (
     TransactionRollback,
 )
 from brokers.definitions import broker_cached, definitions_checked, queue_cached
-from brokers.exceptions import AlreadyExists, InvalidInput, QueueNotFound
-from config.errors import Conflict, PermissionDenied, Throttled
+from baton_client.errors import AlreadyExists, InvalidInput
+from brokers.exceptions import QueueNotFound
+from baton_client.errors import Conflict, PermissionDenied, Throttled
 from brokers.models import Broker, Message, Queue
 from brokers.services.queues import queue_define, queue_delete
 from brokers.services.store import queue_wakeup_key

@@ -17,7 +17,7 @@ from typing import Any
 
 from brokers.models import Message
 from brokers.names import NAME
-from config.errors import InvalidInput
+from baton_client.errors import InvalidInput
 
 from .frames import Frame
 

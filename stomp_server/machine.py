@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from baton_client.errors import InvalidInput, NotAuthenticated, NotFound
-from config.errors import BatonError, Conflict
+from baton_client.errors import BatonError, Conflict
 
 from .frames import Frame, FrameError, frame_encode
 from .headers import message_fields, message_headers

@@ -38,12 +38,7 @@ from django.conf import settings
 from django.db import close_old_connections
 
 from baton_client.errors import UnsettledDeliveries
-from config.errors import (
-    BatonError,
-    MessageTooLarge,
-    NotAuthenticated,
-    Throttled,
-)
+from baton_client.errors import BatonError, MessageTooLarge, NotAuthenticated, Throttled
 from transactions.wakeups import wakeup_notify
 
 from . import engine

@@ -17,8 +17,9 @@ from django.utils import timezone
 
 from brokers.models import Message
 from brokers.services.room import queue_put_wakeup_key
-from config.errors import BatonError
-from transactions.exceptions import TransactionBackedOut, TransactionNotActive, TransactionNotFound
+from baton_client.errors import BatonError
+from baton_client.errors import TransactionBackedOut, TransactionNotActive
+from transactions.exceptions import TransactionNotFound
 from transactions.wakeup_bus import wakeup_bus
 from transactions.wakeups import POLL_MAX_S, wakeup_unwatch, wakeup_watch
 

@@ -11,7 +11,7 @@ from brokers.api.operations.base import Model, Operation
 from brokers.api.operations.definitions import Name
 from brokers.services.invalid_input import TYPE_TEXTS
 from brokers.names import NAME_MESSAGE, NAME_PATTERN
-from config.errors import InvalidInput, PermissionDenied
+from baton_client.errors import InvalidInput, PermissionDenied
 
 from .document import GRANT_QUEUE_PATTERN, KINDS, Document, document_schema
 from .selectors import definitions_export

@@ -10,7 +10,7 @@ from typing import Any
 
 import yaml
 
-from config.errors import InvalidInput
+from baton_client.errors import InvalidInput
 
 
 def _yaml(path: str | Path) -> bool:

@@ -24,12 +24,12 @@ from typing import Any
 from django.db import transaction as db
 
 from brokers.channels.definitions import channel_alter, channel_define, channel_delete
-from brokers.exceptions import InvalidInput, NotFound
+from baton_client.errors import InvalidInput, NotFound
 from brokers.models import Channel, Grant, Queue, QueueKind
 from brokers.services.access import grant_actions, revoke_actions
 from brokers.services.brokers import broker_alter, broker_define, broker_delete
 from brokers.services.queues import queue_alter, queue_define, queue_delete
-from config.errors import BatonError, DefinitionsConflict
+from baton_client.errors import BatonError, DefinitionsConflict
 from pubsub.services.subscriptions import subscription_define, subscription_delete
 from pubsub.services.topics import topic_alter, topic_define, topic_delete
 from workflows.services.definitions import workflow_alter, workflow_define, workflow_delete

@@ -7,7 +7,7 @@ from __future__ import annotations
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction as db
 
-from config.errors import AlreadyExists, NotFound
+from baton_client.errors import AlreadyExists, NotFound
 
 
 def _flags(user, *, superuser: bool | None, active: bool | None) -> None:

@@ -26,7 +26,8 @@ from django.utils import timezone
 from . import queries
 from .dialects import postgresql as pg
 from .durability import engine_step, engine_step_outermost
-from .exceptions import TransactionBackedOut, TransactionNotActive, TransactionNotFound
+from baton_client.errors import TransactionBackedOut, TransactionNotActive
+from .exceptions import TransactionNotFound
 from .journal import journal_event, journal_record, journal_step_event
 from .locks import link_graph_lock, link_graph_locking
 from .models import OPEN_STATES, JournalKind, Link, Transaction, TransactionState, transaction_id_new

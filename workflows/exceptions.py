@@ -1,8 +1,6 @@
-"""Errors of workflows (config.errors holds the hierarchy)."""
+"""Errors of workflows: the server's not-founds (the hierarchy is baton_client.errors)."""
 
-from baton_client.errors import NotEmpty, WorkflowConflict  # noqa: F401 - re-exported
-
-from config.errors import NotFound
+from baton_client.errors import NotFound
 
 
 class WorkflowNotFound(NotFound):

@@ -25,7 +25,7 @@ from django.conf import settings
 from rest_framework import parsers
 from rest_framework.exceptions import ParseError
 
-from config.errors import InvalidInput
+from baton_client.errors import InvalidInput
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _NUL_OR_SURROGATE = re.compile("[\x00\ud800-\udfff]")

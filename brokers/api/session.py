@@ -44,8 +44,8 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 from django.db import close_old_connections
 
-from config import errors
-from config.errors import BatonError, InvalidInput, MessageTooLarge
+from baton_client import errors
+from baton_client.errors import BatonError, InvalidInput, MessageTooLarge
 from transactions.wakeups import Begun, wait_begun, wait_dropped, wait_resumed
 
 from .authentication import token_user

@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 from django.conf import settings
 
-from config.errors import Throttled
+from baton_client.errors import Throttled
 from transactions.wakeups import wait_begun, wait_dropped, wait_resumed
 
 #: Session operation name -> whether its immediate try's answer means it must wait.

@@ -7,7 +7,7 @@ from urllib.parse import urlparse
 from django.db import IntegrityError, transaction as db
 
 from config.celery import task_send
-from config.errors import AlreadyExists, Conflict, InvalidInput, NotFound
+from baton_client.errors import AlreadyExists, Conflict, InvalidInput, NotFound
 
 from ..models import Broker, Channel, ChannelState, Queue, QueueKind, QueueUsage
 

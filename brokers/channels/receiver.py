@@ -40,8 +40,8 @@ from transactions.manager import (
 )
 from transactions.models import JournalKind, Transaction, TransactionState
 
-from config.errors import InvalidInput
-from ..exceptions import QueueFull
+from baton_client.errors import InvalidInput
+from baton_client.errors import QueueFull
 from ..models import ChannelReceipt, Message, Queue, QueueKind, ReceivedBatch
 from ..selectors import broker_get
 from ..services.store import queue_reserve, queues_woken

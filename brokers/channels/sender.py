@@ -38,7 +38,7 @@ from django.db import transaction as db
 from django.db.models import F, Q
 from django.utils import timezone
 
-from transactions.exceptions import TransactionBackedOut
+from baton_client.errors import TransactionBackedOut
 from transactions.manager import transaction_begin, transaction_check, transaction_commit, transaction_rollback
 from transactions.models import OPEN_STATES, Transaction
 from transactions.queries import ready_checks

@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 from baton_client.session import Session
 
-from config.errors import BatonError
+from baton_client.errors import BatonError
 
 from ..models import Channel
 from .receiver import receiver_batch_backout, receiver_batch_commit, receiver_batch_receive, receiver_batch_status

@@ -19,7 +19,7 @@ from typing import Any
 from django.core.management.base import CommandError
 from django.db import DatabaseError, models
 
-from config.errors import BatonError
+from baton_client.errors import BatonError
 
 #: Exit code of a command whose request failed (the service refused it, the database failed).
 ERROR = 1

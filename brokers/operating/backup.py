@@ -31,7 +31,7 @@ from pathlib import Path
 
 from django.db import connection
 
-from config.errors import Conflict, InvalidInput
+from baton_client.errors import Conflict, InvalidInput
 from config.running import platform_stopped
 
 

@@ -40,7 +40,8 @@ from django.db import transaction as db
 from django.db.models import Count, Min, Q
 from django.utils import timezone
 
-from ..exceptions import AlreadyExists, PutInhibited, QueueFull, QueueNotFound
+from baton_client.errors import AlreadyExists, PutInhibited, QueueFull
+from ..exceptions import QueueNotFound
 from ..models import Channel, ChannelEventState, Message, Queue, QueueEventState, put_committed_q
 from ..services.message_input import MessageInput
 from ..services.messages.put import message_put

@@ -6,7 +6,7 @@ from django.contrib.auth import get_user_model
 from django.db import transaction as db
 from rest_framework.authtoken.models import Token
 
-from ..exceptions import InvalidInput, NotFound
+from baton_client.errors import InvalidInput, NotFound
 from ..models import Grant
 from ..names import NAME, NAME_MESSAGE, NAME_RULE
 from ..selectors import broker_get

@@ -6,7 +6,7 @@ from django.db import IntegrityError, transaction as db
 
 from transactions.models import OPEN_STATES, Transaction
 
-from ..exceptions import AlreadyExists, NotEmpty
+from baton_client.errors import AlreadyExists, NotEmpty
 from ..models import Broker, Message, Queue
 from ..selectors import broker_get
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pydantic import ValidationError
 
-from ..exceptions import InvalidInput
+from baton_client.errors import InvalidInput
 from ..names import NAME_MESSAGE, NAME_PATTERN
 
 #: At most this many message properties, each named by 1 to PROPERTY_KEY_LENGTH characters

@@ -25,7 +25,7 @@ from transactions.journal import journal_event, journal_record
 from transactions.manager import transaction_timeouts_applied
 from transactions.models import JournalKind
 
-from baton_client.errors import Conflict, LockLost, NotFound  # noqa: F401 - LockLost re-exported
+from baton_client.errors import Conflict, LockLost, NotFound
 from .. import queries
 from ..definitions import definitions_checked, queue_cached
 from ..models import Message, Queue

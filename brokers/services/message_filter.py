@@ -20,7 +20,7 @@ from django.db.models import BinaryField, F, Func, IntegerField, Q, QuerySet, Te
 from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Cast
 
-from ..exceptions import InvalidInput
+from baton_client.errors import InvalidInput
 
 BODY_CONTAINS_MAX = 200
 PROPERTY_NAME = re.compile(r"^[A-Za-z0-9_.:\-]{1,100}$")

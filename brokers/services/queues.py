@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.db import IntegrityError, transaction as db
 
 from .. import permissions as may
-from ..exceptions import AlreadyExists, InvalidInput, NotEmpty
+from baton_client.errors import AlreadyExists, InvalidInput, NotEmpty
 from ..models import Message, Queue, QueueKind, QueueUsage, put_open_q
 from ..selectors import broker_get, queue_get
 

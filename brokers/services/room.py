@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from transactions.wakeups import wakeup_notify_on_commit
 
 from .. import queries
-from ..exceptions import QueueFull
+from baton_client.errors import QueueFull
 from ..models import Queue
 
 

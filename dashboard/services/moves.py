@@ -26,12 +26,12 @@ from django.db import transaction as db
 from django.utils import timezone
 
 from brokers import permissions as may
-from brokers.exceptions import PutInhibited, QueueFull
+from baton_client.errors import PutInhibited, QueueFull
 from brokers.models import Message, Queue, QueueKind, put_open_flag
 from brokers.selectors import queue_get
 from brokers.services.store import queue_release, queue_reserve, queues_lock, queues_woken
 from config.celery import task_send
-from config.errors import Conflict, InvalidInput, NotFound
+from baton_client.errors import Conflict, InvalidInput, NotFound
 from transactions.durability import engine_step
 from transactions.journal import journal_event, journal_record
 from transactions.models import JournalKind

@@ -23,7 +23,7 @@ from django.utils import timezone
 from brokers.definitions import definitions_checked
 from brokers.models import Broker
 from brokers.services.message_input import MessageInput
-from config.errors import BatonError
+from baton_client.errors import BatonError
 from transactions.durability import engine_step
 
 from ..models import Conflation

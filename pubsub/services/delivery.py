@@ -8,7 +8,7 @@ non-durable subscription is skipped (the put's savepoint is undone, nothing else
 
 from __future__ import annotations
 
-from brokers.exceptions import PutInhibited, QueueFull
+from baton_client.errors import PutInhibited, QueueFull
 from brokers.models import Broker
 from brokers.services.message_input import MessageInput
 from brokers.services.messages import message_put

@@ -12,7 +12,7 @@ from django.db import IntegrityError, transaction as db
 
 from brokers.models import Broker
 from brokers.services.message_input import MessageInput
-from config.errors import BatonError
+from baton_client.errors import BatonError
 
 from ..models import RetainedPublication, Subscription
 from ..tree import TopicTree

@@ -19,7 +19,7 @@ from brokers.definitions import broker_cached, definitions_checked
 from brokers.ids import ids_new
 from brokers.models import Persistence
 from brokers.services.message_input import MessageInput
-from config.errors import InvalidInput, MessageTooLarge
+from baton_client.errors import InvalidInput, MessageTooLarge
 from transactions.durability import engine_step
 from transactions.manager import transaction_for_operation, transaction_mark, transaction_timeouts_applied
 

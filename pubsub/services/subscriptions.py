@@ -8,7 +8,7 @@ from django.db import IntegrityError, transaction as db
 from brokers.definitions import broker_cached, definitions_checked
 from brokers import permissions as may
 from brokers.models import Queue, QueueKind
-from config.errors import AlreadyExists, InvalidInput
+from baton_client.errors import AlreadyExists, InvalidInput
 from transactions.durability import engine_step
 
 from ..exceptions import SubscriptionNotFound

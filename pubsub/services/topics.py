@@ -6,7 +6,7 @@ from __future__ import annotations
 from django.db import IntegrityError, transaction as db
 
 from brokers.selectors import broker_get
-from config.errors import AlreadyExists
+from baton_client.errors import AlreadyExists
 
 from ..exceptions import TopicNotFound
 from ..models import Topic

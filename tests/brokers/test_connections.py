@@ -7,7 +7,8 @@ import re
 import pytest
 
 from brokers.api.operations.connections import ConnectionOpen
-from brokers.exceptions import ConnectionNotFound, InvalidInput, OptionsConflict
+from baton_client.errors import InvalidInput, OptionsConflict
+from brokers.exceptions import ConnectionNotFound
 from brokers.services.connections import connection_close, connection_open, connection_view
 from brokers.services.messages import message_browse, message_get, message_put
 from brokers.services.queues import queue_define

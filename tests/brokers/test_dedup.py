@@ -67,7 +67,7 @@ def test_a_committed_unit_of_work_keeps_its_keys(queue):
 
 
 def test_a_refused_put_takes_no_key(queue):
-    from brokers.exceptions import QueueFull
+    from baton_client.errors import QueueFull
     from brokers.services.queues import queue_alter
 
     queue_alter(broker="QM1", name="Q1", max_depth=1)

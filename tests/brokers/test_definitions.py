@@ -6,9 +6,8 @@ import pytest
 
 from brokers.api.operations.definitions import BrokerDefine, QueueDefine
 from brokers.api.operations.messages import MessageGet, MessagePut
-from brokers.exceptions import (
+from baton_client.errors import (
     AlreadyExists,
-    BrokerNotFound,
     GetInhibited,
     InvalidInput,
     MessageTooLarge,
@@ -16,15 +15,16 @@ from brokers.exceptions import (
     OptionsConflict,
     PutInhibited,
     QueueFull,
-    QueueNotFound,
 )
+from brokers.exceptions import BrokerNotFound, QueueNotFound
 from brokers.models import DEFAULT_DEAD_LETTER_QUEUE, Message, Queue
 from brokers.services.brokers import broker_alter, broker_define, broker_delete
 from brokers.services.messages import message_browse, message_get, message_put
 from brokers.services.queues import queue_alter, queue_define, queue_delete
 from brokers.selectors import queue_get
 from tests.conftest import bodies, msgs
-from transactions.exceptions import TransactionBackedOut, TransactionNotActive, TransactionNotFound
+from baton_client.errors import TransactionBackedOut, TransactionNotActive
+from transactions.exceptions import TransactionNotFound
 from transactions.manager import transaction_begin, transaction_commit, transaction_rollback
 
 

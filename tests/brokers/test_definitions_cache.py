@@ -14,7 +14,8 @@ from django.db import connection
 from django.db import transaction as db
 
 from brokers import queries
-from brokers.exceptions import GetInhibited, PutInhibited, QueueNotFound
+from baton_client.errors import GetInhibited, PutInhibited
+from brokers.exceptions import QueueNotFound
 from brokers.services.messages import message_get, message_put
 from brokers.services.queues import queue_alter, queue_define, queue_delete
 from tests.conftest import bodies, database_url, msgs

@@ -7,7 +7,7 @@ import time
 import pytest
 from django.utils import timezone
 
-from brokers.exceptions import QueueFull
+from baton_client.errors import QueueFull
 from brokers.models import Message, Queue
 from brokers.selectors import queue_depths
 from brokers.services.housekeeping import brokers_recover, housekeeping_run, messages_expire

@@ -10,7 +10,7 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from brokers.exceptions import QueueInUse
+from baton_client.errors import QueueInUse
 from brokers.models import Message, Queue
 from brokers.selectors import queue_reserved_depth
 from brokers.services.connections import connection_open
@@ -18,7 +18,8 @@ from brokers.services.messages import message_get, message_put
 from brokers.services.queues import queue_define
 from tests.conftest import bodies, msgs
 from tests.transactions.test_round_trips import _round_trips, _warm
-from transactions.exceptions import TransactionNotActive, TransactionNotFound
+from baton_client.errors import TransactionNotActive
+from transactions.exceptions import TransactionNotFound
 from transactions.journal import journal_step_event
 from transactions.manager import transaction_begin, transaction_commit
 from transactions.models import JournalEvent, Transaction

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from brokers.exceptions import GetInhibited, MessageTooLarge, PutInhibited, QueueFull
+from baton_client.errors import GetInhibited, MessageTooLarge, PutInhibited, QueueFull
 from brokers.models import Message, Queue
 from brokers.selectors import queue_depths
 from brokers.services.brokers import broker_alter, broker_define

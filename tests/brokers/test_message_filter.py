@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from brokers.api.operations.messages import MessageBrowse
 from brokers.services.message_filter import MessageFilter
-from config.errors import InvalidInput
+from baton_client.errors import InvalidInput
 
 pytestmark = pytest.mark.once
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from brokers.exceptions import QueueFull
+from baton_client.errors import QueueFull
 from brokers.models import Message, Queue
 from brokers.selectors import queue_depths, queue_reserved_depth
 from brokers.services.messages import message_browse, message_get, message_put
@@ -438,7 +438,7 @@ def test_browse_never_removes_and_pages_with_cursor(queue):
 
 
 def test_browse_rejects_a_cursor_it_did_not_give(queue):
-    from brokers.exceptions import InvalidInput
+    from baton_client.errors import InvalidInput
 
     with pytest.raises(InvalidInput) as exc:
         message_browse(broker="QM1", queue="Q1", cursor="not-a-cursor!")

@@ -11,7 +11,7 @@ import time
 import pytest
 from django.db import connection, connections
 
-from brokers.exceptions import QueueFull
+from baton_client.errors import QueueFull
 from brokers.models import Message, Queue, QueueRelease
 from brokers.selectors import queue_reserved_depth
 from brokers.services.housekeeping import queue_releases_fold

@@ -31,7 +31,7 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from brokers.exceptions import QueueFull
+from baton_client.errors import QueueFull
 from brokers.models import DEFAULT_DEAD_LETTER_QUEUE, Queue
 from brokers.selectors import queue_depths
 from brokers.services.brokers import broker_define

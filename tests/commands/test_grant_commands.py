@@ -9,7 +9,7 @@ from django.core.management import CommandError, call_command
 
 from brokers.models import Grant
 from brokers.services.access import api_token_issue, grant_actions, revoke_actions
-from config.errors import InvalidInput, NotFound
+from baton_client.errors import InvalidInput, NotFound
 
 pytestmark = pytest.mark.django_db
 

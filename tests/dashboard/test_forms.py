@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from config.errors import InvalidInput
+from baton_client.errors import InvalidInput
 from dashboard.forms import purge_count, put_form
 
 pytestmark = pytest.mark.once

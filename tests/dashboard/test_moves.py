@@ -13,7 +13,7 @@ from brokers.services.brokers import broker_define
 from brokers.services.message_input import MessageInput
 from brokers.services.messages import message_get, message_put
 from brokers.services.queues import queue_alter, queue_define
-from config.errors import Conflict, InvalidInput, PermissionDenied
+from baton_client.errors import Conflict, InvalidInput, PermissionDenied
 from dashboard.models import JobState, MoveJob
 from dashboard.services import move_job_resume, move_job_run, move_job_submit
 from transactions.manager import transaction_rollback

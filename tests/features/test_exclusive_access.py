@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from brokers.exceptions import OptionsConflict, QueueInUse
+from baton_client.errors import OptionsConflict, QueueInUse
 from brokers.models import Queue
 from brokers.services.connections import connection_close, connection_open
 from brokers.services.messages import message_get, message_put

@@ -123,7 +123,7 @@ def test_progress_adds_puts_over_attempts_and_counts_each_partition_once(api, qu
 
 def test_a_finished_ingest_takes_no_progress(queue, staging, api):
     ingest = Ingest.objects.create(broker="QM1", queue="Q1", source="in/a.jsonl", state=IngestState.SUCCEEDED)
-    from config.errors import Conflict
+    from baton_client.errors import Conflict
 
     with pytest.raises(Conflict):
         ingest_progress_note(ingest_id=ingest.pk, report={"records_total": 1})

@@ -20,7 +20,7 @@ def main() -> None:
     django.setup()
     from brokers.services.message_input import MessageInput
     from brokers.services.messages import message_get, message_put
-    from transactions.exceptions import TransactionBackedOut
+    from baton_client.errors import TransactionBackedOut
     from transactions.manager import transaction_begin, transaction_commit, transaction_rollback
 
     rng = random.Random(seed)

@@ -35,7 +35,7 @@ from brokers.services.brokers import broker_define
 from brokers.services.message_input import MessageInput
 from brokers.services.messages import message_get, message_put
 from brokers.services.queues import queue_define
-from transactions.exceptions import TransactionBackedOut
+from baton_client.errors import TransactionBackedOut
 from transactions.manager import transaction_begin, transaction_commit, transaction_rollback
 from transactions.models import Transaction
 from tests.passes import examples

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from brokers.exceptions import OptionsConflict
+from baton_client.errors import OptionsConflict
 from brokers.selectors import queue_depths
 from brokers.services.messages import message_get, message_put
 from brokers.services.queues import queue_define
 from tests.conftest import bodies, msgs
-from transactions.exceptions import TransactionBackedOut, TransactionNotActive
+from baton_client.errors import TransactionBackedOut, TransactionNotActive
 from transactions.manager import (
     transaction_begin,
     transaction_check,

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from brokers.exceptions import InvalidInput, NotEmpty
+from baton_client.errors import InvalidInput, NotEmpty
 from brokers.models import Message
 from brokers.services.queues import queue_alter
 

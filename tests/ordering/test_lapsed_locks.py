@@ -10,7 +10,8 @@ from datetime import timedelta
 import pytest
 
 from brokers.models import Message
-from brokers.services.locks import LockLost, LockNotFound, lock_complete, lock_renew, locks_expire
+from baton_client.errors import LockLost
+from brokers.services.locks import LockNotFound, lock_complete, lock_renew, locks_expire
 from brokers.services.queues import queue_define
 from tests.conftest import bodies
 

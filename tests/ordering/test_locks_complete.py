@@ -7,9 +7,10 @@ from __future__ import annotations
 import pytest
 
 from brokers.models import Message
-from brokers.services.locks import LockLost, LockNotFound, lock_abandon, locks_complete
+from baton_client.errors import LockLost
+from brokers.services.locks import LockNotFound, lock_abandon, locks_complete
 from brokers.services.queues import queue_define
-from config.errors import Conflict
+from baton_client.errors import Conflict
 
 from .conftest import BROKER, begin, commit, get, get_bodies, put, rollback
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from brokers.exceptions import OptionsConflict
+from baton_client.errors import OptionsConflict
 from brokers.models import Message
 from brokers.services.connections import connection_open
 from brokers.services.ordering import REASON_IN_FLIGHT, REASON_UNCOMMITTED

@@ -10,20 +10,13 @@ import pytest
 from django.utils import timezone
 
 from brokers.api.operations.locks import LockDeadLetter
-from brokers.exceptions import InvalidInput, OptionsConflict
+from baton_client.errors import InvalidInput, OptionsConflict
 from brokers.models import Message
 from brokers.selectors import queue_depths, queue_get, queue_reserved_depth
-from brokers.services.locks import (
-    LockLost,
-    LockNotFound,
-    lock_abandon,
-    lock_complete,
-    lock_dead_letter,
-    lock_renew,
-    locks_expire,
-)
+from baton_client.errors import LockLost
+from brokers.services.locks import LockNotFound, lock_abandon, lock_complete, lock_dead_letter, lock_renew, locks_expire
 from brokers.services.queues import queue_define
-from config.errors import Conflict
+from baton_client.errors import Conflict
 from tests.conftest import bodies
 from tests.helpers import assert_error as _error
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from brokers.exceptions import QueueFull
+from baton_client.errors import QueueFull
 from brokers.models import Queue
 from brokers.selectors import queue_depths
 from brokers.services.messages import message_browse
 from brokers.services.queues import queue_alter
-from config.errors import AlreadyExists, InvalidInput
+from baton_client.errors import AlreadyExists, InvalidInput
 from pubsub.api.definitions import SubscriptionDefine
 from pubsub.api.operations import PublicationPublish
 from pubsub.api.retained import RetainedClear

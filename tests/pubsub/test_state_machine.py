@@ -27,7 +27,7 @@ from brokers.services.brokers import broker_define
 from brokers.services.message_input import MessageInput
 from brokers.services.messages import message_browse
 from brokers.services.queues import queue_define
-from config.errors import AlreadyExists, InvalidInput, NotFound
+from baton_client.errors import AlreadyExists, InvalidInput, NotFound
 from pubsub.models import Subscription
 from pubsub.selectors import retained_list
 from pubsub.services.publications import publication_publish

@@ -16,15 +16,24 @@ pytestmark = pytest.mark.once
 ROOT = Path(__file__).resolve().parents[2]
 PRODUCT = ("config", "transactions", "brokers", "pubsub", "dashboard", "ingest", "analytics", "spark_jobs")
 #: The wake-up bus picks its implementation (Redis, PostgreSQL, sockets) when first used;
-#: each implementation subclasses the bus defined beside the factory.
+#: each implementation subclasses the bus defined beside the factory. The engine's queries
+#: pick their database's dialect module when first used (``dialect()``); each dialect module
+#: builds on the shared statements and column lists of the queries module beside it.
 ALLOWED_CYCLES = [
+    {
+        "transactions.dialects",
+        "transactions.dialects.postgresql",
+        "transactions.dialects.sqlite",
+        "transactions.queries",
+    },
+    {"brokers.dialects", "brokers.dialects.postgresql", "brokers.dialects.sqlite", "brokers.queries"},
     {
         "transactions.wakeup_bus",
         "transactions.wakeup_postgres",
         "transactions.wakeup_redis",
         "transactions.wakeup_sockets",
         "transactions.wakeups",
-    }
+    },
 ]
 
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from config.errors import BatonError
+from baton_client.errors import BatonError
 from stomp_server.frames import Frame, frame_encode
 from stomp_server.machine import (
     Ack,

@@ -18,7 +18,7 @@ from django.db import connections
 
 from brokers.models import Queue
 from brokers.services.access import api_token_issue, grant_actions
-from config.errors import Conflict
+from baton_client.errors import Conflict
 from config.running import platform_stopped
 from stomp_server import engine
 from stomp_server.models import StompClient

@@ -15,7 +15,8 @@ from brokers.services.queues import queue_define
 from tests.helpers import wakeup_listener
 from tests.conftest import bodies, msgs
 from tests.transactions.test_round_trips import _round_trips, _warm
-from transactions.exceptions import TransactionBackedOut, TransactionNotFound
+from baton_client.errors import TransactionBackedOut
+from transactions.exceptions import TransactionNotFound
 from transactions import manager
 from transactions.manager import transaction_begin, transaction_commit, transaction_rollback
 from transactions.models import JournalEvent, Transaction

@@ -11,7 +11,7 @@ import pytest
 from brokers.models import Message
 from brokers.services.messages import message_get, message_put
 from tests.conftest import bodies, msgs
-from transactions.exceptions import TransactionBackedOut
+from baton_client.errors import TransactionBackedOut
 from transactions.manager import transaction_begin, transaction_commit, transactions_time_out
 from transactions.models import Transaction, TransactionState
 

@@ -18,7 +18,8 @@ from tests.helpers import wakeup_listener
 from tests.conftest import bodies, msgs
 from tests.transactions.test_round_trips import _round_trips, _warm
 from transactions import manager
-from transactions.exceptions import TransactionNotActive, TransactionNotFound
+from baton_client.errors import TransactionNotActive
+from transactions.exceptions import TransactionNotFound
 from transactions.manager import transaction_begin, transaction_commit, transaction_rollback
 from transactions.models import JournalEvent, Transaction
 

@@ -15,10 +15,11 @@ from brokers.services.messages import message_get, message_put
 from brokers.services.queues import queue_alter, queue_define
 from brokers.services.units_of_work import unit_of_work_begin
 from tests.conftest import bodies, msgs
-from brokers.exceptions import QueueFull
+from baton_client.errors import QueueFull
 from brokers.models import Message, Queue
 from brokers.selectors import queue_reserved_depth
-from transactions.exceptions import TransactionNotActive, TransactionNotFound
+from baton_client.errors import TransactionNotActive
+from transactions.exceptions import TransactionNotFound
 from transactions.manager import transaction_begin, transaction_commit
 
 pytestmark = [

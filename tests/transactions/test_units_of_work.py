@@ -11,7 +11,8 @@ from brokers.models import Message, Queue
 from brokers.selectors import queue_depths
 from brokers.services.messages import message_browse, message_get, message_put
 from tests.conftest import bodies, msgs
-from transactions.exceptions import TransactionBackedOut, TransactionNotActive, TransactionNotFound
+from baton_client.errors import TransactionBackedOut, TransactionNotActive
+from transactions.exceptions import TransactionNotFound
 from transactions.manager import (
     transaction_begin,
     transaction_check,

@@ -9,7 +9,7 @@ import pytest
 from brokers.services.message_input import MessageInput
 from brokers.services.messages import message_browse, message_get
 from transactions.models import Transaction
-from workflows.exceptions import WorkflowConflict
+from baton_client.errors import WorkflowConflict
 from workflows.models import InstanceStep
 from workflows.services.instances import instance_start, step_compensated, step_complete, workflow_abort
 

@@ -9,7 +9,7 @@ import pytest
 
 from brokers.services.messages import message_browse
 from brokers.services.queues import queue_delete
-from workflows.exceptions import WorkflowConflict
+from baton_client.errors import WorkflowConflict
 from workflows.models import Instance
 from workflows.services.definitions import workflow_define
 from workflows.services.instances import compensation_resubmit, instance_start, step_complete, workflow_abort

@@ -14,7 +14,7 @@ from brokers.api.operations.messages import MessageGet
 from brokers.services.message_input import MessageInput
 from brokers.services.messages import message_get
 from transactions.manager import transaction_begin, transaction_commit, transaction_rollback
-from workflows.exceptions import WorkflowConflict
+from baton_client.errors import WorkflowConflict
 from workflows.selectors import instance_get
 
 

@@ -20,9 +20,10 @@ from django.db import IntegrityError, transaction as db
 from brokers import permissions as may
 from brokers.models import Queue, QueueKind
 from brokers.selectors import broker_get
-from config.errors import AlreadyExists, InvalidInput
+from baton_client.errors import AlreadyExists, InvalidInput
 
-from ..exceptions import NotEmpty, WorkflowNotFound
+from baton_client.errors import NotEmpty
+from ..exceptions import WorkflowNotFound
 from ..models import ACTIVE_INSTANCE_STATES, Instance, Workflow, WorkflowStep, WorkflowVersion
 
 #: The most steps a workflow may have.

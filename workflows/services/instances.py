@@ -27,7 +27,8 @@ from transactions.durability import engine_step
 from transactions.manager import transaction_commit, transaction_mark, transaction_timeouts_applied
 from transactions.models import Transaction, TransactionState
 
-from ..exceptions import InstanceNotFound, StepNotFound, WorkflowConflict
+from baton_client.errors import WorkflowConflict
+from ..exceptions import InstanceNotFound, StepNotFound
 from ..models import (
     HistoryEvent,
     Instance,

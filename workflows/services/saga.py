@@ -20,7 +20,7 @@ from datetime import timedelta
 from django.db import transaction as db
 from django.utils import timezone
 
-from config.errors import BatonError
+from baton_client.errors import BatonError
 from transactions.durability import engine_step
 from transactions.manager import transaction_rollback
 from transactions.models import OPEN_STATES, Transaction

@@ -17,7 +17,7 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
-from config.errors import InvalidInput
+from baton_client.errors import InvalidInput
 from transactions.queries import hot_setting
 
 from ...services.invalid_input import invalid

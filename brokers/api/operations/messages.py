@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 from django.conf import settings
 from pydantic import AfterValidator, ConfigDict, Field, RootModel, model_validator
 
-from config.errors import InvalidInput
+from baton_client.errors import InvalidInput
 
 from ... import permissions as may
 from ...services.message_filter import (

@@ -11,7 +11,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from config.errors import InvalidInput
+from baton_client.errors import InvalidInput
 
 from ..waits import performed
 from .base import Operation

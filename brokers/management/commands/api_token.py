@@ -1,7 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from brokers.services.access import api_token_issue
-from config.errors import BatonError
+from baton_client.errors import BatonError
 
 
 class Command(BaseCommand):

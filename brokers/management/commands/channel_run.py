@@ -4,7 +4,7 @@ import socket
 from django.core.management.base import BaseCommand, CommandError
 
 from brokers.channels.sender import CRASH_POINTS, channel_agent_run
-from config.errors import BatonError
+from baton_client.errors import BatonError
 
 
 class Command(BaseCommand):

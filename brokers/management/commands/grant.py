@@ -1,7 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from brokers.services.access import grant_actions
-from config.errors import BatonError
+from baton_client.errors import BatonError
 
 
 def add_grant_arguments(parser) -> None:

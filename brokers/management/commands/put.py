@@ -7,7 +7,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from brokers.api.operations.messages import MessagePut
-from brokers.exceptions import MessageTooLarge
+from baton_client.errors import MessageTooLarge
 from brokers.management.admin_cli import service_errors
 from brokers.services.message_input import MessageIn, MessageInput
 from brokers.services.messages import message_put

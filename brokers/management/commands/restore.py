@@ -1,7 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from brokers.operating.backup import database_restore
-from config.errors import BatonError
+from baton_client.errors import BatonError
 
 
 class Command(BaseCommand):

@@ -1,7 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from brokers.services.access import revoke_actions
-from config.errors import BatonError
+from baton_client.errors import BatonError
 
 from .grant import add_grant_arguments, describe
 

@@ -9,7 +9,7 @@ import json
 from django.utils import timezone
 
 from ... import permissions as may
-from ...exceptions import InvalidInput
+from baton_client.errors import InvalidInput
 from ...models import Message, QueueKind, put_committed_q, put_open_flag, put_open_q
 from ...selectors import queue_get
 from ..message_filter import MessageFilter, message_filter_apply

@@ -10,7 +10,8 @@ from transactions.manager import transaction_begin, transaction_for_operation
 from transactions.models import Transaction, TransactionState
 
 from ... import permissions as may
-from ...exceptions import ConnectionNotFound, GetInhibited, InvalidInput, OptionsConflict, PutInhibited
+from baton_client.errors import GetInhibited, InvalidInput, OptionsConflict, PutInhibited
+from ...exceptions import ConnectionNotFound
 from ...models import Broker, Connection, Message, Queue, QueueKind
 from ...definitions import definitions_checked
 from ...definitions import queue_cached as queue_get

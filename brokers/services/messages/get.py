@@ -17,7 +17,7 @@ from django.db import DatabaseError
 from django.db.models import Q
 from django.utils import timezone
 
-from config.errors import BatonError
+from baton_client.errors import BatonError
 from transactions.durability import engine_step, engine_step_outermost
 from transactions.exceptions import TransactionNotFound
 from transactions.journal import journal_record, journal_step_event
@@ -37,7 +37,8 @@ from ... import queries
 from ...dialects import postgresql as pg
 from ...definitions import definitions_checked, definitions_trusted
 from ... import permissions as may
-from ...exceptions import ConnectionNotFound, InvalidInput, OptionsConflict, QueueInUse, QueueNotFound
+from baton_client.errors import InvalidInput, OptionsConflict, QueueInUse
+from ...exceptions import ConnectionNotFound, QueueNotFound
 from ...definitions import queue_cached
 from ...models import (
     Access,

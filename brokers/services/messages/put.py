@@ -23,7 +23,7 @@ from ... import permissions as may
 from ... import queries
 from ...dialects import postgresql as pg
 from ...definitions import definitions_checked, definitions_trusted
-from ...exceptions import BatonError, MessageTooLarge, QueueFull
+from baton_client.errors import BatonError, MessageTooLarge, QueueFull
 from ...ids import ids_new
 from ...models import Message, PendingReaction, Persistence, ReadOrder
 from ...queries import messages_new, postgres

@@ -3,7 +3,7 @@ import os
 
 from django.core.management.base import BaseCommand, CommandError
 
-from config.errors import BatonError
+from baton_client.errors import BatonError
 from dashboard.access import ROLES
 from dashboard.users import dashboard_user
 

@@ -11,7 +11,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
 from brokers.management.admin_cli import error_line
-from config.errors import BatonError, InvalidInput
+from baton_client.errors import BatonError, InvalidInput
 from ingest.api import IngestStart
 from ingest.models import IngestFormat, IngestState
 from ingest.selectors import ingest_get

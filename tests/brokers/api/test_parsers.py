@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from brokers.api.parsers import MAX_DEPTH, json_request_loads, json_storable, json_strict_loads
-from config.errors import InvalidInput
+from baton_client.errors import InvalidInput
 
 pytestmark = pytest.mark.once
 

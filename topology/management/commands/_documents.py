@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from config.errors import InvalidInput
+from baton_client.errors import InvalidInput
 
 from ...api import DefinitionsApply
 from ...files import document_read

@@ -4,7 +4,7 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
-from config.errors import BatonError, DefinitionsConflict, InvalidInput
+from baton_client.errors import BatonError, DefinitionsConflict, InvalidInput
 from topology.services import definitions_apply
 
 from ._documents import document_parsed, invalid_lines, outcome_lines

@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from config.errors import BatonError
+from baton_client.errors import BatonError
 from topology.files import document_text, document_write
 from topology.selectors import definitions_export
 

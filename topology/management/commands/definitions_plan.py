@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand
 
-from config.errors import BatonError, InvalidInput
+from baton_client.errors import BatonError, InvalidInput
 from topology.services import definitions_plan
 
 from ._documents import document_parsed, invalid_lines, outcome_lines
