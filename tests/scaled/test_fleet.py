@@ -95,7 +95,12 @@ def test_a_dashboard_on_one_web_process_sees_a_put_through_the_other(scaled):
                 layer = RedisChannelLayer(hosts=[scaled.extra_env["BATON_REDIS_URL"]])
                 await layer.group_send(
                     OVERVIEW_GROUP,
-                    {"type": "overview.changed", "data": first["data"], "counts": {broker: {"put": 4242}}},
+                    {
+                        "type": "overview.changed",
+                        "data": first["data"],
+                        "alerts": [],
+                        "counts": {broker: {"put": 4242}},
+                    },
                 )
                 while True:
                     remaining = deadline - time.monotonic()
