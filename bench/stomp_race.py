@@ -281,8 +281,8 @@ def baton_stomp(scratch: Scratch) -> Iterator[Target]:
 def rabbitmq_stomp(*, keep: bool = False) -> Iterator[Target]:
     from .rabbitmq import rabbitmq_server
 
-    port = free_port()
-    with rabbitmq_server(keep=keep, stomp_port=port) as (_url, describe):
+    with rabbitmq_server(keep=keep, stomp=True) as (node, describe):
+        port = node.stomp_port
         yield Target(
             "RabbitMQ",
             port,

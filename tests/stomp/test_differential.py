@@ -1,6 +1,6 @@
 """The differential STOMP suite: each scenario is one piece of test code run against RabbitMQ's
 STOMP adapter (Debian's rabbitmq-server 3.10 with rabbitmq_stomp, started once per test
-session on loopback: tests/stomp/rabbitmq.py) and against Baton's STOMP server, with the same
+session on loopback: tests/support/rabbitmqserver.py) and against Baton's STOMP server, with the same
 assertions on the frames and outcomes each observes. Where Baton deliberately differs, the
 test says so and asserts each side's behaviour (docs/stomp.md, "Compared with RabbitMQ").
 
@@ -21,7 +21,7 @@ from brokers.services.brokers import broker_alter
 from stomp_server.frames import Frame, FrameParser
 
 from .conftest import Listener
-from .rabbitmq import rabbitmq_stomp_server
+from tests.support.rabbitmqserver import rabbitmq_node
 
 #: Both peers run on the test database's session (Baton's server is in this process).
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -32,8 +32,8 @@ QUIET_S = 0.5
 
 @pytest.fixture(scope="session")
 def rabbitmq_port():
-    with rabbitmq_stomp_server() as port:
-        yield port
+    with rabbitmq_node(stomp=True) as node:
+        yield node.stomp_port
 
 
 class Wire:

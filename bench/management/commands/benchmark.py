@@ -385,7 +385,8 @@ class Command(BaseCommand):
         from bench.flows import FLOW_CLIENTS, flow_messages
 
         self._progress(options, "benchmark: starting RabbitMQ")
-        with rabbitmq_server(keep=options["keep"]) as (url, describe):
+        with rabbitmq_server(keep=options["keep"]) as (node, describe):
+            url = node.amqp_url
             facts["rabbitmq"] = describe
             # per message only: pika's blocking channel waits for each publish's confirm
             flows = [(c, 1, flow_messages(messages, batch=1, clients=c)) for c in FLOW_CLIENTS]
