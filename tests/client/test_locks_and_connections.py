@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from baton_client import Lock, NotFound
@@ -104,3 +106,40 @@ def test_connection_unit_of_work_commit_first_and_close(client, broker):
     shown = client.display_transaction(doomed.transaction)
     assert (shown.state, shown.reason) == ("rolled_back", "connection closed")
     assert client.get(broker, "Q1") is None
+
+
+def test_close_a_stomp_connection(client, platform, broker):
+    """A STOMP connection (over WebSocket at /stomp/) closed through the client: its client
+    gets the ERROR, and its session is unknown afterwards."""
+    from websockets.sync.client import connect
+
+    from stomp_server.frames import Frame, FrameParser, frame_encode
+
+    url = platform.url.replace("http://", "ws://") + "/stomp/"
+    with connect(url, subprotocols=["v12.stomp"], open_timeout=20) as ws:
+        parser = FrameParser(max_frame=1 << 20, version="1.2")
+
+        def next_frame() -> Frame:
+            frames = parser.feed(b"")
+            while not frames:
+                data = ws.recv(timeout=20)
+                frames = parser.feed(data if isinstance(data, bytes) else data.encode())
+            return frames[0]
+
+        headers = [("accept-version", "1.2"), ("host", broker), ("login", "tester"), ("passcode", platform.token)]
+        ws.send(frame_encode(Frame("CONNECT", [*headers, ("heart-beat", "0,0")]), version="1.2"))
+        session = next_frame().get("session")
+        # the serving process lists its connections every couple of seconds: until then it is unknown
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                closed = client.close_stomp_connection(session)
+                break
+            except NotFound:
+                assert time.monotonic() < deadline, "the connection was never listed"
+                time.sleep(0.2)  # polling the registry's next refresh
+        assert (closed["session"], closed["close_requested_by"]) == (session, "tester")
+        error = next_frame()
+        assert (error.command, error.get("message")) == ("ERROR", "Closed by an operator.")
+    with pytest.raises(NotFound):
+        client.close_stomp_connection("0" * 32)

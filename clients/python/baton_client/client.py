@@ -1233,6 +1233,14 @@ class Client:
     def display_connection(self, conn_id: str) -> Connection:
         return Connection(self, self._request("GET", f"/api/connections/{quote(conn_id, safe='')}/"))
 
+    def close_stomp_connection(self, session: str) -> dict:
+        """Close a STOMP connection, named by the ``session`` header of its CONNECTED frame:
+        the process serving it sends its client an ERROR and drops it within seconds (its
+        transactions rolled back, what it had not acknowledged given back). For its own
+        user, a superuser or the broker's admins; anyone else gets NotFound, as for an
+        unknown session. Returns ``{"session", "close_requested_at", "close_requested_by"}``."""
+        return self._request("DELETE", f"/api/stomp-connections/{quote(session, safe='')}/")
+
     # -- publish/subscribe ---------------------------------------------------------------
     def publish(
         self,
