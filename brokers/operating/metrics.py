@@ -85,6 +85,15 @@ class PlatformCollector(Collector):
         yield instances
         yield GaugeMetricFamily("baton_stomp_connections", "Connected STOMP clients.", value=figures.stomp_connections)
         yield GaugeMetricFamily("baton_sessions", "Open application connections.", value=figures.sessions)
+        if figures.processes is not None:  # the platform's own figures
+            beats = GaugeMetricFamily(
+                "baton_process_heartbeat_age_seconds",
+                "Seconds since the process's last heartbeat (web, worker, beat).",
+                labels=["kind", "name"],
+            )
+            for kind, name, age in figures.processes:
+                beats.add_metric([kind, name], round(age, 3))
+            yield beats
 
 
 def metrics_exposition(*, brokers: frozenset[str] | None) -> tuple[bytes, str]:

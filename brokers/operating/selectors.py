@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from django.db.models import Count, Min, Q
 from django.utils import timezone
 
+from dashboard.models import ProcessBeat
 from stomp_server.models import StompClient
 from transactions.models import OPEN_STATES, Transaction, TransactionState
 from workflows.models import Instance
@@ -51,6 +52,9 @@ class PlatformFigures:
     stomp_connections: int
     sessions: int
     brokers: list[str] = field(default_factory=list)
+    #: (kind, name, seconds since its last heartbeat) of each platform process (web, worker,
+    #: beat); None in the figures of some brokers only (the processes are the platform's)
+    processes: list[tuple[str, str, float]] | None = None
 
 
 def platform_figures(*, brokers: frozenset[str] | None) -> PlatformFigures:
@@ -124,4 +128,10 @@ def platform_figures(*, brokers: frozenset[str] | None) -> PlatformFigures:
         stomp_connections=only(StompClient.objects, "broker").count(),
         sessions=only(Connection.objects.filter(closed_at__isnull=True), "broker__name").count(),
         brokers=broker_names,
+        processes=None
+        if brokers is not None
+        else [
+            (kind, name, max(0.0, (now - seen).total_seconds()))
+            for kind, name, seen in ProcessBeat.objects.order_by("kind", "name").values_list("kind", "name", "seen_at")
+        ],
     )

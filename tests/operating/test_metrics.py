@@ -90,6 +90,33 @@ def test_the_figures_are_the_databases(api):
     assert scrape(api)["baton_messages_put_total"][q("QM1", "Q1")] == 6
 
 
+def test_process_heartbeat_ages_for_the_platforms_scraper_only(api):
+    """Each platform process's heartbeat age, so that a worker's loss alerts even while beat,
+    which announces it as an event, is down too; a monitor of some brokers does not see them."""
+    from django.utils import timezone
+
+    from dashboard.models import ProcessBeat
+
+    broker_define(name="QM1")
+    now = timezone.now()
+    for kind, name, age_s in (("worker", "worker1@host", 2), ("worker", "worker2@host", 95), ("beat", "host:7", 4)):
+        seen = now - timedelta(seconds=age_s)
+        ProcessBeat.objects.create(kind=kind, name=name, host="host", pid=7, started_at=seen, seen_at=seen)
+    ages = scrape(api)["baton_process_heartbeat_age_seconds"]
+    assert set(ages) == {
+        (("kind", "worker"), ("name", "worker1@host")),
+        (("kind", "worker"), ("name", "worker2@host")),
+        (("kind", "beat"), ("name", "host:7")),
+    }
+    assert 95 <= ages[(("kind", "worker"), ("name", "worker2@host"))] < 95 + 30
+    assert 2 <= ages[(("kind", "worker"), ("name", "worker1@host"))] < 2 + 30
+
+    watcher = APIClient()
+    watcher.credentials(HTTP_AUTHORIZATION=f"Token {api_token_issue(username='watcher', create_user=True)}")
+    grant_actions(username="watcher", broker="QM1", actions="monitor")
+    assert "baton_process_heartbeat_age_seconds" not in scrape(watcher)
+
+
 def test_who_may_scrape(api):
     broker_define(name="QM1")
     broker_define(name="QM2")
@@ -158,7 +185,12 @@ def test_the_alert_rules_name_served_metrics(api):
     rules = [yaml.safe_load(block) for block in blocks if "groups:" in block]
     assert len(rules) == 1, "one rules file in docs/monitoring.md"
     alerts = [rule for group in rules[0]["groups"] for rule in group["rules"]]
-    assert {rule["alert"] for rule in alerts} >= {"BatonQueueDepthHigh", "BatonOldestMessageOld", "BatonChannelDown"}
+    assert {rule["alert"] for rule in alerts} >= {
+        "BatonQueueDepthHigh",
+        "BatonOldestMessageOld",
+        "BatonChannelDown",
+        "BatonWorkerSilent",
+    }
     for rule in alerts:
         names = set(re.findall(r"\bbaton_[a-z_]+", rule["expr"]))
         assert names and names <= served, (rule["alert"], names - served)
