@@ -108,6 +108,7 @@ def stomp_rows() -> list[dict[str, Any]]:
             "connected_at": c.connected_at.isoformat(),
             "subscriptions": c.subscriptions,
             "open_transactions": c.open_transactions,
+            "closing": c.close_requested_at is not None,
         }
         for c in sorted(stomp_clients(brokers=None), key=lambda c: (c.broker, c.connected_at, c.session))
     ]

@@ -62,6 +62,13 @@ def overview_page(request):
             "nav": "overview",
             "may_define_broker": request.user.is_superuser,
             "stomp_clients": stomp_clients(brokers=None if seen.everything else seen.brokers),
+            # who may close a row: its own user, a superuser, the broker's admin (``*``: every broker)
+            "stomp_close": {
+                "username": request.user.get_username(),
+                "brokers": ["*"]
+                if request.user.is_superuser
+                else sorted(b for b in (seen.brokers or ()) if may_admin(request.user, b)),
+            },
             "stomp_port": settings.BATON_STOMP_PORT or "off",
             "processes": selectors.process_rows() if request.user.is_superuser else [],
             "heartbeat_s": f"{settings.BATON_DASHBOARD_HEARTBEAT_S:g}",
@@ -285,12 +292,15 @@ def stomp_close_view(request, broker, session):
     ``StompConnectionClose`` as the signed-in user (its own user, a superuser or the broker's
     admin; anyone else is told it does not exist). The serving process sends the client an
     ERROR and drops it within ``stomp_server.registry.INTERVAL_S`` seconds; the lists
-    lose its row by push. Back to the queue page the form names, else the broker page."""
+    lose its row by push. Back to the queue page the form names, the overview if it says
+    ``back=overview``, else the broker page."""
     StompConnectionClose.run(request.user, {"session": session})
     messages.success(request, f"Closing STOMP connection {session}: its client is sent an ERROR and dropped.")
     queue = request.POST.get("queue", "")
     if queue:
         return redirect(reverse("dashboard-queue", args=[broker, queue]))
+    if request.POST.get("back") == "overview":
+        return redirect(reverse("dashboard-overview"))
     return redirect(reverse("dashboard-broker", args=[broker]))
 
 

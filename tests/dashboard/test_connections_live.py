@@ -109,3 +109,25 @@ def test_closing_a_stomp_connection_from_the_console(two_brokers, client):
     assert row.close_requested_by == "boss" and row.close_requested_at is not None
     assert connections_read("SEEN", "Q1")["stomp"][0]["closing"] is True
     assert "closing…" in client.get("/brokers/SEEN/queues/Q1/").content.decode()
+
+
+def test_closing_a_stomp_connection_from_the_overview(two_brokers, client):
+    """The overview's STOMP table offers Close on the rows the user may close (its own, the
+    brokers it administers), and the close comes back to the overview."""
+    _stomp_client()
+    _stomp_client(session="b" * 32, username="operator")
+    make_user("operator")
+    grant_actions(username="operator", broker="SEEN", actions=["browse", "put", "get"])
+    client.login(username="operator", password="pw-for-tests-123")
+    page = client.get("/").content.decode()
+    assert f"/brokers/SEEN/stomp/{'b' * 32}/close/" in page  # its own
+    assert f"/brokers/SEEN/stomp/{SESSION}/close/" not in page  # another user's, on a broker it does not administer
+    answer = client.post(f"/brokers/SEEN/stomp/{'b' * 32}/close/", {"back": "overview"})
+    assert answer.status_code == 302 and answer.url == "/"
+    assert StompClient.objects.get(session="b" * 32).close_requested_by == "operator"
+    assert "closing…" in client.get("/").content.decode()
+
+    make_user("boss")
+    grant_actions(username="boss", broker="SEEN", actions=["admin"])
+    client.login(username="boss", password="pw-for-tests-123")
+    assert f"/brokers/SEEN/stomp/{SESSION}/close/" in client.get("/").content.decode()

@@ -115,6 +115,23 @@ function showCounts(data) {
 const stompTable = document.getElementById("stomp-table");
 const stompRow = document.getElementById("stomp-template");
 const stompSubscription = document.getElementById("stomp-subscription");
+const stompCloseForm = document.getElementById("stomp-close-form");
+
+// Close for the rows the user may close: its own connections, and every one on the brokers
+// it administers ("*": a superuser's, all of them); the console's close form, back here.
+function stompCloseCell(cell, c) {
+  const { closeUsername, closeBrokers = "" } = stompTable.dataset;
+  const brokers = closeBrokers.split(" ");
+  if (c.closing) {
+    cell.replaceChildren(Object.assign(document.createElement("span"), { className: "muted", textContent: "closing…" }));
+  } else if (c.username === closeUsername || brokers.includes("*") || brokers.includes(c.broker)) {
+    const form = stompCloseForm.content.firstElementChild.cloneNode(true);
+    form.action = pagePath("brokers", c.broker, "stomp", c.name, "close");
+    cell.replaceChildren(form);
+  } else {
+    cell.replaceChildren(Object.assign(document.createElement("span"), { className: "muted", textContent: "—" }));
+  }
+}
 
 function showStomp(list) {
   if (!stompTable || !list) return;
@@ -134,6 +151,7 @@ function showStomp(list) {
       const cell = row.querySelector('[data-field="subscriptions"]');
       if (subscriptions.length) cell.replaceChildren(...subscriptions);
       else cell.replaceChildren(Object.assign(document.createElement("span"), { className: "muted", textContent: "none" }));
+      stompCloseCell(row.querySelector('[data-field="close"]'), c);
     },
   });
 }

@@ -72,3 +72,21 @@ def test_a_stomp_connection_appears_live_and_is_closed_from_the_console(chromium
     finally:
         client.close()
     assert page.console.errors == []
+
+
+def test_a_stomp_connection_is_closed_from_the_overview(chromium, admin_page, site, fresh_broker):
+    page = admin_page
+    page.goto(f"{site.url}/")
+    expect(page.locator("#live-status")).to_have_attribute("data-live", "true")
+    client = stomp_client_opened(chromium, site, fresh_broker, "Q1")
+    try:
+        row = page.locator("#stomp-table tbody tr[data-session]", has_text=fresh_broker)
+        expect(row).to_have_count(1)  # by push
+        row.get_by_role("button", name="Close").click()
+        expect(page).to_have_url(f"{site.url}/")
+        client.wait_for_function("() => window.stompErrors.length > 0 && window.stompClosed")
+        assert client.evaluate("window.stompErrors") == ["Closed by an operator."]
+        expect(row).to_have_count(0)  # gone by push once the serving process dropped it
+    finally:
+        client.close()
+    assert page.console.errors == []
