@@ -549,11 +549,12 @@ def run_pipelines(
     window: int = CHANNEL_WINDOW,
     long_uow_ms: float = 0,
     warm_up: bool = True,
+    repeat: int = 1,
 ) -> list[PipelineResult]:
     """Warm up (imports, first connections, the code paths, at tiny sizes; not with
-    ``warm_up=False``), then each scenario asked for with pre-emptive gets off, then on.
-    Each result is appended to ``results`` (if given) as soon as its run ends, so a caller
-    keeps them if a later run fails."""
+    ``warm_up=False``), then each scenario asked for with pre-emptive gets off, then on,
+    ``repeat`` times (rounds alternated). Each result is appended to ``results`` (if given)
+    as soon as its run ends, so a caller keeps them if a later run fails."""
 
     def say(text: str) -> None:
         if progress:
@@ -577,11 +578,16 @@ def run_pipelines(
             )
     results = [] if results is None else results
     for scenario in scenarios:
-        for preemptive in (False, True):
+        for n, preemptive in alternated(repeat):
             say(f"{scenario}, pre-emptive gets {'on' if preemptive else 'off'}")
             if scenario == "chain":
                 result = run_chain(
-                    prefix=prefix, stages=stages, messages=messages, work_ms=work_ms, preemptive=preemptive
+                    prefix=prefix,
+                    stages=stages,
+                    messages=messages,
+                    work_ms=work_ms,
+                    preemptive=preemptive,
+                    tag=f"CHAIN{n or ''}",
                 )
             else:
                 result = run_request_reply(
@@ -589,6 +595,7 @@ def run_pipelines(
                     messages=messages,
                     work_ms=work_ms,
                     preemptive=preemptive,
+                    tag=f"RR{n or ''}",
                     batch_interval_ms=batch_interval_ms,
                     window=window,
                     long_uow_ms=long_uow_ms,
@@ -622,14 +629,22 @@ ROW = re.compile(
 RATIO_ROW = re.compile(r"^(?P<scenario>[a-z][a-z-]*)\s+(?P<off>[\d.]+)\s+(?P<on>[\d.]+)\s+(?P<ratio>[\d.]+)x\s*$")
 
 
+def alternated(repeat: int) -> list[tuple[int, bool]]:
+    """The runs of a scenario: (round, pre-emptive), off then on in each of ``repeat`` rounds."""
+    return [(n, preemptive) for n in range(repeat) for preemptive in (False, True)]
+
+
 def ratios(results: list[PipelineResult]) -> list[tuple[str, float, float, float]]:
-    """Per scenario measured both ways: off seconds, on seconds, off / on."""
+    """Per scenario measured both ways: off seconds, on seconds (each the median of its
+    rounds: the lower middle of an even count), off / on."""
     out = []
     for scenario in SCENARIOS:
-        off = [r for r in results if r.scenario == scenario and not r.preemptive]
-        on = [r for r in results if r.scenario == scenario and r.preemptive]
-        if off and on and on[0].seconds > 0:
-            out.append((scenario, off[0].seconds, on[0].seconds, off[0].seconds / on[0].seconds))
+        off = sorted(r.seconds for r in results if r.scenario == scenario and not r.preemptive)
+        on = sorted(r.seconds for r in results if r.scenario == scenario and r.preemptive)
+        if off and on:
+            off_s, on_s = off[(len(off) - 1) // 2], on[(len(on) - 1) // 2]
+            if on_s > 0:
+                out.append((scenario, off_s, on_s, off_s / on_s))
     return out
 
 

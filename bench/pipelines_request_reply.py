@@ -29,6 +29,7 @@ from .pipelines import (
     UOW_TIMEOUT_MS,
     PipelineResult,
     _Run,
+    alternated,
 )
 from .pipelines_session import REQUEST_TIMEOUT_S, _committed, _SessionRun
 from .report import BenchmarkError
@@ -272,9 +273,11 @@ def run_request_reply_pipelines(
     batch_interval_ms: int = CHANNEL_BATCH_INTERVAL_MS,
     window: int = CHANNEL_WINDOW,
     warm_up: bool = True,
+    repeat: int = 1,
 ) -> None:
     """For each scenario asked for: warm up (a tiny run each way; not with
-    ``warm_up=False``), then pre-emptive gets off, then on."""
+    ``warm_up=False``), then pre-emptive gets off, then on, ``repeat`` times (rounds
+    alternated)."""
     import sys
 
     def say(text: str) -> None:
@@ -298,7 +301,7 @@ def run_request_reply_pipelines(
                 batch_interval_ms=batch_interval_ms,
                 window=window,
             )
-        for preemptive in (False, True):
+        for n, preemptive in alternated(repeat):
             say(f"{scenario}, pre-emptive gets {'on' if preemptive else 'off'}")
             try:
                 result = run_request_reply_client(
@@ -310,6 +313,7 @@ def run_request_reply_pipelines(
                     work_ms=work_ms,
                     preemptive=preemptive,
                     agents=agents,
+                    tag=f"RRC{n or ''}",
                     batch_interval_ms=batch_interval_ms,
                     window=window,
                 )

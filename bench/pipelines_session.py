@@ -28,6 +28,7 @@ from .pipelines import (
     PipelineResult,
     _Run,
     _Stopped,
+    alternated,
 )
 from .report import BenchmarkError
 
@@ -180,9 +181,10 @@ def run_session_pipelines(
     results: list[PipelineResult],
     server_cpu: Callable[[], float] | None = None,
     warm_up: bool = True,
+    repeat: int = 1,
 ) -> None:
     """Warm up (tiny chains; not with ``warm_up=False``), then the chain over sessions with
-    pre-emptive gets off, then on;
+    pre-emptive gets off, then on, ``repeat`` times (rounds alternated);
     ``server_cpu``: see :func:`run_chain_session`."""
     import sys
 
@@ -203,7 +205,7 @@ def run_session_pipelines(
             preemptive=preemptive,
             tag="WARMS",
         )
-    for preemptive in (False, True):
+    for n, preemptive in alternated(repeat):
         say(f"chain over sessions, pre-emptive gets {'on' if preemptive else 'off'}")
         try:
             result = run_chain_session(
@@ -214,6 +216,7 @@ def run_session_pipelines(
                 messages=messages,
                 work_ms=work_ms,
                 preemptive=preemptive,
+                tag=f"CHAINS{n or ''}",
                 server_cpu=server_cpu,
             )
         except BatonError as exc:

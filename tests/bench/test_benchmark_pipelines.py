@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
-from bench.pipelines import PipelineResult, ratios, table, table_parse
+from bench.pipelines import PipelineResult, alternated, ratios, table, table_parse
 
 # the benchmark makes its own databases, whatever the suite's: once, in the SQLite pass
 pytestmark = pytest.mark.once
@@ -51,6 +51,16 @@ def test_table_round_trips_with_ratios():
     # a ratio only for a scenario measured both ways
     assert parsed["ratios"] == [{"scenario": "chain", "off": 2.0, "on": 0.5, "ratio": 4.0}]
     assert ratios(results) == [("chain", 2.0, 0.5, 4.0)]
+
+
+def test_rounds_alternate_and_the_ratio_is_of_the_medians():
+    assert alternated(2) == [(0, False), (0, True), (1, False), (1, True)]
+    results = [
+        PipelineResult("chain", preemptive, 4, 100, 1.0, seconds)
+        for preemptive, seconds in [(False, 2.0), (True, 1.0), (False, 9.0), (True, 0.5), (False, 3.0), (True, 4.0)]
+    ]
+    assert ratios(results) == [("chain", 3.0, 1.0, 3.0)]  # off: 2, 3, 9; on: 0.5, 1, 4
+    assert ratios(results[:4]) == [("chain", 2.0, 0.5, 4.0)]  # an even count: the lower middle
 
 
 def test_benchmark_pipelines_prints_every_scenario_both_ways():

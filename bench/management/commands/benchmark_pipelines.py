@@ -155,6 +155,13 @@ class Command(BenchmarkCommand):
             "the measured runs then include first-use costs (imports, first connections). For checking "
             "that the command works (its tests), not for figures.",
         )
+        parser.add_argument(
+            "--repeat",
+            type=int,
+            default=1,
+            metavar="R",
+            help="Runs of each scenario both ways, off and on alternated; off/on from the medians (default 1).",
+        )
         parser.add_argument("--keep", action="store_true", help="Keep the scratch directory (database, logs).")
         # The command re-runs itself as a child on the scratch database for these.
         parser.add_argument("--phase", choices=PHASES, help=argparse.SUPPRESS)
@@ -192,6 +199,7 @@ class Command(BenchmarkCommand):
                     window=options["window"],
                     long_uow_ms=options["long_uow_ms"],
                     warm_up=not options["no_warm_up"],
+                    repeat=options["repeat"],
                 )
             except BenchmarkError as exc:  # the runs that finished are still worth printing
                 result["error"] = str(exc)
@@ -222,6 +230,9 @@ class Command(BenchmarkCommand):
         long_uow_ms = options["long_uow_ms"]
         if not 0 <= long_uow_ms <= 600_000:
             raise CommandError("--long-uow-ms must be from 0 to 600000.")
+        repeat = options["repeat"]
+        if not 1 <= repeat <= 20:
+            raise CommandError("--repeat must be from 1 to 20.")
         only, database_url = options["only"], options["database_url"]
         command = [
             _python(),
@@ -240,6 +251,7 @@ class Command(BenchmarkCommand):
         command += ["--long-uow-ms", f"{long_uow_ms:g}"] if long_uow_ms else []
         command += ["--database-url", url_masked(database_url)] if database_url else []
         command += ["--no-warm-up"] if options["no_warm_up"] else []
+        command += ["--repeat", str(repeat)] if repeat != 1 else []
         prefix = f"BP{secrets.token_hex(3).upper()}"
 
         results: list[PipelineResult] = []
@@ -268,6 +280,7 @@ class Command(BenchmarkCommand):
                                 window=window,
                                 long_uow_ms=long_uow_ms or None,
                                 no_warm_up=options["no_warm_up"],
+                                repeat=repeat,
                             )
                             results = [PipelineResult(**r) for r in out["results"]]
                             if out.get("error"):
@@ -300,6 +313,7 @@ class Command(BenchmarkCommand):
                 batch_interval_ms=interval,
                 window=window,
                 long_uow_ms=long_uow_ms,
+                repeat=repeat,
             )
         )
         if failure:
@@ -331,6 +345,7 @@ class Command(BenchmarkCommand):
                         results=results,
                         server_cpu=lambda: process_tree_cpu_seconds(proc.pid),
                         warm_up=not options["no_warm_up"],
+                        repeat=options["repeat"],
                     )
                 run_request_reply_pipelines(
                     base_url=base_url,
@@ -345,6 +360,7 @@ class Command(BenchmarkCommand):
                     batch_interval_ms=options["batch_interval_ms"],
                     window=options["window"],
                     warm_up=not options["no_warm_up"],
+                    repeat=options["repeat"],
                 )
             except BenchmarkError as exc:
                 raise BenchmarkError(f"{exc}\nserver log:\n{scratch.log_tail('server.log')}") from exc
@@ -363,6 +379,7 @@ class Command(BenchmarkCommand):
         batch_interval_ms: int,
         window: int,
         long_uow_ms: float = 0,
+        repeat: int = 1,
     ) -> str:
         per_stage = messages * work_ms
         lines = [
@@ -428,7 +445,12 @@ class Command(BenchmarkCommand):
         }
         texts = [described[s] for s in SCENARIOS if only in (None, s)] + [
             "msgs/s: N / seconds. off/on: how many times shorter the end-to-end time is with pre-emptive gets. "
-            f"One run of each; every wait bounded by {RUN_TIMEOUT_S:g} s.",
+            + (
+                f"{repeat} runs of each, off and on alternated, a row each; off s and on s are their medians"
+                if repeat > 1
+                else "One run of each"
+            )
+            + f"; every wait bounded by {RUN_TIMEOUT_S:g} s.",
         ]
         lines += [textwrap.fill(t, width=100, subsequent_indent="  ", break_on_hyphens=False) for t in texts]
         notes = [_notes(r) for r in results]
