@@ -9,7 +9,9 @@ stand-in on the target. For each batch:
    ``batch_interval_ms`` after the first — pre-emptively if the channel allows it, and then
    for a share of the interval as large as the share of the window in use (``_gather_wait_s``:
    with nothing in flight, the batch goes at once: the messages of an uncommitted upstream
-   stream to the target as they are put instead of waiting there for the rest of the batch);
+   stream to the target as they are put instead of waiting there for the rest of the batch),
+   and no longer once the upstreams of what it gathered have committed and nothing more is
+   on its way (``_nothing_more_coming``);
 2. record batch n (a ``ChannelBatch`` row: its number and T_s);
 3. send batch n (flagged provisional while T_s waits on an uncommitted upstream) at once,
    whatever the batches ahead of it are waiting for;
@@ -40,11 +42,20 @@ from django.utils import timezone
 
 from baton_client.errors import TransactionBackedOut
 from transactions.manager import transaction_begin, transaction_check, transaction_commit, transaction_rollback
-from transactions.models import OPEN_STATES, Transaction
+from transactions.models import OPEN_STATES, Transaction, TransactionState
 from transactions.queries import ready_checks
 from transactions.wakeups import wait_for
 
-from ..models import Channel, ChannelBatch, ChannelBatchState, ChannelState, DeliverySequence, Message, Queue
+from ..models import (
+    Channel,
+    ChannelBatch,
+    ChannelBatchState,
+    ChannelState,
+    DeliverySequence,
+    Message,
+    Queue,
+    put_open_q,
+)
 from ..queries import messages_sendable_lengths
 from ..services.messages import message_get
 from ..services.room import queue_wait_keys
@@ -147,6 +158,19 @@ def _gather_wait_s(channel: Channel, in_flight: int) -> float:
     return interval * min(1.0, in_flight / (channel.window - 1))
 
 
+def _nothing_more_coming(queue: Queue, messages: list[Message]) -> bool:
+    """(A pre-emptive gather.) Whether every unit of work that put a gathered message has
+    committed and no open unit of work has a put on the queue that is not gotten yet: no
+    message is on its way, and waiting longer would only hold up the batch (the last of an
+    upstream's messages go as soon as it commits, not a gather's interval later). An
+    upstream rolled back is not: its rollback cascaded to the batch's unit of work, which the
+    gather's next get finds."""
+    units = {m.put_transaction_id for m in messages if m.put_transaction_id}
+    if units and Transaction.objects.filter(pk__in=units).exclude(state=TransactionState.COMMITTED).exists():
+        return False
+    return not Message.objects.filter(queue=queue, get_transaction__isnull=True).filter(put_open_q()).exists()
+
+
 def _batch_gather(channel: Channel, queue: Queue, txn_id: str, *, in_flight: int) -> list[Message]:
     """Up to batch_size messages and batch_bytes bytes of bodies (at least one message):
     what is there, then — rather than a get per message as they trickle in — wait (reading
@@ -174,11 +198,15 @@ def _batch_gather(channel: Channel, queue: Queue, txn_id: str, *, in_flight: int
         remaining = deadline - time.monotonic()
         if len(messages) >= channel.batch_size or fits < len(lengths) or remaining <= 0:
             return messages  # full (by count or by bytes), or due
+        if channel.preemptive and not lengths and _nothing_more_coming(queue, messages):
+            return messages  # the upstreams have committed: nothing more is on its way
         want = channel.batch_size - len(messages)
 
         def rest_there(want: int = want, size: int = size) -> bool:
             more = _next_lengths(channel, queue, want)
-            return len(more) >= want or _fitting(more, size=size, limit=channel.batch_bytes, first=False) < len(more)
+            if len(more) >= want or _fitting(more, size=size, limit=channel.batch_bytes, first=False) < len(more):
+                return True
+            return channel.preemptive and _nothing_more_coming(queue, messages)  # take what is there, and go
 
         wait_for(rest_there, keys=queue_wait_keys(queue.pk, preemptive=channel.preemptive), wait_s=remaining)
 
