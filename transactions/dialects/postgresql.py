@@ -19,7 +19,10 @@ from ..queries import (
     pg_array,
     transaction_from_row,
 )
+from ..durability import engine_step, engine_step_outermost
 from ..seam import cursor, deferred
+from ..wakeup_bus import wakeup_bus
+from ..wakeups import wakeup_notify_committed, wakeup_notify_on_commit
 
 NAME = "postgresql"
 
@@ -141,10 +144,6 @@ def _engine_call(sql: str, params: list, *, durable: bool) -> tuple[str, list[st
     Its wake-up keys are ``NOTIFY``ed by the function on the bus's channel when there is one
     (delivered at commit), else published after the commit; this process's waiters are woken
     after it."""
-    from ..durability import engine_step, engine_step_outermost
-    from ..wakeup_bus import wakeup_bus
-    from ..wakeups import wakeup_notify_committed, wakeup_notify_on_commit
-
     outermost = engine_step_outermost()
     channel = wakeup_bus().channel_in_transaction if outermost else None
     rows: list = []
