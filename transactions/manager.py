@@ -413,12 +413,24 @@ def _commit_apply(members: list[Transaction], *, requested_by: str, now) -> None
     wakeup_notify_on_commit(f"txn:{i}" for i in woken)
 
 
-def _engine_error(exc: DatabaseError, transaction_id: str) -> Exception:
+def _called(transaction_id: str, call):
+    """``call()``, one call of an engine function (``dialect().commit``, ``rollback``), its
+    errors raised as the project's (``_engine_error``)."""
+    try:
+        return call()
+    except DatabaseError as exc:
+        error = _engine_error(exc, transaction_id)
+        if error is None:
+            raise
+        raise error from exc
+
+
+def _engine_error(exc: DatabaseError, transaction_id: str) -> Exception | None:
     """The project's error for an engine function's error (``pg.ENGINE_ERRORS``), the one
-    place they are mapped; the database's error itself for any other."""
+    place they are mapped; None for any other error."""
     meaning = pg.engine_error(exc)
     if meaning is None:
-        return exc
+        return None
     kind, detail = meaning
     if kind == "not_found":
         return TransactionNotFound(f"No transaction {transaction_id}.", transaction=transaction_id)
@@ -440,13 +452,9 @@ def _engine_error(exc: DatabaseError, transaction_id: str) -> Exception:
 def _commit_called(transaction_id: str) -> CommitOutcome | None:
     """The commit as one call of the database's own function (``dialect().commit``): the
     outcome, or None when it changed nothing and the managers must act (``_commit_step``)."""
-    try:
-        outcome, _, txn = dialect().commit(transaction_id=transaction_id, now=timezone.now())
-    except DatabaseError as exc:
-        error = _engine_error(exc, transaction_id)
-        if error is exc:
-            raise
-        raise error from exc
+    outcome, _, txn = _called(
+        transaction_id, lambda: dialect().commit(transaction_id=transaction_id, now=timezone.now())
+    )
     return None if outcome == "managers" else CommitOutcome(txn)
 
 
@@ -518,16 +526,12 @@ def transaction_rollback(*, transaction_id: str, reason: str = "client", require
     On PostgreSQL one call of ``baton_rollback_v1``; for a unit of work with marks or links,
     or gets from a queue with a backout threshold (the call changed nothing), the manager's
     statements and its resource managers do it. On SQLite: always the latter."""
-    try:
-        answer = dialect().rollback(
+    outcome, _, txn = _called(
+        transaction_id,
+        lambda: dialect().rollback(
             transaction_id=transaction_id, reason=reason, now=timezone.now(), require_open=require_open
-        )
-    except DatabaseError as exc:
-        error = _engine_error(exc, transaction_id)
-        if error is exc:
-            raise
-        raise error from exc
-    outcome, _, txn = answer
+        ),
+    )
     if outcome == "done":
         return RollbackOutcome(txn)
     if outcome == "resolved":
