@@ -652,35 +652,25 @@ def messages_sendable_lengths(*, queue_id: int, preemptive: bool, priority_first
 # --- commit and rollback --------------------------------------------------------------------
 
 
-def transaction_messages_read(*, transaction_ids: Sequence[str]) -> tuple[str, list]:
-    """The statement of ``transaction_messages``, ``(sql, params)``: a commit of one unit of
-    work sends it ahead with its row lock on PostgreSQL (``MessageStore.resources_commit_read``)."""
-    marks = ", ".join(["%s"] * len(transaction_ids))
-    ids = list(transaction_ids)
-    return (
-        f"SELECT 1, m.queue_id, MIN(m.id), MAX(m.id), (SELECT q.read_order FROM {QUEUE} q WHERE q.id = m.queue_id)"
-        f" FROM {MESSAGE} m WHERE m.put_transaction_id IN ({marks})"
-        f" AND (m.get_transaction_id IS NULL OR m.get_transaction_id NOT IN ({marks})) GROUP BY m.queue_id"
-        f" UNION ALL SELECT 2, queue_id, COUNT(*), 0, '' FROM {MESSAGE} WHERE get_transaction_id IN ({marks})"
-        f" GROUP BY queue_id",
-        ids + ids + ids,
-    )
-
-
 def transaction_messages(*, transaction_ids: Sequence[str]) -> tuple[dict[int, tuple[int, int, bool]], dict[int, int]]:
     """What these units of work did to messages: per queue, the lowest and highest row id of
     their uncommitted puts not also gotten inside the group and whether the queue is read in
     commit order, and per queue the number of messages they got. Reads through the partial
     indexes on the put and get transaction; takes no lock (the transaction rows held by the
-    caller keep these rows still, and a queue holding messages keeps its read order). The
-    rows come from the round trip that locked the unit of work when it was sent ahead there
-    (``transactions.seam.Seam.taken_ahead``)."""
-    sql, params = transaction_messages_read(transaction_ids=transaction_ids)
-    rows = seam().taken_ahead(sql, params)
-    if rows is None:
-        with cursor() as c:
-            c.execute(sql, params)
-            rows = c.fetchall()
+    caller keep these rows still, and a queue holding messages keeps its read order). SQLite's
+    commit (``brokers.dialects.sqlite.messages_commit``); PostgreSQL's function reads the same."""
+    marks = ", ".join(["%s"] * len(transaction_ids))
+    ids = list(transaction_ids)
+    with cursor() as c:
+        c.execute(
+            f"SELECT 1, m.queue_id, MIN(m.id), MAX(m.id), (SELECT q.read_order FROM {QUEUE} q WHERE q.id = m.queue_id)"
+            f" FROM {MESSAGE} m WHERE m.put_transaction_id IN ({marks})"
+            f" AND (m.get_transaction_id IS NULL OR m.get_transaction_id NOT IN ({marks})) GROUP BY m.queue_id"
+            f" UNION ALL SELECT 2, queue_id, COUNT(*), 0, '' FROM {MESSAGE} WHERE get_transaction_id IN ({marks})"
+            f" GROUP BY queue_id",
+            ids + ids + ids,
+        )
+        rows = c.fetchall()
     puts = {queue_id: (low, high, order == "commit") for side, queue_id, low, high, order in rows if side == 1}
     gets = {queue_id: count for side, queue_id, count, _, _ in rows if side == 2}
     return puts, gets
@@ -707,16 +697,6 @@ def messages_delete_gotten(*, transaction_ids: Sequence[str]) -> None:
     goes without ever having been available). Locks those rows."""
     marks = ", ".join(["%s"] * len(transaction_ids))
     deferred(f"DELETE FROM {MESSAGE} WHERE get_transaction_id IN ({marks})", list(transaction_ids))
-
-
-def gets_below_backout_threshold(*, transaction_id: str) -> tuple[str, list]:
-    """A condition (SQL, parameters): no message this unit of work got is on a queue with a
-    backout threshold, so its rollback moves none and backs none out too often. No lock."""
-    return (
-        f"NOT EXISTS (SELECT 1 FROM {MESSAGE} m JOIN {QUEUE} q ON q.id = m.queue_id"
-        f" WHERE m.get_transaction_id = %s AND q.backout_threshold > 0)",
-        [transaction_id],
-    )
 
 
 # --- rows -----------------------------------------------------------------------------------

@@ -133,13 +133,6 @@ def messages_gotten(*, transaction_id: str, msg_ids: list[str] | None = None) ->
     ]
 
 
-def gets_below_backout_threshold(*, transaction_id: str) -> tuple[str, list]:
-    """The condition, as SQL for a guard (``transactions.resources.AtOnce.require``), that no
-    message the unit of work got is on a queue with a backout threshold (so its rollback
-    backs none out past one): for a resource manager outside this app."""
-    return queries.gets_below_backout_threshold(transaction_id=transaction_id)
-
-
 def queue_reserved_depth(*, queue: Queue) -> int:
     """The room a queue holds: its messages, uncommitted puts included (``reserved_depth``
     less the releases not yet folded into it, ``QueueRelease``)."""

@@ -235,9 +235,6 @@ def _postgres_step(conn, *, durable: bool) -> Iterator[None]:
 
 def _deferred_first(execute, sql, params, many, context):
     """Before a statement through Django's cursor inside a PostgreSQL step: send what the
-    step has deferred (its ``BEGIN`` first), so that the statement runs inside it; what
-    the step read ahead is no longer trusted (``Seam.taken_ahead``)."""
-    engine = seam()
-    engine.ahead = None
-    engine.flush()
+    step has deferred (its ``BEGIN`` first), so that the statement runs inside it."""
+    seam().flush()
     return execute(sql, params, many, context)

@@ -15,7 +15,6 @@ Locking (see docs/concurrency.md):
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Callable
@@ -24,16 +23,16 @@ from django.db import DatabaseError
 from django.utils import timezone
 
 from . import queries
+from .dialects import dialect
 from .dialects import postgresql as pg
-from .durability import engine_step, engine_step_outermost
+from .durability import engine_step
 from baton_client.errors import TransactionBackedOut, TransactionNotActive
 from .exceptions import TransactionNotFound
 from .journal import journal_event, journal_record, journal_step_event
 from .locks import link_graph_lock, link_graph_locking
 from .models import OPEN_STATES, JournalKind, Link, Transaction, TransactionState, transaction_id_new
 from .resources import resource_managers
-from .wakeup_bus import wakeup_bus
-from .wakeups import wait_for, wakeup_notify_committed, wakeup_notify_on_commit
+from .wakeups import wait_for, wakeup_notify_on_commit
 
 
 #: The mark of a transaction that has (or had) links: only those need the link graph read
@@ -205,15 +204,6 @@ class transaction_timeouts_applied:  # named as the function it was: ``with tran
         raise _backed_out(txn) from exc
 
 
-#: Units of work this process has marked (``transaction_mark``), newest last, at most
-#: ``_MARKED_HERE_MAX``: a commit's guard would refuse them (``_commit_at_once``), so their
-#: commits go the careful way without sending it. A hint only: a mark made by another
-#: process, or one forgotten here, is found by the guard.
-_marked_here: dict[str, None] = {}
-_MARKED_HERE_MAX = 10_000
-_marked_here_lock = threading.Lock()
-
-
 def transaction_mark(*, transaction: Transaction, mark: str) -> None:
     """Note that the unit of work has effects of a kind its resource managers must look
     for when it resolves (so that they need not look in every commit).
@@ -222,15 +212,6 @@ def transaction_mark(*, transaction: Transaction, mark: str) -> None:
     if mark not in transaction.marks:
         transaction.marks = [*transaction.marks, mark]
         queries.transaction_marks_set(transaction_id=transaction.pk, marks=transaction.marks)
-        _marked_here_note([transaction.pk])
-
-
-def _marked_here_note(transaction_ids: list[str]) -> None:
-    with _marked_here_lock:
-        for transaction_id in transaction_ids:
-            _marked_here[transaction_id] = None
-        while len(_marked_here) > _MARKED_HERE_MAX:
-            del _marked_here[next(iter(_marked_here))]
 
 
 def transaction_links_add(*, downstream: Transaction, upstream_refs: list[tuple[str, str]]) -> None:
@@ -246,7 +227,6 @@ def transaction_links_add(*, downstream: Transaction, upstream_refs: list[tuple[
     transaction_mark(transaction=downstream, mark=MARK_LINKED)
     upstream_ids = sorted({u for u, _ in upstream_refs})
     queries.transactions_mark(transaction_ids=upstream_ids, mark=MARK_LINKED)  # in SQL: no lost update of marks
-    _marked_here_note(upstream_ids)
     queries.links_insert(downstream_id=downstream.id, upstream_refs=upstream_refs, created_at=now)
     journal_record(  # one row for the step's links (transactions.journal.journal_step_event)
         events=[
@@ -269,14 +249,12 @@ class _NeedsExclusive(Exception):
     pass
 
 
-def _under_graph_lock(transaction_id: str, work, *, durable: bool, read: tuple[str, list] | None = None):
+def _under_graph_lock(transaction_id: str, work, *, durable: bool):
     """Run ``work(row)`` in one database transaction (durable or not, see
     transactions/durability.py) holding the link-graph lock: shared if the transaction has
     no links, exclusive if it has (retrying exclusively when a link appears between the look
     and the lock). See transactions/locks.py. ``row``: the unit of work's row when the look
-    read and locked it in the same round trip (None if there is none), else ``NOT_READ``.
-    ``read``: a statement sent in that round trip too, for ``work`` to find already read
-    (``transactions.seam.Seam.taken_ahead``)."""
+    read and locked it in the same round trip (None if there is none), else ``NOT_READ``."""
     if not link_graph_locking():
         with engine_step(durable=durable):
             return work(NOT_READ)
@@ -287,7 +265,7 @@ def _under_graph_lock(transaction_id: str, work, *, durable: bool, read: tuple[s
                 if exclusive:
                     link_graph_lock(exclusive=True)
                     return work(NOT_READ)
-                linked, row = pg.graph_lock_shared_and_links(transaction_id=transaction_id, read=read)
+                linked, row = pg.graph_lock_shared_and_links(transaction_id=transaction_id)
                 if linked:
                     raise _NeedsExclusive
                 return work(row)
@@ -363,14 +341,9 @@ def _commit_resolution(start: Transaction, *, now) -> tuple[list[Transaction], l
 
 
 def _commit_step(transaction_id: str, first: Callable[[Transaction], None] | None = None) -> CommitOutcome:
-    read = None
-    if link_graph_locking() and first is None:  # PostgreSQL: a resource manager's first read travels with the row lock
-        read = next(
-            filter(None, (m.resources_commit_read(transaction_id=transaction_id) for m in resource_managers())), None
-        )
-    return _under_graph_lock(
-        transaction_id, lambda row: _commit_locked(transaction_id, row, first), durable=True, read=read
-    )
+    """The commit by the transaction manager's statements, its resource managers acting in
+    it: a unit of work with marks or links, one with ``first``, every one on SQLite."""
+    return _under_graph_lock(transaction_id, lambda row: _commit_locked(transaction_id, row, first), durable=True)
 
 
 def _commit_locked(
@@ -440,48 +413,49 @@ def _commit_apply(members: list[Transaction], *, requested_by: str, now) -> None
     wakeup_notify_on_commit(f"txn:{i}" for i in woken)
 
 
-def _commit_at_once(transaction_id: str) -> CommitOutcome | None:
-    """PostgreSQL: the commit of a unit of work without marks or links, whose resource
-    managers can say what it does without reading first, in one round trip, its ``COMMIT``
-    included (``pg.commit_at_once``: a guard among the statements checks what the
-    careful way would have read). None when it cannot be tried here or the guard said no:
-    the step was undone and the caller commits the careful way, which settles or says why
-    (held, committed already, rolled back, overdue, not found, several queues)."""
-    if not link_graph_locking() or not engine_step_outermost() or transaction_id in _marked_here:
-        return None
-    parts = [m.resources_commit_at_once(transaction_id=transaction_id) for m in resource_managers()]
-    if any(part is None for part in parts):
-        return None
-    now = timezone.now()
-    txn = _at_once(
-        lambda notify, rows: pg.commit_at_once(
-            transaction_id=transaction_id, now=now, parts=parts, notify=notify, rows=rows
-        ),
-        durable=True,
-    )
-    if txn is None:
-        return None
-    txn.state = TransactionState.COMMITTED
-    txn.resolved_at = now
-    return CommitOutcome(txn)
-
-
-def _at_once(send, *, durable: bool) -> Transaction | None:
-    """Run a commit or rollback sent whole (``send(notify, rows)`` defers its statements) as
-    one engine step; then wake the waiters on the keys its guard answered. The unit of
-    work's row as the guard read it, or None when the guard said no (the step undone)."""
-    channel = wakeup_bus().channel_in_transaction
-    rows: list = []
+def _called(transaction_id: str, call):
+    """``call()``, one call of an engine function (``dialect().commit``, ``rollback``), its
+    errors raised as the project's (``_engine_error``)."""
     try:
-        with engine_step(durable=durable):
-            send(channel, rows)
+        return call()
     except DatabaseError as exc:
-        if pg.guard_refused(exc):
-            return None
-        raise
-    keys, txn = pg.at_once_answer(rows)
-    wakeup_notify_committed(keys, published=channel is not None)
-    return txn
+        error = _engine_error(exc, transaction_id)
+        if error is None:
+            raise
+        raise error from exc
+
+
+def _engine_error(exc: DatabaseError, transaction_id: str) -> Exception | None:
+    """The project's error for an engine function's error (``pg.ENGINE_ERRORS``), the one
+    place they are mapped; None for any other error."""
+    meaning = pg.engine_error(exc)
+    if meaning is None:
+        return None
+    kind, detail = meaning
+    if kind == "not_found":
+        return TransactionNotFound(f"No transaction {transaction_id}.", transaction=transaction_id)
+    if kind == "backed_out":
+        return TransactionBackedOut(
+            f"Transaction {transaction_id} was rolled back: {detail or 'rolled back'}.",
+            transaction=transaction_id,
+            reason=detail,
+        )
+    if kind == "overdue":
+        return TransactionOverdue(transaction_id)
+    return TransactionNotActive(
+        f"Transaction {transaction_id} has already committed.",
+        transaction=transaction_id,
+        state=TransactionState.COMMITTED,
+    )
+
+
+def _commit_called(transaction_id: str) -> CommitOutcome | None:
+    """The commit as one call of the database's own function (``dialect().commit``): the
+    outcome, or None when it changed nothing and the managers must act (``_commit_step``)."""
+    outcome, _, txn = _called(
+        transaction_id, lambda: dialect().commit(transaction_id=transaction_id, now=timezone.now())
+    )
+    return None if outcome == "managers" else CommitOutcome(txn)
 
 
 def transaction_commit(
@@ -496,14 +470,18 @@ def transaction_commit(
     before its state is looked at: ``transaction_for_operation`` checks it): if it raises,
     nothing of it is written and the unit of work stays as it was.
 
-    Raises TransactionBackedOut if it was, or while waiting becomes, rolled back."""
-    outcome = _commit_at_once(transaction_id) if first is None else None
-    if outcome is not None:
-        return outcome
+    Raises TransactionBackedOut if it was, or while waiting becomes, rolled back.
+
+    On PostgreSQL the commit is one call of ``baton_commit_v1``; only for a unit of work
+    with marks or links (the call changed nothing) or with ``first`` do the manager's
+    statements and its resource managers do it (``_commit_step``), the message store's part
+    there one call of ``baton_messages_commit_v1``. On SQLite: always ``_commit_step``."""
     while True:
         try:
             with transaction_timeouts_applied():
-                outcome = _commit_step(transaction_id, first)
+                outcome = _commit_called(transaction_id) if first is None else None
+                if outcome is None:
+                    outcome = _commit_step(transaction_id, first)
             break
         except _UpstreamSettled:
             continue
@@ -543,39 +521,25 @@ def transaction_rollback(*, transaction_id: str, reason: str = "client", require
     links into it are removed, so what it had consumed pre-emptively can be taken again.
 
     Rolling back a transaction that is already rolled back answers with its state again
-    (idempotent); a committed one raises TransactionNotActive."""
-    outcome = _rollback_at_once(transaction_id, reason)
-    if outcome is not None:
-        return outcome
+    (idempotent); a committed one raises TransactionNotActive.
+
+    On PostgreSQL one call of ``baton_rollback_v1``; for a unit of work with marks or links,
+    or gets from a queue with a backout threshold (the call changed nothing), the manager's
+    statements and its resource managers do it. On SQLite: always the latter."""
+    outcome, _, txn = _called(
+        transaction_id,
+        lambda: dialect().rollback(
+            transaction_id=transaction_id, reason=reason, now=timezone.now(), require_open=require_open
+        ),
+    )
+    if outcome == "done":
+        return RollbackOutcome(txn)
+    if outcome == "resolved":
+        return RollbackOutcome(txn, rolled_back_now=False)
     # Not synced: a rollback lost at power failure is done again by restart recovery.
     return _under_graph_lock(
         transaction_id, lambda row: _rollback_locked(transaction_id, reason, require_open, row), durable=False
     )
-
-
-def _rollback_at_once(transaction_id: str, reason: str) -> RollbackOutcome | None:
-    """PostgreSQL: the rollback of an active unit of work without marks or links (so no
-    cascade), whose resource managers can say what it does without reading first, in one
-    round trip, its ``COMMIT`` included (``pg.rollback_at_once``), not synced as the
-    careful way is not. None when it cannot be tried here or the guard said no: the step was
-    undone and the caller rolls back the careful way, which settles or says why (rolled back
-    already, committed, linked, marked, not found)."""
-    if not link_graph_locking() or not engine_step_outermost() or transaction_id in _marked_here:
-        return None
-    now = timezone.now()
-    parts = [m.resources_rollback_at_once(transaction_id=transaction_id, now=now) for m in resource_managers()]
-    if any(part is None for part in parts):
-        return None
-    txn = _at_once(
-        lambda notify, rows: pg.rollback_at_once(
-            transaction_id=transaction_id, reason=reason, now=now, parts=parts, notify=notify, rows=rows
-        ),
-        durable=False,
-    )
-    if txn is None:
-        return None
-    txn.state, txn.reason, txn.cause_id, txn.resolved_at = TransactionState.ROLLED_BACK, reason, None, now
-    return RollbackOutcome(txn)
 
 
 def _rollback_locked(transaction_id: str, reason: str, require_open: bool, row=NOT_READ) -> RollbackOutcome:

@@ -3,28 +3,18 @@
 A resource manager (the message store in ``brokers``) carries the effects of units of
 work. The transaction manager calls it inside the database transaction that changes the
 transactions' states, so effects and states change together or not at all.
+
+On PostgreSQL a unit of work without marks or links commits and rolls back in one call of
+the database's own function (``transactions.dialects.postgresql``), which carries the
+message store's part of it: the managers are called only for a unit of work with marks or
+links (a rollback: also one whose gets came from a queue with a backout threshold). A
+manager that acts on anything else than its marks must therefore have its part in those
+functions (brokers migration 0021) or mark the units of work it concerns.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Protocol
-
-
-@dataclass(frozen=True)
-class AtOnce:
-    """What a resource manager adds to a commit or rollback sent whole in one round trip,
-    before it has read anything (PostgreSQL: ``transactions.manager``'s ``_commit_at_once``
-    and ``_rollback_at_once``), each piece
-    SQL with its ``%s`` parameters: common table expressions the guard reads them from
-    (``name AS (...)``, a look taken once), conditions that must all hold (else the commit is
-    undone and runs the careful way), the wake-up keys its effects concern (a ``text[]``
-    expression), and its writes, in the order they run."""
-
-    ctes: tuple[tuple[str, list], ...] = ()
-    require: tuple[tuple[str, list], ...] = ()
-    keys: tuple[str, list] | None = None
-    writes: tuple[tuple[str, list], ...] = ()
 
 
 class ResourceManager(Protocol):
@@ -34,31 +24,6 @@ class ResourceManager(Protocol):
         resource manager only needs to look for when one of them says so.
 
         Caller holds: an open database transaction and the rows of these transactions."""
-
-    def resources_commit_read(self, *, transaction_id: str) -> tuple[str, list] | None:
-        """A read its ``resources_commit`` of this unit of work alone will make first, as
-        ``(sql, params)``, or None. On PostgreSQL the commit sends it in the round trip that
-        locks the unit of work's row and hands its rows back when the manager runs the same
-        statement before any other (``transactions.seam.Seam.taken_ahead``). It must take no
-        lock and read only what that row lock keeps still."""
-
-    def resources_commit_at_once(self, *, transaction_id: str) -> AtOnce | None:
-        """What this manager's ``resources_commit`` of this unit of work alone does, as SQL
-        that needs no answer first (``AtOnce``); None when it cannot say without reading.
-        Asked only of a unit of work the commit's guard finds without marks and links, so a
-        manager that acts only on its marks has nothing to add (``AtOnce()``).
-
-        Caller holds (when the SQL runs): the link-graph lock, shared, and the unit of
-        work's row."""
-
-    def resources_rollback_at_once(self, *, transaction_id: str, now) -> AtOnce | None:
-        """What this manager's ``resources_rollback`` of this unit of work does, as SQL that
-        needs no answer first (``AtOnce``), ``now`` the rollback's time; None when it cannot
-        say without reading. Asked, as ``resources_commit_at_once`` is, only of a unit of
-        work without marks and links.
-
-        Caller holds (when the SQL runs): the link-graph lock, shared, and the unit of
-        work's row."""
 
     def resources_rollback(self, *, transaction_id: str, reason: str, marks: set[str]) -> None:
         """Undo the effects of this transaction.

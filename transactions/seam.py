@@ -9,11 +9,9 @@ round trips, and nothing is kept on Django's connection object:
 * ``pending``: statements whose result nothing reads before the step commits (the journal,
   ``SET LOCAL``, ``BEGIN``, ``COMMIT``). On PostgreSQL, inside a step, ``defer`` queues
   them and the next statement sent (``Cursor.execute``, or ``flush`` at the step's end)
-  carries them in the same round trip; elsewhere, and on SQLite, they run at once.
-* ``ahead``: the rows of a read sent ahead in an earlier round trip of the step (the
-  commit's look at its messages, sent with its row lock), handed out once by
-  ``taken_ahead`` to the caller that asks for exactly that statement, and forgotten as
-  soon as anything else is sent or deferred (it could be stale then).
+  carries them in the same round trip; elsewhere, and on SQLite, they run at once. A
+  deferred statement may ask for its rows (``rows``), read once it has run: the engine's
+  functions on PostgreSQL answer so, after the ``COMMIT`` sent with them.
 
 Statements use ``%s`` placeholders on both databases (turned into SQLite's ``?`` here,
 once per text). They go to the driver's own cursor, not Django's wrapper, which costs more
@@ -32,7 +30,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Sequence
 
 from django.conf import settings
 from django.core.signals import setting_changed
@@ -117,7 +114,7 @@ def _qmarked(sql: str) -> str:
 class Seam:
     """The engine's state on one thread's connection (see the module's docstring)."""
 
-    __slots__ = ("db", "sqlite", "pending", "ahead")
+    __slots__ = ("db", "sqlite", "pending")
 
     def __init__(self, db) -> None:
         self.db = db
@@ -125,12 +122,9 @@ class Seam:
         #: PostgreSQL, inside a step: the deferred statements, ``(sql, params)`` or
         #: ``(sql, params, rows)``; None outside a step (a deferred statement runs at once).
         self.pending: list[tuple] | None = None
-        #: ``((sql, params), rows)`` of a read sent ahead, or None.
-        self.ahead: tuple | None = None
 
     def cursor(self) -> Cursor:
         """A cursor for one hot-path function (``with seam().cursor() as c``)."""
-        self.ahead = None  # any other statement first: what was read ahead may be stale
         return Cursor(self)
 
     def defer(self, sql: str, params=(), *, rows: list | None = None) -> None:
@@ -138,7 +132,6 @@ class Seam:
         PostgreSQL, inside a step, sent with the step's next statement or at its end;
         otherwise run now. No ``%`` but placeholders in ``sql``. ``rows``: a list its rows
         are added to once it has run (a step that reads its answer after its ``COMMIT``)."""
-        self.ahead = None
         if self.pending is not None and not self.sqlite:
             self.pending.append((sql, list(params)) if rows is None else (sql, list(params), rows))
             return
@@ -149,7 +142,6 @@ class Seam:
 
     def step_begun(self) -> None:
         """An engine step begins: deferred statements are collected from here on."""
-        self.ahead = None
         if self.pending:
             self.flush()
         self.pending = []
@@ -181,26 +173,13 @@ class Seam:
             statements_logged(db, [entry[:2] for entry in pending], started)
 
     def step_ended(self, *, keep: bool) -> None:
-        """An engine step ends: its deferred statements are sent (``keep``) or dropped."""
-        self.ahead = None
-        if keep:
-            self.flush()
-        self.pending = None
-
-    def read_ahead(self, sql: str, params: Sequence, rows: list) -> None:
-        """Keep the rows of ``sql`` with ``params``, read in this round trip, for the one
-        caller that asks for exactly that statement next (``taken_ahead``)."""
-        self.ahead = ((sql, tuple(params)), rows)
-
-    def taken_ahead(self, sql: str, params: Sequence) -> list | None:
-        """The rows kept by ``read_ahead`` if ``sql`` with ``params`` is exactly that read and
-        nothing else was sent or deferred since; else None, and the caller runs it. Once."""
-        ahead = self.ahead
-        if ahead is None:
-            return None
-        self.ahead = None
-        key, rows = ahead
-        return rows if key == (sql, tuple(params)) else None
+        """An engine step ends: its deferred statements are sent (``keep``) or dropped. Either
+        way, statements deferred after it run at once, even when sending failed."""
+        try:
+            if keep:
+                self.flush()
+        finally:
+            self.pending = None
 
 
 def _rows_kept(raw, entry: tuple) -> None:

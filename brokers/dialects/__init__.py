@@ -50,6 +50,18 @@ class Dialect(Protocol):
     def messages_locks_lapse(self, *, queue_id: int, now) -> list[tuple[int, int]]:
         """``brokers.queries.messages_locks_lapse``."""
 
+    def messages_commit(self, *, transaction_ids: Sequence[str]) -> list[str]:
+        """The message store's part of the commit of a group of units of work (their rows
+        held): commit sequences for commit-ordered queues' puts, the gets' room given back
+        and the gets removed. The wake-up keys of the queues concerned. PostgreSQL: one call
+        of ``baton_messages_commit_v1``, the function ``baton_commit_v1`` calls too."""
+
+    def messages_rollback(self, *, transaction_id: str, removed: dict[int, int], names: dict, now) -> list[str]:
+        """The message store's part of a rollback that moves no message (its row held): the
+        puts gone, their room given back, the gets returned with their backout events. The
+        wake-up keys of the queues the gets return to. PostgreSQL: one call of
+        ``baton_messages_rollback_v1`` (``baton_rollback_v1`` calls it too)."""
+
 
 _chosen: list = []
 

@@ -20,7 +20,6 @@ from transactions.queries import (
     pg_scalar,
     transaction_from_row,
 )
-from transactions.resources import AtOnce
 
 from ..models import Message
 from ..queries import (
@@ -33,7 +32,6 @@ from ..queries import (
     _RESERVE_RETURNING,
     _RETURNING_LIST,
     _ROW_AND_VERSION,
-    BROKER,
     MESSAGE,
     MESSAGE_COLUMNS,
     QUEUE,
@@ -43,7 +41,6 @@ from ..queries import (
     _order_by,
     _stripe,
     _taken_in_order,
-    gets_below_backout_threshold,
     put_names,
     put_split,
 )
@@ -195,8 +192,7 @@ def messages_locks_lapse(*, queue_id: int, now) -> list[tuple[int, int]]:
 # --- PostgreSQL's own forms ------------------------------------------------------------------
 # No SQLite counterpart: a put, a begin and an unordered destructive get sent whole in one
 # round trip with a guard among their statements (``baton_require``: a refusal raises
-# ``GUARD_SQLSTATE`` and the step is undone), and the message store's part of a commit or
-# rollback sent whole (``transactions.dialects.postgresql.commit_at_once``).
+# ``GUARD_SQLSTATE`` and the step is undone).
 
 
 def definitions_guard(*, version: int) -> None:
@@ -426,81 +422,26 @@ def taken_at_once(rows: list, *, priority_first: bool, commit_ordered: bool) -> 
     return _taken_in_order([row[skip:] for row in rows], priority_first=priority_first, commit_ordered=commit_ordered)
 
 
-def messages_commit_at_once(*, transaction_id: str) -> AtOnce:
-    """PostgreSQL: this unit of work's commit of messages as SQL that needs no answer first
-    (``transactions.dialects.postgresql.commit_at_once``), for the common case: its messages on one queue
-    at most and none of its puts on a commit-ordered queue (required; else the careful way,
-    which locks queue rows in order and hands out commit sequences). The writes are those
-    of ``messages_commit_puts``, ``queues_release`` and ``messages_delete_gotten``, in that
-    order; the queue's wake-up key from the same look. Locks (when it runs): the message
-    rows it changes and this thread's release row of the queue, as those do."""
-    ids = [transaction_id, transaction_id]
-    return AtOnce(
-        ctes=(  # each message of the unit of work read once: its queue, and whether it put there
-            (
-                f"baton_touched AS (SELECT queue_id, bool_or(put) AS put FROM"
-                f" (SELECT queue_id, true AS put FROM {MESSAGE} WHERE put_transaction_id = %s"
-                f" UNION ALL SELECT queue_id, false FROM {MESSAGE} WHERE get_transaction_id = %s) x"
-                f" GROUP BY queue_id)",
-                ids,
-            ),
-        ),
-        require=(
-            ("(SELECT COUNT(*) FROM baton_touched) <= 1", []),
-            (
-                f"NOT EXISTS (SELECT 1 FROM baton_touched b JOIN {QUEUE} q ON q.id = b.queue_id"
-                f" WHERE b.put AND q.read_order = 'commit')",
-                [],
-            ),
-        ),
-        keys=("ARRAY(SELECT 'queue:' || queue_id FROM baton_touched)", []),
-        writes=(
-            (
-                f"INSERT INTO {RELEASE} (queue_id, stripe, released)"
-                f" SELECT queue_id, %s::integer, COUNT(*) FROM {MESSAGE} WHERE get_transaction_id = %s"
-                f" GROUP BY queue_id ORDER BY queue_id"
-                f" ON CONFLICT (queue_id, stripe) DO UPDATE SET released = {RELEASE}.released + excluded.released",
-                [_stripe(), transaction_id],
-            ),
-            (f"DELETE FROM {MESSAGE} WHERE get_transaction_id = %s", [transaction_id]),
-        ),
-    )
+#: ``baton_messages_commit_v1(ids)`` (brokers migration 0021): what a group of units of work
+#: did to messages made permanent (``MessageStore.resources_commit``); its answer, the
+#: queues' wake-up keys. Locks: with several queues their rows in id order; a
+#: commit-ordered queue's row (its commit sequences); this connection's release rows of the
+#: queues its gets came from; the message rows it changes.
+MESSAGES_COMMIT_V1 = "SELECT baton_messages_commit_v1(%s::text[])"
+#: ``baton_messages_rollback_v1(id, now)``: a rolled-back unit of work's puts gone (their room
+#: back) and its gets returned, each with its backout event (``MessageStore.resources_rollback``
+#: when no message moves); its answer, the wake-up keys of the queues the gets return to.
+#: Locks: this connection's release rows, then the message rows it changes.
+MESSAGES_ROLLBACK_V1 = "SELECT baton_messages_rollback_v1(%s, %s::timestamptz)"
 
 
-def messages_rollback_at_once(*, transaction_id: str, now) -> AtOnce:
-    """PostgreSQL: this unit of work's rollback of messages as SQL that needs no answer first
-    (``transactions.dialects.postgresql.rollback_at_once``), for the common case: none of the queues its
-    gets came from has a backout threshold (required; else the careful way, which moves
-    messages). The writes are those of ``_rollback_plain`` in the message store, in its
-    order: room given back on this thread's release rows (queue id order) for its puts, the
-    puts deleted, the gets returned (``messages_restore``: backout count + 1 but for a
-    peek-locked message completed under it) with the journal's backout event of each, in id
-    order; the wake-up keys of the queues its gets return to. Locks (when it runs): this
-    thread's release rows, then the message rows it changes. No queue row: nothing that
-    holds a queue row waits for a release row or for this unit of work's messages."""
-    ids = [transaction_id]
-    return AtOnce(
-        require=(gets_below_backout_threshold(transaction_id=transaction_id),),
-        keys=(f"ARRAY(SELECT DISTINCT 'queue:' || queue_id FROM {MESSAGE} WHERE get_transaction_id = %s)", ids),
-        writes=(
-            (
-                f"INSERT INTO {RELEASE} (queue_id, stripe, released)"
-                f" SELECT queue_id, %s::integer, COUNT(*) FROM {MESSAGE} WHERE put_transaction_id = %s"
-                f" GROUP BY queue_id ORDER BY queue_id"
-                f" ON CONFLICT (queue_id, stripe) DO UPDATE SET released = {RELEASE}.released + excluded.released",
-                [_stripe(), transaction_id],
-            ),
-            (f"DELETE FROM {MESSAGE} WHERE put_transaction_id = %s", ids),
-            (
-                f"WITH r AS (UPDATE {MESSAGE} SET get_transaction_id = NULL,"
-                f" backout_count = backout_count + CASE WHEN lock_token IS NULL THEN 1 ELSE 0 END"
-                f" WHERE get_transaction_id = %s RETURNING id, queue_id, msg_id, backout_count, lock_token)"
-                f" INSERT INTO {JOURNAL} (at, kind, broker, queue, transaction_id, msg_id, detail, count)"
-                f" SELECT %s::timestamptz, 'backout', b.name, q.name, %s, r.msg_id,"
-                f" jsonb_build_object('backout_count', r.backout_count), 1"
-                f" FROM r JOIN {QUEUE} q ON q.id = r.queue_id JOIN {BROKER} b ON b.id = q.broker_id"
-                f" WHERE r.lock_token IS NULL ORDER BY r.id",
-                [transaction_id, dt_param(now), transaction_id],
-            ),
-        ),
-    )
+def messages_commit(*, transaction_ids: Sequence[str]) -> list[str]:
+    with cursor() as c:
+        c.execute(MESSAGES_COMMIT_V1, [pg_array(list(transaction_ids))])
+        return list(c.fetchone()[0])
+
+
+def messages_rollback(*, transaction_id: str, removed: dict[int, int], names: dict, now) -> list[str]:
+    with cursor() as c:
+        c.execute(MESSAGES_ROLLBACK_V1, [transaction_id, now])
+        return list(c.fetchone()[0])

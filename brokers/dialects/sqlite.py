@@ -174,3 +174,60 @@ def messages_locks_lapse(*, queue_id: int, now) -> list[tuple[int, int]]:
     with cursor() as c:
         c.execute(LOCKS_LAPSE, [now, queue_id])
         return c.fetchall()
+
+
+def messages_commit(*, transaction_ids: Sequence[str]) -> list[str]:
+    """What a group of units of work did to messages made permanent, as named statements:
+    what they did read first (``transaction_messages``), a commit-ordered queue's puts
+    given commit sequences in put order, the gets' room given back and the gets removed. The
+    queues' wake-up keys. Locks: none (the write lock is held)."""
+    from .. import queries
+
+    puts, gets = queries.transaction_messages(transaction_ids=transaction_ids)
+    for queue_id in sorted(puts):
+        first, last, commit_ordered = puts[queue_id]
+        if commit_ordered:  # a put-ordered queue: neither its row nor its messages are written
+            base = queries.queue_reserve(
+                queue_id=queue_id, count=0, commit_count=last - first + 1, max_depth_checked=False
+            )
+            queries.messages_commit_puts(
+                transaction_ids=transaction_ids, queue_id=queue_id, first_id=first, base_seq=base
+            )
+    if gets:
+        queries.queues_release(counts=gets)
+        queries.messages_delete_gotten(transaction_ids=transaction_ids)
+    return [f"queue:{queue_id}" for queue_id in sorted({*puts, *gets})]
+
+
+def messages_rollback(*, transaction_id: str, removed: dict[int, int], names: dict, now) -> list[str]:
+    """A rolled-back unit of work's puts gone (their room given back) and its gets returned
+    (``messages_restore``), each with the journal's backout event; ``removed``: its puts per
+    queue, ``names``: the queues of its gets (``queues_backout_info``). The wake-up keys of
+    the queues the gets return to. Locks: none (the write lock is held)."""
+    from transactions.journal import journal_event, journal_record
+    from transactions.models import JournalKind
+
+    from .. import queries
+
+    if removed:
+        queries.queues_release(counts=removed)
+        queries.messages_delete_put(transaction_id=transaction_id)
+    if not names:
+        return []
+    restored = queries.messages_restore(transaction_id=transaction_id)
+    journal_record(
+        events=[
+            journal_event(
+                JournalKind.BACKOUT,
+                broker=names[queue_id][1],
+                queue=names[queue_id][0],
+                transaction_id=transaction_id,
+                msg_id=msg_id,
+                backout_count=backout_count,
+                at=now,
+            )
+            for queue_id, msg_id, backout_count, backed_out in restored
+            if backed_out
+        ]
+    )
+    return sorted({f"queue:{queue_id}" for queue_id, *_ in restored})

@@ -16,11 +16,10 @@ from django.utils import timezone
 from transactions.journal import journal_event, journal_record
 from transactions.manager import transaction_mark
 from transactions.models import JournalKind
-from transactions.resources import AtOnce
 from transactions.wakeups import wakeup_notify_on_commit
 
 from .. import queries
-from ..dialects import postgresql as pg
+from ..dialects import dialect
 from ..models import ClientSession, Connection, Message, Queue, QueueKind, put_open_flag
 from .reactions import reactions_commit, reactions_rollback
 from .reports import COA, COD, EXCEPTION, report_send, reports_send
@@ -136,20 +135,7 @@ class MessageStore:
                 .exclude(reply_to_queue="")
                 .select_related("queue__broker")
             )
-        puts, gets = queries.transaction_messages(transaction_ids=transaction_ids)
-        queries.queues_lock(queue_ids=[*puts, *gets])
-        for queue_id in sorted(puts):
-            first, last, commit_ordered = puts[queue_id]
-            if commit_ordered:  # a put-ordered queue: neither its row nor its messages are written
-                base = queries.queue_reserve(
-                    queue_id=queue_id, count=0, commit_count=last - first + 1, max_depth_checked=False
-                )
-                queries.messages_commit_puts(
-                    transaction_ids=transaction_ids, queue_id=queue_id, first_id=first, base_seq=base
-                )
-        if gets:  # the queue rows first (lock order), then the messages
-            queries.queues_release(counts=gets)
-            queries.messages_delete_gotten(transaction_ids=transaction_ids)
+        keys = dialect().messages_commit(transaction_ids=transaction_ids)
         if MARK_SESSIONS in marks:
             for conn in Connection.objects.filter(pending_transaction_id__in=transaction_ids):
                 client_sessions_note(
@@ -162,7 +148,7 @@ class MessageStore:
                 pending_put_msg_id="",
                 pending_got_msg_id="",
             )
-        wakeup_notify_on_commit(queue_wakeup_key(q) for q in sorted({*puts, *gets}))
+        wakeup_notify_on_commit(keys)
         # a message got inside the group whose put commits with it: its put's report too
         group = set(transaction_ids)
         reports_send(
@@ -171,20 +157,6 @@ class MessageStore:
         reports_send(originals=reported_gets, feedback=COD)
         if MARK_REACTIONS in marks:
             reactions_commit(transaction_ids=transaction_ids)
-
-    def resources_commit_read(self, *, transaction_id: str) -> tuple[str, list]:
-        """What the unit of work did to messages: read first by ``resources_commit``."""
-        return queries.transaction_messages_read(transaction_ids=[transaction_id])
-
-    def resources_commit_at_once(self, *, transaction_id: str) -> AtOnce:
-        """Its messages' commit without a read first, on one queue
-        (``brokers.dialects.postgresql.messages_commit_at_once``)."""
-        return pg.messages_commit_at_once(transaction_id=transaction_id)
-
-    def resources_rollback_at_once(self, *, transaction_id: str, now) -> AtOnce:
-        """Its messages' rollback without a read first, when no backout threshold can move one
-        (``brokers.dialects.postgresql.messages_rollback_at_once``)."""
-        return pg.messages_rollback_at_once(transaction_id=transaction_id, now=now)
 
     def resources_rollback(self, *, transaction_id: str, reason: str, marks: set[str]) -> None:
         """Puts vanish; gets return with backout count + 1, and a message whose backout
@@ -202,9 +174,7 @@ class MessageStore:
         touched = set(removed) | set(got)
         names = queries.queues_backout_info(queue_ids=got) if got else {}
         if not any(threshold for _, _, threshold in names.values()):  # nothing can move: the hot path
-            self._rollback_plain(
-                transaction_id=transaction_id, removed=removed, touched=touched, names=names, dedup=MARK_DEDUP in marks
-            )
+            self._rollback_plain(transaction_id=transaction_id, removed=removed, names=names, dedup=MARK_DEDUP in marks)
             return
         if not got:
             queries.queues_lock(queue_ids=touched)
@@ -275,36 +245,15 @@ class MessageStore:
         *,
         transaction_id: str,
         removed: dict[int, int],
-        touched: set[int],
         names: dict[int, tuple[str, str, int]],
         dedup: bool = False,
     ) -> None:
         """A rollback whose gets cannot move any message (no backout threshold on their
-        queues): the queue rows are locked first, then puts go and gets return in two
-        statements."""
-        queries.queues_lock(queue_ids=touched, even_one=True)
-        if removed:
-            queries.queues_release(counts=removed)
-            queries.messages_delete_put(transaction_id=transaction_id)
+        queues): puts go and gets return (``dialect().messages_rollback``), then the
+        duplicate-detection keys it took are freed."""
+        keys = dialect().messages_rollback(
+            transaction_id=transaction_id, removed=removed, names=names, now=timezone.now()
+        )
         if dedup:
             queries.dedup_keys_release(transaction_id=transaction_id)
-        if not names:
-            return
-        restored = queries.messages_restore(transaction_id=transaction_id)
-        now = timezone.now()
-        journal_record(
-            events=[
-                journal_event(
-                    JournalKind.BACKOUT,
-                    broker=names[queue_id][1],
-                    queue=names[queue_id][0],
-                    transaction_id=transaction_id,
-                    msg_id=msg_id,
-                    backout_count=backout_count,
-                    at=now,
-                )
-                for queue_id, msg_id, backout_count, backed_out in restored
-                if backed_out
-            ]
-        )
-        wakeup_notify_on_commit(sorted({queue_wakeup_key(queue_id) for queue_id, *_ in restored}))
+        wakeup_notify_on_commit(keys)

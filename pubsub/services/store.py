@@ -5,7 +5,6 @@ carries no ``pubsub`` mark, and costs this manager no statement at commit or rol
 from __future__ import annotations
 
 from brokers.models import Broker
-from transactions.resources import AtOnce
 
 from ..models import PendingEffect
 from ..tree import tree_for
@@ -35,15 +34,6 @@ class PublicationStore:
                 strict=False,
             )
         PendingEffect.objects.filter(transaction_id__in=transaction_ids).delete()
-
-    def resources_commit_read(self, *, transaction_id: str) -> None:
-        return None  # nothing to read ahead: a unit of work without this manager's mark costs it nothing
-
-    def resources_commit_at_once(self, *, transaction_id: str) -> AtOnce:
-        return AtOnce()  # asked only for a unit of work without marks: nothing of this manager's
-
-    def resources_rollback_at_once(self, *, transaction_id: str, now) -> AtOnce:
-        return AtOnce()  # asked only for a unit of work without marks: nothing of this manager's
 
     def resources_rollback(self, *, transaction_id: str, reason: str, marks: set[str]) -> None:
         """A rolled-back publication has no effect: its copies vanish with the unit of

@@ -9,7 +9,10 @@ functions never ask which database they run on: they ask ``dialect()``.
 
 from __future__ import annotations
 
-from typing import Protocol, Sequence
+from typing import TYPE_CHECKING, Protocol, Sequence
+
+if TYPE_CHECKING:
+    from ..models import Transaction
 
 
 class Dialect(Protocol):
@@ -31,6 +34,20 @@ class Dialect(Protocol):
     def journal_insert(self, *, events: list) -> None:
         """Append journal events (at least one) in one deferred statement (a few for
         thousands, on SQLite)."""
+
+    def commit(self, *, transaction_id: str, now) -> tuple[str, list[str], Transaction | None]:
+        """A unit of work's whole commit as one call of the database's own function, in an
+        engine step of its own: ``(outcome, keys, row)``. ``done``: committed now;
+        ``resolved``: committed before; ``managers``: nothing changed, the transaction
+        manager's statements and its resource managers do it (a unit of work with marks or
+        links on PostgreSQL; every one on SQLite, which has no server-side functions).
+        Errors: ``transactions.manager._engine_error``."""
+
+    def rollback(
+        self, *, transaction_id: str, reason: str, now, require_open: bool
+    ) -> tuple[str, list[str], Transaction | None]:
+        """As ``commit``, for a rollback (PostgreSQL: ``managers`` also when a get came from
+        a queue with a backout threshold; ``resolved``: rolled back or committed before)."""
 
 
 _chosen: list = []

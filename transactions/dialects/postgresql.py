@@ -18,9 +18,11 @@ from ..queries import (
     json_text,
     pg_array,
     transaction_from_row,
-    transactions_resolve,
 )
-from ..seam import cursor, deferred, seam
+from ..durability import engine_step, engine_step_outermost
+from ..seam import cursor, deferred
+from ..wakeup_bus import wakeup_bus
+from ..wakeups import wakeup_notify_committed, wakeup_notify_on_commit
 
 NAME = "postgresql"
 
@@ -78,13 +80,13 @@ def journal_insert(*, events: list) -> None:
 
 
 # --- PostgreSQL's own forms ------------------------------------------------------------------
-# No SQLite counterpart: the link-graph lock (transactions/locks.py) and the commit and
-# rollback sent whole in one round trip with a guard among their statements
-# (``transactions.manager``'s ``_commit_at_once`` and ``_rollback_at_once``).
+# No SQLite counterpart: the link-graph lock (transactions/locks.py), and the engine's commit
+# and rollback as server-side functions (brokers migration 0021), each one statement sent with
+# its step's ``BEGIN`` and ``COMMIT`` in one round trip.
 
 
 #: The SQLSTATE of ``baton_require`` (transactions migration 0007, brokers migration 0010):
-#: a guard sent among a step's statements said no.
+#: a guard sent among a put's or get's statements said no.
 GUARD_SQLSTATE = "BT001"
 
 
@@ -93,119 +95,74 @@ def guard_refused(exc: BaseException) -> bool:
     return getattr(exc.__cause__, "sqlstate", None) == GUARD_SQLSTATE
 
 
-def commit_at_once(*, transaction_id: str, now, parts: Sequence, notify: str | None, rows: list) -> None:
-    """PostgreSQL: a whole commit, deferred, so that it travels with its ``COMMIT`` in one
-    round trip, for a unit of work that needs nothing read first. In order:
-
-    1. the link-graph lock, shared (as every commit takes it: transactions/locks.py);
-    2. the guard (``_at_once_guard``), which also wants the unit of work not past its
-       deadline (the careful way rolls an overdue one back);
-    3. the managers' writes;
-    4. the row's final state and the journal's commit event (its broker from the row).
-
-    A refused guard raises ``GUARD_SQLSTATE`` and nothing after it runs (``guard_refused``).
-    Locks: the graph lock, the unit of work's row, then what the managers' writes lock."""
-    _at_once_guard(
-        transaction_id=transaction_id,
-        parts=parts,
-        notify=notify,
-        rows=rows,
-        condition=("(deadline_at IS NULL OR deadline_at > %s)", [dt_param(now)]),
-    )
-    for part in parts:
-        for sql, params in part.writes:
-            deferred(sql, params)
-    transactions_resolve(transaction_ids=[transaction_id], state="committed", resolved_at=now)
-    deferred(
-        f"INSERT INTO {JOURNAL} ({', '.join(_JOURNAL_COLUMNS)}) SELECT %s::timestamptz, 'commit', broker, '', id, '',"
-        f" '{{}}'::jsonb, 1 FROM {TRANSACTION} WHERE id = %s",
-        [dt_param(now), transaction_id],
-    )
+#: The engine functions' own SQLSTATEs, by what they mean (``transactions.manager`` turns
+#: each into the project's error once: ``_engine_error``).
+ENGINE_ERRORS = {"BT101": "not_found", "BT102": "backed_out", "BT103": "overdue", "BT104": "committed"}
 
 
-def rollback_at_once(*, transaction_id: str, reason: str, now, parts: Sequence, notify: str | None, rows: list) -> None:
-    """PostgreSQL: a whole rollback, deferred, so that it travels with its ``COMMIT`` in one
-    round trip, for a unit of work that needs nothing read first (no marks, no links: no
-    cascade). As ``commit_at_once``: the graph lock shared, the guard (``_at_once_guard``;
-    an overdue unit of work is rolled back all the same), the managers' writes, then the
-    row's final state with ``reason`` and the journal's rollback event. Locks: the graph
-    lock, the unit of work's row, then what the managers' writes lock."""
-    _at_once_guard(transaction_id=transaction_id, parts=parts, notify=notify, rows=rows)
-    for part in parts:
-        for sql, params in part.writes:
-            deferred(sql, params)
-    transactions_resolve(transaction_ids=[transaction_id], state="rolled_back", resolved_at=now, reason=reason)
-    deferred(
-        f"INSERT INTO {JOURNAL} ({', '.join(_JOURNAL_COLUMNS)}) SELECT %s::timestamptz, 'rollback', broker, '', id,"
-        f" '', jsonb_build_object('reason', %s::text), 1 FROM {TRANSACTION} WHERE id = %s",
-        [dt_param(now), reason, transaction_id],
-    )
+def engine_error(exc: BaseException) -> tuple[str, str] | None:
+    """What an engine function's error means (an ``ENGINE_ERRORS`` value) and its detail (a
+    rolled-back unit of work's reason), or None for any other error."""
+    cause = exc.__cause__
+    meaning = ENGINE_ERRORS.get(getattr(cause, "sqlstate", None) or "")
+    if meaning is None:
+        return None
+    return meaning, getattr(getattr(cause, "diag", None), "message_detail", None) or ""
 
 
-def _at_once_guard(
-    *, transaction_id: str, parts: Sequence, notify: str | None, rows: list, condition: tuple[str, list] = ("true", [])
-) -> None:
-    """The link-graph lock, shared, then the guard of a commit or rollback sent whole: the
-    unit of work's row ``FOR UPDATE`` if it is active, has no marks and meets ``condition``,
-    then the managers' common table expressions; ``baton_require`` that the row was found,
-    has no link either way and that every resource manager's conditions (``parts``:
-    ``AtOnce``) hold; its answer (added to ``rows``): the wake-up keys (the managers', and
-    ``txn:<id>``), then the row's columns. With ``notify`` (the wake-up channel) it also
-    ``NOTIFY``s the keys, delivered at commit."""
-    ctes = "".join(f" {sql}," for part in parts for sql, _ in part.ctes)
-    ctes_params = [v for part in parts for _, params in part.ctes for v in params]
-    require = " AND ".join(f"({sql})" for part in parts for sql, _ in part.require) or "true"
-    require_params = [v for part in parts for _, params in part.require for v in params]
-    keys = [part.keys for part in parts if part.keys is not None]
-    keys_sql = " || ".join([f"({sql})" for sql, _ in keys] + ["ARRAY['txn:' || %s::text]"])
-    keys_params = [v for _, params in keys for v in params] + [transaction_id]
-    notified = ""
-    notify_params: list = []
-    if notify:
-        payload = "array_to_string(k.keys, ' ')"
-        notified = f", pg_notify(%s, CASE WHEN length({payload}) <= 7000 THEN {payload} ELSE '*' END)"
-        notify_params = [notify]
-    deferred("SELECT pg_advisory_xact_lock_shared(%s)", [LINK_GRAPH_LOCK_KEY])
-    deferred(
-        f"WITH t AS (SELECT {_TXN_COLUMN_LIST} FROM {TRANSACTION} WHERE id = %s AND state = 'active'"
-        f" AND marks = '[]'::jsonb AND {condition[0]} FOR UPDATE),{ctes}"
-        f" k AS (SELECT {keys_sql} AS keys)"
-        f" SELECT baton_require(EXISTS (SELECT 1 FROM t)"
-        f" AND NOT EXISTS (SELECT 1 FROM {LINK} WHERE upstream_id = %s OR downstream_id = %s)"
-        f" AND {require}, 'the careful way'), k.keys{notified}, t.* FROM k LEFT JOIN t ON true",
-        [
-            transaction_id,
-            *condition[1],
-            *ctes_params,
-            *keys_params,
-            transaction_id,
-            transaction_id,
-            *require_params,
-            *notify_params,
-        ],
-        rows=rows,
-    )
+_ROW = ", ".join(f"(o.t).{name}" for name in TRANSACTION_COLUMNS)
+#: ``baton_commit_v1(id, now, channel)``: the whole commit of a unit of work without marks
+#: or links; one with them is left as it was (``managers``). Locks: the link-graph lock,
+#: shared, the unit of work's row, then (several queues) the queue rows in id order, this
+#: connection's release rows and the message rows it changes.
+COMMIT_V1 = f"SELECT o.outcome, o.keys, {_ROW} FROM baton_commit_v1(%s, %s::timestamptz, %s) o"
+#: ``baton_rollback_v1(id, reason, now, require_open, channel)``: the whole rollback of a unit
+#: of work without marks or links whose gets came from no queue with a backout threshold;
+#: another is left as it was (``managers``). Locks: the link-graph lock, shared, the unit of
+#: work's row, this connection's release rows, then the message rows it changes.
+ROLLBACK_V1 = f"SELECT o.outcome, o.keys, {_ROW} FROM baton_rollback_v1(%s, %s, %s::timestamptz, %s, %s) o"
 
 
-def at_once_answer(rows: list) -> tuple[list[str], Transaction]:
-    """``commit_at_once``'s and ``rollback_at_once``'s answer: the wake-up keys and the unit of work's row as read
-    (before its final state)."""
-    row = rows[0]
-    first = 3 if len(row) > 2 + len(TRANSACTION_COLUMNS) else 2
-    return list(row[1]), transaction_from_row(row[first:])
+def commit(*, transaction_id: str, now) -> tuple[str, list[str], Transaction]:
+    """``baton_commit_v1`` as one engine step (one round trip when the step is outermost):
+    ``(outcome, keys, row)``, ``outcome`` ``done`` (committed now), ``resolved`` (committed
+    before) or ``managers`` (nothing changed: it has marks or links). Errors as
+    ``ENGINE_ERRORS`` say."""
+    return _engine_call(COMMIT_V1, [transaction_id, now], durable=True)
 
 
-def graph_lock_shared_and_links(
-    *, transaction_id: str, read: tuple[str, Sequence] | None = None
-) -> tuple[bool, Transaction | None]:
+def rollback(*, transaction_id: str, reason: str, now, require_open: bool) -> tuple[str, list[str], Transaction]:
+    """``baton_rollback_v1`` as one engine step, not synced (a rollback lost at power failure
+    is done again by restart recovery): ``(outcome, keys, row)``, ``outcome`` ``done``,
+    ``resolved`` (rolled back or committed before) or ``managers`` (nothing changed)."""
+    return _engine_call(ROLLBACK_V1, [transaction_id, reason, now, require_open], durable=False)
+
+
+def _engine_call(sql: str, params: list, *, durable: bool) -> tuple[str, list[str], Transaction]:
+    """One engine function in a step of its own, sent with the step's ``BEGIN`` and
+    ``COMMIT`` when the step is outermost (it runs at once inside a caller's transaction).
+    Its wake-up keys are ``NOTIFY``ed by the function on the bus's channel when there is one
+    (delivered at commit), else published after the commit; this process's waiters are woken
+    after it."""
+    outermost = engine_step_outermost()
+    channel = wakeup_bus().channel_in_transaction if outermost else None
+    rows: list = []
+    with engine_step(durable=durable):
+        deferred(sql, [*params, channel], rows=rows)
+    outcome, keys, *row = rows[0]
+    if outcome == "done":
+        if outermost:
+            wakeup_notify_committed(list(keys), published=channel is not None)
+        else:
+            wakeup_notify_on_commit(keys)
+    return outcome, list(keys), transaction_from_row(row)
+
+
+def graph_lock_shared_and_links(*, transaction_id: str) -> tuple[bool, Transaction | None]:
     """PostgreSQL: take the link-graph lock shared (until the database transaction ends,
     see transactions/locks.py), say whether the unit of work has a link either way, and
     read its row ``FOR UPDATE`` (None if there is none), in one round trip. Lock order: the
-    graph lock, then the row (the statements run in that order).
-
-    ``read``: a statement that takes no lock, ``(sql, params)``, sent after them in the same
-    round trip; its rows are kept for ``Seam.taken_ahead`` (the commit's look at what its unit of
-    work did to messages: the row lock just taken keeps those rows still)."""
+    graph lock, then the row (the statements run in that order)."""
     sql = (
         f"SELECT pg_advisory_xact_lock_shared(%s), EXISTS (SELECT 1 FROM {LINK}"
         f" WHERE upstream_id = %s OR downstream_id = %s);"
@@ -213,11 +170,8 @@ def graph_lock_shared_and_links(
     )
     params = [LINK_GRAPH_LOCK_KEY, transaction_id, transaction_id, transaction_id]
     with cursor() as c:
-        c.execute(sql if read is None else f"{sql}; {read[0]}", params if read is None else params + list(read[1]))
+        c.execute(sql, params)
         linked = c.fetchone()[1]
         c.nextset()
         row = c.fetchone()
-        if read is not None:
-            c.nextset()
-            seam().read_ahead(read[0], read[1], c.fetchall())
     return linked, None if row is None else transaction_from_row(row)

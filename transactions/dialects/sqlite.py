@@ -81,3 +81,14 @@ def journal_insert(*, events: list) -> None:
                 e.count,
             )
         deferred(_journal_values_sql(len(chunk)), params)
+
+
+def commit(*, transaction_id: str, now) -> tuple[str, list[str], None]:
+    """SQLite has no server-side functions: every commit is the transaction manager's
+    sequence of named statements, its resource managers acting in it (``managers``)."""
+    return "managers", [], None
+
+
+def rollback(*, transaction_id: str, reason: str, now, require_open: bool) -> tuple[str, list[str], None]:
+    """As ``commit``: every rollback is the manager's sequence of named statements."""
+    return "managers", [], None

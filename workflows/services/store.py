@@ -23,9 +23,8 @@ from collections import defaultdict
 from django.db.models import Q
 from django.utils import timezone
 
-from brokers.selectors import gets_below_backout_threshold, messages_gotten
+from brokers.selectors import messages_gotten
 from transactions import queries as txn_queries
-from transactions.resources import AtOnce
 
 from ..models import HistoryEvent, Instance, InstanceState, InstanceStep, StepRequest, StepState
 from .history import history_add
@@ -154,18 +153,6 @@ class WorkflowStore:
             elif not any(s.state == StepState.COMPENSATING for s in steps):
                 compensation_next(instance=instance, steps=steps)
         advance_on_commit(advance)
-
-    def resources_commit_read(self, *, transaction_id: str) -> None:
-        return None  # nothing to read ahead: a unit of work without this manager's mark costs it nothing
-
-    def resources_commit_at_once(self, *, transaction_id: str) -> AtOnce:
-        return AtOnce()  # asked only for a unit of work without marks: nothing of this manager's
-
-    def resources_rollback_at_once(self, *, transaction_id: str, now) -> AtOnce:
-        """Without marks this manager acts on a rollback only for requests taken past their
-        queue's backout threshold (``_past_threshold``): none can be when no queue the unit
-        of work got from has one."""
-        return AtOnce(require=(gets_below_backout_threshold(transaction_id=transaction_id),))
 
     def resources_rollback(self, *, transaction_id: str, reason: str, marks: set[str]) -> None:
         advance = self._past_threshold(transaction_id)

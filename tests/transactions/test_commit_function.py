@@ -1,7 +1,8 @@
-"""PostgreSQL: a commit sent whole in one round trip (``transactions.manager``'s
-``_commit_at_once``), its guard, and every case the guard sends the careful way, which must
-answer as it always did. The round trips are counted from libpq's trace, as in
-test_round_trips.py."""
+"""PostgreSQL: a commit is one call of ``baton_commit_v1`` (brokers migration 0021), one
+round trip with its step's ``BEGIN`` and ``COMMIT``; for a unit of work with marks or links
+the call changes nothing and the transaction manager's statements and resource managers
+commit it, answering as they always did. The function's errors become the project's. The
+round trips are counted from libpq's trace, as in test_round_trips.py."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from tests.conftest import bodies, msgs
 from tests.transactions.test_round_trips import _round_trips, _warm
 from baton_client.errors import TransactionBackedOut
 from transactions.exceptions import TransactionNotFound
-from transactions import manager
+from transactions.models import Transaction as TransactionRow
 from transactions.manager import transaction_begin, transaction_commit, transaction_rollback
 from transactions.models import JournalEvent, Transaction
 
@@ -82,12 +83,13 @@ def test_the_commit_notifies_the_queue_and_the_unit_of_work_after_it_commits(que
     assert heard[0].pid != connection.connection.info.backend_pid
 
 
-def test_a_rolled_back_unit_of_work_is_refused_the_careful_way(queue):
+def test_a_rolled_back_unit_of_work_is_refused_with_its_reason(queue):
     _warm()
     txn = _put_uncommitted("a")
-    transaction_rollback(transaction_id=txn)
-    with pytest.raises(TransactionBackedOut):
+    transaction_rollback(transaction_id=txn, reason="changed my mind")
+    with pytest.raises(TransactionBackedOut) as refused:
         transaction_commit(transaction_id=txn)
+    assert refused.value.reason == "changed my mind"
     assert bodies(message_get(broker="QM1", queue="Q1")) == []
 
 
@@ -116,7 +118,7 @@ def test_an_overdue_unit_of_work_is_rolled_back_not_committed(queue, clock):
     assert bodies(message_get(broker="QM1", queue="Q1")) == []
 
 
-def test_a_linked_unit_of_work_is_held_the_careful_way(queue):
+def test_a_linked_unit_of_work_is_held_by_the_managers(queue):
     _warm()
     producer = _put_uncommitted("a")
     consumer = message_get(broker="QM1", queue="Q1", syncpoint="yes", preemptive=True)
@@ -128,37 +130,36 @@ def test_a_linked_unit_of_work_is_held_the_careful_way(queue):
     assert not Message.objects.exists()
 
 
-def test_a_marked_unit_of_work_commits_the_careful_way_without_trying_when_marked_here(queue):
+def test_a_marked_unit_of_work_is_committed_by_its_managers_after_one_call_that_changes_nothing(queue):
     _warm()
     transaction_commit(transaction_id=_put_uncommitted("w", dedup_key="k0"))  # its statements prepared
     assert bodies(message_get(broker="QM1", queue="Q1")) == ["w"]
-    here, there = _put_uncommitted("a", dedup_key="k1"), _put_uncommitted("b", dedup_key="k2")  # both marked
-    manager._marked_here.pop(there)  # as if another process had marked it: only the guard finds the mark
-    outcome, careful = _round_trips(lambda: transaction_commit(transaction_id=here))
-    assert outcome.state == "committed" and careful > 1
-    outcome, tried = _round_trips(lambda: transaction_commit(transaction_id=there))
-    assert (outcome.state, tried) == ("committed", careful + 2)  # refused, its ROLLBACK, then the careful way
-    assert bodies(message_get(broker="QM1", queue="Q1", batch=5)) == ["a", "b"]
+    marked = _put_uncommitted("a", dedup_key="k1")
+    assert TransactionRow.objects.get(pk=marked).marks == ["dedup"]
+    outcome, trips = _round_trips(lambda: transaction_commit(transaction_id=marked))
+    assert outcome.state == "committed" and trips > 1
+    assert JournalEvent.objects.filter(transaction_id=marked, kind="commit").count() == 1
+    assert bodies(message_get(broker="QM1", queue="Q1", batch=5)) == ["a"]
 
 
-def test_a_unit_of_work_on_two_queues_commits_the_careful_way(queue):
+def test_a_unit_of_work_on_two_queues_commits_in_one_round_trip(queue):
     queue_define(broker="QM1", name="Q2")
     _warm()
     txn = transaction_begin(broker="QM1", timeout_ms=60_000)
     message_put(broker="QM1", queue="Q1", messages=msgs("a"), transaction_id=txn.id)
     message_put(broker="QM1", queue="Q2", messages=msgs("b"), transaction_id=txn.id)
     outcome, trips = _round_trips(lambda: transaction_commit(transaction_id=txn.id))
-    assert outcome.state == "committed" and trips > 1
+    assert (outcome.state, trips) == ("committed", 1)
     assert bodies(message_get(broker="QM1", queue="Q1")) == ["a"]
     assert bodies(message_get(broker="QM1", queue="Q2")) == ["b"]
 
 
-def test_puts_on_a_commit_ordered_queue_get_commit_sequences_the_careful_way(broker):
+def test_puts_on_a_commit_ordered_queue_get_commit_sequences_in_one_round_trip(broker):
     queue_define(broker="QM1", name="Q1", read_order="commit")
     _warm()
     first, second = _put_uncommitted("first"), _put_uncommitted("second")
     _, trips = _round_trips(lambda: transaction_commit(transaction_id=second))
-    assert trips > 1
+    assert trips == 1
     transaction_commit(transaction_id=first)
     assert bodies(message_get(broker="QM1", queue="Q1", batch=5)) == ["second", "first"]
     assert not Message.objects.filter(commit_seq__isnull=True).exists()

@@ -1,8 +1,9 @@
-"""PostgreSQL: a rollback sent whole in one round trip (``transactions.manager``'s
-``_rollback_at_once``), its guard, and every case the guard sends the careful way, which must
-answer as it always did. What the one round trip writes is compared with what the careful
-way writes for the same unit of work. Round trips are counted from libpq's trace, as in
-test_round_trips.py."""
+"""PostgreSQL: a rollback is one call of ``baton_rollback_v1`` (brokers migration 0021), one
+round trip with its step's ``BEGIN`` and ``COMMIT``; for a unit of work with marks or links,
+or gets from a queue with a backout threshold, the call changes nothing and the transaction
+manager's statements and resource managers roll it back, answering as they always did. What
+the one call writes is compared with what the managers write for the same unit of work.
+Round trips are counted from libpq's trace, as in test_round_trips.py."""
 
 from __future__ import annotations
 
@@ -19,7 +20,6 @@ from brokers.services.queues import queue_define
 from tests.helpers import wakeup_listener
 from tests.conftest import bodies, msgs
 from tests.transactions.test_round_trips import _round_trips, _warm
-from transactions import manager
 from baton_client.errors import TransactionNotActive
 from transactions.exceptions import TransactionNotFound
 from transactions.manager import transaction_begin, transaction_commit, transaction_rollback
@@ -115,17 +115,18 @@ def _scenario(first: str, second: str) -> list[str]:
     return units
 
 
-def _rolled_back(first: str, second: str, *, careful: bool) -> tuple[list[int], tuple]:
-    """The scenario's units of work rolled back (the careful way when ``careful``: the
-    process's hint ``_marked_here`` skips the one round trip); their round trips, and what
-    they left, with queue names and message ids replaced by what the two runs share."""
+def _rolled_back(first: str, second: str, *, managers: bool) -> tuple[list[int], tuple]:
+    """The scenario's units of work rolled back (by the managers when ``managers``: each is
+    given a mark no manager acts on, so the function leaves it to them); their round trips,
+    and what they left, with queue names and message ids replaced by what the two runs
+    share."""
     units = _scenario(first, second)
     bodies_by_id = dict(Message.objects.values_list("msg_id", "body"))  # every message is still there
     same = {first: "first", second: "second", "": ""}
     trips = []
     for unit in units:
-        if careful:
-            manager._marked_here[unit] = None
+        if managers:
+            Transaction.objects.filter(pk=unit).update(marks=["noted"])
         trips.append(_round_trips(lambda unit=unit: transaction_rollback(transaction_id=unit))[1])
     messages = sorted(
         (same[name], bytes(body), backouts, deliveries, token is not None, got is None)
@@ -146,15 +147,15 @@ def _rolled_back(first: str, second: str, *, careful: bool) -> tuple[list[int], 
     return trips, (messages, rows, journal, room)
 
 
-def test_what_the_one_round_trip_writes_is_what_the_careful_way_writes(queue):
+def test_what_the_one_call_writes_is_what_the_managers_write(queue):
     for name in ("Q2", "C1", "C2"):
         queue_define(broker="QM1", name=name)
     _warm_rollbacks()
-    at_once_trips, at_once = _rolled_back("Q1", "Q2", careful=False)
-    careful_trips, careful = _rolled_back("C1", "C2", careful=True)
-    assert at_once_trips == [1, 1, 1, 1] and all(trips > 1 for trips in careful_trips)
-    assert at_once == careful
-    messages, rows, journal, room = at_once
+    called_trips, called = _rolled_back("Q1", "Q2", managers=False)
+    managers_trips, managed = _rolled_back("C1", "C2", managers=True)
+    assert called_trips == [1, 1, 1, 1] and all(trips > 1 for trips in managers_trips)
+    assert called == managed
+    messages, rows, journal, room = called
     assert messages == [
         ("first", b"g1", 1, 1, False, True),
         ("first", b"g2", 1, 1, False, True),
@@ -228,7 +229,7 @@ def test_an_overdue_unit_of_work_is_rolled_back_for_the_reason_given(queue, cloc
     assert not Message.objects.exists()
 
 
-def test_a_linked_producer_cascades_to_its_consumer_the_careful_way(queue):
+def test_a_linked_producer_cascades_to_its_consumer_by_the_managers(queue):
     _warm_rollbacks()
     producer = _put_uncommitted("a")
     consumer = message_get(broker="QM1", queue="Q1", syncpoint="yes", preemptive=True)
@@ -239,13 +240,29 @@ def test_a_linked_producer_cascades_to_its_consumer_the_careful_way(queue):
     assert not Message.objects.exists()
 
 
-def test_gets_from_a_queue_with_a_backout_threshold_are_moved_the_careful_way(broker):
+def test_gets_from_a_queue_with_a_backout_threshold_are_moved_by_the_managers(broker):
     queue_define(broker="QM1", name="BACKOUT")
     queue_define(broker="QM1", name="Q1", backout_threshold=1, backout_queue="BACKOUT")
     _warm()
     message_put(broker="QM1", queue="Q1", messages=msgs("a"))
     got = message_get(broker="QM1", queue="Q1", syncpoint="yes")
     outcome, trips = _round_trips(lambda: transaction_rollback(transaction_id=got.transaction_id))
-    assert (outcome.transaction.state, trips > 1) == ("rolled_back", True)  # refused, then the careful way
+    assert (outcome.transaction.state, trips > 1) == ("rolled_back", True)  # one call, then the managers
     assert bodies(message_get(broker="QM1", queue="Q1")) == []
     assert bodies(message_get(broker="QM1", queue="BACKOUT")) == ["a"]
+
+
+def test_a_refusal_inside_a_callers_transaction_leaves_the_engine_as_it_was(queue):
+    """Inside a caller's atomic block the call runs under a savepoint: its error undoes only
+    the call, and the engine's next statements run as before (none left waiting to be sent)."""
+    from django.db import transaction
+
+    _warm_rollbacks()
+    txn = _put_uncommitted("a")
+    transaction_commit(transaction_id=txn)
+    with transaction.atomic():
+        with pytest.raises(TransactionNotActive):
+            transaction_rollback(transaction_id=txn)
+        begun = transaction_begin(broker="QM1", timeout_ms=60_000)
+    assert Transaction.objects.get(pk=begun.id).state == "active"
+    assert Transaction.objects.get(pk=txn).state == "committed"
