@@ -19,7 +19,6 @@ from django.utils import timezone
 
 from brokers import permissions as may
 from brokers.ids import ids_new
-from brokers.selectors import messages_gotten
 from brokers.services.message_input import MessageInput
 from brokers.services.messages.common import unit_of_work_joined
 from transactions import queries as txn_queries
@@ -28,6 +27,7 @@ from transactions.manager import transaction_commit, transaction_mark, transacti
 from transactions.models import Transaction, TransactionState
 
 from baton_client.errors import WorkflowConflict
+from .. import queries
 from ..exceptions import InstanceNotFound, StepNotFound
 from ..models import (
     HistoryEvent,
@@ -42,63 +42,35 @@ from .definitions import workflow_locked
 from .history import history_add
 from .requests import message_fields, request_put
 from .versions import instance_steps
-from .saga import compensation_next, compensation_request, instance_advance, instance_fail, instance_locked
+from .saga import compensation_next, compensation_request, instance_advance, instance_fail
 
 #: The transaction mark of a unit of work with workflow effects waiting for its commit.
 MARK_WORKFLOWS = "workflows"
 
 
 def _instance_read(instance_id: str) -> Instance:
-    instance = Instance.objects.filter(pk=instance_id).select_related("broker", "workflow", "version").first()
-    if instance is None:
-        raise InstanceNotFound(f"No workflow instance {instance_id}.", instance=instance_id)
-    return instance
+    return _instances_read({instance_id})[instance_id]
 
 
-def _instances_read(instance_ids: set[str]) -> dict[str, Instance]:
-    """``_instance_read`` of several, in one query."""
-    found = Instance.objects.filter(pk__in=sorted(instance_ids)).select_related("broker", "workflow", "version")
-    instances = {i.pk: i for i in found}
-    for instance_id in sorted(instance_ids - instances.keys())[:1]:
+def _instances_read(instance_ids: set[str], *, lock: bool = False) -> dict[str, Instance]:
+    """The instances (``lock``: their rows locked, in id order), in one query; an unknown id
+    is InstanceNotFound."""
+    instances = queries.instances_read(instance_ids=instance_ids, lock=lock)
+    for instance_id in sorted(set(instance_ids) - instances.keys())[:1]:
         raise InstanceNotFound(f"No workflow instance {instance_id}.", instance=instance_id)
     return instances
 
 
 def _locked(instance_id: str) -> Instance:
-    instance = instance_locked(instance_id)
-    if instance is None:
-        raise InstanceNotFound(f"No workflow instance {instance_id}.", instance=instance_id)
-    return instance
-
-
-def _instances_locked(instance_ids: set[str]) -> dict[str, Instance]:
-    """``_locked`` of several, in one query, in id order."""
-    found = (
-        Instance.objects.select_for_update(of=("self",))
-        .filter(pk__in=sorted(instance_ids))
-        .select_related("broker", "workflow", "version")
-        .order_by("pk")
-    )
-    instances = {i.pk: i for i in found}
-    for instance_id in sorted(instance_ids - instances.keys())[:1]:
-        raise InstanceNotFound(f"No workflow instance {instance_id}.", instance=instance_id)
-    return instances
+    return _instances_read({instance_id}, lock=True)[instance_id]
 
 
 def _steps_locked(
     *, instances: dict[str, Instance], completions: list[Completion]
 ) -> dict[tuple[str, str], InstanceStep]:
-    """The step rows the completions name (``_step_locked`` of each), in one query, in
-    (instance, position) order; each row's ``instance`` is the locked one given."""
-    found = (
-        InstanceStep.objects.select_for_update()
-        .filter(instance_id__in=sorted(instances), name__in=sorted({c.step for c in completions}))
-        .order_by("instance_id", "position")
-    )
-    rows = {}
-    for row in found:
-        row.instance = instances[row.instance_id]
-        rows[(row.instance_id, row.name)] = row
+    """The step rows the completions name, in one query, in (instance, position) order; each
+    row's ``instance`` is the locked one given."""
+    rows = queries.steps_locked(instances=instances, names={c.step for c in completions})
     for c in completions:
         if (c.instance_id, c.step) not in rows:
             instance = instances[c.instance_id]
@@ -179,10 +151,12 @@ def instance_start(
     return instance
 
 
-def _requests_held(*, instance: Instance, step: str, transaction_id: str, compensation: bool, needed: int) -> None:
+def _requests_held(
+    *, instance: Instance, step: str, transaction_id: str, compensation: bool, needed: int, requests: list
+) -> None:
     """The unit of work must have got every open request of the step (a join step: one from
-    each predecessor), else WorkflowConflict."""
-    requests = list(StepRequest.objects.filter(instance=instance, step=step, compensation=compensation, open=True))
+    each predecessor), else WorkflowConflict. ``requests``: the step's open requests, each
+    (msg_id, got under the unit of work), as ``queries.requests_gotten`` found them."""
     what = "compensation request" if compensation else "request"
     if len(requests) < needed:
         raise WorkflowConflict(
@@ -190,8 +164,7 @@ def _requests_held(*, instance: Instance, step: str, transaction_id: str, compen
             instance=instance.pk,
             step=step,
         )
-    gotten = {m["msg_id"] for m in messages_gotten(transaction_id=transaction_id, msg_ids=[r.msg_id for r in requests])}
-    missing = sorted(r.msg_id for r in requests if r.msg_id not in gotten)
+    missing = sorted(msg_id for msg_id, gotten in requests if not gotten)
     if missing:
         raise WorkflowConflict(
             f"Unit of work {transaction_id} has not got step {step!r}'s {what}(s) {', '.join(missing)}: get them "
@@ -263,14 +236,21 @@ def steps_complete(
         # the unit of work's row, then the instances' rows in id order, then their steps', each in one query
         first = instances[completions[order[0]].instance_id].broker.name
         locked = unit_of_work_joined(transaction_id=transaction_id, broker=first, user=user, locked=locked)
-        rows = _steps_locked(instances=_instances_locked(set(instances)), completions=completions)
+        rows = _steps_locked(instances=_instances_read(set(instances), lock=True), completions=completions)
+        requests = queries.requests_gotten(instance_ids=instances, transaction_id=transaction_id, compensation=False)
         for i in order:
             c = completions[i]
             row = rows[(c.instance_id, c.step)]
             broker = row.instance.broker.name
             locked = unit_of_work_joined(transaction_id=transaction_id, broker=broker, user=user, locked=locked)
             done[i] = _completed(
-                instance=row.instance, txn=locked, row=row, output=c.output, compensation=c.compensation, user=user
+                instance=row.instance,
+                txn=locked,
+                row=row,
+                output=c.output,
+                compensation=c.compensation,
+                requests=requests.get((c.instance_id, c.step), []),
+                user=user,
             )
 
     if not commit:
@@ -285,8 +265,11 @@ def steps_complete(
     return done  # type: ignore[return-value]
 
 
-def _completed(*, instance: Instance, txn: Transaction, row: InstanceStep, output, compensation, user) -> InstanceStep:
-    """The completion itself. Caller holds the unit of work's row, the instance's and the step's."""
+def _completed(
+    *, instance: Instance, txn: Transaction, row: InstanceStep, output, compensation, requests: list, user
+) -> InstanceStep:
+    """The completion itself (``requests``: the step's open requests, ``_requests_held``).
+    Caller holds the unit of work's row, the instance's and the step's."""
     transaction_id, step = txn.pk, row.name
     _running_checked(instance, f"complete step {step!r}")
     if row.state == StepState.IN_FLIGHT:
@@ -312,6 +295,7 @@ def _completed(*, instance: Instance, txn: Transaction, row: InstanceStep, outpu
         transaction_id=transaction_id,
         compensation=False,
         needed=max(1, len(definition.predecessors)),
+        requests=requests,
     )
     for name in definition.successors:
         request_put(
@@ -423,7 +407,15 @@ def _compensation_reported(*, instance: Instance, txn: Transaction, step: str) -
             instance=instance.pk,
             step=step,
         )
-    _requests_held(instance=instance, step=step, transaction_id=transaction_id, compensation=True, needed=1)
+    requests = queries.requests_gotten(instance_ids=[instance.pk], transaction_id=transaction_id, compensation=True)
+    _requests_held(
+        instance=instance,
+        step=step,
+        transaction_id=transaction_id,
+        compensation=True,
+        needed=1,
+        requests=requests.get((instance.pk, step), []),
+    )
     row.compensation_transaction = transaction_id
     InstanceStep.objects.filter(pk=row.pk).update(compensation_transaction=transaction_id)
     transaction_mark(transaction=txn, mark=MARK_WORKFLOWS)
