@@ -8,7 +8,8 @@ session) through a server on the scratch database.
   completed and committed it (held: answered; the commit then happens with its upstream's);
 - the time from ``abort`` to ``compensated`` for an instance with four committed steps (a
   fifth step that no worker serves keeps it running);
-- CPU seconds per step from /proc: the server's process and this one's (the workers);
+- CPU seconds per step from /proc: the server's process and this one's (the workers); and
+  the server's per start (each round's instances are started before its workers run);
   database transactions per step are two (the get that begins the unit of work; the
   completion and commit), and no call polls: gets and the measuring loop wait on wake-ups.
 
@@ -127,8 +128,10 @@ class Bench:
             got += len(self.client.get(self.broker, queue, batch=min(1000, n - got), wait=5))
 
     def throughput(self, *, instances: int, work_ms: float, preemptive: bool) -> dict:
+        start_server0 = self.server_cpu()
         for _ in range(instances):
             self.client.start_workflow(self.broker, "bench", "go")
+        start_server = self.server_cpu() - start_server0
         workers = self._workers(work_s=work_ms / 1000, preemptive=preemptive)
         cpu0, server0 = time.process_time(), self.server_cpu()
         started = time.perf_counter()
@@ -152,6 +155,7 @@ class Bench:
             "step_p99_ms": _percentile(latencies, 99) * 1000,
             "server_cpu_ms_per_step": server * 1000 / steps,
             "workers_cpu_ms_per_step": cpu * 1000 / steps,
+            "server_cpu_ms_per_start": start_server * 1000 / instances,
         }
 
     def abort_to_compensated(self, *, rounds: int) -> dict:
@@ -189,7 +193,14 @@ class Bench:
 
 def _median_row(rows: list[dict]) -> dict:
     row = dict(rows[0])
-    for key in ("instances_per_s", "step_p50_ms", "step_p99_ms", "server_cpu_ms_per_step", "workers_cpu_ms_per_step"):
+    for key in (
+        "instances_per_s",
+        "step_p50_ms",
+        "step_p99_ms",
+        "server_cpu_ms_per_step",
+        "workers_cpu_ms_per_step",
+        "server_cpu_ms_per_start",
+    ):
         row[key] = statistics.median(r[key] for r in rows)
     row["rounds"] = len(rows)
     row["instances_per_s_rounds"] = [round(r["instances_per_s"], 1) for r in rows]
