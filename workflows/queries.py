@@ -22,7 +22,7 @@ from brokers.models import Broker, Message
 from transactions import queries as txn_queries
 from transactions.dialects import dialect
 
-from .models import Instance, InstanceStep, StepRequest, Workflow, WorkflowVersion
+from .models import Instance, InstanceStep, StepRequest, StepState, Workflow, WorkflowVersion
 
 _INSTANCE_COLUMNS = [f.column for f in Instance._meta.concrete_fields]
 
@@ -131,3 +131,71 @@ def requests_gotten(
     for instance_id, step, msg_id, gotten in rows:
         found.setdefault((instance_id, step), []).append((msg_id, bool(gotten)))
     return found
+
+
+#: A workflow's row by broker and name, with its broker's id and its current version's
+#: facts. Locks (PostgreSQL): the workflow's row (not its broker's or version's), ``FOR
+#: UPDATE``: a start holds it against an alteration or a deletion of the workflow.
+_WORKFLOW_CURRENT = (
+    "SELECT w.id, w.broker_id, v.id, v.version, v.deadline_ms, v.created_at "
+    f"FROM {Workflow._meta.db_table} w "
+    f"JOIN {Broker._meta.db_table} b ON b.id = w.broker_id "
+    f"JOIN {WorkflowVersion._meta.db_table} v ON v.workflow_id = w.id AND v.version = w.version "
+    "WHERE b.name = %s AND w.name = %s"
+)
+_WORKFLOW_CURRENT_LOCKED_PG = _WORKFLOW_CURRENT + " FOR UPDATE OF w"
+
+#: A new instance's row (nothing reads it before the statement after it: deferred).
+_INSTANCE_INSERT = (
+    f"INSERT INTO {Instance._meta.db_table} ({', '.join(_INSTANCE_COLUMNS)}) VALUES ({_marks(_INSTANCE_COLUMNS)})"
+)
+_STEP_INSERT_COLUMNS = [
+    "instance_id",
+    "position",
+    "name",
+    "state",
+    '"transaction"',
+    "compensation_transaction",
+    "fail_reason",
+    "fail_transaction",
+]
+#: A new instance's steps' rows, one ``VALUES`` tuple per step (deferred).
+_STEPS_INSERT = f"INSERT INTO {InstanceStep._meta.db_table} ({', '.join(_STEP_INSERT_COLUMNS)}) VALUES "
+
+
+def workflow_current(*, broker: str, name: str, lock: bool) -> Workflow | None:
+    """The workflow ``name`` of ``broker`` (``lock``: its row locked, PostgreSQL ``FOR
+    UPDATE``, until the database transaction ends), ``broker`` (id, name) and ``current``
+    (its current ``WorkflowVersion``: id, number, deadline, creation time) set on it; None
+    if there is none."""
+    sql = _WORKFLOW_CURRENT_LOCKED_PG if lock and dialect().NAME == "postgresql" else _WORKFLOW_CURRENT
+    with txn_queries.cursor() as c:
+        c.execute(sql, [broker, name])
+        row = c.fetchone()
+    if row is None:
+        return None
+    workflow_id, broker_id, version_id, version, deadline_ms, created_at = row
+    workflow = Workflow(id=workflow_id, broker=Broker(id=broker_id, name=broker), name=name, version=version)
+    workflow.current = WorkflowVersion(
+        id=version_id,
+        workflow_id=workflow_id,
+        version=version,
+        deadline_ms=deadline_ms,
+        created_at=txn_queries.aware(created_at),
+    )
+    return workflow
+
+
+def instance_insert(*, instance: Instance, steps: list[tuple[int, str]]) -> None:
+    """Write a new instance's row and its steps' rows (``steps``: (position, name) each,
+    ``pending``), deferred."""
+    values = [getattr(instance, f.attname) for f in Instance._meta.concrete_fields]
+    for i, column in enumerate(_INSTANCE_COLUMNS):
+        if column in ("started_at", "progress_at", "ended_at"):
+            values[i] = txn_queries.dt_param(values[i])
+    txn_queries.deferred(_INSTANCE_INSERT, values)
+    row = f"({_marks(_STEP_INSERT_COLUMNS)})"
+    txn_queries.deferred(
+        _STEPS_INSERT + ", ".join([row] * len(steps)),
+        [v for position, name in steps for v in (instance.pk, position, name, StepState.PENDING.value, "", "", "", "")],
+    )

@@ -19,6 +19,7 @@ from django.utils import timezone
 
 from brokers import permissions as may
 from brokers.ids import ids_new
+from brokers.selectors import broker_get
 from brokers.services.message_input import MessageInput
 from brokers.services.messages.common import unit_of_work_joined
 from transactions import queries as txn_queries
@@ -28,7 +29,7 @@ from transactions.models import Transaction, TransactionState
 
 from baton_client.errors import WorkflowConflict
 from .. import queries
-from ..exceptions import InstanceNotFound, StepNotFound
+from ..exceptions import InstanceNotFound, StepNotFound, WorkflowNotFound
 from ..models import (
     HistoryEvent,
     Instance,
@@ -36,12 +37,10 @@ from ..models import (
     InstanceStep,
     StepRequest,
     StepState,
-    WorkflowVersion,
 )
-from .definitions import workflow_locked
 from .history import history_add
 from .requests import message_fields, request_put
-from .versions import instance_steps
+from .versions import instance_steps, version_steps
 from .saga import compensation_next, compensation_request, instance_advance, instance_fail
 
 #: The transaction mark of a unit of work with workflow effects waiting for its commit.
@@ -113,11 +112,14 @@ def instance_start(
     instance never was)."""
     with transaction_timeouts_applied(), engine_step(durable=transaction_id is None):
         txn = unit_of_work_joined(transaction_id=transaction_id, broker=broker, user=user) if transaction_id else None
-        workflow = workflow_locked(broker=broker, name=name)
-        version = WorkflowVersion.objects.get(workflow=workflow, version=workflow.version)
-        steps = list(version.steps.all())
+        workflow = queries.workflow_current(broker=broker, name=name, lock=True)
+        if workflow is None:
+            broker_get(name=broker)
+            raise WorkflowNotFound(f"No workflow {name!r} on broker {broker!r}.", broker=broker, workflow=name)
+        version = workflow.current
+        steps = list(version_steps(version).values())
         now = timezone.now()
-        instance = Instance.objects.create(
+        instance = Instance(
             id=ids_new(1)[0],
             broker=workflow.broker,
             workflow=workflow,
@@ -128,9 +130,7 @@ def instance_start(
             progress_at=now,
             user=_user(user),
         )
-        InstanceStep.objects.bulk_create(
-            [InstanceStep(instance=instance, position=s.position, name=s.name) for s in steps]
-        )
+        queries.instance_insert(instance=instance, steps=[(s.position, s.name) for s in steps])
         request_put(
             instance=instance,
             workflow_name=workflow.name,
