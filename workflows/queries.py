@@ -6,10 +6,12 @@ statement than the database spent running it: a completion read its instances, l
 them, locked its steps and looked at its requests through the ORM, two thirds of a step's
 server time (docs/workflows.md, "Benchmark").
 
-Rows come back as the models their callers take: an ``Instance`` with all its columns, and
-its ``broker``, ``workflow`` and ``version`` holding what the workflow layer reads of them
-(ids, names, the version's number, deadline and creation time); an ``InstanceStep`` with
-the columns a completion reads. Nothing saves them.
+Rows come back as the models their callers take, built as the engine builds its own
+(``transactions.queries.model_instance``): an ``Instance`` with all its columns, and its
+``broker``, ``workflow`` and ``version`` holding what the workflow layer reads of them (ids,
+names, the version's number, deadline and creation time); an ``InstanceStep`` with the
+columns a completion reads. A column not read is deferred, as in ``QuerySet.only``: the ORM
+reads it if asked.
 
 ``IN`` lists take one ``%s`` per value (``_marks``); PostgreSQL locks with ``FOR UPDATE``,
 SQLite's write lock (``BEGIN IMMEDIATE``) is held already."""
@@ -20,6 +22,7 @@ from collections.abc import Iterable
 
 from brokers.models import Broker, Message
 from transactions import queries as txn_queries
+from transactions.queries import model_instance
 from transactions.dialects import dialect
 
 from .models import Instance, InstanceStep, StepRequest, StepState, Workflow, WorkflowVersion
@@ -63,25 +66,32 @@ def _marks(values) -> str:
     return ", ".join(["%s"] * len(values))
 
 
+_INSTANCE_DATETIMES = [i for i, c in enumerate(_INSTANCE_COLUMNS) if c in ("started_at", "progress_at", "ended_at")]
+_INSTANCE_ATTNAMES = [f.attname for f in Instance._meta.concrete_fields]
+
+
 def _instance(row) -> Instance:
     n = len(_INSTANCE_COLUMNS)
     values = list(row[:n])
-    for i, column in enumerate(_INSTANCE_COLUMNS):
-        if column in ("started_at", "progress_at", "ended_at"):
-            values[i] = txn_queries.aware(values[i])
-    instance = Instance(*values)
-    instance._state.adding, instance._state.db = False, "default"
+    for i in _INSTANCE_DATETIMES:
+        values[i] = txn_queries.aware(values[i])
+    instance_id, broker_id, workflow_id, version_id = values[:4]
     broker_name, workflow_name, version, deadline_ms, created_at = row[n:]
-    instance.broker = Broker(id=instance.broker_id, name=broker_name)
-    instance.workflow = Workflow(id=instance.workflow_id, broker_id=instance.broker_id, name=workflow_name)
-    instance.version = WorkflowVersion(
-        id=instance.version_id,
-        workflow_id=instance.workflow_id,
-        version=version,
-        deadline_ms=deadline_ms,
-        created_at=txn_queries.aware(created_at),
-    )
-    return instance
+    related = {
+        "broker": model_instance(Broker, {"id": broker_id, "name": broker_name}),
+        "workflow": model_instance(Workflow, {"id": workflow_id, "broker_id": broker_id, "name": workflow_name}),
+        "version": model_instance(
+            WorkflowVersion,
+            {
+                "id": version_id,
+                "workflow_id": workflow_id,
+                "version": version,
+                "deadline_ms": deadline_ms,
+                "created_at": txn_queries.aware(created_at),
+            },
+        ),
+    }
+    return model_instance(Instance, dict(zip(_INSTANCE_ATTNAMES, values)), related)
 
 
 def instances_read(*, instance_ids: Iterable[str], lock: bool = False) -> dict[str, Instance]:
@@ -110,10 +120,18 @@ def steps_locked(*, instances: dict[str, Instance], names: Iterable[str]) -> dic
         rows = c.fetchall()
     found = {}
     for pk, instance_id, position, name, state, transaction in rows:
-        step = InstanceStep(id=pk, instance=instances[instance_id], position=position, name=name, state=state)
-        step.transaction = transaction
-        step._state.adding, step._state.db = False, "default"
-        found[(instance_id, name)] = step
+        found[(instance_id, name)] = model_instance(
+            InstanceStep,
+            {
+                "id": pk,
+                "instance_id": instance_id,
+                "position": position,
+                "name": name,
+                "state": state,
+                "transaction": transaction,
+            },
+            {"instance": instances[instance_id]},
+        )
     return found
 
 
@@ -175,13 +193,20 @@ def workflow_current(*, broker: str, name: str, lock: bool) -> Workflow | None:
     if row is None:
         return None
     workflow_id, broker_id, version_id, version, deadline_ms, created_at = row
-    workflow = Workflow(id=workflow_id, broker=Broker(id=broker_id, name=broker), name=name, version=version)
-    workflow.current = WorkflowVersion(
-        id=version_id,
-        workflow_id=workflow_id,
-        version=version,
-        deadline_ms=deadline_ms,
-        created_at=txn_queries.aware(created_at),
+    workflow = model_instance(
+        Workflow,
+        {"id": workflow_id, "broker_id": broker_id, "name": name, "version": version},
+        {"broker": model_instance(Broker, {"id": broker_id, "name": broker})},
+    )
+    workflow.current = model_instance(
+        WorkflowVersion,
+        {
+            "id": version_id,
+            "workflow_id": workflow_id,
+            "version": version,
+            "deadline_ms": deadline_ms,
+            "created_at": txn_queries.aware(created_at),
+        },
     )
     return workflow
 
