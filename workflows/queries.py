@@ -46,7 +46,7 @@ _INSTANCES_LOCKED_PG = _INSTANCES + " FOR UPDATE OF i"
 #: Locks (PostgreSQL): the named steps' rows of the instances, ``FOR UPDATE``, in
 #: (instance, position) order.
 _STEPS_LOCKED = (
-    'SELECT id, instance_id, position, name, state, "transaction" '
+    'SELECT id, instance_id, position, name, state, "transaction", compensation_transaction '
     f"FROM {InstanceStep._meta.db_table} "
     "WHERE instance_id IN ({instances}) AND name IN ({names}) ORDER BY instance_id, position"
 )
@@ -119,7 +119,7 @@ def steps_locked(*, instances: dict[str, Instance], names: Iterable[str]) -> dic
         c.execute(sql, [*ids, *names])
         rows = c.fetchall()
     found = {}
-    for pk, instance_id, position, name, state, transaction in rows:
+    for pk, instance_id, position, name, state, transaction, compensation_transaction in rows:
         found[(instance_id, name)] = model_instance(
             InstanceStep,
             {
@@ -129,6 +129,7 @@ def steps_locked(*, instances: dict[str, Instance], names: Iterable[str]) -> dic
                 "name": name,
                 "state": state,
                 "transaction": transaction,
+                "compensation_transaction": compensation_transaction,
             },
             {"instance": instances[instance_id]},
         )

@@ -67,8 +67,8 @@ def _locked(instance_id: str) -> Instance:
 def _steps_locked(
     *, instances: dict[str, Instance], completions: list[Completion]
 ) -> dict[tuple[str, str], InstanceStep]:
-    """The step rows the completions name, in one query, in (instance, position) order; each
-    row's ``instance`` is the locked one given."""
+    """The step rows the completions name (``Completion``: instance and step), in one query,
+    in (instance, position) order; each row's ``instance`` is the locked one given."""
     rows = queries.steps_locked(instances=instances, names={c.step for c in completions})
     for c in completions:
         if (c.instance_id, c.step) not in rows:
@@ -82,14 +82,9 @@ def _steps_locked(
 
 
 def _step_locked(instance: Instance, step: str) -> InstanceStep:
-    row = InstanceStep.objects.select_for_update().filter(instance=instance, name=step).first()
-    if row is None:
-        raise StepNotFound(
-            f"Workflow {instance.workflow.name!r} (version of instance {instance.pk}) has no step {step!r}.",
-            instance=instance.pk,
-            step=step,
-        )
-    return row
+    return _steps_locked(instances={instance.pk: instance}, completions=[Completion(instance.pk, step)])[
+        (instance.pk, step)
+    ]
 
 
 def _running_checked(instance: Instance, doing: str) -> None:
