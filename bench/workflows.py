@@ -4,6 +4,7 @@ session) through a server on the scratch database.
 
 - instances completed per second, the workers getting normally and pre-emptively, at 1 ms
   and 5 ms of work per step (rounds alternated, medians reported);
+- how many requests a worker's unit of work took, on average (``--batch`` at most);
 - each step's latency: from the get that took its request to the answer of the call that
   completed and committed it (held: answered; the commit then happens with its upstream's);
 - the time from ``abort`` to ``compensated`` for an instance with four committed steps (a
@@ -59,11 +60,13 @@ def _timed_worker(step_worker_class):
         commit's) for every step it served."""
 
         latencies: list[float]
+        units: int
 
         def _work(self, handler, messages, transaction):
             began = time.perf_counter()
             ok = super()._work(handler, messages, transaction)
             self.latencies.extend([time.perf_counter() - began] * len(messages))
+            self.units += 1
             return ok
 
     return TimedWorker
@@ -112,7 +115,7 @@ class Bench:
             worker = self.Worker(
                 client, broker=self.broker, workflow="bench", batch=self.batch, preemptive=preemptive, wait=1.0
             )
-            worker.latencies = []
+            worker.latencies, worker.units = [], 0
             worker.step(s)(step_function(s, client))
             if compensations:
                 worker.compensation(s)(undo_function(s, client))
@@ -144,6 +147,7 @@ class Bench:
             w.stop()
             client.close()
         latencies = [x for _, w in workers for x in w.latencies]
+        units = sum(w.units for _, w in workers)
         steps = instances * len(STEPS)
         return {
             "scenario": f"{'pre-emptive' if preemptive else 'normal'} gets, {work_ms:g} ms of work per step",
@@ -156,6 +160,7 @@ class Bench:
             "server_cpu_ms_per_step": server * 1000 / steps,
             "workers_cpu_ms_per_step": cpu * 1000 / steps,
             "server_cpu_ms_per_start": start_server * 1000 / instances,
+            "requests_per_unit": len(latencies) / max(1, units),
         }
 
     def abort_to_compensated(self, *, rounds: int) -> dict:
@@ -200,6 +205,7 @@ def _median_row(rows: list[dict]) -> dict:
         "server_cpu_ms_per_step",
         "workers_cpu_ms_per_step",
         "server_cpu_ms_per_start",
+        "requests_per_unit",
     ):
         row[key] = statistics.median(r[key] for r in rows)
     row["rounds"] = len(rows)

@@ -150,14 +150,15 @@ def table(facts: dict, results: dict) -> str:
     lines.append("")
     lines.append(
         f"{'scenario (medians)':<42} {'instances/s':>12} {'vs normal':>10} {'step p50 ms':>12} {'step p99 ms':>12} "
-        f"{'server CPU ms/step':>19} {'workers CPU ms/step':>20} {'server CPU ms/start':>20}  rounds (instances/s)"
+        f"{'server CPU ms/step':>19} {'workers CPU ms/step':>20} {'server CPU ms/start':>20} {'requests/unit':>14}  "
+        "rounds (instances/s)"
     )
     for r in results["throughput"]:
         ratio = f"{r['ratio_to_normal']:.2f}x" if "ratio_to_normal" in r else ""
         lines.append(
             f"{r['scenario']:<42} {r['instances_per_s']:>12.1f} {ratio:>10} {r['step_p50_ms']:>12.1f} "
             f"{r['step_p99_ms']:>12.1f} {r['server_cpu_ms_per_step']:>19.2f} {r['workers_cpu_ms_per_step']:>20.2f} "
-            f"{r['server_cpu_ms_per_start']:>20.2f}  "
+            f"{r['server_cpu_ms_per_start']:>20.2f} {r['requests_per_unit']:>14.1f}  "
             f"{r['instances_per_s_rounds']}"
         )
     c = results["compensation"]
