@@ -39,7 +39,7 @@ from ..models import (
     StepState,
 )
 from .history import history_add
-from .requests import message_fields, request_put
+from .requests import Request, message_fields, request_put, requests_put
 from .versions import instance_steps, version_steps
 from .saga import compensation_next, compensation_request, instance_advance, instance_fail
 
@@ -233,6 +233,7 @@ def steps_complete(
         locked = unit_of_work_joined(transaction_id=transaction_id, broker=first, user=user, locked=locked)
         rows = _steps_locked(instances=_instances_read(set(instances), lock=True), completions=completions)
         requests = queries.requests_gotten(instance_ids=instances, transaction_id=transaction_id, compensation=False)
+        puts: list[Request] = []
         for i in order:
             c = completions[i]
             row = rows[(c.instance_id, c.step)]
@@ -245,8 +246,9 @@ def steps_complete(
                 output=c.output,
                 compensation=c.compensation,
                 requests=requests.get((c.instance_id, c.step), []),
-                user=user,
+                puts=puts,
             )
+        requests_put(requests=puts, transaction_id=transaction_id, user=user)
 
     if not commit:
         with transaction_timeouts_applied(), engine_step(durable=False):
@@ -261,10 +263,11 @@ def steps_complete(
 
 
 def _completed(
-    *, instance: Instance, txn: Transaction, row: InstanceStep, output, compensation, requests: list, user
+    *, instance: Instance, txn: Transaction, row: InstanceStep, output, compensation, requests: list, puts: list
 ) -> InstanceStep:
-    """The completion itself (``requests``: the step's open requests, ``_requests_held``).
-    Caller holds the unit of work's row, the instance's and the step's."""
+    """The completion itself (``requests``: the step's open requests, ``_requests_held``);
+    the next steps' requests are added to ``puts``, for the caller to put with the others of
+    its batch. Caller holds the unit of work's row, the instance's and the step's."""
     transaction_id, step = txn.pk, row.name
     _running_checked(instance, f"complete step {step!r}")
     if row.state == StepState.IN_FLIGHT:
@@ -293,16 +296,16 @@ def _completed(
         requests=requests,
     )
     for name in definition.successors:
-        request_put(
-            instance=instance,
-            workflow_name=instance.workflow.name,
-            step=name,
-            queue=steps[name].queue,
-            message=output,
-            transaction_id=transaction_id,
-            source=step,
-            inputs=max(1, len(steps[name].predecessors)),
-            user=user,
+        puts.append(
+            Request(
+                instance=instance,
+                workflow_name=instance.workflow.name,
+                step=name,
+                queue=steps[name].queue,
+                message=output,
+                source=step,
+                inputs=max(1, len(steps[name].predecessors)),
+            )
         )
     row.state, row.transaction = StepState.IN_FLIGHT, transaction_id
     row.compensation = message_fields(compensation)
