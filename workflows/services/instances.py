@@ -2,8 +2,10 @@
 "Workflows").
 
 Locking: the unit of work's row (``unit_of_work_joined``, which also checks that it is the
-caller's: anyone else's is 404 as for units of work), then the workflow's or the instance's
-row, then its steps' rows, then the queue rows of the requests put (``message_put``). The
+caller's: anyone else's is 404 as for units of work), then the workflow's or the instances'
+rows (in id order), then their steps' rows (in (instance, position) order), then the queue
+rows of the requests put (``requests_put``: one ``message_put`` per queue, in (broker, queue)
+order). The statements are in ``workflows.queries``, each with the locks it takes. The
 effects that wait for a unit of work (a step counts as committed, a fail, a compensation
 done) are applied by the resource manager (``workflows.services.store``) when it commits,
 and undone when it rolls back.
