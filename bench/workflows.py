@@ -4,11 +4,13 @@ session) through a server on the scratch database.
 
 - instances completed per second, the workers getting normally and pre-emptively, at 1 ms
   and 5 ms of work per step (rounds alternated, medians reported);
+- how many requests a worker's unit of work took, on average (``--batch`` at most);
 - each step's latency: from the get that took its request to the answer of the call that
   completed and committed it (held: answered; the commit then happens with its upstream's);
 - the time from ``abort`` to ``compensated`` for an instance with four committed steps (a
   fifth step that no worker serves keeps it running);
-- CPU seconds per step from /proc: the server's process and this one's (the workers);
+- CPU seconds per step from /proc: the server's process and this one's (the workers); and
+  the server's per start (each round's instances are started before its workers run);
   database transactions per step are two (the get that begins the unit of work; the
   completion and commit), and no call polls: gets and the measuring loop wait on wake-ups.
 
@@ -58,11 +60,13 @@ def _timed_worker(step_worker_class):
         commit's) for every step it served."""
 
         latencies: list[float]
+        units: int
 
         def _work(self, handler, messages, transaction):
             began = time.perf_counter()
             ok = super()._work(handler, messages, transaction)
             self.latencies.extend([time.perf_counter() - began] * len(messages))
+            self.units += 1
             return ok
 
     return TimedWorker
@@ -111,7 +115,7 @@ class Bench:
             worker = self.Worker(
                 client, broker=self.broker, workflow="bench", batch=self.batch, preemptive=preemptive, wait=1.0
             )
-            worker.latencies = []
+            worker.latencies, worker.units = [], 0
             worker.step(s)(step_function(s, client))
             if compensations:
                 worker.compensation(s)(undo_function(s, client))
@@ -127,8 +131,10 @@ class Bench:
             got += len(self.client.get(self.broker, queue, batch=min(1000, n - got), wait=5))
 
     def throughput(self, *, instances: int, work_ms: float, preemptive: bool) -> dict:
+        start_server0 = self.server_cpu()
         for _ in range(instances):
             self.client.start_workflow(self.broker, "bench", "go")
+        start_server = self.server_cpu() - start_server0
         workers = self._workers(work_s=work_ms / 1000, preemptive=preemptive)
         cpu0, server0 = time.process_time(), self.server_cpu()
         started = time.perf_counter()
@@ -141,6 +147,7 @@ class Bench:
             w.stop()
             client.close()
         latencies = [x for _, w in workers for x in w.latencies]
+        units = sum(w.units for _, w in workers)
         steps = instances * len(STEPS)
         return {
             "scenario": f"{'pre-emptive' if preemptive else 'normal'} gets, {work_ms:g} ms of work per step",
@@ -152,6 +159,8 @@ class Bench:
             "step_p99_ms": _percentile(latencies, 99) * 1000,
             "server_cpu_ms_per_step": server * 1000 / steps,
             "workers_cpu_ms_per_step": cpu * 1000 / steps,
+            "server_cpu_ms_per_start": start_server * 1000 / instances,
+            "requests_per_unit": len(latencies) / max(1, units),
         }
 
     def abort_to_compensated(self, *, rounds: int) -> dict:
@@ -189,7 +198,15 @@ class Bench:
 
 def _median_row(rows: list[dict]) -> dict:
     row = dict(rows[0])
-    for key in ("instances_per_s", "step_p50_ms", "step_p99_ms", "server_cpu_ms_per_step", "workers_cpu_ms_per_step"):
+    for key in (
+        "instances_per_s",
+        "step_p50_ms",
+        "step_p99_ms",
+        "server_cpu_ms_per_step",
+        "workers_cpu_ms_per_step",
+        "server_cpu_ms_per_start",
+        "requests_per_unit",
+    ):
         row[key] = statistics.median(r[key] for r in rows)
     row["rounds"] = len(rows)
     row["instances_per_s_rounds"] = [round(r["instances_per_s"], 1) for r in rows]

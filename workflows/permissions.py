@@ -27,23 +27,19 @@ from __future__ import annotations
 from brokers import permissions as may
 
 from .exceptions import InstanceNotFound
-from .models import Instance, Workflow, WorkflowStep
-from .services.versions import instance_steps
+from .models import Instance, WorkflowStep
+from . import queries
+from .services.versions import instance_steps, version_steps
 
 require_display = may.require_broker_display
 require_admin = may.require_broker_admin
 
 
 def _first_queue(*, broker: str, name: str) -> str | None:
-    workflow = Workflow.objects.filter(broker__name=broker, name=name).values_list("pk", "version").first()
+    workflow = queries.workflow_current(broker=broker, name=name, lock=False)
     if workflow is None:
         return None  # the service answers 404
-    return (
-        WorkflowStep.objects.filter(version__workflow_id=workflow[0], version__version=workflow[1])
-        .order_by("position")
-        .values_list("queue", flat=True)
-        .first()
-    )
+    return next(iter(version_steps(workflow.current).values())).queue
 
 
 def require_start(user, *, broker: str, name: str) -> None:
@@ -57,7 +53,7 @@ def require_start(user, *, broker: str, name: str) -> None:
 def instance_broker(user, *, instance_id: str) -> tuple[str, Instance]:
     """The instance's broker, once the user may see it: 404 for an unknown id and for an
     instance of a broker the user holds no grant on."""
-    instance = Instance.objects.filter(pk=instance_id).select_related("broker", "workflow", "version").first()
+    instance = queries.instances_read(instance_ids=[instance_id]).get(instance_id)
     if instance is None or not may._holds(user, may.ANY, broker=instance.broker.name, anywhere=True):
         raise InstanceNotFound(f"No workflow instance {instance_id}.", instance=instance_id)
     return instance.broker.name, instance
@@ -80,8 +76,7 @@ def require_complete(user, *, instance_id: str, step: str) -> None:
 def require_complete_all(user, *, steps: list[tuple[str, str]]) -> None:
     """``require_complete`` for each (instance, step), the instances read in one query and
     each queue checked once."""
-    ids = sorted({instance for instance, _ in steps})
-    found = {i.pk: i for i in Instance.objects.filter(pk__in=ids).select_related("broker", "workflow", "version")}
+    found = queries.instances_read(instance_ids={instance for instance, _ in steps})
     checked: set[tuple[str, str]] = set()
     for instance_id, step in steps:
         instance = found.get(instance_id)

@@ -41,6 +41,7 @@ def test_json_figures_and_the_table():
     for row in throughput:
         assert row["instances"] == 3 and row["instances_per_s"] > 0 and 0 < row["step_p50_ms"] <= row["step_p99_ms"]
         assert row["server_cpu_ms_per_step"] > 0 and row["workers_cpu_ms_per_step"] > 0 and row["rounds"] == 1
+        assert row["server_cpu_ms_per_start"] >= 0 and 1 <= row["requests_per_unit"] <= 8
     assert [("ratio_to_normal" in r) for r in throughput] == [False, True, False, True]
     aborts = report["results"]["compensation"]
     assert aborts["rounds"] == 1 and 0 < aborts["p50_ms"] <= aborts["p99_ms"] <= aborts["max_ms"]

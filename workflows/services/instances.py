@@ -2,8 +2,10 @@
 "Workflows").
 
 Locking: the unit of work's row (``unit_of_work_joined``, which also checks that it is the
-caller's: anyone else's is 404 as for units of work), then the workflow's or the instance's
-row, then its steps' rows, then the queue rows of the requests put (``message_put``). The
+caller's: anyone else's is 404 as for units of work), then the workflow's or the instances'
+rows (in id order), then their steps' rows (in (instance, position) order), then the queue
+rows of the requests put (``requests_put``: one ``message_put`` per queue, in (broker, queue)
+order). The statements are in ``workflows.queries``, each with the locks it takes. The
 effects that wait for a unit of work (a step counts as committed, a fail, a compensation
 done) are applied by the resource manager (``workflows.services.store``) when it commits,
 and undone when it rolls back.
@@ -19,7 +21,7 @@ from django.utils import timezone
 
 from brokers import permissions as may
 from brokers.ids import ids_new
-from brokers.selectors import messages_gotten
+from brokers.selectors import broker_get
 from brokers.services.message_input import MessageInput
 from brokers.services.messages.common import unit_of_work_joined
 from transactions import queries as txn_queries
@@ -28,7 +30,8 @@ from transactions.manager import transaction_commit, transaction_mark, transacti
 from transactions.models import Transaction, TransactionState
 
 from baton_client.errors import WorkflowConflict
-from ..exceptions import InstanceNotFound, StepNotFound
+from .. import queries
+from ..exceptions import InstanceNotFound, StepNotFound, WorkflowNotFound
 from ..models import (
     HistoryEvent,
     Instance,
@@ -36,69 +39,39 @@ from ..models import (
     InstanceStep,
     StepRequest,
     StepState,
-    WorkflowVersion,
 )
-from .definitions import workflow_locked
 from .history import history_add
-from .requests import message_fields, request_put
-from .versions import instance_steps
-from .saga import compensation_next, compensation_request, instance_advance, instance_fail, instance_locked
+from .requests import Request, message_fields, request_put, requests_put
+from .versions import instance_steps, version_steps
+from .saga import compensation_next, compensation_request, instance_advance, instance_fail
 
 #: The transaction mark of a unit of work with workflow effects waiting for its commit.
 MARK_WORKFLOWS = "workflows"
 
 
 def _instance_read(instance_id: str) -> Instance:
-    instance = Instance.objects.filter(pk=instance_id).select_related("broker", "workflow", "version").first()
-    if instance is None:
-        raise InstanceNotFound(f"No workflow instance {instance_id}.", instance=instance_id)
-    return instance
+    return _instances_read({instance_id})[instance_id]
 
 
-def _instances_read(instance_ids: set[str]) -> dict[str, Instance]:
-    """``_instance_read`` of several, in one query."""
-    found = Instance.objects.filter(pk__in=sorted(instance_ids)).select_related("broker", "workflow", "version")
-    instances = {i.pk: i for i in found}
-    for instance_id in sorted(instance_ids - instances.keys())[:1]:
+def _instances_read(instance_ids: set[str], *, lock: bool = False) -> dict[str, Instance]:
+    """The instances (``lock``: their rows locked, in id order), in one query; an unknown id
+    is InstanceNotFound."""
+    instances = queries.instances_read(instance_ids=instance_ids, lock=lock)
+    for instance_id in sorted(set(instance_ids) - instances.keys())[:1]:
         raise InstanceNotFound(f"No workflow instance {instance_id}.", instance=instance_id)
     return instances
 
 
 def _locked(instance_id: str) -> Instance:
-    instance = instance_locked(instance_id)
-    if instance is None:
-        raise InstanceNotFound(f"No workflow instance {instance_id}.", instance=instance_id)
-    return instance
-
-
-def _instances_locked(instance_ids: set[str]) -> dict[str, Instance]:
-    """``_locked`` of several, in one query, in id order."""
-    found = (
-        Instance.objects.select_for_update(of=("self",))
-        .filter(pk__in=sorted(instance_ids))
-        .select_related("broker", "workflow", "version")
-        .order_by("pk")
-    )
-    instances = {i.pk: i for i in found}
-    for instance_id in sorted(instance_ids - instances.keys())[:1]:
-        raise InstanceNotFound(f"No workflow instance {instance_id}.", instance=instance_id)
-    return instances
+    return _instances_read({instance_id}, lock=True)[instance_id]
 
 
 def _steps_locked(
     *, instances: dict[str, Instance], completions: list[Completion]
 ) -> dict[tuple[str, str], InstanceStep]:
-    """The step rows the completions name (``_step_locked`` of each), in one query, in
-    (instance, position) order; each row's ``instance`` is the locked one given."""
-    found = (
-        InstanceStep.objects.select_for_update()
-        .filter(instance_id__in=sorted(instances), name__in=sorted({c.step for c in completions}))
-        .order_by("instance_id", "position")
-    )
-    rows = {}
-    for row in found:
-        row.instance = instances[row.instance_id]
-        rows[(row.instance_id, row.name)] = row
+    """The step rows the completions name (``Completion``: instance and step), in one query,
+    in (instance, position) order; each row's ``instance`` is the locked one given."""
+    rows = queries.steps_locked(instances=instances, names={c.step for c in completions})
     for c in completions:
         if (c.instance_id, c.step) not in rows:
             instance = instances[c.instance_id]
@@ -111,14 +84,9 @@ def _steps_locked(
 
 
 def _step_locked(instance: Instance, step: str) -> InstanceStep:
-    row = InstanceStep.objects.select_for_update().filter(instance=instance, name=step).first()
-    if row is None:
-        raise StepNotFound(
-            f"Workflow {instance.workflow.name!r} (version of instance {instance.pk}) has no step {step!r}.",
-            instance=instance.pk,
-            step=step,
-        )
-    return row
+    return _steps_locked(instances={instance.pk: instance}, completions=[Completion(instance.pk, step)])[
+        (instance.pk, step)
+    ]
 
 
 def _running_checked(instance: Instance, doing: str) -> None:
@@ -141,11 +109,14 @@ def instance_start(
     instance never was)."""
     with transaction_timeouts_applied(), engine_step(durable=transaction_id is None):
         txn = unit_of_work_joined(transaction_id=transaction_id, broker=broker, user=user) if transaction_id else None
-        workflow = workflow_locked(broker=broker, name=name)
-        version = WorkflowVersion.objects.get(workflow=workflow, version=workflow.version)
-        steps = list(version.steps.all())
+        workflow = queries.workflow_current(broker=broker, name=name, lock=True)
+        if workflow is None:
+            broker_get(name=broker)
+            raise WorkflowNotFound(f"No workflow {name!r} on broker {broker!r}.", broker=broker, workflow=name)
+        version = workflow.current
+        steps = list(version_steps(version).values())
         now = timezone.now()
-        instance = Instance.objects.create(
+        instance = Instance(
             id=ids_new(1)[0],
             broker=workflow.broker,
             workflow=workflow,
@@ -156,9 +127,7 @@ def instance_start(
             progress_at=now,
             user=_user(user),
         )
-        InstanceStep.objects.bulk_create(
-            [InstanceStep(instance=instance, position=s.position, name=s.name) for s in steps]
-        )
+        queries.instance_insert(instance=instance, steps=[(s.position, s.name) for s in steps])
         request_put(
             instance=instance,
             workflow_name=workflow.name,
@@ -179,10 +148,12 @@ def instance_start(
     return instance
 
 
-def _requests_held(*, instance: Instance, step: str, transaction_id: str, compensation: bool, needed: int) -> None:
+def _requests_held(
+    *, instance: Instance, step: str, transaction_id: str, compensation: bool, needed: int, requests: list
+) -> None:
     """The unit of work must have got every open request of the step (a join step: one from
-    each predecessor), else WorkflowConflict."""
-    requests = list(StepRequest.objects.filter(instance=instance, step=step, compensation=compensation, open=True))
+    each predecessor), else WorkflowConflict. ``requests``: the step's open requests, each
+    (msg_id, got under the unit of work), as ``queries.requests_gotten`` found them."""
     what = "compensation request" if compensation else "request"
     if len(requests) < needed:
         raise WorkflowConflict(
@@ -190,8 +161,7 @@ def _requests_held(*, instance: Instance, step: str, transaction_id: str, compen
             instance=instance.pk,
             step=step,
         )
-    gotten = {m["msg_id"] for m in messages_gotten(transaction_id=transaction_id, msg_ids=[r.msg_id for r in requests])}
-    missing = sorted(r.msg_id for r in requests if r.msg_id not in gotten)
+    missing = sorted(msg_id for msg_id, gotten in requests if not gotten)
     if missing:
         raise WorkflowConflict(
             f"Unit of work {transaction_id} has not got step {step!r}'s {what}(s) {', '.join(missing)}: get them "
@@ -263,15 +233,24 @@ def steps_complete(
         # the unit of work's row, then the instances' rows in id order, then their steps', each in one query
         first = instances[completions[order[0]].instance_id].broker.name
         locked = unit_of_work_joined(transaction_id=transaction_id, broker=first, user=user, locked=locked)
-        rows = _steps_locked(instances=_instances_locked(set(instances)), completions=completions)
+        rows = _steps_locked(instances=_instances_read(set(instances), lock=True), completions=completions)
+        requests = queries.requests_gotten(instance_ids=instances, transaction_id=transaction_id, compensation=False)
+        puts: list[Request] = []
         for i in order:
             c = completions[i]
             row = rows[(c.instance_id, c.step)]
             broker = row.instance.broker.name
             locked = unit_of_work_joined(transaction_id=transaction_id, broker=broker, user=user, locked=locked)
             done[i] = _completed(
-                instance=row.instance, txn=locked, row=row, output=c.output, compensation=c.compensation, user=user
+                instance=row.instance,
+                txn=locked,
+                row=row,
+                output=c.output,
+                compensation=c.compensation,
+                requests=requests.get((c.instance_id, c.step), []),
+                puts=puts,
             )
+        requests_put(requests=puts, transaction_id=transaction_id, user=user)
 
     if not commit:
         with transaction_timeouts_applied(), engine_step(durable=False):
@@ -285,8 +264,12 @@ def steps_complete(
     return done  # type: ignore[return-value]
 
 
-def _completed(*, instance: Instance, txn: Transaction, row: InstanceStep, output, compensation, user) -> InstanceStep:
-    """The completion itself. Caller holds the unit of work's row, the instance's and the step's."""
+def _completed(
+    *, instance: Instance, txn: Transaction, row: InstanceStep, output, compensation, requests: list, puts: list
+) -> InstanceStep:
+    """The completion itself (``requests``: the step's open requests, ``_requests_held``);
+    the next steps' requests are added to ``puts``, for the caller to put with the others of
+    its batch. Caller holds the unit of work's row, the instance's and the step's."""
     transaction_id, step = txn.pk, row.name
     _running_checked(instance, f"complete step {step!r}")
     if row.state == StepState.IN_FLIGHT:
@@ -312,18 +295,19 @@ def _completed(*, instance: Instance, txn: Transaction, row: InstanceStep, outpu
         transaction_id=transaction_id,
         compensation=False,
         needed=max(1, len(definition.predecessors)),
+        requests=requests,
     )
     for name in definition.successors:
-        request_put(
-            instance=instance,
-            workflow_name=instance.workflow.name,
-            step=name,
-            queue=steps[name].queue,
-            message=output,
-            transaction_id=transaction_id,
-            source=step,
-            inputs=max(1, len(steps[name].predecessors)),
-            user=user,
+        puts.append(
+            Request(
+                instance=instance,
+                workflow_name=instance.workflow.name,
+                step=name,
+                queue=steps[name].queue,
+                message=output,
+                source=step,
+                inputs=max(1, len(steps[name].predecessors)),
+            )
         )
     row.state, row.transaction = StepState.IN_FLIGHT, transaction_id
     row.compensation = message_fields(compensation)
@@ -423,7 +407,15 @@ def _compensation_reported(*, instance: Instance, txn: Transaction, step: str) -
             instance=instance.pk,
             step=step,
         )
-    _requests_held(instance=instance, step=step, transaction_id=transaction_id, compensation=True, needed=1)
+    requests = queries.requests_gotten(instance_ids=[instance.pk], transaction_id=transaction_id, compensation=True)
+    _requests_held(
+        instance=instance,
+        step=step,
+        transaction_id=transaction_id,
+        compensation=True,
+        needed=1,
+        requests=requests.get((instance.pk, step), []),
+    )
     row.compensation_transaction = transaction_id
     InstanceStep.objects.filter(pk=row.pk).update(compensation_transaction=transaction_id)
     transaction_mark(transaction=txn, mark=MARK_WORKFLOWS)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from django.conf import settings
 from django.utils import timezone
 
 from brokers.services.message_input import MessageInput
@@ -44,52 +45,65 @@ def message_from_fields(fields: dict[str, Any] | None) -> MessageInput:
     return MessageInput(**{k: v for k, v in values.items() if k in known})
 
 
-def request_put(
-    *,
-    instance: Instance,
-    workflow_name: str,
-    step: str,
-    queue: str,
-    message: MessageInput | None,
-    compensation: bool = False,
-    transaction_id: str | None = None,
-    source: str = "",
-    inputs: int = 1,
-    user=None,
-) -> None:
-    """Put a step's (or a compensation's) request under ``transaction_id`` (or at once) and
-    note it (``StepRequest``). Caller holds an open database transaction."""
-    msg = message or MessageInput()
-    tag = {"instance": instance.pk, "workflow": workflow_name, "step": step, "compensation": compensation}
-    if inputs > 1:
-        tag["inputs"] = inputs
-    msg = dataclasses.replace(
+@dataclasses.dataclass(frozen=True)
+class Request:
+    """A step's (or a compensation's) request to put (``requests_put``): ``message`` on
+    ``queue`` for ``step`` of ``instance``; ``source``: the step whose completion puts it;
+    ``inputs``: how many requests the step takes (a join step: one per predecessor)."""
+
+    instance: Instance
+    workflow_name: str
+    step: str
+    queue: str
+    message: MessageInput | None
+    compensation: bool = False
+    source: str = ""
+    inputs: int = 1
+
+
+def request_put(*, transaction_id: str | None = None, user=None, **request: Any) -> None:
+    """``requests_put`` of one ``Request`` (its fields as keywords)."""
+    requests_put(requests=[Request(**request)], transaction_id=transaction_id, user=user)
+
+
+def requests_put(*, requests: list[Request], transaction_id: str | None = None, user=None) -> None:
+    """Put the requests under ``transaction_id`` (or at once) and note each (``StepRequest``):
+    one ``message_put`` per queue (a worker's batch of completions of one step puts its
+    successors' requests in one call), the queues in (broker, name) order, at most
+    BATON_MAX_BATCH messages a call. Caller holds an open database transaction and the
+    instances' rows."""
+    groups: dict[tuple[str, str], list[Request]] = {}
+    for r in requests:
+        groups.setdefault((r.instance.broker.name, r.queue), []).append(r)
+    most = settings.BATON_MAX_BATCH
+    txn_queries.deferred_flush()  # the caller's deferred writes must not ride in the put's savepoint
+    for (broker, queue), group in sorted(groups.items()):
+        for chunk in (group[i : i + most] for i in range(0, len(group), most)):
+            result = message_put(
+                broker=broker,
+                queue=queue,
+                messages=[_tagged(r) for r in chunk],
+                transaction_id=transaction_id,
+                put_application=PUT_APPLICATION,
+                user=user,
+            )
+            at, put_transaction = txn_queries.dt_param(timezone.now()), transaction_id or ""
+            for r, put in zip(chunk, result.messages):
+                note = [r.instance.pk, r.step, r.compensation, put.msg_id, queue, r.source, put_transaction, True, at]
+                txn_queries.deferred(_INSERT, note)
+
+
+def _tagged(r: Request) -> MessageInput:
+    """The request's message with ``workflow`` among its properties and the instance's id as
+    its correlation id unless it has one."""
+    msg = r.message or MessageInput()
+    tag = {"instance": r.instance.pk, "workflow": r.workflow_name, "step": r.step, "compensation": r.compensation}
+    if r.inputs > 1:
+        tag["inputs"] = r.inputs
+    return dataclasses.replace(
         msg,
         properties={**msg.properties, "workflow": tag},
-        correl_id=msg.correl_id or instance.pk,
+        correl_id=msg.correl_id or r.instance.pk,
         refers_to=None,
         dedup_key=None,
-    )
-    txn_queries.deferred_flush()  # the caller's deferred writes must not ride in the put's savepoint
-    result = message_put(
-        broker=instance.broker.name,
-        queue=queue,
-        messages=[msg],
-        transaction_id=transaction_id,
-        put_application=PUT_APPLICATION,
-        user=user,
-    )
-    txn_queries.deferred(
-        _INSERT,
-        [
-            instance.pk,
-            step,
-            compensation,
-            result.messages[0].msg_id,
-            queue,
-            source,
-            transaction_id or "",
-            True,
-            txn_queries.dt_param(timezone.now()),
-        ],
     )

@@ -28,6 +28,7 @@ from transactions.models import OPEN_STATES, Transaction
 from brokers.models import Queue, QueueKind
 from brokers.selectors import messages_where
 
+from ..queries import instances_read
 from ..models import HistoryEvent, Instance, InstanceState, InstanceStep, StepRequest, StepState
 from .history import history_add
 from .requests import message_from_fields, request_put
@@ -38,12 +39,8 @@ _local = threading.local()
 
 
 def instance_locked(instance_id: str) -> Instance | None:
-    return (
-        Instance.objects.select_for_update(of=("self",))  # the instance's row, not its broker's or workflow's
-        .filter(pk=instance_id)
-        .select_related("broker", "workflow", "version")
-        .first()
-    )
+    """The instance with its row locked (not its broker's or workflow's), or None."""
+    return instances_read(instance_ids=[instance_id], lock=True).get(instance_id)
 
 
 def instance_fail(*, instance: Instance, event: str, reason: str, step: str = "", transaction: str = "") -> None:

@@ -26,6 +26,7 @@ from django.utils import timezone
 from brokers.selectors import messages_gotten
 from transactions import queries as txn_queries
 
+from ..queries import instances_read
 from ..models import HistoryEvent, Instance, InstanceState, InstanceStep, StepRequest, StepState
 from .history import history_add
 from .instances import MARK_WORKFLOWS
@@ -34,16 +35,7 @@ from .versions import instance_steps
 
 
 def _instances_locked(ids) -> dict[str, Instance]:
-    ids = sorted(set(ids))
-    if not ids:
-        return {}
-    return {
-        i.pk: i
-        for i in Instance.objects.select_for_update(of=("self",))
-        .filter(pk__in=ids)
-        .select_related("workflow", "version")
-        .order_by("pk")
-    }
+    return instances_read(instance_ids=ids, lock=True)
 
 
 def _marks(values) -> str:

@@ -40,7 +40,8 @@ class Command(BaseCommand):
         "1 ms or 5 ms per request, completing and committing in one call), with the workers getting normally and "
         "pre-emptively (the ratio between them; rounds alternated, medians), each step's latency p50/p99 (its "
         "get's answer to its commit's; a held commit counts when answered), CPU per step of the server and of the "
-        "workers (from /proc), and the time from abort to compensated for an instance with four committed steps. "
+        "workers (from /proc), the server's CPU per start, and the time from abort to compensated for an instance "
+        "with four committed steps. "
         "Works on a scratch database (a fresh SQLite file in a temporary directory unless --database-url names "
         "another). With --json, stdout is one JSON object with the facts and the results."
     )
@@ -149,13 +150,15 @@ def table(facts: dict, results: dict) -> str:
     lines.append("")
     lines.append(
         f"{'scenario (medians)':<42} {'instances/s':>12} {'vs normal':>10} {'step p50 ms':>12} {'step p99 ms':>12} "
-        f"{'server CPU ms/step':>19} {'workers CPU ms/step':>20}  rounds (instances/s)"
+        f"{'server CPU ms/step':>19} {'workers CPU ms/step':>20} {'server CPU ms/start':>20} {'requests/unit':>14}  "
+        "rounds (instances/s)"
     )
     for r in results["throughput"]:
         ratio = f"{r['ratio_to_normal']:.2f}x" if "ratio_to_normal" in r else ""
         lines.append(
             f"{r['scenario']:<42} {r['instances_per_s']:>12.1f} {ratio:>10} {r['step_p50_ms']:>12.1f} "
-            f"{r['step_p99_ms']:>12.1f} {r['server_cpu_ms_per_step']:>19.2f} {r['workers_cpu_ms_per_step']:>20.2f}  "
+            f"{r['step_p99_ms']:>12.1f} {r['server_cpu_ms_per_step']:>19.2f} {r['workers_cpu_ms_per_step']:>20.2f} "
+            f"{r['server_cpu_ms_per_start']:>20.2f} {r['requests_per_unit']:>14.1f}  "
             f"{r['instances_per_s_rounds']}"
         )
     c = results["compensation"]
