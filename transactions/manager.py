@@ -25,14 +25,15 @@ from django.utils import timezone
 from . import queries
 from .dialects import dialect
 from .dialects import postgresql as pg
-from .durability import engine_step
+from .durability import engine_step, engine_step_outermost
 from baton_client.errors import TransactionBackedOut, TransactionNotActive
 from .exceptions import TransactionNotFound
 from .journal import journal_event, journal_record, journal_step_event
 from .locks import link_graph_lock, link_graph_locking
 from .models import OPEN_STATES, JournalKind, Link, Transaction, TransactionState, transaction_id_new
 from .resources import resource_managers
-from .wakeups import wait_for, wakeup_notify_on_commit
+from .wakeup_bus import wakeup_bus
+from .wakeups import wait_for, wakeup_notify_committed, wakeup_notify_on_commit
 
 
 #: The mark of a transaction that has (or had) links: only those need the link graph read
@@ -413,16 +414,35 @@ def _commit_apply(members: list[Transaction], *, requested_by: str, now) -> None
     wakeup_notify_on_commit(f"txn:{i}" for i in woken)
 
 
-def _called(transaction_id: str, call):
-    """``call()``, one call of an engine function (``dialect().commit``, ``rollback``), its
-    errors raised as the project's (``_engine_error``)."""
+def _called(transaction_id: str, call: tuple[str, list] | None, *, durable: bool) -> tuple[str, Transaction | None]:
+    """One call of an engine function (``dialect().commit_call``, ``rollback_call``; None:
+    the database has none) in an engine step of its own, sent with the step's ``BEGIN`` and
+    ``COMMIT`` when the step is outermost (it runs at once inside a caller's transaction):
+    ``(outcome, row)``, ``managers`` with no row when there is no function. Its wake-up keys
+    are ``NOTIFY``ed by the function on the bus's channel when there is one (delivered at
+    commit), else published after the commit; this process's waiters are woken after it. Its
+    errors are raised as the project's (``_engine_error``)."""
+    if call is None:
+        return "managers", None
+    sql, params = call
+    outermost = engine_step_outermost()
+    channel = wakeup_bus().channel_in_transaction if outermost else None
+    rows: list = []
     try:
-        return call()
+        with engine_step(durable=durable):
+            queries.deferred(sql, [*params, channel], rows=rows)
     except DatabaseError as exc:
         error = _engine_error(exc, transaction_id)
         if error is None:
             raise
         raise error from exc
+    outcome, keys, *row = rows[0]
+    if outcome == "done":
+        if outermost:
+            wakeup_notify_committed(list(keys), published=channel is not None)
+        else:
+            wakeup_notify_on_commit(keys)
+    return outcome, queries.transaction_from_row(row)
 
 
 def _engine_error(exc: DatabaseError, transaction_id: str) -> Exception | None:
@@ -450,10 +470,10 @@ def _engine_error(exc: DatabaseError, transaction_id: str) -> Exception | None:
 
 
 def _commit_called(transaction_id: str) -> CommitOutcome | None:
-    """The commit as one call of the database's own function (``dialect().commit``): the
+    """The commit as one call of the database's own function (``dialect().commit_call``): the
     outcome, or None when it changed nothing and the managers must act (``_commit_step``)."""
-    outcome, _, txn = _called(
-        transaction_id, lambda: dialect().commit(transaction_id=transaction_id, now=timezone.now())
+    outcome, txn = _called(
+        transaction_id, dialect().commit_call(transaction_id=transaction_id, now=timezone.now()), durable=True
     )
     return None if outcome == "managers" else CommitOutcome(txn)
 
@@ -526,12 +546,11 @@ def transaction_rollback(*, transaction_id: str, reason: str = "client", require
     On PostgreSQL one call of ``baton_rollback_v1``; for a unit of work with marks or links,
     or gets from a queue with a backout threshold (the call changed nothing), the manager's
     statements and its resource managers do it. On SQLite: always the latter."""
-    outcome, _, txn = _called(
-        transaction_id,
-        lambda: dialect().rollback(
-            transaction_id=transaction_id, reason=reason, now=timezone.now(), require_open=require_open
-        ),
+    # not synced: a rollback lost at power failure is done again by restart recovery
+    call = dialect().rollback_call(
+        transaction_id=transaction_id, reason=reason, now=timezone.now(), require_open=require_open
     )
+    outcome, txn = _called(transaction_id, call, durable=False)
     if outcome == "done":
         return RollbackOutcome(txn)
     if outcome == "resolved":

@@ -9,10 +9,7 @@ functions never ask which database they run on: they ask ``dialect()``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol, Sequence
-
-if TYPE_CHECKING:
-    from ..models import Transaction
+from typing import Protocol, Sequence
 
 
 class Dialect(Protocol):
@@ -35,19 +32,18 @@ class Dialect(Protocol):
         """Append journal events (at least one) in one deferred statement (a few for
         thousands, on SQLite)."""
 
-    def commit(self, *, transaction_id: str, now) -> tuple[str, list[str], Transaction | None]:
-        """A unit of work's whole commit as one call of the database's own function, in an
-        engine step of its own: ``(outcome, keys, row)``. ``done``: committed now;
-        ``resolved``: committed before; ``managers``: nothing changed, the transaction
-        manager's statements and its resource managers do it (a unit of work with marks or
-        links on PostgreSQL; every one on SQLite, which has no server-side functions).
+    def commit_call(self, *, transaction_id: str, now) -> tuple[str, list] | None:
+        """A unit of work's whole commit as one call of the database's own function: its
+        statement and arguments, which ``transactions.manager`` sends as an engine step of
+        its own (rows ``(outcome, keys, *row)``: ``done``, committed now; ``resolved``,
+        committed before; ``managers``, nothing changed, the transaction manager's
+        statements and its resource managers do it: a unit of work with marks or links).
+        None on SQLite, which has no server-side functions: the manager's statements always.
         Errors: ``transactions.manager._engine_error``."""
 
-    def rollback(
-        self, *, transaction_id: str, reason: str, now, require_open: bool
-    ) -> tuple[str, list[str], Transaction | None]:
-        """As ``commit``, for a rollback (PostgreSQL: ``managers`` also when a get came from
-        a queue with a backout threshold; ``resolved``: rolled back or committed before)."""
+    def rollback_call(self, *, transaction_id: str, reason: str, now, require_open: bool) -> tuple[str, list] | None:
+        """As ``commit_call``, for a rollback (PostgreSQL: ``managers`` also when a get came
+        from a queue with a backout threshold; ``resolved``: rolled back or committed before)."""
 
 
 _chosen: list = []

@@ -19,10 +19,7 @@ from ..queries import (
     pg_array,
     transaction_from_row,
 )
-from ..durability import engine_step, engine_step_outermost
 from ..seam import cursor, deferred
-from ..wakeup_bus import wakeup_bus
-from ..wakeups import wakeup_notify_committed, wakeup_notify_on_commit
 
 NAME = "postgresql"
 
@@ -123,39 +120,19 @@ COMMIT_V1 = f"SELECT o.outcome, o.keys, {_ROW} FROM baton_commit_v1(%s, %s::time
 ROLLBACK_V1 = f"SELECT o.outcome, o.keys, {_ROW} FROM baton_rollback_v1(%s, %s, %s::timestamptz, %s, %s) o"
 
 
-def commit(*, transaction_id: str, now) -> tuple[str, list[str], Transaction]:
-    """``baton_commit_v1`` as one engine step (one round trip when the step is outermost):
-    ``(outcome, keys, row)``, ``outcome`` ``done`` (committed now), ``resolved`` (committed
-    before) or ``managers`` (nothing changed: it has marks or links). Errors as
-    ``ENGINE_ERRORS`` say."""
-    return _engine_call(COMMIT_V1, [transaction_id, now], durable=True)
+def commit_call(*, transaction_id: str, now) -> tuple[str, list]:
+    """``baton_commit_v1``'s statement and arguments (the bus's channel is added when it is
+    sent: ``transactions.manager._called``); its rows: ``(outcome, keys, *row)``,
+    ``outcome`` ``done`` (committed now), ``resolved`` (committed before) or ``managers``
+    (nothing changed: it has marks or links). Errors as ``ENGINE_ERRORS`` say."""
+    return COMMIT_V1, [transaction_id, now]
 
 
-def rollback(*, transaction_id: str, reason: str, now, require_open: bool) -> tuple[str, list[str], Transaction]:
-    """``baton_rollback_v1`` as one engine step, not synced (a rollback lost at power failure
-    is done again by restart recovery): ``(outcome, keys, row)``, ``outcome`` ``done``,
-    ``resolved`` (rolled back or committed before) or ``managers`` (nothing changed)."""
-    return _engine_call(ROLLBACK_V1, [transaction_id, reason, now, require_open], durable=False)
-
-
-def _engine_call(sql: str, params: list, *, durable: bool) -> tuple[str, list[str], Transaction]:
-    """One engine function in a step of its own, sent with the step's ``BEGIN`` and
-    ``COMMIT`` when the step is outermost (it runs at once inside a caller's transaction).
-    Its wake-up keys are ``NOTIFY``ed by the function on the bus's channel when there is one
-    (delivered at commit), else published after the commit; this process's waiters are woken
-    after it."""
-    outermost = engine_step_outermost()
-    channel = wakeup_bus().channel_in_transaction if outermost else None
-    rows: list = []
-    with engine_step(durable=durable):
-        deferred(sql, [*params, channel], rows=rows)
-    outcome, keys, *row = rows[0]
-    if outcome == "done":
-        if outermost:
-            wakeup_notify_committed(list(keys), published=channel is not None)
-        else:
-            wakeup_notify_on_commit(keys)
-    return outcome, list(keys), transaction_from_row(row)
+def rollback_call(*, transaction_id: str, reason: str, now, require_open: bool) -> tuple[str, list]:
+    """``baton_rollback_v1``'s statement and arguments, as ``commit_call``: ``outcome``
+    ``done``, ``resolved`` (rolled back or committed before) or ``managers`` (nothing
+    changed)."""
+    return ROLLBACK_V1, [transaction_id, reason, now, require_open]
 
 
 def graph_lock_shared_and_links(*, transaction_id: str) -> tuple[bool, Transaction | None]:

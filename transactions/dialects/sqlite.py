@@ -83,12 +83,12 @@ def journal_insert(*, events: list) -> None:
         deferred(_journal_values_sql(len(chunk)), params)
 
 
-def commit(*, transaction_id: str, now) -> tuple[str, list[str], None]:
+def commit_call(*, transaction_id: str, now) -> None:
     """SQLite has no server-side functions: every commit is the transaction manager's
-    sequence of named statements, its resource managers acting in it (``managers``)."""
-    return "managers", [], None
+    sequence of named statements, its resource managers acting in it."""
+    return None
 
 
-def rollback(*, transaction_id: str, reason: str, now, require_open: bool) -> tuple[str, list[str], None]:
-    """As ``commit``: every rollback is the manager's sequence of named statements."""
-    return "managers", [], None
+def rollback_call(*, transaction_id: str, reason: str, now, require_open: bool) -> None:
+    """As ``commit_call``: every rollback is the manager's sequence of named statements."""
+    return None
