@@ -225,3 +225,87 @@ def instance_insert(*, instance: Instance, steps: list[tuple[int, str]]) -> None
         _STEPS_INSERT + ", ".join([row] * len(steps)),
         [v for position, name in steps for v in (instance.pk, position, name, StepState.PENDING.value, "", "", "", "")],
     )
+
+
+#: What a commit of units of work settles (the resource manager's commit hook,
+#: ``WorkflowStore.resources_commit``), in one statement: the steps completed under them
+#: (``in_flight``), failed under them, or whose compensation they reported
+#: (``compensating``), each column indexed; then (a row of NULLs but its second column) the
+#: instances they started. No lock: the hook then locks the instances (``instances_read``);
+#: a step's row is written only by the holder of its instance's row.
+_COMMIT_SETTLES = (
+    'SELECT id, instance_id, position, name, state, "transaction", fail_transaction, fail_reason, '
+    f"compensation_transaction FROM {InstanceStep._meta.db_table} "
+    """WHERE ("transaction" IN ({marks}) AND state = %s) OR fail_transaction IN ({marks}) """
+    "OR (compensation_transaction IN ({marks}) AND state = %s) "
+    f"UNION ALL SELECT NULL, id, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM {Instance._meta.db_table} "
+    "WHERE start_transaction IN ({marks})"
+)
+_SETTLED_COLUMNS = [
+    "id",
+    "instance_id",
+    "position",
+    "name",
+    "state",
+    "transaction",
+    "fail_transaction",
+    "fail_reason",
+    "compensation_transaction",
+]
+
+
+def commit_settles(*, transaction_ids: list[str]) -> tuple[list[str], list[InstanceStep]]:
+    """What the commit of ``transaction_ids`` settles: the instances they started (ids) and
+    the steps they completed, failed or compensated (rows with the columns of
+    ``_SETTLED_COLUMNS``), as ``_COMMIT_SETTLES`` finds them."""
+    marks = _marks(transaction_ids)
+    with txn_queries.cursor() as c:
+        c.execute(
+            _COMMIT_SETTLES.format(marks=marks),
+            [
+                *transaction_ids,
+                StepState.IN_FLIGHT.value,
+                *transaction_ids,
+                *transaction_ids,
+                StepState.COMPENSATING.value,
+                *transaction_ids,
+            ],
+        )
+        rows = c.fetchall()
+    started = [row[1] for row in rows if row[0] is None]
+    steps = [model_instance(InstanceStep, dict(zip(_SETTLED_COLUMNS, row))) for row in rows if row[0] is not None]
+    return started, steps
+
+
+#: The commit hook's writes (``WorkflowStore.resources_commit``), each under the instance's
+#: row it holds; nothing reads them before the commit ends (deferred: on PostgreSQL they
+#: travel with the hook's next statement).
+STEP_COMMITTED = (
+    f"UPDATE {InstanceStep._meta.db_table} SET state = %s, commit_order = %s, committed_at = %s WHERE id = %s"
+)
+STEP_FAIL_SETTLED = f"UPDATE {InstanceStep._meta.db_table} SET fail_transaction = '', fail_reason = '' WHERE id = %s"
+STEP_COMPENSATED = f"UPDATE {InstanceStep._meta.db_table} SET state = %s, compensated_at = %s WHERE id = %s"
+REQUESTS_CLOSED = (
+    f'UPDATE {StepRequest._meta.db_table} SET "open" = %s '
+    'WHERE instance_id = %s AND step = %s AND compensation = %s AND "open" = %s'
+)
+_REQUESTS_PUT_SETTLED = (
+    f"UPDATE {StepRequest._meta.db_table} SET put_transaction = '' WHERE put_transaction IN ({{marks}})"
+)
+_INSTANCES_STARTED = (
+    f"UPDATE {Instance._meta.db_table} SET start_transaction = '', progress_at = %s WHERE id IN ({{marks}})"
+)
+INSTANCE_PROGRESSED = f"UPDATE {Instance._meta.db_table} SET commits = %s, progress_at = %s WHERE id = %s"
+INSTANCE_ENDED = (
+    f"UPDATE {Instance._meta.db_table} SET commits = %s, progress_at = %s, state = %s, ended_at = %s WHERE id = %s"
+)
+INSTANCE_STATE = f"UPDATE {Instance._meta.db_table} SET state = %s WHERE id = %s"
+
+
+def commit_settled(*, transaction_ids: list[str], started: list[str], at) -> None:
+    """The commit's writes that do not depend on what it settles: the requests put under
+    ``transaction_ids`` are no longer waiting for it, the instances ``started`` have started
+    (``at``: a ``dt_param``). Deferred."""
+    txn_queries.deferred(_REQUESTS_PUT_SETTLED.format(marks=_marks(transaction_ids)), transaction_ids)
+    if started:
+        txn_queries.deferred(_INSTANCES_STARTED.format(marks=_marks(started)), [at, *started])

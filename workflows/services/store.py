@@ -20,12 +20,12 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from django.db.models import Q
 from django.utils import timezone
 
 from brokers.selectors import messages_gotten
 from transactions import queries as txn_queries
 
+from .. import queries
 from ..queries import instances_read
 from ..models import HistoryEvent, Instance, InstanceState, InstanceStep, StepRequest, StepState
 from .history import history_add
@@ -38,44 +38,19 @@ def _instances_locked(ids) -> dict[str, Instance]:
     return instances_read(instance_ids=ids, lock=True)
 
 
-def _marks(values) -> str:
-    return ", ".join(["%s"] * len(values))
-
-
-# a commit's writes, that nothing reads before it ends (on PostgreSQL they travel with the step's next statement)
-_STEP_COMMITTED = "UPDATE workflows_instancestep SET state = %s, commit_order = %s, committed_at = %s WHERE id = %s"
-_REQUESTS_CLOSED = (
-    'UPDATE workflows_steprequest SET "open" = %s '
-    'WHERE instance_id = %s AND step = %s AND compensation = %s AND "open" = %s'
-)
-_INSTANCE_PROGRESSED = "UPDATE workflows_instance SET commits = %s, progress_at = %s WHERE id = %s"
-
-
 class WorkflowStore:
     def resources_commit(self, *, transaction_ids: list[str], marks: set[str]) -> None:
         if MARK_WORKFLOWS not in marks:
             return
         now = timezone.now()
         at = txn_queries.dt_param(now)
-        started = list(Instance.objects.filter(start_transaction__in=transaction_ids).values_list("pk", flat=True))
+        started, touched = queries.commit_settles(transaction_ids=transaction_ids)
         ids = set(transaction_ids)
-        touched = list(  # one look for the three kinds of step effect (each column indexed)
-            InstanceStep.objects.filter(
-                Q(transaction__in=transaction_ids, state=StepState.IN_FLIGHT)
-                | Q(fail_transaction__in=transaction_ids)
-                | Q(compensation_transaction__in=transaction_ids, state=StepState.COMPENSATING)
-            )
-        )
         completing = [s for s in touched if s.transaction in ids and s.state == StepState.IN_FLIGHT]
         failing = [s for s in touched if s.fail_transaction in ids]
         compensated = [s for s in touched if s.compensation_transaction in ids and s.state == StepState.COMPENSATING]
         instances = _instances_locked([*started, *(s.instance_id for s in touched)])
-        if started:
-            Instance.objects.filter(pk__in=started).update(start_transaction="", progress_at=now)
-        txn_queries.deferred(
-            f"UPDATE workflows_steprequest SET put_transaction = '' WHERE put_transaction IN ({_marks(ids)})",
-            transaction_ids,
-        )
+        queries.commit_settled(transaction_ids=transaction_ids, started=started, at=at)
         advance = set()
         by_instance = defaultdict(list)
         for step in completing:
@@ -84,29 +59,24 @@ class WorkflowStore:
             instance = instances[instance_id]
             for step in sorted(steps, key=lambda s: s.position):
                 instance.commits += 1
-                txn_queries.deferred(_STEP_COMMITTED, [StepState.COMMITTED, instance.commits, at, step.pk])
-                txn_queries.deferred(_REQUESTS_CLOSED, [False, instance_id, step.name, False, True])
+                txn_queries.deferred(queries.STEP_COMMITTED, [StepState.COMMITTED, instance.commits, at, step.pk])
+                txn_queries.deferred(queries.REQUESTS_CLOSED, [False, instance_id, step.name, False, True])
                 history_add(
                     instance=instance, event=HistoryEvent.STEP_COMMITTED, step=step.name, transaction=step.transaction
                 )
-            changes = {"commits": instance.commits, "progress_at": now}
             # each step commits once while the instance runs: it is complete when it has as many commits as steps
             if instance.state == InstanceState.RUNNING and instance.commits >= len(instance_steps(instance)):
-                changes.update(state=InstanceState.COMPLETED, ended_at=now)
+                instance.state = InstanceState.COMPLETED
+                txn_queries.deferred(queries.INSTANCE_ENDED, [instance.commits, at, instance.state, at, instance_id])
                 history_add(instance=instance, event=HistoryEvent.COMPLETED)
-            elif instance.state != InstanceState.RUNNING:
-                advance.add(instance_id)  # committed while compensating: it is compensated too
-            if "state" in changes:
-                Instance.objects.filter(pk=instance_id).update(**changes)
             else:
-                txn_queries.deferred(_INSTANCE_PROGRESSED, [instance.commits, at, instance_id])
-            instance.state = changes.get("state", instance.state)
+                if instance.state != InstanceState.RUNNING:
+                    advance.add(instance_id)  # committed while compensating: it is compensated too
+                txn_queries.deferred(queries.INSTANCE_PROGRESSED, [instance.commits, at, instance_id])
         for step in failing:
             instance = instances[step.instance_id]
-            InstanceStep.objects.filter(pk=step.pk).update(fail_transaction="", fail_reason="")
-            StepRequest.objects.filter(instance_id=instance.pk, step=step.name, compensation=False, open=True).update(
-                open=False
-            )
+            txn_queries.deferred(queries.STEP_FAIL_SETTLED, [step.pk])
+            txn_queries.deferred(queries.REQUESTS_CLOSED, [False, instance.pk, step.name, False, True])
             if instance.state == InstanceState.RUNNING:
                 instance_fail(
                     instance=instance,
@@ -119,10 +89,8 @@ class WorkflowStore:
         following = set()
         for step in compensated:
             instance = instances[step.instance_id]
-            InstanceStep.objects.filter(pk=step.pk).update(state=StepState.COMPENSATED, compensated_at=now)
-            StepRequest.objects.filter(instance_id=instance.pk, step=step.name, compensation=True, open=True).update(
-                open=False
-            )
+            txn_queries.deferred(queries.STEP_COMPENSATED, [StepState.COMPENSATED, at, step.pk])
+            txn_queries.deferred(queries.REQUESTS_CLOSED, [False, instance.pk, step.name, True, True])
             history_add(
                 instance=instance,
                 event=HistoryEvent.STEP_COMPENSATED,
@@ -130,9 +98,11 @@ class WorkflowStore:
                 transaction=step.compensation_transaction,
             )
             if instance.state == InstanceState.COMPENSATION_FAILED:  # done by hand after all
-                Instance.objects.filter(pk=instance.pk).update(state=InstanceState.COMPENSATING)
                 instance.state = InstanceState.COMPENSATING
+                txn_queries.deferred(queries.INSTANCE_STATE, [instance.state, instance.pk])
             following.add(instance.pk)
+        if following - advance:
+            txn_queries.deferred_flush()  # the steps' rows read next through the ORM
         for instance_id in sorted(following - advance):
             # the next compensation in this commit's own database transaction, unless a step
             # is still in flight (rolled back first, after this commit: advance_on_commit)
