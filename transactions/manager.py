@@ -15,6 +15,7 @@ Locking (see docs/concurrency.md):
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Callable
@@ -26,8 +27,8 @@ from . import queries
 from .dialects import dialect
 from .dialects import postgresql as pg
 from .durability import engine_step
-from baton_client.errors import TransactionBackedOut, TransactionNotActive
-from .exceptions import TransactionNotFound
+from baton_client.errors import QueueFull, TransactionBackedOut, TransactionNotActive
+from .exceptions import DefinitionsChanged, TransactionNotFound
 from .journal import journal_event, journal_record, journal_step_event
 from .locks import link_graph_lock, link_graph_locking
 from .models import OPEN_STATES, JournalKind, Link, Transaction, TransactionState, transaction_id_new
@@ -413,9 +414,10 @@ def _commit_apply(members: list[Transaction], *, requested_by: str, now) -> None
     wakeup_notify_on_commit(f"txn:{i}" for i in woken)
 
 
-def _called(transaction_id: str, call):
-    """``call()``, one call of an engine function (``dialect().commit``, ``rollback``), its
-    errors raised as the project's (``_engine_error``)."""
+def engine_called(transaction_id: str | None, call):
+    """``call()``, one call of an engine function (``dialect().commit``, ``rollback``; a put's
+    step, ``baton_put_v1``), its errors raised as the project's (``_engine_error``);
+    ``transaction_id``: the unit of work the call names, if any."""
     try:
         return call()
     except DatabaseError as exc:
@@ -425,13 +427,25 @@ def _called(transaction_id: str, call):
         raise error from exc
 
 
-def _engine_error(exc: DatabaseError, transaction_id: str) -> Exception | None:
+def _engine_error(exc: DatabaseError, transaction_id: str | None) -> Exception | None:
     """The project's error for an engine function's error (``pg.ENGINE_ERRORS``), the one
     place they are mapped; None for any other error."""
     meaning = pg.engine_error(exc)
     if meaning is None:
         return None
-    kind, detail = meaning
+    kind, detail, message = meaning
+    if kind == "definitions_changed":
+        return DefinitionsChanged()
+    if kind == "queue_full":
+        facts = json.loads(detail)
+        return QueueFull(
+            f"Queue {facts['queue']!r} is full (max depth {facts['max_depth']}).",
+            broker=facts["broker"],
+            queue=facts["queue"],
+            max_depth=facts["max_depth"],
+        )
+    if kind == "not_active":
+        return TransactionNotActive(message, transaction=transaction_id, **({"state": detail} if detail else {}))
     if kind == "not_found":
         return TransactionNotFound(f"No transaction {transaction_id}.", transaction=transaction_id)
     if kind == "backed_out":
@@ -452,7 +466,7 @@ def _engine_error(exc: DatabaseError, transaction_id: str) -> Exception | None:
 def _commit_called(transaction_id: str) -> CommitOutcome | None:
     """The commit as one call of the database's own function (``dialect().commit``): the
     outcome, or None when it changed nothing and the managers must act (``_commit_step``)."""
-    outcome, _, txn = _called(
+    outcome, _, txn = engine_called(
         transaction_id, lambda: dialect().commit(transaction_id=transaction_id, now=timezone.now())
     )
     return None if outcome == "managers" else CommitOutcome(txn)
@@ -526,7 +540,7 @@ def transaction_rollback(*, transaction_id: str, reason: str = "client", require
     On PostgreSQL one call of ``baton_rollback_v1``; for a unit of work with marks or links,
     or gets from a queue with a backout threshold (the call changed nothing), the manager's
     statements and its resource managers do it. On SQLite: always the latter."""
-    outcome, _, txn = _called(
+    outcome, _, txn = engine_called(
         transaction_id,
         lambda: dialect().rollback(
             transaction_id=transaction_id, reason=reason, now=timezone.now(), require_open=require_open
