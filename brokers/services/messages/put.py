@@ -1,8 +1,9 @@
 """Put: immediately, or under a unit of work; reactive messages act on earlier ones.
 
-Locking: the unit of work's row (if any), then the destination queue's row (its counters,
-``queries.queue_reserve``), then inserts. See docs/concurrency.md. The statements are in
-``brokers.queries`` and ``transactions.queries``.
+Locking: the unit of work's row (if any), then the destination queue's row (its counters:
+``queries.queue_reserve`` on SQLite, ``baton_put_v1`` on PostgreSQL), then inserts. See
+docs/concurrency.md. The statements are in ``brokers.queries``, ``brokers.dialects`` and
+``transactions.queries``; the function in brokers migration 0022.
 """
 
 from __future__ import annotations
