@@ -15,6 +15,7 @@ Locking (see docs/concurrency.md):
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Callable
@@ -26,8 +27,8 @@ from . import queries
 from .dialects import dialect
 from .dialects import postgresql as pg
 from .durability import engine_step, engine_step_outermost
-from baton_client.errors import TransactionBackedOut, TransactionNotActive
-from .exceptions import TransactionNotFound
+from baton_client.errors import QueueFull, TransactionBackedOut, TransactionNotActive
+from .exceptions import DefinitionsChanged, TransactionNotFound
 from .journal import journal_event, journal_record, journal_step_event
 from .locks import link_graph_lock, link_graph_locking
 from .models import OPEN_STATES, JournalKind, Link, Transaction, TransactionState, transaction_id_new
@@ -414,6 +415,19 @@ def _commit_apply(members: list[Transaction], *, requested_by: str, now) -> None
     wakeup_notify_on_commit(f"txn:{i}" for i in woken)
 
 
+def engine_called(transaction_id: str | None, call):
+    """``call()``, a step that calls an engine function (a put's ``baton_put_v1``; a
+    commit's or rollback's, ``_called``), its errors raised as the project's
+    (``_engine_error``); ``transaction_id``: the unit of work the call names, if any."""
+    try:
+        return call()
+    except DatabaseError as exc:
+        error = _engine_error(exc, transaction_id)
+        if error is None:
+            raise
+        raise error from exc
+
+
 def _called(transaction_id: str, call: tuple[str, list] | None, *, durable: bool) -> tuple[str, Transaction | None]:
     """One call of an engine function (``dialect().commit_call``, ``rollback_call``; None:
     the database has none) in an engine step of its own, sent with the step's ``BEGIN`` and
@@ -421,21 +435,19 @@ def _called(transaction_id: str, call: tuple[str, list] | None, *, durable: bool
     ``(outcome, row)``, ``managers`` with no row when there is no function. Its wake-up keys
     are ``NOTIFY``ed by the function on the bus's channel when there is one (delivered at
     commit), else published after the commit; this process's waiters are woken after it. Its
-    errors are raised as the project's (``_engine_error``)."""
+    errors are raised as the project's (``engine_called``)."""
     if call is None:
         return "managers", None
     sql, params = call
     outermost = engine_step_outermost()
     channel = wakeup_bus().channel_in_transaction if outermost else None
     rows: list = []
-    try:
+
+    def step() -> None:
         with engine_step(durable=durable):
             queries.deferred(sql, [*params, channel], rows=rows)
-    except DatabaseError as exc:
-        error = _engine_error(exc, transaction_id)
-        if error is None:
-            raise
-        raise error from exc
+
+    engine_called(transaction_id, step)
     outcome, keys, *row = rows[0]
     if outcome == "done":
         if outermost:
@@ -445,13 +457,25 @@ def _called(transaction_id: str, call: tuple[str, list] | None, *, durable: bool
     return outcome, queries.transaction_from_row(row)
 
 
-def _engine_error(exc: DatabaseError, transaction_id: str) -> Exception | None:
+def _engine_error(exc: DatabaseError, transaction_id: str | None) -> Exception | None:
     """The project's error for an engine function's error (``pg.ENGINE_ERRORS``), the one
     place they are mapped; None for any other error."""
     meaning = pg.engine_error(exc)
     if meaning is None:
         return None
-    kind, detail = meaning
+    kind, detail, message = meaning
+    if kind == "definitions_changed":
+        return DefinitionsChanged()
+    if kind == "queue_full":
+        facts = json.loads(detail)
+        return QueueFull(
+            f"Queue {facts['queue']!r} is full (max depth {facts['max_depth']}).",
+            broker=facts["broker"],
+            queue=facts["queue"],
+            max_depth=facts["max_depth"],
+        )
+    if kind == "not_active":
+        return TransactionNotActive(message, transaction=transaction_id, **({"state": detail} if detail else {}))
     if kind == "not_found":
         return TransactionNotFound(f"No transaction {transaction_id}.", transaction=transaction_id)
     if kind == "backed_out":

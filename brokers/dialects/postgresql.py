@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import Sequence
 
 from transactions.dialects.postgresql import GUARD_SQLSTATE, guard_refused  # noqa: F401  (the guards' refusal)
+from transactions.models import Transaction
 from transactions.queries import (
     JOURNAL,
     TRANSACTION,
@@ -20,6 +21,7 @@ from transactions.queries import (
     pg_scalar,
     transaction_from_row,
 )
+from transactions.seam import deferred_flush
 
 from ..models import Message
 from ..queries import (
@@ -27,7 +29,6 @@ from ..queries import (
     _GET_START_NAMED,
     _LAPSED,
     _OVERDUE,
-    _RELEASED,
     _RESERVE_CHECKED_RETURNING,
     _RESERVE_RETURNING,
     _RETURNING_LIST,
@@ -190,8 +191,8 @@ def messages_locks_lapse(*, queue_id: int, now) -> list[tuple[int, int]]:
 
 
 # --- PostgreSQL's own forms ------------------------------------------------------------------
-# No SQLite counterpart: a put, a begin and an unordered destructive get sent whole in one
-# round trip with a guard among their statements (``baton_require``: a refusal raises
+# No SQLite counterpart: a begin and an unordered destructive get sent whole in one round
+# trip with a guard among their statements (``baton_require``: a refusal raises
 # ``GUARD_SQLSTATE`` and the step is undone).
 
 
@@ -202,70 +203,6 @@ def definitions_guard(*, version: int) -> None:
     deferred(
         f"SELECT baton_require((SELECT version FROM {VERSION} WHERE id = 1) = %s, 'the careful way')",
         [version],
-    )
-
-
-def put_start(*, transaction_id: str | None, queue_id: int, count: int, commit_count: int):
-    """PostgreSQL: a put's first round trip when the definitions cache is trusted
-    (``definitions_trusted``): the named unit of work's row (if any), locked ``FOR UPDATE``
-    until the database transaction ends; then the definitions version, read in the statement
-    that reserves room for ``count`` messages and ``commit_count`` commit sequences on the
-    queue (``queue_reserve``, locking its row: lock order, the unit of work's row first).
-    Returns ``(row, version, base)``: ``row`` None when no unit of work is named or none has
-    that id, ``base`` None when the queue is full or has no such id (a stale cache: the
-    caller compares the version first)."""
-    sql = (
-        f"WITH r AS (UPDATE {QUEUE} SET reserved_depth = reserved_depth + %s, next_commit_seq = next_commit_seq + %s"
-        f" WHERE id = %s AND reserved_depth + %s - {_RELEASED} <= max_depth RETURNING next_commit_seq)"
-        f" SELECT (SELECT version FROM {VERSION} WHERE id = 1), (SELECT next_commit_seq FROM r)"
-    )
-    params: list = [count, commit_count, queue_id, count, queue_id]
-    if transaction_id is not None:
-        sql = f"SELECT {', '.join(TRANSACTION_COLUMNS)} FROM {TRANSACTION} WHERE id = %s FOR UPDATE; {sql}"
-        params = [transaction_id, *params]
-    row = None
-    with cursor() as c:
-        c.execute(sql, params)
-        if transaction_id is not None:
-            found = c.fetchone()
-            row = None if found is None else transaction_from_row(found)
-            c.nextset()
-        version, last = c.fetchone()
-    return row, version, None if last is None else last - commit_count
-
-
-def put_guard(
-    *, transaction_id: str | None, broker: str, user_id: int | None, now, queue_id: int, count: int, version: int
-) -> None:
-    """PostgreSQL: a put under a unit of work that trusts the definitions cache sends, instead
-    of ``put_start`` and without waiting for an answer, one statement among its others: it
-    locks the named unit of work's row ``FOR UPDATE`` if the row says the put may join it
-    (active, of ``broker``, not past its deadline, and ``user_id``'s when given), then
-    reserves room for ``count`` messages on the queue (its row locked: lock order, the unit of
-    work's row first) only if the definitions version is still ``version``, and calls
-    ``baton_require`` on the outcome. Anything else (another version, a full queue, a unit of
-    work the put may not join) raises ``GUARD_SQLSTATE`` and the step is undone
-    (``guard_refused``): the caller puts again the careful way, which says why. Deferred:
-    the whole put and its ``COMMIT`` travel in one round trip."""
-    params: list = []
-    joined = ""
-    if transaction_id is not None:
-        owner = " AND user_id = %s" if user_id is not None else ""
-        joined = " AND EXISTS (SELECT 1 FROM t)"
-        params += [transaction_id, broker, dt_param(now)] + ([user_id] if user_id is not None else [])
-        head = (
-            f"WITH t AS (SELECT id FROM {TRANSACTION} WHERE id = %s AND state = 'active' AND broker = %s"
-            f" AND (deadline_at IS NULL OR deadline_at > %s){owner} FOR UPDATE), "
-        )
-    else:
-        head = "WITH "
-    params += [count, queue_id, count, queue_id, version]
-    deferred(
-        f"{head}r AS (UPDATE {QUEUE} SET reserved_depth = reserved_depth + %s WHERE id = %s"
-        f" AND reserved_depth + %s - {_RELEASED} <= max_depth{joined}"
-        f" AND (SELECT version FROM {VERSION} WHERE id = 1) = %s RETURNING 1)"
-        f" SELECT baton_require(EXISTS (SELECT 1 FROM r), 'the careful way')",
-        params,
     )
 
 
@@ -445,3 +382,44 @@ def messages_rollback(*, transaction_id: str, removed: dict[int, int], names: di
     with cursor() as c:
         c.execute(MESSAGES_ROLLBACK_V1, [transaction_id, now])
         return list(c.fetchone()[0])
+
+
+_TXN_ROW = ", ".join(f"(o.t).{name}" for name in TRANSACTION_COLUMNS)
+#: ``baton_put_v1(version, txn, broker, user_id, now, queue_id, count, commit_count)``
+#: (brokers migration 0022): a put's checks and reservation; its answer, the first commit
+#: sequence handed out (None when none) and the named unit of work's row. Locks: the named
+#: unit of work's row, ``FOR UPDATE``, then the queue's row (its counters), both until the
+#: database transaction ends.
+PUT_V1 = f"SELECT o.base, {_TXN_ROW} FROM baton_put_v1(%s, %s, %s, %s, %s::timestamptz, %s, %s, %s) o"
+
+
+def put(
+    *,
+    version: int | None,
+    transaction_id: str | None,
+    broker: str,
+    user_id: int | None,
+    now,
+    queue_id: int,
+    count: int,
+    commit_count: int,
+) -> list:
+    """``baton_put_v1``, deferred: it travels with the put's rows, journal events and
+    ``COMMIT`` in one round trip, or with the first statement the put sends before them.
+    Returns the list its answer is added to once it has run (``put_answer``)."""
+    answer: list = []
+    deferred(
+        PUT_V1,
+        [version, transaction_id, broker, user_id, dt_param(now), queue_id, count, commit_count],
+        rows=answer,
+    )
+    return answer
+
+
+def put_answer(answer: list) -> tuple[int | None, Transaction | None]:
+    """``put``'s answer, sent now if it has not been: ``(base, row)``, the first commit
+    sequence handed out and the named unit of work's row (None when the put named none)."""
+    if not answer:
+        deferred_flush()
+    base, *row = answer[0]
+    return base, None if row[0] is None else transaction_from_row(row)

@@ -91,8 +91,8 @@ def test_a_begin_takes_one_round_trip(queue):
 
 def test_an_immediate_put_takes_one_round_trip_and_two_on_a_commit_ordered_queue(queue):
     """On a put-ordered queue (the default) its messages need no commit sequence: the put and
-    its COMMIT travel with a guard. On a commit-ordered queue they get commit sequences,
-    which the first round trip hands out."""
+    its COMMIT travel with its call of baton_put_v1. On a commit-ordered queue they get
+    commit sequences, which the first round trip (that call) hands out."""
     _warm()
     _, trips = _round_trips(lambda: message_put(broker="QM1", queue="Q1", messages=msgs("a")))
     assert trips == 1
@@ -105,17 +105,17 @@ def test_an_immediate_put_takes_one_round_trip_and_two_on_a_commit_ordered_queue
     assert Message.objects.filter(queue__name="QC").count() == 0
 
 
-def test_a_put_its_guard_refuses_is_undone_and_answered_the_careful_way(queue, django_user_model):
-    """The put and its guard travel together; whatever the guard refuses leaves nothing
-    behind and gets the careful way's answer: a full queue, a unit of work no longer
-    active, someone else's unit of work."""
+def test_a_put_its_function_refuses_is_undone_and_answered_with_the_error(queue, django_user_model):
+    """The put and its call of baton_put_v1 travel together; whatever the function refuses
+    leaves nothing behind and gets the error the function raised: a full queue, a unit of
+    work no longer active, someone else's unit of work."""
     _warm()
     queue_alter(broker="QM1", name="Q1", max_depth=1)
     message_put(broker="QM1", queue="Q1", messages=msgs("kept"), syncpoint="yes")
     with pytest.raises(QueueFull):
         message_put(broker="QM1", queue="Q1", messages=msgs("no room"), syncpoint="yes")
     queue_alter(broker="QM1", name="Q1", max_depth=100)
-    _warm()  # the cache current again: what follows is refused by the guard's look at the unit of work
+    _warm()  # the cache current again: what follows is refused by the function's look at the unit of work
     done = transaction_begin(broker="QM1", timeout_ms=60_000)
     transaction_commit(transaction_id=done.id)
     with pytest.raises(TransactionNotActive):

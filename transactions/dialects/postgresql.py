@@ -94,17 +94,27 @@ def guard_refused(exc: BaseException) -> bool:
 
 #: The engine functions' own SQLSTATEs, by what they mean (``transactions.manager`` turns
 #: each into the project's error once: ``_engine_error``).
-ENGINE_ERRORS = {"BT101": "not_found", "BT102": "backed_out", "BT103": "overdue", "BT104": "committed"}
+ENGINE_ERRORS = {
+    "BT101": "not_found",
+    "BT102": "backed_out",
+    "BT103": "overdue",
+    "BT104": "committed",
+    "BT105": "not_active",
+    "BT106": "definitions_changed",
+    "BT107": "queue_full",
+}
 
 
-def engine_error(exc: BaseException) -> tuple[str, str] | None:
-    """What an engine function's error means (an ``ENGINE_ERRORS`` value) and its detail (a
-    rolled-back unit of work's reason), or None for any other error."""
+def engine_error(exc: BaseException) -> tuple[str, str, str] | None:
+    """What an engine function's error means (an ``ENGINE_ERRORS`` value), its detail (a
+    rolled-back unit of work's reason, a state, a full queue's facts as JSON) and its message,
+    or None for any other error."""
     cause = exc.__cause__
     meaning = ENGINE_ERRORS.get(getattr(cause, "sqlstate", None) or "")
     if meaning is None:
         return None
-    return meaning, getattr(getattr(cause, "diag", None), "message_detail", None) or ""
+    diag = getattr(cause, "diag", None)
+    return meaning, getattr(diag, "message_detail", None) or "", getattr(diag, "message_primary", None) or ""
 
 
 _ROW = ", ".join(f"(o.t).{name}" for name in TRANSACTION_COLUMNS)

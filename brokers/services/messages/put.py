@@ -1,8 +1,9 @@
 """Put: immediately, or under a unit of work; reactive messages act on earlier ones.
 
-Locking: the unit of work's row (if any), then the destination queue's row (its counters,
-``queries.queue_reserve``), then inserts. See docs/concurrency.md. The statements are in
-``brokers.queries`` and ``transactions.queries``.
+Locking: the unit of work's row (if any), then the destination queue's row (its counters:
+``queries.queue_reserve`` on SQLite, ``baton_put_v1`` on PostgreSQL), then inserts. See
+docs/concurrency.md. The statements are in ``brokers.queries``, ``brokers.dialects`` and
+``transactions.queries``; the function in brokers migration 0022.
 """
 
 from __future__ import annotations
@@ -11,18 +12,18 @@ from datetime import timedelta
 from functools import partial
 
 from django.conf import settings
-from django.db import DatabaseError
 from django.utils import timezone
 
 from transactions.durability import engine_step
 from transactions.journal import journal_record, journal_step_event
-from transactions.manager import transaction_mark, transaction_timeouts_applied
+from transactions.exceptions import DefinitionsChanged
+from transactions.manager import engine_called, transaction_mark, transaction_timeouts_applied
 from transactions.models import JournalKind, Transaction
 
 from ... import permissions as may
 from ... import queries
-from ...dialects import postgresql as pg
 from ...definitions import definitions_checked, definitions_trusted
+from ...dialects import postgresql as pg
 from baton_client.errors import BatonError, MessageTooLarge, QueueFull
 from ...ids import ids_new
 from ...models import Message, PendingReaction, Persistence, ReadOrder
@@ -82,31 +83,17 @@ def message_put(
         "put_application": put_application,
         "user": user,
     }
-    trusted = None
-    if postgres() and not connection_id and not any(m.dedup_key or m.refers_to is not None for m in messages):
-        trusted = definitions_trusted()
-    if trusted is not None:  # PostgreSQL: the definitions version read with the queue's reservation
-        try:
-            with transaction_timeouts_applied(), engine_step(durable=durable):
-                return _put(**args, trusted=trusted)
-        except _DefinitionsChanged:
-            pass  # once more, reading the definitions first
-        except DatabaseError as exc:
-            if not pg.guard_refused(exc):
-                raise  # else undone: once more, the careful way, which says why
-    with transaction_timeouts_applied(), engine_step(durable=durable):
-        return _put(**args, trusted=None)
+    while True:
+        with transaction_timeouts_applied():
+            try:
+                return engine_called(transaction_id, partial(_put_step, args, durable))
+            except DefinitionsChanged:
+                definitions_checked()  # the cache read again (PostgreSQL): the put again
 
 
-class _DefinitionsChanged(Exception):
-    """The definitions changed since the cache trusted by a put was filled: its database
-    transaction is rolled back and the put runs again."""
-
-
-def _trust_kept() -> None:
-    """Before an error raised on the strength of a trusted cache: the cache must still hold."""
-    if not definitions_checked():
-        raise _DefinitionsChanged
+def _put_step(args: dict, durable: bool) -> PutResult:
+    with engine_step(durable=durable):
+        return _put(**args)
 
 
 def _put(
@@ -119,15 +106,20 @@ def _put(
     connection_id: str | None,
     put_application: str,
     user,
-    trusted: int | None,
 ) -> PutResult:
-    """One put in the caller's database transaction. ``trusted``: the definitions version
-    of the cache, which the put trusts until its first statement reads the version along
-    with its queue's reservation (PostgreSQL: a round trip fewer); None, the version is read
-    first."""
+    """One put in the caller's database transaction. PostgreSQL: the definitions cache
+    trusted, the checks and the reservation one call of ``baton_put_v1`` sent with the rows
+    (it compares the version; a stale cache costs one more try). SQLite: named statements,
+    the unit of work's row with the definitions version first, then the reservation."""
     now = timezone.now()  # taken once this database transaction has begun (SQLite: holds the write lock)
-    locked = None  # the unit of work's row, read with the definitions version when one is named
-    if trusted is None:
+    locked = None  # SQLite: the unit of work's row, read with the definitions version when one is named
+    on_postgres = postgres()
+    if on_postgres:
+        version = definitions_trusted()
+        if version is None:  # an empty cache: filled from here on
+            definitions_checked()
+            version = definitions_trusted()
+    else:
         found = (
             queries.transaction_row_and_definitions_version(transaction_id=transaction_id) if transaction_id else None
         )
@@ -160,9 +152,10 @@ def _put(
                     length=length,
                     max_message_length=limit,
                 )
+        conn = _connection(connection_id, owner)
     except BatonError:
-        if trusted is not None:
-            _trust_kept()
+        if on_postgres and not definitions_checked():
+            raise DefinitionsChanged from None  # said on the strength of a stale cache: again
         raise
     queue_persistent = named.default_persistence == Persistence.PERSISTENT
     persistent = [
@@ -170,51 +163,34 @@ def _put(
         for m in messages
     ]
     under_uow = [syncpoint == "yes" or (syncpoint == "if_persistent" and p) for p in persistent]
-    conn = _connection(connection_id, owner)
-    base = None
-    # Every message under the unit of work, none asking for reports: the whole put and its
-    # COMMIT travel in one round trip, a guard among them (pg.put_guard). So does a put
-    # of messages none of which waits, outside any unit of work, on a put-ordered queue: its
-    # messages need no commit sequence (a get reads such a queue in put order; a queue
-    # holding messages keeps its read order).
-    unsequenced = not transaction_id and not any(under_uow) and dest.read_order == ReadOrder.PUT
-    guarded = trusted is not None and (all(under_uow) or unsequenced) and not any(m.report for m in messages)
-    if guarded:
-        if transaction_id:  # joined as the guard finds it: its row checked and locked in the database
-            txn = Transaction(id=transaction_id, broker=owner.name)
-        elif unsequenced:  # no unit of work
-            txn = None
-        else:  # begun: its INSERT travels with the rest
-            txn = _unit_of_work(broker=owner, transaction_id=None, wanted=True, connection=None, user=user)
-        guard = partial(
-            pg.put_guard,
+    dedup = any(msg.dedup_key for msg in messages)
+    # A commit-ordered queue's immediate puts take commit sequences; a put-ordered queue's need
+    # none (a get reads it in put order; a queue holding messages keeps its read order).
+    sequenced = on_postgres and dest.read_order != ReadOrder.PUT
+    if on_postgres:
+        # a unit of work begun (its INSERT deferred) or the connection's joined first: lock order
+        begun = None
+        if not transaction_id:
+            begun = _unit_of_work(broker=owner, transaction_id=None, wanted=any(under_uow), connection=conn, user=user)
+        counted = [uow for uow, msg in zip(under_uow, messages) if msg.refers_to is None]
+        # duplicates known only once their keys are claimed: such a put reserves after claiming
+        answer = pg.put(
+            version=version,
             transaction_id=transaction_id or None,
             broker=owner.name,
             user_id=None if user is None or getattr(user, "is_superuser", False) else user.pk,
             now=now,
             queue_id=dest.pk,
-            count=len(messages),
-            version=trusted,
+            count=0 if dedup else len(counted),
+            commit_count=0 if dedup or not sequenced else sum(1 for uow in counted if not uow),
         )
-        # Every other statement of the put is deferred too (a trusting put has no connection,
-        # duplicate keys or reactions: message_put), so it sends its guard last, just before
-        # the COMMIT: the queue's row (and the unit of work's) stays locked from there to the
-        # end of the commit only, not while its messages and the journal are written, so puts
-        # of one queue wait less for each other (docs/performance.md, "PostgreSQL: the
-        # flow's floor with the engine's writes").
-        base = None  # no commit sequence to hand out: every message waits for the unit of work, or needs none
-    elif trusted is not None:
-        if not transaction_id:  # a unit of work it begins: its INSERT travels with the reservation
-            txn = _unit_of_work(broker=owner, transaction_id=None, wanted=any(under_uow), connection=None, user=user)
-        locked, version, base = pg.put_start(
-            transaction_id=transaction_id or None,
-            queue_id=dest.pk,
-            count=len(messages),
-            commit_count=sum(1 for uow in under_uow if not uow),
-        )
-        if version != trusted:
-            raise _DefinitionsChanged
-    if trusted is None or (transaction_id and not guarded):
+        if not transaction_id:
+            txn = begun
+        elif dedup or conn is not None or any(m.report or m.refers_to is not None for m in messages):
+            txn = pg.put_answer(answer)[1]  # its row (its marks) read
+        else:  # checked and locked by baton_put_v1; only its id is used
+            txn = Transaction(id=transaction_id, broker=owner.name)
+    else:
         txn = _unit_of_work(
             broker=owner,
             transaction_id=transaction_id,
@@ -237,32 +213,32 @@ def _put(
         put_transaction_ids=[unit if uow else None for uow in under_uow],
     )
     duplicates: list[Duplicate] = []
-    if any(msg.dedup_key for msg in messages):
+    if dedup:
         rows, messages, duplicates = _duplicates_skipped(queue=dest, rows=rows, messages=messages, now=now)
         if txn is not None and any(msg.dedup_key and r.put_transaction_id for r, msg in zip(rows, messages)):
             transaction_mark(transaction=txn, mark=MARK_DEDUP)
     queued = [r for r, msg in zip(rows, messages) if msg.refers_to is None]
     if queued:
         immediate = [r for r in queued if _unit_of(r) is None]
-        if trusted is None:
+        if on_postgres and not dedup:  # reserved by baton_put_v1
+            base = pg.put_answer(answer)[0] if sequenced and immediate else None
+        else:
             base = queries.queue_reserve(
                 queue_id=dest.pk, count=len(queued), commit_count=len(immediate), max_depth_checked=True
             )
-        if base is None and not guarded:
-            raise QueueFull(
-                f"Queue {dest.name!r} is full (max depth {dest.max_depth}).",
-                broker=owner.name,
-                queue=dest.name,
-                max_depth=dest.max_depth,
-            )
-        if not guarded:
+            if base is None:
+                raise QueueFull(
+                    f"Queue {dest.name!r} is full (max depth {dest.max_depth}).",
+                    broker=owner.name,
+                    queue=dest.name,
+                    max_depth=dest.max_depth,
+                )
+        if base is not None:
             for seq, row in enumerate(immediate, start=base):
                 row.commit_seq = seq
         # the journal first: on PostgreSQL it travels with the INSERT (queries.deferred)
         journal_record(events=_put_events(queued, broker=owner.name, queue=dest.name, at=now))
         queries.messages_insert(messages=queued)
-        if guarded:
-            guard()
         # every getter for immediate puts; only pre-emptive ones for uncommitted puts
         queues_woken([dest.pk], uncommitted_puts=not immediate)
         if any(r.report for r in queued):
