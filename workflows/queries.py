@@ -80,18 +80,23 @@ def _instance(row) -> Instance:
     related = {
         "broker": model_instance(Broker, {"id": broker_id, "name": broker_name}),
         "workflow": model_instance(Workflow, {"id": workflow_id, "broker_id": broker_id, "name": workflow_name}),
-        "version": model_instance(
-            WorkflowVersion,
-            {
-                "id": version_id,
-                "workflow_id": workflow_id,
-                "version": version,
-                "deadline_ms": deadline_ms,
-                "created_at": txn_queries.aware(created_at),
-            },
-        ),
+        "version": _version(version_id, workflow_id, version, deadline_ms, created_at),
     }
     return model_instance(Instance, dict(zip(_INSTANCE_ATTNAMES, values)), related)
+
+
+def _version(version_id, workflow_id, version, deadline_ms, created_at) -> WorkflowVersion:
+    """A ``WorkflowVersion`` as a statement read its columns (no steps)."""
+    return model_instance(
+        WorkflowVersion,
+        {
+            "id": version_id,
+            "workflow_id": workflow_id,
+            "version": version,
+            "deadline_ms": deadline_ms,
+            "created_at": txn_queries.aware(created_at),
+        },
+    )
 
 
 def instances_read(*, instance_ids: Iterable[str], lock: bool = False) -> dict[str, Instance]:
@@ -199,16 +204,7 @@ def workflow_current(*, broker: str, name: str, lock: bool) -> Workflow | None:
         {"id": workflow_id, "broker_id": broker_id, "name": name, "version": version},
         {"broker": model_instance(Broker, {"id": broker_id, "name": broker})},
     )
-    workflow.current = model_instance(
-        WorkflowVersion,
-        {
-            "id": version_id,
-            "workflow_id": workflow_id,
-            "version": version,
-            "deadline_ms": deadline_ms,
-            "created_at": txn_queries.aware(created_at),
-        },
-    )
+    workflow.current = _version(version_id, workflow_id, version, deadline_ms, created_at)
     return workflow
 
 
