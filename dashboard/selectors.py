@@ -98,18 +98,7 @@ def stomp_rows() -> list[dict[str, Any]]:
     from stomp_server.selectors import stomp_clients
 
     return [
-        {
-            "name": c.session,
-            "broker": c.broker,
-            "username": c.username,
-            "peer": c.peer,
-            "transport": c.transport,
-            "version": c.version,
-            "connected_at": c.connected_at.isoformat(),
-            "subscriptions": c.subscriptions,
-            "open_transactions": c.open_transactions,
-            "closing": c.close_requested_at is not None,
-        }
+        {"name": c.session, "broker": c.broker, **_stomp_row(c)}
         for c in sorted(stomp_clients(brokers=None), key=lambda c: (c.broker, c.connected_at, c.session))
     ]
 
