@@ -67,10 +67,10 @@ def _ended(client, broker: str, n: int) -> list[str]:
 
 
 def _workers(client, other_client, broker: str, name: str, first, second):
-    """Step a served by ``first`` (two requests a unit of work, each reported as soon as its
-    function returns: ``report_every=0``), step b pre-emptively by ``second``, each worker
+    """Step a served by ``first`` (the two requests in one unit of work, a batch that is not
+    full, each reported as soon as its function returns: ``report_every=0``), step b pre-emptively by ``second``, each worker
     with its own client."""
-    upstream = StepWorker(client, broker=broker, workflow=name, batch=2, report_every=0, backoff=0.01, wait=0.5)
+    upstream = StepWorker(client, broker=broker, workflow=name, batch=3, report_every=0, backoff=0.01, wait=0.5)
     downstream = StepWorker(other_client, broker=broker, workflow=name, preemptive=True, wait=0.5)
     upstream.step("a")(first)
     downstream.step("b")(second)

@@ -67,7 +67,9 @@ class Command(BaseCommand):
             "--callers",
             type=int,
             metavar="N",
-            help="closed-loop callers, each waiting for its instance's end (default: --batch; at most 64)",
+            help="closed-loop callers, each waiting for its instance's end (default: --batch; at most 64; each "
+            "holds a waiting get, as each of the four workers does: together at most the server's "
+            "BATON_MAX_WAITS_PER_USER, 16 by default)",
         )
         parser.add_argument(
             "--batch", type=int, default=8, metavar="N", help="requests a worker takes per unit of work (default 8)"

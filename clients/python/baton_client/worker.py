@@ -23,8 +23,10 @@ steps are completed with what the functions returned (``output``: the next step(
 unit of work committed with the last of them, in one call (``complete_steps(...,
 commit=True)``: one database transaction on the server). A batch is one unit of work.
 
-Early reports: once ``report_every`` seconds have passed since the unit of work began (or
-since the last early report), the steps done so far are completed in it at once, uncommitted,
+Early reports: in a batch that is not full (the worker keeps up with its queue; a full one
+means requests wait, every worker is busy and none would take a request early), once
+``report_every`` seconds have passed since the unit of work began (or since the last early
+report), the steps done so far are completed in it at once, uncommitted,
 in one call sent without waiting for its answer (``complete_steps(..., nowait=True)``): the
 server applies it while the next function runs, so their next requests are on their queues
 for a pre-emptive worker downstream to take before this unit of work commits. The answers
@@ -295,13 +297,17 @@ class StepWorker:
     def _work(self, handler: _Handler, messages: list[Message], transaction: str) -> bool:
         """Serve the requests of one unit of work; False when it was rolled back.
 
-        The steps whose functions have returned are reported (completed, uncommitted) once
-        ``report_every`` seconds have passed since the unit of work began or since the last
-        report, in one call sent without waiting for its answer: the server applies it while
-        the next function runs, and those steps' next requests are then on their queues for a
-        pre-emptive worker downstream to take before this unit of work commits. The rest are
-        reported with the commit, in one call, once the answers to the others have been read."""
+        In a batch that is not full (the worker keeps up with its queue), the steps whose
+        functions have returned are reported (completed, uncommitted) once ``report_every``
+        seconds have passed since the unit of work began or since the last report, in one call
+        sent without waiting for its answer: the server applies it while the next function
+        runs, and those steps' next requests are then on their queues for a pre-emptive worker
+        downstream to take before this unit of work commits. The rest are reported with the
+        commit, in one call, once the answers to the others have been read."""
         done = 0
+        # a full batch means more requests wait: every worker is busy, nothing downstream
+        # would take a request early, so all are reported with the commit (the cheapest)
+        early = not handler.compensation and len(messages) < self.batch
         served: list[tuple[StepRequest, Output]] = []
         sent: list[tuple[list[tuple[StepRequest, Output]], PendingReply]] = []
         since = time.monotonic()
@@ -323,7 +329,7 @@ class StepWorker:
                     continue
                 served.append((request, result if isinstance(result, Output) else Output()))
                 now = time.monotonic()
-                if not handler.compensation and index < len(messages) - 1 and now - since >= self.report_every:
+                if early and index < len(messages) - 1 and now - since >= self.report_every:
                     sent.append((served, self.client.complete_steps(transaction, _completions(served), nowait=True)))
                     served, since = [], now
             for group, reply in sent:  # a group refused (an instance no longer runs) did nothing
