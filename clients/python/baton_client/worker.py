@@ -26,12 +26,13 @@ commit=True)``: one database transaction on the server). A batch is one unit of 
 Early reports: in a batch that is not full (the worker keeps up with its queue; a full one
 means requests wait, every worker is busy and none would take a request early), once
 ``report_every`` seconds have passed since the unit of work began (or since the last early
-report), the steps done so far are completed in it at once, uncommitted,
+report), and the batch's work still to do (estimated from what it took so far) is as long,
+the steps done so far are completed in it at once, uncommitted,
 in one call sent without waiting for its answer (``complete_steps(..., nowait=True)``): the
 server applies it while the next function runs, so their next requests are on their queues
 for a pre-emptive worker downstream to take before this unit of work commits. The answers
 are read before the commit. Each costs the server a call and a database transaction, so by
-default only a pre-emptive worker reports early (every 2 ms of work; a workflow runs
+default only a pre-emptive worker reports early (every 5 ms of work; a workflow runs
 pre-emptively when its workers do); a normal one reports everything with the commit.
 
 A function that raises ``StepFailed(reason)`` fails the step (``fail_step`` in its unit of
@@ -68,7 +69,7 @@ __all__ = ["Output", "StepFailed", "StepRequest", "StepWorker"]
 log = logging.getLogger("baton_client.worker")
 
 #: A pre-emptive worker's ``report_every`` by default (seconds).
-EARLY_REPORTS = 0.002
+EARLY_REPORTS = 0.005
 
 
 @dataclass(frozen=True)
@@ -299,7 +300,8 @@ class StepWorker:
 
         In a batch that is not full (the worker keeps up with its queue), the steps whose
         functions have returned are reported (completed, uncommitted) once ``report_every``
-        seconds have passed since the unit of work began or since the last report, in one call
+        seconds have passed since the unit of work began or since the last report, if the
+        batch's work still to do (estimated from what it took so far) is as long, in one call
         sent without waiting for its answer: the server applies it while the next function
         runs, and those steps' next requests are then on their queues for a pre-emptive worker
         downstream to take before this unit of work commits. The rest are reported with the
@@ -310,7 +312,7 @@ class StepWorker:
         early = not handler.compensation and len(messages) < self.batch
         served: list[tuple[StepRequest, Output]] = []
         sent: list[tuple[list[tuple[StepRequest, Output]], PendingReply]] = []
-        since = time.monotonic()
+        began = since = time.monotonic()
         try:
             for index, message in enumerate(messages):
                 request = self._request(handler, message, transaction)
@@ -329,7 +331,8 @@ class StepWorker:
                     continue
                 served.append((request, result if isinstance(result, Output) else Output()))
                 now = time.monotonic()
-                if early and index < len(messages) - 1 and now - since >= self.report_every:
+                left = (len(messages) - index - 1) * (now - began) / (index + 1)  # the batch's work still to do
+                if early and index < len(messages) - 1 and min(now - since, left) >= self.report_every:
                     sent.append((served, self.client.complete_steps(transaction, _completions(served), nowait=True)))
                     served, since = [], now
             for group, reply in sent:  # a group refused (an instance no longer runs) did nothing
