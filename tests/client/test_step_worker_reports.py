@@ -68,8 +68,8 @@ def _ended(client, broker: str, n: int) -> list[str]:
 
 def _workers(client, other_client, broker: str, name: str, first, second):
     """Step a served by ``first`` (the two requests in one unit of work, a batch that is not
-    full, each reported as soon as its function returns: ``report_every=0``), step b pre-emptively by ``second``, each worker
-    with its own client."""
+    full, each reported as soon as its function returns: ``report_every=0``), step b
+    pre-emptively by ``second``, each worker with its own client."""
     upstream = StepWorker(client, broker=broker, workflow=name, batch=3, report_every=0, backoff=0.01, wait=0.5)
     downstream = StepWorker(other_client, broker=broker, workflow=name, preemptive=True, wait=0.5)
     upstream.step("a")(first)
@@ -147,3 +147,36 @@ def test_an_upstream_rollback_backs_the_downstream_out_and_the_instances_still_c
         assert [s["state"] for s in shown["steps"]] == ["committed", "committed"]
     assert "step_backed_out" in [h["event"] for h in client.display_instance(first)["history"]]
     assert client.get(broker, "DONE") is None  # the backed-out b's put went with it
+
+
+def test_an_early_report_refused_consumes_that_request_and_the_rest_commit(client, other_client, broker):
+    """The instance of the first request is aborted while its function runs: the early
+    report of it is refused (the instance no longer runs), the worker reports the rest with
+    the commit, and the aborted instance's request is consumed without more."""
+    _flow(client, broker, "gone")
+    first = client.start_workflow(broker, "gone", "one")["id"]
+    second = client.start_workflow(broker, "gone", "two")["id"]
+    upstream = StepWorker(client, broker=broker, workflow="gone", batch=3, report_every=0, wait=0.5)
+    downstream = StepWorker(other_client, broker=broker, workflow="gone", preemptive=True, wait=0.5)
+
+    @upstream.step("a")
+    def serve_a(request: StepRequest) -> Output:
+        if request.text == "one":
+            other_client.abort_instance(request.instance, "the caller gave up")
+        return Output(output=f"{request.text} after a")
+
+    @downstream.step("b")
+    def serve_b(request: StepRequest) -> Output:
+        other_client.put(broker, "DONE", request.instance, transaction=request.transaction)
+        return Output()
+
+    with upstream, downstream:
+        assert _ended(client, broker, 1) == [second]
+    assert client.display_instance(second)["state"] == "completed"
+    gone = client.display_instance(first)
+    assert gone["state"] == "compensated" and [s["state"] for s in gone["steps"]] == [
+        "pending",
+        "pending",
+    ]
+    assert upstream.completed == 1 and upstream.failures == 0
+    assert client.get(broker, "GONE.A") is None and client.get(broker, "DONE") is None
