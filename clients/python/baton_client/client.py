@@ -111,6 +111,7 @@ __all__ = [
     "Connection",
     "Browser",
     "PendingPut",
+    "PendingReply",
     "BatonError",
     "BatonClientError",
     "InvalidInput",
@@ -719,6 +720,36 @@ class PendingPut:
         return self.result()[index]
 
 
+class PendingReply:
+    """A call sent with ``nowait=True`` (a step's report under a unit of work): ``result()``
+    waits for its reply and returns its body, or raises its error; ``done()`` says whether
+    the reply has come. Over REST the call was answered before it returned."""
+
+    def __init__(self, op: str, *, future: Future | None = None, session: Session | None = None) -> None:
+        self._op, self._future, self._session = op, future, session
+
+    @classmethod
+    def answered(cls, op: str, call: Any) -> "PendingReply":
+        """A reply already had: ``call()``'s result, or the BatonError it raised."""
+        future: Future = Future()
+        try:
+            future.set_result(call())
+        except BatonError as exc:
+            future.set_exception(exc)
+        return cls(op, future=future)
+
+    def __repr__(self) -> str:
+        return f"PendingReply({self._op!r}, {'done' if self.done() else 'pending'})"
+
+    def done(self) -> bool:
+        return self._future.done()
+
+    def result(self) -> dict:
+        if self._session is None:
+            return self._future.result()
+        return self._session.result(self._op, self._future)
+
+
 # --- the client ---------------------------------------------------------------------------
 
 
@@ -881,10 +912,12 @@ class Client:
         body: Any = None,
         params: Mapping[str, Any] | None = None,
         wait: float = 0,
+        nowait: bool = False,
     ) -> Any:
         """A messaging operation: over the session (``op`` with ``fields``), or over REST
         (``method path`` with ``body`` or ``params``). Under a unit of work, its pipelined
-        puts' replies are read first."""
+        puts' replies are read first. ``nowait`` (a call that commits nothing): sent without
+        waiting for its reply, a :class:`PendingReply`."""
         transaction = fields.get("transaction")
         if transaction is not None and op not in ("rollback", "transaction"):
             failed = self._failed_units.get(transaction)
@@ -892,7 +925,11 @@ class Client:
                 raise failed
             # A get commits nothing: it goes out without waiting for the puts still unanswered
             # (the session applies them first); their errors surface at the next call.
-            self._settle(transaction, answered_only=op == "get" and self._session is not None)
+            self._settle(transaction, answered_only=(op == "get" or nowait) and self._session is not None)
+        if nowait:
+            if self._session is not None:
+                return PendingReply(op, future=self._session.send(op, fields), session=self._session)
+            return PendingReply.answered(op, lambda: self._request(method, path, json=body, params=params))
         if self._session is not None:
             data = self._session.call(op, fields, wait=wait)
             if self.outbox is not None:
@@ -1441,13 +1478,27 @@ class Client:
         return self._step_operation("step_complete", "complete", instance, step, payload, commit=commit, wait=wait)
 
     def complete_steps(
-        self, transaction: Transaction | str, steps: list[dict], *, commit: bool = False, wait: float = 0
-    ) -> dict:
+        self,
+        transaction: Transaction | str,
+        steps: list[dict],
+        *,
+        commit: bool = False,
+        wait: float = 0,
+        nowait: bool = False,
+    ) -> Any:
         """Complete several steps in the unit of work that got their requests, all or none, in
         one call (one database transaction on the server): ``steps`` are dicts with
         ``instance``, ``step`` and optionally ``output`` and ``compensation`` (as
         :meth:`complete_step` takes them). ``commit``: commit the unit of work in the same
-        call. The answer's ``steps`` say each one's state, in the order given."""
+        call. The answer's ``steps`` say each one's state, in the order given.
+
+        ``nowait`` (without ``commit``): send the call and return a :class:`PendingReply` at
+        once. Over a session the server applies it before the calls sent after it: the next
+        requests are then put (uncommitted: a pre-emptive get may take them) while the caller
+        goes on with its unit of work. Read its ``result()`` before committing: completions
+        refused are not done, and a commit would consume their requests."""
+        if commit and nowait:
+            raise ValueError("A call that commits waits for its answer: nowait is for one that does not.")
         payload: dict[str, Any] = {"transaction": _id(transaction), "steps": []}
         for item in steps:
             completion = {"instance": item["instance"], "step": item["step"]}
@@ -1460,7 +1511,7 @@ class Client:
             if wait:
                 payload["wait"] = wait
         return self._operation(
-            "steps_complete", payload, "POST", "/api/workflow-steps/complete/", body=payload, wait=wait
+            "steps_complete", payload, "POST", "/api/workflow-steps/complete/", body=payload, wait=wait, nowait=nowait
         )
 
     def fail_step(

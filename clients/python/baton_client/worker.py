@@ -17,11 +17,23 @@
         ...
 
 For each request the worker takes (a get that begins its unit of work only when it takes
-something, ``batch`` requests at a time, pre-emptively if asked), it calls the function and
-then completes the step with what the function returned (``output``: the next step(s)'
-request; ``compensation``: the request its compensation will be, should the saga need it)
-and commits, both in one call (``complete_step(..., commit=True)``: one database transaction
-on the server). A batch is one unit of work: its last completion commits it.
+something, ``batch`` requests at a time, pre-emptively if asked), it calls the function; the
+steps are completed with what the functions returned (``output``: the next step(s)' request;
+``compensation``: the request its compensation will be, should the saga need it) and the
+unit of work committed with the last of them, in one call (``complete_steps(...,
+commit=True)``: one database transaction on the server). A batch is one unit of work.
+
+Early reports: in a batch that is not full (the worker keeps up with its queue; a full one
+means requests wait, every worker is busy and none would take a request early), once
+``report_every`` seconds have passed since the unit of work began (or since the last early
+report), and the batch's work still to do (estimated from what it took so far) is as long,
+the steps done so far are completed in it at once, uncommitted,
+in one call sent without waiting for its answer (``complete_steps(..., nowait=True)``): the
+server applies it while the next function runs, so their next requests are on their queues
+for a pre-emptive worker downstream to take before this unit of work commits. The answers
+are read before the commit. Each costs the server a call and a database transaction, so by
+default only a pre-emptive worker reports early (every 5 ms of work; a workflow runs
+pre-emptively when its workers do); a normal one reports everything with the commit.
 
 A function that raises ``StepFailed(reason)`` fails the step (``fail_step`` in its unit of
 work, committed with it): the instance fails at once and is compensated. Any other exception
@@ -45,15 +57,19 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from .client import Client, Message, Transaction
+from .client import Client, Message, PendingReply, Transaction
 from .errors import BatonError, NetworkError, NotFound, TransactionBackedOut, WorkflowConflict
 
 __all__ = ["Output", "StepFailed", "StepRequest", "StepWorker"]
 
 log = logging.getLogger("baton_client.worker")
+
+#: A pre-emptive worker's ``report_every`` by default (seconds).
+EARLY_REPORTS = 0.005
 
 
 @dataclass(frozen=True)
@@ -104,6 +120,12 @@ class StepRequest:
         return self.message.backout_count
 
 
+def _completions(served: list[tuple[StepRequest, Output]]) -> list[dict]:
+    return [
+        {"instance": r.instance, "step": r.step, "output": o.output, "compensation": o.compensation} for r, o in served
+    ]
+
+
 @dataclass
 class _Handler:
     step: str
@@ -119,7 +141,9 @@ class StepWorker:
     function are worked on at once; ``batch``: how many requests a thread takes under one
     unit of work; ``preemptive``: take requests whose put is not committed yet (the commit is
     then held until it is); ``wait``: how long a get waits for a request (the server wakes it
-    when one is put)."""
+    when one is put); ``report_every``: seconds of work after which the steps done are
+    reported before the commit (0: each at once; None: ``EARLY_REPORTS`` for a pre-emptive
+    worker, else never: all with the commit)."""
 
     def __init__(
         self,
@@ -132,6 +156,7 @@ class StepWorker:
         preemptive: bool = False,
         wait: float = 2.0,
         commit_wait: float = 0.0,
+        report_every: float | None = None,
         backoff: float = 0.1,
         max_backoff: float = 10.0,
     ) -> None:
@@ -145,6 +170,9 @@ class StepWorker:
         self.preemptive = preemptive
         self.wait = wait
         self.commit_wait = commit_wait
+        if report_every is None:  # early reports cost the server a call each: for pre-emptive pipelines only
+            report_every = EARLY_REPORTS if preemptive else float("inf")
+        self.report_every = report_every
         self.backoff = backoff
         self.max_backoff = max_backoff
         self._handlers: list[_Handler] = []
@@ -268,20 +296,26 @@ class StepWorker:
         return min(self.max_backoff, self.backoff * 2 ** max(0, failures - 1))
 
     def _work(self, handler: _Handler, messages: list[Message], transaction: str) -> bool:
-        """Serve the requests of one unit of work; False when it was rolled back."""
+        """Serve the requests of one unit of work; False when it was rolled back.
+
+        In a batch that is not full (the worker keeps up with its queue), the steps whose
+        functions have returned are reported (completed, uncommitted) once ``report_every``
+        seconds have passed since the unit of work began or since the last report, if the
+        batch's work still to do (estimated from what it took so far) is as long, in one call
+        sent without waiting for its answer: the server applies it while the next function
+        runs, and those steps' next requests are then on their queues for a pre-emptive worker
+        downstream to take before this unit of work commits. The rest are reported with the
+        commit, in one call, once the answers to the others have been read."""
         done = 0
+        # a full batch means more requests wait: every worker is busy, nothing downstream
+        # would take a request early, so all are reported with the commit (the cheapest)
+        early = not handler.compensation and len(messages) < self.batch
+        served: list[tuple[StepRequest, Output]] = []
+        sent: list[tuple[list[tuple[StepRequest, Output]], PendingReply]] = []
+        began = since = time.monotonic()
         try:
-            served: list[tuple[StepRequest, Output]] = []
-            for message in messages:
-                tag = (message.properties or {}).get("workflow") or {}
-                request = StepRequest(
-                    message=message,
-                    instance=tag.get("instance", ""),
-                    workflow=tag.get("workflow", ""),
-                    step=tag.get("step", handler.step),
-                    compensation=bool(tag.get("compensation")),
-                    transaction=transaction,
-                )
+            for index, message in enumerate(messages):
+                request = self._request(handler, message, transaction)
                 try:
                     result = handler.function(request)
                 except StepFailed as failed:
@@ -296,6 +330,18 @@ class StepWorker:
                         log.info("request %s of instance %s: %s", message.msg_id, request.instance, exc)
                     continue
                 served.append((request, result if isinstance(result, Output) else Output()))
+                now = time.monotonic()
+                left = (len(messages) - index - 1) * (now - began) / (index + 1)  # the batch's work still to do
+                if early and index < len(messages) - 1 and min(now - since, left) >= self.report_every:
+                    sent.append((served, self.client.complete_steps(transaction, _completions(served), nowait=True)))
+                    served, since = [], now
+            for group, reply in sent:  # a group refused (an instance no longer runs) did nothing
+                try:
+                    reply.result()
+                    done += len(group)
+                except WorkflowConflict as exc:
+                    log.info("unit of work %s: %s; those steps reported with the rest", transaction, exc)
+                    served = group + served
             done += self._reported(handler, served, transaction)
         except TransactionBackedOut as exc:  # backed out meanwhile (a cascade, a timeout): taken again
             log.info("unit of work %s was backed out: %s", transaction, exc)
@@ -312,23 +358,27 @@ class StepWorker:
             self.completed += done
         return True
 
+    @staticmethod
+    def _request(handler: _Handler, message: Message, transaction: str) -> StepRequest:
+        tag = (message.properties or {}).get("workflow") or {}
+        return StepRequest(
+            message=message,
+            instance=tag.get("instance", ""),
+            workflow=tag.get("workflow", ""),
+            step=tag.get("step", handler.step),
+            compensation=bool(tag.get("compensation")),
+            transaction=transaction,
+        )
+
     def _reported(self, handler: _Handler, served: list[tuple[StepRequest, Output]], transaction: str) -> int:
-        """Report what the unit of work's functions did and commit it: the steps completed all
+        """Report what is left of the unit of work and commit it: the steps completed all
         in one call with the commit (one database transaction on the server). Should the
         server refuse one (its instance no longer runs: nothing of the call was done), and for
         compensations, they are reported one by one, the last with the commit, the refused
         ones consumed. Returns how many were reported."""
         if served and not handler.compensation:
             try:
-                self.client.complete_steps(
-                    transaction,
-                    [
-                        {"instance": r.instance, "step": r.step, "output": o.output, "compensation": o.compensation}
-                        for r, o in served
-                    ],
-                    commit=True,
-                    wait=self.commit_wait,
-                )
+                self.client.complete_steps(transaction, _completions(served), commit=True, wait=self.commit_wait)
                 return len(served)
             except WorkflowConflict as exc:
                 log.info("unit of work %s: %s; its steps reported one by one", transaction, exc)
@@ -354,7 +404,7 @@ class StepWorker:
                 committed = last
             except WorkflowConflict as exc:  # its instance no longer runs: consumed, nothing more
                 log.info("request %s of instance %s: %s", request.message.msg_id, request.instance, exc)
-        if not committed:  # the last one was refused: commit what was got and done
+        if not committed:  # the last one was refused (or none was left): commit what was got and done
             Transaction(self.client, {"id": transaction, "broker": self.broker}).commit(wait=self.commit_wait)
         return done
 
