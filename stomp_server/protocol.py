@@ -170,6 +170,8 @@ class StompConnection(Waiting):
 
     def start(self) -> None:
         self.loop = asyncio.get_running_loop()
+        if getattr(self.transport, "write_direct", None) is not None:  # a socket any thread may write to
+            self.write_direct = self._write_direct
         self.pump = Pump(
             self,
             self,
@@ -265,6 +267,15 @@ class StompConnection(Waiting):
             return None
         self.last_sent = time.monotonic()
         return self.transport.write_nowait(data)
+
+    def idle(self) -> bool:
+        return self.transport.idle()
+
+    def _write_direct(self, data: bytes) -> int:
+        if self.closed:
+            return len(data)  # as write_nowait: nothing more goes
+        self.last_sent = time.monotonic()
+        return self.transport.write_direct(data)
 
     def written(self, size: int) -> None:
         unsent = self.pump.unsent

@@ -95,7 +95,7 @@ class Waiting:
             if sub.scheduled:
                 return
             sub.scheduled = True
-        stomp_pool().submit(lambda: self._pump(sub))
+        stomp_pool().submit(lambda: self._pump(sub), here=True)
 
     def _pump(self, sub: Subscription) -> None:
         """Get and send while there is room and something may have come; then give the
