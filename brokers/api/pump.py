@@ -69,10 +69,12 @@ class Pool:
 
     def submit(self, task: Callable[[], None], *, here: bool = False) -> None:
         """Run ``task`` on one of the threads. ``here``: from one of this pool's threads, on
-        this thread at its current task's next safe point (:meth:`ran_here`: between two of
-        a connection's items) or once it has ended: no other thread is woken for it, nor the
-        interpreter lock handed over (a subscription's look kicked by a frame's commit
-        follows the frame, whose reply has gone); from any other thread, as without it."""
+        this thread at its current task's next safe point (:meth:`ran_here`: when a
+        connection has applied the items in hand and sent their replies) or once it has
+        ended: no other thread is woken for it, nor the interpreter lock handed over (a
+        subscription's look kicked by a frame's commit follows the frame, whose reply has
+        gone; kicks while more items are in hand merge into one look); from any other
+        thread, as without it."""
         if here:
             after = getattr(_local, "after", None)
             if after is not None and _local.pool is self:
@@ -320,10 +322,10 @@ class Pump:
                         self.paused = False
                 if resume:  # after the loop's clear(): the loop runs this after that callback
                     self.loop.call_soon_threadsafe(self.room.set)
-            if not self.more():  # what was held back goes now
-                self.hold = False
+            if not self.more():  # what was held back goes now, and what applying it kicked
+                self.hold = False  # (a subscription's look: kicks while more are in hand merge)
                 self.flush()
-            self.pool.ran_here()  # what applying it kicked (a subscription's look), now
+                self.pool.ran_here()
             turn += count
             if turn >= TURN and self.ahead is _NOTHING:
                 self.flush()
