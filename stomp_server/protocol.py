@@ -561,22 +561,27 @@ class StompConnection(Waiting):
                     txn.acked.add(item.msg_id)
                 else:  # completed at the COMMIT
                     txn.deferred.append(item)
-        elif len(covered) == 1:
-            engine.lock_completed(self.user, token=covered[0].token, transaction=None)
-        else:  # all or none: one unit of work of its own
-            own = engine.transaction_begun(self.user, broker=self.broker)
-            try:
-                for item in covered:
-                    engine.lock_completed(self.user, token=item.token, transaction=own)
-                engine.transaction_committed(self.user, transaction=own, wait=0)
-            except BaseException:
-                try:
-                    engine.transaction_rolled_back(self.user, transaction=own)
-                except BatonError:
-                    pass
-                raise
+        else:
+            with self.own_commits():  # its commit's wake-up of the queue is room made
+                self._completed(covered)
         self._forget(covered)
         self.receipt(action.frame)
+
+    def _completed(self, covered: list[Pending]) -> None:
+        if len(covered) == 1:
+            engine.lock_completed(self.user, token=covered[0].token, transaction=None)
+            return
+        own = engine.transaction_begun(self.user, broker=self.broker)  # all or none: a unit of work of its own
+        try:
+            for item in covered:
+                engine.lock_completed(self.user, token=item.token, transaction=own)
+            engine.transaction_committed(self.user, transaction=own, wait=0)
+        except BaseException:
+            try:
+                engine.transaction_rolled_back(self.user, transaction=own)
+            except BatonError:
+                pass
+            raise
 
     def _nack(self, action: Nack) -> None:
         covered, txn = action.covered, action.txn
