@@ -41,7 +41,7 @@ from brokers.definitions import broker_cached, definitions_checked, queue_cached
 from baton_client.errors import AlreadyExists, InvalidInput
 from brokers.exceptions import QueueNotFound
 from baton_client.errors import Conflict, PermissionDenied, Throttled
-from brokers.models import Broker, Message, Queue
+from brokers.models import Broker, EnforceOrder, Message, Queue
 from brokers.services.queues import queue_define, queue_delete
 from brokers.services.store import queue_wakeup_key
 from pubsub import permissions as pubsub_may
@@ -227,6 +227,15 @@ def queue_subscribed(user, *, broker: str, queue: str) -> tuple[str, float, int]
 def queue_key(*, broker: str, queue: str) -> tuple[str, float, int]:
     found = queue_cached(broker=broker, name=queue)
     return queue_wakeup_key(found.pk), found.lock_duration_ms / 1000, found.pk
+
+
+def queue_ordered(*, broker: str, queue: str) -> bool:
+    """Whether the queue's gets are ordered (``enforce_order``: a completion may let the next
+    message go), as the definitions were last checked; True when it is not known (gone)."""
+    try:
+        return queue_cached(broker=broker, name=queue).enforce_order == EnforceOrder.YES
+    except QueueNotFound:
+        return True
 
 
 def subscription_name(*, user, connection: str, id: str, durable: bool) -> str:

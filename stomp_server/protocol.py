@@ -170,6 +170,8 @@ class StompConnection(Waiting):
 
     def start(self) -> None:
         self.loop = asyncio.get_running_loop()
+        if getattr(self.transport, "write_direct", None) is not None:  # a socket any thread may write to
+            self.write_direct = self._write_direct
         self.pump = Pump(
             self,
             self,
@@ -265,6 +267,15 @@ class StompConnection(Waiting):
             return None
         self.last_sent = time.monotonic()
         return self.transport.write_nowait(data)
+
+    def idle(self) -> bool:
+        return self.transport.idle()
+
+    def _write_direct(self, data: bytes) -> int:
+        if self.closed:
+            return len(data)  # as write_nowait: nothing more goes
+        self.last_sent = time.monotonic()
+        return self.transport.write_direct(data)
 
     def written(self, size: int) -> None:
         unsent = self.pump.unsent
@@ -550,22 +561,27 @@ class StompConnection(Waiting):
                     txn.acked.add(item.msg_id)
                 else:  # completed at the COMMIT
                     txn.deferred.append(item)
-        elif len(covered) == 1:
-            engine.lock_completed(self.user, token=covered[0].token, transaction=None)
-        else:  # all or none: one unit of work of its own
-            own = engine.transaction_begun(self.user, broker=self.broker)
-            try:
-                for item in covered:
-                    engine.lock_completed(self.user, token=item.token, transaction=own)
-                engine.transaction_committed(self.user, transaction=own, wait=0)
-            except BaseException:
-                try:
-                    engine.transaction_rolled_back(self.user, transaction=own)
-                except BatonError:
-                    pass
-                raise
+        else:
+            with self.own_commits():  # its commit's wake-up of the queue is room made
+                self._completed(covered)
         self._forget(covered)
         self.receipt(action.frame)
+
+    def _completed(self, covered: list[Pending]) -> None:
+        if len(covered) == 1:
+            engine.lock_completed(self.user, token=covered[0].token, transaction=None)
+            return
+        own = engine.transaction_begun(self.user, broker=self.broker)  # all or none: a unit of work of its own
+        try:
+            for item in covered:
+                engine.lock_completed(self.user, token=item.token, transaction=own)
+            engine.transaction_committed(self.user, transaction=own, wait=0)
+        except BaseException:
+            try:
+                engine.transaction_rolled_back(self.user, transaction=own)
+            except BatonError:
+                pass
+            raise
 
     def _nack(self, action: Nack) -> None:
         covered, txn = action.covered, action.txn

@@ -60,6 +60,13 @@ class Subscription:
     dirty: bool = False
     full_look: bool = False
     renew_due: bool = False
+    #: Woken by another's commit on the queue since its last look (something may have come).
+    woken: bool = False
+    #: Its last look found the queue with nothing to take (a get took fewer than it asked
+    #: for, or the look before a get said so), and nothing but room made has kicked it since:
+    #: on a queue whose gets are not ordered, room made by acknowledging (which only takes
+    #: messages away) gives it nothing to get, so it does not look.
+    starved: bool = False
     #: The wake-up keys it watches, and the callback they call (None: not watching).
     keys: list[str] = field(default_factory=list)
     watcher: Any = None

@@ -29,6 +29,20 @@ class TcpTransport:
     def __init__(self, transport: asyncio.Transport, protocol: "StompProtocol") -> None:
         self.transport = transport
         self.protocol = protocol
+        # the socket itself (asyncio's wrapper hides its ``send``), for :meth:`write_direct`
+        sock = getattr(transport.get_extra_info("socket"), "_sock", None)
+        if sock is not None:
+            self.write_direct = sock.send
+
+    #: ``write_direct(data)``: the socket's ``send`` (non-blocking: how many bytes it took;
+    #: BlockingIOError when none), from any thread, while :meth:`idle`. The connection's pump
+    #: makes sure that it never overtakes what the transport still holds, and that it ends
+    #: before the transport closes the socket (brokers/api/pump.py).
+    write_direct = None
+
+    def idle(self) -> bool:
+        """Nothing handed to the transport waits to be written (any thread)."""
+        return self.transport.get_write_buffer_size() == 0
 
     def write_nowait(self, data: bytes):
         """Hand ``data`` to the socket: None when all of it went, else what to await until the
@@ -65,7 +79,8 @@ class StompProtocol(asyncio.Protocol):
         if sock is not None:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             if _QUICKACK is not None:
-                self.quickack = sock
+                # the socket itself: asyncio's wrapper's setsockopt costs a call per read more
+                self.quickack = getattr(sock, "_sock", sock)
                 sock.setsockopt(socket.IPPROTO_TCP, _QUICKACK, 1)
         peer = transport.get_extra_info("peername")
         self.transport = transport

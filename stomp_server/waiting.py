@@ -10,6 +10,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from django.conf import settings
 from django.db import close_old_connections
@@ -32,8 +34,23 @@ from .state import HIGH_WATER, SUBSCRIPTION_WAIT_S, HeldCommit, Subscription, Tx
 log = logging.getLogger(__name__)
 
 
+#: The connection whose own commit this thread is making (an ACK's completion, a
+#: subscription's get), which only takes messages away: the wake-up it gives that
+#: connection's subscriptions is room made, not something come.
+_own = threading.local()
+
+
 class Waiting:
     """Subscriptions' deliveries and held COMMITs of a connection (``self``: a StompConnection)."""
+
+    @contextmanager
+    def own_commits(self) -> Iterator[None]:
+        """Within: this thread's commits are this connection's ACKs or gets (see ``_own``)."""
+        _own.connection = self
+        try:
+            yield
+        finally:
+            _own.connection = None
 
     def _stop(self, sub: Subscription) -> None:
         """No more gets for ``sub``; one under way has sent what it got."""
@@ -60,7 +77,7 @@ class Waiting:
         also its uncommitted puts') call :meth:`_kick`; a timer on the event loop looks
         again and renews locks at intervals; a first look now."""
         sub.keys = [sub.key, queue_put_wakeup_key(sub.queue_id)] if sub.preemptive else [sub.key]
-        sub.watcher = lambda: self._kick(sub)
+        sub.watcher = lambda: self._kick(sub, woken=getattr(_own, "connection", None) is not self)
         wakeup_bus().listen()  # other processes' commits reach this one's wake-ups
         wakeup_watch(sub.keys, sub.watcher)  # before the first look: no commit after it is missed
         self.loop.call_soon_threadsafe(self._tick_armed, sub)
@@ -84,18 +101,21 @@ class Waiting:
         self._kick(sub, full=True)
         self._tick_armed(sub)
 
-    def _kick(self, sub: Subscription, *, full: bool = False) -> None:
+    def _kick(self, sub: Subscription, *, full: bool = False, woken: bool = False) -> None:
         """(Any thread.) ``sub`` should look again: its pump runs on a pool thread unless it
-        is submitted or running already (then it looks again before it stops)."""
+        is submitted or running already (then it looks again before it stops). ``woken``:
+        by a commit on its queue that may have brought something (not only room made)."""
         with self.lock:
             if sub.stopped or self.closed:
                 return
             sub.dirty = True
             sub.full_look = sub.full_look or full
+            if woken or full:
+                sub.woken, sub.starved = True, False
             if sub.scheduled:
                 return
             sub.scheduled = True
-        stomp_pool().submit(lambda: self._pump(sub))
+        stomp_pool().submit(lambda: self._pump(sub), here=True)
 
     def _pump(self, sub: Subscription) -> None:
         """Get and send while there is room and something may have come; then give the
@@ -118,6 +138,9 @@ class Waiting:
                         break  # an ACK, a NACK or the client's reading kicks it again
                     sub.dirty = False
                     full, sub.full_look = sub.full_look, False
+                    woken, sub.woken = sub.woken, False
+                    if sub.starved and not (woken or sub.preemptive) and not self._ordered(sub):
+                        continue  # only room made: nothing to get since the queue was found empty
                 if self._looked(sub, room, full):
                     with self.lock:
                         sub.dirty = True  # a full batch: there may be more
@@ -150,9 +173,12 @@ class Waiting:
             if delivered is not None:  # under a transaction: only that way
                 return bool(delivered)
         if not full and not queue_may_have_messages(queue_id=sub.queue_id, now=timezone.now()):
+            sub.starved = True
             return False
         mode = "destructive" if sub.ack == "auto" else "peek_lock"
-        got = engine.messages_got(self.user, broker=sub.broker, queue=sub.queue, mode=mode, batch=batch)
+        with self.own_commits():
+            got = engine.messages_got(self.user, broker=sub.broker, queue=sub.queue, mode=mode, batch=batch)
+        sub.starved = len(got) < batch
         try:
             for message in got:
                 self._send_message(sub, message)
@@ -161,6 +187,9 @@ class Waiting:
         # fewer than asked: the queue had no more when this get looked, and a commit since
         # then has kicked the pump already; getting again at once would find nothing
         return len(got) >= batch
+
+    def _ordered(self, sub: Subscription) -> bool:
+        return engine.queue_ordered(broker=sub.broker, queue=sub.queue)
 
     def _preemptive_delivered(self, sub: Subscription, room: int) -> bool | None:
         """While the connection has an open transaction, get pre-emptively under the most

@@ -50,6 +50,8 @@ _END = object()
 #: In the outbox: close the transport once what is before it was written.
 CLOSE = object()
 _NOTHING = object()
+#: A pool thread's pool and the tasks submitted ``here`` by its current task.
+_local = threading.local()
 
 
 class Pool:
@@ -65,7 +67,19 @@ class Pool:
         self.threads = 0
         self.idle = 0  # threads waiting for a task
 
-    def submit(self, task: Callable[[], None]) -> None:
+    def submit(self, task: Callable[[], None], *, here: bool = False) -> None:
+        """Run ``task`` on one of the threads. ``here``: from one of this pool's threads, on
+        this thread at its current task's next safe point (:meth:`ran_here`: when a
+        connection has applied the items in hand and sent their replies) or once it has
+        ended: no other thread is woken for it, nor the interpreter lock handed over (a
+        subscription's look kicked by a frame's commit follows the frame, whose reply has
+        gone; kicks while more items are in hand merge into one look); from any other
+        thread, as without it."""
+        if here:
+            after = getattr(_local, "after", None)
+            if after is not None and _local.pool is self:
+                after.append(task)
+                return
         self.tasks.put(task)
         with self.lock:
             if self.tasks.qsize() <= self.idle or self.threads >= max(1, self.size()):
@@ -74,6 +88,7 @@ class Pool:
         threading.Thread(target=self._run, name=self.name, daemon=True).start()
 
     def _run(self) -> None:
+        _local.pool, _local.after = self, []
         try:
             while True:
                 with self.lock:
@@ -89,13 +104,31 @@ class Pool:
                     return
                 with self.lock:
                     self.idle -= 1
-                try:
-                    task()
-                except Exception:  # a task's own errors are its own; this thread goes on
-                    log.exception("a %s task failed", self.name)
-                    close_old_connections()
+                self._ran(task)
+                self.ran_here()
         finally:
+            _local.after = None
             connections.close_all()
+
+    def ran_here(self) -> None:
+        """(A task of this pool, at a point where it holds nothing another task needs.) Run
+        the tasks submitted ``here`` so far, in order."""
+        after = getattr(_local, "after", None)
+        if after is None or _local.pool is not self or getattr(_local, "running_here", False):
+            return
+        _local.running_here = True
+        try:
+            while after:
+                self._ran(after.pop(0))
+        finally:
+            _local.running_here = False
+
+    def _ran(self, task: Callable[[], None]) -> None:
+        try:
+            task()
+        except Exception:  # a task's own errors are its own; this thread goes on
+            log.exception("a %s task failed", self.name)
+            close_old_connections()
 
 
 class Applier(Protocol):
@@ -121,7 +154,15 @@ class Link(Protocol):
         until it is. Raises OSError (or RuntimeError) when it cannot be."""
 
     def written(self, size: int) -> None:
-        """(On the loop.) ``size`` more bytes went (a hook; may do nothing)."""
+        """(Any thread.) ``size`` more bytes went (a hook; may do nothing)."""
+
+    def idle(self) -> bool:
+        """(Any thread.) Nothing the loop handed to the transport waits to be written."""
+
+    #: ``write_direct(data)``, when the link has it (a byte stream whose socket any thread may
+    #: write to): write what it can of ``data`` at once, from the calling thread, without
+    #: blocking; how many bytes went. Raises OSError when it cannot.
+    write_direct: Callable[[Any], int] | None
 
     def given_up(self, why: str) -> None:
         """(On the loop.) End the connection at once, what was not written dropped."""
@@ -172,6 +213,9 @@ class Pump:
         self.asked = False  # the loop is asked to take them
         self.unsent = 0  # bytes sent, not yet written
         self.closing = False
+        #: Writes from the thread that sends, where the link can (else the loop writes).
+        self.write_direct = getattr(link, "write_direct", None)
+        self.loop_thread = threading.get_ident()
         self.writer: asyncio.Task | None = None  # writes while a write must wait
         self.backlog: collections.deque[Any] = collections.deque()  # behind it, in order
 
@@ -278,9 +322,10 @@ class Pump:
                         self.paused = False
                 if resume:  # after the loop's clear(): the loop runs this after that callback
                     self.loop.call_soon_threadsafe(self.room.set)
-            if not self.more():  # what was held back goes now
-                self.hold = False
+            if not self.more():  # what was held back goes now, and what applying it kicked
+                self.hold = False  # (a subscription's look: kicks while more are in hand merge)
                 self.flush()
+                self.pool.ran_here()
             turn += count
             if turn >= TURN and self.ahead is _NOTHING:
                 self.flush()
@@ -310,12 +355,12 @@ class Pump:
                 if hold is None:  # the connection's thread, with more in hand
                     hold = self.hold and self.drainer == threading.get_ident()
                 if self.asked or (hold and len(self.made) < HOLD_MAX and self.made_bytes < HOLD_BYTES):
-                    return True  # the loop is already asked to take them, or more follow at once
+                    return True  # a taker is already writing them, or more follow at once
                 self.asked = True
         if over:  # the client does not read what it asked for: cut it off, it holds up no one
             self.loop.call_soon_threadsafe(self.link.given_up, f"more than {self.send_buffer} bytes unread")
             return False
-        self.loop.call_soon_threadsafe(self._take)
+        self._hand_over()
         return True
 
     def close_after_sending(self) -> None:
@@ -325,7 +370,7 @@ class Pump:
             if self.asked:
                 return
             self.asked = True
-        self.loop.call_soon_threadsafe(self._take)
+        self._hand_over()
 
     def flush(self) -> None:
         """Hand what was held back to the loop."""
@@ -333,17 +378,72 @@ class Pump:
             if self.asked or not self.made:
                 return
             self.asked = True
-        self.loop.call_soon_threadsafe(self._take)
+        self._hand_over()
+
+    def _hand_over(self) -> None:
+        """(The taker: whoever set ``asked``; until it is cleared, whatever is sent is only
+        added to ``made``, and the taker writes it too, in order.) Write what was made: from
+        this thread, when the link writes directly and nothing waits to be written on the
+        loop (no wake-up of the loop, no hand-over of the interpreter lock to it); else, or
+        for what the socket did not take at once, on the loop."""
+        if self.write_direct is None or threading.get_ident() == self.loop_thread:
+            self.loop.call_soon_threadsafe(self._take)
+            return
+        went = 0
+        with self.lock:  # held while writing: the transport ends (``stopped``) only after
+            try:
+                went = self._written_direct()
+            finally:
+                if self.made and not self.closing:
+                    self.loop.call_soon_threadsafe(self._take)  # the rest, on the loop (``asked`` stays)
+                else:
+                    self.made, self.made_bytes, self.asked = [], 0, False
+        if went:
+            self.link.written(went)
+
+    def _written_direct(self) -> int:
+        """(Under ``lock``, the taker.) Write from ``made`` what the socket takes now, up to a
+        close (the loop's); what is left stays in ``made`` (the part of a write not taken
+        first). How many bytes went."""
+        went = 0
+        while self.made and not self.closing:
+            if self.writer is not None or self.backlog or not self.link.idle():
+                break  # the loop is still writing: behind it
+            cut = self.made.index(CLOSE) if CLOSE in self.made else len(self.made)
+            if cut == 0:
+                break
+            run, self.made = self.made[:cut], self.made[cut:]
+            writes = self.link.writes(run)
+            for i, (data, size) in enumerate(writes):
+                try:
+                    n = self.write_direct(data)
+                except BlockingIOError:
+                    n = 0
+                except OSError as exc:
+                    self.closing = True
+                    self.loop.call_soon_threadsafe(self.give_up, f"a frame could not be sent ({type(exc).__name__})")
+                    return went
+                went += n
+                self.unsent -= n
+                if n < size:  # the socket is full: the rest after the loop's wait
+                    self.made[:0] = [data[n:], *(rest for rest, _ in writes[i + 1 :])]
+                    return went
+        return went
 
     # --- the outbox (on the loop) ---------------------------------------------------------------
 
     def _take(self) -> None:
-        with self.lock:
-            made, self.made = self.made, []
-            self.made_bytes = 0
-            self.asked = False
-        if not made:
-            return
+        """(On the loop, the taker.) Write what was made, and what is made meanwhile."""
+        while True:
+            with self.lock:
+                made, self.made = self.made, []
+                self.made_bytes = 0
+                if not made:
+                    self.asked = False
+                    return
+            self._made_written(made)
+
+    def _made_written(self, made: list[Any]) -> None:
         run: list[Any] = []
         for item in made:
             if item is CLOSE:
@@ -366,10 +466,16 @@ class Pump:
                 return
             self.unsent += size
             over = self.unsent > self.send_buffer
+            if not over:
+                self.made.append(item)
+                self.made_bytes += size
+                if self.asked:  # a taker is writing: it writes this too, in order
+                    return
+                self.asked = True
         if over:
             self.give_up(f"more than {self.send_buffer} bytes unread")
             return
-        self.write(item, size)
+        self._take()
 
     def write(self, item: Any, size: int) -> None:
         """(On the loop.) Write ``item`` (a write as ``writes`` made it, or ``CLOSE``) now if
