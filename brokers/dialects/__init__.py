@@ -9,7 +9,7 @@ database they run on."""
 
 from __future__ import annotations
 
-from typing import Protocol, Sequence
+from typing import Callable, Protocol, Sequence
 
 from transactions.seam import default_db
 
@@ -31,6 +31,16 @@ class Dialect(Protocol):
     CHOOSE_LOCKS: str
     #: What the look-up of messages by their lock tokens ends with when it locks them.
     BY_LOCK_TOKENS_LOCKS: str
+    #: An unordered destructive get (not pre-emptive, without a connection) as one call of
+    #: the database's own function: a function giving its statement and arguments (the
+    #: wake-up channel added by the caller; its rows, the messages taken). PostgreSQL:
+    #: ``baton_get_v1`` (``brokers.dialects.postgresql.get_call``). None on SQLite: the get's
+    #: statements (``brokers.services.messages.get._get_by_statements``) serve every get.
+    get_call: Callable[..., tuple[str, list]] | None
+
+    def definitions_check(self, *, version: int) -> None:
+        """Inside a step, with its writes: ``DefinitionsChanged`` (PostgreSQL: BT106, raised
+        when the step is sent) unless the definitions version is still ``version``."""
 
     def queue_reserve(self, *, queue_id: int, count: int, commit_count: int, max_depth_checked: bool) -> int | None:
         """``brokers.queries.queue_reserve``."""

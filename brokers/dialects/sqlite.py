@@ -163,6 +163,22 @@ def messages_take(*, get_transaction_id: str | None, priority_first: bool, commi
     return _taken_in_order(rows, priority_first=priority_first, commit_ordered=commit_ordered)
 
 
+def definitions_check(*, version: int) -> None:
+    """Inside the step, before it writes: the definitions version read (the write lock is
+    held), ``DefinitionsChanged`` unless it is still ``version``."""
+    from transactions.exceptions import DefinitionsChanged
+
+    from .. import queries
+
+    if queries.definitions_version() != version:
+        raise DefinitionsChanged
+
+
+#: SQLite has no server-side functions: every get is the get's own statements
+#: (``brokers.services.messages.get._get_by_statements``).
+get_call = None
+
+
 def messages_lock(*, locked_until, **choice) -> list:
     choose, params = _choose_sql(**choice)
     with cursor() as c:
