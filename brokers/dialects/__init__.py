@@ -18,9 +18,6 @@ class Dialect(Protocol):
     #: A get's first statement under a named unit of work (``brokers.queries.get_start``),
     #: that unit of work's row locked until the database transaction ends.
     GET_START_NAMED: str
-    #: A put's first statement under a named unit of work: its row, locked, and the
-    #: definitions version.
-    ROW_AND_VERSION: str
     #: Release rows per queue (``QueueRelease``): one per thread, taken in turn.
     RELEASE_STRIPES: int
     #: Housekeeping's fold: the queue's row, then its release rows in stripe order, locked.
@@ -41,6 +38,32 @@ class Dialect(Protocol):
     def definitions_check(self, *, version: int) -> None:
         """Inside a step, with its writes: ``DefinitionsChanged`` (PostgreSQL: BT106, raised
         when the step is sent) unless the definitions version is still ``version``."""
+
+    def put(
+        self,
+        *,
+        version: int,
+        transaction_id: str | None,
+        broker: str,
+        user,
+        now,
+        queue_id: int,
+        count: int,
+        commit_count: int,
+        joined: Callable,
+    ) -> list:
+        """A put's checks and reservation (``brokers.services.messages.put._put``): the
+        definitions version compared with ``version`` (``DefinitionsChanged``), the named unit
+        of work checked for ``user`` (SQLite: ``joined(row)``, the service's check, on the row it
+        read; PostgreSQL: by the function, the same rule), room for ``count`` messages and ``commit_count`` commit
+        sequences reserved (``QueueFull``). PostgreSQL: one call of ``baton_put_v1``, deferred
+        (its errors raised when the step is sent); SQLite: named statements, run now. Its
+        answer, read by ``put_answer``."""
+
+    def put_answer(self, answer: list) -> tuple:
+        """``(base, row)``: the first commit sequence handed out (None when none) and the named
+        unit of work's row (None when none was named); PostgreSQL sends the call now if it
+        has not been sent."""
 
     def queue_reserve(self, *, queue_id: int, count: int, commit_count: int, max_depth_checked: bool) -> int | None:
         """``brokers.queries.queue_reserve``."""

@@ -24,7 +24,6 @@ from ..queries import (
     _RESERVE_CHECKED_RETURNING,
     _RESERVE_RETURNING,
     _RETURNING_LIST,
-    _ROW_AND_VERSION,
     MESSAGE,
     MESSAGE_COLUMNS,
     QUEUE,
@@ -38,8 +37,6 @@ from ..queries import (
 
 #: Locks: the named unit of work's row, ``FOR UPDATE``, until the database transaction ends.
 GET_START_NAMED = _GET_START_NAMED + " FOR UPDATE OF t"
-#: Locks: the unit of work's row, ``FOR UPDATE``, until the database transaction ends.
-ROW_AND_VERSION = _ROW_AND_VERSION + " FOR UPDATE"
 #: Release rows per queue: one per thread, taken in turn, so that gets of one queue on
 #: different threads do not wait for each other's release row.
 RELEASE_STRIPES = 8
@@ -296,18 +293,23 @@ PUT_V1 = f"SELECT o.base, {_TXN_ROW} FROM baton_put_v1(%s, %s, %s, %s, %s::times
 
 def put(
     *,
-    version: int | None,
+    version: int,
     transaction_id: str | None,
     broker: str,
-    user_id: int | None,
+    user,
     now,
     queue_id: int,
     count: int,
     commit_count: int,
+    joined,
 ) -> list:
     """``baton_put_v1``, deferred: it travels with the put's rows, journal events and
     ``COMMIT`` in one round trip, or with the first statement the put sends before them.
-    Returns the list its answer is added to once it has run (``put_answer``)."""
+    Returns the list its answer is added to once it has run (``put_answer``). ``user``: who
+    puts (None: system code; a superuser's unit of work is not checked for its owner); the
+    function checks the named unit of work itself (``joined``, the service's check, is not
+    called)."""
+    user_id = None if user is None or getattr(user, "is_superuser", False) else user.pk
     answer: list = []
     deferred(
         PUT_V1,
