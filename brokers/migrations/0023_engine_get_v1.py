@@ -12,26 +12,26 @@ raised with the engine's own SQLSTATEs (``transactions.dialects.postgresql.ENGIN
   BT103); no other consumer's exclusive input on the queue (BT108); no unit of work past its
   deadline holding the queue's messages (BT109, its id the detail: the caller rolls it back
   and calls again); no peek-lock on the queue run out (BT110: the caller releases them and
-  calls again). Then up to ``limit`` messages chosen in delivery order, locked ``FOR UPDATE
-  SKIP LOCKED`` and deleted (a final get) or marked gotten by ``txn`` or ``begun`` (delivery
-  count + 1); if it took any: the unit of work ``begun`` written with its begin event, a
-  final get's room given back on release row ``stripe``, the journal's get event and, for a
-  final get with ``channel``, the queue's wake-up key notified. A message that asks for
-  reports is taken only when ``reports`` is true (BT111: the caller calls again with it,
-  reading the answer before its ``COMMIT`` to send or mark them). Answers the messages
-  taken, in no order.
+  calls again). Then up to ``limit`` messages chosen in delivery order and locked ``FOR
+  UPDATE SKIP LOCKED``; when one asks for reports and ``reports`` is false, BT111 (the
+  caller calls again with it true, reading the answer before its ``COMMIT`` to send the
+  reports or mark the unit of work). Then, in one statement, the chosen rows deleted (a final
+  get: its room given back on release row ``stripe``, and with ``channel`` the queue's
+  wake-up key notified) or marked gotten by ``txn`` or ``begun`` (delivery count + 1; the
+  unit of work ``begun`` written with its begin event if it took any), with the journal's
+  get event. Answers the messages taken, in no order.
 
 One static statement per delivery order (priority first or not, commit order or put order),
-and one for a get that matches an id: each planned once per connection and kept (a statement
-built at each call is planned at each call). Lock order (docs/concurrency.md): transaction
+and one per id a get matches by (through that id's index): each planned once per connection
+and kept (a statement built at each call is planned at each call). Lock order (docs/concurrency.md): transaction
 row → message rows (``SKIP LOCKED``) → release row."""
 
 from django.db import migrations
 
 #: ``put_time`` as Python's ``isoformat()`` writes it (UTC, microseconds only when not zero).
 _ISO = (
-    "to_char(x.put_time AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS')"
-    " || CASE WHEN to_char(x.put_time, 'US') = '000000' THEN '' ELSE '.' || to_char(x.put_time, 'US') END"
+    "to_char(d.put_time AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS')"
+    " || CASE WHEN to_char(d.put_time, 'US') = '000000' THEN '' ELSE '.' || to_char(d.put_time, 'US') END"
     " || '+00:00'"
 )
 
@@ -44,6 +44,27 @@ _FREE = (
 _PUT_COMMITTED = (
     "(put_transaction_id IS NULL"
     " OR (SELECT pt.state FROM transactions_transaction pt WHERE pt.id = put_transaction_id) = 'committed')"
+)
+
+
+#: The journal's get event of the rows ``d`` took (none when it took none), as
+#: ``journal_step_event`` writes it: one message's own row, or several in delivery order.
+#: ``{taker}``: the unit of work's id, or ``''``.
+_EVENT = (
+    "SELECT p_now, 'get', p_broker, p_queue, {taker}, CASE WHEN COUNT(*) = 1 THEN MIN(x.msg_id) ELSE '' END,"
+    " CASE WHEN COUNT(*) = 1 THEN jsonb_build_object('put_time', MIN(x.iso), 'preemptive', false)"
+    " ELSE jsonb_build_object('messages', jsonb_agg(jsonb_build_object("
+    "'msg_id', x.msg_id, 'put_time', x.iso, 'preemptive', false)"
+    " ORDER BY CASE WHEN p_priority_first THEN x.priority END DESC,"
+    " CASE WHEN p_commit_ordered THEN x.commit_seq ELSE x.id END)) END, COUNT(*)"
+    f" FROM (SELECT d.*, {_ISO} AS iso FROM d) x HAVING COUNT(*) > 0"
+)
+
+
+#: A get that matches an id: the queue's order and committed puts, whatever the order.
+_MATCHED = f"CASE WHEN p_commit_ordered THEN commit_seq IS NOT NULL ELSE {_PUT_COMMITTED} END"
+_MATCHED_ORDER = (
+    "CASE WHEN p_priority_first THEN priority END DESC, CASE WHEN p_commit_ordered THEN commit_seq ELSE id END"
 )
 
 
@@ -68,9 +89,7 @@ DECLARE
     v_queue record;
     v_overdue text;
     v_ctids tid[];
-    v_rows brokers_message[];
     v_taker text := COALESCE(p_txn, p_begun);
-    v_count integer;
 BEGIN
     IF (SELECT version FROM brokers_definitionsversion WHERE id = 1) IS DISTINCT FROM p_version THEN
         RAISE EXCEPTION USING ERRCODE = 'BT106', MESSAGE = 'The definitions changed.';
@@ -122,15 +141,20 @@ BEGIN
                 AND +m.queue_id = p_queue_id AND COALESCE(m.get_transaction_id, '') = '') THEN
         RAISE EXCEPTION USING ERRCODE = 'BT110', MESSAGE = 'A peek-lock on the queue ran out.';
     END IF;
-    IF p_msg_id IS NOT NULL OR p_correl_id IS NOT NULL OR p_group_id IS NOT NULL THEN
+    IF p_msg_id IS NOT NULL THEN  -- a get that matches: through the match's index, then sorted
         {
     _choose(
-        "CASE WHEN p_commit_ordered THEN commit_seq IS NOT NULL ELSE " + _PUT_COMMITTED + " END"
-        " AND (p_msg_id IS NULL OR msg_id = p_msg_id) AND (p_correl_id IS NULL OR correl_id = p_correl_id)"
+        _MATCHED + " AND msg_id = p_msg_id AND (p_correl_id IS NULL OR correl_id = p_correl_id)"
         " AND (p_group_id IS NULL OR group_id = p_group_id)",
-        "CASE WHEN p_priority_first THEN priority END DESC, CASE WHEN p_commit_ordered THEN commit_seq ELSE id END",
+        _MATCHED_ORDER,
     )
 }
+    ELSIF p_correl_id IS NOT NULL THEN
+        {
+    _choose(_MATCHED + " AND correl_id = p_correl_id AND (p_group_id IS NULL OR group_id = p_group_id)", _MATCHED_ORDER)
+}
+    ELSIF p_group_id IS NOT NULL THEN
+        {_choose(_MATCHED + " AND group_id = p_group_id", _MATCHED_ORDER)}
     ELSIF p_priority_first AND p_commit_ordered THEN
         {_choose("commit_seq IS NOT NULL", "priority DESC, commit_seq")}
     ELSIF p_priority_first THEN
@@ -140,44 +164,40 @@ BEGIN
     ELSE
         {_choose(_PUT_COMMITTED, "id")}
     END IF;
-    IF v_taker IS NULL THEN
-        WITH d AS (DELETE FROM brokers_message m WHERE m.ctid = ANY(v_ctids) RETURNING m)
-        SELECT array_agg(d.m) INTO v_rows FROM d;
-    ELSE
+    IF NOT p_reports
+       AND EXISTS (SELECT 1 FROM brokers_message WHERE ctid = ANY(v_ctids) AND report <> '[]'::jsonb) THEN
+        RAISE EXCEPTION USING ERRCODE = 'BT111', MESSAGE = 'A message chosen asks for reports.';
+    END IF;
+    IF v_taker IS NULL THEN  -- a final get: the rows gone, their room given back
+        RETURN QUERY
+        WITH d AS (DELETE FROM brokers_message m WHERE m.ctid = ANY(v_ctids) RETURNING m.*),
+        r AS (INSERT INTO brokers_queuerelease (queue_id, stripe, released)
+              SELECT p_queue_id, p_stripe, COUNT(*) FROM d HAVING COUNT(*) > 0
+              ON CONFLICT (queue_id, stripe) DO UPDATE SET released = brokers_queuerelease.released + excluded.released),
+        j AS (INSERT INTO transactions_journalevent (at, kind, broker, queue, transaction_id, msg_id, detail, count)
+              {_EVENT.format(taker="''")})
+        SELECT * FROM d;
+        IF FOUND AND p_channel IS NOT NULL THEN  -- delivered at commit
+            PERFORM pg_notify(p_channel, 'queue:' || p_queue_id);
+        END IF;
+    ELSE  -- under a unit of work: the rows marked gotten; the unit of work begun, if asked
+        RETURN QUERY
         WITH d AS (UPDATE brokers_message m SET get_transaction_id = v_taker, delivery_count = m.delivery_count + 1
-                    WHERE m.ctid = ANY(v_ctids) RETURNING m)
-        SELECT array_agg(d.m) INTO v_rows FROM d;
+                    WHERE m.ctid = ANY(v_ctids) RETURNING m.*),
+        u AS (INSERT INTO transactions_transaction (id, broker, state, reason, owner, marks, created_at, deadline_at,
+                                                    user_id)
+              SELECT p_begun, p_broker, 'active', '', '', '[]'::jsonb, p_now, p_deadline, p_begun_user
+               WHERE p_begun IS NOT NULL AND EXISTS (SELECT 1 FROM d)),
+        j AS (INSERT INTO transactions_journalevent (at, kind, broker, queue, transaction_id, msg_id, detail, count)
+              SELECT at, kind, broker, queue, transaction_id, msg_id, detail, count FROM (
+                  SELECT 1 AS o, p_now AS at, 'begin' AS kind, p_broker AS broker, '' AS queue,
+                         p_begun AS transaction_id, '' AS msg_id, '{{}}'::jsonb AS detail, 1 AS count
+                   WHERE p_begun IS NOT NULL AND EXISTS (SELECT 1 FROM d)
+                  UNION ALL
+                  SELECT 2, * FROM ({_EVENT.format(taker="v_taker")}) g) e
+              ORDER BY o)
+        SELECT * FROM d;
     END IF;
-    v_count := COALESCE(array_length(v_rows, 1), 0);
-    IF v_count = 0 THEN
-        RETURN;
-    END IF;
-    IF NOT p_reports AND EXISTS (SELECT 1 FROM unnest(v_rows) x WHERE x.report <> '[]'::jsonb) THEN
-        RAISE EXCEPTION USING ERRCODE = 'BT111', MESSAGE = 'A message taken asks for reports.';
-    END IF;
-    IF p_begun IS NOT NULL THEN
-        INSERT INTO transactions_transaction (id, broker, state, reason, owner, marks, created_at, deadline_at, user_id)
-            VALUES (p_begun, p_broker, 'active', '', '', '[]'::jsonb, p_now, p_deadline, p_begun_user);
-        INSERT INTO transactions_journalevent (at, kind, broker, queue, transaction_id, msg_id, detail, count)
-            VALUES (p_now, 'begin', p_broker, '', p_begun, '', '{{}}'::jsonb, 1);
-    ELSIF p_txn IS NULL THEN  -- a final get gives its room back
-        INSERT INTO brokers_queuerelease (queue_id, stripe, released) VALUES (p_queue_id, p_stripe, v_count)
-            ON CONFLICT (queue_id, stripe) DO UPDATE SET released = brokers_queuerelease.released + excluded.released;
-    END IF;
-    INSERT INTO transactions_journalevent (at, kind, broker, queue, transaction_id, msg_id, detail, count)
-    SELECT p_now, 'get', p_broker, p_queue, COALESCE(v_taker, ''),
-           CASE WHEN v_count = 1 THEN MIN(x.msg_id) ELSE '' END,
-           CASE WHEN v_count = 1 THEN jsonb_build_object('put_time', MIN({_ISO}), 'preemptive', false)
-                ELSE jsonb_build_object('messages', jsonb_agg(jsonb_build_object(
-                    'msg_id', x.msg_id, 'put_time', {_ISO}, 'preemptive', false)
-                    ORDER BY CASE WHEN p_priority_first THEN x.priority END DESC,
-                             CASE WHEN p_commit_ordered THEN x.commit_seq ELSE x.id END)) END,
-           v_count
-      FROM unnest(v_rows) x;
-    IF p_channel IS NOT NULL AND v_taker IS NULL THEN  -- delivered at commit
-        PERFORM pg_notify(p_channel, 'queue:' || p_queue_id);
-    END IF;
-    RETURN QUERY SELECT * FROM unnest(v_rows);
 END
 $$
 """
