@@ -53,8 +53,8 @@ def definitions_checked(version: int | None = None) -> bool:
 def definitions_trusted() -> int | None:
     """The version the cache holds for this database, or None when it holds none: an
     operation may look things up in it before reading the version, provided it compares
-    the version it then reads in its own database transaction (``brokers.dialects.postgresql``:
-    ``get_at_once``, ``definitions_guard``; ``baton_put_v1``) before anything it did is kept, and
+    the version it then reads in its own database transaction (PostgreSQL: ``baton_put_v1``,
+    ``baton_get_v1``, ``baton_definitions_check_v1``) before anything it did is kept, and
     before an error it raises on the strength of the cache (``definitions_checked``)."""
     key = _cache["key"]
     if key is None or key[0] != default_db().settings_dict["NAME"]:

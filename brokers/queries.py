@@ -203,16 +203,6 @@ def _get_started(row, *, named: bool):
     return row[0], row[1], aware(row[2]), transaction_from_row(row[5:]) if named else None, bool(row[3]), row[4]
 
 
-def transaction_row_and_definitions_version(*, transaction_id: str):
-    """A put's first statement: the unit of work's row, locked ``FOR UPDATE`` (PostgreSQL)
-    until the database transaction ends, with the definitions version. None if there is
-    no such unit of work."""
-    with cursor() as c:
-        c.execute(dialect().ROW_AND_VERSION, [transaction_id])
-        row = c.fetchone()
-    return None if row is None else (transaction_from_row(row[:-1]), row[-1])
-
-
 _ROW_AND_VERSION = (
     f"SELECT {', '.join(TRANSACTION_COLUMNS)}, (SELECT version FROM {VERSION} WHERE id = 1)"
     f" FROM {TRANSACTION} WHERE id = %s"
@@ -304,6 +294,16 @@ def queue_reserved(*, queue_id: int) -> int:
         c.execute(f"SELECT reserved_depth - {_RELEASED} FROM {QUEUE} WHERE id = %s", [queue_id, queue_id])
         row = c.fetchone()
     return 0 if row is None else row[0]
+
+
+def queue_depth_facts(*, queue_id: int) -> tuple[int, str, str]:
+    """A full queue's facts for its error: its max depth, its name and its broker's. No lock."""
+    with cursor() as c:
+        c.execute(
+            f"SELECT q.max_depth, q.name, b.name FROM {QUEUE} q JOIN {BROKER} b ON b.id = q.broker_id WHERE q.id = %s",
+            [queue_id],
+        )
+        return c.fetchone()
 
 
 def queues_lock(*, queue_ids: Iterable[int], even_one: bool = False) -> None:

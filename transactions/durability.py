@@ -71,7 +71,7 @@ def engine_step(*, durable: bool) -> AbstractContextManager[None]:
 
 def engine_step_outermost() -> bool:
     """Whether an engine step begun now drives its own database transaction (not nested
-    in a caller's): only then does a refused guard undo no one else's work."""
+    in a caller's): only then is its ``COMMIT`` its own, sent with its statements."""
     conn = default_db()
     if conn.connection is None:
         conn.ensure_connection()  # its autocommit is the database's once connected

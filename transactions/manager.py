@@ -27,8 +27,8 @@ from . import queries
 from .dialects import dialect
 from .dialects import postgresql as pg
 from .durability import engine_step, engine_step_outermost
-from baton_client.errors import QueueFull, TransactionBackedOut, TransactionNotActive
-from .exceptions import DefinitionsChanged, TransactionNotFound
+from baton_client.errors import QueueFull, QueueInUse, TransactionBackedOut, TransactionNotActive
+from .exceptions import DefinitionsChanged, SettleFirst, TransactionNotFound
 from .journal import journal_event, journal_record, journal_step_event
 from .locks import link_graph_lock, link_graph_locking
 from .models import OPEN_STATES, JournalKind, Link, Transaction, TransactionState, transaction_id_new
@@ -466,6 +466,15 @@ def _engine_error(exc: DatabaseError, transaction_id: str | None) -> Exception |
     kind, detail, message = meaning
     if kind == "definitions_changed":
         return DefinitionsChanged()
+    if kind in ("overdue_holder", "lapsed", "reports"):
+        return SettleFirst(kind.removesuffix("_holder"), detail)
+    if kind == "queue_in_use":
+        facts = json.loads(detail)
+        return QueueInUse(
+            f"Queue {facts['queue']!r} is open for exclusive input by another consumer.",
+            broker=facts["broker"],
+            queue=facts["queue"],
+        )
     if kind == "queue_full":
         facts = json.loads(detail)
         return QueueFull(

@@ -9,7 +9,7 @@ database they run on."""
 
 from __future__ import annotations
 
-from typing import Protocol, Sequence
+from typing import Callable, Protocol, Sequence
 
 from transactions.seam import default_db
 
@@ -18,9 +18,6 @@ class Dialect(Protocol):
     #: A get's first statement under a named unit of work (``brokers.queries.get_start``),
     #: that unit of work's row locked until the database transaction ends.
     GET_START_NAMED: str
-    #: A put's first statement under a named unit of work: its row, locked, and the
-    #: definitions version.
-    ROW_AND_VERSION: str
     #: Release rows per queue (``QueueRelease``): one per thread, taken in turn.
     RELEASE_STRIPES: int
     #: Housekeeping's fold: the queue's row, then its release rows in stripe order, locked.
@@ -31,6 +28,42 @@ class Dialect(Protocol):
     CHOOSE_LOCKS: str
     #: What the look-up of messages by their lock tokens ends with when it locks them.
     BY_LOCK_TOKENS_LOCKS: str
+    #: An unordered destructive get (not pre-emptive, without a connection) as one call of
+    #: the database's own function: a function giving its statement and arguments (the
+    #: wake-up channel added by the caller; its rows, the messages taken). PostgreSQL:
+    #: ``baton_get_v1`` (``brokers.dialects.postgresql.get_call``). None on SQLite: the get's
+    #: statements (``brokers.services.messages.get._get_by_statements``) serve every get.
+    get_call: Callable[..., tuple[str, list]] | None
+
+    def definitions_check(self, *, version: int) -> None:
+        """Inside a step, with its writes: ``DefinitionsChanged`` (PostgreSQL: BT106, raised
+        when the step is sent) unless the definitions version is still ``version``."""
+
+    def put(
+        self,
+        *,
+        version: int,
+        transaction_id: str | None,
+        broker: str,
+        user,
+        now,
+        queue_id: int,
+        count: int,
+        commit_count: int,
+        joined: Callable,
+    ) -> list:
+        """A put's checks and reservation (``brokers.services.messages.put._put``): the
+        definitions version compared with ``version`` (``DefinitionsChanged``), the named unit
+        of work checked for ``user`` (SQLite: ``joined(row)``, the service's check, on the row it
+        read; PostgreSQL: by the function, the same rule), room for ``count`` messages and ``commit_count`` commit
+        sequences reserved (``QueueFull``). PostgreSQL: one call of ``baton_put_v1``, deferred
+        (its errors raised when the step is sent); SQLite: named statements, run now. Its
+        answer, read by ``put_answer``."""
+
+    def put_answer(self, answer: list) -> tuple:
+        """``(base, row)``: the first commit sequence handed out (None when none) and the named
+        unit of work's row (None when none was named); PostgreSQL sends the call now if it
+        has not been sent."""
 
     def queue_reserve(self, *, queue_id: int, count: int, commit_count: int, max_depth_checked: bool) -> int | None:
         """``brokers.queries.queue_reserve``."""

@@ -4,15 +4,10 @@ takes. Lock order (docs/concurrency.md): link-graph lock â†’ transaction rows â†
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from datetime import datetime
 from typing import Sequence
 
-from transactions.dialects.postgresql import GUARD_SQLSTATE, guard_refused  # noqa: F401  (the guards' refusal)
 from transactions.models import Transaction
 from transactions.queries import (
-    JOURNAL,
-    TRANSACTION,
     TRANSACTION_COLUMNS,
     cursor,
     deferred,
@@ -25,21 +20,15 @@ from transactions.seam import deferred_flush
 
 from ..models import Message
 from ..queries import (
-    _COLUMN_LIST,
     _GET_START_NAMED,
-    _LAPSED,
-    _OVERDUE,
     _RESERVE_CHECKED_RETURNING,
     _RESERVE_RETURNING,
     _RETURNING_LIST,
-    _ROW_AND_VERSION,
     MESSAGE,
     MESSAGE_COLUMNS,
     QUEUE,
     RELEASE,
-    VERSION,
     _choose_sql,
-    _order_by,
     _stripe,
     _taken_in_order,
     put_names,
@@ -48,8 +37,6 @@ from ..queries import (
 
 #: Locks: the named unit of work's row, ``FOR UPDATE``, until the database transaction ends.
 GET_START_NAMED = _GET_START_NAMED + " FOR UPDATE OF t"
-#: Locks: the unit of work's row, ``FOR UPDATE``, until the database transaction ends.
-ROW_AND_VERSION = _ROW_AND_VERSION + " FOR UPDATE"
 #: Release rows per queue: one per thread, taken in turn, so that gets of one queue on
 #: different threads do not wait for each other's release row.
 RELEASE_STRIPES = 8
@@ -190,20 +177,16 @@ def messages_locks_lapse(*, queue_id: int, now) -> list[tuple[int, int]]:
         return c.fetchall()
 
 
-# --- PostgreSQL's own forms ------------------------------------------------------------------
-# No SQLite counterpart: a begin and an unordered destructive get sent whole in one round
-# trip with a guard among their statements (``baton_require``: a refusal raises
-# ``GUARD_SQLSTATE`` and the step is undone).
+#: ``baton_definitions_check_v1(version)`` (brokers migration 0024): raises BT106 unless the
+#: definitions version is still ``version``. Takes no lock.
+DEFINITIONS_CHECK_V1 = "SELECT baton_definitions_check_v1(%s::bigint)"
 
 
-def definitions_guard(*, version: int) -> None:
-    """PostgreSQL: a statement among the step's others, sent without waiting for an answer,
-    that raises ``GUARD_SQLSTATE`` unless the definitions version is still ``version``: the
-    step is undone (``guard_refused``). Takes no lock."""
-    deferred(
-        f"SELECT baton_require((SELECT version FROM {VERSION} WHERE id = 1) = %s, 'the careful way')",
-        [version],
-    )
+def definitions_check(*, version: int) -> None:
+    """Deferred: it travels with the step's writes and its ``COMMIT`` in one round trip; a
+    stale cache raises BT106 there and the step is undone (``DefinitionsChanged``, mapped by
+    ``transactions.manager.engine_called``)."""
+    deferred(DEFINITIONS_CHECK_V1, [version])
 
 
 def _take_modify(*, picked: str, get_transaction_id: str | None) -> str:
@@ -217,146 +200,61 @@ def _take_modify(*, picked: str, get_transaction_id: str | None) -> str:
     return f"DELETE FROM {MESSAGE} WHERE {picked} RETURNING {_RETURNING_LIST}"
 
 
-#: ``put_time`` as Python's ``isoformat()`` writes it (UTC, microseconds only when not zero):
-#: the journal's detail of a get written by the database (``get_at_once``) is the same text.
-_PUT_TIME_ISO = (
-    "to_char({c} AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS')"
-    " || CASE WHEN to_char({c}, 'US') = '000000' THEN '' ELSE '.' || to_char({c}, 'US') END || '+00:00'"
+_GET_LIST = ", ".join(
+    "NULL::varchar AS put_transaction_id" if name == "put_transaction_id" else f"o.{name}" for name in MESSAGE_COLUMNS
+)
+#: ``baton_get_v1(...)`` (brokers migration 0023): an unordered destructive get, not
+#: pre-emptive, without a connection; its rows, the messages taken (their puts committed:
+#: ``put_transaction_id`` NULL, as a get's read list gives it). Locks: the named unit of
+#: work's row, ``FOR UPDATE``, then the messages taken (``SKIP LOCKED``), then this thread's
+#: release row of the queue (a final get).
+GET_V1 = (
+    f"SELECT {_GET_LIST} FROM baton_get_v1(%s::bigint, %s::integer, %s::text, %s::text, %s::text, %s::text,"
+    " %s::timestamptz, %s::integer, %s::integer, %s::timestamptz, %s::integer, %s::boolean, %s::boolean,"
+    " %s::text, %s::text, %s::text, %s::integer, %s::boolean, %s::text) o"
 )
 
 
-@dataclass(frozen=True)
-class Begun:
-    """The unit of work a get begins if it takes anything (``get_at_once``)."""
-
-    transaction_id: str
-    deadline_at: datetime | None
-    user_id: int | None
-
-
-def get_guard_sql(
-    *, queue_id: int, broker: str, transaction_id: str | None, user_id: int | None, version: int, now
-) -> tuple[str, list]:
-    """The guard of ``get_at_once`` (its first statement; locks: the named unit of work's row)."""
-    t = dt_param(now)
-    params: list = []
-    head, joined = "", ""
-    if transaction_id is not None:
-        owner = " AND user_id = %s" if user_id is not None else ""
-        head = (
-            f"WITH t AS (SELECT id FROM {TRANSACTION} WHERE id = %s AND state = 'active' AND broker = %s"
-            f" AND (deadline_at IS NULL OR deadline_at > %s){owner} FOR UPDATE) "
-        )
-        params += [transaction_id, broker, t] + ([user_id] if user_id is not None else [])
-        joined = " AND EXISTS (SELECT 1 FROM t)"
-    return (
-        f"{head}SELECT baton_require((SELECT version FROM {VERSION} WHERE id = 1) = %s{joined}"
-        f" AND EXISTS (SELECT 1 FROM {QUEUE} q WHERE q.id = %s"
-        f" AND (q.exclusive_holder = '' OR q.exclusive_until IS NULL OR q.exclusive_until <= %s)"
-        f" AND NOT {_LAPSED} AND NOT EXISTS ({_OVERDUE})), 'the careful way')",
-        [*params, version, queue_id, t, t, t],
-    )
-
-
-def get_at_once(
+def get_call(
     *,
-    queue_id: int,
-    queue_name: str,
-    broker: str,
-    transaction_id: str | None,
-    begun: Begun | None,
-    user_id: int | None,
     version: int,
+    queue_id: int,
+    broker: str,
+    queue: str,
+    transaction_id: str | None,
+    begun_id: str | None,
+    deadline_at,
+    user_id: int | None,
+    begun_user_id: int | None,
     now,
-    notify: str | None,
-    rows: list,
-    **choice,
-) -> None:
-    """PostgreSQL: an unordered destructive get sent whole, deferred, so that it travels
-    with its ``COMMIT`` in one round trip, for a get that trusts the definitions cache and
-    has no connection. Two statements:
-
-    1. the guard: the named unit of work's row ``FOR UPDATE`` if the get may join it
-       (active, of ``broker``, not past its deadline, ``user_id``'s when given), and
-       ``baton_require`` that it was found, that the definitions version is ``version``,
-       that no consumer holds the queue's exclusive input, that no peek-lock on the queue has
-       run out and that no overdue unit of work holds its messages (what ``get_start``
-       reads for the careful way to settle first);
-    2. the take (``messages_take``'s choice and ``UPDATE``, or ``DELETE`` for a final get)
-       with, only if it took anything: the unit of work ``begun`` (its row and its begin
-       event), the room given back on this thread's release row (a final get), the journal's
-       get event (as ``journal_step_event`` writes it) and, with ``notify``, the queue's
-       wake-up key (a final get). Its rows (added to ``rows``) are the messages taken, in no
-       order; ``baton_require`` refuses a message that asks for reports (the careful way
-       sends them).
-
-    A refusal raises ``GUARD_SQLSTATE``: nothing after it runs (``guard_refused``). Locks:
-    the unit of work's row, then the messages taken (``SKIP LOCKED``), then the release row,
-    as the careful way takes them. ``choice``: ``messages_take``'s arguments for choosing."""
-    t = dt_param(now)
-    deferred(
-        *get_guard_sql(
-            queue_id=queue_id, broker=broker, transaction_id=transaction_id, user_id=user_id, version=version, now=now
-        )
-    )
-    taker = transaction_id or (begun.transaction_id if begun else None)
-    choose, take_params = _choose_sql(queue_id=queue_id, now=now, columns=CHOSEN_COLUMNS, **choice)
-    modify = _take_modify(picked=CHOSEN_ROWS, get_transaction_id=taker)
-    take_params += [taker] if taker is not None else []
-    ctes, values = [], []
-    iso = _PUT_TIME_ISO.format(c="put_time")
-    order = _order_by(
-        priority_first=choice["priority_first"], commit_ordered=choice["commit_ordered"], with_uncommitted=False
-    )
-    events = (
-        "SELECT 2 AS o, %s::timestamptz AS at, 'get' AS kind, %s AS broker, %s AS queue, %s AS transaction_id,"
-        " CASE WHEN COUNT(*) = 1 THEN MIN(msg_id) ELSE '' END AS msg_id,"
-        f" CASE WHEN COUNT(*) = 1 THEN jsonb_build_object('put_time', MIN({iso}), 'preemptive', false)"
-        " ELSE jsonb_build_object('messages', jsonb_agg(jsonb_build_object("
-        f"'msg_id', msg_id, 'put_time', {iso}, 'preemptive', false) ORDER BY {order})) END AS detail,"
-        " COUNT(*) AS count FROM taken HAVING COUNT(*) > 0"
-    )
-    event_values: list = [t, broker, queue_name, transaction_id or (begun.transaction_id if begun else "")]
-    if begun is not None:
-        ctes.append(
-            f"u AS (INSERT INTO {TRANSACTION} (id, broker, state, reason, owner, marks, created_at, deadline_at,"
-            " user_id) SELECT %s, %s, 'active', '', '', '[]'::jsonb, %s::timestamptz, %s::timestamptz, %s::integer"
-            " WHERE EXISTS (SELECT 1 FROM taken))"
-        )
-        values += [begun.transaction_id, broker, t, dt_param(begun.deadline_at), begun.user_id]
-        events = (
-            "SELECT 1 AS o, %s::timestamptz AS at, 'begin' AS kind, %s AS broker, '' AS queue,"
-            " %s AS transaction_id, '' AS msg_id, '{}'::jsonb AS detail, 1 AS count"
-            f" WHERE EXISTS (SELECT 1 FROM taken) UNION ALL {events}"
-        )
-        event_values = [t, broker, begun.transaction_id, *event_values]
-    elif transaction_id is None:  # a final get gives its room back
-        ctes.append(
-            f"r AS (INSERT INTO {RELEASE} (queue_id, stripe, released) SELECT %s::integer, %s::integer, COUNT(*)"
-            f" FROM taken HAVING COUNT(*) > 0 ON CONFLICT (queue_id, stripe)"
-            f" DO UPDATE SET released = {RELEASE}.released + excluded.released)"
-        )
-        values += [queue_id, _stripe()]
-    ctes.append(
-        f"j AS (INSERT INTO {JOURNAL} (at, kind, broker, queue, transaction_id, msg_id, detail, count)"
-        f" SELECT at, kind, broker, queue, transaction_id, msg_id, detail, count FROM ({events}) e ORDER BY o)"
-    )
-    values += event_values
-    notified, notify_values = "", []
-    if notify and transaction_id is None and begun is None:
-        notified, notify_values = ", pg_notify(%s, %s)", [notify, f"queue:{queue_id}"]
-    deferred(
-        f"WITH chosen AS MATERIALIZED ({choose}), taken AS ({modify}), {', '.join(ctes)}"
-        f" SELECT baton_require(report = '[]'::jsonb, 'the careful way'){notified}, {_COLUMN_LIST} FROM taken",
-        [*take_params, *values, *notify_values],
-        rows=rows,
-    )
-
-
-def taken_at_once(rows: list, *, priority_first: bool, commit_ordered: bool) -> list[Message]:
-    """``get_at_once``'s answer: the messages taken, in delivery order."""
-    skip = len(rows[0]) - len(MESSAGE_COLUMNS) if rows else 0
-    return _taken_in_order([row[skip:] for row in rows], priority_first=priority_first, commit_ordered=commit_ordered)
+    limit: int,
+    priority_first: bool,
+    commit_ordered: bool,
+    match: dict,
+    reports: bool,
+) -> tuple[str, list]:
+    """``baton_get_v1``'s statement and arguments; the wake-up channel (None: none) is the
+    last argument, added by the caller. Its errors as ``ENGINE_ERRORS`` say."""
+    return GET_V1, [
+        version,
+        queue_id,
+        broker,
+        queue,
+        transaction_id,
+        begun_id,
+        deadline_at,
+        user_id,
+        begun_user_id,
+        now,
+        limit,
+        priority_first,
+        commit_ordered,
+        match.get("msg_id") or None,
+        match.get("correl_id") or None,
+        match.get("group_id") or None,
+        _stripe(),
+        reports,
+    ]
 
 
 #: ``baton_messages_commit_v1(ids)`` (brokers migration 0021): what a group of units of work
@@ -395,18 +293,23 @@ PUT_V1 = f"SELECT o.base, {_TXN_ROW} FROM baton_put_v1(%s, %s, %s, %s, %s::times
 
 def put(
     *,
-    version: int | None,
+    version: int,
     transaction_id: str | None,
     broker: str,
-    user_id: int | None,
+    user,
     now,
     queue_id: int,
     count: int,
     commit_count: int,
+    joined,
 ) -> list:
     """``baton_put_v1``, deferred: it travels with the put's rows, journal events and
     ``COMMIT`` in one round trip, or with the first statement the put sends before them.
-    Returns the list its answer is added to once it has run (``put_answer``)."""
+    Returns the list its answer is added to once it has run (``put_answer``). ``user``: who
+    puts (None: system code; a superuser's unit of work is not checked for its owner); the
+    function checks the named unit of work itself (``joined``, the service's check, is not
+    called)."""
+    user_id = None if user is None or getattr(user, "is_superuser", False) else user.pk
     answer: list = []
     deferred(
         PUT_V1,

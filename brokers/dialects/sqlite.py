@@ -30,6 +30,7 @@ from ..queries import (
 
 #: Locks: none (the write lock is held).
 GET_START_NAMED = _GET_START_NAMED
+#: A put's first statement under a named unit of work: its row and the definitions version.
 #: Locks: none (the write lock is held).
 ROW_AND_VERSION = _ROW_AND_VERSION
 #: One release row per queue: writers are serialised already.
@@ -161,6 +162,75 @@ def messages_take(*, get_transaction_id: str | None, priority_first: bool, commi
             c.execute(_take_by_id(TAKE_UPDATE, slots), [get_transaction_id, *ids])
             rows = [_gotten(row, get_transaction_id) for row in rows]
     return _taken_in_order(rows, priority_first=priority_first, commit_ordered=commit_ordered)
+
+
+def put(
+    *,
+    version: int,
+    transaction_id: str | None,
+    broker: str,
+    user,
+    now,
+    queue_id: int,
+    count: int,
+    commit_count: int,
+    joined,
+) -> list:
+    """A put's checks and reservation as named statements, run now (on PostgreSQL one call
+    of ``baton_put_v1``): the definitions version, read with the named unit of work's row
+    when one is named (``DefinitionsChanged`` unless it is still ``version``); that unit of
+    work checked by ``joined(row)`` (the service's rule: its owner, then its state, broker
+    and deadline); then, when ``count`` > 0, room for ``count`` messages and
+    ``commit_count`` commit sequences reserved on the queue (``QueueFull``). Its answer for
+    ``put_answer``. Locks: none (the write lock is held)."""
+    from baton_client.errors import QueueFull
+    from transactions.exceptions import DefinitionsChanged
+    from transactions.queries import transaction_from_row
+
+    from .. import queries
+
+    row = None
+    if transaction_id:
+        with cursor() as c:
+            c.execute(ROW_AND_VERSION, [transaction_id])
+            found = c.fetchone()
+        if found is not None:
+            row, current = transaction_from_row(found[:-1]), found[-1]
+    if row is None:
+        current = queries.definitions_version()
+    if current != version:
+        raise DefinitionsChanged
+    if transaction_id:
+        row = joined(row)
+    base = None
+    if count > 0:
+        base = queue_reserve(queue_id=queue_id, count=count, commit_count=commit_count, max_depth_checked=True)
+        if base is None:
+            depth, name, owner = queries.queue_depth_facts(queue_id=queue_id)
+            raise QueueFull(f"Queue {name!r} is full (max depth {depth}).", broker=owner, queue=name, max_depth=depth)
+    return [(base if commit_count else None, row)]
+
+
+def put_answer(answer: list) -> tuple:
+    """``put``'s answer: ``(base, row)``, the first commit sequence handed out (None when
+    none) and the named unit of work's row (None when the put named none)."""
+    return answer[0]
+
+
+def definitions_check(*, version: int) -> None:
+    """Inside the step, before it writes: the definitions version read (the write lock is
+    held), ``DefinitionsChanged`` unless it is still ``version``."""
+    from transactions.exceptions import DefinitionsChanged
+
+    from .. import queries
+
+    if queries.definitions_version() != version:
+        raise DefinitionsChanged
+
+
+#: SQLite has no server-side functions: every get is the get's own statements
+#: (``brokers.services.messages.get._get_by_statements``).
+get_call = None
 
 
 def messages_lock(*, locked_until, **choice) -> list:

@@ -3,65 +3,47 @@ definitions cache, checked in the same database transaction that writes the unit
 
 from __future__ import annotations
 
-from django.db import DatabaseError, connection
+from functools import partial
 
-from transactions.manager import transaction_begin
+from transactions.exceptions import DefinitionsChanged
+from transactions.manager import engine_called, transaction_begin
 from transactions.models import Transaction
+from transactions.seam import default_db
 
-from .. import queries
-from ..dialects import postgresql as pg
 from ..definitions import broker_cached, definitions_checked, definitions_trusted
+from ..dialects import dialect
 from ..exceptions import BrokerNotFound
-
-
-class _DefinitionsChanged(Exception):
-    """The definitions changed since the cache trusted by a begin was filled: nothing was
-    written, and the begin runs again, reading the definitions first."""
 
 
 def unit_of_work_begin(*, broker: str, timeout_ms: int | None, user_id: int | None) -> Transaction:
     """Begin a unit of work on ``broker`` belonging to ``user_id``, rolled back if still open
     after ``timeout_ms`` (None: the broker's transaction timeout).
 
-    The broker's definition comes from the cache the last operation checked; the check that
-    it is still current is made inside the database transaction that writes the unit of
-    work, before it writes: on SQLite a read of the definitions version there, on
-    PostgreSQL a guard sent with the writes (``brokers.dialects.postgresql.definitions_guard``), so the begin is
-    one round trip. A changed definition undoes that transaction and the begin runs again
-    the careful way (the version read first), which also says when the broker is gone."""
-    # inside a caller's database transaction the begin writes in it (transaction_begin): a
-    # refused guard would leave it aborted, so there the version is read first
-    trusted = None if connection.in_atomic_block else definitions_trusted()
-    if trusted is not None:
+    One path: the broker's definition comes from the definitions cache, trusted, and the
+    check that the cache is still current travels with the unit of work's writes in their
+    database transaction (``dialect().definitions_check``: on PostgreSQL one call of
+    ``baton_definitions_check_v1`` sent with them, so the begin is one round trip; on SQLite
+    a read of the version there). A stale cache undoes that transaction; the cache is read
+    again and the begin runs again. Inside a caller's database transaction the version is
+    read first (a refusal there would abort the caller's transaction), so its check passes."""
+    while True:
+        if default_db().in_atomic_block or definitions_trusted() is None:
+            definitions_checked()
+        version = definitions_trusted()
         try:
             owner = broker_cached(name=broker)
         except BrokerNotFound:
-            owner = None  # perhaps only the cache says so: the careful way decides
-        if owner is not None:
-            try:
-                return transaction_begin(
-                    broker=owner.name,
-                    timeout_ms=owner.transaction_timeout_ms if timeout_ms is None else timeout_ms,
-                    user_id=user_id,
-                    first=lambda: _trust_checked(trusted),
-                )
-            except _DefinitionsChanged:
-                pass
-            except DatabaseError as exc:
-                if not pg.guard_refused(exc):
-                    raise
-    definitions_checked()
-    owner = broker_cached(name=broker)
-    return transaction_begin(
-        broker=owner.name,
-        timeout_ms=owner.transaction_timeout_ms if timeout_ms is None else timeout_ms,
-        user_id=user_id,
-    )
-
-
-def _trust_checked(version: int) -> None:
-    """Inside the step, before it writes: the definitions are still ``version``."""
-    if queries.postgres():
-        pg.definitions_guard(version=version)  # travels with the writes
-    elif queries.definitions_version() != version:
-        raise _DefinitionsChanged
+            if definitions_checked():
+                raise
+            continue  # said on the strength of a stale cache: again
+        begin = partial(
+            transaction_begin,
+            broker=owner.name,
+            timeout_ms=owner.transaction_timeout_ms if timeout_ms is None else timeout_ms,
+            user_id=user_id,
+            first=partial(dialect().definitions_check, version=version),
+        )
+        try:
+            return engine_called(None, begin)
+        except DefinitionsChanged:
+            definitions_checked()  # the cache read again: the begin again

@@ -1,7 +1,7 @@
-"""PostgreSQL: a get sent whole in one round trip (``get.py``'s ``_get_at_once``,
-``queries.get_at_once``): what it writes must be what the careful way writes (the unit of
-work it begins, the journal's rows, the room given back, the wake-up), and whatever its
-guard refuses must get the careful way's answer."""
+"""PostgreSQL: a get sent whole in one round trip (``get.py``'s ``_get_called``, one call of
+``baton_get_v1``): what it writes must be what the get's statements write on SQLite (the
+unit of work it begins, the journal's rows, the room given back, the wake-up), and whatever
+the function refuses must get the same answer (settled first, or the same error)."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ def _journal(kind: str) -> list[JournalEvent]:
 
 
 def _expected(messages, *, transaction_id: str | None):
-    """The row the careful way writes for this step (``_taken``)."""
+    """The row the get's statements write for this step (``_taken``)."""
     return journal_step_event(
         "get",
         broker="QM1",

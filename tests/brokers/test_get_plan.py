@@ -22,7 +22,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from brokers.models import Queue
-from brokers.dialects.postgresql import get_guard_sql, take_sql as _take_sql
+from brokers.dialects.postgresql import get_call, take_sql as _take_sql
 from brokers.queries import _get_start_sql
 from brokers.services.messages import message_put
 from tests.conftest import msgs
@@ -52,14 +52,31 @@ def _get_start(queue_id: int) -> tuple[str, list]:
     return _get_start_sql(queue_id=queue_id, transaction_id=None, now=timezone.now())
 
 
-def _guard(queue_id: int) -> tuple[str, list]:
-    """The guard of a get sent whole (no unit of work named), at the current definitions."""
+def _get_call(queue_id: int) -> tuple[str, list]:
+    """The get's function (``baton_get_v1``, no unit of work) for up to 10 messages, in
+    delivery order by priority, at the current definitions: its statements inside, planned
+    as the function's, and its looks for lapsed locks and overdue units of work."""
     with connection.cursor() as c:
         c.execute("SELECT version FROM brokers_definitionsversion WHERE id = 1")
         (version,) = c.fetchone()
-    return get_guard_sql(
-        queue_id=queue_id, broker="QM1", transaction_id=None, user_id=None, version=version, now=timezone.now()
+    sql, params = get_call(
+        version=version,
+        queue_id=queue_id,
+        broker="QM1",
+        queue="Q1",
+        transaction_id=None,
+        begun_id=None,
+        deadline_at=None,
+        user_id=None,
+        begun_user_id=None,
+        now=timezone.now(),
+        limit=10,
+        priority_first=True,
+        commit_ordered=False,
+        match={},
+        reports=False,
     )
+    return sql, [*params, None]
 
 
 def _buffers_read(queue_id: int, statement=_take) -> tuple[int, int]:
@@ -82,15 +99,19 @@ def _buffers_read(queue_id: int, statement=_take) -> tuple[int, int]:
 
 
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL's plans")
-def test_a_take_planned_on_an_empty_queue_reads_no_more_of_a_deep_queue(queue):
+@pytest.mark.parametrize("statement", [_take, _get_call], ids=["take", "get_v1"])
+def test_a_take_planned_on_an_empty_queue_reads_no_more_of_a_deep_queue(queue, statement):
+    """The function's statements are planned as PL/pgSQL plans them: each call's own plan
+    for the first five, then one kept, so it runs six times shallow first."""
     queue_id = Queue.objects.get(broker__name="QM1", name="Q1").pk
     message_put(broker="QM1", queue="Q1", messages=msgs(*(f"s{n}" for n in range(10))))
-    shallow, taken = _buffers_read(queue_id)  # prepared and planned here, ten messages deep
+    for _ in range(6):
+        shallow, taken = _buffers_read(queue_id, statement)  # prepared and planned here, ten messages deep
     assert taken == 10
 
     for start in range(0, 3000, 500):
         message_put(broker="QM1", queue="Q1", messages=msgs(*(f"m{n}" for n in range(start, start + 500))))
-    deep, taken = _buffers_read(queue_id)  # the same plan, 3,010 messages deep
+    deep, taken = _buffers_read(queue_id, statement)  # the same plan, 3,010 messages deep
 
     assert taken == 10
     # reading each free message of the queue would take thousands of buffers more
@@ -98,7 +119,7 @@ def test_a_take_planned_on_an_empty_queue_reads_no_more_of_a_deep_queue(queue):
 
 
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL's plans")
-@pytest.mark.parametrize("statement", [_get_start, _guard], ids=["get_start", "guard"])
+@pytest.mark.parametrize("statement", [_get_start], ids=["get_start"])
 def test_a_get_s_look_for_lapsed_locks_reads_the_lock_expiry_index_not_the_queue(queue, statement):
     """What a get looks at before it chooses (a peek-lock run out, an overdue unit of work):
     planned ten messages deep, the same plan reads no more 3,010 deep. Written so that it

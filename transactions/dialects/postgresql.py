@@ -82,16 +82,6 @@ def journal_insert(*, events: list) -> None:
 # its step's ``BEGIN`` and ``COMMIT`` in one round trip.
 
 
-#: The SQLSTATE of ``baton_require`` (transactions migration 0007, brokers migration 0010):
-#: a guard sent among a put's or get's statements said no.
-GUARD_SQLSTATE = "BT001"
-
-
-def guard_refused(exc: BaseException) -> bool:
-    """Whether a database error is ``baton_require``'s: the step was undone by its guard."""
-    return getattr(exc.__cause__, "sqlstate", None) == GUARD_SQLSTATE
-
-
 #: The engine functions' own SQLSTATEs, by what they mean (``transactions.manager`` turns
 #: each into the project's error once: ``_engine_error``).
 ENGINE_ERRORS = {
@@ -102,6 +92,10 @@ ENGINE_ERRORS = {
     "BT105": "not_active",
     "BT106": "definitions_changed",
     "BT107": "queue_full",
+    "BT108": "queue_in_use",
+    "BT109": "overdue_holder",
+    "BT110": "lapsed",
+    "BT111": "reports",
 }
 
 

@@ -13,16 +13,16 @@ import uuid
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import DatabaseError
 from django.db.models import Q
 from django.utils import timezone
 
 from baton_client.errors import BatonError
 from transactions.durability import engine_step, engine_step_outermost
-from transactions.exceptions import TransactionNotFound
+from transactions.exceptions import DefinitionsChanged, SettleFirst, TransactionNotFound
 from transactions.journal import journal_record, journal_step_event
 from transactions.locks import link_graph_lock, link_graph_locking
 from transactions.manager import (
+    engine_called,
     transaction_commit,
     transaction_links_add,
     transaction_mark,
@@ -31,10 +31,11 @@ from transactions.manager import (
 )
 from transactions.models import JournalKind, Transaction, transaction_id_new
 from transactions.wakeup_bus import wakeup_bus
-from transactions.wakeups import wait_for, wakeup_notify_committed
+from transactions.queries import cursor, deferred, transactions_mark
+from transactions.wakeups import wait_for, wakeup_notify_committed, wakeup_notify_on_commit
 
 from ... import queries
-from ...dialects import postgresql as pg
+from ...dialects import dialect
 from ...definitions import definitions_checked, definitions_trusted
 from ... import permissions as may
 from baton_client.errors import InvalidInput, OptionsConflict, QueueInUse
@@ -291,7 +292,7 @@ def _taken(
     return GetResult(rows, source, txn.id if txn else None)
 
 
-def _get_once(
+def _get_by_statements(
     *,
     broker: str,
     queue: str,
@@ -318,23 +319,6 @@ def _get_once(
     under_uow = bool(transaction_id or wanted or preemptive)
     # Only a final destructive get must be on disk when we answer (the message is gone).
     durable = not under_uow and mode == "destructive"
-    trusted = None
-    if mode == "destructive" and not preemptive and not ordered and not connection_id and link_graph_locking():
-        trusted = definitions_trusted()
-    if trusted is not None and engine_step_outermost():  # PostgreSQL: the whole get in one round trip
-        result = _get_at_once(
-            broker=broker,
-            queue=queue,
-            transaction_id=transaction_id,
-            wanted=wanted,
-            batch=batch,
-            match=match,
-            access=access,
-            user=user,
-            trusted=trusted,
-        )
-        if result is not None:
-            return result
     with transaction_timeouts_applied(), engine_step(durable=durable):
         now = timezone.now()  # taken once this database transaction has begun (SQLite: holds the write lock)
         if graph_lock:
@@ -458,75 +442,163 @@ def _get_once(
         )
 
 
-def _get_at_once(
+def _get_once(
     *,
     broker: str,
     queue: str,
     transaction_id: str | None,
     wanted: bool,
+    connection_id: str | None,
     batch: int,
-    match: dict,
+    msg_id: str | None,
+    correl_id: str | None,
+    group_id: str | None,
+    preemptive: bool,
+    ordered: bool,
+    mode: str,
     access: str | None,
     user,
-    trusted: int,
-) -> GetResult | None:
-    """An unordered destructive get, not pre-emptive and without a connection, on
-    PostgreSQL, in a database transaction of its own: its queue from the definitions cache,
-    and everything the get does sent with its ``COMMIT`` in one round trip, a guard first
-    that checks what the careful way would have read (``pg.get_at_once``). None when
-    it cannot be tried or the guard said no: the step was undone, and the caller gets the
-    careful way, which settles or says why."""
-    try:
-        source = _get_source(broker=broker, queue=queue, checked=True)
-    except BatonError:
-        return None  # perhaps only the cached definition says so
-    if is_ordered(source, False) or (access or source.default_access) == Access.EXCLUSIVE:
-        return None
+) -> GetResult:
+    """One look of a get at its queue: an unordered destructive get, not pre-emptive, without a connection and not
+    exclusive, as one call of the database's own function where it has one (PostgreSQL:
+    ``_get_called``); every other get, and every get on SQLite, as the get's statements
+    (``_get_by_statements``). The queue comes from the definitions cache, trusted: the function
+    compares the version, and a stale cache is read again and the call made again."""
+    match = {"msg_id": msg_id, "correl_id": correl_id, "group_id": group_id}
+    steps = {
+        "broker": broker,
+        "queue": queue,
+        "transaction_id": transaction_id,
+        "wanted": wanted,
+        "connection_id": connection_id,
+        "batch": batch,
+        "msg_id": msg_id,
+        "correl_id": correl_id,
+        "group_id": group_id,
+        "preemptive": preemptive,
+        "ordered": ordered,
+        "mode": mode,
+        "access": access,
+        "user": user,
+    }
+    if dialect().get_call is None or mode != "destructive" or preemptive or ordered or connection_id:
+        return _get_by_statements(**steps)
+    reports = False
+    while True:
+        version = definitions_trusted()
+        if version is None:  # an empty cache: filled from here on
+            definitions_checked()
+            version = definitions_trusted()
+        try:
+            source = _get_source(broker=broker, queue=queue, checked=True)
+        except BatonError:
+            if definitions_checked():
+                raise
+            continue  # said on the strength of a stale cache: again
+        if is_ordered(source, False) or (access or source.default_access) == Access.EXCLUSIVE:
+            return _get_by_statements(**steps)  # the queue's own order, or a claim: the get's statements
+        try:
+            with transaction_timeouts_applied():
+                return _get_called(
+                    source=source,
+                    version=version,
+                    transaction_id=transaction_id,
+                    wanted=wanted,
+                    batch=batch,
+                    match=match,
+                    user=user,
+                    reports=reports,
+                )
+        except DefinitionsChanged:
+            definitions_checked()  # the cache read again: the call again
+        except SettleFirst as exc:
+            if exc.what == "overdue":  # its messages are the next get's: roll it back first (message_get)
+                raise _MetOverdue(exc.transaction_id) from None
+            if exc.what == "lapsed":  # a lock that ran out is released now, not at housekeeping
+                with engine_step(durable=False):
+                    locks.locks_lapsed_release(queue=source, now=timezone.now())
+            else:  # reports: the answer is read before the commit, to send or mark them
+                reports = True
+
+
+def _get_called(
+    *,
+    source: Queue,
+    version: int,
+    transaction_id: str | None,
+    wanted: bool,
+    batch: int,
+    match: dict,
+    user,
+    reports: bool,
+) -> GetResult:
+    """The get as one call of ``dialect().get_call`` in an engine step of its own, sent with
+    the step's ``BEGIN`` and ``COMMIT`` in one round trip (``reports``: its answer read
+    before the ``COMMIT``, to send the reports of a final get or mark the unit of work that
+    took them). A final get's wake-up key is ``NOTIFY``ed by the function on the bus's
+    channel when there is one (delivered at commit), else published after the commit. Its
+    errors are raised as the project's (``engine_called``)."""
     owner = source.broker
     now = timezone.now()
     final = not transaction_id and not wanted
-    begun = None
+    begun_id = deadline_at = None
     if not transaction_id and wanted:  # begun only if it takes anything
+        begun_id = transaction_id_new()
         timeout = owner.transaction_timeout_ms
-        begun = pg.Begun(
-            transaction_id=transaction_id_new(),
-            deadline_at=now + timedelta(milliseconds=timeout) if timeout > 0 else None,
-            user_id=_user_id(user),
-        )
-    channel = wakeup_bus().channel_in_transaction if final else None
+        deadline_at = now + timedelta(milliseconds=timeout) if timeout > 0 else None
     priority_first = source.delivery_sequence == DeliverySequence.PRIORITY
     commit_ordered = source.read_order == ReadOrder.COMMIT
+    sql, params = dialect().get_call(
+        version=version,
+        queue_id=source.pk,
+        broker=owner.name,
+        queue=source.name,
+        transaction_id=transaction_id,
+        begun_id=begun_id,
+        deadline_at=deadline_at,
+        user_id=None if user is None or getattr(user, "is_superuser", False) else user.pk,
+        begun_user_id=_user_id(user),
+        now=now,
+        limit=batch,
+        priority_first=priority_first,
+        commit_ordered=commit_ordered,
+        match=match,
+        reports=reports,
+    )
+    outermost = engine_step_outermost()
+    channel = wakeup_bus().channel_in_transaction if final and outermost else None
+    taker = transaction_id or begun_id
     rows: list = []
-    try:
+
+    def step() -> None:
         with engine_step(durable=final):  # only a final get must be on disk when it answers
-            pg.get_at_once(
-                queue_id=source.pk,
-                queue_name=source.name,
-                broker=owner.name,
-                transaction_id=transaction_id,
-                begun=begun,
-                user_id=None if user is None or getattr(user, "is_superuser", False) else user.pk,
-                version=trusted,
-                now=now,
-                notify=channel,
-                rows=rows,
-                limit=batch,
-                priority_first=priority_first,
-                commit_ordered=commit_ordered,
-                uncommitted_of_others=None,
-                match=match,
-            )
-    except DatabaseError as exc:
-        if pg.guard_refused(exc):
-            return None
-        raise
-    taken = pg.taken_at_once(rows, priority_first=priority_first, commit_ordered=commit_ordered)
+            if not reports:
+                deferred(sql, [*params, channel], rows=rows)
+                return
+            with cursor() as c:
+                c.execute(sql, [*params, channel])
+                rows.extend(c.fetchall())
+            asking = [m for m in _in_order(rows) if m.report]
+            if asking and final:
+                _queue_cached(asking, source)
+                reports_send(originals=asking, feedback=COD)
+            elif asking:
+                transactions_mark(transaction_ids=[taker], mark=MARK_REPORTS)
+
+    def _in_order(found: list) -> list[Message]:
+        return queries._taken_in_order(found, priority_first=priority_first, commit_ordered=commit_ordered)
+
+    engine_called(transaction_id, step)
+    taken = _in_order(rows)
     if not taken:
         return GetResult([], source, transaction_id, "no_match" if any(match.values()) else "empty")
     if final:
         _queue_cached(taken, source)
-        wakeup_notify_committed([queue_wakeup_key(source.pk)], published=channel is not None)
-    return GetResult(taken, source, transaction_id or (begun.transaction_id if begun else None))
+        if outermost:
+            wakeup_notify_committed([queue_wakeup_key(source.pk)], published=channel is not None)
+        else:
+            wakeup_notify_on_commit([queue_wakeup_key(source.pk)])
+    return GetResult(taken, source, taker)
 
 
 def _queue_cached(messages: list[Message], queue: Queue) -> None:

@@ -23,11 +23,11 @@ from transactions.models import JournalKind, Transaction
 from ... import permissions as may
 from ... import queries
 from ...definitions import definitions_checked, definitions_trusted
-from ...dialects import postgresql as pg
+from ...dialects import dialect
 from baton_client.errors import BatonError, MessageTooLarge, QueueFull
 from ...ids import ids_new
 from ...models import Message, PendingReaction, Persistence, ReadOrder
-from ...queries import messages_new, postgres
+from ...queries import messages_new
 from ..message_input import MessageInput, message_length
 from ..reactions import reaction_apply
 from ..reports import COA, reports_send
@@ -39,7 +39,15 @@ from ..store import (
     connection_pending_note,
     queues_woken,
 )
-from .common import Duplicate, PutResult, _connection, _put_target, _syncpoint_checked, _unit_of_work
+from .common import (
+    Duplicate,
+    PutResult,
+    _connection,
+    _put_target,
+    _syncpoint_checked,
+    _unit_of_work,
+    unit_of_work_joined,
+)
 
 
 def message_put(
@@ -107,27 +115,15 @@ def _put(
     put_application: str,
     user,
 ) -> PutResult:
-    """One put in the caller's database transaction. PostgreSQL: the definitions cache
-    trusted, the checks and the reservation one call of ``baton_put_v1`` sent with the rows
-    (it compares the version; a stale cache costs one more try). SQLite: named statements,
-    the unit of work's row with the definitions version first, then the reservation."""
+    """One put in the caller's database transaction: the definitions cache trusted, then the
+    checks and the reservation one call of the dialect's ``put`` (PostgreSQL: ``baton_put_v1``,
+    sent with the rows; SQLite: named statements), which compares the version (a stale cache
+    costs one more try, ``message_put``)."""
     now = timezone.now()  # taken once this database transaction has begun (SQLite: holds the write lock)
-    locked = None  # SQLite: the unit of work's row, read with the definitions version when one is named
-    on_postgres = postgres()
-    if on_postgres:
+    version = definitions_trusted()
+    if version is None:  # an empty cache: filled from here on
+        definitions_checked()
         version = definitions_trusted()
-        if version is None:  # an empty cache: filled from here on
-            definitions_checked()
-            version = definitions_trusted()
-    else:
-        found = (
-            queries.transaction_row_and_definitions_version(transaction_id=transaction_id) if transaction_id else None
-        )
-        if found is None:
-            definitions_checked()
-        else:
-            locked, version = found
-            definitions_checked(version)
     try:
         target = _put_target(broker=broker, queue=queue)
         named, dest = target.named, target.queue
@@ -154,7 +150,7 @@ def _put(
                 )
         conn = _connection(connection_id, owner)
     except BatonError:
-        if on_postgres and not definitions_checked():
+        if not definitions_checked():
             raise DefinitionsChanged from None  # said on the strength of a stale cache: again
         raise
     queue_persistent = named.default_persistence == Persistence.PERSISTENT
@@ -166,39 +162,31 @@ def _put(
     dedup = any(msg.dedup_key for msg in messages)
     # A commit-ordered queue's immediate puts take commit sequences; a put-ordered queue's need
     # none (a get reads it in put order; a queue holding messages keeps its read order).
-    sequenced = on_postgres and dest.read_order != ReadOrder.PUT
-    if on_postgres:
-        # a unit of work begun (its INSERT deferred) or the connection's joined first: lock order
-        begun = None
-        if not transaction_id:
-            begun = _unit_of_work(broker=owner, transaction_id=None, wanted=any(under_uow), connection=conn, user=user)
-        counted = [uow for uow, msg in zip(under_uow, messages) if msg.refers_to is None]
-        # duplicates known only once their keys are claimed: such a put reserves after claiming
-        answer = pg.put(
-            version=version,
-            transaction_id=transaction_id or None,
-            broker=owner.name,
-            user_id=None if user is None or getattr(user, "is_superuser", False) else user.pk,
-            now=now,
-            queue_id=dest.pk,
-            count=0 if dedup else len(counted),
-            commit_count=0 if dedup or not sequenced else sum(1 for uow in counted if not uow),
-        )
-        if not transaction_id:
-            txn = begun
-        elif dedup or conn is not None or any(m.report or m.refers_to is not None for m in messages):
-            txn = pg.put_answer(answer)[1]  # its row (its marks) read
-        else:  # checked and locked by baton_put_v1; only its id is used
-            txn = Transaction(id=transaction_id, broker=owner.name)
-    else:
-        txn = _unit_of_work(
-            broker=owner,
-            transaction_id=transaction_id,
-            wanted=any(under_uow),
-            connection=conn,
-            locked=locked,
-            user=user,
-        )
+    sequenced = dest.read_order != ReadOrder.PUT
+    # a unit of work begun (PostgreSQL: its INSERT deferred) or the connection's joined first: lock order
+    begun = None
+    if not transaction_id:
+        begun = _unit_of_work(broker=owner, transaction_id=None, wanted=any(under_uow), connection=conn, user=user)
+    counted = [uow for uow, msg in zip(under_uow, messages) if msg.refers_to is None]
+    d = dialect()
+    # duplicates known only once their keys are claimed: such a put reserves after claiming
+    answer = d.put(
+        version=version,
+        transaction_id=transaction_id or None,
+        broker=owner.name,
+        user=user,
+        now=now,
+        queue_id=dest.pk,
+        count=0 if dedup else len(counted),
+        commit_count=0 if dedup or not sequenced else sum(1 for uow in counted if not uow),
+        joined=partial(_joined, transaction_id=transaction_id, broker=owner.name, user=user),
+    )
+    if not transaction_id:
+        txn = begun
+    elif dedup or conn is not None or any(m.report or m.refers_to is not None for m in messages):
+        txn = d.put_answer(answer)[1]  # its row (its marks) read
+    else:  # checked (and locked) by the dialect's put; only its id is used
+        txn = Transaction(id=transaction_id, broker=owner.name)
     default_priority, unit = named.default_priority, txn.id if txn is not None else None
     rows = messages_new(
         queue=dest,
@@ -220,8 +208,8 @@ def _put(
     queued = [r for r, msg in zip(rows, messages) if msg.refers_to is None]
     if queued:
         immediate = [r for r in queued if _unit_of(r) is None]
-        if on_postgres and not dedup:  # reserved by baton_put_v1
-            base = pg.put_answer(answer)[0] if sequenced and immediate else None
+        if not dedup:  # reserved by the dialect's put
+            base = d.put_answer(answer)[0] if sequenced and immediate else None
         else:
             base = queries.queue_reserve(
                 queue_id=dest.pk, count=len(queued), commit_count=len(immediate), max_depth_checked=True
@@ -256,6 +244,11 @@ def _put(
         if now_put:
             client_sessions_note(broker_id=owner.pk, put={conn.conn_id: now_put[-1]})
     return PutResult(rows, dest, txn.id if txn else None, duplicates)
+
+
+def _joined(row: Transaction | None, *, transaction_id: str, broker: str, user) -> Transaction:
+    """The named unit of work checked on its row as read by the dialect's put (SQLite)."""
+    return unit_of_work_joined(transaction_id=transaction_id, broker=broker, user=user, locked=row)
 
 
 def _retained_until(msg: MessageInput, now):
