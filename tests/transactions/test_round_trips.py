@@ -163,8 +163,8 @@ def test_a_get_takes_one_round_trip_and_so_does_its_commit(queue):
 
 
 def test_a_get_whose_look_finds_a_lapsed_lock_undoes_its_take_and_settles_it_first(queue):
-    """The take ran before the look said a peek-lock ran out: the careful way releases the
-    lock first, so the older, released message is the one taken."""
+    """The get's function finds a peek-lock that ran out (BT110): the lock is released first
+    and the same call made again, so the older, released message is the one taken."""
     _warm()
     queue_alter(broker="QM1", name="Q1", lock_duration_ms=1)
     message_put(broker="QM1", queue="Q1", messages=msgs("first", "second"))
@@ -177,7 +177,7 @@ def test_a_get_whose_look_finds_a_lapsed_lock_undoes_its_take_and_settles_it_fir
 
 
 def test_a_pre_emptive_get_of_an_uncommitted_put_takes_seven_round_trips_after_its_first(queue):
-    """The careful way (the exclusive link-graph lock): its links and both sides' marks travel
+    """The get's statements (the exclusive link-graph lock): its links and both sides' marks travel
     with its other statements (``transactions.queries.transactions_mark``, ``links_insert``)."""
     _warm()
 
