@@ -139,8 +139,10 @@ def channel_agent_send_on_commit(name: str) -> None:
 def channel_stop(*, name: str) -> Channel:
     """Ask the agent to stop after its current step. Batches in flight stay in doubt until
     the channel starts again."""
-    with db.atomic():
+    with db.atomic():  # the row locked: an agent ending now sets the state, or sees the stop (sender.py)
         channel = channel_get(name=name)
+        Channel.objects.select_for_update().filter(pk=channel.pk).values_list("pk").first()
+        channel.refresh_from_db()
         changes = {"enabled": False}
         if not channel.lease_holder:
             changes["state"] = ChannelState.IN_DOUBT if channel.batches.exists() else ChannelState.STOPPED

@@ -519,11 +519,16 @@ def channel_agent_run(
                 ended = settled
                 break
     finally:
-        channel.refresh_from_db()
-        if not channel.enabled:
-            in_doubt = ChannelBatch.objects.filter(channel=channel).exists()
-            _set(channel, state=ChannelState.IN_DOUBT if in_doubt else ChannelState.STOPPED)
-        channel_lease_release(name=name, holder=holder)
+        # One database transaction with the channel's row locked: a stop (channel_stop) either
+        # committed before it, and the agent sets the state, or comes after the lease is
+        # released, and the stop sets it. Read and released apart, a stop in between was lost.
+        with db.atomic():
+            Channel.objects.select_for_update().filter(pk=channel.pk).values_list("pk").first()
+            channel.refresh_from_db()
+            if not channel.enabled:
+                in_doubt = ChannelBatch.objects.filter(channel=channel).exists()
+                _set(channel, state=ChannelState.IN_DOUBT if in_doubt else ChannelState.STOPPED)
+            channel_lease_release(name=name, holder=holder)
         transport.close()
     return ended
 
