@@ -81,12 +81,17 @@ def _put_target(*, broker: str, queue: str) -> _Target:
     return _Target(named, named)
 
 
-def _get_source(*, broker: str, queue: str, checked: bool = False) -> Queue:
+def _get_source(*, broker: str, queue: str, checked: bool = False, user=None) -> Queue:
     """The local queue a get reads. ``checked``: the caller has just checked the
-    definitions cache in its database transaction (else it is checked here)."""
+    definitions cache in its database transaction, or trusts it and compares the version
+    before anything it does is kept (else it is checked here). ``user`` (a transport's; None:
+    system code): getting through an alias needs get on the queue it stands for too
+    (docs/permissions.md), checked against the same definitions as the rest."""
     if not checked:
         definitions_checked()
     named = queue_get(broker=broker, name=queue)
+    if user is not None and named.kind != QueueKind.LOCAL:
+        may.require_reached(user, "get", broker=broker, queue=queue)
     source = named
     if named.kind == QueueKind.ALIAS:
         source = queue_get(broker=broker, name=named.target_queue)

@@ -9,6 +9,7 @@ take different messages), then the queue's row for a final get. See docs/concurr
 
 from __future__ import annotations
 
+import time
 import uuid
 from datetime import timedelta
 
@@ -40,14 +41,12 @@ from ...definitions import definitions_checked, definitions_trusted
 from ... import permissions as may
 from baton_client.errors import InvalidInput, OptionsConflict, QueueInUse
 from ...exceptions import ConnectionNotFound, QueueNotFound
-from ...definitions import queue_cached
 from ...models import (
     Access,
     Connection,
     DeliverySequence,
     Message,
     Queue,
-    QueueKind,
     ReadOrder,
     put_committed_q,
     put_open_flag,
@@ -215,20 +214,22 @@ def _source_and_lease(
     queue: str,
     transaction_id: str | None,
     now,
+    user,
 ) -> tuple[Queue, tuple[str, object], Transaction | None, bool, str | None]:
     """The queue a get reads, from the definitions cache checked by the same statement that
     reads the queue's exclusive-input lease and, for a get under a named unit of work, its
     row (locked): one statement in the common case. The row is None when that statement
     could not read it (the caller reads it then). Then whether a peek-lock on the queue ran
-    out, and an overdue unit of work holding its messages, if any (``queries.get_start``)."""
+    out, and an overdue unit of work holding its messages, if any (``queries.get_start``).
+    ``user``: as ``_get_source`` checks it."""
     try:
-        source = _get_source(broker=broker, queue=queue, checked=True)
+        source = _get_source(broker=broker, queue=queue, checked=True, user=user)
         found = queries.get_start(queue_id=source.pk, transaction_id=transaction_id, now=now)
     except BatonError:  # perhaps only the cached definition says so: look again below
         found = None
     if found is None or not definitions_checked(found[0]):  # changed since cached: look again
         definitions_checked()
-        source = _get_source(broker=broker, queue=queue, checked=True)
+        source = _get_source(broker=broker, queue=queue, checked=True, user=user)
         found = queries.get_start(queue_id=source.pk, transaction_id=None, now=now)
         if found is None:
             raise QueueNotFound(f"No queue {queue!r} on broker {broker!r}.", broker=broker, queue=queue)
@@ -490,7 +491,7 @@ def _get_once(
             definitions_checked()
             version = definitions_trusted()
         try:
-            source = _get_source(broker=broker, queue=queue, checked=True)
+            source = _get_source(broker=broker, queue=queue, checked=True, user=user)
         except BatonError:
             if definitions_checked():
                 raise
@@ -609,11 +610,6 @@ def _queue_cached(messages: list[Message], queue: Queue) -> None:
         m._state.fields_cache["queue"] = queue
 
 
-def _named_queue(*, broker: str, queue: str) -> Queue:
-    definitions_checked()
-    return queue_cached(broker=broker, name=queue)
-
-
 def message_get(
     *,
     broker: str,
@@ -654,12 +650,9 @@ def message_get(
     syncpoint = _syncpoint_checked(syncpoint, transaction_id)
     if preemptive and syncpoint != "yes":
         raise OptionsConflict("A pre-emptive get needs a unit of work: name a transaction or ask for syncpoint yes.")
-    if user is not None:  # the indirect paths' rule (docs/permissions.md): an alias's target too
-        named = _named_queue(broker=broker, queue=queue)
-        if named.kind != QueueKind.LOCAL:
-            may.require_reached(user, "get", broker=broker, queue=queue)
     outside = False
     if commit_first:  # docs/design.md §4: commit the unit of work first, then get outside it
+        _get_source(broker=broker, queue=queue, user=user)  # a get refused commits nothing
         if connection_id:
             conn = connection_get(conn_id=connection_id)
             if conn.broker.name != broker:
@@ -713,26 +706,33 @@ def message_get(
 
     if wait <= 0:
         return once()
-    try:  # the queue to listen on, from the definitions cache; the wait's first attempt looks
-        source_id = _get_source(broker=broker, queue=queue).pk
+    deadline = time.monotonic() + wait
+    try:  # the queue to listen on, from the definitions cache, trusted: the attempts compare the version
+        if definitions_trusted() is None:
+            definitions_checked()
+        source_id = [_get_source(broker=broker, queue=queue, checked=True, user=user).pk]
     except BatonError:  # the get says why (or finds the cache stale), as it would without a wait
         first = once()
         if first.messages:
             return first
-        source_id = first.queue.pk
+        source_id = [first.queue.pk]
     last: list[GetResult] = []
 
-    def attempt() -> GetResult | None:
+    def attempt() -> GetResult | None:  # also ends the wait when the get read another queue than it listens on
         last[:] = [once()]
-        return last[0] if last[0].messages else None
+        return last[0] if last[0].messages or last[0].queue.pk != source_id[0] else None
 
     def due() -> float | None:  # a lock or a holder's deadline running out wakes no one: look again then
         now = timezone.now()
-        at = queue_next_release(queue_id=source_id, now=now)
+        at = queue_next_release(queue_id=source_id[0], now=now)
         return None if at is None else (at - now).total_seconds()
 
-    keys = queue_wait_keys(source_id, preemptive=preemptive)
-    return wait_for(attempt, keys=keys, wait_s=wait, due=due) or last[0]
+    while True:
+        keys = queue_wait_keys(source_id[0], preemptive=preemptive)
+        result = wait_for(attempt, keys=keys, wait_s=deadline - time.monotonic(), due=due) or last[0]
+        if result.messages or result.queue.pk == source_id[0] or time.monotonic() >= deadline:
+            return result
+        source_id[0] = result.queue.pk  # the cache was stale (the queue made again): listen on the one read
 
 
 def _put_unit(m: Message) -> str | None:
