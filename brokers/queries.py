@@ -23,7 +23,7 @@ from datetime import datetime
 from typing import Iterable, Sequence
 
 from transactions.models import OPEN_STATES
-from transactions.queries import (  # noqa: F401  (postgres: re-exported)
+from transactions.queries import (  # noqa: F401  (some re-exported for the dialect modules)
     JOURNAL,
     TRANSACTION,
     TRANSACTION_COLUMNS,
@@ -35,7 +35,6 @@ from transactions.queries import (  # noqa: F401  (postgres: re-exported)
     model_instance,
     pg_array,
     pg_scalar,
-    postgres,
     seam,
     transaction_from_row,
 )

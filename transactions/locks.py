@@ -1,4 +1,4 @@
-"""The link-graph lock (PostgreSQL only).
+"""The link-graph lock, where the database needs one (``dialect().LINK_GRAPH_LOCKED``).
 
 Linking two transactions (a pre-emptive get of an uncommitted message) must not interleave
 with the upstream's commit or rollback, or a rollback could miss a consumer that linked
@@ -13,22 +13,17 @@ On SQLite, IMMEDIATE transactions already serialise every writer; nothing is tak
 
 from __future__ import annotations
 
-from django.db import connection
-
-from .queries import LINK_GRAPH_LOCK_KEY, postgres
+from .dialects import dialect
+from .queries import LINK_GRAPH_LOCK_KEY
 
 __all__ = ["LINK_GRAPH_LOCK_KEY", "link_graph_lock", "link_graph_locking"]
 
 
 def link_graph_locking() -> bool:
-    return postgres()
+    return dialect().LINK_GRAPH_LOCKED
 
 
 def link_graph_lock(*, exclusive: bool) -> None:
     """Take the link-graph lock until the current database transaction ends.
     Caller holds an open database transaction and no transaction, queue or message rows."""
-    if not link_graph_locking():
-        return
-    function = "pg_advisory_xact_lock" if exclusive else "pg_advisory_xact_lock_shared"
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT {function}(%s)", [LINK_GRAPH_LOCK_KEY])
+    dialect().link_graph_lock(exclusive=exclusive)

@@ -25,12 +25,11 @@ from django.utils import timezone
 
 from . import queries
 from .dialects import dialect
-from .dialects import postgresql as pg
 from .durability import engine_step, engine_step_outermost
 from baton_client.errors import QueueFull, QueueInUse, TransactionBackedOut, TransactionNotActive
 from .exceptions import DefinitionsChanged, SettleFirst, TransactionNotFound
 from .journal import journal_event, journal_record, journal_step_event
-from .locks import link_graph_lock, link_graph_locking
+from .locks import link_graph_lock
 from .models import OPEN_STATES, JournalKind, Link, Transaction, TransactionState, transaction_id_new
 from .resources import resource_managers
 from .wakeup_bus import wakeup_bus
@@ -257,9 +256,6 @@ def _under_graph_lock(transaction_id: str, work, *, durable: bool):
     no links, exclusive if it has (retrying exclusively when a link appears between the look
     and the lock). See transactions/locks.py. ``row``: the unit of work's row when the look
     read and locked it in the same round trip (None if there is none), else ``NOT_READ``."""
-    if not link_graph_locking():
-        with engine_step(durable=durable):
-            return work(NOT_READ)
     exclusive = False
     while True:
         try:
@@ -267,7 +263,7 @@ def _under_graph_lock(transaction_id: str, work, *, durable: bool):
                 if exclusive:
                     link_graph_lock(exclusive=True)
                     return work(NOT_READ)
-                linked, row = pg.graph_lock_shared_and_links(transaction_id=transaction_id)
+                linked, row = dialect().graph_lock_shared_and_links(transaction_id=transaction_id)
                 if linked:
                     raise _NeedsExclusive
                 return work(row)
@@ -458,9 +454,9 @@ def _called(transaction_id: str, call: tuple[str, list] | None, *, durable: bool
 
 
 def _engine_error(exc: DatabaseError, transaction_id: str | None) -> Exception | None:
-    """The project's error for an engine function's error (``pg.ENGINE_ERRORS``), the one
+    """The project's error for an engine function's error (PostgreSQL: ``ENGINE_ERRORS``), the one
     place they are mapped; None for any other error."""
-    meaning = pg.engine_error(exc)
+    meaning = dialect().engine_error(exc)
     if meaning is None:
         return None
     kind, detail, message = meaning

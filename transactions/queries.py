@@ -141,11 +141,6 @@ def json_text(value) -> str:
         return _encoder.encode(value)
 
 
-def postgres() -> bool:
-    """Whether the default database is PostgreSQL (the dialect chosen once: ``dialect()``)."""
-    return dialect().NAME == "postgresql"
-
-
 def dt_param(value):
     """A datetime as the database takes it: naive UTC text on SQLite (as Django writes it),
     the aware value on PostgreSQL."""

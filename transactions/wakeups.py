@@ -267,6 +267,10 @@ def wait_for(
                 _condition.wait_for(lambda seen=seen: _seen(keys) != seen, timeout=timeout)
             if not listening:
                 poll = min(poll * 2, POLL_MAX_S)
+    except BaseException:
+        if begin is not None and begin.keys is None:  # not begun: another wait in the same call may begin it
+            _local.begin = begin
+        raise
     finally:
         if watching:
             _unwatch(keys)

@@ -71,6 +71,10 @@ class Dialect(Protocol):
     def queues_lock(self, *, ids: list[int], even_one: bool) -> None:
         """``brokers.queries.queues_lock`` of these (sorted, distinct) queue ids."""
 
+    def ordered_getters_lock(self, *, queue_id: int) -> None:
+        """Serialise ordered gets on the queue until the database transaction ends
+        (``brokers.services.ordering.ordered_getters_lock``)."""
+
     def messages_insert(self, *, rows: list[tuple], messages: Sequence) -> None:
         """``brokers.queries.messages_insert`` of these ``message_put_values`` tuples."""
 

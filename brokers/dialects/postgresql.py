@@ -105,6 +105,17 @@ def queues_lock(*, ids: list[int], even_one: bool) -> None:
             c.execute(QUEUES_LOCK, [ids])
 
 
+#: Locks: the queue's ordered-getters lock (a transaction-scoped advisory lock keyed by the
+#: queue's id), until the database transaction ends; not the queue's row (``ordering``).
+ORDERED_GETTERS_LOCK = "SELECT pg_advisory_xact_lock(%s)"
+ORDERED_GETTERS_LOCK_KEY = 0x6F72_0000_0000  # + queue id
+
+
+def ordered_getters_lock(*, queue_id: int) -> None:
+    with cursor() as c:
+        c.execute(ORDERED_GETTERS_LOCK, [ORDERED_GETTERS_LOCK_KEY + queue_id])
+
+
 _put_statements: dict[tuple[int, ...], str] = {}
 
 

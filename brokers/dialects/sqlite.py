@@ -87,6 +87,10 @@ def queues_lock(*, ids: list[int], even_one: bool) -> None:
     """Nothing: the write lock serialises every writer."""
 
 
+def ordered_getters_lock(*, queue_id: int) -> None:
+    """Nothing: the write lock serialises every writer."""
+
+
 _put_statements: dict[tuple[tuple[int, ...], int], str] = {}
 
 

@@ -90,7 +90,7 @@ def lock_complete(*, token: str, transaction_id: str | None = None, user=None) -
         if transaction_id:
             # the unit of work's row before the message row: the order every get keeps
             txn = unit_of_work_joined(transaction_id=transaction_id, broker=found[2] if found else "", user=user)
-            if found is not None and queries.postgres():  # now the message row
+            if found is not None:  # now the message row, locked (SQLite: the write lock holds it)
                 found = next(iter(queries.locks_to_complete(tokens=[token], lock=True)), None)
         message = _locked_message(token, now, found)
         if message.get_transaction_id is not None:
@@ -140,8 +140,8 @@ def locks_complete(*, tokens: list[str], transaction_id: str | None, user=None) 
             # each broker's check, as one complete makes it
             for broker in sorted({broker for _, _, broker, _ in read}) or [""]:
                 txn = unit_of_work_joined(transaction_id=transaction_id, broker=broker, user=user, locked=txn)
-            if read and queries.postgres():
-                read = queries.locks_to_complete(tokens=tokens, lock=True)  # now the message rows
+            if read:  # now the message rows, locked (SQLite: the write lock holds them)
+                read = queries.locks_to_complete(tokens=tokens, lock=True)
         found = {}
         for message, version, broker, queue in read:
             definitions_checked(version)

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from django.db import connection
 from django.db.models import F, Q, QuerySet
 
+from ..dialects import dialect
 from ..models import DeliverySequence, EnforceOrder, Message, Queue, ReadOrder, put_open_flag, put_units_open_only
 
 #: Why an ordered get returned nothing although the queue is not empty.
@@ -51,18 +51,13 @@ class OrderedPick:
     reason: str | None = None
 
 
-ORDERED_GETTERS_LOCK = 0x6F72_0000_0000  # + queue id
-
-
 def ordered_getters_lock(queue: Queue) -> None:
     """Serialise ordered gets on a queue until the database transaction ends. On PostgreSQL
     a transaction-scoped advisory lock per queue, not the queue's row: a putter holds its
     unit of work's row and then wants the queue's row, and an ordered pre-emptive getter
     marks the putter's unit of work as linked, so holding the queue row here could
     deadlock. On SQLite writers are serialised already."""
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [ORDERED_GETTERS_LOCK + queue.pk])
+    dialect().ordered_getters_lock(queue_id=queue.pk)
 
 
 def ordered_pick(queue: Queue, *, now, batch: int, own_transaction: str | None, preemptive: bool) -> OrderedPick:

@@ -9,6 +9,7 @@ import threading
 import pytest
 from django.db import connection
 
+from brokers.definitions import definitions_checked
 from brokers.services.messages import get as messages_module
 from brokers.services.brokers import broker_define
 from brokers.services.messages import message_get, message_put
@@ -23,6 +24,10 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def qm(transactional_db):
     broker_define(name="QM1", transaction_timeout_ms=60_000)
     queue_define(broker="QM1", name="Q1")
+    # the process's definitions cache as any operation since these definitions were made leaves
+    # it (one from another test's database costs a waiting get one look more: a stale cache,
+    # tests/brokers/api/test_session_wait_begun.py)
+    definitions_checked()
 
 
 @pytest.fixture

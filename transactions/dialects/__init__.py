@@ -20,6 +20,24 @@ class Dialect(Protocol):
     #: A unit of work's row by id, locked until the database transaction ends (PostgreSQL:
     #: ``FOR UPDATE``; SQLite: the write lock ``BEGIN IMMEDIATE`` holds already).
     TRANSACTION_ROW_LOCKED: str
+    #: Whether linking and resolving take the link-graph lock (``transactions.locks``):
+    #: PostgreSQL, whose writers run at once; not SQLite, whose writers are serialised.
+    LINK_GRAPH_LOCKED: bool
+
+    def graph_lock_shared_and_links(self, *, transaction_id: str) -> tuple[bool, object]:
+        """The start of a commit or rollback (``transactions.manager._under_graph_lock``):
+        the link-graph lock taken shared where there is one, whether the unit of work has a
+        link (it then takes the lock exclusively instead; always False where there is no
+        lock), and its row, locked (None if there is none)."""
+
+    def engine_error(self, exc: BaseException) -> tuple[str, str, str] | None:
+        """What an error raised by one of the database's own engine functions means (its
+        kind, detail and message; ``transactions.manager._engine_error`` maps it), or None
+        for any other error (always, where there are no such functions)."""
+
+    def link_graph_lock(self, *, exclusive: bool) -> None:
+        """Take the link-graph lock until the database transaction ends (nothing where
+        ``LINK_GRAPH_LOCKED`` is false)."""
 
     def dt_param(self, value):
         """A datetime as the database takes it as a parameter (None stays None)."""

@@ -25,6 +25,19 @@ NAME = "postgresql"
 
 JSON_PARAM = "%s::jsonb"
 
+LINK_GRAPH_LOCKED = True
+
+#: Locks: the link-graph lock (a transaction-scoped advisory lock), shared or exclusive,
+#: until the database transaction ends.
+LINK_GRAPH_LOCK_SHARED = "SELECT pg_advisory_xact_lock_shared(%s)"
+LINK_GRAPH_LOCK_EXCLUSIVE = "SELECT pg_advisory_xact_lock(%s)"
+
+
+def link_graph_lock(*, exclusive: bool) -> None:
+    with cursor() as c:
+        c.execute(LINK_GRAPH_LOCK_EXCLUSIVE if exclusive else LINK_GRAPH_LOCK_SHARED, [LINK_GRAPH_LOCK_KEY])
+
+
 #: Locks: the unit of work's row, ``FOR UPDATE``, until the database transaction ends.
 TRANSACTION_ROW_LOCKED = f"SELECT {_TXN_COLUMN_LIST} FROM {TRANSACTION} WHERE id = %s FOR UPDATE"
 

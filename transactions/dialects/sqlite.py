@@ -7,15 +7,37 @@ from __future__ import annotations
 from datetime import timezone as dt_timezone
 from typing import Sequence
 
-from ..queries import _JOURNAL_COLUMNS, _TXN_COLUMN_LIST, JOURNAL, TRANSACTION, json_text
-from ..seam import deferred
+from ..queries import _JOURNAL_COLUMNS, _TXN_COLUMN_LIST, JOURNAL, TRANSACTION, json_text, transaction_from_row
+from ..seam import cursor, deferred
 
 NAME = "sqlite"
 
 JSON_PARAM = "%s"
 
+#: Writers are serialised by the write lock: no link-graph lock.
+LINK_GRAPH_LOCKED = False
+
+
+def link_graph_lock(*, exclusive: bool) -> None:
+    """Nothing: the write lock serialises linking and resolving already."""
+
+
 #: Locks: none (the write lock is held).
 TRANSACTION_ROW_LOCKED = f"SELECT {_TXN_COLUMN_LIST} FROM {TRANSACTION} WHERE id = %s"
+
+
+def graph_lock_shared_and_links(*, transaction_id: str):
+    """No link-graph lock (writers are serialised) and so no need to know of links: False,
+    and the unit of work's row (None if there is none)."""
+    with cursor() as c:
+        c.execute(TRANSACTION_ROW_LOCKED, [transaction_id])
+        row = c.fetchone()
+    return False, None if row is None else transaction_from_row(row)
+
+
+def engine_error(exc: BaseException) -> None:
+    """No engine functions on SQLite: no error of theirs to map."""
+
 
 #: Adds a mark to the units of work of the IN list that lack it. Locks: none (the write lock).
 #: The IN list's placeholders fill ``{ids}``.

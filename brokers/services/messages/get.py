@@ -198,6 +198,12 @@ def _locks_taken(rows: list[Message], *, source: Queue, now) -> None:
             raise _Raced
 
 
+class _Relisten(Exception):
+    """A waiting get read another queue than the one it listens on: the definitions cache it
+    took that queue from was stale (the queue was deleted and made again). It listens on the
+    one it read and waits on (``message_get``)."""
+
+
 class _MetOverdue(Exception):
     """The get found a unit of work past its deadline holding messages of its queue: the
     database transaction is undone, that unit of work rolled back for its timeout, and the
@@ -329,6 +335,7 @@ def _get_by_statements(
             queue=queue,
             transaction_id=transaction_id,
             now=now,
+            user=user,
         )
         if overdue is not None:  # its messages are the next get's: roll it back first (message_get)
             raise _MetOverdue(overdue)
@@ -718,9 +725,11 @@ def message_get(
         source_id = [first.queue.pk]
     last: list[GetResult] = []
 
-    def attempt() -> GetResult | None:  # also ends the wait when the get read another queue than it listens on
+    def attempt() -> GetResult | None:
         last[:] = [once()]
-        return last[0] if last[0].messages or last[0].queue.pk != source_id[0] else None
+        if last[0].queue.pk != source_id[0]:
+            raise _Relisten
+        return last[0] if last[0].messages else None
 
     def due() -> float | None:  # a lock or a holder's deadline running out wakes no one: look again then
         now = timezone.now()
@@ -728,11 +737,13 @@ def message_get(
         return None if at is None else (at - now).total_seconds()
 
     while True:
-        keys = queue_wait_keys(source_id[0], preemptive=preemptive)
-        result = wait_for(attempt, keys=keys, wait_s=deadline - time.monotonic(), due=due) or last[0]
-        if result.messages or result.queue.pk == source_id[0] or time.monotonic() >= deadline:
-            return result
-        source_id[0] = result.queue.pk  # the cache was stale (the queue made again): listen on the one read
+        try:
+            keys = queue_wait_keys(source_id[0], preemptive=preemptive)
+            return wait_for(attempt, keys=keys, wait_s=deadline - time.monotonic(), due=due) or last[0]
+        except _Relisten:  # the cache was stale (the queue made again): listen on the queue the get read
+            if last[0].messages:
+                return last[0]
+            source_id[0] = last[0].queue.pk
 
 
 def _put_unit(m: Message) -> str | None:

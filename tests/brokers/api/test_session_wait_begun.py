@@ -6,6 +6,7 @@ the first look and the wait is found at once; no key stays watched afterwards.""
 
 from __future__ import annotations
 
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -15,12 +16,15 @@ from django.db import connections
 
 from brokers.api import session as session_module
 from brokers.api.waits import performed
+from brokers import definitions
 from brokers.api.operations import MessageGet
+from brokers.definitions import definitions_checked, queue_cached
 from brokers.services.brokers import broker_define
 from brokers.services.message_input import MessageInput
 from brokers.services.messages import get as messages_module
 from brokers.services.messages import message_get, message_put
-from brokers.services.queues import queue_define
+from brokers.services.queues import queue_define, queue_delete
+from brokers.services.room import queue_wakeup_key
 from transactions import wakeups
 
 from tests.brokers.api.session_thread import session_thread_run
@@ -32,6 +36,10 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def qm(transactional_db):
     broker_define(name="QM1", transaction_timeout_ms=60_000)
     queue_define(broker="QM1", name="Q1")
+    # the process's definitions cache as any operation since these definitions were made
+    # leaves it (one left from another test's database costs a waiting get one look more:
+    # test_a_waiting_get_with_a_stale_cache_listens_on_the_queue_it_read)
+    definitions_checked()
     return get_user_model().objects.create_superuser("tester")
 
 
@@ -107,4 +115,35 @@ def test_a_wait_resumed_after_its_time_ran_out_looks_once_more_and_ends_empty(qm
         last = message_get(broker="QM1", queue="Q1", wait=30)  # goes on from the begun wait's deadline
     assert last.messages == []
     assert looks.made == [0, 0]
+    assert wakeups._watchers == {}
+
+
+def test_a_waiting_get_with_a_stale_cache_listens_on_the_queue_it_read(qm, looks):
+    """A get that waits takes the queue to listen on from the process's definitions cache
+    without reading the definitions version first; its looks compare the version. When the
+    queue was deleted and made again elsewhere, its first look reads the new queue, and the
+    wait listens on that one: a put there wakes it."""
+    old = queue_cached(broker="QM1", name="Q1").pk
+    kept = {"key": definitions._cache["key"], "queues": dict(definitions._cache["queues"])}
+    kept["brokers"] = dict(definitions._cache["brokers"])
+    queue_delete(broker="QM1", name="Q1")
+    queue_define(broker="QM1", name="Q1")
+    definitions._cache.update(kept)  # another process changed them: this one's cache is as it was
+    got: list = []
+    getter = threading.Thread(target=lambda: got.append(message_get(broker="QM1", queue="Q1", wait=60)))
+    getter.start()
+    try:
+        deadline = time.monotonic() + 30
+        while not any(key != queue_wakeup_key(old) for key in wakeups._watchers) and time.monotonic() < deadline:
+            time.sleep(0.01)  # until the wait listens on the queue it read
+        new = queue_cached(broker="QM1", name="Q1").pk
+        assert new != old and queue_wakeup_key(new) in wakeups._watchers
+        message_put(broker="QM1", queue="Q1", messages=[MessageInput(body=b"woken")])
+        getter.join(20)  # a wait on the old queue would last its 60 s
+        assert not getter.is_alive()
+        assert [m.body for m in got[0].messages] == [b"woken"]
+        assert looks.made[0] == 0 and looks.made[-1] == 1
+    finally:
+        getter.join(70)
+        connections.close_all()
     assert wakeups._watchers == {}
