@@ -39,12 +39,11 @@ _INSTANCES = (
     f"JOIN {WorkflowVersion._meta.db_table} v ON v.id = i.version_id "
     "WHERE i.id IN ({marks}) ORDER BY i.id"
 )
-#: Locks (PostgreSQL): the instances' rows (not their broker's, workflow's or version's),
-#: ``FOR UPDATE``, in id order.
-_INSTANCES_LOCKED_PG = _INSTANCES + " FOR UPDATE OF i"
+# Locked (``instances_read``, ``ROW_LOCK_OF`` "i"; PostgreSQL): the instances' rows (not their
+# broker's, workflow's or version's), ``FOR UPDATE``, in id order.
 
-#: Locks (PostgreSQL): the named steps' rows of the instances, ``FOR UPDATE``, in
-#: (instance, position) order.
+#: Locked (the dialect's ``ROW_LOCK``; PostgreSQL): the named steps' rows of the instances,
+#: ``FOR UPDATE``, in (instance, position) order.
 _STEPS_LOCKED = (
     'SELECT id, instance_id, position, name, state, "transaction", compensation_transaction '
     f"FROM {InstanceStep._meta.db_table} "
@@ -105,7 +104,7 @@ def instances_read(*, instance_ids: Iterable[str], lock: bool = False) -> dict[s
     ids = sorted(set(instance_ids))
     if not ids:
         return {}
-    sql = _INSTANCES_LOCKED_PG if lock and dialect().NAME == "postgresql" else _INSTANCES
+    sql = _INSTANCES + dialect().ROW_LOCK_OF.format(alias="i") if lock else _INSTANCES
     with txn_queries.cursor() as c:
         c.execute(sql.format(marks=_marks(ids)), ids)
         rows = c.fetchall()
@@ -117,9 +116,7 @@ def steps_locked(*, instances: dict[str, Instance], names: Iterable[str]) -> dic
     (instance id, name), locked (PostgreSQL ``FOR UPDATE``) in (instance, position) order.
     The caller holds the instances' rows."""
     ids, names = sorted(instances), sorted(set(names))
-    sql = _STEPS_LOCKED.format(instances=_marks(ids), names=_marks(names))
-    if dialect().NAME == "postgresql":
-        sql += " FOR UPDATE"
+    sql = _STEPS_LOCKED.format(instances=_marks(ids), names=_marks(names)) + dialect().ROW_LOCK
     with txn_queries.cursor() as c:
         c.execute(sql, [*ids, *names])
         rows = c.fetchall()
@@ -167,7 +164,6 @@ _WORKFLOW_CURRENT = (
     f"JOIN {WorkflowVersion._meta.db_table} v ON v.workflow_id = w.id AND v.version = w.version "
     "WHERE b.name = %s AND w.name = %s"
 )
-_WORKFLOW_CURRENT_LOCKED_PG = _WORKFLOW_CURRENT + " FOR UPDATE OF w"
 
 #: A new instance's row (nothing reads it before the statement after it: deferred).
 _INSTANCE_INSERT = (
@@ -192,7 +188,7 @@ def workflow_current(*, broker: str, name: str, lock: bool) -> Workflow | None:
     UPDATE``, until the database transaction ends), ``broker`` (id, name) and ``current``
     (its current ``WorkflowVersion``: id, number, deadline, creation time) set on it; None
     if there is none."""
-    sql = _WORKFLOW_CURRENT_LOCKED_PG if lock and dialect().NAME == "postgresql" else _WORKFLOW_CURRENT
+    sql = _WORKFLOW_CURRENT + dialect().ROW_LOCK_OF.format(alias="w") if lock else _WORKFLOW_CURRENT
     with txn_queries.cursor() as c:
         c.execute(sql, [broker, name])
         row = c.fetchone()

@@ -20,6 +20,11 @@ class Dialect(Protocol):
     #: A unit of work's row by id, locked until the database transaction ends (PostgreSQL:
     #: ``FOR UPDATE``; SQLite: the write lock ``BEGIN IMMEDIATE`` holds already).
     TRANSACTION_ROW_LOCKED: str
+    #: What a read ends with to lock the rows it reads until the database transaction ends
+    #: (PostgreSQL ``FOR UPDATE``; SQLite nothing: the write lock holds them), and the same
+    #: for the rows of one table of a join (``{alias}``: that table's alias).
+    ROW_LOCK: str
+    ROW_LOCK_OF: str
     #: Whether linking and resolving take the link-graph lock (``transactions.locks``):
     #: PostgreSQL, whose writers run at once; not SQLite, whose writers are serialised.
     LINK_GRAPH_LOCKED: bool

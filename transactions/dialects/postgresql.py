@@ -25,6 +25,9 @@ NAME = "postgresql"
 
 JSON_PARAM = "%s::jsonb"
 
+ROW_LOCK = " FOR UPDATE"
+ROW_LOCK_OF = " FOR UPDATE OF {alias}"
+
 LINK_GRAPH_LOCKED = True
 
 #: Locks: the link-graph lock (a transaction-scoped advisory lock), shared or exclusive,

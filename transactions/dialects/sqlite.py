@@ -14,6 +14,10 @@ NAME = "sqlite"
 
 JSON_PARAM = "%s"
 
+#: Nothing: the write lock holds every row.
+ROW_LOCK = ""
+ROW_LOCK_OF = ""
+
 #: Writers are serialised by the write lock: no link-graph lock.
 LINK_GRAPH_LOCKED = False
 
