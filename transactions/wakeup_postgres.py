@@ -63,6 +63,10 @@ class PostgresBus(ListenerBus):
         self._outbox: queue.SimpleQueue[list[str] | None] = queue.SimpleQueue()  # None: stop
         self._publisher: threading.Thread | None = None
         self._publisher_lock = threading.Lock()
+        #: The backend of the publisher's connection: what it notifies, this process's
+        #: waiters were told already (``wakeup_notify_committed``), so its listener passes over
+        #: it, as the sockets bus does not send to itself.
+        self._own_pid: int | None = None
 
     def publish_after_commit(self, keys: list[str]) -> None:
         if self._publisher is None:
@@ -107,6 +111,7 @@ class PostgresBus(ListenerBus):
             if conn is None or conn.closed:
                 conn = psycopg.connect(**self.params, autocommit=True, connect_timeout=10)
                 conn.execute("SET synchronous_commit TO off")
+                self._own_pid = conn.info.backend_pid
             # through libpq itself: psycopg's cursor took 83 µs of this thread's CPU per call
             # against 19 (docs/performance.md, "PostgreSQL: whose CPU a unit of work takes")
             result = conn.pgconn.exec_params(_NOTIFY, [_CHANNEL, queries.pg_array(payloads_split(keys)).encode()], None)
@@ -131,7 +136,8 @@ class PostgresBus(ListenerBus):
             heard = False
             for notify in conn.notifies(timeout=STOP_CHECK_S):
                 heard = True
-                payload_deliver(notify.payload)
+                if notify.pid != self._own_pid:
+                    payload_deliver(notify.payload)
             idle = 0.0 if heard else idle + STOP_CHECK_S
             if idle >= IDLE_CHECK_S:
                 conn.execute("SELECT 1")  # a dead connection raises here

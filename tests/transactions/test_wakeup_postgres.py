@@ -74,3 +74,40 @@ def test_a_payload_reaches_the_listener_as_it_was_whatever_characters_it_holds()
         "naïve",
         "NULL",
     ]
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="LISTEN/NOTIFY is PostgreSQL's")
+def test_a_process_passes_over_what_its_own_publisher_notified_and_hears_the_others(monkeypatch):
+    """What a process publishes, its waiters were woken for at the commit already: its
+    listener does not wake them again for it (each such wake cost a waiting get a look). What
+    another process publishes wakes them."""
+    import threading
+
+    from transactions.wakeup_postgres import PostgresBus
+
+    delivered: list[str] = []
+    heard_other = threading.Event()
+
+    def recorded(payload: str) -> None:
+        if threading.current_thread() is not ours._thread:
+            return  # another bus of this test process (the process's own, started by an earlier test)
+        delivered.append(payload)
+        if payload == "queue:other":
+            heard_other.set()
+
+    monkeypatch.setattr("transactions.wakeup_postgres.payload_deliver", recorded)
+    ours = PostgresBus(params=connection.get_connection_params())
+    theirs = PostgresBus(params=connection.get_connection_params())
+    ours.listen()
+    try:
+        assert ours.listening
+        with wakeup_listener() as listener:
+            ours.publish_after_commit(["queue:own"])
+            # sent (another listener heard it) before the other process's: heard in that order
+            assert [n.payload for n in listener.notifies(timeout=10, stop_after=1)] == ["queue:own"]
+        theirs.publish_after_commit(["queue:other"])
+        assert heard_other.wait(10)
+        assert delivered == ["queue:other"]
+    finally:
+        ours.stop()
+        theirs.stop()
