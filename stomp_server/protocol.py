@@ -40,6 +40,8 @@ from django.db import close_old_connections
 from baton_client.errors import UnsettledDeliveries
 from baton_client.errors import BatonError, MessageTooLarge, NotAuthenticated, Throttled
 from transactions.wakeups import wakeup_notify
+from transactions.durability import durability_deferred
+from transactions.wal_sync import Ticket, wal_when_synced
 
 from . import engine
 from .frames import Frame, FrameError, FrameParser, FrameTooLarge, frame_encode
@@ -333,7 +335,16 @@ class StompConnection(Waiting):
 
     def applied(self, item: Any) -> tuple[int, Any]:
         """Apply a frame (or the error the loop found); SENDs to one queue in one transaction
-        that wait behind it are applied with it, as one put."""
+        that wait behind it are applied with it, as one put. A durable commit's replies (and
+        all the connection sends after them) wait for its sync, while this thread goes on
+        with the next frame (:meth:`_until_synced`)."""
+        with durability_deferred(self._until_synced):
+            return self._applied(item)
+
+    def _until_synced(self, ticket: Ticket) -> None:
+        wal_when_synced(ticket, self.pump.held())
+
+    def _applied(self, item: Any) -> tuple[int, Any]:
         applied = [item]
         ahead: Any = NOTHING
         try:

@@ -34,7 +34,9 @@ and ``COMMIT`` are recorded as they are sent (``transactions.seam.statements_log
 
 from __future__ import annotations
 
+import threading
 import time
+from collections.abc import Callable
 from contextlib import AbstractContextManager, contextmanager
 from typing import Iterator
 
@@ -43,7 +45,7 @@ from django.db import transaction as db
 
 from .seam import default_db, deferred, hot_setting, raised_as_django, seam, statements_logged
 from .sqlite_writer import connection_writer
-from .wal_sync import wal_synced
+from .wal_sync import Ticket, wal_commit_finished, wal_synced
 
 
 #: PostgreSQL: within an engine step the planner leaves out sequential and bitmap scans, so
@@ -56,6 +58,26 @@ from .wal_sync import wal_synced
 PLANNED_FOR_INDEXES = ("SET LOCAL enable_seqscan TO off", "SET LOCAL enable_bitmapscan TO off")
 #: The defaults back, at the end of a step nested in a caller's database transaction.
 PLANNED_AS_BEFORE = ("SET LOCAL enable_seqscan TO DEFAULT", "SET LOCAL enable_bitmapscan TO DEFAULT")
+
+
+_deferred = threading.local()
+
+
+@contextmanager
+def durability_deferred(until_synced: Callable[[Ticket], None]) -> Iterator[None]:
+    """Within, on this thread: a durable SQLite step does not wait for its sync. It hands
+    ``until_synced`` its commit's ticket, before its ``on_commit`` hooks run and before it
+    returns; the caller holds back every reply it sends from then on until
+    ``transactions.wal_sync.wal_when_synced`` calls back (a STOMP connection's frames:
+    stomp_server/protocol.py). What the step committed is visible to others before its sync
+    either way; what waits is only the word that it is on disk. PostgreSQL's commit is on
+    disk when it returns: nothing is handed over there."""
+    previous = getattr(_deferred, "until_synced", None)
+    _deferred.until_synced = until_synced
+    try:
+        yield
+    finally:
+        _deferred.until_synced = previous
 
 
 def engine_step(*, durable: bool) -> AbstractContextManager[None]:
@@ -192,7 +214,11 @@ def _sqlite_step(conn, *, durable: bool) -> Iterator[None]:
     finally:
         conn.baton_in_step = False
     if durable and relaxed:
-        wal_synced(conn.settings_dict["NAME"])
+        until_synced = getattr(_deferred, "until_synced", None)
+        if until_synced is None:
+            wal_synced(conn.settings_dict["NAME"])
+        else:  # the caller holds back its replies until the sync, and goes on meanwhile
+            until_synced(wal_commit_finished(conn.settings_dict["NAME"]))
     conn.run_and_clear_commit_hooks()
 
 

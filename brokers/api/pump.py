@@ -19,6 +19,9 @@ docs/stomp.md, "How it is served").
   makes the batch into writes (the connection's ``writes(items)``: frames joined into one
   write, replies into one JSON array), sends each at once if the transport takes it, and
   else through a writer task that sends the rest in order, each within ``send_timeout_s``.
+- **Holds.** :meth:`Pump.held` holds back what the connection sends from then on until the
+  function it returns is called (a durable commit's replies until its sync, on another
+  thread: ``transactions.durability.durability_deferred``); then it goes, in order.
 - **Bounds.** More than ``send_buffer`` bytes sent and not yet written (a client that does
   not read): the connection is given up (``given_up(why)``, on the loop); it holds up no one.
 """
@@ -218,6 +221,10 @@ class Pump:
         self.loop_thread = threading.get_ident()
         self.writer: asyncio.Task | None = None  # writes while a write must wait
         self.backlog: collections.deque[Any] = collections.deque()  # behind it, in order
+        #: Holds handed out (:meth:`held`) and not released: what is sent waits in ``behind``.
+        self.holds = 0
+        self.behind: list[Any] = []
+        self.behind_bytes = 0
 
     # --- the inbox -------------------------------------------------------------------------
 
@@ -350,6 +357,10 @@ class Pump:
                 over = True
             else:
                 over = False
+                if self.holds:  # after what a commit's sync holds back, in order
+                    self.behind.append(item)
+                    self.behind_bytes += size
+                    return True
                 self.made.append(item)
                 self.made_bytes += size
                 if hold is None:  # the connection's thread, with more in hand
@@ -366,8 +377,37 @@ class Pump:
     def close_after_sending(self) -> None:
         """Close once what was sent before is written."""
         with self.lock:
+            if self.holds:
+                self.behind.append(CLOSE)
+                return
             self.made.append(CLOSE)
             if self.asked:
+                return
+            self.asked = True
+        self._hand_over()
+
+    def held(self) -> Callable[[BaseException | None], None]:
+        """(Any thread.) What is sent from now on waits until the function returned is called
+        (and every one returned before it): a durable commit's replies until its sync
+        (``transactions.durability.durability_deferred``). Called with an error, the
+        connection is given up: what waits cannot say that the commit is on disk."""
+        with self.lock:
+            self.holds += 1
+        return self._released
+
+    def _released(self, error: BaseException | None) -> None:
+        if error is not None:
+            log.error("a commit's sync failed: %s", error)
+            self.loop.call_soon_threadsafe(self.give_up, f"the database's sync failed ({type(error).__name__})")
+            return
+        with self.lock:
+            self.holds -= 1
+            if self.holds or not self.behind:
+                return
+            self.made += self.behind
+            self.made_bytes += self.behind_bytes
+            self.behind, self.behind_bytes = [], 0
+            if self.asked:  # a taker is writing: it writes these too, in order
                 return
             self.asked = True
         self._hand_over()
@@ -466,6 +506,10 @@ class Pump:
                 return
             self.unsent += size
             over = self.unsent > self.send_buffer
+            if not over and self.holds:
+                self.behind.append(item)
+                self.behind_bytes += size
+                return
             if not over:
                 self.made.append(item)
                 self.made_bytes += size

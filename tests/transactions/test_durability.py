@@ -158,3 +158,64 @@ def test_any_other_write_after_a_step_commits_at_full(traced, queue):
     update = next(i for i, s in enumerate(traced) if "also durable" in s)  # (a trigger traces it again)
     assert traced[update - 1] == "PRAGMA synchronous=FULL"
     assert _switches(traced) == ["PRAGMA synchronous=NORMAL", "PRAGMA synchronous=FULL"] * 2
+
+
+def test_a_deferred_durable_step_hands_its_ticket_over_and_is_called_back_after_its_sync():
+    """Under ``durability_deferred`` (a STOMP connection's frames) the step returns at once
+    with its commit not yet synced; the callback comes from the syncer thread after a sync
+    that covers it. On PostgreSQL the commit is on disk when it returns: nothing handed over."""
+    import threading
+
+    from transactions.durability import durability_deferred
+    from transactions.wal_sync import wal_when_synced
+
+    tickets, called = [], threading.Event()
+    seen: list = []
+
+    def until_synced(ticket) -> None:
+        tickets.append(ticket)
+        wal_when_synced(ticket, lambda error: (seen.append((error, wal_syncs())), called.set()))
+
+    before = wal_syncs()
+    with durability_deferred(until_synced):
+        with engine_step(durable=True):
+            with engine_cursor() as c:
+                c.execute("CREATE TABLE IF NOT EXISTS durability_probe (x integer)")
+                c.execute("INSERT INTO durability_probe VALUES (1)")
+        with engine_step(durable=False):  # a relaxed step promises nothing: no ticket
+            pass
+    if connection.vendor != "sqlite":
+        assert tickets == []
+        return
+    assert len(tickets) == 1
+    assert called.wait(10)
+    error, syncs_then = seen[0]
+    assert error is None and syncs_then >= before + 1  # called back only after a sync
+    log, number = tickets[0]
+    assert log.covered >= number
+    later = threading.Event()
+    wal_when_synced(tickets[0], lambda error: later.set())  # covered already: at once
+    assert later.is_set()
+
+
+def test_a_failed_sync_calls_back_with_the_error(tmp_path):
+    """The WAL cannot be synced (its path leads to /dev/null here, which refuses
+    fdatasync): the callback gets the error, and a later sync of a good WAL still calls
+    back its own."""
+    import threading
+
+    from transactions.wal_sync import wal_commit_finished, wal_when_synced
+
+    bad = tmp_path / "bad.sqlite3"
+    (tmp_path / "bad.sqlite3-wal").symlink_to("/dev/null")  # opens; fdatasync: EINVAL
+    got: list = []
+    done = threading.Event()
+    ticket = wal_commit_finished(str(bad))
+    wal_when_synced(ticket, lambda error: (got.append(error), done.set()))
+    assert done.wait(10)
+    assert isinstance(got[0], OSError)
+    good = tmp_path / "good.sqlite3"
+    (tmp_path / "good.sqlite3-wal").write_bytes(b"x")
+    ok = threading.Event()
+    wal_when_synced(wal_commit_finished(str(good)), lambda error: error is None and ok.set())
+    assert ok.wait(10)

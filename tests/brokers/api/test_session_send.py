@@ -97,3 +97,52 @@ def test_unsent_replies_over_the_buffer_close_the_session(settings):
         assert s.pump.closing
 
     asyncio.run(run())
+
+
+async def _until(done) -> None:
+    """Let the loop run its callbacks until ``done()`` (within 5 s)."""
+
+    async def turns() -> None:
+        while not done():
+            await asyncio.sleep(0)  # one turn of the loop: the callbacks it was handed run
+
+    await asyncio.wait_for(turns(), 5)
+
+
+def test_what_is_sent_while_held_waits_for_every_release_then_follows_in_order():
+    """A durable commit's replies wait for its sync (``Pump.held``: STOMP's frames,
+    transactions.durability.durability_deferred): what was sent before goes at once, what is
+    sent after waits until every hold handed out is released (from any thread), in order."""
+
+    async def run():
+        server = Server()
+        s = session(server)
+        s.pump.send_now("a", 1)
+        first = s.pump.held()
+        s.pump.send_now("b", 1)
+        second = s.pump.held()
+        s.pump.send_now("c", 1)
+        assert server.texts == ["a"] and s.pump.unsent == 2
+        first(None)
+        await _until(lambda: s.pump.writer is None)
+        assert server.texts == ["a"]  # the second still holds
+        await asyncio.to_thread(second, None)  # as the syncer thread releases it
+        await _until(lambda: server.texts == ["a", "b", "c"])
+        assert s.pump.unsent == 0 and s.pump.holds == 0
+        s.pump.send_now("d", 1)
+        assert server.texts[-1] == "d"
+
+    asyncio.run(run())
+
+
+def test_a_failed_sync_closes_the_connection_without_its_held_replies():
+    async def run():
+        server = Server()
+        s = session(server)
+        release = s.pump.held()
+        s.pump.send_now("committed", 9)
+        await asyncio.to_thread(release, OSError(5, "Input/output error"))
+        await _until(lambda: s.pump.closing)
+        assert "committed" not in server.texts
+
+    asyncio.run(run())
