@@ -33,7 +33,8 @@ import collections
 import logging
 import queue
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, Protocol
 
 from django.db import close_old_connections, connections
@@ -69,6 +70,7 @@ class Pool:
         self.lock = threading.Lock()
         self.threads = 0
         self.idle = 0  # threads waiting for a task
+        self.blocked = 0  # threads in a long wait (:meth:`blocking`): not counted in ``size()``
 
     def submit(self, task: Callable[[], None], *, here: bool = False) -> None:
         """Run ``task`` on one of the threads. ``here``: from one of this pool's threads, on
@@ -84,11 +86,29 @@ class Pool:
                 after.append(task)
                 return
         self.tasks.put(task)
+        self._grown()
+
+    def _grown(self) -> None:
+        """A thread more when a task waits, no thread is idle and fewer than ``size()`` are
+        working (those in :meth:`blocking` not counted)."""
         with self.lock:
-            if self.tasks.qsize() <= self.idle or self.threads >= max(1, self.size()):
+            if self.tasks.qsize() <= self.idle or self.threads - self.blocked >= max(1, self.size()):
                 return  # a waiting thread takes it, or the next one free does
             self.threads += 1
         threading.Thread(target=self._run, name=self.name, daemon=True).start()
+
+    @contextmanager
+    def blocking(self) -> Iterator[None]:
+        """(A task of this pool, about to wait long: a password's hash, say.) Meanwhile this
+        thread does not count toward ``size()``: another may take the tasks that wait."""
+        with self.lock:
+            self.blocked += 1
+        try:
+            self._grown()
+            yield
+        finally:
+            with self.lock:
+                self.blocked -= 1
 
     def _run(self) -> None:
         _local.pool, _local.after = self, []

@@ -1,5 +1,6 @@
 """STOMP (API.md, "STOMP"; docs/stomp.md): where it listens and its bounds."""
 
+from .database import DATABASES
 from .env import env_bool, env_float_default, env_int, env_str
 
 #: The TCP port of the STOMP server ./platform/up starts at BATON_HOST; 0 turns it off.
@@ -31,5 +32,9 @@ BATON_STOMP_MAX_SUBSCRIPTIONS = env_int("BATON_STOMP_MAX_SUBSCRIPTIONS", 1000)
 #: administer it; a SUBSCRIBE that would make one more gets ERROR.
 BATON_STOMP_MAX_DURABLE_PER_USER = env_int("BATON_STOMP_MAX_DURABLE_PER_USER", 20)
 #: Threads that apply the frames and make the gets of all STOMP connections of a process
-#: (a connection or a subscription holds none while it waits).
-BATON_STOMP_THREADS = env_int("BATON_STOMP_THREADS", 16)
+#: (a connection or a subscription holds none while it waits). On SQLite one by default: a
+#: frame's commit does not wait for its sync on the thread, and one writer at a time is all
+#: SQLite takes, so more threads only contend for the interpreter's lock; a thread in a long
+#: wait (a password's hash) lets another take over meanwhile. On PostgreSQL 16: its
+#: statements wait on the network (docs/stomp.md, "How it is served").
+BATON_STOMP_THREADS = env_int("BATON_STOMP_THREADS", 1 if DATABASES["default"]["ENGINE"].endswith("sqlite3") else 16)

@@ -232,3 +232,38 @@ def test_the_websocket_door_shares_the_lockout_and_the_connect_timeout(web_port,
     settings.BATON_STOMP_CONNECT_TIMEOUT_S = 0.3
     silent = ws_first_frame(web_port, None)
     assert silent.command == "ERROR" and "No CONNECT within 0.3 s" in silent.get("message")
+
+
+def test_a_password_sign_in_does_not_hold_up_other_connections(stomp_port, stomp_broker, token, throttle, monkeypatch):
+    """A password's hash takes a fifth of a second: while one CONNECT's hash is under way (held
+    here until the test lets it go), another connection's SEND is applied and answered, on
+    SQLite's one STOMP thread too (the sign-in's thread is ``blocking``)."""
+    import threading
+
+    from django.contrib.auth.hashers import MD5PasswordHasher
+
+    password_user("slow")
+    hashing, release = threading.Event(), threading.Event()
+    verify = MD5PasswordHasher.verify
+
+    def slow_verify(self, password, encoded):
+        hashing.set()
+        assert release.wait(20)
+        return verify(self, password, encoded)
+
+    other = Raw(stomp_port)
+    other.connect(token)  # an API token: no hash
+    monkeypatch.setattr(MD5PasswordHasher, "verify", slow_verify)
+    signing = Raw(stomp_port)
+    try:
+        signing.send(f"CONNECT\naccept-version:1.2\nhost:QM1\nlogin:slow\npasscode:{PASSWORD}\n\n\0".encode())
+        assert hashing.wait(10)
+        other.send(b"SEND\ndestination:/queue/Q1\nreceipt:r1\n\nhello\0")
+        receipt = other.next()  # within the socket's timeout, while the hash is still held
+        assert receipt.command == "RECEIPT" and not release.is_set()
+        release.set()
+        assert signing.next().command == "CONNECTED"
+    finally:
+        release.set()
+        signing.close()
+        other.close()
