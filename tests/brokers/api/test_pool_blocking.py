@@ -25,7 +25,6 @@ def test_a_task_in_a_long_wait_lets_the_next_task_run_on_another_thread():
         assert ran.wait(10)  # not behind the slow one
     finally:
         release.set()
-    assert pool.blocked == 0 or release.is_set()
 
 
 def test_without_a_long_wait_one_thread_takes_the_tasks_in_turn():
