@@ -43,6 +43,7 @@ from transactions.models import JournalKind, Transaction, TransactionState
 from baton_client.errors import InvalidInput
 from baton_client.errors import QueueFull
 from ..models import ChannelReceipt, Message, Queue, QueueKind, ReceivedBatch
+from ..queries import messages_insert
 from ..selectors import broker_get
 from ..services.store import queue_reserve, queues_woken
 
@@ -239,7 +240,8 @@ def _reserved(queue: Queue, entries: list[_Planned]) -> None:
 def _batch_put(*, broker, items: list[dict], txn: Transaction, now: datetime) -> list[str]:
     """Put a batch's messages under ``txn``: what happens to each is decided per message (in
     order), the database work per batch — one look-up per destination, one duplicate check
-    and one reservation per queue, one insert, one journal write. (A statement or two per
+    and one reservation per queue, one insert (the put's own statement,
+    ``queries.messages_insert``), one journal write. (A statement or two per
     message made a batch of 100 cost about a second on a loaded machine, on the critical
     path of every pipeline through a channel.) Returns each message's outcome: put,
     dead_lettered or duplicate."""
@@ -264,7 +266,8 @@ def _batch_put(*, broker, items: list[dict], txn: Transaction, now: datetime) ->
         entry.message.transmission_header = entry.header
         entry.message.dead_letter_reason = entry.reason
         entry.message.dead_letter_queue = entry.name if entry.reason else ""
-    Message.objects.bulk_create([e.message for e in stored])
+    if stored:
+        messages_insert(messages=[e.message for e in stored])
     journal_record(
         events=[
             journal_event(
