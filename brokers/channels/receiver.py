@@ -40,11 +40,13 @@ from transactions.manager import (
 )
 from transactions.models import JournalKind, Transaction, TransactionState
 
-from baton_client.errors import InvalidInput
-from baton_client.errors import QueueFull
-from ..models import ChannelReceipt, Message, Queue, QueueKind, ReceivedBatch
+from baton_client.errors import InvalidInput, PutInhibited, QueueFull
+from ..models import ChannelReceipt, Message, Queue, ReceivedBatch
+from ..definitions import definitions_checked
+from ..exceptions import QueueNotFound
 from ..queries import messages_insert
 from ..selectors import broker_get
+from ..services.messages.common import queue_put_target
 from ..services.store import queue_reserve, queues_woken
 
 #: What a status call can answer about batch n.
@@ -123,26 +125,19 @@ def _standin_status(standin_id: str) -> str:
     return PENDING
 
 
-def _destination(broker, name: str) -> tuple[Queue | None, dict | None, str]:
+def _destination(broker, name: str) -> tuple[Queue | None, dict | None, str, int]:
     """The local queue a message for ``name`` lands on, a transmission header if it travels
-    on, and a reason if it must be dead-lettered instead."""
-    queue = Queue.objects.select_related("broker").filter(broker=broker, name=name).first()
-    if queue is None:
-        return None, None, f"unknown destination queue {name!r} on broker {broker.name!r}"
-    if queue.kind == QueueKind.ALIAS:
-        target = Queue.objects.select_related("broker").filter(broker=broker, name=queue.target_queue).first()
-        if target is None or target.kind != QueueKind.LOCAL:
-            return None, None, f"alias {name!r} names no local queue"
-        queue = target
-    header = None
-    if queue.kind == QueueKind.REMOTE:  # a further hop
-        header = {"broker": queue.remote_broker, "queue": queue.remote_queue}
-        queue = Queue.objects.select_related("broker").filter(broker=broker, name=queue.transmission_queue).first()
-        if queue is None:
-            return None, None, f"transmission queue for {name!r} is missing"
-    if not queue.put_enabled:
-        return None, None, f"puts are disabled on queue {queue.name!r}"
-    return queue, header, ""
+    on, and a reason if it must be dead-lettered instead (the put's own resolution,
+    ``queue_put_target``: an alias or a remote queue whose puts are disabled refuses a channel
+    as it refuses a put); and the longest message it takes."""
+    try:
+        target = queue_put_target(broker=broker.name, queue=name)
+    except QueueNotFound:
+        return None, None, f"unknown destination queue {name!r} on broker {broker.name!r}", 0
+    except (PutInhibited, InvalidInput) as exc:
+        return None, None, exc.message, 0
+    limit = min(target.named.max_message_length, target.queue.max_message_length, broker.max_message_length)
+    return target.queue, target.header, "", limit
 
 
 def _dead_letter_queue(broker) -> Queue:
@@ -187,7 +182,8 @@ class _Planned:
 
 def _planned(broker, items: list[dict], txn: Transaction) -> list[_Planned]:
     """Each item's destination (looked up once per destination name) and length check."""
-    destinations: dict[str, tuple[Queue | None, dict | None, str]] = {}
+    definitions_checked()
+    destinations: dict[str, tuple[Queue | None, dict | None, str, int]] = {}
     planned = []
     for index, item in enumerate(items):
         try:
@@ -195,10 +191,11 @@ def _planned(broker, items: list[dict], txn: Transaction) -> list[_Planned]:
             name = (item.get("destination") or {}).get("queue") or ""
             if name not in destinations:
                 destinations[name] = _destination(broker, name)
-            entry = _Planned(_message(item, body, txn), name, *destinations[name])
+            queue, header, reason, limit = destinations[name]
+            entry = _Planned(_message(item, body, txn), name, queue, header, reason)
         except (ValueError, TypeError, AttributeError, KeyError) as exc:  # undone with the whole batch
             raise InvalidInput("The batch is not valid.", errors={f"messages[{index}]": [str(exc)[:200]]}) from exc
-        if entry.queue is not None and len(body) > min(entry.queue.max_message_length, broker.max_message_length):
+        if entry.queue is not None and len(body) > limit:
             entry.dead_letter(f"message longer than queue {entry.queue.name!r} accepts")
         planned.append(entry)
     return planned

@@ -11,7 +11,10 @@ import pytest
 from brokers.channels.receiver import receiver_batch_commit, receiver_batch_receive
 from brokers.models import Broker, Message, put_committed_q
 from brokers.services.brokers import broker_define
-from brokers.services.queues import queue_define
+from brokers.services.messages import message_put
+from brokers.services.queues import queue_alter, queue_define
+from baton_client.errors import PutInhibited
+from tests.conftest import msgs
 
 pytestmark = pytest.mark.django_db
 
@@ -66,6 +69,40 @@ def test_a_batch_lands_in_order_with_full_long_unknown_and_duplicates_handled():
         }
     )
     assert again["duplicates"] == 1 and again["dead_lettered"] == 0
+
+
+@pytest.mark.parametrize("inhibited", ["ALIAS", "IN", "RQ", "XQ"])
+def test_a_batch_lands_where_a_put_would_and_is_refused_where_a_put_is(inhibited):
+    """The receiving end resolves a destination as a put does (an alias, a remote queue's
+    transmission queue) and dead-letters with the put's reason what a put would refuse."""
+    broker_define(name="QMB")
+    queue_define(broker="QMB", name="IN", max_message_length=4)
+    queue_define(broker="QMB", name="ALIAS", kind="alias", target_queue="IN")
+    queue_define(broker="QMB", name="XQ", usage="transmission")
+    queue_define(
+        broker="QMB", name="RQ", kind="remote", remote_broker="QMC", remote_queue="OUT", transmission_queue="XQ"
+    )
+    queue_alter(broker="QMB", name=inhibited, put_enabled=False)
+    with pytest.raises(PutInhibited) as put:
+        message_put(broker="QMB", queue="RQ" if inhibited in ("RQ", "XQ") else "ALIAS", messages=msgs("p"))
+    items = [item(1, "ALIAS"), item(2, "ALIAS", b"too long"), item(3, "RQ")]
+    taken = receiver_batch_receive(
+        payload={"channel": "A.B", "source_broker": "QMA", "target_broker": "QMB", "seq": 1, "messages": items}
+    )
+    receiver_batch_commit(channel="A.B", source_broker="QMA", seq=1)
+    dlq = Broker.objects.get(name="QMB").dead_letter_queue
+    landed = {
+        m.msg_id: (m.queue.name, m.dead_letter_reason, m.transmission_header)
+        for m in Message.objects.select_related("queue")
+    }
+    alias_refused = inhibited in ("ALIAS", "IN")
+    assert landed[f"{1:048x}"] == ((dlq, put.value.message, None) if alias_refused else ("IN", "", None))
+    assert landed[f"{2:048x}"][0] == dlq  # longer than the alias's queue takes, whichever is refused
+    assert landed[f"{3:048x}"] == (
+        (dlq, put.value.message, None) if not alias_refused else ("XQ", "", {"broker": "QMC", "queue": "OUT"})
+    )
+    assert repr(inhibited) in put.value.message
+    assert taken["dead_lettered"] == 2
 
 
 def test_the_statements_of_a_batch_do_not_grow_with_its_messages():

@@ -59,8 +59,11 @@ class _Target:
     header: dict | None = field(default=None)
 
 
-def _put_target(*, broker: str, queue: str) -> _Target:
-    """Caller has checked the definitions cache in its database transaction."""
+def queue_put_target(*, broker: str, queue: str) -> _Target:
+    """Where a put to ``queue`` lands (an alias's queue, a remote queue's transmission queue),
+    or why it may not (unknown, put inhibited, an alias of no local queue): the one resolution
+    of puts and of a channel's receiving end. Caller has checked the definitions cache in its
+    database transaction."""
     named = queue_get(broker=broker, name=queue)
     if not named.put_enabled:
         raise PutInhibited(f"Puts are disabled on queue {queue!r}.", broker=broker, queue=queue)

@@ -43,7 +43,7 @@ from .common import (
     Duplicate,
     PutResult,
     _connection,
-    _put_target,
+    queue_put_target,
     _syncpoint_checked,
     _unit_of_work,
     unit_of_work_joined,
@@ -125,7 +125,7 @@ def _put(
         definitions_checked()
         version = definitions_trusted()
     try:
-        target = _put_target(broker=broker, queue=queue)
+        target = queue_put_target(broker=broker, queue=queue)
         named, dest = target.named, target.queue
         owner = dest.broker
         if user is not None:  # context fields, reports, the indirect paths' rule (docs/permissions.md)
