@@ -648,6 +648,26 @@ def messages_sendable_lengths(*, queue_id: int, preemptive: bool, priority_first
         return [row[0] for row in c.fetchall()]
 
 
+def messages_upstream_pending(*, queue_id: int, transaction_ids: Sequence[str]) -> bool:
+    """A pre-emptive channel's look while it gathers a batch (brokers/channels/sender.py,
+    ``_nothing_more_coming``): whether one of ``transaction_ids`` (the units of work that put
+    the messages gathered) has not committed, or an open unit of work has put a message on the
+    queue that is not gotten yet (through the queue's not-gotten index, each message's unit of
+    work by its key). A read: takes no lock. Asked at every wake-up of a gather, as
+    ``messages_sendable_lengths`` is."""
+    units = ""
+    if transaction_ids:
+        marks = ", ".join(["%s"] * len(transaction_ids))
+        units = f"EXISTS (SELECT 1 FROM {TRANSACTION} WHERE id IN ({marks}) AND state <> 'committed') OR "
+    with cursor() as c:
+        c.execute(
+            f"SELECT {units}EXISTS (SELECT 1 FROM {MESSAGE} m JOIN {TRANSACTION} pt ON pt.id = m.put_transaction_id"
+            f" WHERE m.queue_id = %s AND m.get_transaction_id IS NULL AND pt.state IN ({_OPEN}))",
+            [*transaction_ids, queue_id],
+        )
+        return bool(c.fetchone()[0])
+
+
 # --- commit and rollback --------------------------------------------------------------------
 
 

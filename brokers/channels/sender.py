@@ -42,7 +42,7 @@ from django.utils import timezone
 
 from baton_client.errors import TransactionBackedOut
 from transactions.manager import transaction_begin, transaction_check, transaction_commit, transaction_rollback
-from transactions.models import OPEN_STATES, Transaction, TransactionState
+from transactions.models import OPEN_STATES, Transaction
 from transactions.queries import ready_checks
 from transactions.wakeups import wait_for
 
@@ -54,9 +54,8 @@ from ..models import (
     DeliverySequence,
     Message,
     Queue,
-    put_open_q,
 )
-from ..queries import messages_sendable_lengths
+from ..queries import messages_sendable_lengths, messages_upstream_pending
 from ..services.messages import message_get
 from ..services.room import queue_wait_keys
 from .definitions import channel_get
@@ -165,10 +164,8 @@ def _nothing_more_coming(queue: Queue, messages: list[Message]) -> bool:
     upstream's messages go as soon as it commits, not a gather's interval later). An
     upstream rolled back is not: its rollback cascaded to the batch's unit of work, which the
     gather's next get finds."""
-    units = {m.put_transaction_id for m in messages if m.put_transaction_id}
-    if units and Transaction.objects.filter(pk__in=units).exclude(state=TransactionState.COMMITTED).exists():
-        return False
-    return not Message.objects.filter(queue=queue, get_transaction__isnull=True).filter(put_open_q()).exists()
+    units = sorted({m.put_transaction_id for m in messages if m.put_transaction_id})
+    return not messages_upstream_pending(queue_id=queue.pk, transaction_ids=units)
 
 
 def _batch_gather(channel: Channel, queue: Queue, txn_id: str, *, in_flight: int) -> list[Message]:
