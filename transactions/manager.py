@@ -280,26 +280,12 @@ def _open_upstream_closure(start: Transaction, resolved: set[str]) -> dict[str, 
     members = {start.id: start}
     frontier = [start.id] if _linked(start) else []
     while frontier:
-        upstream_ids = (
-            set(Link.objects.filter(downstream_id__in=frontier).values_list("upstream_id", flat=True))
-            - members.keys()
-            - resolved
-        )
+        upstream_ids = queries.links_upstream_ids(downstream_ids=frontier) - members.keys() - resolved
         frontier = []
-        if not upstream_ids:
-            break
-        for txn in Transaction.objects.select_for_update().filter(pk__in=sorted(upstream_ids), state__in=OPEN_STATES):
+        for txn in queries.transactions_locked(transaction_ids=sorted(upstream_ids), states=OPEN_STATES):
             members[txn.id] = txn
             frontier.append(txn.id)
     return members
-
-
-def _open_downstream_ids(transaction_ids: list[str]) -> list[str]:
-    return list(
-        Link.objects.filter(upstream_id__in=transaction_ids, downstream__state__in=OPEN_STATES)
-        .values_list("downstream_id", flat=True)
-        .distinct()
-    )
 
 
 def _commit_resolution(start: Transaction, *, now) -> tuple[list[Transaction], list[str]]:
@@ -323,15 +309,15 @@ def _commit_resolution(start: Transaction, *, now) -> tuple[list[Transaction], l
                     raise TransactionOverdue(member.id, met_by=start.id)
         if any(member.state != TransactionState.COMMIT_HELD for member in closure.values()):
             if txn is start:
-                direct = set(Link.objects.filter(downstream_id=txn.id).values_list("upstream_id", flat=True))
+                direct = queries.links_upstream_ids(downstream_ids=[txn.id])
                 waiting_on = sorted(direct & closure.keys())
             continue
         to_commit.update(closure)
         if not _linked(*closure.values()):
             continue
-        for downstream in Transaction.objects.select_for_update().filter(
-            pk__in=_open_downstream_ids(list(closure)),
-            state=TransactionState.COMMIT_HELD,
+        for downstream in queries.transactions_locked(
+            transaction_ids=queries.links_open_downstream_ids(upstream_ids=list(closure)),
+            states=[TransactionState.COMMIT_HELD],
         ):
             if downstream.id not in to_commit:
                 worklist.append(downstream)
@@ -606,11 +592,9 @@ def _rollback_locked(transaction_id: str, reason: str, require_open: bool, row=N
     seen = {txn.id}
     frontier = [txn.id] if _linked(txn) else []
     while frontier:
-        next_ids = [i for i in _open_downstream_ids(frontier) if i not in seen]
+        next_ids = [i for i in queries.links_open_downstream_ids(upstream_ids=frontier) if i not in seen]
         frontier = []
-        for downstream in Transaction.objects.select_for_update().filter(
-            pk__in=sorted(next_ids), state__in=OPEN_STATES
-        ):
+        for downstream in queries.transactions_locked(transaction_ids=next_ids, states=OPEN_STATES):
             seen.add(downstream.id)
             order.append(downstream)
             frontier.append(downstream.id)

@@ -288,6 +288,46 @@ def open_upstreams(*, transaction_id: str) -> list[str]:
         return [row[0] for row in c.fetchall()]
 
 
+def links_upstream_ids(*, downstream_ids: Sequence[str]) -> set[str]:
+    """The units of work directly upstream of these, whatever their state (a commit's walk of
+    its open upstream closure, a level at a time: ``transactions.manager``). No lock: the
+    caller holds the link-graph lock where there is one, and links are only added under it."""
+    marks = ", ".join(["%s"] * len(downstream_ids))
+    with cursor() as c:
+        c.execute(f"SELECT upstream_id FROM {LINK} WHERE downstream_id IN ({marks})", list(downstream_ids))
+        return {row[0] for row in c.fetchall()}
+
+
+def links_open_downstream_ids(*, upstream_ids: Sequence[str]) -> list[str]:
+    """The open units of work directly downstream of these (a commit's held downstreams, a
+    rollback's cascade, a level at a time), in the order of their ids. No lock (as above)."""
+    marks = ", ".join(["%s"] * len(upstream_ids))
+    states = ", ".join(["%s"] * len(OPEN_STATES))
+    with cursor() as c:
+        c.execute(
+            f"SELECT DISTINCT l.downstream_id FROM {LINK} l JOIN {TRANSACTION} t ON t.id = l.downstream_id"
+            f" WHERE l.upstream_id IN ({marks}) AND t.state IN ({states}) ORDER BY l.downstream_id",
+            [*upstream_ids, *OPEN_STATES],
+        )
+        return [row[0] for row in c.fetchall()]
+
+
+def transactions_locked(*, transaction_ids: Sequence[str], states: Sequence[str]) -> list[Transaction]:
+    """Those of these units of work whose state is one of ``states``, their rows locked until
+    the database transaction ends (PostgreSQL: ``FOR UPDATE``, in the order of their ids)."""
+    if not transaction_ids:
+        return []
+    marks = ", ".join(["%s"] * len(transaction_ids))
+    state_marks = ", ".join(["%s"] * len(states))
+    with cursor() as c:
+        c.execute(
+            f"SELECT {_TXN_COLUMN_LIST} FROM {TRANSACTION} WHERE id IN ({marks}) AND state IN ({state_marks})"
+            f" ORDER BY id{dialect().ROW_LOCK}",
+            [*transaction_ids, *states],
+        )
+        return [transaction_from_row(row) for row in c.fetchall()]
+
+
 def ready_checks(*, transaction_ids: Sequence[str]) -> dict[str, str]:
     """The ready-check of several units of work in one statement (a channel's window):
     ``backed_out`` if rolled back, ``pending`` while an upstream is open, else ``ready``.
