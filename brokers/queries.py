@@ -40,7 +40,7 @@ from transactions.queries import (  # noqa: F401  (some re-exported for the dial
 )
 
 from .dialects import dialect
-from .models import Broker, DedupKey, DefinitionsVersion, Message, Queue, QueueRelease
+from .models import Broker, DedupKey, DefinitionsVersion, Message, Queue, QueueRelease, ReceivedBatch
 
 MESSAGE = Message._meta.db_table
 QUEUE = Queue._meta.db_table
@@ -48,6 +48,7 @@ BROKER = Broker._meta.db_table
 VERSION = DefinitionsVersion._meta.db_table
 DEDUP = DedupKey._meta.db_table
 RELEASE = QueueRelease._meta.db_table
+RECEIVED = ReceivedBatch._meta.db_table
 
 #: Every column of a message row, in the order the statements below read them.
 MESSAGE_COLUMNS = tuple(f.attname for f in Message._meta.concrete_fields)
@@ -666,6 +667,31 @@ def messages_upstream_pending(*, queue_id: int, transaction_ids: Sequence[str]) 
             [*transaction_ids, queue_id],
         )
         return bool(c.fetchone()[0])
+
+
+#: A channel's receiving end: the batches it holds (above ``last_committed_seq``), each with
+#: its stand-in's state (NULL: the stand-in has no row), in order of seq. No lock: the caller
+#: holds the receipt's row, and only a holder of it adds or drops a batch.
+_RECEIVED_BATCHES = (
+    f"SELECT rb.id, rb.seq, rb.standin, t.state FROM {RECEIVED} rb LEFT JOIN {TRANSACTION} t ON t.id = rb.standin"
+    " WHERE rb.receipt_id = %s ORDER BY rb.seq"
+)
+#: The same for one batch.
+_RECEIVED_BATCH = (
+    f"SELECT rb.id, rb.seq, rb.standin, t.state FROM {RECEIVED} rb LEFT JOIN {TRANSACTION} t ON t.id = rb.standin"
+    " WHERE rb.receipt_id = %s AND rb.seq = %s"
+)
+
+
+def received_batches(*, receipt_id: int, seq: int | None = None) -> list[tuple[int, int, str, str | None]]:
+    """The batches a channel's receiving end holds (``seq``: that one, if held): row id,
+    seq, stand-in and the stand-in's state (None when it has no row), in order of seq."""
+    with cursor() as c:
+        if seq is None:
+            c.execute(_RECEIVED_BATCHES, [receipt_id])
+        else:
+            c.execute(_RECEIVED_BATCH, [receipt_id, seq])
+        return [tuple(row) for row in c.fetchall()]
 
 
 # --- commit and rollback --------------------------------------------------------------------

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import base64
 from datetime import datetime
+from typing import NamedTuple
 
 from django.db import transaction as db
 from django.utils import timezone
@@ -39,12 +40,13 @@ from transactions.manager import (
     transaction_rollback,
 )
 from transactions.models import JournalKind, Transaction, TransactionState
+from transactions.queries import transaction_row
 
 from baton_client.errors import InvalidInput, PutInhibited, QueueFull
 from ..models import ChannelReceipt, Message, Queue, ReceivedBatch
 from ..definitions import definitions_checked
 from ..exceptions import QueueNotFound
-from ..queries import messages_insert
+from ..queries import messages_insert, received_batches
 from ..selectors import broker_get
 from ..services.messages.common import queue_put_target
 from ..services.store import queue_reserve, queues_woken
@@ -105,22 +107,32 @@ def _receipt(channel: str, source_broker: str, target_broker: str) -> ChannelRec
     return receipt
 
 
-def _pending(receipt: ChannelReceipt, seq: int) -> ReceivedBatch | None:
-    return ReceivedBatch.objects.filter(receipt=receipt, seq=seq).first()
+class _Held(NamedTuple):
+    """A batch the receiving end holds: its ``ReceivedBatch`` row and its stand-in's state."""
+
+    pk: int
+    seq: int
+    standin: str
+    standin_state: str | None
 
 
-def _status(receipt: ChannelReceipt, seq: int, held: ReceivedBatch | None = None) -> str:
+def _pending(receipt: ChannelReceipt, seq: int) -> _Held | None:
+    rows = received_batches(receipt_id=receipt.pk, seq=seq)
+    return _Held(*rows[0]) if rows else None
+
+
+def _status(receipt: ChannelReceipt, seq: int, held: _Held | None = None) -> str:
     held = held or _pending(receipt, seq)
     if held is None:
         return COMMITTED if seq <= receipt.last_committed_seq else UNKNOWN
-    return _standin_status(held.standin)
+    return _standin_status(held.standin_state)
 
 
-def _standin_status(standin_id: str) -> str:
-    standin = Transaction.objects.filter(pk=standin_id).values_list("state", flat=True).first()
-    if standin == TransactionState.COMMITTED:
+def _standin_status(state: str | None) -> str:
+    """A held batch's status from its stand-in's state (None: the stand-in has no row)."""
+    if state == TransactionState.COMMITTED:
         return COMMITTED
-    if standin in (TransactionState.ROLLED_BACK, None):
+    if state in (TransactionState.ROLLED_BACK, None):
         return BACKED_OUT
     return PENDING
 
@@ -319,7 +331,7 @@ def receiver_batch_receive(*, payload: dict) -> dict:
         standin = transaction_begin(broker=broker.name, timeout_ms=0, owner=f"channel:{payload['channel']}:standin")
         txn = transaction_begin(broker=broker.name, timeout_ms=0, owner=f"channel:{payload['channel']}:receiver")
         outcomes = _batch_put(broker=broker, items=payload["messages"], txn=txn, now=now)
-        txn_row = Transaction.objects.select_for_update().get(pk=txn.pk)
+        txn_row = transaction_row(transaction_id=txn.id, lock=True)
         transaction_links_add(
             downstream=txn_row,
             upstream_refs=[
@@ -382,10 +394,9 @@ def _receipt_advanced(receipt: ChannelReceipt) -> None:
     restarted sender asks about every batch it recorded before it commits any (a commit is
     what moves this), so none is ever answered committed that was not. Caller holds the
     receipt's row."""
-    rows = list(ReceivedBatch.objects.filter(receipt=receipt).order_by("seq").values_list("pk", "seq", "standin"))
     passed, through = [], receipt.last_committed_seq
-    for pk, seq, standin in rows:
-        if _standin_status(standin) != COMMITTED:
+    for pk, seq, _, state in received_batches(receipt_id=receipt.pk):
+        if _standin_status(state) != COMMITTED:
             break
         passed.append(pk)
         through = max(through, seq)
@@ -417,7 +428,7 @@ def receiver_batch_backout(*, channel: str, source_broker: str, seq: int) -> dic
             cascaded = outcome.cascaded
             status = BACKED_OUT
         if status == BACKED_OUT and held is not None:
-            held.delete()
+            ReceivedBatch.objects.filter(pk=held.pk).delete()
     return {"state": status, "seq": seq, "cascaded": cascaded}
 
 
