@@ -348,10 +348,7 @@ def _commit_locked(
     txn.commit_requested_at = txn.commit_requested_at or now
     to_commit, waiting_on = _commit_resolution(txn, now=now)
     if not to_commit:
-        Transaction.objects.filter(pk=txn.id).update(
-            state=TransactionState.COMMIT_HELD,
-            commit_requested_at=txn.commit_requested_at,
-        )
+        queries.transaction_held(transaction_id=txn.id, commit_requested_at=txn.commit_requested_at)
         if newly_held:
             journal_record(
                 events=[
@@ -393,7 +390,7 @@ def _commit_apply(members: list[Transaction], *, requested_by: str, now) -> None
     queries.transactions_resolve(transaction_ids=ids, state=TransactionState.COMMITTED, resolved_at=now)
     woken = set(ids)
     if _linked(*members):  # ready-checks of their consumers are waiting for exactly this
-        woken.update(Link.objects.filter(upstream_id__in=ids).values_list("downstream_id", flat=True))
+        woken.update(queries.links_downstream_ids(upstream_ids=ids))
     wakeup_notify_on_commit(f"txn:{i}" for i in woken)
 
 

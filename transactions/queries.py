@@ -25,7 +25,7 @@ from django.db import DEFAULT_DB_ALIAS
 from django.db.models.base import ModelState
 
 from .dialects import dialect
-from .models import OPEN_STATES, JournalEvent, Link, Transaction
+from .models import OPEN_STATES, JournalEvent, Link, Transaction, TransactionState
 from .seam import (  # noqa: F401  (the seam's functions, as the statement modules and stores call them)
     cursor,
     default_db,
@@ -266,6 +266,16 @@ def transactions_resolve(
     )
 
 
+def transaction_held(*, transaction_id: str, commit_requested_at) -> None:
+    """A unit of work that asked to commit waits on an open upstream: ``commit_held``, with
+    when it asked. Caller holds its row."""
+    with cursor() as c:
+        c.execute(
+            f"UPDATE {TRANSACTION} SET state = %s, commit_requested_at = %s WHERE id = %s",
+            [TransactionState.COMMIT_HELD, dt_param(commit_requested_at), transaction_id],
+        )
+
+
 def transaction_marks_set(*, transaction_id: str, marks: list[str]) -> None:
     """Rewrite a unit of work's marks. Caller holds its row."""
     param = json_param()
@@ -295,6 +305,15 @@ def links_upstream_ids(*, downstream_ids: Sequence[str]) -> set[str]:
     marks = ", ".join(["%s"] * len(downstream_ids))
     with cursor() as c:
         c.execute(f"SELECT upstream_id FROM {LINK} WHERE downstream_id IN ({marks})", list(downstream_ids))
+        return {row[0] for row in c.fetchall()}
+
+
+def links_downstream_ids(*, upstream_ids: Sequence[str]) -> set[str]:
+    """The units of work directly downstream of these, whatever their state (those a commit
+    wakes: their ready-checks wait for it). No lock."""
+    marks = ", ".join(["%s"] * len(upstream_ids))
+    with cursor() as c:
+        c.execute(f"SELECT downstream_id FROM {LINK} WHERE upstream_id IN ({marks})", list(upstream_ids))
         return {row[0] for row in c.fetchall()}
 
 
