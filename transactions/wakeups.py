@@ -3,7 +3,9 @@
 A waiter records the version of its keys ("queue:<id>", "txn:<id>"), tries its operation,
 and if that found nothing sleeps until a key's version changes or its wait ends. A commit
 that concerns a key bumps its version in every process: in its own at once (on commit),
-in the others through the process's wake-up bus (``transactions.wakeup_bus``: PostgreSQL
+waking only the threads asleep on that key (each sleeps on a condition of its own: a commit
+costs the waits it concerns, not every waiting thread of the process), and in the others
+through the process's wake-up bus (``transactions.wakeup_bus``: PostgreSQL
 ``LISTEN/NOTIFY``, Redis publish/subscribe, or local datagram sockets on SQLite), whose
 one listener thread per process bumps the versions of the keys it hears of.
 
@@ -25,7 +27,8 @@ from .queries import default_db
 
 T = TypeVar("T")
 
-_condition = threading.Condition()
+#: Guards the tables below; each sleeping wait has a condition of its own on it.
+_lock = threading.Lock()
 #: The version of each key a waiter of this process is waiting on, and how many waits watch
 #: it. A key nobody waits on has no entry (a notification for it wakes no one here), so the
 #: table holds the keys being waited on, never every queue and unit of work ever notified.
@@ -35,6 +38,11 @@ _watchers: dict[str, int] = {}
 _epoch = [0]
 #: Waiters that hold no thread (``wakeup_watch``): the callbacks to call for each key.
 _callbacks: dict[str, list[Callable[[], None]]] = {}
+#: The waits asleep on each key (``wait_for``), each on its thread's condition: a commit wakes
+#: the threads that wait on its keys, not every waiting thread of the process.
+_sleepers: dict[str, set[threading.Condition]] = {}
+#: Sleeping threads woken so far (:func:`wakeups_woken`).
+_woken = [0]
 
 POLL_FIRST_S = 0.02
 POLL_MAX_S = 0.5
@@ -43,25 +51,31 @@ POLL_MAX_S = 0.5
 def wakeup_notify(keys: Iterable[str]) -> None:
     """Wake this process's waiters on these keys."""
     called: list[Callable[[], None]] = []
-    with _condition:
-        woken = False
+    with _lock:
         for key in keys:
             if key in _versions:
                 _versions[key] += 1
-                woken = True
+                for sleeper in _sleepers.get(key, ()):
+                    sleeper.notify()
+                    _woken[0] += 1
                 if key in _callbacks:
                     called += _callbacks[key]
-        if woken:
-            _condition.notify_all()
     for callback in called:
         callback()
 
 
+def wakeups_woken() -> int:
+    """How many times a sleeping waiter's thread has been woken in this process (for tests)."""
+    return _woken[0]
+
+
 def wakeup_notify_all() -> None:
     """Wake every waiter of this process (each re-checks once)."""
-    with _condition:
+    with _lock:
         _epoch[0] += 1
-        _condition.notify_all()
+        for sleeper in {sleeper for sleepers in _sleepers.values() for sleeper in sleepers}:
+            sleeper.notify()
+            _woken[0] += 1
         called = [callback for callbacks in _callbacks.values() for callback in callbacks]
     for callback in called:
         callback()
@@ -73,13 +87,13 @@ def wakeup_watch(keys: list[str], callback: Callable[[], None]) -> None:
     notified, and when every waiter is woken, until ``wakeup_unwatch``. Watching before the
     first look, the caller misses no commit after it (as ``wait_for``)."""
     _watch(keys)
-    with _condition:
+    with _lock:
         for key in keys:
             _callbacks.setdefault(key, []).append(callback)
 
 
 def wakeup_unwatch(keys: list[str], callback: Callable[[], None]) -> None:
-    with _condition:
+    with _lock:
         for key in keys:
             left = [c for c in _callbacks.get(key, ()) if c is not callback]
             if left:
@@ -136,19 +150,38 @@ class _Committed:
         self.bus.publish_after_commit(keys)
 
 
+def _slept(keys: list[str], seen: tuple, timeout: float) -> None:
+    """Sleep until a version of ``keys`` (or the epoch) moves from ``seen``, or ``timeout``
+    seconds pass, on this thread's condition, woken only by the keys' notifications."""
+    sleeper = getattr(_local, "sleeper", None)
+    if sleeper is None:
+        sleeper = _local.sleeper = threading.Condition(_lock)
+    with _lock:
+        for key in keys:
+            _sleepers.setdefault(key, set()).add(sleeper)
+        try:
+            sleeper.wait_for(lambda: _seen(keys) != seen, timeout=timeout)
+        finally:
+            for key in keys:
+                sleepers = _sleepers[key]
+                sleepers.discard(sleeper)
+                if not sleepers:
+                    del _sleepers[key]
+
+
 def _seen(keys: list[str]) -> tuple:
     return (_epoch[0], *[_versions[k] for k in keys])
 
 
 def _watch(keys: list[str]) -> None:
-    with _condition:
+    with _lock:
         for key in keys:
             _watchers[key] = _watchers.get(key, 0) + 1
             _versions.setdefault(key, 0)
 
 
 def _unwatch(keys: list[str]) -> None:
-    with _condition:
+    with _lock:
         for key in keys:
             left = _watchers[key] - 1
             if left:
@@ -239,7 +272,7 @@ def wait_for(
         _watch(keys)  # before the first attempt's versions are read, until the wait ends
     try:
         while True:
-            with _condition:
+            with _lock:
                 seen = _seen(keys)
             if (
                 resume is not None
@@ -263,8 +296,7 @@ def wait_for(
             timeout = remaining if listening else min(poll, remaining)
             if due is not None and (soon := due()) is not None:
                 timeout = min(timeout, max(soon, 0.0))
-            with _condition:
-                _condition.wait_for(lambda seen=seen: _seen(keys) != seen, timeout=timeout)
+            _slept(keys, seen, timeout)
             if not listening:
                 poll = min(poll * 2, POLL_MAX_S)
     except BaseException:
