@@ -52,16 +52,23 @@ def wakeup_notify(keys: Iterable[str]) -> None:
     """Wake this process's waiters on these keys."""
     called: list[Callable[[], None]] = []
     with _lock:
+        woken: set[threading.Condition] = set()  # a wait on several of these keys is woken once
         for key in keys:
             if key in _versions:
                 _versions[key] += 1
-                for sleeper in _sleepers.get(key, ()):
-                    sleeper.notify()
-                    _woken[0] += 1
+                woken.update(_sleepers.get(key, ()))
                 if key in _callbacks:
                     called += _callbacks[key]
+        _woke(woken)
     for callback in called:
         callback()
+
+
+def _woke(sleepers: set[threading.Condition]) -> None:
+    """(Under ``_lock``.) Wake these sleeping waits."""
+    for sleeper in sleepers:
+        sleeper.notify()
+    _woken[0] += len(sleepers)
 
 
 def wakeups_woken() -> int:
@@ -73,9 +80,7 @@ def wakeup_notify_all() -> None:
     """Wake every waiter of this process (each re-checks once)."""
     with _lock:
         _epoch[0] += 1
-        for sleeper in {sleeper for sleepers in _sleepers.values() for sleeper in sleepers}:
-            sleeper.notify()
-            _woken[0] += 1
+        _woke({sleeper for sleepers in _sleepers.values() for sleeper in sleepers})
         called = [callback for callbacks in _callbacks.values() for callback in callbacks]
     for callback in called:
         callback()
@@ -156,6 +161,7 @@ def _slept(keys: list[str], seen: tuple, timeout: float) -> None:
     sleeper = getattr(_local, "sleeper", None)
     if sleeper is None:
         sleeper = _local.sleeper = threading.Condition(_lock)
+    keys = list(dict.fromkeys(keys))  # a key named twice is left once
     with _lock:
         for key in keys:
             _sleepers.setdefault(key, set()).add(sleeper)

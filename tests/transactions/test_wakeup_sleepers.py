@@ -67,3 +67,9 @@ def test_a_put_wakes_only_the_get_waiting_on_its_queue(broker):
         assert wakeups_woken() - woken == 1
         asleep(len(QUEUES) - n - 1)
     assert wakeups._sleepers == {} and wakeups._watchers == {}
+
+
+def test_a_wait_naming_a_key_twice_sleeps_and_ends_cleanly(db):
+    listening()
+    assert wakeups.wait_for(lambda: None, keys=["queue:1", "queue:1", "txn:9"], wait_s=0.05) is None
+    assert wakeups._sleepers == {} and wakeups._watchers == {}
