@@ -63,6 +63,23 @@ PLANNED_AS_BEFORE = ("SET LOCAL enable_seqscan TO DEFAULT", "SET LOCAL enable_bi
 _deferred = threading.local()
 
 
+class Step:
+    """What an engine step's work may say about its commit once it knows what it did
+    (``with engine_step(durable=True) as step``): :meth:`promises_nothing` when the work
+    turned out to promise nobody anything on disk (a commit held on its upstreams, see
+    transactions/manager.py), so the step's commit skips the sync. Only an outermost step
+    heeds it; a step nested in a caller's database transaction leaves durability to the
+    caller."""
+
+    __slots__ = ("durable",)
+
+    def __init__(self, durable: bool) -> None:
+        self.durable = durable
+
+    def promises_nothing(self) -> None:
+        self.durable = False
+
+
 @contextmanager
 def durability_deferred(until_synced: Callable[[Ticket], None]) -> Iterator[None]:
     """Within, on this thread: a durable SQLite step does not wait for its sync. It hands
@@ -80,9 +97,10 @@ def durability_deferred(until_synced: Callable[[Ticket], None]) -> Iterator[None
         _deferred.until_synced = previous
 
 
-def engine_step(*, durable: bool) -> AbstractContextManager[None]:
-    """One database transaction of the engine (``with engine_step(...)``); ``durable`` says
-    whether its commit must be on disk before the caller answers."""
+def engine_step(*, durable: bool) -> AbstractContextManager[Step]:
+    """One database transaction of the engine (``with engine_step(...) as step``);
+    ``durable`` says whether its commit must be on disk before the caller answers (the work
+    may lower it: :class:`Step`)."""
     conn = default_db()
     if not engine_step_outermost():
         return _atomic_step(conn, durable=durable)
@@ -101,7 +119,7 @@ def engine_step_outermost() -> bool:
 
 
 @contextmanager
-def _atomic_step(conn, *, durable: bool) -> Iterator[None]:
+def _atomic_step(conn, *, durable: bool) -> Iterator[Step]:
     """The step through Django's ``atomic()`` (nested in a caller's database transaction)."""
     outermost = not conn.in_atomic_block
     if conn.vendor == "sqlite":
@@ -114,7 +132,7 @@ def _atomic_step(conn, *, durable: bool) -> Iterator[None]:
             conn.baton_in_step = True  # the atomic block's BEGIN keeps it
         try:
             with db.atomic():
-                yield
+                yield Step(durable)  # what its work says is not heeded: the caller's transaction decides
         finally:
             if relax:
                 conn.baton_in_step = False
@@ -131,7 +149,7 @@ def _atomic_step(conn, *, durable: bool) -> Iterator[None]:
             deferred(sql)
         conn.execute_wrappers.append(_deferred_first)
         try:
-            yield
+            yield Step(durable)  # not heeded, as above
         except BaseException:
             seam().step_ended(keep=False)
             raise
@@ -172,7 +190,7 @@ def _rolled_back(conn, raw_rollback) -> None:
 
 
 @contextmanager
-def _sqlite_step(conn, *, durable: bool) -> Iterator[None]:
+def _sqlite_step(conn, *, durable: bool) -> Iterator[Step]:
     conn.close_if_health_check_failed()
     if conn.connection is None:
         conn.ensure_connection()
@@ -194,8 +212,9 @@ def _sqlite_step(conn, *, durable: bool) -> Iterator[None]:
                 raised_as_django(conn)
             statements_logged(conn, [("BEGIN IMMEDIATE", None)], started)
             _opened(conn)
+            step = Step(durable)
             try:
-                yield
+                yield step
                 if conn.needs_rollback:  # an inner atomic block failed and was caught: undo all
                     _rolled_back(conn, raw.rollback)
                     return
@@ -213,7 +232,7 @@ def _sqlite_step(conn, *, durable: bool) -> Iterator[None]:
             writer.release()
     finally:
         conn.baton_in_step = False
-    if durable and relaxed:
+    if step.durable and relaxed:
         until_synced = getattr(_deferred, "until_synced", None)
         if until_synced is None:
             wal_synced(conn.settings_dict["NAME"])
@@ -223,7 +242,7 @@ def _sqlite_step(conn, *, durable: bool) -> Iterator[None]:
 
 
 @contextmanager
-def _postgres_step(conn, *, durable: bool) -> Iterator[None]:
+def _postgres_step(conn, *, durable: bool) -> Iterator[Step]:
     conn.close_if_health_check_failed()
     if conn.connection is None:
         conn.ensure_connection()
@@ -241,12 +260,15 @@ def _postgres_step(conn, *, durable: bool) -> Iterator[None]:
         with raw.cursor() as c:
             c.execute("ROLLBACK")
 
+    step = Step(durable)
     try:
-        yield
+        yield step
         if conn.needs_rollback:
             seam().step_ended(keep=False)
             _rolled_back(conn, rollback)
             return
+        if durable and not step.durable:  # SET LOCAL holds until the COMMIT: the work said so late
+            deferred("SET LOCAL synchronous_commit TO OFF")
         deferred("COMMIT")  # with the step's last writes, in one round trip
         seam().step_ended(keep=True)
     except BaseException:

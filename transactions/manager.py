@@ -250,23 +250,28 @@ class _NeedsExclusive(Exception):
     pass
 
 
-def _under_graph_lock(transaction_id: str, work, *, durable: bool):
+def _under_graph_lock(transaction_id: str, work, *, durable: bool, promises_nothing=None):
     """Run ``work(row)`` in one database transaction (durable or not, see
     transactions/durability.py) holding the link-graph lock: shared if the transaction has
     no links, exclusive if it has (retrying exclusively when a link appears between the look
     and the lock). See transactions/locks.py. ``row``: the unit of work's row when the look
-    read and locked it in the same round trip (None if there is none), else ``NOT_READ``."""
+    read and locked it in the same round trip (None if there is none), else ``NOT_READ``.
+    ``promises_nothing(result)``: true when what the work did needs no sync after all."""
     exclusive = False
     while True:
         try:
-            with engine_step(durable=durable):
+            with engine_step(durable=durable) as step:
                 if exclusive:
                     link_graph_lock(exclusive=True)
-                    return work(NOT_READ)
-                linked, row = dialect().graph_lock_shared_and_links(transaction_id=transaction_id)
-                if linked:
-                    raise _NeedsExclusive
-                return work(row)
+                    result = work(NOT_READ)
+                else:
+                    linked, row = dialect().graph_lock_shared_and_links(transaction_id=transaction_id)
+                    if linked:
+                        raise _NeedsExclusive
+                    result = work(row)
+                if promises_nothing is not None and promises_nothing(result):
+                    step.promises_nothing()
+                return result
         except _NeedsExclusive:
             exclusive = True
 
@@ -326,8 +331,25 @@ def _commit_resolution(start: Transaction, *, now) -> tuple[list[Transaction], l
 
 def _commit_step(transaction_id: str, first: Callable[[Transaction], None] | None = None) -> CommitOutcome:
     """The commit by the transaction manager's statements, its resource managers acting in
-    it: a unit of work with marks or links, one with ``first``, every one on SQLite."""
-    return _under_graph_lock(transaction_id, lambda row: _commit_locked(transaction_id, row, first), durable=True)
+    it: a unit of work with marks or links, one with ``first``, every one on SQLite.
+
+    Durable when it commits. A commit held on its upstreams promises nothing on disk (its
+    reply is not "committed") and skips the sync: should the server stop before the next
+    one, restart recovery rolls the held unit of work back, as every open one, whether or
+    not its request to commit reached the disk; the upstream's commit that releases it is
+    durable and, the log being sequential, puts the request on disk with it. A channel's
+    units of work, in doubt after a restart rather than rolled back, commit inside the
+    agent's database transaction, which keeps its sync (``engine_step``'s ``Step``)."""
+    return _under_graph_lock(
+        transaction_id,
+        lambda row: _commit_locked(transaction_id, row, first),
+        durable=True,
+        promises_nothing=_held,
+    )
+
+
+def _held(outcome: CommitOutcome) -> bool:
+    return outcome.state == TransactionState.COMMIT_HELD
 
 
 def _commit_locked(

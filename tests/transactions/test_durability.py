@@ -112,6 +112,37 @@ def test_a_unit_of_work_ends_durable(queue):
     assert transaction_commit(transaction_id=txn.id).state == "committed"
 
 
+def test_a_commit_held_on_its_upstream_skips_the_sync_and_the_commit_releasing_it_syncs(queue):
+    """A held commit promises nothing on disk (an API 202, not a 200): restart recovery would
+    roll back its open upstream and, by cascade, the held unit of work anyway. The upstream's
+    commit, which releases it, is durable and covers it."""
+    from django.test.utils import CaptureQueriesContext
+
+    from brokers.services.messages import message_get
+
+    producer = transaction_begin(broker="QM1", timeout_ms=60_000)
+    message_put(broker="QM1", queue="Q1", messages=msgs("a"), transaction_id=producer.id)
+    consumer = transaction_begin(broker="QM1", timeout_ms=60_000)
+    got = message_get(broker="QM1", queue="Q1", transaction_id=consumer.id, preemptive=True)
+    assert [bytes(m.body) for m in got.messages] == [b"a"]
+
+    def committed(transaction_id: str) -> tuple[str, int, list[str]]:
+        before = wal_syncs()
+        with CaptureQueriesContext(connection) as queries:
+            state = transaction_commit(transaction_id=transaction_id).state
+        relaxed = [q["sql"] for q in queries.captured_queries if "synchronous_commit TO OFF" in q["sql"]]
+        return state, wal_syncs() - before, relaxed
+
+    held = committed(consumer.id)
+    released = committed(producer.id)
+    assert [held[0], released[0]] == ["commit_held", "committed"]
+    if connection.vendor == "sqlite":
+        assert [held[1], released[1]] == [0, 1]
+    else:
+        assert held[2] and not released[2]
+    assert transaction_commit(transaction_id=consumer.id).state == "committed"
+
+
 def _switches(statements: list[str]) -> list[str]:
     return [s for s in statements if s.startswith("PRAGMA synchronous=")]
 
