@@ -113,9 +113,9 @@ def test_a_unit_of_work_ends_durable(queue):
 
 
 def test_a_commit_held_on_its_upstream_skips_the_sync_and_the_commit_releasing_it_syncs(queue):
-    """A held commit promises nothing on disk (an API 202, not a 200): restart recovery would
-    roll back its open upstream and, by cascade, the held unit of work anyway. The upstream's
-    commit, which releases it, is durable and covers it."""
+    """A held commit promises nothing on disk (an API 202, not a 200): restart recovery rolls
+    the held unit of work back, as every open one, synced or not. The upstream's commit,
+    which releases it, is durable and covers it."""
     from django.test.utils import CaptureQueriesContext
 
     from brokers.services.messages import message_get
